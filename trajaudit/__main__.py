@@ -1,0 +1,5 @@
+"""``python -m trajaudit`` runs the command line."""
+
+from trajaudit.cli import main
+
+main()

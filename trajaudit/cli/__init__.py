@@ -1,0 +1,30 @@
+"""The ``trajaudit`` command line: a thin layer over the library (one module per command group)."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from trajaudit import __version__
+from trajaudit.cli.traces import convert, show
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="trajaudit")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """trajaudit: audit LLM-agent trajectories.
+
+    Finds where a failed run broke (the critical step), why (a root-cause category), who (the
+    responsible agent), with an auditable validation log of evidence.
+    """
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+for _cmd in (show, convert):
+    main.add_command(_cmd)
+
+
+__all__ = ["main"]

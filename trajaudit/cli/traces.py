@@ -1,0 +1,71 @@
+"""``trajaudit show`` and ``trajaudit convert``: look at a trajectory, or write its IR."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from trajaudit.cli.common import console, fail, format_options, handle_errors, report_problems
+from trajaudit.engine.loader import load_path
+
+_KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
+
+
+@click.command("show")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--record", type=int, help="Show only this 0-based record of a multi-run file.")
+@click.option("--width", type=int, default=90, show_default=True, help="Preview width in characters.")
+@format_options
+@handle_errors
+def show(file: str, record: int | None, width: int, fmt: str | None, mapping: str | None) -> None:
+    """Print the outline of each trajectory in FILE: index, agent, kind, tool, one-line preview.
+
+    The index is the 0-based position of the message in the file's message list (the index that
+    diagnoses and gold labels use).
+    """
+    res = load_path(file, format=fmt, mapping=mapping, record=record)
+    report_problems(res.problems)
+    out = console()
+    for t in res.trajectories:
+        title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision"
+        table = Table(title=title, title_justify="left", show_lines=False, expand=False)
+        table.add_column("#", justify="right")
+        table.add_column("kind")
+        table.add_column("agent")
+        table.add_column("tool")
+        table.add_column("preview", overflow="fold")
+        for row in t.outline(width):
+            style = _KIND_STYLE.get(row["kind"], "")
+            flags = t.steps[row["index"]].flags
+            preview = row["preview"] + (f"  ⚑{','.join(flags)}" if flags else "")
+            table.add_row(str(row["index"]), row["kind"], row["agent"] or "", row["tool"], preview, style=style)
+        if t.task:
+            out.print(f"task: {' '.join(t.task.split())[:width * 2]}", highlight=False, markup=False)
+        out.print(table)
+    if not res.trajectories:
+        fail(f"{file}: no trajectory could be loaded")
+
+
+@click.command("convert")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Output path: .json for one run (a list if several), .jsonl for one run per line.")
+@click.option("--record", type=int, help="Convert only this 0-based record of a multi-run file.")
+@format_options
+@handle_errors
+def convert(file: str, output: str, record: int | None, fmt: str | None, mapping: str | None) -> None:
+    """Convert FILE to the trajaudit IR (validated against trajectory.schema.json)."""
+    res = load_path(file, format=fmt, mapping=mapping, record=record)
+    report_problems(res.problems)
+    if not res.trajectories:
+        fail(f"{file}: no trajectory could be loaded")
+    dicts = [t.to_dict() for t in res.trajectories]
+    out = Path(output)
+    if output.endswith((".jsonl", ".ndjson")):
+        out.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts), encoding="utf-8")
+    else:
+        out.write_text(json.dumps(dicts[0] if len(dicts) == 1 else dicts, ensure_ascii=False, indent=1), encoding="utf-8")
+    console(err=True).print(f"wrote {len(dicts)} trajectory(ies) to {output}", highlight=False)

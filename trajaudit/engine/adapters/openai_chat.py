@@ -1,0 +1,83 @@
+"""Plain OpenAI chat-completions message lists, with or without tool calls.
+
+Accepted documents: a list of messages; ``{"messages": [...]}``; a list of ``{"messages": [...]}``
+(one run per element). Step numbering: 0-based position in the message list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trajaudit.engine.adapters.base import (
+    OPENAI_ROLES,
+    LoadOptions,
+    Sniff,
+    assemble,
+    build_steps,
+    classify_openai,
+    first_user_text,
+)
+from trajaudit.engine.ir import Source, Trajectory
+from trajaudit.errors import TraceFormatError
+
+
+def _is_message_list(doc: Any) -> str:
+    if not isinstance(doc, list):
+        return f"not a list of messages (got {type(doc).__name__})"
+    if not doc:
+        return "empty list"
+    bad = [i for i, m in enumerate(doc) if not isinstance(m, dict) or not isinstance(m.get("role"), str)
+           or m["role"] not in OPENAI_ROLES]
+    if bad:
+        return f"element {bad[0]} is not a message with an OpenAI role ({', '.join(sorted(OPENAI_ROLES))})"
+    return ""
+
+
+class OpenAIChatAdapter:
+    """OpenAI chat messages (``role``/``content``/``tool_calls``/``tool_call_id``)."""
+
+    name = "openai"
+    description = "OpenAI chat messages: a list, {'messages': [...]}, or a list of such objects"
+
+    def sniff(self, doc: Any) -> Sniff:
+        """Match a message list, a ``{"messages"}`` object or a list of them."""
+        if isinstance(doc, dict):
+            if isinstance(doc.get("messages"), list):
+                why = _is_message_list(doc["messages"]) if doc["messages"] else ""
+                return Sniff(not why, f"messages: {why}" if why else "")
+            return Sniff(False, "object without a 'messages' list")
+        if isinstance(doc, list) and doc and all(isinstance(r, dict) and "messages" in r for r in doc):
+            return Sniff(True)
+        why = _is_message_list(doc)
+        return Sniff(not why, why)
+
+    def records(self, doc: Any) -> list[Any]:
+        """One record per run."""
+        if isinstance(doc, list) and doc and all(isinstance(r, dict) and "messages" in r for r in doc):
+            return list(doc)
+        return [doc]
+
+    def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
+        """Convert one run; raises :class:`TraceFormatError` when it has no messages."""
+        meta: dict[str, Any] = {}
+        rid = None
+        if isinstance(run, dict):
+            messages = run.get("messages")
+            path = "$.messages"
+            rid = run.get("id")
+            meta = {k: v for k, v in run.items() if k not in ("messages",) and isinstance(v, (str, int, float, bool))}
+        else:
+            messages, path = run, "$"
+        if not isinstance(messages, list):
+            raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
+        steps = build_steps(messages, classify_openai, options=options, path=path)
+        tid = str(rid) if rid is not None else _default_id(source)
+        task = run.get("task") if isinstance(run, dict) and isinstance(run.get("task"), str) else first_user_text(messages)
+        return assemble(steps, id=tid, source=source, task=task, metadata=meta)
+
+
+def _default_id(source: Source) -> str:
+    from pathlib import Path
+
+    stem = Path(source.file).stem if source.file else "trajectory"
+    return f"{stem}#{source.record}" if source.record is not None else stem

@@ -1,0 +1,267 @@
+"""Reading trace files into trajectories: decoding, JSON/JSONL parsing, format detection, validation.
+
+One broken run in a multi-run file is reported as a :class:`~trajaudit.errors.Problem` and skipped;
+the other runs still load. Whole-file failures (unreadable, empty, not JSON, no format matches)
+raise :class:`~trajaudit.errors.TraceFormatError` naming the file.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
+from trajaudit.engine.ir import Source, Trajectory
+from trajaudit.engine.schema import schema_errors
+from trajaudit.errors import Problem, TraceFormatError
+from trajaudit.registry import Registry
+
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
+FLAG_NON_UTF8 = "non_utf8"
+
+
+@dataclass
+class LoadResult:
+    """What loading produced: the trajectories and the problems (runs reported and skipped)."""
+
+    trajectories: list[Trajectory] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def extend(self, other: LoadResult) -> None:
+        """Append another result's trajectories and problems."""
+        self.trajectories.extend(other.trajectories)
+        self.problems.extend(other.problems)
+
+
+def _decode(data: bytes, file: str) -> tuple[str, bool]:
+    if not data.strip():
+        raise TraceFormatError("file is empty", file=file)
+    try:
+        return data.decode("utf-8-sig"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), True
+
+
+def _documents(text: str, file: str, jsonl: bool) -> list[tuple[int | None, Any, str | None]]:
+    """Parse text into ``[(line_or_None, doc, error)]``; JSONL when asked or when the JSON has extra lines."""
+    if not jsonl:
+        try:
+            return [(None, json.loads(text), None)]
+        except json.JSONDecodeError as e:
+            if not (e.msg.startswith("Extra data") and "\n" in text.strip()):
+                raise TraceFormatError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=file) from None
+    out: list[tuple[int | None, Any, str | None]] = []
+    for n, line in enumerate(text.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            out.append((n, json.loads(line), None))
+        except json.JSONDecodeError as e:
+            out.append((n, None, f"invalid JSON on line {n + 1} column {e.colno}: {e.msg}"))
+    if not out:
+        raise TraceFormatError("file has no JSON lines", file=file)
+    return out
+
+
+def detect(doc: Any, adapters: Registry[Adapter]) -> Adapter:
+    """Pick the first adapter whose ``sniff`` matches.
+
+    Raises:
+        TraceFormatError: none matched; the message lists every format tried and why it did not match.
+    """
+    reasons = []
+    for name, a in adapters.items():
+        s = a.sniff(doc)
+        if s.ok:
+            return a
+        reasons.append(f"{name}: {s.reason}")
+    raise TraceFormatError("no known trace format matches; tried " + "; ".join(reasons) + " (use --format or --mapping)")
+
+
+def load_document(
+    doc: Any,
+    *,
+    file: str | None = None,
+    format: str | None = None,
+    mapping: MappingAdapter | None = None,
+    record: int | None = None,
+    options: LoadOptions | None = None,
+    line: int | None = None,
+    adapters: Registry[Adapter] | None = None,
+    flags: tuple[str, ...] = (),
+) -> LoadResult:
+    """Convert one parsed JSON document (which may hold several runs).
+
+    Args:
+        doc: the parsed JSON.
+        file: the file it came from, for messages and ``Source``.
+        format: force an adapter by name (skips detection).
+        mapping: a mapping adapter to use instead of the registry.
+        record: keep only this 0-based record.
+        line: the JSONL line this document came from (used as the record number).
+
+    Raises:
+        TraceFormatError: the format cannot be determined, or ``record`` is out of range.
+    """
+    options = options or LoadOptions()
+    adapters = adapters or default_adapters()
+    try:
+        adapter: Adapter = mapping if mapping is not None else (adapters.get(format) if format else detect(doc, adapters))
+    except LookupError as e:
+        raise TraceFormatError(str(e.args[0]), file=file) from None
+    except TraceFormatError as e:
+        raise e.located(file=file, record=line) from None
+    runs = adapter.records(doc)
+    result = LoadResult()
+    if line is not None:
+        indexed = [(line, r) for r in runs]
+    else:
+        indexed = [(i if len(runs) > 1 or isinstance(doc, list) and adapter.name == "tau" else None, r)
+                   for i, r in enumerate(runs)]
+    if record is not None and line is None:
+        if not 0 <= record < len(runs):
+            raise TraceFormatError(f"record {record} out of range: the file holds {len(runs)} run(s)", file=file)
+        indexed = [(record, runs[record])]
+    for rec, run in indexed:
+        try:
+            traj = adapter.convert(run, source=Source(adapter.name, file, rec), options=options)
+            if flags:
+                traj = Trajectory(**{**traj.__dict__, "flags": traj.flags + flags})
+                traj.__dict__.pop("call_index", None)
+            if options.validate:
+                errs = schema_errors("trajectory", traj.to_dict(), limit=3)
+                if errs:
+                    raise TraceFormatError("IR fails the trajectory schema: " + "; ".join(errs), adapter=adapter.name)
+            result.trajectories.append(traj)
+        except TraceFormatError as e:
+            err = e if e.adapter else TraceFormatError(e.message, json_path=e.json_path, adapter=adapter.name)
+            located = err.located(file=file, record=rec)
+            result.problems.append(Problem(file or "<input>", rec, str(located)))
+    return result
+
+
+def load_path(
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    mapping: str | os.PathLike[str] | MappingAdapter | None = None,
+    record: int | None = None,
+    options: LoadOptions | None = None,
+) -> LoadResult:
+    """Load every run of one trace file.
+
+    Args:
+        path: a ``.json`` (one document: one run or a list of runs) or ``.jsonl``/``.ndjson`` file.
+        format: force a format by name (``openai``, ``tau``, ``who_and_when``, ``magentic``).
+        mapping: a mapping YAML file (or adapter) for custom formats.
+        record: keep only this 0-based record (list element, or JSONL line).
+        options: :class:`LoadOptions` (content cap, validation).
+
+    Returns:
+        :class:`LoadResult`; runs that failed are in ``problems`` with file and record.
+
+    Raises:
+        TraceFormatError: the file is unreadable, empty, not JSON, or matches no format.
+    """
+    file = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
+    text, lossy = _decode(data, file)
+    flags = (FLAG_NON_UTF8,) if lossy else ()
+    if isinstance(mapping, (str, os.PathLike)):
+        mapping = MappingAdapter.from_file(mapping)
+    jsonl = file.endswith((".jsonl", ".ndjson"))
+    docs = _documents(text, file, jsonl)
+    result = LoadResult()
+    multi = len(docs) > 1 or jsonl
+    for line, doc, err in docs:
+        if record is not None and multi and line != record:
+            continue
+        if err:
+            result.problems.append(Problem(file, line, str(TraceFormatError(err, file=file, record=line))))
+            continue
+        try:
+            result.extend(
+                load_document(doc, file=file, format=format, mapping=mapping,
+                              record=None if multi else record, options=options,
+                              line=line if multi else None, flags=flags)
+            )
+        except TraceFormatError as e:
+            if not multi:
+                raise
+            result.problems.append(Problem(file, line, str(e.located(file=file, record=line))))
+    if record is not None and multi and not result.trajectories and not result.problems:
+        raise TraceFormatError(f"record {record} not found (records are 0-based JSONL line numbers)", file=file)
+    return result
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Expand files, folders (recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``) and glob patterns.
+
+    Yields paths in a stable (sorted, natural-number-aware) order. Non-existent paths are yielded
+    as given so that the caller reports them.
+    """
+
+    def natural(p: Path) -> tuple:
+        import re
+
+        return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p)))
+
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            yield from sorted((q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in TRACE_SUFFIXES), key=natural)
+        elif any(ch in str(raw) for ch in "*?[") and not p.exists():
+            yield from sorted((Path(q) for q in glob.glob(str(raw), recursive=True) if Path(q).is_file()), key=natural)
+        else:
+            yield p
+
+
+def load_many(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    format: str | None = None,
+    mapping: str | os.PathLike[str] | MappingAdapter | None = None,
+    options: LoadOptions | None = None,
+) -> LoadResult:
+    """Load every run of every file under ``paths``; whole-file failures become problems too."""
+    if isinstance(mapping, (str, os.PathLike)):
+        mapping = MappingAdapter.from_file(mapping)
+    result = LoadResult()
+    for p in expand_paths(paths):
+        try:
+            result.extend(load_path(p, format=format, mapping=mapping, options=options))
+        except TraceFormatError as e:
+            result.problems.append(Problem(str(p), e.record, str(e)))
+    return result
+
+
+def load(
+    source: str | os.PathLike[str] | Trajectory | dict | list,
+    *,
+    format: str | None = None,
+    record: int | None = None,
+) -> Trajectory:
+    """Load exactly one trajectory from a path, a parsed document, or pass a Trajectory through.
+
+    Raises:
+        TraceFormatError: nothing loadable, or the input holds several runs and ``record`` is not given.
+    """
+    if isinstance(source, Trajectory):
+        return source
+    if isinstance(source, (dict, list)):
+        res = load_document(source, format=format, record=record)
+    else:
+        res = load_path(source, format=format, record=record)
+    if res.problems and not res.trajectories:
+        raise TraceFormatError(res.problems[0].message)
+    if len(res.trajectories) != 1:
+        raise TraceFormatError(f"input holds {len(res.trajectories)} runs; pass record=N to pick one")
+    return res.trajectories[0]

@@ -1,0 +1,212 @@
+"""The validation log: every (step, rule) evaluation that was not skipped, with verdict and evidence.
+
+AgentRx §3.3 ("validation log"): constraint checks are evidence for the judge, not verdicts on the
+run. Records are frozen data; the log serializes to JSON valid against
+``trajaudit/schemas/validation_log.schema.json``. Rule checks, claim-graph findings (PROVENANCE /
+RELATIONAL_POST records) and semantic (LLM) checks all land in the same log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal["pass", "fail", "unknown", "skip"]
+VERDICTS: tuple[str, ...] = ("pass", "fail", "unknown", "skip")
+Severity = Literal["info", "warning", "error", "critical"]
+SEVERITIES: tuple[str, ...] = ("info", "warning", "error", "critical")
+RULE_TYPES: tuple[str, ...] = ("SCHEMA", "PROTOCOL", "RELATIONAL_POST", "PROVENANCE", "TEMPORAL", "CAPABILITY")
+
+LOG_SCHEMA_VERSION = 1
+
+
+def severity_rank(severity: str) -> int:
+    """0 for info … 3 for critical; raises ``ValueError`` for an unknown severity."""
+    try:
+        return SEVERITIES.index(severity)
+    except ValueError:
+        raise ValueError(f"unknown severity {severity!r}; expected one of {', '.join(SEVERITIES)}") from None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """An address into the trajectory and what was seen there.
+
+    Attributes:
+        address: e.g. ``steps.7.tool_calls.0.arguments.item_ids`` or ``steps.6.content[120:164]``.
+        value: the value the check saw (JSON-serializable), or ``None``.
+        note: a short human label ("claimed count", "latest get_product_details output").
+    """
+
+    address: str
+    value: Any = None
+    note: str | None = None
+
+    @property
+    def step(self) -> int | None:
+        """The step index the address points into, or ``None`` if it is not a ``steps.N…`` address."""
+        parts = self.address.split(".")
+        if len(parts) >= 2 and parts[0] == "steps":
+            head = parts[1].split("[")[0]
+            if head.isdigit():
+                return int(head)
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"address": self.address, "value": self.value, "note": self.note}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Evidence:
+        """Inverse of :meth:`to_dict`."""
+        return cls(address=d["address"], value=d.get("value"), note=d.get("note"))
+
+
+@dataclass(frozen=True)
+class Record:
+    """One evaluation of one rule at one step.
+
+    Attributes:
+        step: the step index evaluated (0-based).
+        rule_id: ``pack.kebab-name``.
+        verdict: pass / fail / unknown (could not decide: budget hit, no LLM, …) / skip.
+        severity: the rule's severity (info/warning/error/critical).
+        rule_type: SCHEMA, PROTOCOL, RELATIONAL_POST, PROVENANCE, TEMPORAL or CAPABILITY.
+        targets: taxonomy category ids this rule is evidence for.
+        message: the rendered message (bound values filled in).
+        evidence: addresses and values the check saw.
+        bindings: variables bound by quantifiers/selectors, for messages and explanations.
+        origin: who produced the record: ``rules``, ``claims``, ``semantic``, ``tools`` …
+        reason: why the verdict is ``unknown`` (or extra detail), else ``None``.
+    """
+
+    step: int
+    rule_id: str
+    verdict: Verdict
+    severity: Severity = "error"
+    rule_type: str = "PROTOCOL"
+    targets: tuple[str, ...] = ()
+    message: str = ""
+    evidence: tuple[Evidence, ...] = ()
+    bindings: dict[str, Any] = field(default_factory=dict)
+    origin: str = "rules"
+    reason: str | None = None
+
+    @property
+    def is_violation(self) -> bool:
+        """True when the verdict is ``fail``."""
+        return self.verdict == "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "step": self.step,
+            "rule_id": self.rule_id,
+            "verdict": self.verdict,
+            "severity": self.severity,
+            "rule_type": self.rule_type,
+            "targets": list(self.targets),
+            "message": self.message,
+            "evidence": [e.to_dict() for e in self.evidence],
+            "bindings": self.bindings,
+            "origin": self.origin,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Record:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            step=d["step"],
+            rule_id=d["rule_id"],
+            verdict=d["verdict"],
+            severity=d.get("severity", "error"),
+            rule_type=d.get("rule_type", "PROTOCOL"),
+            targets=tuple(d.get("targets", [])),
+            message=d.get("message", ""),
+            evidence=tuple(Evidence.from_dict(e) for e in d.get("evidence", [])),
+            bindings=dict(d.get("bindings", {})),
+            origin=d.get("origin", "rules"),
+            reason=d.get("reason"),
+        )
+
+
+@dataclass
+class ValidationLog:
+    """All records for one trajectory, ordered by step (stable within a step).
+
+    Attributes:
+        trajectory_id: the trajectory's id.
+        records: the records (no ``skip`` verdicts are stored; skips are only counted).
+        skipped: number of (step, rule) pairs whose guard did not hold.
+        incomplete: notes of limits hit (budget, claim caps, rules that could not apply), never silent.
+    """
+
+    trajectory_id: str
+    records: list[Record] = field(default_factory=list)
+    skipped: int = 0
+    incomplete: list[str] = field(default_factory=list)
+
+    def add(self, record: Record) -> None:
+        """Append a record (``skip`` verdicts only increment ``skipped``)."""
+        if record.verdict == "skip":
+            self.skipped += 1
+        else:
+            self.records.append(record)
+
+    def extend(self, records: list[Record]) -> None:
+        """Add many records."""
+        for r in records:
+            self.add(r)
+
+    def sort(self) -> None:
+        """Order records by step, keeping insertion order within a step."""
+        self.records.sort(key=lambda r: r.step)
+
+    def violations(self, min_severity: str = "info") -> list[Record]:
+        """``fail`` records at or above ``min_severity``, in step order."""
+        floor = severity_rank(min_severity)
+        return [r for r in self.records if r.verdict == "fail" and severity_rank(r.severity) >= floor]
+
+    def at(self, step: int) -> list[Record]:
+        """Records evaluated at ``step``."""
+        return [r for r in self.records if r.step == step]
+
+    def summary(self) -> dict[str, Any]:
+        """Counts: by verdict, failures by severity, and failures by rule id."""
+        verdicts = Counter(r.verdict for r in self.records)
+        verdicts["skip"] = self.skipped
+        fails = [r for r in self.records if r.verdict == "fail"]
+        return {
+            "records": len(self.records),
+            "verdicts": {v: verdicts.get(v, 0) for v in VERDICTS},
+            "fail_by_severity": {s: sum(1 for r in fails if r.severity == s) for s in SEVERITIES},
+            "fail_by_rule": dict(Counter(r.rule_id for r in fails).most_common()),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, valid against ``validation_log.schema.json``."""
+        self.sort()
+        return {
+            "schema_version": LOG_SCHEMA_VERSION,
+            "trajectory_id": self.trajectory_id,
+            "summary": self.summary(),
+            "incomplete": list(self.incomplete),
+            "records": [r.to_dict() for r in self.records],
+        }
+
+    def to_json(self, indent: int | None = 1) -> str:
+        """Serialize to a JSON string."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent, default=str)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ValidationLog:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            trajectory_id=d["trajectory_id"],
+            records=[Record.from_dict(r) for r in d.get("records", [])],
+            skipped=int(d.get("summary", {}).get("verdicts", {}).get("skip", 0)),
+            incomplete=list(d.get("incomplete", [])),
+        )

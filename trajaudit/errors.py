@@ -1,0 +1,139 @@
+"""The project's error types.
+
+Every error trajaudit raises on bad input derives from :class:`TrajauditError`; anything else
+escaping the library is a bug. Errors carry *where* the problem is (file, record, JSON path,
+line/column) so that a person can find it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class TrajauditError(Exception):
+    """Base class of all documented trajaudit errors."""
+
+
+class TraceFormatError(TrajauditError):
+    """A trace file or record could not be read as a trajectory.
+
+    Attributes:
+        message: what is wrong, in words.
+        file: the path of the input file (or ``None`` for in-memory input).
+        record: 0-based record number inside a multi-run file (list element or JSONL line), or ``None``.
+        json_path: a JSON path inside the record, e.g. ``$.traj[4].tool_calls[0]``, or ``None``.
+        adapter: the adapter that raised it, or ``None`` when detection failed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        record: int | None = None,
+        json_path: str | None = None,
+        adapter: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = file
+        self.record = record
+        self.json_path = json_path
+        self.adapter = adapter
+        super().__init__(str(self))
+
+    def located(self, *, file: str | None = None, record: int | None = None) -> TraceFormatError:
+        """Return a copy with ``file``/``record`` filled in where they were missing."""
+        return TraceFormatError(
+            self.message,
+            file=self.file or file,
+            record=self.record if self.record is not None else record,
+            json_path=self.json_path,
+            adapter=self.adapter,
+        )
+
+    def __str__(self) -> str:
+        where = []
+        if self.file:
+            where.append(self.file)
+        if self.record is not None:
+            where.append(f"record {self.record}")
+        if self.json_path:
+            where.append(self.json_path)
+        prefix = ": ".join([", ".join(where)]) + ": " if where else ""
+        via = f" [{self.adapter}]" if self.adapter else ""
+        return f"{prefix}{self.message}{via}"
+
+
+class RulePackError(TrajauditError):
+    """A rule pack (YAML) or a rule expression is invalid.
+
+    Attributes:
+        message: what is wrong.
+        file: the pack file, or ``None``.
+        line, column: 1-based position in the file (or in the expression), when known.
+        rule_id: the rule concerned, when known.
+        context: the offending source line with a caret under the column, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        rule_id: str | None = None,
+        context: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.rule_id = rule_id
+        self.context = context
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        loc = self.file or "<rules>"
+        if self.line is not None:
+            loc += f":{self.line}"
+            if self.column is not None:
+                loc += f":{self.column}"
+        rid = f" (rule {self.rule_id})" if self.rule_id else ""
+        text = f"{loc}{rid}: {self.message}"
+        if self.context:
+            text += "\n" + self.context
+        return text
+
+
+class CheckerError(TrajauditError):
+    """A programmatic checker failed or was called with bad arguments; ``cause`` keeps the original."""
+
+    def __init__(self, message: str, *, checker: str | None = None, cause: BaseException | None = None):
+        self.checker = checker
+        self.cause = cause
+        super().__init__(f"checker {checker}: {message}" if checker else message)
+
+
+class ConfigError(TrajauditError):
+    """Bad configuration: a missing endpoint, an unknown strategy, an unreadable option file."""
+
+
+class LLMError(TrajauditError):
+    """An LLM call failed after its retries, or its answer never matched the required schema."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A reported (not raised) problem with one input: it was skipped, the batch went on.
+
+    Attributes:
+        file: the input file.
+        record: record number in the file, or ``None``.
+        message: the error text.
+    """
+
+    file: str
+    record: int | None
+    message: str
+    details: dict = field(default_factory=dict)

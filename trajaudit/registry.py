@@ -1,0 +1,56 @@
+"""A small typed name registry (one per kind: adapter, checker, judge, strategy).
+
+Lookups of unknown names raise :class:`LookupError` with close-match suggestions; duplicate
+registrations raise :class:`ValueError`. Registries are plain objects passed explicitly, not
+module-global state.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Maps names to objects of one kind.
+
+    Args:
+        kind: a human word for the kind ("adapter", "checker", ...), used in error messages.
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str, obj: T) -> T:
+        """Register ``obj`` under ``name``; raises ``ValueError`` if the name is taken."""
+        if name in self._items:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._items[name] = obj
+        return obj
+
+    def get(self, name: str) -> T:
+        """Return the object named ``name``; raises ``LookupError`` suggesting close names."""
+        try:
+            return self._items[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, list(self._items), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            known = ", ".join(sorted(self._items)) or "none"
+            raise LookupError(f"unknown {self.kind} {name!r}{hint} (known: {known})") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def items(self) -> list[tuple[str, T]]:
+        """All (name, object) pairs in registration order."""
+        return list(self._items.items())
+
+    def __len__(self) -> int:
+        return len(self._items)
