@@ -4,14 +4,20 @@ Given a failed run, trajaudit says where it broke (the critical step), why (a ro
 who (the responsible agent), with an auditable validation log of evidence.
 """
 
+from trajaudit.checkers.registry import default_checkers, register_checker
+from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
 from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.loader import LoadResult, load, load_many, load_path
+from trajaudit.engine.rule_eval import evaluate
+from trajaudit.engine.rule_pack import RulePack, load_pack
 from trajaudit.errors import TrajauditError, TraceFormatError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CompiledRule",
     "LoadResult",
+    "RulePack",
     "Source",
     "Step",
     "ToolCall",
@@ -19,7 +25,12 @@ __all__ = [
     "TraceFormatError",
     "Trajectory",
     "TrajauditError",
+    "compile_rules",
+    "default_checkers",
+    "evaluate",
     "load",
     "load_many",
+    "load_pack",
     "load_path",
+    "register_checker",
 ]

@@ -7,6 +7,8 @@ import logging
 import click
 
 from trajaudit import __version__
+from trajaudit.cli.check import check
+from trajaudit.cli.rules import rules
 from trajaudit.cli.traces import convert, show
 
 
@@ -23,7 +25,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert):
+for _cmd in (show, convert, check, rules):
     main.add_command(_cmd)
 
 

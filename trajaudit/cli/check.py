@@ -1,0 +1,120 @@
+"""``trajaudit check``: evaluate rule packs on trace files and print the validation logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors, report_problems
+from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
+from trajaudit.engine.loader import load_many
+from trajaudit.engine.rule_eval import evaluate
+from trajaudit.engine.rule_pack import load_pack
+from trajaudit.engine.validation_log import ValidationLog, severity_rank
+
+_VERDICT_STYLE = {"fail": "bold red", "unknown": "yellow", "pass": "green"}
+
+
+def load_rules(packs: tuple[str, ...]) -> list[CompiledRule]:
+    """Load and compile every ``--rules`` pack; rule ids must be unique across packs."""
+    rules: list[CompiledRule] = []
+    seen: dict[str, str] = {}
+    for p in packs:
+        pack = load_pack(p)
+        for r in compile_rules(pack):
+            if r.id in seen:
+                fail(f"rule id {r.id} is defined by both {seen[r.id]} and {p}")
+            seen[r.id] = p
+            rules.append(r)
+    return rules
+
+
+def read_tools(path: str | None) -> list[dict[str, Any]] | None:
+    """OpenAI function schemas from a JSON file (a list), or ``None``."""
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        fail(f"{path}: cannot read tool schemas: {e}")
+    if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
+        fail(f"{path}: tool schemas must be a JSON list of function schemas")
+    return data
+
+
+def render_table(vlog: ValidationLog, show_pass: bool) -> Table:
+    """A rich table of one validation log (failures and unknowns; passes with ``show_pass``)."""
+    s = vlog.summary()
+    v = s["verdicts"]
+    title = (f"{vlog.trajectory_id}: {v['fail']} fail, {v['unknown']} unknown, {v['pass']} pass, "
+             f"{v['skip']} skipped")
+    t = Table(title=title, title_justify="left", expand=False)
+    for col in ("step", "verdict", "severity", "rule", "message", "evidence"):
+        t.add_column(col, overflow="fold")
+    for r in vlog.records:
+        if r.verdict == "pass" and not show_pass:
+            continue
+        ev = ", ".join(e.address for e in r.evidence[:4]) + (" …" if len(r.evidence) > 4 else "")
+        t.add_row(str(r.step), r.verdict, r.severity, r.rule_id, r.message or r.reason or "", ev,
+                  style=_VERDICT_STYLE.get(r.verdict, ""))
+    if vlog.incomplete:
+        t.caption = "incomplete: " + "; ".join(vlog.incomplete)
+    return t
+
+
+@click.command("check")
+@click.argument("files", nargs=-1, required=True)
+@click.option("--rules", "packs", multiple=True, required=True, metavar="PACK",
+              help="A rule pack: a YAML file or a shipped pack's name (repeatable).")
+@click.option("--format", "out_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="Output: a table per run, or a JSON list of validation logs.")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error", "critical"]), default="error",
+              show_default=True, help="Exit 1 when a violation at or above this severity exists.")
+@click.option("--tools", "tools_file", type=click.Path(dir_okay=False),
+              help="JSON list of OpenAI function schemas, for checkers that validate tool calls.")
+@click.option("--show-pass", is_flag=True, help="Also list passing checks in the table.")
+@click.option("--input-format", "input_format", metavar="NAME",
+              help="Force the trace format (openai, tau, who_and_when, magentic); default: auto-detect.")
+@click.option("--mapping", type=click.Path(exists=True, dir_okay=False),
+              help="YAML mapping of jmespath expressions for a custom trace format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the JSON logs to this file too.")
+@handle_errors
+def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_on: str, tools_file: str | None,
+          show_pass: bool, input_format: str | None, mapping: str | None, output: str | None) -> None:
+    """Evaluate rule packs on every run in FILES and print the validation logs.
+
+    Exit code 0 when no violation reaches --fail-on, 1 when one does, 2 on usage or input errors
+    (an unreadable pack, a rule that does not compile, no loadable run).
+    """
+    rules = load_rules(packs)
+    tools = read_tools(tools_file)
+    res = load_many(list(files), format=input_format, mapping=mapping)
+    report_problems(res.problems)
+    if not res.trajectories:
+        fail("no trajectory could be loaded from " + ", ".join(files))
+    logs = [evaluate(t, rules, tools=tools) for t in res.trajectories]
+    if out_format == "json" or output:
+        text = json.dumps([lg.to_dict() for lg in logs], ensure_ascii=False, indent=1, default=str)
+        if output:
+            Path(output).write_text(text + "\n", encoding="utf-8")
+        if out_format == "json":
+            click.echo(text)
+    if out_format == "table":
+        out = console()
+        for lg in logs:
+            table = render_table(lg, show_pass)
+            if table.row_count or lg.incomplete:
+                out.print(table)
+            else:
+                out.print(table.title, highlight=False, markup=False)
+    floor = severity_rank(fail_on)
+    bad = sum(1 for lg in logs for r in lg.records if r.verdict == "fail" and severity_rank(r.severity) >= floor)
+    total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
+    console(err=True).print(f"{len(logs)} run(s), {len(rules)} rule(s): {total_fail} violation(s), "
+                            f"{bad} at or above {fail_on}", highlight=False)
+    if bad:
+        raise SystemExit(EXIT_FINDINGS)

@@ -1,0 +1,93 @@
+"""``trajaudit rules …``: lint, test and explain rule packs.
+
+``rules`` is a click group; sibling subcommands (``rules list``, ``rules from-tools``,
+``rules synthesize``) live in their own modules and are added to the tuple at the bottom.
+"""
+
+from __future__ import annotations
+
+import click
+
+from trajaudit.cli.common import EXIT_FINDINGS, console, handle_errors
+from trajaudit.engine.compiled_rule import compile_rule, compile_rules
+from trajaudit.engine.rule_lint import lint_pack
+from trajaudit.engine.rule_pack import load_pack
+from trajaudit.engine.rule_testing import run_examples
+
+
+@click.group("rules")
+def rules() -> None:
+    """Work with rule packs (YAML files or shipped pack names)."""
+
+
+@rules.command("lint")
+@click.argument("pack")
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+@handle_errors
+def lint(pack: str, strict: bool) -> None:
+    """Report schema and compile errors, unsatisfiable guards, assertions that always or never hold,
+    and pairs of rules that contradict (z3). Exit 1 when an error (or, with --strict, a warning) is found."""
+    findings = lint_pack(pack)
+    out = console()
+    for f in findings:
+        style = "bold red" if f.level == "error" else "yellow"
+        out.print(f"[{style}]{f.level}[/] {f.location} {f.code}" + (f" [{f.rule_id}]" if f.rule_id else "") +
+                  f": {f.message}", markup=True, highlight=False, soft_wrap=True)
+    errors = sum(1 for f in findings if f.level == "error")
+    warnings = len(findings) - errors
+    console(err=True).print(f"{pack}: {errors} error(s), {warnings} warning(s)", highlight=False)
+    if errors or (strict and warnings):
+        raise SystemExit(EXIT_FINDINGS)
+
+
+@rules.command("test")
+@click.argument("pack")
+@click.option("-k", "select", help="Only rules whose id contains this text.")
+@handle_errors
+def test(pack: str, select: str | None) -> None:
+    """Run every rule's pass/fail examples (pytest-like output). Exit 1 when an example fails."""
+    compiled = compile_rules(load_pack(pack))
+    if select:
+        compiled = [r for r in compiled if select in r.id]
+    results = run_examples(compiled)
+    out = console()
+    for r in results:
+        mark = "[green]PASSED[/]" if r.ok else "[bold red]FAILED[/]"
+        out.print(f"{r.rule_id}::{r.name} (expect {r.expect}) {mark}", markup=True, highlight=False)
+        if not r.ok:
+            out.print(f"    {r.location}: {r.detail}", markup=False, highlight=False, soft_wrap=True)
+    failed = sum(1 for r in results if not r.ok)
+    no_examples = [r.id for r in compiled if not r.spec.examples]
+    summary = f"{len(results) - failed} passed, {failed} failed"
+    if no_examples:
+        summary += f"; {len(no_examples)} rule(s) without examples: {', '.join(no_examples)}"
+    out.print(("[bold red]" if failed else "[green]") + summary + "[/]", markup=True, highlight=False, soft_wrap=True)
+    if failed:
+        raise SystemExit(EXIT_FINDINGS)
+
+
+@rules.command("explain")
+@click.argument("pack")
+@click.argument("rule_id")
+@handle_errors
+def explain(pack: str, rule_id: str) -> None:
+    """Show one rule: its source location, compiled (normalized) expressions, scope, index and examples."""
+    p = load_pack(pack)
+    spec = p.rule(rule_id)
+    compiled = compile_rule(spec)
+    out = console()
+    out.print(compiled.explain(), markup=False, highlight=False, soft_wrap=True)
+    if spec.disabled:
+        out.print("  (disabled in this pack)", highlight=False)
+    if spec.description:
+        out.print(f"  description: {spec.description}", markup=False, highlight=False, soft_wrap=True)
+    for i, ex in enumerate(spec.examples):
+        out.print(f"  example {i}: {ex.get('name', '')} expect {ex['expect']}"
+                  + (f" at {ex['at']}" if "at" in ex else ""), markup=False, highlight=False)
+    if spec.metadata:
+        out.print(f"  metadata: {spec.metadata}", markup=False, highlight=False, soft_wrap=True)
+
+
+# Subcommands of `rules`; siblings add theirs here (one line each).
+for _cmd in ():
+    rules.add_command(_cmd)

@@ -1,0 +1,521 @@
+"""Compiling rule expressions (AST) to Python closures, with name resolution and type checks.
+
+A separate pass after parsing: every name is resolved (top-level names, pack parameters, ``let``
+bindings, quantifier variables), fields of steps and calls are checked against the IR's field
+tables, built-in calls are checked for arity, regexes and jmespath queries are compiled once, pack
+parameters are folded to constants, and obviously ill-typed literals are rejected — each error a
+:class:`~trajaudit.errors.RulePackError` with file:line:col and a caret. The output is a closure
+``fn(env) -> value``: no ``eval``/``exec``, no imports, no attribute access outside the views of
+``rule_runtime`` (AgentRx §3.2 "programmatic checks", made declarative and safe for untrusted rules).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jmespath
+
+from trajaudit.engine import rule_ast as A
+from trajaudit.engine.ir import STEP_KINDS
+from trajaudit.engine.rule_builtins import BUILTINS, StepRange, _str
+from trajaudit.engine.rule_parser import Where, caret
+from trajaudit.engine.rule_queries import QuantPlan, comprehension
+from trajaudit.engine.rule_runtime import (
+    CALL_FIELD_TYPES,
+    STEP_FIELD_TYPES,
+    Env,
+    EvalError,
+    View,
+    child,
+    equal,
+    is_num,
+    member,
+    order,
+    type_name,
+)
+from trajaudit.errors import RulePackError
+
+Fn = Callable[[Env], Any]
+_NO = object()
+
+# name -> static type. ``step``/``call``/``output`` are views; ranges are ``steps``.
+TOP_NAMES: dict[str, str] = {"step": "step", "call": "call", "output": "step", "content": "str",
+                             "earlier": "steps", "later": "steps", "steps": "steps", "traj": "any",
+                             "params": "any"}
+STEP_DEPENDENT = {"step", "call", "output", "content", "earlier", "later"}
+REGEX_FLAGS = {"i": re.I, "m": re.M, "s": re.S, "x": re.X}
+
+
+@dataclass
+class C:
+    """A compiled sub-expression: closure, static type, constant value (``_NO`` if not constant)."""
+
+    fn: Fn
+    type: str = "any"
+    const: Any = _NO
+    loc: Callable[[Env], tuple[Any, str | None]] | None = None
+
+
+def _const(v: Any, t: str | None = None) -> C:
+    return C(lambda env: v, t or _type_of(v), v)
+
+
+def _type_of(v: Any) -> str:
+    return {"null": "null", "boolean": "bool", "number": "num", "string": "str", "list": "list"}.get(type_name(v), "any")
+
+
+def conjuncts(e: A.Expr) -> list[A.Expr]:
+    """Flatten a top-level ``and`` chain."""
+    if isinstance(e, A.Binary) and e.op == "and":
+        return conjuncts(e.left) + conjuncts(e.right)
+    return [e]
+
+
+def free_names(e: A.Expr, bound: frozenset[str] = frozenset()) -> set[str]:
+    """Names an expression reads that it does not bind itself (quantifier/comprehension variables)."""
+    if isinstance(e, A.Name):
+        return set() if e.id in bound else {e.id}
+    if isinstance(e, A.Quant):
+        inner = bound | {e.var}
+        out = free_names(e.seq, bound)
+        for part in (e.where, e.body):
+            if part is not None:
+                out |= free_names(part, inner)
+        return out
+    if isinstance(e, A.Comprehension):
+        inner = bound | {e.var}
+        out = free_names(e.seq, bound) | free_names(e.elt, inner)
+        return out | (free_names(e.where, inner) if e.where is not None else set())
+    if isinstance(e, A.Call) and BUILTINS.get(e.func) is not None and BUILTINS[e.func].step_dependent:
+        out = {"step"}
+    else:
+        out = set()
+    for c in e.children():
+        out |= free_names(c, bound)
+    return out
+
+
+def compile_regex(pattern: Any, flags: str, err: Callable[[str], RulePackError]) -> re.Pattern[str]:
+    """Compile a regex constant (a string, or a list of strings = alternatives); bad ones raise ``err``."""
+    if isinstance(pattern, (list, tuple)):
+        if not pattern or not all(isinstance(p, str) for p in pattern):
+            raise err("a regex list must be a non-empty list of strings")
+        pattern = "|".join(f"(?:{p})" for p in pattern)
+    if not isinstance(pattern, str):
+        raise err(f"a regex must be a /literal/, a string or a list of strings, got {type_name(pattern)}")
+    f = 0
+    for ch in flags:
+        f |= REGEX_FLAGS[ch]
+    try:
+        return re.compile(pattern, f)
+    except re.error as e:
+        raise err(f"invalid regex {pattern!r}: {e}") from None
+
+
+class ExprCompiler:
+    """Compiles expressions of one rule field.
+
+    Args:
+        text: the expression source (for carets).
+        where: file/line/rule context for errors.
+        params: the pack parameters (folded as constants).
+        lets: ``{name: static type}`` of the rule's ``let`` bindings visible here.
+        witnesses: quantifier variables that messages may name (read from ``env.witness``).
+    """
+
+    def __init__(self, text: str, where: Where, params: dict[str, Any], lets: dict[str, str] | None = None,
+                 witnesses: set[str] | None = None) -> None:
+        self.text = text
+        self.where = where
+        self.params = params
+        self.lets = lets or {}
+        self.witnesses = witnesses or set()
+        self.uses: set[str] = set()
+
+    def error(self, node: A.Expr, message: str) -> RulePackError:
+        """A located compile error for ``node``."""
+        pos = getattr(node, "pos", A.Pos())
+        return self.where.error(message, self.text, pos.line, pos.column, caret(self.text, pos.line, pos.column))
+
+    # -- entry -----------------------------------------------------------------------------------
+
+    def compile(self, node: A.Expr, scope: dict[str, str] | None = None) -> C:
+        """Compile ``node`` with quantifier variables ``scope`` (``{name: type}``) in force."""
+        scope = scope or {}
+        if isinstance(node, A.Literal):
+            return _const(node.value)
+        if isinstance(node, A.Regex):
+            raise self.error(node, "a regex literal can only be the right side of ~ / !~ or a regex argument")
+        if isinstance(node, (A.Name, A.Attr, A.Index)):
+            return self._path(node, scope)
+        if isinstance(node, A.Call):
+            return self._call(node, scope)
+        if isinstance(node, A.ListExpr):
+            items = [self.compile(i, scope) for i in node.items]
+            if all(i.const is not _NO for i in items):
+                return _const([i.const for i in items], "list")
+            fns = [i.fn for i in items]
+            return C(lambda env: [f(env) for f in fns], "list")
+        if isinstance(node, A.Unary):
+            return self._unary(node, scope)
+        if isinstance(node, A.Binary):
+            return self._binary(node, scope)
+        if isinstance(node, A.Quant):
+            return self._quant(node, scope)
+        if isinstance(node, A.Comprehension):
+            seq = self.compile(node.seq, scope)
+            inner = {**scope, node.var: _elem_type(seq.type)}
+            where = self.compile(node.where, inner).fn if node.where is not None else None
+            elt = self.compile(node.elt, inner).fn
+            var, sfn = node.var, seq.fn
+            return C(lambda env: comprehension(env, var, sfn(env), where, elt), "list")
+        raise self.error(node, f"unsupported expression {type(node).__name__}")
+
+    # -- names and paths ---------------------------------------------------------------------------
+
+    def _root(self, node: A.Name, scope: dict[str, str]) -> C:
+        name = node.id
+        if name in scope:
+            return C(lambda env: env.vars.get(name), scope[name],
+                     loc=lambda env: (env.vars.get(name), env.addrs.get(name)))
+        if name in self.lets:
+            return C(lambda env: env.vars.get(name), self.lets[name],
+                     loc=lambda env: (env.vars.get(name), env.addrs.get(name)))
+        if name in self.witnesses:
+            return C(lambda env: env.witness.get(name), "any")
+        if name not in TOP_NAMES:
+            known = sorted(set(TOP_NAMES) | set(scope) | set(self.lets) | self.witnesses)
+            close = difflib.get_close_matches(name, known + list(BUILTINS), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise self.error(node, f"unknown name {name!r}{hint} (names: {', '.join(known)})")
+        self.uses.add(name)
+        if name == "params":
+            return _const(self.params, "any")
+        if name == "step":
+            return C(lambda env: env.step, "step", loc=lambda env: (env.step, env.step.address))
+        if name == "call":
+            return C(lambda env: env.call, "call", loc=lambda env: (env.call, env.call.address if env.call else None))
+        if name == "output":
+            def out(env: Env) -> Any:
+                return env.step if env.step.step.kind == "tool" else None
+            return C(out, "step", loc=lambda env: (out(env), env.step.address))
+        if name == "content":
+            def content(env: Env) -> Any:
+                v = env.step.step.content
+                env.seen.append((env.step.address + ".content", v, None))
+                return v
+            return C(content, "str", loc=lambda env: (env.step.step.content, env.step.address + ".content"))
+        if name == "earlier":
+            return C(lambda env: StepRange(0, env.k), "steps")
+        if name == "later":
+            return C(lambda env: StepRange(env.k + 1, len(env.tc.views)), "steps")
+        if name == "steps":
+            return C(lambda env: StepRange(0, len(env.tc.views)), "steps")
+        return C(_traj_info, "any")
+
+    def _path(self, node: A.Expr, scope: dict[str, str]) -> C:
+        segs: list[tuple[A.Expr, Any]] = []
+        root = node
+        while isinstance(root, (A.Attr, A.Index)):
+            if isinstance(root, A.Attr):
+                segs.append((root, root.name))
+            else:
+                segs.append((root, self.compile(root.key, scope)))
+            root = root.obj
+        segs.reverse()
+        base = self._root(root, scope) if isinstance(root, A.Name) else self.compile(root, scope)
+        typ = base.type
+        const = base.const
+        keys: list[Any] = []
+        for seg_node, key in segs:
+            if isinstance(key, C):
+                kconst = key.const
+                if typ in ("step", "call"):
+                    raise self.error(seg_node, f"a {typ} is read with .field, not [key]")
+                keys.append(key.fn if kconst is _NO else kconst)
+                key_val = kconst
+            else:
+                keys.append(key)
+                key_val = key
+            if const is not _NO:
+                if key_val is _NO:
+                    const = _NO
+                else:
+                    if isinstance(root, A.Name) and root.id == "params" and isinstance(const, dict) \
+                            and key_val not in const and const is self.params:
+                        close = difflib.get_close_matches(str(key_val), list(self.params), n=3)
+                        hint = f"; did you mean {', '.join(close)}?" if close else ""
+                        known = ", ".join(sorted(self.params)) or "none"
+                        raise self.error(seg_node, f"unknown pack parameter {key_val!r}{hint} (parameters: {known})")
+                    try:
+                        const = child(const, key_val)
+                    except EvalError as e:
+                        raise self.error(seg_node, str(e)) from None
+            typ = self._field_type(seg_node, typ, key_val)
+        if const is not _NO:
+            return _const(const, typ if typ != "any" else None)
+        return self._path_closure(base, keys, typ)
+
+    def _field_type(self, node: A.Expr, typ: str, key: Any) -> str:
+        if typ in ("step", "call"):
+            table = STEP_FIELD_TYPES if typ == "step" else CALL_FIELD_TYPES
+            if key not in table:
+                close = difflib.get_close_matches(str(key), list(table), n=3)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise self.error(node, f"a {typ} has no field {key!r}{hint} (fields: {', '.join(table)})")
+            return table[key]
+        if typ in ("steps", "calls", "seq"):
+            raise self.error(node, "a sequence of steps has no fields; use a quantifier (exists/count/latest …)")
+        if typ in ("num", "bool") and isinstance(key, str):
+            raise self.error(node, f"a {typ} has no field {key!r}")
+        return "any"
+
+    def _path_closure(self, base: C, keys: list[Any], typ: str) -> C:
+        bloc = base.loc or (lambda env: (base.fn(env), None))
+
+        def loc(env: Env) -> tuple[Any, str | None]:
+            v, addr = bloc(env)
+            for k in keys:
+                if callable(k):
+                    k = k(env)
+                if v is None:
+                    return None, None
+                if isinstance(v, View):
+                    if not isinstance(k, str):
+                        raise EvalError(f"a {type_name(v)} is read with .field, not [{k!r}]")
+                    v, addr = v.field(k)
+                else:
+                    v = child(v, k)
+                    addr = f"{addr}.{k}" if addr is not None else None
+            return v, addr
+
+        def fn(env: Env) -> Any:
+            v, addr = loc(env)
+            if addr is not None:
+                env.seen.append((addr, v, None))
+            return v
+
+        return C(fn, typ, loc=loc)
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    def _call(self, node: A.Call, scope: dict[str, str]) -> C:
+        b = BUILTINS.get(node.func)
+        if b is None:
+            close = difflib.get_close_matches(node.func, list(BUILTINS), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise self.error(node, f"unknown function {node.func!r}{hint}")
+        n = len(node.args)
+        if n < b.min_args or (n > len(b.arg_kinds) and not b.variadic):
+            want = f"{b.min_args}" if b.min_args == len(b.arg_kinds) else f"{b.min_args}–{len(b.arg_kinds)}"
+            raise self.error(node, f"{node.func}() takes {want} argument(s), got {n}")
+        if b.step_dependent:
+            self.uses.add("step")
+        args: list[C] = []
+        for i, a in enumerate(node.args):
+            kind = b.arg_kinds[i] if i < len(b.arg_kinds) else "value"
+            if kind == "regex":
+                args.append(_const(self._regex_arg(a, scope)))
+            elif kind == "jmespath":
+                c = self.compile(a, scope)
+                if not isinstance(c.const, str):
+                    raise self.error(a, f"{node.func}() needs a constant jmespath string")
+                try:
+                    args.append(_const(jmespath.compile(c.const)))
+                except jmespath.exceptions.JMESPathError as e:
+                    raise self.error(a, f"invalid jmespath {c.const!r}: {e}") from None
+            else:
+                args.append(self.compile(a, scope))
+        fns = [a.fn for a in args]
+        f = b.fn
+        if b.needs_env:
+            call_fn: Fn = lambda env: f(env, *[g(env) for g in fns])  # noqa: E731
+        elif len(fns) == 1:
+            g0 = fns[0]
+            call_fn = lambda env: f(g0(env))  # noqa: E731
+        else:
+            call_fn = lambda env: f(*[g(env) for g in fns])  # noqa: E731
+        rtype = "calls" if node.func == "calls" else "steps" if node.func == "since" else b.returns
+        if not b.needs_env and all(a.const is not _NO for a in args):
+            try:
+                return _const(f(*[a.const for a in args]), rtype)
+            except EvalError as e:
+                raise self.error(node, str(e)) from None
+        return C(call_fn, rtype)
+
+    def _regex_arg(self, node: A.Expr, scope: dict[str, str]) -> re.Pattern[str]:
+        if isinstance(node, A.Regex):
+            return compile_regex(node.pattern, node.flags, lambda m: self.error(node, m))
+        c = self.compile(node, scope)
+        if c.const is _NO:
+            raise self.error(node, "a regex must be a /literal/, a string or a pack parameter (known when the "
+                                   "pack loads), not a value computed at run time")
+        return compile_regex(c.const, "", lambda m: self.error(node, m))
+
+    # -- operators ------------------------------------------------------------------------------
+
+    def _unary(self, node: A.Unary, scope: dict[str, str]) -> C:
+        x = self.compile(node.operand, scope)
+        if node.op == "not":
+            if x.const is not _NO:
+                return _const(not x.const)
+            f = x.fn
+            return C(lambda env: not f(env), "bool")
+        if x.const is not _NO:
+            if not is_num(x.const):
+                raise self.error(node, f"cannot negate a {type_name(x.const)}")
+            return _const(-x.const)
+        if x.type in ("str", "bool", "list", "step", "call", "steps", "calls"):
+            raise self.error(node, f"cannot negate a {x.type}")
+        f = x.fn
+
+        def neg(env: Env) -> Any:
+            v = f(env)
+            if not is_num(v):
+                raise EvalError(f"cannot negate a {type_name(v)}")
+            return -v
+        return C(neg, "num")
+
+    def _binary(self, node: A.Binary, scope: dict[str, str]) -> C:
+        op = node.op
+        if op in ("~", "!~"):
+            return self._match(node, scope)
+        lc, rc = self.compile(node.left, scope), self.compile(node.right, scope)
+        self._check_kind_literal(node, lc, rc)
+        lf, rf = lc.fn, rc.fn
+        if op == "and":
+            fn: Fn = lambda env: bool(lf(env)) and bool(rf(env))  # noqa: E731
+            typ = "bool"
+        elif op == "or":
+            fn = lambda env: bool(lf(env)) or bool(rf(env))  # noqa: E731
+            typ = "bool"
+        elif op == "implies":
+            fn = lambda env: (not lf(env)) or bool(rf(env))  # noqa: E731
+            typ = "bool"
+        elif op == "==":
+            fn, typ = (lambda env: equal(lf(env), rf(env))), "bool"
+        elif op == "!=":
+            fn, typ = (lambda env: not equal(lf(env), rf(env))), "bool"
+        elif op in A.COMPARE_OPS:
+            self._check_types(node, lc, rc, ordering=True)
+            fn, typ = (lambda env: order(op, lf(env), rf(env))), "bool"
+        elif op == "in":
+            fn, typ = (lambda env: member(lf(env), rf(env))), "bool"
+        elif op == "not in":
+            fn, typ = (lambda env: not member(lf(env), rf(env))), "bool"
+        else:
+            self._check_types(node, lc, rc, ordering=False)
+            fn, typ = (lambda env: arith(op, lf(env), rf(env))), "num" if op != "+" else lc.type
+        if lc.const is not _NO and rc.const is not _NO:
+            try:
+                return _const(fn(None))  # type: ignore[arg-type]
+            except EvalError as e:
+                raise self.error(node, str(e)) from None
+        return C(fn, typ)
+
+    def _check_kind_literal(self, node: A.Binary, lc: C, rc: C) -> None:
+        if node.op not in ("==", "!=", "in", "not in"):
+            return
+        side, other = node.left, rc
+        if isinstance(side, A.Attr) and side.name == "kind" and other.const is not _NO:
+            vals = other.const if isinstance(other.const, list) else [other.const]
+            for v in vals:
+                if v not in STEP_KINDS:
+                    raise self.error(node.right, f"a step kind is one of {', '.join(STEP_KINDS)}, not {v!r}")
+
+    def _check_types(self, node: A.Binary, lc: C, rc: C, ordering: bool) -> None:
+        bad = ("bool", "list", "step", "call", "steps", "calls", "null") if ordering else \
+            ("bool", "step", "call", "steps", "calls", "null")
+        for c in (lc, rc):
+            if c.type in bad:
+                raise self.error(node, f"operator {node.op} cannot take a {c.type}")
+        if {lc.type, rc.type} == {"num", "str"}:
+            raise self.error(node, f"operator {node.op} between a number and a string")
+
+    def _match(self, node: A.Binary, scope: dict[str, str]) -> C:
+        rx = self._regex_arg(node.right, scope)
+        lc = self.compile(node.left, scope)
+        negate = node.op == "!~"
+        loc = lc.loc or (lambda env: (lc.fn(env), None))
+
+        def fn(env: Env) -> bool:
+            v, addr = loc(env)
+            if v is None:
+                return negate
+            text = v if isinstance(v, str) else _str(v)
+            m = rx.search(text)
+            if m is not None and addr is not None:
+                env.seen.append((f"{addr}[{m.start()}:{m.end()}]", m.group(0), "match"))
+            elif addr is not None and negate is False:
+                env.seen.append((addr, v, "no match"))
+            return (m is None) if negate else (m is not None)
+        if lc.const is not _NO:
+            return _const(fn(None))  # type: ignore[arg-type]
+        return C(fn, "bool")
+
+    # -- quantifiers ----------------------------------------------------------------------------
+
+    def _quant(self, node: A.Quant, scope: dict[str, str]) -> C:
+        seq = self.compile(node.seq, scope)
+        if seq.type in ("num", "bool", "null"):
+            raise self.error(node.seq, f"cannot quantify over a {seq.type}")
+        et = _elem_type(seq.type)
+        inner = {**scope, node.var: et}
+        closed_parts, open_parts = [], []
+        for part in conjuncts(node.where) if node.where is not None else []:
+            names = free_names(part, frozenset({node.var}))
+            (closed_parts if not (names - {"params", "traj"}) else open_parts).append(part)
+        closed = self._conj(closed_parts, inner)
+        opened = self._conj(open_parts, inner)
+        body = self.compile(node.body, inner).fn if node.body is not None else None
+        body_closed = node.body is not None and not (free_names(node.body, frozenset({node.var})) - {"params", "traj"})
+        plan = QuantPlan(node.kind, node.var, seq.fn, seq.loc, closed, opened, body, body_closed,
+                         key=id(node), label=A.unparse(node))
+        typ = {"exists": "bool", "forall": "bool", "count": "num"}.get(node.kind, et)
+        return C(plan.run, typ)
+
+    def _conj(self, parts: list[A.Expr], scope: dict[str, str]) -> Fn | None:
+        if not parts:
+            return None
+        fns = [self.compile(p, scope).fn for p in parts]
+        if len(fns) == 1:
+            return fns[0]
+        return lambda env: all(f(env) for f in fns)
+
+
+def _elem_type(seq_type: str) -> str:
+    return {"steps": "step", "calls": "call"}.get(seq_type, "any")
+
+
+def arith(op: str, a: Any, b: Any) -> Any:
+    """``+ - * / %`` on numbers (``+`` also joins two strings or two lists); errors raise :class:`EvalError`."""
+    if op == "+" and isinstance(a, str) and isinstance(b, str):
+        return a + b
+    if op == "+" and isinstance(a, list) and isinstance(b, list):
+        return a + b
+    if not (is_num(a) and is_num(b)):
+        raise EvalError(f"cannot compute {type_name(a)} {op} {type_name(b)}")
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if b == 0:
+        raise EvalError(f"division by zero ({a} {op} 0)")
+    if op == "/":
+        return a / b
+    return a % b
+
+
+def _traj_info(env: Env) -> dict[str, Any]:
+    t = env.tc.traj
+    info = env.tc.cache.get("traj_info")
+    if info is None:
+        info = {"id": t.id, "task": t.task, "final_answer": t.final_answer, "agents": list(t.agents),
+                "length": len(t.steps), "source": t.source.format}
+        env.tc.cache["traj_info"] = info
+    return info

@@ -1,0 +1,400 @@
+"""Rule packs: YAML files of guarded constraints, validated by ``rule_pack.schema.json``.
+
+A pack has metadata (``pack``, ``version``, ``taxonomy``, ``description``), ``params`` (constants
+rules read as ``params.NAME``), ``include`` (other packs, by short name or path), ``disable`` and
+``overrides`` (severity / disabled by rule id) and ``rules``. Every rule keeps its file, line and
+column, and every expression knows where it starts in the file so that expression errors point at
+the exact character (YAML node marks). Loading never executes anything: YAML is parsed with the safe
+loader and expressions are compiled later by :mod:`rule_compiler`. AgentRx §3.1 (global constraints
+𝒞ᴳ "from tool schemas and domain policy") stored as declarative data.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trajaudit.engine.rule_parser import Where
+from trajaudit.engine.schema import validator
+from trajaudit.errors import RulePackError
+
+MAX_INCLUDE_DEPTH = 16
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """Where something is in a pack file (1-based line/column); ``indent`` for block scalars."""
+
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    indent: int | None = None
+
+    def __str__(self) -> str:
+        s = self.file or "<rules>"
+        if self.line is not None:
+            s += f":{self.line}"
+            if self.column is not None:
+                s += f":{self.column}"
+        return s
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One rule as written in a pack (not yet compiled).
+
+    Attributes:
+        id: ``pack.kebab-name`` (a rule id without a dot gets the pack name as prefix).
+        type, severity, targets, title, description, message: as in the pack (see the schema).
+        guard: expression text (``None`` = always applies).
+        let: ``((name, expression), …)`` in order.
+        assertion: the ``assert`` expression text, or ``None`` when the rule uses ``check``.
+        check: ``{"checker": name, "args": {…}}`` or ``{"semantic": "predicate"}``, or ``None``.
+        examples, metadata: as written.
+        params: the effective parameters of the pack that defines the rule (after overrides).
+        pack: the defining pack's name. loc: the rule's location. field_locs: where each
+            expression field starts (``guard``, ``assert``, ``let.NAME``, ``message``).
+        disabled: switched off by the pack or an including pack.
+    """
+
+    id: str
+    type: str
+    severity: str = "error"
+    targets: tuple[str, ...] = ()
+    title: str = ""
+    description: str = ""
+    message: str = ""
+    guard: str | None = None
+    let: tuple[tuple[str, str], ...] = ()
+    assertion: str | None = None
+    check: dict[str, Any] | None = None
+    examples: tuple[dict[str, Any], ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    pack: str = ""
+    loc: SourceLoc = SourceLoc()
+    field_locs: dict[str, SourceLoc] = field(default_factory=dict)
+    disabled: bool = False
+
+    def where(self, fieldname: str) -> Where:
+        """Error context for expression field ``fieldname``."""
+        fl = self.field_locs.get(fieldname, self.loc)
+        return Where(fl.file, fl.line, fl.column, self.id, fieldname, fl.indent)
+
+
+@dataclass(frozen=True)
+class RulePack:
+    """A loaded pack with its includes resolved.
+
+    Attributes:
+        name, version, taxonomy, description: pack metadata.
+        rules: every rule (own and included), disabled ones included with ``disabled=True``.
+        params: this pack's effective parameters.
+        file: the pack file, or ``None`` for packs given as text/dict.
+        includes: resolved files (or names) of included packs, in order.
+    """
+
+    name: str
+    rules: tuple[RuleSpec, ...]
+    version: str = ""
+    taxonomy: str = ""
+    description: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    file: str | None = None
+    includes: tuple[str, ...] = ()
+
+    @property
+    def enabled_rules(self) -> tuple[RuleSpec, ...]:
+        """Rules that are not disabled."""
+        return tuple(r for r in self.rules if not r.disabled)
+
+    def rule(self, rule_id: str) -> RuleSpec:
+        """The rule with this id (full or without the pack prefix); raises ``LookupError``."""
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        short = [r for r in self.rules if r.id.split(".", 1)[-1] == rule_id]
+        if len(short) == 1:
+            return short[0]
+        import difflib
+
+        close = difflib.get_close_matches(rule_id, [r.id for r in self.rules], n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise LookupError(f"no rule {rule_id!r} in pack {self.name}{hint}")
+
+
+# ---- YAML with positions ---------------------------------------------------------------------
+
+class _Doc:
+    """Parsed YAML data plus ``marks[path] = SourceLoc`` for every node."""
+
+    def __init__(self, text: str, file: str | None) -> None:
+        self.file = file
+        self.lines = text.splitlines()
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+            line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+            ctx = _caret(self.lines, line, col)
+            problem = getattr(e, "problem", None) or str(e)
+            raise RulePackError(f"YAML syntax error: {problem}", file=file, line=line, column=col, context=ctx) from None
+        except RecursionError:
+            raise RulePackError("YAML nested too deeply", file=file) from None
+        if node is None:
+            raise RulePackError("empty rule pack", file=file, line=1, column=1)
+        self.marks: dict[tuple[Any, ...], SourceLoc] = {}
+        self._walk(node, ())
+        try:
+            self.data = yaml.SafeLoader(text).get_single_data() if text else None
+        except yaml.YAMLError as e:  # e.g. a bad tag: composing worked, constructing did not
+            raise RulePackError(f"YAML error: {e}", file=file) from None
+
+    def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
+        m = node.start_mark
+        loc = SourceLoc(self.file, m.line + 1, m.column + 1)
+        if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+            first = m.line + 1
+            while first < len(self.lines) and not self.lines[first].strip():
+                first += 1
+            if first < len(self.lines):
+                indent = len(self.lines[first]) - len(self.lines[first].lstrip())
+                loc = SourceLoc(self.file, first + 1, indent + 1, indent)
+        elif isinstance(node, yaml.ScalarNode) and node.style in ("'", '"'):
+            loc = SourceLoc(self.file, m.line + 1, m.column + 2, m.column + 1)
+        elif isinstance(node, yaml.ScalarNode):
+            loc = SourceLoc(self.file, m.line + 1, m.column + 1, m.column)
+        self.marks[path] = loc
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = k.value if isinstance(k, yaml.ScalarNode) else str(k.start_mark)
+                self.marks[path + (("key", key),)] = SourceLoc(self.file, k.start_mark.line + 1, k.start_mark.column + 1)
+                self._walk(v, path + (key,))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                self._walk(v, path + (i,))
+
+    def loc(self, path: tuple[Any, ...]) -> SourceLoc:
+        """The location of ``path`` or of its nearest ancestor."""
+        while path and path not in self.marks:
+            path = path[:-1]
+        return self.marks.get(path, SourceLoc(self.file, 1, 1))
+
+    def error(self, message: str, path: tuple[Any, ...], rule_id: str | None = None) -> RulePackError:
+        """A :class:`RulePackError` at ``path`` with a caret."""
+        loc = self.loc(path)
+        return RulePackError(message, file=self.file, line=loc.line, column=loc.column, rule_id=rule_id,
+                             context=_caret(self.lines, loc.line, loc.column))
+
+
+def _caret(lines: list[str], line: int | None, col: int | None) -> str | None:
+    if line is None or not (1 <= line <= len(lines)):
+        return None
+    return f"    {lines[line - 1]}\n    {' ' * max((col or 1) - 1, 0)}^"
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+def _shipped(name: str) -> Path | None:
+    base = resources.files("trajaudit.rules")
+    for rel in (f"{name}.yaml", name.replace(".", "/") + ".yaml"):
+        p = base.joinpath(rel)
+        if p.is_file():
+            return Path(str(p))
+    return None
+
+
+def shipped_packs() -> list[str]:
+    """Names of the packs shipped in ``trajaudit/rules/`` (``a/b.yaml`` is named ``a.b``)."""
+    base = Path(str(resources.files("trajaudit.rules")))
+    return sorted(str(p.relative_to(base).with_suffix("")).replace(os.sep, ".") for p in base.rglob("*.yaml"))
+
+
+def resolve_pack(ref: str, relative_to: str | None = None) -> Path:
+    """Find a pack file: a path (relative to the including file), or a shipped pack's short name.
+
+    Raises:
+        RulePackError: nothing found (lists the shipped packs).
+    """
+    p = Path(ref)
+    if relative_to is not None and not p.is_absolute():
+        q = Path(relative_to).parent / p
+        if q.is_file():
+            return q
+    if p.is_file():
+        return p
+    if "/" not in ref and os.sep not in ref and not ref.endswith((".yaml", ".yml")):
+        hit = _shipped(ref)
+        if hit is not None:
+            return hit
+    known = ", ".join(shipped_packs()) or "none"
+    raise RulePackError(f"rule pack {ref!r} not found (not a file; shipped packs: {known})", file=relative_to)
+
+
+def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[str, Any] | None = None) -> RulePack:
+    """Load a rule pack and everything it includes.
+
+    Args:
+        source: a path, a shipped pack's short name (``trajaudit/rules/NAME.yaml``), YAML text (any
+            string containing a newline or starting with ``pack:``), or an already parsed dict
+            (e.g. an LLM-synthesized pack).
+        params: parameter overrides applied like an including pack's ``params`` (by name).
+
+    Returns:
+        The :class:`RulePack`; rules are not compiled yet (see ``compile_rules``).
+
+    Raises:
+        RulePackError: YAML syntax error, schema violation (unknown field, bad severity …), missing
+            include, include cycle, duplicate rule id, unknown id in ``disable``/``overrides``, unknown
+            parameter override — each with file:line:col and a caret where known.
+    """
+    if isinstance(source, dict):
+        text = yaml.safe_dump(source, sort_keys=False, allow_unicode=True)
+        return _load_text(text, None, params or {}, (), None)
+    s = str(source)
+    if isinstance(source, str) and ("\n" in s or s.lstrip().startswith("pack:")):
+        return _load_text(s, None, params or {}, (), None)
+    path = resolve_pack(s)
+    return _load_file(path, params or {}, ())
+
+
+def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...]) -> RulePack:
+    key = str(path.resolve())
+    if key in chain:
+        names = " → ".join(Path(c).name for c in chain + (key,))
+        raise RulePackError(f"include cycle: {names}", file=str(path))
+    if len(chain) > MAX_INCLUDE_DEPTH:
+        raise RulePackError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", file=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise RulePackError(f"cannot read rule pack: {e}", file=str(path)) from None
+    return _load_text(text, str(path), overrides, chain + (key,), key)
+
+
+def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tuple[str, ...],
+               key: str | None) -> RulePack:
+    doc = _Doc(text, file)
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
+    errors = sorted(validator("rule_pack").iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
+    if errors:
+        from jsonschema.exceptions import best_match
+
+        e = best_match(errors)
+        path = tuple(e.absolute_path)
+        rid = _rule_id_at(data, path)
+        msg = e.message
+        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            allowed = sorted(e.schema.get("properties", {}))
+            msg += f" (allowed: {', '.join(allowed)})"
+            bad = [k for k in e.instance if k not in e.schema.get("properties", {})]
+            if bad:
+                path = path + (("key", bad[0]),)
+        elif e.validator == "oneOf" and path[:1] == ("rules",) and len(path) == 2:
+            msg = "a rule needs exactly one of 'assert' or 'check'"
+        raise doc.error(f"schema: {msg}", path, rid)
+    name = data["pack"]
+    own_params = dict(data.get("params") or {})
+    params = {**own_params, **{k: v for k, v in overrides.items() if k in own_params}}
+    rules: list[RuleSpec] = []
+    seen: dict[str, RuleSpec] = {}
+    includes: list[str] = []
+    for i, inc in enumerate(data.get("include") or []):
+        entry = {"pack": inc} if isinstance(inc, str) else inc
+        try:
+            ipath = resolve_pack(entry["pack"], file)
+        except RulePackError as e:
+            raise doc.error(e.message, ("include", i)) from None
+        down = {**params, **(entry.get("params") or {}), **overrides}
+        sub = _load_file(ipath, down, chain)
+        if entry.get("params"):
+            unknown = [k for k in entry["params"] if k not in _all_params(sub)]
+            if unknown:
+                raise doc.error(f"include {entry['pack']}: unknown parameter(s) {', '.join(unknown)} "
+                                f"(known: {', '.join(sorted(_all_params(sub))) or 'none'})", ("include", i))
+        includes.append(str(ipath))
+        sub_rules = list(sub.rules)
+        sub_rules = _apply(doc, sub_rules, entry.get("disable") or [], {k: {"severity": v} for k, v in
+                                                                         (entry.get("severity") or {}).items()},
+                           ("include", i))
+        for r in sub_rules:
+            if r.id in seen:
+                if seen[r.id].loc == r.loc:
+                    continue  # the same pack reached twice (a diamond of includes)
+                raise doc.error(f"duplicate rule id {r.id!r} (also at {seen[r.id].loc})", ("include", i), r.id)
+            seen[r.id] = r
+            rules.append(r)
+    for i, rd in enumerate(data.get("rules") or []):
+        r = _rule(doc, rd, ("rules", i), name, params)
+        if r.id in seen:
+            raise doc.error(f"duplicate rule id {r.id!r} (also at {seen[r.id].loc})", ("rules", i, "id"), r.id)
+        seen[r.id] = r
+        rules.append(r)
+    ov = {k: dict(v) for k, v in (data.get("overrides") or {}).items()}
+    rules = _apply(doc, rules, data.get("disable") or [], ov, ())
+    return RulePack(name=name, rules=tuple(rules), version=str(data.get("version", "")),
+                    taxonomy=data.get("taxonomy", ""), description=data.get("description", ""),
+                    params=params, file=file, includes=tuple(includes))
+
+
+def _all_params(pack: RulePack) -> set[str]:
+    return {k for r in pack.rules for k in r.params} | set(pack.params)
+
+
+def _rule_id_at(data: dict[str, Any], path: tuple[Any, ...]) -> str | None:
+    if len(path) >= 2 and path[0] == "rules" and isinstance(path[1], int):
+        try:
+            rid = data["rules"][path[1]].get("id")
+            return rid if isinstance(rid, str) else None
+        except (IndexError, AttributeError, TypeError):
+            return None
+    return None
+
+
+def _rule(doc: _Doc, rd: dict[str, Any], path: tuple[Any, ...], pack: str, params: dict[str, Any]) -> RuleSpec:
+    rid = rd["id"] if "." in rd["id"] else f"{pack}.{rd['id']}"
+    locs = {f: doc.loc(path + (f,)) for f in ("guard", "assert", "message") if f in rd}
+    for name in rd.get("let") or {}:
+        locs[f"let.{name}"] = doc.loc(path + ("let", name))
+    for j, _ex in enumerate(rd.get("examples") or []):
+        locs[f"examples.{j}"] = doc.loc(path + ("examples", j))
+    return RuleSpec(
+        id=rid, type=rd["type"], severity=rd.get("severity", "error"), targets=tuple(rd.get("targets") or ()),
+        title=rd.get("title", ""), description=rd.get("description", ""), message=rd.get("message", ""),
+        guard=rd.get("guard"), let=tuple((rd.get("let") or {}).items()), assertion=rd.get("assert"),
+        check=copy.deepcopy(rd.get("check")), examples=tuple(rd.get("examples") or ()),
+        metadata=dict(rd.get("metadata") or {}), params=dict(params), pack=pack, loc=doc.loc(path),
+        field_locs=locs, disabled=bool(rd.get("disabled", False)))
+
+
+def _apply(doc: _Doc, rules: list[RuleSpec], disable: list[str], overrides: dict[str, dict[str, Any]],
+           path: tuple[Any, ...]) -> list[RuleSpec]:
+    """Apply ``disable`` and per-id ``overrides``; unknown ids are errors (typos must not pass silently)."""
+    def find(rid: str, where: tuple[Any, ...]) -> int:
+        for i, r in enumerate(rules):
+            if r.id == rid:
+                return i
+        short = [i for i, r in enumerate(rules) if r.id.split(".", 1)[-1] == rid]
+        if len(short) == 1:
+            return short[0]
+        import difflib
+
+        close = difflib.get_close_matches(rid, [r.id for r in rules], n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise doc.error(f"unknown rule id {rid!r}{hint}", where)
+    for j, rid in enumerate(disable):
+        i = find(rid, path + ("disable", j) if not path else path)
+        rules[i] = replace(rules[i], disabled=True)
+    for rid, ov in overrides.items():
+        i = find(rid, path + ("overrides", rid) if not path else path)
+        r = rules[i]
+        rules[i] = replace(r, severity=ov.get("severity", r.severity), disabled=ov.get("disabled", r.disabled))
+    return rules

@@ -1,0 +1,229 @@
+"""Trajectory queries: ``exists / forall / count / latest / first`` and comprehensions at run time.
+
+Cost model (issue 3: "no cross-product blow-up"). A quantifier over a step or call range
+(``earlier``, ``later``, ``steps``, ``since(x)``, ``calls(earlier)`` …) splits its filter into the
+conjuncts that mention only the bound variable and constants ("closed") and the rest ("open"). The
+closed part is evaluated once per trajectory over every step/call and kept as a sorted index list;
+each step then answers by bisection and only checks the open part on the candidates. So
+``exists u in earlier where u.kind == "user" and u.content ~ /yes/i`` costs O(n) per trajectory, not
+O(n²). Filters that depend on the current step (``u.json.order_id == call.args.order_id``) scan the
+candidates of their closed part, newest first for ``latest``; every visited element is charged to
+the rule's budget.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from trajaudit.engine.rule_builtins import CallRange, StepRange, as_items
+from trajaudit.engine.rule_runtime import Env, EvalError
+
+Fn = Callable[[Env], Any]
+
+
+@dataclass
+class QuantPlan:
+    """A compiled quantifier.
+
+    Attributes:
+        kind: exists / forall / count / latest / first.
+        var: the bound variable name.
+        seq: closure giving the sequence (a range, a list, an object).
+        seq_loc: closure giving ``(sequence, address)`` when the sequence is a path, else ``None``.
+        closed: conjunction of the filter's closed conjuncts (pre-computable), or ``None``.
+        open: conjunction of the other filter conjuncts, or ``None``.
+        body: the ``: condition`` of forall (or of exists/count/latest/first), or ``None``.
+        body_closed: the body mentions only the variable and constants.
+        key: a cache key unique to this quantifier node.
+        label: source text, used in evidence notes.
+    """
+
+    kind: str
+    var: str
+    seq: Fn
+    seq_loc: Callable[[Env], tuple[Any, str | None]] | None
+    closed: Fn | None
+    open: Fn | None
+    body: Fn | None
+    body_closed: bool
+    key: int
+    label: str
+
+    def run(self, env: Env) -> Any:
+        """Evaluate the quantifier in ``env``; binds the witness/counterexample in ``env.witness``."""
+        if self.seq_loc is not None:
+            seq, addr = self.seq_loc(env)
+        else:
+            seq, addr = self.seq(env), None
+        if isinstance(seq, (StepRange, CallRange)) and (self.closed is not None or
+                                                        (self.kind == "forall" and self.body_closed)):
+            return self._indexed(env, seq)
+        items = as_items(env, seq)
+        if addr is not None and isinstance(seq, dict):
+            addrs = [f"{addr}.{k}" for k in seq]
+        elif addr is not None and isinstance(seq, (list, tuple)):
+            addrs = [f"{addr}.{i}" for i in range(len(items))]
+        else:
+            addrs = None
+        env.tc.charge(len(items))
+        test = _conj(self.closed, self.open)
+        if addr is None and isinstance(seq, (StepRange, CallRange)):
+            addr = _range_addr(seq)
+        return self._scan(env, list(range(len(items))), items, addrs, test, seq_addr=addr)
+
+    # -- indexed path --------------------------------------------------------------------------
+
+    def _universe(self, env: Env, seq: Any) -> tuple[list[Any], int, int]:
+        tc = env.tc
+        if isinstance(seq, StepRange):
+            n = len(tc.views)
+            return tc.views, max(0, min(seq.lo, n)), max(0, min(seq.hi, n))
+        cs = tc.call_steps
+        return tc.all_calls, bisect_left(cs, seq.lo), bisect_left(cs, seq.hi)
+
+    def _matches(self, env: Env, universe: list[Any], tag: str, pred: Fn) -> tuple[list[int], dict[int, str]]:
+        key = (self.key, tag, id(universe))
+        hit = env.tc.cache.get(key)
+        if hit is not None:
+            return hit
+        env.tc.charge(len(universe))
+        scratch = Env(env.tc, env.k)
+        matches: list[int] = []
+        errors: dict[int, str] = {}
+        for i, item in enumerate(universe):
+            scratch.vars[self.var] = item
+            try:
+                if pred(scratch):
+                    matches.append(i)
+            except EvalError as e:
+                matches.append(i)
+                errors[i] = str(e)
+        env.tc.cache[key] = (matches, errors)
+        return matches, errors
+
+    def _indexed(self, env: Env, seq: Any) -> Any:
+        universe, lo, hi = self._universe(env, seq)
+        if self.kind == "forall" and self.body_closed and self.open is None:
+            # violators = filter ∧ ¬body, pre-computed once
+            body = self.body
+            closed = self.closed
+            pred = (lambda e: not body(e)) if closed is None else (lambda e: closed(e) and not body(e))
+            matches, errors = self._matches(env, universe, "forall", pred)
+            cands = matches[bisect_left(matches, lo): bisect_left(matches, hi)]
+            for i in cands:
+                if i in errors:
+                    raise EvalError(errors[i])
+                env.witness[self.var] = universe[i]
+                return False
+            return True
+        if self.closed is not None:
+            matches, errors = self._matches(env, universe, "filter", self.closed)
+            cands = matches[bisect_left(matches, lo): bisect_left(matches, hi)]
+        else:
+            cands, errors = list(range(lo, hi)), {}
+        for i in cands:
+            if i in errors:
+                raise EvalError(errors[i])
+        if self.kind == "count" and self.open is None and self.body is None:
+            return len(cands)
+        env.tc.charge(len(cands))
+        return self._scan(env, cands, universe, None, self.open, seq_addr=_range_addr(seq))
+
+    # -- generic scan --------------------------------------------------------------------------
+
+    def _scan(self, env: Env, positions: list[int], items: list[Any], addrs: list[str] | None,
+              test: Fn | None, seq_addr: str | None) -> Any:
+        var = self.var
+        saved = env.vars.get(var, _MISSING)
+        saved_addr = env.addrs.get(var)
+        mark = len(env.seen)
+        kind = self.kind
+        body = self.body
+        order = reversed(positions) if kind == "latest" else positions
+        count = 0
+        hit: int | None = None
+        try:
+            for i in order:
+                env.vars[var] = items[i]
+                if addrs is not None:
+                    env.addrs[var] = addrs[i]
+                ok = test is None or bool(test(env))
+                if kind == "forall":
+                    if ok and not body(env):
+                        hit = i
+                        break
+                else:
+                    if ok and body is not None:
+                        ok = bool(body(env))
+                    if ok:
+                        if kind != "count":
+                            hit = i
+                            break
+                        count += 1
+                del env.seen[mark:]
+        finally:
+            if saved is _MISSING:
+                env.vars.pop(var, None)
+            else:
+                env.vars[var] = saved
+            if saved_addr is None:
+                env.addrs.pop(var, None)
+            else:
+                env.addrs[var] = saved_addr
+        if kind == "count":
+            if seq_addr is not None:
+                env.seen.append((seq_addr, count, self.label))
+            return count
+        if hit is not None:
+            item = items[hit]
+            env.witness[var] = item
+            address = getattr(item, "address", None) or (addrs[hit] if addrs is not None else None)
+            if address:
+                env.seen.append((address, item, var))
+        elif kind in ("exists", "latest", "first") and seq_addr is not None:
+            env.seen.append((seq_addr, None, f"no match: {self.label}"))
+        if kind == "forall":
+            return hit is None
+        if kind == "exists":
+            return hit is not None
+        return items[hit] if hit is not None else None  # latest / first: the element or null
+
+
+_MISSING = object()
+
+
+def _range_addr(seq: Any) -> str:
+    if isinstance(seq, StepRange):
+        return f"steps[{seq.lo}:{seq.hi}]"
+    return f"steps[{seq.lo}:{seq.hi}].tool_calls"
+
+
+def _conj(a: Fn | None, b: Fn | None) -> Fn | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return lambda env: bool(a(env)) and bool(b(env))
+
+
+def comprehension(env: Env, var: str, seq: Any, where: Fn | None, elt: Fn) -> list[Any]:
+    """``[elt for var in seq where cond]``; every element visited is charged to the budget."""
+    items = as_items(env, seq)
+    env.tc.charge(len(items))
+    saved = env.vars.get(var, _MISSING)
+    mark = len(env.seen)
+    out = []
+    try:
+        for item in items:
+            env.vars[var] = item
+            if where is None or where(env):
+                out.append(elt(env))
+    finally:
+        del env.seen[mark:]
+        if saved is _MISSING:
+            env.vars.pop(var, None)
+        else:
+            env.vars[var] = saved
+    return out
