@@ -119,7 +119,7 @@ class RulePack:
         for r in self.rules:
             if r.id == rule_id:
                 return r
-        short = [r for r in self.rules if r.id.split(".", 1)[-1] == rule_id]
+        short = [r for r in self.rules if r.id in (f"{r.pack}.{rule_id}",) or r.id.rsplit(".", 1)[-1] == rule_id]
         if len(short) == 1:
             return short[0]
         import difflib
@@ -382,7 +382,7 @@ def _apply(doc: _Doc, rules: list[RuleSpec], disable: list[str], overrides: dict
         for i, r in enumerate(rules):
             if r.id == rid:
                 return i
-        short = [i for i, r in enumerate(rules) if r.id.split(".", 1)[-1] == rid]
+        short = [i for i, r in enumerate(rules) if r.id == f"{r.pack}.{rid}" or r.id.rsplit(".", 1)[-1] == rid]
         if len(short) == 1:
             return short[0]
         import difflib
