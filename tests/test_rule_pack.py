@@ -67,7 +67,7 @@ rules:
 
 
 @pytest.mark.parametrize("text,where,message", [
-    ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n    asert: x\n", (5, 5), "schema: 'asert' was unexpected"),
+    ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n    asert: x\n", (5, 5), "'asert' was unexpected"),
     ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n    severity: fatal\n    assert: x\n", (5, 15), "'fatal' is not one of"),
     ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n", (3, 5), "exactly one of 'assert' or 'check'"),
     ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n    assert: x\n  - id: a\n    type: PROTOCOL\n    assert: y\n",
