@@ -331,17 +331,20 @@ class ExprCompiler:
                 args.append(self.compile(a, scope))
         fns = [a.fn for a in args]
         f = b.fn
-        if b.needs_env:
-            call_fn: Fn = lambda env: f(env, *[g(env) for g in fns])  # noqa: E731
-        elif len(fns) == 1:
-            g0 = fns[0]
-            call_fn = lambda env: f(g0(env))  # noqa: E731
-        else:
-            call_fn = lambda env: f(*[g(env) for g in fns])  # noqa: E731
+        fname = node.func
+
+        def call_fn(env: Env) -> Any:
+            vals = [g(env) for g in fns]
+            try:
+                return f(env, *vals) if b.needs_env else f(*vals)
+            except EvalError:
+                raise
+            except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as e:
+                raise EvalError(f"{fname}() cannot take {', '.join(type_name(v) for v in vals)}: {e}") from None
         rtype = "calls" if node.func == "calls" else "steps" if node.func == "since" else b.returns
         if not b.needs_env and all(a.const is not _NO for a in args):
             try:
-                return _const(f(*[a.const for a in args]), rtype)
+                return _const(call_fn(None), rtype)  # type: ignore[arg-type]
             except EvalError as e:
                 raise self.error(node, str(e)) from None
         return C(call_fn, rtype)
@@ -498,12 +501,15 @@ def arith(op: str, a: Any, b: Any) -> Any:
         return a + b
     if not (is_num(a) and is_num(b)):
         raise EvalError(f"cannot compute {type_name(a)} {op} {type_name(b)}")
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
+    try:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+    except OverflowError as e:
+        raise EvalError(f"{a} {op} {b}: {e}") from None
     if b == 0:
         raise EvalError(f"division by zero ({a} {op} 0)")
     if op == "/":
