@@ -23,8 +23,8 @@ whose reason hides inside an opaque atom.
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import z3
