@@ -95,7 +95,7 @@ def _miss_rows(r: EvalReport, max_misses: int | None) -> list[RunScore]:
 
 def _unscored_line(r: EvalReport) -> list[str]:
     gone = [m.label for m in r.metrics.values() if m.n == 0 and not m.note.startswith("skipped")]
-    return [f"not scored (the gold has no such annotation): {', '.join(gone)}"] if gone else []
+    return [f"not scored (no such gold annotation, or no trajectories given): {', '.join(gone)}"] if gone else []
 
 
 def _usage_lines(r: EvalReport) -> list[str]:
