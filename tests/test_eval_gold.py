@@ -119,3 +119,27 @@ def test_format_detection_and_errors(tmp_path, tau_file):
     ww = load_gold(tmp_path / "ww")
     assert ww["x"].critical_step is None and "outside history" in ww["x"].problem
     assert any("y.json: not a Who&When file" in p for p in ww.problems)
+
+
+def test_agentrx_magentic_form_end_to_end(tmp_path):
+    """AgentRx Magentic-One gold: keyed by the trace file's stem, root-cause id a string, failure ids ints."""
+    from pathlib import Path
+
+    from trajaudit.engine.loader import load
+    from trajaudit.engine.strategy import AuditContext, default_strategies
+    from trajaudit.eval.evaluate import evaluate
+
+    trace = Path(__file__).resolve().parents[1] / "examples" / "traces" / "magentic_one.json"
+    gt = tmp_path / "magentic_one_ground_truth.json"
+    gt.write_text(json.dumps([{"trajectory_id": "magentic_one", "root_cause": {"failure_id": "2"}, "failures": [
+        {"failure_id": 1, "step_number": 4, "failure_category": "Guardrails Triggered", "failed_agent": "WebSurfer"},
+        {"failure_id": 2, "step_number": 5, "failure_category": "Invention of New Information",
+         "failed_agent": "Orchestrator"}]}]))
+    gold = load_gold(gt)
+    assert gold["magentic_one"].critical_step == 4 and gold["magentic_one"].category == "invention_of_new_information"
+    t = load(trace)
+    assert t.steps[4].agent == "Orchestrator" and "museum opens at 9:00" in t.steps[4].content
+    last = default_strategies().get("last").diagnose(t, AuditContext())  # step 5, Orchestrator (-> WebSurfer)
+    r = evaluate(gold, [last], trajectories=[t], resamples=10)
+    assert r.value("step_exact") == 0.0 and r.value("step_within_1") == 1.0 and r.value("agent_exact") == 1.0
+    assert r.value("category_terminal") == 0.0 and r.rows[0].gold_preview.startswith("Orchestrator: WebSurfer is blocked")
