@@ -166,3 +166,47 @@ def test_report_serializes_and_renders(gold):
     assert d["metrics"]["step_exact"]["value"] == pytest.approx(1 / 3) and d["misses"] == ["b", "c"]
     md = r.to_markdown()
     assert "| Exact step (= CS-Strict) | 33.3% |" in md and "missing predictions (3): b; c; d" in md
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_CATS = ["invalid_invocation", "system_failure", "intent_not_supported"]
+
+
+@st.composite
+def _cases(draw):
+    n = draw(st.integers(1, 8))
+    gold, preds = [], []
+    for i in range(n):
+        k = draw(st.integers(0, 30))
+        lo, hi = draw(st.integers(0, k)), draw(st.integers(k, 35))
+        cat = draw(st.sampled_from(_CATS))
+        extra = draw(st.lists(st.tuples(st.integers(0, 35), st.sampled_from(_CATS)), max_size=2))
+        fails = (GoldFailure(k, cat), *(GoldFailure(s, c) for s, c in extra))
+        gold.append(GoldItem(str(i), k, cat, "A", tolerance_span=(lo, hi), taxonomy="agentrx", failures=fails,
+                             error_steps=tuple(sorted({f.step for f in fails}))))
+        if draw(st.booleans()):
+            preds.append(_d(str(i), draw(st.none() | st.integers(0, 40)), draw(st.sampled_from(_CATS)),
+                            agent=draw(st.sampled_from(["A", "a", "B", None]))))
+    return GoldSet(gold), preds
+
+
+@settings(max_examples=60, deadline=None)
+@given(_cases())
+def test_metric_invariants(case):
+    gold, preds = case
+    r = evaluate(gold, preds, resamples=20)
+    v = r.value
+    assert v("step_exact") <= v("step_within_1") <= v("step_within_3") <= v("step_within_5")
+    assert v("step_exact") <= v("cs_loose") and v("diag") <= min(v("cs_loose"), v("category_critical"))
+    assert v("category_critical") <= v("category_any")
+    for key in ("rc_macro_f1", "span_precision", "span_recall", "span_f1", "agent_exact"):
+        assert 0.0 <= v(key) <= 1.0
+    lo, hi = r.metrics["step_exact"].ci or (v("step_exact"),) * 2
+    assert lo <= v("step_exact") <= hi
+    assert len(r.misses) == round((1 - v("step_exact")) * len(gold))
+    perfect = [_d(g.key, g.critical_step, g.category, agent=g.agent) for g in gold.values()]
+    p = evaluate(gold, perfect, resamples=5)
+    assert all(p.value(k) == 1.0 for k in ("step_exact", "cs_loose", "category_critical", "category_any", "diag",
+                                            "agent_exact", "rc_macro_f1", "step_exact_any_failure"))
