@@ -92,3 +92,15 @@ def test_table_output_and_usage_errors(run, tau_file, tmp_path):
     empty.write_text("")
     res = run("--gold", empty, "--pred", empty)
     assert res.exit_code == 2 and "no gold labels could be loaded" in res.stderr
+
+
+def test_saved_predictions_round_trip(run, tau_file, tmp_path):
+    gt, saved = tau_file.parent / "ground_truth.json", tmp_path / "random.jsonl"
+    a = run(tau_file, "--gold", gt, "-s", "random", "--seed", "3", "--tools", tau_file.parent / "tools.json",
+            "--save-pred", saved, "--format", "json", "--bootstrap", "50")
+    assert a.exit_code == 0 and f"wrote 29 diagnoses to {saved}" in a.stderr
+    assert len(saved.read_text().splitlines()) == 29
+    b = run("--gold", gt, "--pred", saved, "--format", "json", "--seed", "3", "--bootstrap", "50")
+    ra, rb = json.loads(a.stdout), json.loads(b.stdout)
+    assert ra["metrics"] == rb["metrics"] and ra["rows"] == rb["rows"]  # previews found via the diagnoses' file
+    assert rb["rows"][0]["gold_preview"].startswith("assistant: Currently, there are 11 available T-shirt")

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
+from trajaudit.engine.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 from trajaudit.eval import metrics as M
 from trajaudit.eval.gold import GoldItem, GoldSet
 from trajaudit.eval.report import EvalReport, MetricValue, RunScore
@@ -87,10 +87,17 @@ def _rate(key: str, label: str, flags: list[bool], source: str, *, resamples: in
 
 
 def _taxonomy_for(gold: Mapping[str, GoldItem], taxonomy: str | Taxonomy | None) -> Taxonomy | None:
+    """The taxonomy to normalize predicted categories with: the argument, else the gold's (if loadable)."""
     if isinstance(taxonomy, Taxonomy):
         return taxonomy
-    name = taxonomy or next((g.taxonomy for g in gold.values() if g.taxonomy), None)
-    return load_taxonomy(name) if name else None
+    if taxonomy:
+        return load_taxonomy(taxonomy)
+    name = next((g.taxonomy for g in gold.values() if g.taxonomy), None)
+    try:
+        return load_taxonomy(name) if name else None
+    except TaxonomyError:
+        log.warning("gold taxonomy %r cannot be loaded; categories are compared verbatim", name)
+        return None
 
 
 def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mapping[str, Any]], *,
@@ -106,12 +113,18 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
         trajectories: the runs, for step previews, run lengths (normalized distance), the producer
             of a predicted step when a diagnosis names no agent, and the random baseline's expected
             value. Optional: without them those parts are left out (with a note).
-        taxonomy: taxonomy for normalizing predicted categories (default: the gold's).
+        taxonomy: taxonomy for normalizing predicted categories (default: the gold's; a gold taxonomy
+            that cannot be loaded means verbatim comparison).
         grader: repair grader for Rep@Diag and FPS; without one they are skipped with a note.
         resamples, seed: bootstrap resamples and seed for the 95% intervals (reproducible).
 
     Returns:
         :class:`EvalReport`.
+
+    Raises:
+        TaxonomyError: an explicitly given ``taxonomy`` name is unknown.
+        KeyError: a diagnosis dict without ``trajectory_id`` (use :func:`~trajaudit.eval.runner.read_diagnoses`
+            to read files with per-line error reporting).
     """
     tax = _taxonomy_for(gold, taxonomy)
     by_id, by_file = _index_trajectories(trajectories)
