@@ -157,8 +157,8 @@ def _outputs(inv: dict[str, Any], i: int, pattern: re.Pattern[str], resolver: Ci
         if raw:
             raise _err("give either 'outputs' or 'output_text', not both", f"$.invocations[{i}].output_text", file)
         clean, sentences = sentences_with_citations(inv["output_text"], pattern, resolver)
-        return tuple(OutputUnit(inv_id, k, clean[s.start:s.end], s.citations, default_kind, None,
-                                tuple(sorted(s.citations))) for k, s in enumerate(sentences))
+        return tuple(OutputUnit(inv_id, k, clean[s.start:s.end], s.citations, default_kind, None, s.written)
+                     for k, s in enumerate(sentences))
     out = []
     for k, o in enumerate(raw):
         item = {"text": o} if isinstance(o, str) else o

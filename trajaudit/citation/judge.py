@@ -148,7 +148,7 @@ class OfflineJudge:
 
     name = "offline"
     approximate = True
-    description = "offline approximation: lexical + exact numeric overlap (no LLM); verdicts are approximate"
+    description = "APPROXIMATE offline judge: lexical + exact numeric overlap, no LLM"
 
     def __init__(self, *, coverage: float = 0.7, redundant_share: float = 0.6, min_content_words: int = 3) -> None:
         if not 0 < coverage <= 1 or not 0 < redundant_share <= 1:

@@ -68,11 +68,12 @@ class Document:
 
 @dataclass(frozen=True)
 class Sentence:
-    """One sentence of an input unit: clean-text offsets and the citations attached to it."""
+    """One sentence of a text: clean-text offsets, canonical citations, and the markers as written."""
 
     start: int
     end: int
     citations: frozenset[str]
+    written: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -361,11 +362,12 @@ def sentences_with_citations(
     """
     clean, markers = extract_markers(text, pattern)
     bounds = split_sentences(clean)
-    cits: list[set[str]] = [set() for _ in bounds]
+    written: list[list[str]] = [[] for _ in bounds]
     for pos, _, ids in markers:
         k = next((i for i, (a, b) in enumerate(bounds) if a <= pos <= b), None)
         if k is None:
             k = max((i for i, (a, _) in enumerate(bounds) if a <= pos), default=0)
         if bounds:
-            cits[k] |= {resolve.resolve(i) for i in ids}
-    return clean, tuple(Sentence(a, b, frozenset(c)) for (a, b), c in zip(bounds, cits, strict=True))
+            written[k].extend(ids)
+    return clean, tuple(Sentence(a, b, frozenset(resolve.resolve(i) for i in w), tuple(w))
+                        for (a, b), w in zip(bounds, written, strict=True))

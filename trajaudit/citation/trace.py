@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.citation.judge import CitationJudge
-from trajaudit.citation.local import ERROR_TYPES, NOT_NEEDED, UNKNOWN, SentenceResult, evaluate_run
+from trajaudit.citation.local import ERROR_TYPES, HALLUCINATION, NOT_NEEDED, UNKNOWN, SentenceResult, evaluate_run
 from trajaudit.citation.model import CitationRun, OutputRef
 from trajaudit.errors import LLMError
 
@@ -85,8 +85,9 @@ class TracedError:
         sentence: the final-report output.
         status: ``traced``, ``untraced`` or ``unknown`` (a judge failure on the way).
         chain: hops from the report writer down to the origin (the last hop is the origin when traced).
-        upstream: further local errors feeding the origin (e.g. the citation a researcher dropped before
-            the orchestrator relied on the uncited note) — context, not attribution.
+        upstream: further local errors feeding the origin's supporting spans (e.g. the citation a
+            researcher dropped before the orchestrator relied on the uncited note) — context, not
+            attribution; empty when the origin is a hallucination (its content came from no input).
     """
 
     sentence: OutputRef
@@ -203,11 +204,16 @@ def _result_index(results: dict[str, tuple[SentenceResult, ...]]) -> dict[Output
 
 
 def _follow(ref: OutputRef, index: dict[OutputRef, SentenceResult], seen: set[OutputRef]) -> list[Hop]:
-    """Depth-first search for the first local error along supporting spans (§6); returns the chain."""
+    """Depth-first search for the first local error along supporting spans (§6).
+
+    Returns the chain from ``ref`` to the first error (or undecided verdict) found; when there is none,
+    the first path explored, down to a leaf.
+    """
     r = index[ref]
     hop = Hop.of(r)
     if r.is_error or r.verdict == UNKNOWN or r.verdict == NOT_NEEDED:
         return [hop]
+    first: list[Hop] = []
     for span in r.spans:
         for up in span.unit.sources:
             if up in seen or up not in index:
@@ -216,7 +222,8 @@ def _follow(ref: OutputRef, index: dict[OutputRef, SentenceResult], seen: set[Ou
             sub = _follow(up, index, seen)
             if sub[-1].verdict in ERROR_TYPES or sub[-1].verdict == UNKNOWN:
                 return [hop, *sub]
-    return [hop]
+            first = first or sub
+    return [hop, *first]
 
 
 def _upstream_errors(r: SentenceResult, index: dict[OutputRef, SentenceResult]) -> list[Hop]:
@@ -237,6 +244,12 @@ def _upstream_errors(r: SentenceResult, index: dict[OutputRef, SentenceResult]) 
 
 def _global(run: CitationRun, r: SentenceResult, judge: CitationJudge) -> FinalSentence:
     needs = r.verdict != NOT_NEEDED
+    explicit = run.output(r.ref).needs_citation
+    if r.verdict == UNKNOWN and explicit is None:  # the local test failed: was it on the need-citation test?
+        try:
+            needs = judge.needs_citation(r.text, run.task)
+        except LLMError:
+            return FinalSentence(r.ref, r.text, r.citations, True, None)
     if not needs:
         return FinalSentence(r.ref, r.text, r.citations, False, None)
     texts = {c: [d.text for d in run.documents_for([c])] for c in sorted(r.citations)}
@@ -274,7 +287,8 @@ def audit_citations(run: CitationRun, judge: CitationJudge) -> CitationReport:
         chain = _follow(f.ref, index, {f.ref}) if f.supported is False else [Hop.of(index[f.ref])]
         last = chain[-1].verdict
         status = TRACED if last in ERROR_TYPES else UNKNOWN if (last == UNKNOWN or f.supported is None) else UNTRACED
-        upstream = _upstream_errors(index[chain[-1].ref], index) if status == TRACED else []
+        upstream = (_upstream_errors(index[chain[-1].ref], index)
+                    if status == TRACED and last != HALLUCINATION else [])
         traced.append(TracedError(f.ref, f.text, status, tuple(chain), tuple(upstream)))
     origin_counts = Counter(t.origin.agent for t in traced if t.origin)
     n_traced = sum(origin_counts.values())
