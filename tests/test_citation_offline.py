@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from trajaudit.citation import OfflineJudge, audit_citations, load_run, render_html, run_from_dict, to_validation_log
+from trajaudit.citation import (
+    OfflineJudge,
+    audit_citations,
+    load_run,
+    render_html,
+    run_from_dict,
+    to_validation_log,
+)
 from trajaudit.citation.judge import content_words, numbers
 from trajaudit.citation.local import evaluate_run
 from trajaudit.engine.schema import schema_errors

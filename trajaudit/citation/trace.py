@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.citation.judge import CitationJudge
-from trajaudit.citation.local import ERROR_TYPES, HALLUCINATION, NOT_NEEDED, UNKNOWN, SentenceResult, evaluate_run
+from trajaudit.citation.local import (
+    ERROR_TYPES,
+    HALLUCINATION,
+    NOT_NEEDED,
+    UNKNOWN,
+    SentenceResult,
+    evaluate_run,
+)
 from trajaudit.citation.model import CitationRun, OutputRef
 from trajaudit.errors import LLMError
 
