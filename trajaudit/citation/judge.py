@@ -78,7 +78,7 @@ def numbers(text: str) -> frozenset[str]:
     """Numbers in ``text``, normalized: thousands separators dropped, ``percent`` → ``%``, ``12.0`` → ``12``.
 
     >>> sorted(numbers("Sales rose 35 percent to 1,200 units in 2023 (12.50%)."))
-    ['1200', '12.5%', '2023', '35%']
+    ['12.5%', '1200', '2023', '35%']
     """
     out = set()
     for m in _NUMBER.finditer(text):
