@@ -181,3 +181,25 @@ def test_mapping_errors_name_the_trace_and_the_mapped_path(tmp_path):
     m.write_text("invocations: 'nope'\n")
     with pytest.raises(TraceFormatError, match="'invocations' does not yield a list"):
         load_run(p, mapping=m)
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+                     max_leaves=8)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(["format", "documents", "invocations", "final", "aliases", "citation_pattern"]), _json,
+       st.integers(0, 1), st.sampled_from(["id", "agent", "inputs", "outputs", "output_text", "output_kind"]))
+def test_any_malformed_value_is_a_trace_format_error(key, value, k, inv_key):
+    """Replacing any top-level or invocation value by arbitrary JSON loads or raises TraceFormatError, nothing else."""
+    for target in ("top", "invocation"):
+        d = _doc()
+        if target == "top":
+            d[key] = value
+        else:
+            d["invocations"][k][inv_key] = value
+        try:
+            run_from_dict(d, file="fuzz.json")
+        except TraceFormatError as e:
+            assert e.file == "fuzz.json" and e.json_path

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from trajaudit.citation.model import InputUnit, Span, unit_spans
@@ -123,6 +124,7 @@ class _Features:
         return self.numbers | {"w:" + w for w in self.words}
 
 
+@lru_cache(maxsize=65536)
 def _features(text: str) -> _Features:
     return _Features(numbers(text), content_words(text))
 
