@@ -1,7 +1,7 @@
 """Test support for the citation LLM path: a scripted responder (the "model") and a JSON chat client.
 
 ``Oracle(script)`` answers the three citation prompts from a fact table (tests/data/citation_oracle.yaml)
-by reading the prompt's tag and its quoted JSON-lines blocks — the way a model reads the prompt, but
+by reading the prompt's tag and its quoted evidence blocks — the way a model reads the prompt, but
 deterministic. ``OpenAIJSONClient`` implements ``chat_json`` over the real ``openai`` package talking HTTP
 to the scripted server (a stand-in until the project's ``trajaudit.llm`` client lands).
 """
@@ -20,12 +20,12 @@ from trajaudit.errors import LLMError
 
 ORACLE_FILE = Path(__file__).parent / "data" / "citation_oracle.yaml"
 _TAG = re.compile(r"\[trajaudit prompt (citation\.[\w-]+) v\d+\]")
-_BLOCK = re.compile(r"<<<(\w+) ([0-9a-f]{12})\n(.*?)\n\1 \2>>>", re.S)
+_BLOCK = re.compile(r'<evidence name="(\w+)">\n(.*?)\n</evidence>', re.S)
 
 
-def blocks(text: str) -> dict[str, list[dict[str, Any]]]:
-    """The quoted blocks of a prompt: label -> list of JSON items."""
-    return {m.group(1): [json.loads(line) for line in m.group(3).splitlines()] for m in _BLOCK.finditer(text)}
+def blocks(text: str) -> dict[str, Any]:
+    """The evidence blocks of a prompt, decoded: label -> JSON value."""
+    return {m.group(1): json.loads(m.group(2)) for m in _BLOCK.finditer(text)}
 
 
 class Oracle:
@@ -58,18 +58,18 @@ class Oracle:
         kind = _TAG.search(system).group(1)
         b = blocks(user)
         if kind == "citation.need-citation":
-            s = b["SENTENCE"][0]["text"]
+            s = b["sentence"]
             return {"needs_citation": s not in self.no_citation, "reason": "scripted"}
         if kind == "citation.entails":
-            texts = [p["text"] for p in b["PREMISES"]]
-            facts = self._facts_of(b["HYPOTHESIS"][0]["text"])
+            texts = [p["text"] for p in b["premises"]]
+            facts = self._facts_of(b["hypothesis"])
             ok = all(any(self._find(alts, t) for t in texts) for alts in facts)
             return {"entailed": ok, "reason": "scripted"}
         if kind == "citation.extract-spans":
-            facts = self._facts_of(b["SENTENCE"][0]["text"])
+            facts = self._facts_of(b["sentence"])
             spans, found = [], []
             for alts in facts:
-                hits = [(e["id"], q) for e in b["EVIDENCE"] if (q := self._find(alts, e["text"]))]
+                hits = [(e["id"], q) for e in b["inputs"] if (q := self._find(alts, e["text"]))]
                 spans += [{"id": i, "quote": q} for i, q in hits]
                 found.append(bool(hits))
             return {"spans": spans, "fully_supported": all(found)}

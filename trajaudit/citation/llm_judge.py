@@ -7,18 +7,17 @@ model says it does. A failed check is sent back as feedback and the request retr
 local test turns into an ``unknown`` verdict). ENTAILS and the need-citation test are single calls.
 
 Prompts are versioned YAML data files in ``trajaudit/citation/prompts/``. Trace text is never spliced
-into instructions: it is quoted as JSON lines inside a delimited block whose nonce is a hash of the
-block's content (so text inside cannot forge the closing delimiter), and the system prompt says that
-block content is data. The client is anything with ``chat_json(messages, schema, *, name) -> dict``
+into instructions: it is JSON-encoded inside ``<evidence name="…">`` blocks with ``<``/``>`` escaped
+(so text inside cannot close its block), and the system prompts say block content is data. The client is anything with ``chat_json(messages, schema, *, name) -> dict``
 (the ``trajaudit.llm`` client); this module never imports ``openai``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,7 +32,6 @@ from trajaudit.errors import ConfigError, LLMError
 
 log = logging.getLogger(__name__)
 
-_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 PROMPT_NAMES = ("need_citation", "extract_spans", "entails")
 
 
@@ -51,7 +49,7 @@ class ChatJSONClient(Protocol):
 
 @dataclass(frozen=True)
 class Prompt:
-    """A versioned prompt: ``system`` and ``user`` templates with ``{{name}}`` slots and the answer schema."""
+    """A versioned prompt: ``system`` and ``user`` templates with ``${name}`` slots and the answer schema."""
 
     id: str
     version: int
@@ -61,15 +59,18 @@ class Prompt:
     schema: dict[str, Any]
 
     def render(self, **blocks: str) -> list[dict[str, str]]:
-        """Fill the ``{{name}}`` slots of the user template in one pass (filled text is never re-scanned).
+        """Fill the ``${name}`` slots of the user template (:class:`string.Template`: one pass, filled text
+        is never re-scanned, no attribute access).
 
         Raises:
-            ConfigError: a slot has no value.
+            ConfigError: a slot has no value, or the template is malformed.
         """
-        missing = set(_PLACEHOLDER.findall(self.user)) - set(blocks)
-        if missing:
-            raise ConfigError(f"prompt {self.id}: no value for {', '.join(sorted(missing))}")
-        user = _PLACEHOLDER.sub(lambda m: blocks[m.group(1)], self.user)
+        try:
+            user = string.Template(self.user).substitute(blocks)
+        except KeyError as e:
+            raise ConfigError(f"prompt {self.id}: no value for {e.args[0]}") from None
+        except ValueError as e:
+            raise ConfigError(f"prompt {self.id}: bad template: {e}") from None
         return [{"role": "system", "content": self.system.strip()}, {"role": "user", "content": user.strip()}]
 
 
@@ -97,15 +98,25 @@ def load_prompt(name: str, text: str | None = None) -> Prompt:
                   str(spec["user"]), spec["schema"])
 
 
-def quote_block(label: str, items: Sequence[dict[str, Any]]) -> str:
-    """Quote trace text as data: one JSON object per line between ``<<<LABEL nonce`` and ``LABEL nonce>>>``.
+def quote_block(label: str, data: Any) -> str:
+    """Quote trace text as data in an evidence block: ``<evidence name="LABEL">\n…json…\n</evidence>``.
 
-    The nonce is the first 12 hex digits of the SHA-256 of the body, so a text cannot contain the
-    closing delimiter of the block it is quoted in; JSON encoding keeps every item on one line.
+    A list is written one JSON item per line, anything else as one JSON value; ``<`` and ``>`` are
+    escaped (``\\u003c``/``\\u003e``), so the body decodes back to exactly ``data`` and can never
+    contain the closing delimiter. Same format as ``trajaudit.llm.prompts.quote_evidence`` (the LLM
+    layer's convention), so the same test tooling reads both.
+
+    Raises:
+        ValueError: ``label`` is not a word.
     """
-    body = "\n".join(json.dumps(it, ensure_ascii=False) for it in items)
-    nonce = hashlib.sha256(body.encode("utf-8")).hexdigest()[:12]
-    return f"<<<{label} {nonce}\n{body}\n{label} {nonce}>>>"
+    if not re.fullmatch(r"\w+", label):
+        raise ValueError(f"evidence label must be a word, got {label!r}")
+    if isinstance(data, list):
+        body = "[\n" + ",\n".join(json.dumps(x, ensure_ascii=False) for x in data) + "\n]" if data else "[]"
+    else:
+        body = json.dumps(data, ensure_ascii=False)
+    body = body.replace("<", "\\u003c").replace(">", "\\u003e")
+    return f'<evidence name="{label}">\n{body}\n</evidence>'
 
 
 def locate_quote(quote: str, text: str) -> tuple[int, int] | None:
@@ -158,8 +169,7 @@ class LLMJudge:
 
     def _needs_uncached(self, sentence: str, task: str) -> bool:
         p = self.prompts["need_citation"]
-        ans = self._ask(p, p.render(task=quote_block("TASK", [{"text": task}]),
-                                    sentence=quote_block("SENTENCE", [{"text": sentence}])))
+        ans = self._ask(p, p.render(task=quote_block("task", task), sentence=quote_block("sentence", sentence)))
         return bool(ans["needs_citation"])
 
     # -- entailment ---------------------------------------------------------------------------------
@@ -172,8 +182,8 @@ class LLMJudge:
     def _entails_uncached(self, premises: tuple[str, ...], hypothesis: str) -> bool:
         p = self.prompts["entails"]
         items = [{"id": f"P{k + 1}", "text": t} for k, t in enumerate(premises)]
-        ans = self._ask(p, p.render(premises=quote_block("PREMISES", items),
-                                    hypothesis=quote_block("HYPOTHESIS", [{"text": hypothesis}])))
+        ans = self._ask(p, p.render(premises=quote_block("premises", items),
+                                    hypothesis=quote_block("hypothesis", hypothesis)))
         return bool(ans["entailed"])
 
     # -- span extraction ----------------------------------------------------------------------------
@@ -191,8 +201,8 @@ class LLMJudge:
         p = self.prompts["extract_spans"]
         by_id = {f"E{k + 1}": u for k, u in enumerate(units)}
         items = [{"id": i, "text": u.text} for i, u in by_id.items()]
-        messages: list[dict[str, Any]] = p.render(evidence=quote_block("EVIDENCE", items),
-                                                  sentence=quote_block("SENTENCE", [{"text": sentence}]))
+        messages: list[dict[str, Any]] = p.render(inputs=quote_block("inputs", items),
+                                                  sentence=quote_block("sentence", sentence))
         problems: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
             ans = self._ask(p, messages)
