@@ -167,3 +167,31 @@ def test_html_shows_each_propagation_chain():
     assert chain.index("<b>orchestrator-1</b>") < chain.index("<b>researcher-1</b>") < chain.index("<b>searcher-2</b>")
     assert chain.count('class="ta-origin"') == 1
     assert "Final-report citation recall: <b>16.7%</b>" in html and "Citation precision: <b>20.0%</b>" in html
+
+
+def _ms_agent_like(final_citations):
+    """MS-Agent-like: researchers cite evidence notes as [Note: <hex>]; the report must cite sources (App. I.5)."""
+    doc = {"format": "trajaudit.citation-run", "citation_pattern": r"\[(?:Note:\s*)?([0-9a-f]{6}|https?://[^\]\s]+)\]",
+           "documents": [{"id": "D", "url": "https://ev.example/a", "text": "Sales grew 35% in 2023."}],
+           "invocations": [
+               {"id": "optimizer", "agent": "content-optimizer", "inputs": [{"document": "D"}],
+                "outputs": ["Sales grew 35% in 2023 [https://ev.example/a]."]},
+               {"id": "researcher", "agent": "researcher",
+                "inputs": [{"from": "optimizer.outputs.0", "id": "a1b2c3", "citations": ["a1b2c3"]}],
+                "outputs": ["Sales grew 35% in 2023 [Note: a1b2c3]."]},
+               {"id": "reporter", "agent": "orchestrator", "inputs": [{"from": "researcher"}],
+                "outputs": ["Sales grew 35% in 2023 [Note: a1b2c3]."]}]}
+    if final_citations:
+        doc["final_citations"] = final_citations
+    return audit_citations(run_from_dict(doc), J)
+
+
+def test_note_citations_are_fine_inside_but_not_in_the_final_report():
+    kept = _ms_agent_like(None)
+    assert [r.verdict for rs in kept.results.values() for r in rs] == ["correct"] * 3
+    (t,) = kept.traced
+    assert t.status == "untraced" and kept.final[0].relevant == {"a1b2c3": False}
+    dropped = _ms_agent_like("documents")
+    assert [r.verdict for rs in dropped.results.values() for r in rs] == ["correct", "correct", "uncited_output"]
+    (t,) = dropped.traced
+    assert t.status == "traced" and t.origin.ref.invocation == "reporter" and dropped.recall == 0

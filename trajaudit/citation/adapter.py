@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,6 @@ from trajaudit.citation.model import (
     OutputUnit,
     extract_markers,
     sentences_with_citations,
-    split_sentences,
 )
 from trajaudit.engine.schema import validator
 from trajaudit.errors import TraceFormatError
@@ -135,7 +135,17 @@ def run_from_dict(doc: Any, *, file: str | None = None, format: str = FORMAT) ->
         final = sinks[0]
     if not run.invocation(final).outputs:
         raise _err(f"final invocation {final!r} has no outputs", "$.final", file)
-    return CitationRun(run.id, run.task, docs, run.invocations, final, run.aliases, file, format)
+    invocations = run.invocations
+    if doc.get("final_citations") == "documents":
+        invocations = tuple(_drop_non_documents(inv, docs) if inv.id == final else inv for inv in invocations)
+    return CitationRun(run.id, run.task, docs, invocations, final, run.aliases, file, format)
+
+
+def _drop_non_documents(inv: Invocation, docs: dict[str, Document]) -> Invocation:
+    """Seed 003 App. I.5: final-report markers that name no source document (note ids) mean nothing to
+    a reader and are dropped before evaluation."""
+    outs = tuple(replace(o, citations=frozenset(c for c in o.citations if c in docs)) for o in inv.outputs)
+    return replace(inv, outputs=outs)
 
 
 def _compile_pattern(src: str | None, file: str | None) -> re.Pattern[str]:
@@ -225,8 +235,3 @@ def _inputs(inv: dict[str, Any], i: int, docs: dict[str, Document], outputs: dic
             continue
         add(u.get("kind", "note"), u["text"], explicit, (), None, u.get("id"))
     return units
-
-
-def split_text(text: str) -> list[str]:
-    """Sentences of a plain text (no markers handled); a convenience for mappings and tests."""
-    return [text[a:b] for a, b in split_sentences(text)]

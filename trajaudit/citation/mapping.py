@@ -9,6 +9,7 @@ adapter exposes each agent's inputs and outputs. A mapping is that adapter, writ
     task: "question"                    # research question
     final: "spans[?is_report].span_id | [0]"   # id of the report-writing invocation (optional)
     citation_pattern: '\\[(\\d+(?:,\\s*\\d+)*)\\]'   # a regex (not jmespath), group 1 = ids (optional)
+    final_citations: documents          # drop final-report markers naming no document (optional)
     aliases: "citation_aliases"         # object: citation as written -> canonical id (optional)
     documents: "citation_registry"      # list of source documents
     document:   {id: ref, url: url, title: title, text: content}
@@ -47,7 +48,7 @@ _FIELDS = {
     "input": ("id", "kind", "document", "from", "text", "citations"),
     "output": ("text", "citations", "kind", "needs_citation"),
 }
-_KEYS = {"name", "description", "citation_pattern", "kinds", *_TOP, *_FIELDS}
+_KEYS = {"name", "description", "citation_pattern", "final_citations", "kinds", *_TOP, *_FIELDS}
 _KIND_VALUES = {"input": ("document", "snippet", "note", "query", "other"), "output": ("synthesized", "snippet")}
 
 
@@ -68,6 +69,7 @@ class CitationMapping:
             raise self._err(f"unknown mapping keys: {', '.join(sorted(unknown))}")
         self.name = str(spec.get("name", "citation-mapping"))
         self.pattern = spec.get("citation_pattern")
+        self.final_citations = spec.get("final_citations")
         self._top = {k: self._compile(spec[k], k) for k in _TOP if spec.get(k) is not None}
         self._fields: dict[str, dict[str, Any]] = {}
         for item, names in _FIELDS.items():
@@ -140,6 +142,8 @@ class CitationMapping:
                     out[key] = str(v) if key in ("id", "final") and isinstance(v, int | float) else v
         if self.pattern:
             out["citation_pattern"] = self.pattern
+        if self.final_citations:
+            out["final_citations"] = self.final_citations
         if "documents" in self._top:
             docs = self._top["documents"].search(doc)
             out["documents"] = [self._item("document", d) for d in docs] if isinstance(docs, list) else docs
