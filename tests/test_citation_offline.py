@@ -93,13 +93,16 @@ def test_local_test_verdicts(sentence, verdict):
     ({"text": "Sales grew 35% in 2023. [B]", "kind": "snippet"}, "insufficient_citations"),
     ({"text": "Sales tripled in 2023. [A]", "kind": "snippet"}, "hallucination"),
     ({"text": "Sales grew 35% in 2023.", "kind": "snippet", "needs_citation": False}, "not_needed"),
+    ({"text": "Norway sells 90% electric cars. [A]", "kind": "snippet"}, "uncited_input_reliance"),
 ])
 def test_snippet_verdicts(output, verdict):
     run = run_from_dict({"format": "trajaudit.citation-run",
                          "documents": [{"id": "A", "text": "Sales grew 35% in 2023."},
                                        {"id": "B", "text": "Prices fell 14% in 2023."}],
                          "invocations": [{"id": "s", "agent": "searcher",
-                                          "inputs": [{"document": "A"}, {"document": "B"}], "outputs": [output]}]})
+                                          "inputs": [{"document": "A"}, {"document": "B"},
+                                                     {"text": "Norway sells 90% electric cars."}],
+                                          "outputs": [output]}]})
     (r,) = evaluate_run(run, J)["s"]
     assert r.verdict == verdict, r.reason
 

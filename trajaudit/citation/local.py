@@ -13,8 +13,9 @@ Synthesized sentence (Algorithm 1)
   5. otherwise ``correct``.
 
 Snippet (Algorithm 2): a verbatim excerpt is correct when its cited source supports the whole snippet
-(one entailment test); uncited but supported → ``uncited_output``; supported only by another input →
-``insufficient_citations``; supported by nothing → ``hallucination``.
+(one entailment test); otherwise, if only uncited inputs support it → ``uncited_input_reliance``; if it
+carries no citation but a cited input supports it → ``uncited_output``; if another cited input supports
+it → ``insufficient_citations``; if no input supports it → ``hallucination``.
 
 Sentences that do not need a citation get ``not_needed``; a judge failure (LLM error after its retries)
 gives ``unknown`` with the reason — never a silent pass.
@@ -130,10 +131,10 @@ def _snippet(judge: CitationJudge, inv: Invocation, out: OutputUnit) -> tuple[st
             return CORRECT, whole(sources), "its cited source supports the whole snippet"
     others = [u for u in inv.inputs if not (u.citations & out.citations)]
     supporters = [u for u in others if judge.entails([u.text], out.text)]
-    if supporters and not out.citations:
-        if any(u.citations for u in supporters):
-            return UNCITED_OUTPUT, whole(supporters), "the snippet carries no citation though its source is cited"
+    if supporters and not any(u.citations for u in supporters):
         return UNCITED_INPUT_RELIANCE, whole(supporters), "the snippet comes from an uncited input"
+    if supporters and not out.citations:
+        return UNCITED_OUTPUT, whole(supporters), "the snippet carries no citation though its source is cited"
     if supporters:
         return (INSUFFICIENT_CITATIONS, whole(supporters),
                 f"its citations ({', '.join(sorted(out.citations))}) do not support it; another input does")
