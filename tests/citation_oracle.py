@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +111,16 @@ class OpenAIJSONClient:
                 msgs = [*msgs, {"role": "assistant", "content": content},
                         {"role": "user", "content": f"Invalid answer ({last}); answer with JSON matching the schema."}]
         raise LLMError(f"{name}: no valid JSON answer after {self.attempts} attempts: {last}")
+
+
+@contextmanager
+def llm_session(respond: Callable[[dict[str, Any]], Any]) -> Iterator[tuple[Any, OpenAIJSONClient]]:
+    """A scripted OpenAI-protocol server on 127.0.0.1 answering with ``respond`` and a client for it.
+
+    Yields ``(server, client)``; ``server.requests`` holds every request. The one place to switch to the
+    LLM layer's server and ``trajaudit.llm.LLMClient`` when they land in main.
+    """
+    from llm_server import ScriptedLLMServer
+
+    with ScriptedLLMServer(respond) as server:
+        yield server, OpenAIJSONClient(server.base_url)

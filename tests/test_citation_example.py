@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from citation_oracle import OpenAIJSONClient, Oracle
-from llm_server import ScriptedLLMServer
+from citation_oracle import Oracle, llm_session
 
 from trajaudit.citation import LLMJudge, OfflineJudge, audit_citations, load_run
 from trajaudit.citation.local import CORRECT, NOT_NEEDED
@@ -70,8 +69,7 @@ def test_llm_path_against_scripted_server_finds_the_expected_errors(form):
     path, mapping = INPUTS[form]
     oracle = Oracle()
     run = load_run(path, mapping=mapping)
-    with ScriptedLLMServer(oracle) as server:
-        client = OpenAIJSONClient(server.base_url)
+    with llm_session(oracle) as (server, client):
         report = audit_citations(run, LLMJudge(client))
     assert not report.approximate and report.judge["name"] == "llm"
     assert oracle.unknown_claims == []  # every sentence the judge asked about is in the script
@@ -88,8 +86,8 @@ def test_the_two_paths_agree_on_every_sentence():
     """Offline and LLM verdicts coincide on the example (its sentences are built so both can decide them)."""
     run = load_run(INPUTS["native"][0])
     offline = audit_citations(run, OfflineJudge())
-    with ScriptedLLMServer(Oracle()) as server:
-        llm = audit_citations(run, LLMJudge(OpenAIJSONClient(server.base_url)))
+    with llm_session(Oracle()) as (server, client):
+        llm = audit_citations(run, LLMJudge(client))
     flat = lambda rep: [(r.ref.address, r.verdict) for rs in rep.results.values() for r in rs]  # noqa: E731
     assert flat(offline) == flat(llm)
     assert len(flat(offline)) == 18

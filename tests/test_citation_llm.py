@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from citation_oracle import OpenAIJSONClient, Oracle, blocks
-from llm_server import ScriptedLLMServer
+from citation_oracle import Oracle, blocks, llm_session
 
 from trajaudit.citation import LLMJudge, audit_citations, load_run, run_from_dict, to_validation_log
 from trajaudit.citation.llm_judge import PROMPT_NAMES, load_prompt, locate_quote, quote_block
@@ -43,8 +42,8 @@ class Paraphrasing(Oracle):
 def test_non_verbatim_quote_is_retried_with_feedback_then_accepted():
     target = "Battery pack prices fell 14% in 2023 to 139 dollars per kilowatt-hour and are expected to drop another 20% in 2024."
     oracle = Paraphrasing(target, bad=2)
-    with ScriptedLLMServer(oracle) as server:
-        report = audit_citations(load_run(EX), LLMJudge(OpenAIJSONClient(server.base_url)))
+    with llm_session(oracle) as (server, client):
+        report = audit_citations(load_run(EX), LLMJudge(client))
     # the sentence occurs at researcher-1 and orchestrator-1: 2 rejected answers, then a verbatim one
     assert len(oracle.feedback) == 2
     assert all("not verbatim in input E1" in f and "the battery costs went down a lot" in f for f in oracle.feedback)
@@ -59,9 +58,9 @@ def test_non_verbatim_quote_is_retried_with_feedback_then_accepted():
 
 def test_extraction_failing_every_attempt_gives_unknown_not_a_verdict():
     oracle = Paraphrasing(FABRICATED, bad=99)
-    with ScriptedLLMServer(oracle) as server:
+    with llm_session(oracle) as (server, client):
         run = load_run(EX)
-        report = audit_citations(run, LLMJudge(OpenAIJSONClient(server.base_url), max_attempts=5))
+        report = audit_citations(run, LLMJudge(client, max_attempts=5))
     r = report.results["searcher-2"][1]
     assert r.verdict == UNKNOWN and "span extraction failed after 5 attempts" in r.reason
     assert len(oracle.feedback) == 4  # 5 attempts = 1 request + 4 retries carrying feedback
@@ -91,8 +90,8 @@ def test_fully_supported_claim_that_does_not_entail_is_retried():
            "invocations": [{"id": "s", "agent": "searcher", "inputs": [{"document": "D1"}],
                             "outputs": [FABRICATED + " [D1]"]}]}
     oracle = Overclaiming()
-    with ScriptedLLMServer(oracle) as server:
-        report = audit_citations(run_from_dict(doc), LLMJudge(OpenAIJSONClient(server.base_url), max_attempts=2))
+    with llm_session(oracle) as (server, client):
+        report = audit_citations(run_from_dict(doc), LLMJudge(client, max_attempts=2))
     (r,) = report.results["s"]
     assert r.verdict == UNKNOWN and "together they do not entail it" in r.reason
 
@@ -110,8 +109,8 @@ def test_trace_text_is_quoted_as_data_and_cannot_close_its_block():
         seen.append(request["messages"])
         return {"entailed": False, "reason": "no"}
 
-    with ScriptedLLMServer(respond) as server:
-        judge = LLMJudge(OpenAIJSONClient(server.base_url))
+    with llm_session(respond) as (server, client):
+        judge = LLMJudge(client)
         assert judge.entails([evil], "Prices fell.") is False
         assert judge.entails([evil], "Prices fell.") is False  # cached: one request
     assert len(seen) == 1
@@ -124,8 +123,8 @@ def test_server_errors_become_unknown_verdicts():
     def broken(request):
         raise RuntimeError("model overloaded")
 
-    with ScriptedLLMServer(broken) as server:
-        report = audit_citations(load_run(EX), LLMJudge(OpenAIJSONClient(server.base_url)))
+    with llm_session(broken) as (server, client):
+        report = audit_citations(load_run(EX), LLMJudge(client))
     verdicts = {r.verdict for rs in report.results.values() for r in rs}
     assert verdicts == {UNKNOWN}
     assert report.recall is None and all(t.status == "unknown" for t in report.traced)
