@@ -111,7 +111,7 @@ def _recovered(t: Trajectory, step: int, rec: Record) -> bool:
     if rec.bindings.get("recovered") is True:
         return True
     s = t.steps[step]
-    for j, call in enumerate(s.tool_calls):
+    for call in s.tool_calls:
         out = next((o for o in t.steps[step + 1:] if o.tool_output and o.tool_output.call_id == call.id
                     and call.id is not None), None)
         if out is None or not out.tool_output.is_error:
