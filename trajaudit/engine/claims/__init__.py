@@ -4,7 +4,12 @@ Entry point: :func:`build_claim_graph` (trajectory → :class:`ClaimGraph`), the
 ``.graph``, ``.propagate()`` and ``.to_records()``. See ``docs/claims.md``.
 """
 
-from trajaudit.engine.claims.extract import ClaimExtractor, RegexExtractor, default_extractors, extract_mentions
+from trajaudit.engine.claims.extract import (
+    ClaimExtractor,
+    RegexExtractor,
+    default_extractors,
+    extract_mentions,
+)
 from trajaudit.engine.claims.graph import ClaimGraph, build_claim_graph
 from trajaudit.engine.claims.model import (
     CLAIM_KINDS,

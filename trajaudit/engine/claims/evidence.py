@@ -20,7 +20,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajaudit.engine.claims.normalize import NUMBER_WORDS, norm_id, norm_number, norm_scalar, norm_text, singular
+from trajaudit.engine.claims.normalize import (
+    NUMBER_WORDS,
+    norm_id,
+    norm_number,
+    norm_scalar,
+    norm_text,
+    singular,
+)
 from trajaudit.engine.claims.patterns import VALUE_RE, WORD_RE
 from trajaudit.engine.ir import Trajectory
 

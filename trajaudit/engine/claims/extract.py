@@ -21,7 +21,14 @@ from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.claims import model as m
-from trajaudit.engine.claims.normalize import NUMBER_WORDS, norm_id, norm_number, norm_scalar, norm_text, singular
+from trajaudit.engine.claims.normalize import (
+    NUMBER_WORDS,
+    norm_id,
+    norm_number,
+    norm_scalar,
+    norm_text,
+    singular,
+)
 from trajaudit.engine.claims.patterns import (
     CODE_RE,
     COMPLETION_RE,

@@ -5,7 +5,7 @@ slot) introduces a claim, which is assessed against the evidence before it; late
 Then it marks where claims become consequential and which claims were derived from which.
 
 *Finalizing* mentions (what makes a claim consequential): a mention in the final-answer step, in the
-arguments of a write call (``ClaimConfig.write_tool_pattern``), or — in a conversation with a user
+arguments of a write call (``ClaimConfig.write_verbs``), or — in a conversation with a user
 (``ClaimConfig.replies_are_final``) — in an agent's text reply to the user, which answers a request.
 
 *Derivation*: a claim supported by a tool output derives from the claims the producing step passed to

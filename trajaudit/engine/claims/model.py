@@ -59,10 +59,19 @@ class Support(str, Enum):
         return self in (Support.MISSING, Support.CONFLICTING)
 
 
-DEFAULT_WRITE_TOOL_PATTERN = (
-    r"cancel|modify|update|exchange|return|book|send|delete|remove|create|transfer|place|submit|"
-    r"purchase|pay|refund|write|save|post|upload|insert|set_|edit|reserve|order_"
+#: Verbs that make a tool a consequential write when they are the first word of its name.
+DEFAULT_WRITE_VERBS: tuple[str, ...] = (
+    "cancel", "modify", "update", "exchange", "return", "book", "send", "delete", "remove", "create",
+    "transfer", "place", "submit", "purchase", "pay", "refund", "write", "save", "post", "upload",
+    "insert", "set", "edit", "reserve", "add", "change", "apply", "publish", "commit", "deploy",
 )
+
+
+def tool_verb(name: str) -> str:
+    """The first word of a tool name, lower-cased (``return_delivered_order_items`` → ``return``,
+    ``createIssue`` → ``create``)."""
+    parts = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name or "")
+    return parts[0].casefold() if parts else ""
 
 
 @dataclass(frozen=True)
@@ -72,8 +81,9 @@ class ClaimConfig:
     Attributes:
         max_claims_per_step: cap on mentions extracted from one step; hitting it is reported in
             ``ClaimGraph.incomplete`` (and as an ``unknown`` record), never silent.
-        write_tool_pattern: regex (searched, case-insensitive) on tool names marking consequential
-            write calls; claims in their arguments are consequential.
+        write_verbs: a tool whose name starts with one of these verbs is a consequential write call
+            (``cancel_pending_order``, ``transfer_to_human_agents``); claims in its arguments are
+            consequential. Read tools (``get_…``, ``find_…``, ``list_…``) are not.
         replies_are_final: in conversations with a user (user turns after the first decision step),
             an agent's text reply to the user finalizes the claims in it (each reply answers a request).
         small_count: unslotted counts up to this value are WEAK rather than MISSING (an agent counting
@@ -85,7 +95,7 @@ class ClaimConfig:
     """
 
     max_claims_per_step: int = 200
-    write_tool_pattern: str = DEFAULT_WRITE_TOOL_PATTERN
+    write_verbs: tuple[str, ...] = DEFAULT_WRITE_VERBS
     replies_are_final: bool = True
     small_count: int = 10
     max_text_chars: int = 200_000
@@ -97,8 +107,8 @@ class ClaimConfig:
         return cls(max_claims_per_step=int(getattr(audit, "max_claims_per_step", cls.max_claims_per_step)))
 
     def is_write_tool(self, name: str) -> bool:
-        """True when ``name`` matches :attr:`write_tool_pattern` (case-insensitive)."""
-        return re.search(self.write_tool_pattern, name or "", re.IGNORECASE) is not None
+        """True when the first word of tool ``name`` is one of :attr:`write_verbs`."""
+        return tool_verb(name) in self.write_verbs
 
 
 @dataclass(frozen=True)
