@@ -8,6 +8,7 @@ import click
 
 from trajaudit import __version__
 from trajaudit.cli.audit import audit
+from trajaudit.cli.claims import claims
 from trajaudit.cli.traces import convert, show
 
 
@@ -24,7 +25,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, audit):
+for _cmd in (show, convert, audit, claims):
     main.add_command(_cmd)
 
 
