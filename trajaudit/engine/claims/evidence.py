@@ -28,9 +28,12 @@ from trajaudit.engine.claims.normalize import (
     norm_text,
     singular,
 )
-from trajaudit.engine.claims.patterns import VALUE_RE, WORD_RE
+from trajaudit.engine.claims.patterns import WORD_RE
+from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.ir import Trajectory
 
+_UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
+_NUMS_PER_SOURCE = 200
 _ID_KEYS = re.compile(r"(?:^|_)id$|^(?:name|email|title)$", re.I)
 
 
@@ -89,6 +92,7 @@ class EvidenceIndex:
         self.facts: dict[tuple[str, str], list[tuple[int, str, Any]]] = {}
         self.collections: dict[int, list[Collection]] = {}
         self.objects: dict[str, int] = {}
+        self.numbers: list[list[tuple[float, str]]] = []
         self.user_positions: list[int] = []
         self._norm_cache: dict[int, str] = {}
         self.max_json_chars = max_json_chars
@@ -110,19 +114,23 @@ class EvidenceIndex:
         sid = len(self.sources)
         self.sources.append(src)
         text = src.text
-        for x in VALUE_RE.finditer(text):
-            raw, g = x.group(), x.lastgroup
+        nums: list[tuple[float, str]] = []
+        for g, a, b in scan_values(text):
+            raw = text[a:b]
             if g in ("number", "money"):
                 core = raw.strip()
-                key = core if re.fullmatch(r"\d{7,}", core) else norm_number(core)
+                key = core if len(core) >= 7 and core.isdigit() else norm_number(core)
                 if key is None:
-                    key = norm_number(re.sub(r"[^\d.,'\s-]+$", "", core).strip() or core)
+                    key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
+                if key is not None and len(nums) < _NUMS_PER_SOURCE:
+                    nums.append((float(key), f"{src.address}[{a}:{b}]"))
             elif g in ("date", "time", "url"):
                 key = norm_text(raw)
             else:
                 key = norm_id(raw)
             if key:
-                self._value(key, sid, src, f"{src.address}[{x.start()}:{x.end()}]")
+                self._value(key, sid, src, f"{src.address}[{a}:{b}]")
+        self.numbers.append(nums)
         seen: set[str] = set()
         for w in WORD_RE.findall(text.casefold()):
             if w in seen:
@@ -131,8 +139,6 @@ class EvidenceIndex:
             self.postings.setdefault(w, []).append(sid)
             if w in NUMBER_WORDS:
                 self._value(str(NUMBER_WORDS[w]), sid, src, src.address)
-            elif not w.isdigit():
-                self._value(w, sid, src, src.address)
         stripped = text.strip()
         if src.kind == "tool" and stripped[:1] in "{[" and len(stripped) <= self.max_json_chars:
             try:
@@ -204,12 +210,13 @@ class EvidenceIndex:
     # -- queries ----------------------------------------------------------------------------------
     def latest(self, key: str, before: int) -> Hit | None:
         """The latest occurrence of normalized ``key`` in evidence at a position < ``before``."""
-        hits = self.values.get(key)
-        if not hits:
-            return None
-        for h in reversed(hits):
+        for h in reversed(self.values.get(key, ())):
             if h.pos < before:
                 return h
+        for sid in reversed(self.postings.get(key, ())):  # a single word: its postings
+            src = self.sources[sid]
+            if src.pos < before:
+                return Hit(sid, src.pos, src.address)
         return None
 
     def after(self, key: str, pos: int, kinds: tuple[str, ...] = ("user",)) -> Hit | None:
@@ -217,6 +224,10 @@ class EvidenceIndex:
         for h in self.values.get(key, ()):
             if h.pos > pos and self.sources[h.src].kind in kinds:
                 return h
+        for sid in self.postings.get(key, ()):
+            src = self.sources[sid]
+            if src.pos > pos and src.kind in kinds:
+                return Hit(sid, src.pos, src.address)
         return None
 
     def normalized(self, sid: int) -> str:
@@ -269,19 +280,20 @@ class EvidenceIndex:
         return self.collections[max(poss)] if poss else []
 
     def numbers_near(self, before: int, sources: int = 3, limit: int = 60) -> list[tuple[float, Hit]]:
-        """Distinct numbers of the last ``sources`` evidence sources before ``before`` (for derivations)."""
-        sids = [i for i, s in enumerate(self.sources) if s.pos < before][-sources:]
+        """Distinct numbers of the last ``sources`` evidence sources before ``before`` (for derivations;
+        each source keeps its first 200 numbers, recorded while indexing)."""
         out: dict[float, Hit] = {}
-        for sid in reversed(sids):
+        taken = 0
+        for sid in range(len(self.sources) - 1, -1, -1):
             src = self.sources[sid]
-            for x in VALUE_RE.finditer(src.text):
-                if x.lastgroup not in ("number", "money"):
-                    continue
-                v = norm_number(x.group())
-                if v is None or len(out) >= limit:
-                    continue
-                out.setdefault(float(v), Hit(sid, src.pos, f"{src.address}[{x.start()}:{x.end()}]"))
-            if len(out) >= limit:
+            if src.pos >= before:
+                continue
+            for v, addr in self.numbers[sid]:
+                if len(out) >= limit:
+                    break
+                out.setdefault(v, Hit(sid, src.pos, addr))
+            taken += 1
+            if taken >= sources or len(out) >= limit:
                 break
         return list(out.items())
 

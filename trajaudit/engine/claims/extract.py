@@ -38,6 +38,7 @@ from trajaudit.engine.claims.patterns import (
     SENTENCE_RE,
     VALUE_RE,
 )
+from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.ir import Step, Trajectory
 from trajaudit.registry import Registry
 
@@ -217,9 +218,8 @@ class RegexExtractor:
             add(m.KIND_COUNT, value, x.start("n"), x.end(), ("count", singular(noun), *mods))
             taken.add(x.start("n"))
         subjects: list[tuple[int, str]] = []
-        for x in VALUE_RE.finditer(text):
-            g, a, b = x.lastgroup or "number", x.start(), x.end()
-            raw = x.group()
+        for g, a, b in scan_values(text):
+            raw = text[a:b]
             if a in taken or a in markers:
                 continue
             ic = _inside(a, code)
@@ -231,8 +231,7 @@ class RegexExtractor:
                     continue
                 add(got[0], got[1], a, b)
             elif g == "url":
-                raw = raw.rstrip(".,;:!?*_'\"")
-                add(m.KIND_URL, norm_text(raw), a, a + len(raw))
+                add(m.KIND_URL, norm_text(raw), a, b)
                 subjects.append((a, norm_text(raw)))
             elif g in ("date", "time"):
                 add(_GROUP_KIND[g], norm_text(raw), a, b)

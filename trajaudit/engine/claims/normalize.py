@@ -26,6 +26,11 @@ SCALES: dict[str, int] = {
 _STRIP = " \t\r\n.,;:!?()[]{}<>\"'`*_“”‘’«»"
 _WS = re.compile(r"\s+")
 _SEP_THIN = re.compile(r"[\s\u00a0\u202f\u2009']")
+_CUR_HEAD = re.compile(r"^(?:us\$|usd|eur|gbp|[$€£¥₹])\s*")
+_CUR_TAIL = re.compile(r"\s*(?:usd|eur|gbp|dollars?|euros?|%|percent)$")
+_SCALE_TAIL = re.compile(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn|k|m|b)$")
+_NUMERIC = re.compile(r"[\d.,]+")
+_PLAIN_INT = re.compile(r"\d+")
 
 
 def canon_decimal(d: Decimal) -> str:
@@ -68,16 +73,17 @@ def parse_number(text: str) -> Decimal | None:
         return None
     if t in NUMBER_WORDS:
         return Decimal(NUMBER_WORDS[t])
-    t = re.sub(r"^(?:us\$|usd|eur|gbp|[$€£¥₹])\s*", "", t)
-    t = re.sub(r"\s*(?:usd|eur|gbp|dollars?|euros?|%|percent)$", "", t)
+    if _PLAIN_INT.fullmatch(t):
+        return Decimal(t)
+    t = _CUR_TAIL.sub("", _CUR_HEAD.sub("", t))
     scale = 1
-    m = re.match(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn|k|m|b)$", t)
+    m = _SCALE_TAIL.match(t)
     if m:
         t, scale = m.group(1), SCALES[m.group(2)]
     t = _SEP_THIN.sub("", t)
     neg = t.startswith(("-", "−"))
     t = t.lstrip("+-−")
-    if not t or not re.fullmatch(r"[\d.,]+", t) or not t[0].isdigit():
+    if not t or not _NUMERIC.fullmatch(t) or not t[0].isdigit():
         return None
     if "," in t and "." in t:
         dec = "." if t.rfind(".") > t.rfind(",") else ","
