@@ -58,6 +58,8 @@ def evaluate(runs, gold: dict[str, int]) -> tuple[dict, list[dict]]:
         "runs_with_errors": sum(1 for r in rows if r["errors"]),
         "gold_in_error_steps": sum(r["hit"] for r in rows) / n if n else 0.0,
         "first_error_exact": sum(r["exact"] for r in rows) / n if n else 0.0,
+        "first_error_precision": (sum(r["exact"] for r in rows) / sum(1 for r in rows if r["errors"])
+                                  if any(r["errors"] for r in rows) else 0.0),
         "mean_error_steps": sum(len(r["errors"]) for r in rows) / n if n else 0.0,
         "gold_on_decision_step": sum(1 for r in rows if r["gold_kind"] == "agent") / n if n else 0.0,
     }
@@ -75,11 +77,12 @@ def main() -> None:
     results = {"tau-retail (29)": evaluate(tau, tau_gold()), "Who&When algorithm-generated (126)": evaluate(ww, ww_gold())}
     cpu = time.process_time() - t0
     lines = ["| dataset | runs | runs with error steps | gold step among error steps | first-error exact match "
-             "| mean error steps | gold on a decision step |", "|---|---|---|---|---|---|---|"]
+             "| first-error precision | mean error steps | gold on a decision step |", "|---|---|---|---|---|---|---|---|"]
     for name, (agg, rows) in results.items():
         lines.append(f"| {name} | {agg['runs']} | {agg['runs_with_errors']} | {agg['gold_in_error_steps']:.3f} "
                      f"({sum(r['hit'] for r in rows)}/{agg['runs']}) | {agg['first_error_exact']:.3f} "
-                     f"({sum(r['exact'] for r in rows)}/{agg['runs']}) | {agg['mean_error_steps']:.2f} "
+                     f"({sum(r['exact'] for r in rows)}/{agg['runs']}) | {agg['first_error_precision']:.3f} "
+                     f"({sum(r['exact'] for r in rows)}/{agg['runs_with_errors']}) | {agg['mean_error_steps']:.2f} "
                      f"| {agg['gold_on_decision_step']:.3f} |")
         if args.details:
             for r in rows:
@@ -95,6 +98,7 @@ def main() -> None:
             "(deterministic; no LLM).\n\n"
             "- *gold step among error steps*: the run's gold critical step is one of the propagation's error steps.\n"
             "- *first-error exact match*: `Propagation.first_error_step` equals the gold step (0-based).\n"
+            "- *first-error precision*: the same, among the runs where the graph reports any error step.\n"
             "- *gold on a decision step*: an upper bound — the claim graph only ever flags agent steps "
             "(tau gold often blames the simulated user).\n\n" + table + "\n", encoding="utf-8")
 

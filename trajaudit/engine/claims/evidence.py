@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,16 +64,23 @@ class Collection:
         pos, address: where (``steps.5.content.variants``).
         key: the collection's key name, singular (``variant``), "" for a top-level list.
         size: number of members.
-        true_counts: ``{boolean attribute: members where it is true}``.
-        value_counts: ``{(attribute, normalized string value): members}``.
+        members: per member, its scalar attributes flattened one level (``{"available": True,
+            "color": "red"}`` from ``{"available": true, "options": {"color": "red"}}``); strings
+            normalized. At most ``MAX_MEMBERS`` are kept (``size`` is always exact).
     """
 
     pos: int
     address: str
     key: str
     size: int
-    true_counts: dict[str, int] = field(default_factory=dict)
-    value_counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    members: list[dict[str, Any]] = field(default_factory=list)
+
+    def bool_attrs(self) -> set[str]:
+        """Attribute names holding booleans in some member."""
+        return {k for mem in self.members for k, v in mem.items() if isinstance(v, bool)}
+
+
+MAX_MEMBERS = 500
 
 
 class EvidenceIndex:
@@ -193,18 +199,18 @@ class EvidenceIndex:
 
     def _collection(self, members: list[Any], src: Source, path: str, key: str) -> None:
         col = Collection(src.pos, path, singular(key) if key else "", len(members))
-        trues: Counter[str] = Counter()
-        vals: Counter[tuple[str, str]] = Counter()
-        for mem in members:
+        for mem in members[:MAX_MEMBERS]:
             if not isinstance(mem, dict):
                 continue
+            flat: dict[str, Any] = {}
             for k, v in mem.items():
-                if isinstance(v, bool):
-                    trues[k.casefold()] += int(v)
-                elif isinstance(v, str) and len(v) <= 40:
-                    vals[(k.casefold(), norm_text(v))] += 1
-        col.true_counts = dict(trues)
-        col.value_counts = dict(vals)
+                items = v.items() if isinstance(v, dict) else ((k, v),)
+                for kk, vv in items:
+                    if isinstance(vv, bool):
+                        flat[str(kk).casefold()] = vv
+                    elif isinstance(vv, (str, int, float)) and len(str(vv)) <= 60:
+                        flat[str(kk).casefold()] = norm_text(str(vv))
+            col.members.append(flat)
         self.collections.setdefault(src.pos, []).append(col)
 
     # -- queries ----------------------------------------------------------------------------------

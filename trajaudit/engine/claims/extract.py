@@ -27,9 +27,12 @@ from trajaudit.engine.claims.normalize import (
     norm_number,
     norm_scalar,
     norm_text,
+    number_key,
+    significant_digits,
     singular,
 )
 from trajaudit.engine.claims.patterns import (
+    _UNITS,
     CODE_RE,
     COMPLETION_RE,
     COUNT_RE,
@@ -48,6 +51,24 @@ _GROUP_KIND = {"email": m.KIND_EMAIL, "url": m.KIND_URL, "path": m.KIND_PATH, "d
                "time": m.KIND_TIME, "hashid": m.KIND_ID, "snakeid": m.KIND_ID, "money": m.KIND_MONEY,
                "number": m.KIND_NUMBER}
 _SUBJECT_KINDS = (m.KIND_ID, m.KIND_EMAIL, m.KIND_PATH, m.KIND_URL)
+_PLAIN_INT = re.compile(r"-?\d+")
+_SENT_END = re.compile(r"\.(?!\d)")
+#: Sentences offering an example or a format: the values in them are illustrations, not claims.
+_EXAMPLE = re.compile(r"\b(?:e\.g\.|for example|for instance|such as|something like|look(?:s)? like|format|placeholder|"
+                      r"example)\b", re.I)
+#: Placeholder identifiers: one repeated digit or an ascending run (``#W0000000``, ``1234567``).
+_PLACEHOLDER = re.compile(r"^\D*(?:(\d)\1{4,}|0?123456789?|1234567?)\D*$")
+#: Words that cannot sit between a count and its noun ("one of these variants" is not a count).
+_FUNCTION_WORDS = frozenset("of in on at to for from by with per and or the a an these those this that is are was "
+                            "were be been am pm than as into".split())
+_UNIT_NOUN = re.compile(r"(?:" + _UNITS + r")", re.I)
+#: Templates and placeholders in URLs and paths: ``{owner}``, ``<id>``, ``path/to/``, ``your_file``.
+_TEMPLATE = re.compile(r"[{}<>]|\bpath/to/|\byour[_-]|example\.(?:com|org)|\bxxx", re.I)
+#: Just before a path: the step names a file it creates ("# filename: x.py", open(.., "w"), to_csv(...).
+_ARTIFACT = re.compile(r"(?:filename:\s*|(?:to_csv|to_excel|to_json|savefig|save|dump)\(\s*['\"]?"
+                       r"|saved? (?:it )?(?:to|as) [`'\"]?|>\s*)$", re.I)
+_SUCCESSFULLY = re.compile(r"successfully\s+$", re.I)
+_NEGATION = re.compile(r"n't|\bnot\b|\bnever\b|\bno\b", re.I)
 _CODE_TOOL = re.compile(r"python|code|exec|calculat|shell|bash|sql|script|eval", re.I)
 _CODE_KEY = re.compile(r"^(?:code|expression|script|query|sql|command|cmd)$", re.I)
 #: Nouns that make "N <noun>" a quantity or an ordinal phrase rather than a count of things.
@@ -106,28 +127,33 @@ def _glued(text: str, a: int, b: int) -> bool:
 
 def _number_mention(g: str, raw: str, in_code: bool) -> tuple[str, str] | None:
     """(kind, value) for a number-like match, or ``None`` when policy says it is not a claim."""
-    if g == "money":
-        v = norm_number(raw)
-        return (m.KIND_MONEY, v) if v is not None else None
-    core = raw.strip()
-    if re.fullmatch(r"\d{7,}", core):
-        return m.KIND_ID, core
-    v = norm_number(re.sub(r"[^\d.,'\s-]+$", "", core).strip() or core)
-    if v is None:
-        v = norm_number(core)
+    v = number_key(raw)
     if v is None:
         return None
-    plain = re.fullmatch(r"-?\d+", core) is not None
-    digits = len(re.sub(r"\D", "", v).lstrip("0"))
+    if g == "money":
+        return m.KIND_MONEY, v
+    core = raw.strip()
+    if len(core) >= 7 and core.isdigit() and not in_code:
+        return m.KIND_ID, core
     if in_code:
-        return (m.KIND_NUMBER, v) if digits >= 3 else None
-    if plain:
+        return (m.KIND_NUMBER, v) if significant_digits(v) >= 3 else None
+    if _PLAIN_INT.fullmatch(core):
         n = int(core)
         if abs(n) < 10:
             return None
         if 1000 <= n <= 2100 and len(core) == 4:
             return m.KIND_DATE, v
     return m.KIND_NUMBER, v
+
+
+def _sentence(text: str, a: int, b: int) -> str:
+    """The sentence (or line) around text[a:b]."""
+    lo = max(text.rfind(ch, max(0, a - 400), a) for ch in ".!?\n") + 1
+    hi = [i for i in (text.find(ch, b, b + 400) for ch in "!?\n") if i >= 0]
+    dot = _SENT_END.search(text, b, b + 400)
+    if dot is not None:
+        hi.append(dot.start())
+    return text[lo:min(hi) if hi else min(len(text), b + 400)].strip()
 
 
 def _status_word(sentence: str, words: tuple[str, ...]) -> list[tuple[str, int, int]]:
@@ -208,14 +234,17 @@ class RegexExtractor:
 
         for x in COUNT_RE.finditer(text):
             noun = x.group("noun").casefold()
-            if noun in _NOT_COUNT_NOUNS or _inside(x.start(), code) or x.start("n") in markers:
+            mods = tuple(w.casefold() for w in x.group("mods").split())
+            if (noun in _NOT_COUNT_NOUNS or _UNIT_NOUN.fullmatch(noun) or _inside(x.start(), code)
+                    or x.start("n") in markers or _FUNCTION_WORDS.intersection(mods)
+                    or (x.start() and text[x.start() - 1] in ":/")):
                 continue
             n = x.group("n").casefold()
             value = str(NUMBER_WORDS[n]) if n in NUMBER_WORDS else norm_number(n)
             if value is None:
                 continue
-            mods = tuple(w.casefold() for w in x.group("mods").split())
-            add(m.KIND_COUNT, value, x.start("n"), x.end(), ("count", singular(noun), *mods))
+            add(m.KIND_COUNT, value, x.start("n"), x.end(), ("count", singular(noun), *mods),
+                _sentence(text, x.start(), x.end()))
             taken.add(x.start("n"))
         subjects: list[tuple[int, str]] = []
         for g, a, b in scan_values(text):
@@ -231,19 +260,26 @@ class RegexExtractor:
                     continue
                 add(got[0], got[1], a, b)
             elif g == "url":
-                add(m.KIND_URL, norm_text(raw), a, b)
-                subjects.append((a, norm_text(raw)))
+                if not _TEMPLATE.search(raw):
+                    add(m.KIND_URL, norm_text(raw), a, b)
             elif g in ("date", "time"):
                 add(_GROUP_KIND[g], norm_text(raw), a, b)
+            elif g == "path" and (_TEMPLATE.search(raw) or _ARTIFACT.search(text, max(0, a - 24), a)):
+                continue  # a template, or a file the step itself writes: not a claim about the world
             else:
                 value = norm_id(raw)
+                if g in ("hashid", "snakeid") and (_PLACEHOLDER.match(value) or (
+                        not ic and _EXAMPLE.search(_sentence(text, a, b)))):
+                    continue  # an example of a format, not a claim
                 add(_GROUP_KIND[g], value, a, b)
-                subjects.append((a, value))
+                if g != "path":
+                    subjects.append((a, value))
         subjects.extend((mm_a, v) for mm_a, v in _long_ids(found))
         if not in_code:
             for x in QUOTED_RE.finditer(text):
                 inner = next(g for g in x.groups() if g is not None)
-                if _inside(x.start(), code) or not re.search(r"[^\W\d_]", inner) or len(inner.split()) > 12:
+                if (_inside(x.start(), code) or not re.search(r"[^\W\d_]", inner) or len(inner.split()) > 12
+                        or _PLACEHOLDER.match(inner) or _EXAMPLE.search(_sentence(text, x.start(), x.end()))):
                     continue
                 add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)
             found.extend(self._statuses(text, step, base, code, subjects, tool))
@@ -266,7 +302,8 @@ class RegexExtractor:
             seen: set[str] = set()
             if subject:
                 words = _status_word(sentence, self.status_words)
-                if len({w for w, _, _ in words}) == 1 and not hypothetical:
+                if (len({w for w, _, _ in words}) == 1 and not hypothetical
+                        and not _SUCCESSFULLY.search(sentence, max(0, words[0][1] - 16), words[0][1])):
                     w, a, b = words[0]
                     seen.add(w)
                     yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
@@ -275,6 +312,8 @@ class RegexExtractor:
             if hypothetical:
                 continue
             for x in COMPLETION_RE.finditer(sentence):
+                if _NEGATION.search(sentence, max(0, x.start() - 24), x.start() + 1):
+                    continue  # "hasn't been processed" asserts the opposite of completion
                 verb = (x.group("verb") or x.group("verb2") or "").casefold()
                 verb = _SYNONYMS.get(verb, verb)
                 if verb in seen:

@@ -40,6 +40,7 @@ class ClaimGraph:
         claims: the ledger (:class:`~trajaudit.engine.claims.model.Claim`, in order of introduction).
         graph: the networkx graph (see the module docstring).
         final_step: the final-answer step, or ``None``.
+        brief_step: the opening hand-off brief step (its claims commit where adopted), or ``None``.
         write_steps: steps with a consequential write call.
         incomplete: limits hit (claim cap per step, text cap), never silent.
         config: the :class:`ClaimConfig` used.
@@ -49,6 +50,7 @@ class ClaimGraph:
     claims: list[m.Claim]
     graph: nx.MultiDiGraph
     final_step: int | None = None
+    brief_step: int | None = None
     write_steps: tuple[int, ...] = ()
     incomplete: list[str] = field(default_factory=list)
     config: m.ClaimConfig = field(default_factory=m.ClaimConfig)
@@ -68,7 +70,7 @@ class ClaimGraph:
     def propagate(self) -> m.Propagation:
         """DRIFT §Dependency Tracer: first error step, error steps and chains (cached)."""
         if self._propagation is None:
-            self._propagation = propagate(self.claims)
+            self._propagation = propagate(self.claims, self.brief_step)
         return self._propagation
 
     def to_records(self) -> list[Record]:
@@ -155,5 +157,5 @@ def build_claim_graph(trajectory: Trajectory, config: m.ClaimConfig | Any | None
         cfg = m.ClaimConfig.from_audit(config)
     led = build_ledger(trajectory, cfg, extractors)
     return ClaimGraph(trajectory=trajectory, claims=led.claims, graph=_graph(trajectory, led),
-                      final_step=led.final_step, write_steps=tuple(sorted(led.write_steps)),
+                      final_step=led.final_step, brief_step=led.brief_step, write_steps=tuple(sorted(led.write_steps)),
                       incomplete=list(led.incomplete), config=cfg)

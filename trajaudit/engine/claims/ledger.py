@@ -37,6 +37,7 @@ class Ledger:
         mentions: ``{step: [mentions]}`` of every decision step with claims.
         by_key: ``{ledger key: claim}``.
         final_step: the step holding the final answer, or ``None``.
+        brief_step: the run's opening hand-off brief (see :func:`brief_step`), or ``None``.
         write_steps: steps with a write call.
         reply_steps: agent text replies to the user (when ``replies_are_final``).
         incomplete: limits hit (claim caps, text caps).
@@ -47,6 +48,7 @@ class Ledger:
     mentions: dict[int, list[m.Mention]] = field(default_factory=dict)
     by_key: dict[tuple[str, ...], m.Claim] = field(default_factory=dict)
     final_step: int | None = None
+    brief_step: int | None = None
     write_steps: set[int] = field(default_factory=set)
     reply_steps: set[int] = field(default_factory=set)
     incomplete: list[str] = field(default_factory=list)
@@ -62,6 +64,15 @@ def final_answer_step(t: Trajectory, config: m.ClaimConfig) -> Step | None:
                 continue
             return s
     return None
+
+
+def brief_step(t: Trajectory, config: m.ClaimConfig) -> int | None:
+    """The opening hand-off brief: the run's first step, when it is a decision step quoting the task
+    (its first 60 normalized characters), as a manager relaying the task to a team does; else ``None``."""
+    if not config.brief_is_handoff or not t.steps or not t.steps[0].is_decision or not t.task.strip():
+        return None
+    head = norm_text(t.task)[:60]
+    return 0 if head and head in norm_text(t.steps[0].content[: config.max_text_chars]) else None
 
 
 def _conversational(t: Trajectory) -> bool:
@@ -83,6 +94,7 @@ def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExt
     if config.replies_are_final and _conversational(t):
         led.reply_steps = {s.index for s in t.steps if s.is_decision and s.content.strip() and not s.tool_calls}
     led.write_steps = {s.index for s in t.steps if any(config.is_write_tool(c.name) for c in s.tool_calls)}
+    led.brief_step = brief_step(t, config)
     ix = led.index = EvidenceIndex(t)
     seeker = SupportSeeker(t, ix, config)
     for step in sorted(led.mentions):

@@ -92,6 +92,8 @@ class ClaimConfig:
             (reported in ``incomplete``); evidence is always indexed in full.
         termination_tokens: bare messages that end a run and carry no answer (skipped when the
             final-answer step is chosen).
+        brief_is_handoff: a run that opens with a decision step quoting the task (a manager's brief)
+            hands its unsupported claims to the team: the first step adopting one commits to it.
     """
 
     max_claims_per_step: int = 200
@@ -100,6 +102,7 @@ class ClaimConfig:
     small_count: int = 10
     max_text_chars: int = 200_000
     termination_tokens: tuple[str, ...] = ("terminate", "###stop###", "exit", "stop")
+    brief_is_handoff: bool = True
 
     @classmethod
     def from_audit(cls, audit: Any) -> ClaimConfig:

@@ -113,6 +113,26 @@ def norm_number(text: str) -> str | None:
     return None if d is None else canon_decimal(d)
 
 
+_UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
+
+
+def number_key(raw: str) -> str | None:
+    """The index key of a scanned number: :func:`norm_number`, else the number without its unit
+    (``"24MP"`` → ``"24"``); long digit strings (7+ digits) stay as written (they are ids)."""
+    core = raw.strip()
+    if len(core) >= 7 and core.isdigit():
+        return core
+    v = norm_number(core)
+    if v is None:
+        v = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
+    return v
+
+
+def significant_digits(value: str) -> int:
+    """Significant digits of a canonical number string (``"100"`` → 1, ``"259.81"`` → 5, ``"0.05"`` → 1)."""
+    return len(re.sub(r"\D", "", value).strip("0"))
+
+
 def norm_text(text: str) -> str:
     """Case-folded NFKC text, whitespace collapsed, surrounding punctuation and markup stripped."""
     t = unicodedata.normalize("NFKC", text).casefold()

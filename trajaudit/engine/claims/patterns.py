@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 
-_NUM = r"\d{1,3}(?:[,\u00a0\u202f' ]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?"
+#: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
+#: ``1.234,56`` (both separators), or plain with an optional decimal point. A lone decimal comma
+#: (``21,6``) is read as two numbers: in English prose and in code it is a list.
+_NUM = r"\d{1,3}(?:\.\d{3})+,\d+|\d{1,3}(?:[,\u00a0\u202f']\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _SCALE = r"(?:\s?(?:thousand|million|billion|trillion|bn|mn)\b|[kKmMbB]\b)?"
 _UNITS = (
     r"%|percent\b|per\s?cent\b|km\b|kms\b|kilometers?\b|kilometres?\b|miles?\b|mi\b|m\b|meters?\b|metres?\b|"

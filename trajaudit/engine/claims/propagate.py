@@ -4,6 +4,11 @@ A step is an *error step* when it commits to (introduces), reuses, amplifies (in
 claim derived from) or finalizes (states in the final answer, a write call or a user reply) a MISSING
 or CONFLICTING claim that is consequential. A MISSING claim that is never reused nor finalized is
 benign exploration and makes no error step.
+
+Hand-off briefs: when a run opens with a decision step that relays the task to the team (it quotes
+the task, as a manager's brief does), the unsupported claims it carries are premises handed over;
+the step that first adopts one (reuses or finalizes it) is where the team commits to it, and the
+brief itself is not an error step (``brief_step``; see ``ledger.brief_step``).
 """
 
 from __future__ import annotations
@@ -13,8 +18,13 @@ from trajaudit.engine.claims import model as m
 _RANK = {"commit": 3, "finalize": 2, "reuse": 1, "amplify": 0}
 
 
-def propagate(claims: list[m.Claim]) -> m.Propagation:
-    """Error steps, first error step and per-step claim chains from a ledger (see module docstring)."""
+def propagate(claims: list[m.Claim], brief_step: int | None = None) -> m.Propagation:
+    """Error steps, first error step and per-step claim chains from a ledger (see module docstring).
+
+    Args:
+        claims: the ledger (support, reuse, final steps and derivations filled in).
+        brief_step: the run's hand-off brief step, or ``None``.
+    """
     children: dict[str, list[m.Claim]] = {}
     for c in claims:
         for p in c.derived_from:
@@ -31,12 +41,16 @@ def propagate(claims: list[m.Claim]) -> m.Propagation:
     for root in claims:
         if not (root.status.unsupported and root.consequential):
             continue
-        mark(root.step, "commit", [root.id])
-        for s in root.reused_in:
+        uses = sorted(set(root.reused_in) | set(root.final_steps))
+        if root.step == brief_step:
+            uses = [s for s in uses if s != brief_step]
+            if not uses:
+                continue
+            mark(uses[0], "commit", [root.id])
+        else:
+            mark(root.step, "commit", [root.id])
+        for s in uses:
             mark(s, "finalize" if s in root.final_steps else "reuse", [root.id])
-        for s in root.final_steps:
-            if s != root.step and s not in root.reused_in:
-                mark(s, "finalize", [root.id])
         stack = [(root, [root.id])]
         seen = {root.id}
         while stack:

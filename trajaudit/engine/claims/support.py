@@ -22,18 +22,22 @@ Order of checks, each a general policy:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from trajaudit.engine.claims import model as m
-from trajaudit.engine.claims.evidence import EvidenceIndex
+from trajaudit.engine.claims.evidence import Collection, EvidenceIndex
 from trajaudit.engine.claims.normalize import norm_text, singular
 from trajaudit.engine.ir import Trajectory
 
 _AFFIRM = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|that'?s (?:right|correct)|"
                      r"please (?:go ahead|proceed)|go ahead|proceed)\b", re.I)
+_NUMERIC = re.compile(r"-?[\d.,]+")
+_NOT_FOUND = re.compile(r"no such file|not found|404|does not exist|cannot find|can't find|filenotfound", re.I)
+#: Completion verbs that are also object states ("#W1 has been cancelled" is a claim about its status).
+_STATUS_VERBS = frozenset(("cancelled", "delivered", "returned", "exchanged", "refunded", "shipped"))
 _NEGATED = {"unavailable": ("available", False), "not available": ("available", False)}
 
 
@@ -74,30 +78,12 @@ class SupportSeeker:
 
     # -- slots ------------------------------------------------------------------------------------
     def _count(self, mn: m.Mention, before: int) -> Assessment:
-        n = int(Decimal(mn.value)) if re.fullmatch(r"\d+", mn.value) else None
-        noun, mods = mn.slot[1], mn.slot[2:]
-        words = {singular(w) for w in mods} | {noun}
+        n = int(mn.value) if mn.value.isdigit() else None
         if n is not None:
             for col in self.ix.latest_collections(before):
-                expected, what = None, ""
-                for w in mods:
-                    attr, want = _NEGATED.get(w, (w, True))
-                    if attr in col.true_counts:
-                        expected = col.true_counts[attr] if want else col.size - col.true_counts[attr]
-                        what = f"members with {attr}={str(want).lower()}"
-                        break
-                if expected is None:
-                    for (attr, val), cnt in col.value_counts.items():
-                        if val in words and attr not in ("name", "id") and not attr.endswith("_id"):
-                            expected, what = cnt, f"members with {attr}={val}"
-                            break
-                if expected is None and col.key and singular(col.key) in words:
-                    expected, what = col.size, f"{col.key} members"
-                if expected is None:
-                    continue
-                status = m.Support.DIRECT if expected == n else m.Support.CONFLICTING
-                return Assessment(status, col.address, expected,
-                                  f"latest tool output has {expected} {what}; claim says {n}")
+                got = _count_slot(col, n, mn)
+                if got is not None:
+                    return got
         if n is not None and n <= self.config.small_count:
             hit = self.ix.latest(mn.value, before)
             return Assessment(m.Support.WEAK, hit.address if hit else None, mn.value,
@@ -125,21 +111,48 @@ class SupportSeeker:
         return Assessment(m.Support.MISSING, note=f"no evidence about {subject}'s state")
 
     def _completion(self, mn: m.Mention, before: int) -> Assessment:
+        subject = mn.slot[1] if len(mn.slot) > 1 else ""
+        if subject and self.ix.fact(subject, "status", before) is not None and mn.value in _STATUS_VERBS:
+            return self._status(dataclasses.replace(mn, slot=("status", subject)), before)
         outputs = []
+        conversational = bool(self.ix.user_positions) and self.ix.user_positions[0] < before
         for step in reversed(self.t.steps[:before]):
-            if step.kind == "user" or (step.is_decision and not step.tool_calls):
+            if step.kind == "user" or (not conversational and step.is_decision and not step.tool_calls):
                 break
             if step.kind == "tool":
                 outputs.append(step)
+        where = "the user's last message" if conversational else "the previous message"
         if not outputs:
-            return Assessment(m.Support.MISSING, note=f"{mn.value!r} claimed with no tool output since the "
-                                                      "previous message")
+            earlier = next((s for s in reversed(self.t.steps[:before]) if s.kind == "tool"
+                            and not (s.tool_output and s.tool_output.is_error)), None)
+            if earlier is not None:
+                return Assessment(m.Support.WEAK, f"steps.{earlier.index}.content", None,
+                                  f"no tool output since {where}; an earlier one succeeded (a recap?)")
+            return Assessment(m.Support.MISSING, note=f"{mn.value!r} claimed with no successful tool output before it")
         ok = [s for s in outputs if not (s.tool_output and s.tool_output.is_error)]
         if ok:
+            name = ok[0].tool_output.name if ok[0].tool_output else None
             return Assessment(m.Support.DIRECT, f"steps.{ok[0].index}.content", None,
-                              f"a tool output since the previous message succeeded ({ok[0].tool_output.name if ok[0].tool_output else 'tool'})")
+                              f"a tool output since {where} succeeded ({name or 'tool'})")
         return Assessment(m.Support.CONFLICTING, f"steps.{outputs[0].index}.content", None,
-                          "every tool output since the previous message reports an error")
+                          f"every tool output since {where} reports an error")
+
+    def _access(self, mn: m.Mention) -> Assessment | None:
+        """A URL or path the step accessed: the tool output it produced confirms or refutes it."""
+        for step in self.t.steps[mn.step + 1:]:
+            if step.is_decision or step.kind == "user":
+                return None
+            if step.kind != "tool":
+                continue
+            if not (step.tool_output and step.tool_output.is_error) and not _NOT_FOUND.search(step.content[:5000]):
+                return Assessment(m.Support.WEAK, f"steps.{step.index}.content", None,
+                                  "accessed successfully by the step's own call")
+            base = mn.value.rstrip("/").rsplit("/", 1)[-1]
+            low = step.content[:20000].casefold()
+            if _NOT_FOUND.search(low) and (base and base in low or mn.value in low):
+                return Assessment(m.Support.CONFLICTING, f"steps.{step.index}.content", None,
+                                  "the access failed: not found")
+        return None
 
     # -- plain values -----------------------------------------------------------------------------
     def _value(self, mn: m.Mention, before: int, step_mentions: list[m.Mention]) -> Assessment:
@@ -153,6 +166,15 @@ class SupportSeeker:
                 return Assessment(m.Support.DIRECT, exact.address, mn.value, "phrase shown before")
             if partial is not None and mn.kind in (m.KIND_QUOTED, m.KIND_ARGUMENT, m.KIND_DATE, m.KIND_TIME):
                 return Assessment(m.Support.WEAK, partial.address, mn.value, "all words shown, not together")
+            if mn.kind in (m.KIND_URL, m.KIND_PATH):
+                got = self._access(mn)
+                if got is not None:
+                    return got
+            if mn.kind == m.KIND_ARGUMENT and len(mn.value) >= 4:
+                for sid, src in enumerate(self.ix.sources):
+                    if src.kind == "user" and src.pos < before and mn.value in self.ix.normalized(sid):
+                        return Assessment(m.Support.WEAK, src.address, mn.value,
+                                          "contained in a value the user gave (e.g. a name inside an email)")
             return Assessment(m.Support.MISSING, note="not shown before")
         if mn.kind == m.KIND_ID:
             return Assessment(m.Support.MISSING, note="identifier not shown before")
@@ -161,7 +183,7 @@ class SupportSeeker:
     def _number(self, mn: m.Mention, before: int, step_mentions: list[m.Mention]) -> Assessment:
         x = float(mn.value)
         decimals = len(mn.value.split(".")[1]) if "." in mn.value else 0
-        near = self.ix.numbers_near(before)
+        near = self.ix.numbers_near(before, sources=6, limit=120)
         for v, h in near:
             if v == 0:
                 continue
@@ -199,3 +221,45 @@ class SupportSeeker:
 def _start(address: str) -> int:
     i = address.rfind("[")
     return int(address[i + 1: address.index(":", i)]) if i >= 0 else -1
+
+
+def _count_slot(col: Collection, n: int, mn: m.Mention) -> Assessment | None:
+    """Compare count ``n`` with the members of ``col`` that match the claim's qualifiers, or ``None``
+    when the claim is not about this collection.
+
+    Qualifiers: a modifier naming a boolean member attribute (``available``; ``unavailable`` negates
+    it), and attribute values (3+ characters) the claim's sentence names for an attribute that
+    distinguishes members (``red`` for ``color``). Without a qualifier the noun must name the collection.
+    """
+    noun, mods = mn.slot[1], mn.slot[2:]
+    if any(noun == singular(k) for mem in col.members[:1] for k in mem):
+        return None  # "500 pieces" names an attribute's value, not a number of members
+    bools = col.bool_attrs()
+    flags = []
+    for w in mods:
+        attr, want = _NEGATED.get(w, (w, True))
+        if attr in bools:
+            flags.append((attr, want))
+    ctx = norm_text(mn.context)
+    values: dict[str, set[str]] = {}
+    if ctx:
+        seen: dict[str, set[str]] = {}
+        for mem in col.members:
+            for k, v in mem.items():
+                if isinstance(v, str) and len(v) >= 3 and not k.endswith("id") and not _NUMERIC.fullmatch(v):
+                    seen.setdefault(k, set()).add(v)
+        for attr, vals in seen.items():
+            hit = {v for v in vals if re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", ctx)}
+            if hit and len(vals) > 1 and hit != vals:
+                values[attr] = hit
+    named = bool(col.key) and singular(col.key) == noun
+    if not flags and not values and not named:
+        return None
+    if not col.members and (flags or values):
+        return None
+    expected = sum(1 for mem in col.members if all(mem.get(a) is w for a, w in flags)
+                   and all(mem.get(a) in vs for a, vs in values.items())) if (flags or values) else col.size
+    what = ", ".join([f"{a}={str(w).lower()}" for a, w in flags] + [f"{a} in {sorted(vs)}" for a, vs in values.items()])
+    what = f"members with {what}" if what else f"{col.key} members"
+    status = m.Support.DIRECT if expected == n else m.Support.CONFLICTING
+    return Assessment(status, col.address, expected, f"latest tool output has {expected} {what}; claim says {n}")
