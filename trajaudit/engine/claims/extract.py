@@ -67,7 +67,12 @@ _TEMPLATE = re.compile(r"[{}<>]|\bpath/to/|\byour[_-]|example\.(?:com|org)|\bxxx
 #: Just before a path: the step names a file it creates ("# filename: x.py", open(.., "w"), to_csv(...).
 _ARTIFACT = re.compile(r"(?:filename:\s*|(?:to_csv|to_excel|to_json|savefig|save|dump)\(\s*['\"]?"
                        r"|saved? (?:it )?(?:to|as) [`'\"]?|>\s*)$", re.I)
-_SUCCESSFULLY = re.compile(r"successfully\s+$", re.I)
+#: Sentences that are conditional or generic ("orders are sometimes processed faster") state no object's state.
+_CONDITIONAL = re.compile(r"\b(?:if|once|unless|whether|until|only|sometimes|usually|typically|generally|often)\b",
+                          re.I)
+#: Just before a state word: a future/modal ("will be processed") or a completion ("successfully processed").
+_NOT_STATE = re.compile(r"(?:successfully|(?:will|would|can|could|may|might|should|must|to)\s+(?:\w+ly\s+|also\s+|not\s+)?"
+                        r"(?:be|get))\s+$", re.I)
 _NEGATION = re.compile(r"n't|\bnot\b|\bnever\b|\bno\b", re.I)
 _CODE_TOOL = re.compile(r"python|code|exec|calculat|shell|bash|sql|script|eval", re.I)
 _CODE_KEY = re.compile(r"^(?:code|expression|script|query|sql|command|cmd)$", re.I)
@@ -300,15 +305,17 @@ class RegexExtractor:
             subject = subs[0] if len(subs) == 1 else ""
             hypothetical = _HYPOTHETICAL.search(sentence) is not None
             seen: set[str] = set()
-            if subject:
-                words = _status_word(sentence, self.status_words)
-                if (len({w for w, _, _ in words}) == 1 and not hypothetical
-                        and not _SUCCESSFULLY.search(sentence, max(0, words[0][1] - 16), words[0][1])):
+            if 0 < len(subs) <= 4 and not _CONDITIONAL.search(sentence):
+                # one state word and up to 4 objects: the sentence attributes that state to each of them
+                words = [wd for wd in _status_word(sentence, self.status_words)
+                         if not _NOT_STATE.search(sentence, max(0, wd[1] - 30), wd[1])]
+                if len({w for w, _, _ in words}) == 1:
                     w, a, b = words[0]
                     seen.add(w)
-                    yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
-                                    value=w, text=text[s + a:s + b], slot=("status", subject),
-                                    in_call=tool is not None, tool=tool, context=sentence.strip())
+                    for sub in subs:
+                        yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
+                                        value=w, text=text[s + a:s + b], slot=("status", sub),
+                                        in_call=tool is not None, tool=tool, context=sentence.strip())
             if hypothetical:
                 continue
             for x in COMPLETION_RE.finditer(sentence):

@@ -92,7 +92,7 @@ def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExt
             step=fin.index, address=f"steps.{fin.index}.content[0:{len(text)}]", kind=m.KIND_FINAL,
             value=norm_text(text)[:300], text=text[:300], slot=("final",)))
     if config.replies_are_final and _conversational(t):
-        led.reply_steps = {s.index for s in t.steps if s.is_decision and s.content.strip() and not s.tool_calls}
+        led.reply_steps = {s.index for s in t.steps if s.is_decision and s.content.strip()}
     led.write_steps = {s.index for s in t.steps if any(config.is_write_tool(c.name) for c in s.tool_calls)}
     led.brief_step = brief_step(t, config)
     ix = led.index = EvidenceIndex(t)

@@ -101,6 +101,8 @@ class SupportSeeker:
         if f is not None:
             have = norm_text(str(f[2]))
             have = "cancelled" if have == "canceled" else have
+            if have != word and re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", have):
+                return Assessment(m.Support.WEAK, f[1], f[2], f"latest status of {subject} is {have!r} (partial)")
             status = m.Support.DIRECT if have == word else m.Support.CONFLICTING
             return Assessment(status, f[1], f[2], f"latest status of {subject} is {have!r}; claim says {word!r}")
         if self.ix.has_object(subject, before):
