@@ -73,6 +73,7 @@ _CONDITIONAL = re.compile(r"\b(?:if|once|unless|whether|until|only|sometimes|usu
 #: Just before a state word: a future/modal ("will be processed") or a completion ("successfully processed").
 _NOT_STATE = re.compile(r"(?:successfully|(?:will|would|can|could|may|might|should|must|to)\s+(?:\w+ly\s+|also\s+|not\s+)?"
                         r"(?:be|get))\s+$", re.I)
+_TERMINATION = frozenset(("terminate", "###stop###", "stop", "exit"))
 _NEGATION = re.compile(r"n't|\bnot\b|\bnever\b|\bno\b", re.I)
 _CODE_TOOL = re.compile(r"python|code|exec|calculat|shell|bash|sql|script|eval", re.I)
 _CODE_KEY = re.compile(r"^(?:code|expression|script|query|sql|command|cmd)$", re.I)
@@ -284,7 +285,8 @@ class RegexExtractor:
             for x in QUOTED_RE.finditer(text):
                 inner = next(g for g in x.groups() if g is not None)
                 if (_inside(x.start(), code) or not re.search(r"[^\W\d_]", inner) or len(inner.split()) > 12
-                        or _PLACEHOLDER.match(inner) or _EXAMPLE.search(_sentence(text, x.start(), x.end()))):
+                        or _PLACEHOLDER.match(inner) or _EXAMPLE.search(_sentence(text, x.start(), x.end()))
+                        or norm_text(inner) in _TERMINATION):
                     continue
                 add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)
             found.extend(self._statuses(text, step, base, code, subjects, tool))

@@ -55,15 +55,25 @@ class Ledger:
     index: EvidenceIndex | None = None
 
 
-def final_answer_step(t: Trajectory, config: m.ClaimConfig) -> Step | None:
+def final_answer_step(t: Trajectory, config: m.ClaimConfig,
+                      mentions: dict[int, list[m.Mention]] | None = None) -> Step | None:
     """The decision step holding the final answer: the last agent text that is not a bare termination
-    token (``TERMINATE``); ``None`` when the run has no agent text."""
+    token (``TERMINATE``); when ``mentions`` are given and that text states no value (a closing remark
+    such as "I will finalize now"), the last agent text that states one. ``None`` when the run has
+    no final answer (``Trajectory.final_answer`` is ``None``) or no agent text."""
+    if t.final_answer is None:
+        return None
+    last = None
     for s in reversed(t.steps):
-        if s.is_decision and s.content.strip():
-            if norm_text(s.content) in config.termination_tokens:
-                continue
+        if not (s.is_decision and s.content.strip()) or norm_text(s.content) in config.termination_tokens:
+            continue
+        if last is None:
+            last = s
+            if mentions is None:
+                return s
+        if any(not mn.in_call and not mn.in_code for mn in mentions.get(s.index, ())):
             return s
-    return None
+    return last
 
 
 def brief_step(t: Trajectory, config: m.ClaimConfig) -> int | None:
@@ -84,7 +94,7 @@ def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExt
     """Extract, assess and link the claims of ``t``; see the module docstring. Never raises on content."""
     led = Ledger()
     led.mentions, led.incomplete = extract_mentions(t, config, extractors)
-    fin = final_answer_step(t, config)
+    fin = final_answer_step(t, config, led.mentions)
     if fin is not None:
         led.final_step = fin.index
         text = fin.content[: config.max_text_chars]
@@ -113,8 +123,22 @@ def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExt
                 led.claims.append(claim)
             if _finalizing(mn, led, config) and step not in claim.final_steps:
                 claim.final_steps.append(step)
+    _verify_access(led, seeker)
     _derive(t, led)
     return led
+
+
+def _verify_access(led: Ledger, seeker: SupportSeeker) -> None:
+    """A MISSING URL or path that a later step uses (a brief's file, reused in code) is confirmed or
+    refuted by the tool output of the first step that uses it and produced one."""
+    for claim in led.claims:
+        if claim.status is not m.Support.MISSING or claim.kind not in (m.KIND_URL, m.KIND_PATH):
+            continue
+        for step in claim.reused_in:
+            got = seeker.access(claim.mention, at=step)
+            if got is not None:
+                claim.status, claim.evidence_address, claim.note = got.status, got.address, got.note
+                break
 
 
 def _finalizing(mn: m.Mention, led: Ledger, config: m.ClaimConfig) -> bool:

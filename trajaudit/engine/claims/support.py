@@ -139,9 +139,12 @@ class SupportSeeker:
         return Assessment(m.Support.CONFLICTING, f"steps.{outputs[0].index}.content", None,
                           f"every tool output since {where} reports an error")
 
-    def _access(self, mn: m.Mention) -> Assessment | None:
-        """A URL or path the step accessed: the tool output it produced confirms or refutes it."""
-        for step in self.t.steps[mn.step + 1:]:
+    def access(self, mn: m.Mention, at: int | None = None) -> Assessment | None:
+        """A URL or path that step ``at`` (default: the mention's step) used: the tool output that step
+        produced confirms it (WEAK: it exists) or refutes it (CONFLICTING: not found); ``None`` when
+        the step produced no output."""
+        start = mn.step if at is None else at
+        for step in self.t.steps[start + 1:]:
             if step.is_decision or step.kind == "user":
                 return None
             if step.kind != "tool":
@@ -169,7 +172,7 @@ class SupportSeeker:
             if partial is not None and mn.kind in (m.KIND_QUOTED, m.KIND_ARGUMENT, m.KIND_DATE, m.KIND_TIME):
                 return Assessment(m.Support.WEAK, partial.address, mn.value, "all words shown, not together")
             if mn.kind in (m.KIND_URL, m.KIND_PATH):
-                got = self._access(mn)
+                got = self.access(mn)
                 if got is not None:
                     return got
             if mn.kind == m.KIND_ARGUMENT and len(mn.value) >= 4:
