@@ -9,6 +9,7 @@ import click
 from trajaudit import __version__
 from trajaudit.cli.audit import audit
 from trajaudit.cli.claims import claims
+from trajaudit.cli.eval import eval_cmd
 from trajaudit.cli.traces import convert, show
 
 
@@ -25,7 +26,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, audit, claims):
+for _cmd in (show, convert, audit, eval_cmd, claims):
     main.add_command(_cmd)
 
 
