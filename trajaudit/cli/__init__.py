@@ -9,6 +9,7 @@ import click
 from trajaudit import __version__
 from trajaudit.cli.audit import audit
 from trajaudit.cli.cite import cite
+from trajaudit.cli.claims import claims
 from trajaudit.cli.eval import eval_cmd
 from trajaudit.cli.traces import convert, show
 
@@ -26,7 +27,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, audit, eval_cmd, cite):
+for _cmd in (show, convert, audit, eval_cmd, cite, claims):
     main.add_command(_cmd)
 
 
