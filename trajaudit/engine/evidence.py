@@ -67,7 +67,26 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
     cached = context.extra.get("_evidence")
     if cached is not None and cached[0] is trajectory:
         return cached[1]
-    bundle = EvidenceBundle(log=ValidationLog(trajectory.id))
+    log = ValidationLog(trajectory.id)
+    if context.rules:
+        from trajaudit.engine.rule_eval import evaluate
+
+        log = evaluate(trajectory, context.rules, oracle=context.extra.get("oracle"), config=context.config)
+    from trajaudit.engine.claims import build_claim_graph
+
+    cg = build_claim_graph(trajectory, context.config)
+    log.extend(cg.to_records())
+    log.incomplete.extend(cg.incomplete)
+    log.sort()
+    prop = cg.propagate()
+    rows = [
+        {"id": c.id, "claim": " ".join(c.text.split())[:80], "kind": c.kind, "step": c.step, "address": c.address,
+         "status": c.status.value, "value": c.value[:120], "evidence": c.evidence_address,
+         "reused_in": list(c.reused_in), "consequential": c.consequential}
+        for c in cg.claims if c.status.unsupported
+    ]
+    bundle = EvidenceBundle(log=log, claim_rows=rows, error_steps=tuple(prop.error_steps),
+                            first_error_step=prop.first_error_step, graph=cg)
     # one entry only: memory stays bounded in long batches; identity (not id()) avoids stale hits
     context.extra["_evidence"] = (trajectory, bundle)
     return bundle
