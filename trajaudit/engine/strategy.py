@@ -128,7 +128,9 @@ class RandomDecisionStep:
 
 def default_strategies() -> Registry[Strategy]:
     """A fresh registry of the built-in strategies."""
+    from trajaudit.engine.judge import FirstViolation, OfflineJudge  # judge imports this module
+
     reg: Registry[Strategy] = Registry("strategy")
-    for s in (FirstDecisionStep(), LastDecisionStep(), RandomDecisionStep()):
+    for s in (OfflineJudge(), FirstDecisionStep(), LastDecisionStep(), RandomDecisionStep(), FirstViolation()):
         reg.register(s.name, s)
     return reg
