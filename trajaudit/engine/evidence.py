@@ -58,8 +58,22 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
 
 
 def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] | None) -> list[Any]:
-    """Compile the named rule packs (plus tool-schema rules when ``tools`` is given)."""
-    return []
+    """Compile the named rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
+
+    Raises:
+        RulePackError: a pack is missing, invalid, or a rule does not compile.
+    """
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import load_pack
+
+    rules: list[Any] = []
+    seen: set[str] = set()
+    for p in packs:
+        for r in compile_rules(load_pack(p)):
+            if r.id not in seen:
+                seen.add(r.id)
+                rules.append(r)
+    return rules
 
 
 def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
