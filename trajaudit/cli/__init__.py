@@ -7,6 +7,7 @@ import logging
 import click
 
 from trajaudit import __version__
+from trajaudit.cli.llm import llm
 from trajaudit.cli.traces import convert, show
 
 
@@ -23,7 +24,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert):
+for _cmd in (show, convert, llm):
     main.add_command(_cmd)
 
 
