@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from trajaudit.llm.prompts import extract_evidence
+from trajaudit.llm.prompting import extract_evidence
 
 MODEL = "scripted-model"
 

@@ -17,7 +17,7 @@ from trajaudit.llm.cache import ResponseCache, request_key
 from trajaudit.llm.client import LLMClient
 from trajaudit.llm.config import LLMConfig, build_config, load_config_file
 from trajaudit.llm.evidence import EvidenceView, fit_steps
-from trajaudit.llm.prompts import extract_evidence, load_prompt, quote_evidence, render_prompt
+from trajaudit.llm.prompting import extract_evidence, load_prompt, quote_evidence, render_prompt
 from trajaudit.llm.semantic import LLMSemanticOracle
 from trajaudit.llm.usage import Usage, tracking
 

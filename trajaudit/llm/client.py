@@ -32,7 +32,7 @@ from jsonschema.exceptions import best_match
 from trajaudit.errors import ConfigError, LLMError
 from trajaudit.llm.cache import ResponseCache, request_key
 from trajaudit.llm.config import LLMConfig
-from trajaudit.llm.prompts import render_prompt
+from trajaudit.llm.prompting import render_prompt
 from trajaudit.llm.usage import Usage, record
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class LLMClient:
         """Ask for one JSON object valid against ``schema``.
 
         Args:
-            messages: chat messages ``[{"role", "content"}]`` (see :func:`~trajaudit.llm.prompts.render_prompt`).
+            messages: chat messages ``[{"role", "content"}]`` (see :func:`~trajaudit.llm.prompting.render_prompt`).
             schema: a JSON Schema (draft 2020-12) the answer must satisfy.
             name: a short label for logs, errors and the ``json_schema`` name (e.g. ``"all-at-once"``).
             use_cache: read and write the disk cache (default true).

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.ir import Step, Trajectory
-from trajaudit.llm.prompts import quote_evidence
+from trajaudit.llm.prompting import quote_evidence
 
 MIN_CAP = 160  # characters kept of a cut text at the tightest level (head + tail)
 

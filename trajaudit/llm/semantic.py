@@ -17,7 +17,7 @@ from trajaudit.engine.ir import Step, Trajectory
 from trajaudit.errors import LLMError
 from trajaudit.llm.client import LLMClient, messages_chars
 from trajaudit.llm.evidence import fit_steps
-from trajaudit.llm.prompts import load_prompt
+from trajaudit.llm.prompting import load_prompt
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from trajaudit.engine.validation_log import Evidence
 from trajaudit.errors import ConfigError
 from trajaudit.llm.client import LLMClient, messages_chars
 from trajaudit.llm.evidence import EvidenceView, cut_text, fit_steps, merge_reports
-from trajaudit.llm.prompts import load_prompt
+from trajaudit.llm.prompting import load_prompt
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import copy
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
-from trajaudit.llm.prompts import load_prompt
+from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
     categories,

@@ -14,7 +14,7 @@ from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.llm.evidence import step_record
-from trajaudit.llm.prompts import load_prompt
+from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
     categories,

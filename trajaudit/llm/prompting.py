@@ -69,8 +69,8 @@ class Prompt:
 
     Attributes:
         name: the file stem.
-        version: an integer bumped whenever the wording changes (it is part of every cache key,
-            since the rendered text changes).
+        version: an integer bumped whenever the wording changes; strategies record the versions
+            they used in ``Diagnosis.metadata["prompts"]`` (the cache key follows the rendered text).
         system, user: ``string.Template`` texts (``${field}``); ``system`` may be empty.
         evidence_fields: fields quoted with :func:`quote_evidence`.
         schema: the answer's JSON Schema, or ``None`` for free text.
