@@ -12,7 +12,11 @@ Script answers with ``server.script(a, b, ...)`` (consumed in order) or ``server
 - :class:`Reply` -> content/refusal/finish_reason as given;
 - :class:`Status` -> an HTTP error (``Status(429, retry_after=0.05)``, ``Status(500)``);
 - :class:`Sleep` -> sleep, then send ``then`` (the client has usually timed out by then);
-- a callable -> called with the request, its result is the answer.
+- a callable -> called with the request, its result is the answer (an exception it raises becomes
+  an HTTP 500, like a broken server).
+
+Also usable as ``with ScriptedLLMServer(respond) as server: ... server.base_url`` (the responder
+given to the constructor; started on entry, stopped on exit).
 """
 
 from __future__ import annotations
@@ -69,12 +73,12 @@ class ScriptedLLMServer:
             never retried).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, respond: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self._queue: deque[Any] = deque()
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.model_requests = 0
-        self.responder: Callable[[dict[str, Any]], Any] | None = None
+        self.responder: Callable[[dict[str, Any]], Any] | None = respond
         self.reject_json_schema = False
         self.exhausted = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -113,7 +117,10 @@ class ScriptedLLMServer:
                 self.exhausted += 1
                 return Status(418, "script exhausted: no answer queued for this request")
         while callable(answer) and not isinstance(answer, type):
-            answer = answer(request)
+            try:
+                answer = answer(request)
+            except Exception as e:  # a scripted failure: answer like a broken server
+                return Status(500, f"responder failed: {e}")
         return answer
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -207,12 +214,23 @@ class ScriptedLLMServer:
         assert self._httpd is not None, "server not started"
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
+    @property
+    def base_url(self) -> str:
+        """Alias of :attr:`url`."""
+        return self.url
+
     def stop(self) -> None:
         """Stop serving and close the socket."""
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start() if self._httpd is None else self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
 
 
 # -- helpers for responders ------------------------------------------------------------------------

@@ -28,15 +28,15 @@ def target_of(t):
     return d[len(d) // 2].index
 
 
-def judge_for(targets: dict[str, int]):
-    """A responder playing a consistent judge that blames ``targets[task]`` (keyed by the task text)."""
+def judge_for(runs):
+    """A responder playing a consistent judge that blames :func:`target_of` each run (keyed by task text)."""
+    targets = {t.task: (target_of(t), t.steps[target_of(t)].agent) for t in runs}
 
     def respond(req):
         ev = evidence_of(req)
-        target = targets[ev["task"]]
+        target, agent = targets[ev["task"]]
         name = schema_name(req)
         if name == "all-at-once":
-            agent = next(r["agent"] for r in ev["trajectory"] if r.get("step") == target)
             return {"critical_step": target, "agent": agent, "category": CATEGORY, "confidence": 0.8,
                     "reason": f"step {target} misread the tool output"}
         if name == "step-by-step":
@@ -60,7 +60,7 @@ def six_runs(tau_runs, ww_runs):
 
 
 def test_three_strategies_on_three_tau_and_three_who_and_when_runs(llm_server, llm_config, six_runs):
-    llm_server.responder = judge_for({t.task: target_of(t) for t in six_runs})
+    llm_server.responder = judge_for(six_runs)
     reg = default_strategies()
     first: dict[tuple[str, str], dict] = {}
     with LLMClient(llm_config) as client:
@@ -150,7 +150,7 @@ def test_small_context_budget_cuts_are_reported_in_the_diagnosis(llm_server, llm
 
     t = tau_runs["2"]
     target = target_of(t)
-    llm_server.responder = judge_for({t.task: target})
+    llm_server.responder = judge_for([t])
     with LLMClient(dataclasses.replace(llm_config, context_chars=12000)) as client:
         d = default_strategies().get("all-at-once").diagnose(t, AuditContext(llm=client))
         ctx = d.metadata["context"]
@@ -195,3 +195,15 @@ def test_a_failing_call_surfaces_as_llm_error(llm_server, llm_client, tau_runs):
     llm_server.script(Reply(refusal="I won't judge this."))
     with pytest.raises(LLMError, match="the model refused: I won't judge this."):
         default_strategies().get("binary-search").diagnose(tau_runs["2"], AuditContext(llm=llm_client))
+
+
+def test_the_pipeline_api_runs_an_llm_strategy_from_an_llm_config(llm_server, llm_config, ww_dir, ww_runs):
+    from trajaudit.engine.pipeline import audit
+
+    t = ww_runs["10"]
+    llm_server.responder = judge_for([t])
+    d = audit(ww_dir / "10.json", strategy="binary-search", llm=llm_config)
+    assert (d.critical_step, d.category, d.strategy) == (target_of(t), CATEGORY, "binary-search")
+    assert d.usage["calls"] == llm_server.calls > 0
+    with pytest.raises(ConfigError, match="needs an LLM"):
+        audit(ww_dir / "10.json", strategy="step-by-step")

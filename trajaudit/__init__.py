@@ -6,7 +6,7 @@ who (the responsible agent), with an auditable validation log of evidence.
 
 from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.loader import LoadResult, load, load_many, load_path
-from trajaudit.errors import TrajauditError, TraceFormatError
+from trajaudit.errors import TraceFormatError, TrajauditError
 
 __version__ = "0.1.0"
 

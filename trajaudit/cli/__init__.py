@@ -7,6 +7,9 @@ import logging
 import click
 
 from trajaudit import __version__
+from trajaudit.cli.audit import audit
+from trajaudit.cli.cite import cite
+from trajaudit.cli.eval import eval_cmd
 from trajaudit.cli.llm import llm
 from trajaudit.cli.traces import convert, show
 
@@ -24,7 +27,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, llm):
+for _cmd in (show, convert, audit, eval_cmd, cite, llm):
     main.add_command(_cmd)
 
 
