@@ -183,10 +183,12 @@ def test_injected_tool_output_reaches_the_server_only_inside_the_evidence_block(
 
 
 def test_strategies_without_an_llm_fail_clearly(tau_runs):
+    from trajaudit.engine.strategy import Strategy
+
     reg = default_strategies()
     for name in STRATEGIES:
         s = reg.get(name)
-        assert s.needs_llm is True
+        assert isinstance(s, Strategy) and s.name == name and s.needs_llm is True
         with pytest.raises(ConfigError, match=r"needs an LLM.*--base-url.*TRAJAUDIT_BASE_URL.*--strategy offline"):
             s.diagnose(tau_runs["2"], AuditContext())
 
@@ -207,3 +209,15 @@ def test_the_pipeline_api_runs_an_llm_strategy_from_an_llm_config(llm_server, ll
     assert d.usage["calls"] == llm_server.calls > 0
     with pytest.raises(ConfigError, match="needs an LLM"):
         audit(ww_dir / "10.json", strategy="step-by-step")
+
+
+def test_a_budget_smaller_than_the_prompt_itself_is_reported(llm_server, llm_config, ww_runs):
+    import dataclasses
+
+    t = ww_runs["1"]
+    llm_server.responder = judge_for([t])
+    with LLMClient(dataclasses.replace(llm_config, context_chars=2000)) as client:
+        d = default_strategies().get("all-at-once").diagnose(t, AuditContext(llm=client))
+    assert any(n.startswith("all_at_once: the prompt without evidence is ") and "exceeds the 2000-char budget" in n
+               for n in d.metadata["notes"])
+    assert d.metadata["context"]["modes"] == ["window"]

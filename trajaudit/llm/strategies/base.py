@@ -143,6 +143,11 @@ class PromptRun:
             if task_cut:
                 self.notes.append(f"task text cut to {task_cut['task_kept_chars']} of {task_cut['task_original_chars']} chars")
         overhead = messages_chars(p.render(**{**data, evidence_field: []}))
+        if overhead + 1000 > client.config.context_chars:
+            note = (f"{prompt}: the prompt without evidence is {overhead} chars; with the minimum evidence "
+                    f"it exceeds the {client.config.context_chars}-char budget")
+            if note not in self.notes:
+                self.notes.append(note)
         view = fit_steps(trajectory, indices, max(1000, client.config.context_chars - overhead), focus=focus,
                          anchor=anchor)
         if not view.complete:
