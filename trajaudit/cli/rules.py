@@ -90,5 +90,7 @@ def explain(pack: str, rule_id: str) -> None:
 
 
 # Subcommands of `rules`; siblings add theirs here (one line each).
-for _cmd in ():
+from trajaudit.cli.rules_synthesize import synthesize  # noqa: E402
+
+for _cmd in (synthesize,):
     rules.add_command(_cmd)
