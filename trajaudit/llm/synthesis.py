@@ -105,8 +105,9 @@ class SynthesisResult:
             lines.append("")
             lines.append(f"Rejected rules ({len(self.rejected)}), not in the pack below:")
             for r in self.rejected:
-                lines.append(f"- {r.rule_id} [{r.stage}, {r.attempts} attempt(s)]: "
-                             + " ".join(r.reason.split())[:400])
+                lines.append(f"- {r.rule_id} [{r.stage}, {r.attempts} attempt(s)]:")
+                lines.extend("    " + ln for ln in r.reason.splitlines()[:12])
+                lines.append("  as written:")
                 lines.extend(commented_yaml(r.rule))
         lines.append("")
         return dump_pack(self.pack(description, **metadata), lines)
@@ -281,9 +282,10 @@ class RuleSynthesizer:
             answered = {_slug(r["id"]) for r in fixed.accepted} | {_slug(r.rule_id) for r in fixed.rejected}
             for r in fixed.rejected:
                 before = firsts.get(_slug(r.rule_id))
-                why = f"{r.reason} (after one repair round; first error: {before.reason})" if before else r.reason
+                why = r.reason if before is None else f"{r.reason}\n(unchanged after one repair round)" \
+                    if before.reason == r.reason else f"{r.reason}\n(after one repair round; first error: {before.reason})"
                 final_rejects.append(RejectedRule(r.rule, why, r.stage, 2))
-            final_rejects += [RejectedRule(r.rule, f"{r.reason} (left out in the repair round)", r.stage, 1)
+            final_rejects += [RejectedRule(r.rule, f"{r.reason}\n(left out in the repair round)", r.stage, 1)
                               for key, r in firsts.items() if key not in answered]
         else:
             final_rejects += to_fix
