@@ -70,7 +70,7 @@ def test_audit_agentrx_with_repair_then_resume_from_the_diagnosis(llm_server, ta
     assert r.exit_code == 0, r.output
     diags = [json.loads(x) for x in out.read_text().splitlines()]
     assert [d["trajectory_id"] for d in diags] == ["2", "12", "47"]
-    for d, t in zip(diags, runs):
+    for d, t in zip(diags, runs, strict=True):
         assert schema_errors("diagnosis", d) == []
         k = middle(t)
         assert d["critical_step"] == k and d["metadata"]["repair"]["source"] == "llm"
