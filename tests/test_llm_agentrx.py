@@ -183,3 +183,20 @@ def test_agentrx_without_an_llm_fails_clearly(tau_runs):
     assert s.needs_llm is True
     with pytest.raises(ConfigError, match=r"needs an LLM.*--base-url.*TRAJAUDIT_BASE_URL.*--strategy offline"):
         s.diagnose(tau_runs["2"], AuditContext())
+
+
+def test_a_failed_synthesis_degrades_to_pack_rules_and_says_so(llm_server, llm_client, tau_runs):
+    t = tau_runs["2"]
+    k = target_of(t)
+    llm_server.script('{"rules": [', "still not JSON",
+                      {"critical_step": k, "agent": "assistant", "category": "intent_plan_misalignment", "confidence": 0.4,
+                       "rationale": f"steps.{k}", "evidence": [f"steps.{k}"], "violations_used": []})
+    d = default_strategies().get("agentrx").diagnose(t, AuditContext(llm=llm_client))
+    assert schema_errors("diagnosis", d.to_dict()) == [] and d.critical_step == k
+    assert d.usage["calls"] == 3 and d.usage["failures"] == 1 and d.metadata["synthesis"]["accepted"] == 0
+    assert any(n.startswith("no rule synthesized: rule-synthesis-dynamic: the model's answer was still invalid")
+               for n in d.metadata["notes"])
+    judge = evidence_of(llm_server.requests[2])
+    assert {(v["step"], v["rule"], v["origin"]) for v in judge["violations"]} >= {
+        (6, "claims.conflicting-evidence", "claims")}  # the claim graph's evidence still reaches the judge
+    assert all(v["origin"] != "synthesized" for v in judge["violations"])

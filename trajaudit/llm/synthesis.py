@@ -19,6 +19,7 @@ kept rule against the policy and drops likely false positives, with the reviewer
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any
 
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
+from trajaudit.errors import LLMError
 from trajaudit.llm.client import LLMClient, messages_chars
 from trajaudit.llm.evidence import cut_text
 from trajaudit.llm.prompting import load_prompt
@@ -209,8 +211,14 @@ class RuleSynthesizer:
                     focus=(k,) if mode == "step-by-step" else (), task=trajectory.task, known_rules=known,
                     first="0", last=str(k), max_rules=str(self.max_rules), dsl=self._dsl(res),
                     categories=self._categories())
-                scope = k if mode == "step-by-step" else None
-                added = self._collect(res, messages, "rule-synthesis-dynamic", scope=scope)
+                if mode == "one-shot":
+                    added = self._collect(res, messages, "rule-synthesis-dynamic")
+                else:
+                    try:
+                        added = self._collect(res, messages, "rule-synthesis-dynamic", scope=k)
+                    except LLMError as e:  # one prefix lost, the others still count
+                        res.notes.append(f"prefix {k}: synthesis failed ({e})")
+                        continue
                 known += [r.get("title") or r["id"] for r in added]
             if self.reflect:
                 self._reflect(res, trajectory.task or "(the task is not stated)")
@@ -259,8 +267,10 @@ class RuleSynthesizer:
             policy = cut_text(policy, room)
         return policy, tools
 
-    def _ask(self, messages: list[dict[str, str]], name: str, prompt: str) -> list[Any]:
-        answer = self.client.chat_json(messages, load_prompt(prompt).schema or {}, name=name)
+    def _ask(self, messages: list[dict[str, str]], name: str, prompt: str, limit: int | None = None) -> list[Any]:
+        schema = copy.deepcopy(load_prompt(prompt).schema or {})
+        schema["properties"]["rules"]["maxItems"] = limit or self.max_rules  # as many as the prompt asks for
+        answer = self.client.chat_json(messages, schema, name=name)
         rules = answer.get("rules")
         return rules if isinstance(rules, list) else []
 
@@ -268,14 +278,19 @@ class RuleSynthesizer:
                  scope: int | None = None) -> list[dict[str, Any]]:
         """Ask, check, repair once, scope, drop conflicts; add to ``res``. Returns the rules added."""
         prompt = name.replace("-", "_")
-        raws = self._ask(messages, name, prompt)[: self.max_rules]
+        raws = self._ask(messages, name, prompt)
         taken = {r["id"] for r in res.rules}
         first = check_rules(raws, pack=res.pack_name, taxonomy=self.taxonomy, taken=taken)
         accepted = list(first.accepted)
         final_rejects = [r for r in first.rejected if r.stage == "duplicate"]
         to_fix = [r for r in first.rejected if r.stage != "duplicate"]
+        fixed = None
         if to_fix and self.repair:
-            fixed = self._repair(res, to_fix, taken)
+            try:
+                fixed = self._repair(res, to_fix, taken)
+            except LLMError as e:
+                res.notes.append(f"the repair round failed ({e}); its rules stay rejected")
+        if fixed is not None:
             accepted += fixed.accepted
             res.repaired += [r["id"] for r in fixed.accepted]
             firsts = {_slug(r.rule_id): r for r in to_fix}
@@ -301,7 +316,7 @@ class RuleSynthesizer:
     def _repair(self, res: SynthesisResult, rejected: list[RejectedRule], taken: set[str]) -> CheckedRules:
         items = [{"rule": r.rule, "error": r.reason} for r in rejected]
         messages = self._render(res, "rule_synthesis_repair", rejected=items)
-        raws = self._ask(messages, "rule-synthesis-repair", "rule_synthesis_repair")[: len(rejected)]
+        raws = self._ask(messages, "rule-synthesis-repair", "rule_synthesis_repair", limit=len(rejected))
         return check_rules(raws, pack=res.pack_name, taxonomy=self.taxonomy, taken=taken, attempts=2)
 
     @staticmethod
@@ -322,7 +337,12 @@ class RuleSynthesizer:
             res.notes.append(f"reflection: policy text cut to {budget} of {len(policy)} chars")
             policy = cut_text(policy, budget)
         messages = self._render(res, "rule_reflection", policy=policy, rules=shown)
-        answer = self.client.chat_json(messages, load_prompt("rule_reflection").schema or {}, name="rule-reflection")
+        try:
+            answer = self.client.chat_json(messages, load_prompt("rule_reflection").schema or {},
+                                           name="rule-reflection")
+        except LLMError as e:
+            res.notes.append(f"the reflection pass failed ({e}); every rule kept")
+            return
         drop = {}
         for review in answer["reviews"]:
             if not review["keep"]:

@@ -26,6 +26,7 @@ from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.ir import Step, Trajectory
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
+from trajaudit.errors import LLMError
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
@@ -93,6 +94,7 @@ class AgentRx:
         max_violations: violations shown to the judge (earliest first; the rest are counted in a note).
         max_semantic_checks: LLM semantic checks of synthesized rules per run.
         reflect: run the reflection pass over the synthesized rules.
+        repair_rules: run the one repair round for synthesized rules that were rejected.
     """
 
     name = "agentrx"
@@ -101,12 +103,13 @@ class AgentRx:
     needs_llm = True
 
     def __init__(self, *, mode: str = "one-shot", max_rules: int = 8, max_violations: int = 60,
-                 max_semantic_checks: int = 8, reflect: bool = False) -> None:
+                 max_semantic_checks: int = 8, reflect: bool = False, repair_rules: bool = True) -> None:
         self.mode = mode
         self.max_rules = max_rules
         self.max_violations = max_violations
         self.max_semantic_checks = max_semantic_checks
         self.reflect = reflect
+        self.repair_rules = repair_rules
 
     def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
         """Synthesize, validate, judge.
@@ -119,7 +122,7 @@ class AgentRx:
         from trajaudit.engine.rule_eval import evaluate
         from trajaudit.engine.taxonomy import load_taxonomy
         from trajaudit.llm.semantic import LLMSemanticOracle
-        from trajaudit.llm.synthesis import RuleSynthesizer
+        from trajaudit.llm.synthesis import RuleSynthesizer, SynthesisResult
 
         client = require_llm(context, self.name)
         taxonomy = load_taxonomy(context.config.taxonomy)
@@ -128,8 +131,14 @@ class AgentRx:
         with tracking() as usage:
             bundle = gather(trajectory, context)
             known = sorted({r.spec.title or r.id for r in _pack_rules(trajectory, context)})
-            synth = RuleSynthesizer(client, taxonomy=taxonomy, max_rules=self.max_rules, reflect=self.reflect) \
-                .from_run(trajectory, mode=mode, known_rules=known)
+            synthesizer = RuleSynthesizer(client, taxonomy=taxonomy, max_rules=self.max_rules, reflect=self.reflect,
+                                          repair=self.repair_rules)
+            try:
+                synth = synthesizer.from_run(trajectory, mode=mode, known_rules=known)
+            except LLMError as e:  # the pack rules and the judge still work: degrade, and say so
+                synth = SynthesisResult("synthesized.run", taxonomy.id, model=client.config.model,
+                                        notes=[f"synthesis failed: {e}"])
+                run.notes.append(f"no rule synthesized: {e}")
             oracle = BudgetedOracle(LLMSemanticOracle(client), self.max_semantic_checks)
             dyn = evaluate(trajectory, synth.compiled(), oracle=oracle, config=context.config, tools=context.tools)
             merged = _merge(bundle.log, dyn)
