@@ -10,7 +10,7 @@ from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.loader import LoadResult, load, load_many, load_path
 from trajaudit.engine.rule_eval import evaluate
 from trajaudit.engine.rule_pack import RulePack, load_pack
-from trajaudit.errors import TrajauditError, TraceFormatError
+from trajaudit.errors import TraceFormatError, TrajauditError
 
 __version__ = "0.1.0"
 

@@ -7,7 +7,9 @@ import logging
 import click
 
 from trajaudit import __version__
+from trajaudit.cli.audit import audit
 from trajaudit.cli.check import check
+from trajaudit.cli.eval import eval_cmd
 from trajaudit.cli.rules import rules
 from trajaudit.cli.traces import convert, show
 
@@ -25,7 +27,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, check, rules):
+for _cmd in (show, convert, check, rules, audit, eval_cmd):
     main.add_command(_cmd)
 
 

@@ -32,7 +32,14 @@ import jmespath
 import jmespath.exceptions
 import yaml
 
-from trajaudit.engine.adapters.base import Classified, LoadOptions, Sniff, assemble, build_steps, classify_openai
+from trajaudit.engine.adapters.base import (
+    Classified,
+    LoadOptions,
+    Sniff,
+    assemble,
+    build_steps,
+    classify_openai,
+)
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 

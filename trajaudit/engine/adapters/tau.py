@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from trajaudit.engine.adapters.base import LoadOptions, Sniff, assemble, build_steps, classify_openai, first_user_text
+from trajaudit.engine.adapters.base import (
+    LoadOptions,
+    Sniff,
+    assemble,
+    build_steps,
+    classify_openai,
+    first_user_text,
+)
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 

@@ -1,0 +1,101 @@
+"""``trajaudit audit``: diagnose a batch of failed runs (critical step, category, agent, evidence)."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from trajaudit.cli.common import EXIT_FINDINGS, console, fail, format_options, handle_errors, report_problems
+from trajaudit.engine.pipeline import AuditSpec, audit_paths
+from trajaudit.engine.strategy import AuditConfig, default_strategies
+
+
+@click.command("audit")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--rules", "rules", multiple=True, metavar="PACK",
+              help="Rule pack file or shipped pack name (repeatable). Shipped generic packs always apply.")
+@click.option("--tools", type=click.Path(exists=True, dir_okay=False),
+              help="Tool schemas (OpenAI function list) for SCHEMA rules.")
+@click.option("--taxonomy", default="agentrx", show_default=True, help="Taxonomy for the root-cause category.")
+@click.option("--strategy", default="offline", show_default=True,
+              help="How to diagnose: offline (no LLM), first, last, random, or an LLM strategy.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="diagnoses.jsonl", show_default=True,
+              help="Write one diagnosis per line (JSONL); '-' for stdout.")
+@click.option("--report", "report", type=click.Path(dir_okay=False),
+              help="Also write a report: .html (self-contained) or .md.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for randomized strategies.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
+@format_options
+@handle_errors
+def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
+          output: str, report: str | None, jobs: int, seed: int, quiet: bool, fmt: str | None,
+          mapping: str | None) -> None:
+    """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
+
+    Each diagnosis names the critical step (0-based index of the message in the input file's
+    message list), the root-cause category, the responsible agent, a confidence, a rationale citing
+    evidence addresses, and ranked alternative candidates. Runs that cannot be read or audited are
+    reported and skipped; the exit code is 1 when any run was skipped, 2 on usage errors.
+    """
+    try:
+        default_strategies().get(strategy)
+    except LookupError as e:
+        fail(str(e.args[0]))
+    if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
+        fail(f"--report must end in .html or .md, got {report!r}")
+    spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed))
+    err = console(err=True)
+    show_progress = not quiet and err.is_terminal
+    with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err, disable=not show_progress, transient=True) as bar:
+        task = bar.add_task("audit", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping, progress=progress)
+    report_problems(batch.problems)
+    lines = "".join(r.diagnosis.to_json() + "\n" for r in batch.results)
+    if output == "-":
+        click.get_text_stream("stdout").write(lines)
+    else:
+        Path(output).write_text(lines, encoding="utf-8")
+    if report:
+        from trajaudit.report import render_html, render_markdown
+
+        text = (render_markdown if report.endswith((".md", ".markdown")) else render_html)(
+            batch.results, batch.problems, title=f"trajaudit report ({strategy})")
+        Path(report).write_text(text, encoding="utf-8")
+    if not quiet:
+        _summary(batch, output, report)
+    if not batch.results and not batch.problems:
+        fail("no trace files found under the given paths")
+    if batch.problems:
+        sys.exit(EXIT_FINDINGS)
+
+
+def _summary(batch, output: str, report: str | None) -> None:
+    out = console(err=True)
+    if not batch.results:
+        out.print("no run could be audited", highlight=False)
+        return
+    table = Table(title=f"{len(batch.results)} run(s) audited, {len(batch.problems)} skipped", title_justify="left")
+    for col in ("run", "step", "agent", "category", "conf.", "preview"):
+        table.add_column(col, overflow="fold" if col == "preview" else "ellipsis")
+    for r in batch.results[:50]:
+        d = r.diagnosis
+        prev = r.trajectory.steps[d.critical_step].preview(60) if d.critical_step is not None else ""
+        table.add_row(r.trajectory.id, str(d.critical_step), d.agent or "—", d.category, f"{d.confidence:.2f}", prev)
+    if len(batch.results) > 50:
+        table.add_row("…", "", "", f"{len(batch.results) - 50} more", "", "")
+    out.print(table)
+    cats = Counter(r.diagnosis.category for r in batch.results)
+    out.print("categories: " + ", ".join(f"{k} {v}" for k, v in cats.most_common()), highlight=False)
+    where = [f"diagnoses → {output}"] + ([f"report → {report}"] if report else [])
+    out.print("; ".join(where), highlight=False)

@@ -1,0 +1,122 @@
+"""``trajaudit eval``: score diagnoses (or a strategy run now) against gold labels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from trajaudit.cli.common import console, fail, handle_errors, report_problems
+from trajaudit.engine.loader import load_many
+from trajaudit.engine.strategy import AuditContext
+from trajaudit.eval.evaluate import evaluate
+from trajaudit.eval.gold import GOLD_FORMATS, load_gold
+from trajaudit.eval.runner import read_diagnoses, run_on_paths
+
+
+def _read_tools(path: str | None) -> list[dict] | None:
+    if not path:
+        return None
+    try:
+        tools = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        fail(f"{path}: cannot read tool schemas: {e}")
+    if not isinstance(tools, list):
+        fail(f"{path}: tool schemas must be a JSON list of OpenAI function schemas")
+    return tools
+
+
+@click.command("eval")
+@click.argument("datasets", nargs=-1, type=click.Path())
+@click.option("--gold", required=True, type=click.Path(exists=True),
+              help="Gold labels: AgentRx ground_truth.json, a Who&When file or folder, or gold JSONL.")
+@click.option("--gold-format", type=click.Choice(["auto", *GOLD_FORMATS]), default="auto", show_default=True,
+              help="Format of --gold.")
+@click.option("--pred", type=click.Path(exists=True, dir_okay=False),
+              help="Diagnoses JSONL to score (one diagnosis per line).")
+@click.option("-s", "--strategy", help="Run this strategy on DATASET... and score it (e.g. first, last, random).")
+@click.option("--taxonomy", help="Taxonomy for category normalization (default: the gold's).")
+@click.option("--tools", type=click.Path(exists=True, dir_okay=False),
+              help="Tool schemas (OpenAI function format) passed to the strategy.")
+@click.option("--trace-format", metavar="NAME", help="Force the trace format of DATASET (default: auto-detect).")
+@click.option("--format", "out_format", type=click.Choice(["table", "json", "markdown"]), default="table",
+              show_default=True, help="Report format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("--save-pred", type=click.Path(dir_okay=False), help="With --strategy: also write the diagnoses JSONL.")
+@click.option("--misses", type=int, default=20, show_default=True, help="Misses to list (-1: all, 0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random strategy and the bootstrap.")
+@click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples for the 95% CIs.")
+@handle_errors
+def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategy: str | None,
+             taxonomy: str | None, tools: str | None, trace_format: str | None, out_format: str,
+             output: str | None, save_pred: str | None, misses: int, seed: int, bootstrap: int) -> None:
+    """Score diagnoses against gold labels with the metrics of AgentRx, SearchAuditor, Who&When and DRIFT.
+
+    \b
+    trajaudit eval --gold GOLD --pred diagnoses.jsonl [DATASET...]
+    trajaudit eval DATASET... --gold GOLD --strategy S
+
+    Steps are compared as 0-based message indexes (the gold loaders convert: AgentRx step_number - 1,
+    Who&When mistake_step as is). Missing predictions count as wrong and are listed. DATASET, when
+    given with --pred, supplies step previews and run lengths; for Who&When gold the labelled trace
+    files serve as the dataset.
+    """
+    if bool(pred) == bool(strategy):
+        fail("give exactly one of --pred FILE or --strategy NAME")
+    gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
+    if not gold_set:
+        report_problems_text(gold_set.problems)
+        fail(f"{gold}: no gold labels could be loaded")
+    paths = list(datasets) or ([gold] if gold_set.format == "who_and_when" else [])
+    err = console(err=True)
+    if strategy:
+        if not paths:
+            fail("--strategy needs DATASET paths (the runs to diagnose)")
+        from trajaudit.engine.strategy import AuditConfig
+
+        ctx = AuditContext(config=AuditConfig(seed=seed), tools=_read_tools(tools))
+        out = run_on_paths(paths, strategy, context=ctx, format=trace_format)
+        report_problems(out.problems)
+        diagnoses, trajectories = out.diagnoses, out.trajectories
+        if save_pred:
+            Path(save_pred).write_text("".join(d.to_json() + "\n" for d in diagnoses), encoding="utf-8")
+            err.print(f"wrote {len(diagnoses)} diagnoses to {save_pred}", highlight=False)
+    else:
+        diagnoses, problems = read_diagnoses(pred)
+        report_problems(problems)
+        if not paths:
+            paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
+        res = load_many(paths, format=trace_format) if paths else None
+        trajectories = res.trajectories if res else []
+    report = evaluate(gold_set, diagnoses, trajectories=trajectories, taxonomy=taxonomy,
+                      resamples=bootstrap, seed=seed)
+    max_misses = None if misses < 0 else misses
+    if out_format == "json":
+        text = report.to_json()
+    elif out_format == "markdown":
+        text = report.to_markdown(max_misses=max_misses)
+    else:
+        text = None
+    if output:
+        if text is None:
+            from io import StringIO
+
+            from rich.console import Console
+
+            buf = StringIO()
+            report.render(Console(file=buf, width=160, highlight=False), max_misses=max_misses)
+            text = buf.getvalue()
+        Path(output).write_text(text, encoding="utf-8")
+        err.print(f"wrote the {out_format} report to {output}", highlight=False)
+    elif text is not None:
+        click.echo(text, nl=not text.endswith("\n"))
+    else:
+        report.render(console(), max_misses=max_misses)
+
+
+def report_problems_text(lines: list[str]) -> None:
+    """Print gold-loading problems to stderr, one line each."""
+    c = console(err=True)
+    for line in lines:
+        c.print(f"[yellow]gold:[/] {line}", markup=True, highlight=False)

@@ -1,0 +1,238 @@
+"""The audit pipeline: trajectories in, one :class:`AuditResult` (diagnosis + evidence) per run out.
+
+Stages (see docs/architecture.md): load → evidence (rule packs and tool-schema rules → validation
+log; claim extraction → claim graph, whose findings join the log) → strategy (judge) → diagnosis.
+Batches run serially or in worker processes (``jobs``); one broken run is reported as a
+:class:`~trajaudit.errors.Problem` and skipped, never the whole batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.loader import load, load_many
+from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
+from trajaudit.engine.validation_log import ValidationLog
+from trajaudit.errors import ConfigError, Problem, TrajauditError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AuditResult:
+    """One run's audit: the diagnosis and the evidence behind it.
+
+    Attributes:
+        trajectory: the audited run.
+        diagnosis: the strategy's :class:`Diagnosis`.
+        log: the validation log (rules + claim findings), or ``None`` if the strategy gathered none.
+        claims: a JSON-ready summary of the claim ledger (``[{claim, kind, step, status, ...}]``).
+    """
+
+    trajectory: Trajectory
+    diagnosis: Diagnosis
+    log: ValidationLog | None = None
+    claims: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class BatchResult:
+    """A batch audit: results in input order and the runs that were reported and skipped."""
+
+    results: list[AuditResult] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """Everything needed to rebuild an :class:`AuditContext` in a worker process (picklable).
+
+    Attributes:
+        strategy: strategy name.
+        rules: rule pack paths or shipped pack names.
+        tools: path of an OpenAI function-schema list, or ``None``.
+        config: the :class:`AuditConfig`.
+        llm: an LLM configuration object (``trajaudit.llm``) or ``None``.
+    """
+
+    strategy: str = "offline"
+    rules: tuple[str, ...] = ()
+    tools: str | None = None
+    config: AuditConfig = field(default_factory=AuditConfig)
+    llm: Any = None
+
+
+def build_context(spec: AuditSpec) -> AuditContext:
+    """Compile rules, read tool schemas and create the LLM client described by ``spec``.
+
+    Raises:
+        TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup.
+    """
+    from trajaudit.engine.evidence import load_rules, load_tools
+
+    llm = None
+    if spec.llm is not None:
+        from trajaudit.llm import LLMClient
+
+        llm = LLMClient(spec.llm)
+    tools = load_tools(spec.tools) if spec.tools else None
+    return AuditContext(config=spec.config, rules=load_rules(spec.rules, tools), tools=tools, llm=llm)
+
+
+def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext) -> AuditResult:
+    """Audit one trajectory with the named strategy.
+
+    Raises:
+        TrajauditError: the run has no decision step.
+        LookupError: unknown strategy (with suggestions).
+        ConfigError: the strategy needs an LLM and none is configured.
+    """
+    from trajaudit.engine.evidence import gather
+
+    strategy = default_strategies().get(strategy_name)
+    if not trajectory.decision_steps:
+        raise TrajauditError("run has no decision steps (no agent message): nothing to diagnose")
+    if strategy.needs_llm and context.llm is None:
+        raise ConfigError(
+            f"strategy {strategy_name!r} needs an LLM endpoint: pass --base-url and --model (or set "
+            "TRAJAUDIT_BASE_URL and TRAJAUDIT_MODEL), or use --strategy offline"
+        )
+    diagnosis = strategy.diagnose(trajectory, context)
+    bundle = gather(trajectory, context)
+    return AuditResult(trajectory, diagnosis, bundle.log, bundle.claim_rows)
+
+
+# --- worker-process plumbing (module-level so it pickles) ---------------------------------------
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(spec: AuditSpec) -> None:
+    _WORKER["spec"] = spec
+    _WORKER["ctx"] = build_context(spec)
+
+
+def _worker_run(item: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any] | None, str | None]:
+    idx, tdict = item
+    t = Trajectory.from_dict(tdict)
+    try:
+        r = audit_one(t, _WORKER["spec"].strategy, _WORKER["ctx"])
+    except (TrajauditError, LookupError) as e:
+        return idx, None, str(e)
+    except Exception as e:  # noqa: BLE001 - a bug in one run must not sink the batch; reported
+        log.exception("audit of %s failed", t.id)
+        return idx, None, f"internal error: {type(e).__name__}: {e}"
+    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_dict() if r.log else None,
+                 "claims": r.claims}, None
+
+
+def audit_trajectories(
+    trajectories: Sequence[Trajectory],
+    spec: AuditSpec,
+    *,
+    jobs: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> BatchResult:
+    """Audit loaded trajectories, serially (``jobs == 1``) or in ``jobs`` worker processes.
+
+    Args:
+        progress: called with the number of runs finished so far, after each run.
+
+    Raises:
+        TrajauditError: the context (rules, tools, LLM) cannot be built — nothing can run.
+    """
+    out = BatchResult()
+    results: dict[int, AuditResult] = {}
+    if jobs <= 1 or len(trajectories) < 2:
+        ctx = build_context(spec)
+        for i, t in enumerate(trajectories):
+            try:
+                results[i] = audit_one(t, spec.strategy, ctx)
+            except ConfigError:
+                raise
+            except (TrajauditError, LookupError) as e:
+                out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {e}"))
+            except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
+                log.exception("audit of %s failed", t.id)
+                out.problems.append(Problem(t.source.file or t.id, t.source.record,
+                                            f"{t.id}: internal error: {type(e).__name__}: {e}"))
+            if progress:
+                progress(i + 1)
+    else:
+        build_context(spec)  # fail fast in the parent on bad rules/tools/LLM config
+        done = 0
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(spec,)) as ex:
+            for idx, payload, err in ex.map(_worker_run, [(i, t.to_dict()) for i, t in enumerate(trajectories)],
+                                            chunksize=max(1, len(trajectories) // (jobs * 8))):
+                t = trajectories[idx]
+                if err is not None:
+                    out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {err}"))
+                else:
+                    assert payload is not None
+                    results[idx] = AuditResult(
+                        t, Diagnosis.from_dict(payload["diagnosis"]),
+                        ValidationLog.from_dict(payload["log"]) if payload["log"] else None, payload["claims"])
+                done += 1
+                if progress:
+                    progress(done)
+    out.results = [results[i] for i in sorted(results)]
+    return out
+
+
+def audit_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    spec: AuditSpec,
+    *,
+    jobs: int = 1,
+    format: str | None = None,
+    mapping: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> BatchResult:
+    """Load every run under ``paths`` (files, folders, globs) and audit them.
+
+    Args:
+        progress: called with ``(finished, total)`` after each run.
+    """
+    loaded = load_many(paths, format=format, mapping=mapping)
+    total = len(loaded.trajectories)
+    res = audit_trajectories(loaded.trajectories, spec, jobs=jobs,
+                             progress=(lambda n: progress(n, total)) if progress else None)
+    res.problems = loaded.problems + res.problems
+    return res
+
+
+def audit(
+    trajectory: Trajectory | str | os.PathLike[str] | dict | list,
+    *,
+    rules: Sequence[str] = (),
+    tools: str | None = None,
+    strategy: str = "offline",
+    taxonomy: str = "agentrx",
+    llm: Any = None,
+    record: int | None = None,
+) -> Diagnosis:
+    """Audit one run and return its :class:`Diagnosis` (the Python API).
+
+    Args:
+        trajectory: a :class:`Trajectory`, a trace path, or a parsed trace document.
+        rules: rule pack paths or shipped pack names (the default packs are always applied).
+        tools: path to the run's tool schemas (OpenAI function list) for SCHEMA rules.
+        strategy: ``offline`` (default, no LLM), a baseline, or an LLM strategy (needs ``llm``).
+        taxonomy: taxonomy id for the category.
+        llm: an ``trajaudit.llm.LLMConfig`` for LLM strategies.
+        record: which run of a multi-run file.
+
+    Raises:
+        TraceFormatError: the input cannot be read; RulePackError: a pack is invalid;
+        ConfigError: the strategy needs an LLM and none is configured; LookupError: unknown strategy.
+    """
+    t = load(trajectory if not isinstance(trajectory, Path) else str(trajectory), record=record)
+    spec = AuditSpec(strategy=strategy, rules=tuple(rules), tools=tools, config=AuditConfig(taxonomy=taxonomy), llm=llm)
+    return audit_one(t, strategy, build_context(spec)).diagnosis

@@ -1,0 +1,132 @@
+"""Run a strategy over datasets to get diagnoses to score (a small loop; the ``audit`` pipeline will
+replace it).
+
+One run whose diagnosis fails is reported as a :class:`~trajaudit.errors.Problem` and skipped; the
+batch goes on. Gold labels are never passed to strategies: the trajectories come from the adapters,
+which drop them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.loader import load_many
+from trajaudit.engine.strategy import AuditContext, Strategy, default_strategies
+from trajaudit.errors import ConfigError, Problem, TrajauditError
+from trajaudit.registry import Registry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunOutput:
+    """What running a strategy produced: diagnoses, the trajectories, and per-run problems."""
+
+    diagnoses: list[Diagnosis] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def offline_strategies(registry: Registry[Strategy] | None = None) -> list[str]:
+    """Names of the registered strategies that need no LLM, in registration order."""
+    reg = registry or default_strategies()
+    return [name for name, s in reg.items() if not getattr(s, "needs_llm", False)]
+
+
+def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *,
+                 context: AuditContext | None = None, registry: Registry[Strategy] | None = None) -> RunOutput:
+    """Diagnose every trajectory with one strategy.
+
+    Args:
+        trajectories: the runs (IR; labels are not part of it).
+        strategy: a strategy name from ``registry`` (default :func:`default_strategies`) or an object.
+        context: the :class:`AuditContext` (default: an empty one).
+
+    Raises:
+        LookupError: unknown strategy name (with close-match suggestions).
+        ConfigError: the strategy needs an LLM and ``context.llm`` is ``None``.
+    """
+    strat = (registry or default_strategies()).get(strategy) if isinstance(strategy, str) else strategy
+    ctx = context or AuditContext()
+    if getattr(strat, "needs_llm", False) and ctx.llm is None:
+        raise ConfigError(f"strategy {strat.name!r} needs an LLM; configure an endpoint")
+    out = RunOutput()
+    for t in trajectories:
+        out.trajectories.append(t)
+        try:
+            out.diagnoses.append(strat.diagnose(t, ctx))
+        except TrajauditError as e:
+            out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {e}"))
+        except Exception as e:  # noqa: BLE001 - one failing run must not stop the batch; logged with traceback
+            log.exception("strategy %s failed on %s", strat.name, t.id)
+            out.problems.append(Problem(t.source.file or t.id, t.source.record,
+                                        f"{t.id}: strategy {strat.name} failed: {type(e).__name__}: {e}"))
+    return out
+
+
+def run_on_paths(paths: Iterable[str | os.PathLike[str]], strategy: str | Strategy, *,
+                 context: AuditContext | None = None, registry: Registry[Strategy] | None = None,
+                 format: str | None = None) -> RunOutput:
+    """Load ``paths`` (files, folders, globs) with :func:`load_many` and run :func:`run_strategy`.
+
+    Loading problems are included in the result's ``problems``.
+    """
+    res = load_many(paths, format=format)
+    out = run_strategy(res.trajectories, strategy, context=context, registry=registry)
+    out.problems = list(res.problems) + out.problems
+    return out
+
+
+def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[Problem]]:
+    """Read a diagnoses JSONL file (one :class:`Diagnosis` dict per line; a JSON list is accepted too).
+
+    Lines that are not JSON objects with a ``trajectory_id`` and an integer-or-null ``critical_step``
+    are reported (with their 1-based line number) and skipped.
+
+    Raises:
+        TrajauditError: the file cannot be read.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except OSError as e:
+        raise TrajauditError(f"{p}: cannot read: {e.strerror or e}") from None
+    docs: list[tuple[int, Any]] = []
+    problems: list[Problem] = []
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            docs = list(enumerate(json.loads(text), 1))
+        except json.JSONDecodeError as e:
+            raise TrajauditError(f"{p}: not valid JSON: {e}") from None
+    else:
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    docs.append((n, json.loads(line)))
+                except json.JSONDecodeError as e:
+                    problems.append(Problem(str(p), n, f"{p}: line {n}: invalid JSON ({e.msg}) (skipped)"))
+    out = []
+    for n, d in docs:
+        step = d.get("critical_step") if isinstance(d, dict) else None
+        if not isinstance(d, dict) or d.get("trajectory_id") is None or (
+                step is not None and (isinstance(step, bool) or not isinstance(step, int))):
+            problems.append(Problem(str(p), n, f"{p}: line {n}: not a diagnosis (needs trajectory_id and an "
+                                               "integer or null critical_step) (skipped)"))
+            continue
+        try:
+            out.append(Diagnosis.from_dict(d))
+        except (TypeError, ValueError, KeyError, AttributeError) as e:
+            problems.append(Problem(str(p), n, f"{p}: line {n}: bad diagnosis: {e} (skipped)"))
+    return out, problems
+
+
+__all__ = ["RunOutput", "offline_strategies", "read_diagnoses", "run_on_paths", "run_strategy"]

@@ -1,0 +1,48 @@
+"""Markdown batch report: a summary table and, per run, the diagnosis, evidence and candidates."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from trajaudit.engine.pipeline import AuditResult
+from trajaudit.errors import Problem
+
+
+def _cell(x: object) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(results: Sequence[AuditResult], problems: Sequence[Problem] = (),
+                    *, title: str = "trajaudit report") -> str:
+    """Render the batch as Markdown (GitHub-flavoured tables).
+
+    Returns:
+        The document text.
+    """
+    lines = [f"# {title}", "", f"{len(results)} run(s) audited, {len(problems)} skipped.", ""]
+    cats = Counter(r.diagnosis.category for r in results)
+    lines += ["| category | runs |", "|---|---|"] + [f"| {_cell(k)} | {v} |" for k, v in cats.most_common()] + [""]
+    lines += ["| run | critical step | category | agent | confidence | preview |", "|---|---|---|---|---|---|"]
+    for r in results:
+        d, t = r.diagnosis, r.trajectory
+        prev = t.steps[d.critical_step].preview(80) if d.critical_step is not None else ""
+        lines.append(f"| {_cell(t.id)} | {d.critical_step} | {_cell(d.category)} | {_cell(d.agent or '—')} | "
+                     f"{d.confidence:.2f} | {_cell(prev)} |")
+    lines.append("")
+    for r in results:
+        d = r.diagnosis
+        lines += [f"## {r.trajectory.id}", "", f"- file: `{r.trajectory.source.file}`"
+                  + (f" record {r.trajectory.source.record}" if r.trajectory.source.record is not None else ""),
+                  f"- critical step: **{d.critical_step}** ({_cell(d.agent or '—')}), category **{d.category}**, "
+                  f"confidence {d.confidence:.2f}, strategy `{d.strategy}`", f"- rationale: {d.rationale}"]
+        if d.repair:
+            lines.append(f"- repair: {d.repair}")
+        for e in d.evidence[:10]:
+            lines.append(f"  - evidence `{e.address}` {e.note or ''}: `{_cell(str(e.value)[:160])}`")
+        for c in d.candidates[1:5]:
+            lines.append(f"  - alternative: step {c.step} ({c.category}, score {c.score:.2f}) — {c.reason}")
+        lines.append("")
+    if problems:
+        lines += ["## Skipped runs", ""] + [f"- {_cell(p.message)}" for p in problems]
+    return "\n".join(lines) + "\n"
