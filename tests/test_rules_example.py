@@ -29,7 +29,7 @@ def test_example_pack_reproduces_expected_log(tau_runs):
     assert ("2", 6, "variant-count-matches") in fails
     assert ("34", 16, "item-lists-same-length") in fails
     assert ("98", 14, "order-status-allows-action") in fails
-    assert sum(r["verdict"] == "fail" for e in expected for r in e["records"]) == 36
+    assert sum(r["verdict"] == "fail" for e in expected for r in e["records"]) == 40
 
 
 def test_example_pack_examples_and_lint_are_clean():

@@ -31,8 +31,9 @@ def lint(pack: str, strict: bool) -> None:
     out = console()
     for f in findings:
         style = "bold red" if f.level == "error" else "yellow"
-        out.print(f"[{style}]{f.level}[/] {f.location} {f.code}" + (f" [{f.rule_id}]" if f.rule_id else "") +
-                  f": {f.message}", markup=True, highlight=False, soft_wrap=True)
+        out.print(f.level, style=style, end=" ", markup=False, highlight=False)
+        out.print(f"{f.location} {f.code}" + (f" [{f.rule_id}]" if f.rule_id else "") + f": {f.message}",
+                  markup=False, highlight=False, soft_wrap=True)
     errors = sum(1 for f in findings if f.level == "error")
     warnings = len(findings) - errors
     console(err=True).print(f"{pack}: {errors} error(s), {warnings} warning(s)", highlight=False)

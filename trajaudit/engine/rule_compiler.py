@@ -19,8 +19,8 @@ from typing import Any, Callable
 import jmespath
 
 from trajaudit.engine import rule_ast as A
-from trajaudit.engine.ir import STEP_KINDS
-from trajaudit.engine.rule_builtins import BUILTINS, StepRange, _str
+from trajaudit.engine.rule_builtins import BUILTINS, StepRange
+from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
 from trajaudit.engine.rule_queries import QuantPlan, comprehension
 from trajaudit.engine.rule_runtime import (
@@ -30,10 +30,6 @@ from trajaudit.engine.rule_runtime import (
     EvalError,
     View,
     child,
-    equal,
-    is_num,
-    member,
-    order,
     type_name,
 )
 from trajaudit.errors import RulePackError
@@ -61,6 +57,10 @@ class C:
 
 def _const(v: Any, t: str | None = None) -> C:
     return C(lambda env: v, t or _type_of(v), v)
+
+
+const_ = _const
+NO = _NO
 
 
 def _type_of(v: Any) -> str:
@@ -115,7 +115,7 @@ def compile_regex(pattern: Any, flags: str, err: Callable[[str], RulePackError])
         raise err(f"invalid regex {pattern!r}: {e}") from None
 
 
-class ExprCompiler:
+class ExprCompiler(OperatorsMixin):
     """Compiles expressions of one rule field.
 
     Args:
@@ -257,7 +257,50 @@ class ExprCompiler:
             typ = self._field_type(seg_node, typ, key_val)
         if const is not _NO:
             return _const(const, typ if typ != "any" else None)
+        if isinstance(root, A.Name) and root.id in ("step", "call") and root.id not in scope \
+                and root.id not in self.lets and keys and all(isinstance(k, str) for k in keys):
+            return self._fast_path(root.id, keys, typ)
         return self._path_closure(base, keys, typ)
+
+    def _fast_path(self, root: str, keys: list[str], typ: str) -> C:
+        """``step.f.x…`` / ``call.f.x…`` with constant keys: the first field read straight from the table."""
+        from trajaudit.engine.rule_runtime import CALL_FIELDS, STEP_FIELDS
+
+        getter, suffix = (STEP_FIELDS if root == "step" else CALL_FIELDS)[keys[0]]
+        rest = keys[1:]
+        is_step = root == "step"
+
+        def loc(env: Env) -> tuple[Any, str | None]:
+            view = env.step if is_step else env.call
+            if view is None:
+                return None, None
+            v = getter(view)
+            addr = view.address + suffix
+            for k in rest:
+                if v is None:
+                    return None, None
+                if isinstance(v, View):
+                    v, addr = v.field(k)
+                else:
+                    v = child(v, k)
+                    addr = f"{addr}.{k}"
+            return v, addr
+
+        if not rest:
+            def fn(env: Env) -> Any:
+                view = env.step if is_step else env.call
+                if view is None:
+                    return None
+                v = getter(view)
+                env.seen.append((view.address + suffix, v, None))
+                return v
+        else:
+            def fn(env: Env) -> Any:
+                v, addr = loc(env)
+                if addr is not None:
+                    env.seen.append((addr, v, None))
+                return v
+        return C(fn, typ, loc=loc)
 
     def _field_type(self, node: A.Expr, typ: str, key: Any) -> str:
         if typ in ("step", "call"):
@@ -331,17 +374,20 @@ class ExprCompiler:
                 args.append(self.compile(a, scope))
         fns = [a.fn for a in args]
         f = b.fn
-        if b.needs_env:
-            call_fn: Fn = lambda env: f(env, *[g(env) for g in fns])  # noqa: E731
-        elif len(fns) == 1:
-            g0 = fns[0]
-            call_fn = lambda env: f(g0(env))  # noqa: E731
-        else:
-            call_fn = lambda env: f(*[g(env) for g in fns])  # noqa: E731
+        fname = node.func
+
+        def call_fn(env: Env) -> Any:
+            vals = [g(env) for g in fns]
+            try:
+                return f(env, *vals) if b.needs_env else f(*vals)
+            except EvalError:
+                raise
+            except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as e:
+                raise EvalError(f"{fname}() cannot take {', '.join(type_name(v) for v in vals)}: {e}") from None
         rtype = "calls" if node.func == "calls" else "steps" if node.func == "since" else b.returns
         if not b.needs_env and all(a.const is not _NO for a in args):
             try:
-                return _const(f(*[a.const for a in args]), rtype)
+                return _const(call_fn(None), rtype)  # type: ignore[arg-type]
             except EvalError as e:
                 raise self.error(node, str(e)) from None
         return C(call_fn, rtype)
@@ -354,107 +400,6 @@ class ExprCompiler:
             raise self.error(node, "a regex must be a /literal/, a string or a pack parameter (known when the "
                                    "pack loads), not a value computed at run time")
         return compile_regex(c.const, "", lambda m: self.error(node, m))
-
-    # -- operators ------------------------------------------------------------------------------
-
-    def _unary(self, node: A.Unary, scope: dict[str, str]) -> C:
-        x = self.compile(node.operand, scope)
-        if node.op == "not":
-            if x.const is not _NO:
-                return _const(not x.const)
-            f = x.fn
-            return C(lambda env: not f(env), "bool")
-        if x.const is not _NO:
-            if not is_num(x.const):
-                raise self.error(node, f"cannot negate a {type_name(x.const)}")
-            return _const(-x.const)
-        if x.type in ("str", "bool", "list", "step", "call", "steps", "calls"):
-            raise self.error(node, f"cannot negate a {x.type}")
-        f = x.fn
-
-        def neg(env: Env) -> Any:
-            v = f(env)
-            if not is_num(v):
-                raise EvalError(f"cannot negate a {type_name(v)}")
-            return -v
-        return C(neg, "num")
-
-    def _binary(self, node: A.Binary, scope: dict[str, str]) -> C:
-        op = node.op
-        if op in ("~", "!~"):
-            return self._match(node, scope)
-        lc, rc = self.compile(node.left, scope), self.compile(node.right, scope)
-        self._check_kind_literal(node, lc, rc)
-        lf, rf = lc.fn, rc.fn
-        if op == "and":
-            fn: Fn = lambda env: bool(lf(env)) and bool(rf(env))  # noqa: E731
-            typ = "bool"
-        elif op == "or":
-            fn = lambda env: bool(lf(env)) or bool(rf(env))  # noqa: E731
-            typ = "bool"
-        elif op == "implies":
-            fn = lambda env: (not lf(env)) or bool(rf(env))  # noqa: E731
-            typ = "bool"
-        elif op == "==":
-            fn, typ = (lambda env: equal(lf(env), rf(env))), "bool"
-        elif op == "!=":
-            fn, typ = (lambda env: not equal(lf(env), rf(env))), "bool"
-        elif op in A.COMPARE_OPS:
-            self._check_types(node, lc, rc, ordering=True)
-            fn, typ = (lambda env: order(op, lf(env), rf(env))), "bool"
-        elif op == "in":
-            fn, typ = (lambda env: member(lf(env), rf(env))), "bool"
-        elif op == "not in":
-            fn, typ = (lambda env: not member(lf(env), rf(env))), "bool"
-        else:
-            self._check_types(node, lc, rc, ordering=False)
-            fn, typ = (lambda env: arith(op, lf(env), rf(env))), "num" if op != "+" else lc.type
-        if lc.const is not _NO and rc.const is not _NO:
-            try:
-                return _const(fn(None))  # type: ignore[arg-type]
-            except EvalError as e:
-                raise self.error(node, str(e)) from None
-        return C(fn, typ)
-
-    def _check_kind_literal(self, node: A.Binary, lc: C, rc: C) -> None:
-        if node.op not in ("==", "!=", "in", "not in"):
-            return
-        side, other = node.left, rc
-        if isinstance(side, A.Attr) and side.name == "kind" and other.const is not _NO:
-            vals = other.const if isinstance(other.const, list) else [other.const]
-            for v in vals:
-                if v not in STEP_KINDS:
-                    raise self.error(node.right, f"a step kind is one of {', '.join(STEP_KINDS)}, not {v!r}")
-
-    def _check_types(self, node: A.Binary, lc: C, rc: C, ordering: bool) -> None:
-        bad = ("bool", "list", "step", "call", "steps", "calls", "null") if ordering else \
-            ("bool", "step", "call", "steps", "calls", "null")
-        for c in (lc, rc):
-            if c.type in bad:
-                raise self.error(node, f"operator {node.op} cannot take a {c.type}")
-        if {lc.type, rc.type} == {"num", "str"}:
-            raise self.error(node, f"operator {node.op} between a number and a string")
-
-    def _match(self, node: A.Binary, scope: dict[str, str]) -> C:
-        rx = self._regex_arg(node.right, scope)
-        lc = self.compile(node.left, scope)
-        negate = node.op == "!~"
-        loc = lc.loc or (lambda env: (lc.fn(env), None))
-
-        def fn(env: Env) -> bool:
-            v, addr = loc(env)
-            if v is None:
-                return negate
-            text = v if isinstance(v, str) else _str(v)
-            m = rx.search(text)
-            if m is not None and addr is not None:
-                env.seen.append((f"{addr}[{m.start()}:{m.end()}]", m.group(0), "match"))
-            elif addr is not None and negate is False:
-                env.seen.append((addr, v, "no match"))
-            return (m is None) if negate else (m is not None)
-        if lc.const is not _NO:
-            return _const(fn(None))  # type: ignore[arg-type]
-        return C(fn, "bool")
 
     # -- quantifiers ----------------------------------------------------------------------------
 
@@ -488,27 +433,6 @@ class ExprCompiler:
 
 def _elem_type(seq_type: str) -> str:
     return {"steps": "step", "calls": "call"}.get(seq_type, "any")
-
-
-def arith(op: str, a: Any, b: Any) -> Any:
-    """``+ - * / %`` on numbers (``+`` also joins two strings or two lists); errors raise :class:`EvalError`."""
-    if op == "+" and isinstance(a, str) and isinstance(b, str):
-        return a + b
-    if op == "+" and isinstance(a, list) and isinstance(b, list):
-        return a + b
-    if not (is_num(a) and is_num(b)):
-        raise EvalError(f"cannot compute {type_name(a)} {op} {type_name(b)}")
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if b == 0:
-        raise EvalError(f"division by zero ({a} {op} 0)")
-    if op == "/":
-        return a / b
-    return a % b
 
 
 def _traj_info(env: Env) -> dict[str, Any]:

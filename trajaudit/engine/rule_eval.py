@@ -54,6 +54,13 @@ def candidates(rule: CompiledRule, tc: TrajContext) -> list[tuple[int, CallView 
 
 
 def _evidence(seen: list[tuple[str, Any, str | None]], call: CallView | None) -> tuple[Evidence, ...]:
+    if call is None and len(seen) == 1:
+        addr, value, note = seen[0]
+        if not addr:
+            return ()
+        if value is None or type(value) in _SCALARS or (type(value) is str and len(value) <= 300):
+            return (Evidence(addr, value, note),)
+        return (Evidence(addr, json_safe(value), note),)
     out: list[Evidence] = []
     addrs: set[str] = set()
     if call is not None:
@@ -74,7 +81,12 @@ def _evidence(seen: list[tuple[str, Any, str | None]], call: CallView | None) ->
     return tuple(out)
 
 
+_SCALARS = (bool, int, float)
+
+
 def _bindings(rule: CompiledRule, env: Env) -> dict[str, Any]:
+    if not rule.lets and not env.witness:
+        return {}
     b = {name: json_safe(env.vars.get(name), 200) for name, _ in rule.lets}
     for name, v in env.witness.items():
         b.setdefault(name, json_safe(v, 200))

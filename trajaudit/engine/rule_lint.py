@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import z3
@@ -98,8 +99,9 @@ class Skeleton:
     def _relation(self, e: A.Binary, env: dict[str, A.Expr], params: dict[str, Any]) -> Any:
         op = e.op
         if op in ("in", "not in"):
-            lhs = self.term(e.left, env, params)
             rc = _const(e.right, params)
+            want = _sort_of(rc[0]) if isinstance(rc, list) and rc else None
+            lhs = self.term(e.left, env, params, want=want or "real")
             if lhs is not None and isinstance(rc, list) and rc and all(_same_sort(lhs, v) for v in rc):
                 f = z3.Or([lhs == _val(v) for v in rc])
                 return z3.Not(f) if op == "not in" else f
@@ -208,20 +210,23 @@ def _val(v: Any) -> Any:
 
 
 def _schema_findings(source: Any) -> list[LintFinding]:
-    if not isinstance(source, str) or "\n" in source:
-        return []
-    try:
-        from trajaudit.engine.rule_pack import resolve_pack
+    from trajaudit.engine.rule_pack import resolve_pack
 
-        path = resolve_pack(source)
-        doc = _Doc(path.read_text(encoding="utf-8"), str(path))
+    try:
+        if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("pack:")):
+            doc = _Doc(source, None)
+        elif isinstance(source, (str, Path)):
+            path = resolve_pack(str(source))
+            doc = _Doc(path.read_text(encoding="utf-8"), str(path))
+        else:
+            return []
     except (RulePackError, OSError, UnicodeDecodeError):
         return []
     out = []
     for e in validator("rule_pack").iter_errors(doc.data):
         loc = doc.loc(tuple(e.absolute_path))
         out.append(LintFinding("error", "schema", f"{e.json_path}: {e.message}", None, str(loc)))
-    return out
+    return sorted(out, key=lambda f: f.location)
 
 
 def lint_pack(source: Any) -> list[LintFinding]:

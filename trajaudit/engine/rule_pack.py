@@ -298,6 +298,8 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
             bad = [k for k in e.instance if k not in e.schema.get("properties", {})]
             if bad:
                 path = path + (("key", bad[0]),)
+        elif e.validator == "type" and "string" in str(e.validator_value) and not isinstance(e.instance, str):
+            msg += " (YAML read this as a non-string: quote it)"
         elif e.validator == "oneOf" and path[:1] == ("rules",) and len(path) == 2:
             msg = "a rule needs exactly one of 'assert' or 'check'"
         raise doc.error(f"schema: {msg}", path, rid)

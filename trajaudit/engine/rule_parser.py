@@ -255,7 +255,12 @@ def parse_expression(text: str, where: Where | None = None) -> A.Expr:
             what = "unexpected end of expression" if e.token.type == "$END" else f"unexpected {str(e.token)!r}"
         else:
             what = "unexpected end of expression"
-        hint = CHARACTER_HINTS.get(ch) if isinstance(e, UnexpectedCharacters) else _hint(text, e)
+        if isinstance(e, UnexpectedCharacters):
+            hint = CHARACTER_HINTS.get(ch)
+        elif isinstance(e, UnexpectedToken) and str(e.token) == "/" and "/" not in text[e.token.start_pos + 1:]:
+            hint = CHARACTER_HINTS["/"]
+        else:
+            hint = _hint(text, e)
         msg = what + (f" — {hint}" if hint else "")
         raise where.error(msg, text, line, col, caret(text, line, col)) from None
     except RecursionError:

@@ -67,11 +67,10 @@ class QuantPlan:
             addrs = [f"{addr}.{i}" for i in range(len(items))]
         else:
             addrs = None
-        env.tc.charge(len(items))
         test = _conj(self.closed, self.open)
         if addr is None and isinstance(seq, (StepRange, CallRange)):
             addr = _range_addr(seq)
-        return self._scan(env, list(range(len(items))), items, addrs, test, seq_addr=addr)
+        return self._scan(env, range(len(items)), None, {}, items, addrs, test, seq_addr=addr)
 
     # -- indexed path --------------------------------------------------------------------------
 
@@ -83,7 +82,8 @@ class QuantPlan:
         cs = tc.call_steps
         return tc.all_calls, bisect_left(cs, seq.lo), bisect_left(cs, seq.hi)
 
-    def _matches(self, env: Env, universe: list[Any], tag: str, pred: Fn) -> tuple[list[int], dict[int, str]]:
+    def _matches(self, env: Env, universe: list[Any], tag: str, pred: Fn) -> tuple[list[int], list[int], dict]:
+        """Positions in ``universe`` where ``pred`` holds (or raised), computed once per trajectory."""
         key = (self.key, tag, id(universe))
         hit = env.tc.cache.get(key)
         if hit is not None:
@@ -100,41 +100,49 @@ class QuantPlan:
             except EvalError as e:
                 matches.append(i)
                 errors[i] = str(e)
-        env.tc.cache[key] = (matches, errors)
-        return matches, errors
+        out = (matches, sorted(errors), errors)
+        env.tc.cache[key] = out
+        return out
+
+    @staticmethod
+    def _raise_if_error_in(err_pos: list[int], errors: dict[int, str], lo: int, hi: int) -> None:
+        j = bisect_left(err_pos, lo)
+        if j < len(err_pos) and err_pos[j] < hi:
+            raise EvalError(errors[err_pos[j]])
 
     def _indexed(self, env: Env, seq: Any) -> Any:
         universe, lo, hi = self._universe(env, seq)
         if self.kind == "forall" and self.body_closed and self.open is None:
-            # violators = filter ∧ ¬body, pre-computed once
+            # violators = filter ∧ ¬body, pre-computed once; any violator in range is a counterexample
             body = self.body
             closed = self.closed
             pred = (lambda e: not body(e)) if closed is None else (lambda e: closed(e) and not body(e))
-            matches, errors = self._matches(env, universe, "forall", pred)
-            cands = matches[bisect_left(matches, lo): bisect_left(matches, hi)]
-            for i in cands:
-                if i in errors:
-                    raise EvalError(errors[i])
-                env.witness[self.var] = universe[i]
+            matches, err_pos, errors = self._matches(env, universe, "forall", pred)
+            self._raise_if_error_in(err_pos, errors, lo, hi)
+            a = bisect_left(matches, lo)
+            if a < len(matches) and matches[a] < hi:
+                env.witness[self.var] = universe[matches[a]]
+                item = universe[matches[a]]
+                env.seen.append((item.address, item, self.var))
                 return False
             return True
         if self.closed is not None:
-            matches, errors = self._matches(env, universe, "filter", self.closed)
-            cands = matches[bisect_left(matches, lo): bisect_left(matches, hi)]
+            matches, err_pos, errors = self._matches(env, universe, "filter", self.closed)
+            a, b = bisect_left(matches, lo), bisect_left(matches, hi)
         else:
-            cands, errors = list(range(lo, hi)), {}
-        for i in cands:
-            if i in errors:
-                raise EvalError(errors[i])
+            matches, err_pos, errors = None, [], {}
+            a, b = lo, hi
         if self.kind == "count" and self.open is None and self.body is None:
-            return len(cands)
-        env.tc.charge(len(cands))
-        return self._scan(env, cands, universe, None, self.open, seq_addr=_range_addr(seq))
+            self._raise_if_error_in(err_pos, errors, lo, hi)
+            return b - a
+        return self._scan(env, range(a, b), matches, errors, universe, None, self.open, seq_addr=_range_addr(seq))
 
     # -- generic scan --------------------------------------------------------------------------
 
-    def _scan(self, env: Env, positions: list[int], items: list[Any], addrs: list[str] | None,
-              test: Fn | None, seq_addr: str | None) -> Any:
+    def _scan(self, env: Env, positions: range, lookup: list[int] | None, errors: dict[int, str],
+              items: list[Any], addrs: list[str] | None, test: Fn | None, seq_addr: str | None) -> Any:
+        """Visit ``items[lookup[j]]`` (or ``items[j]``) for ``j`` in ``positions`` (newest first for latest)."""
+        charge = env.tc.charge
         var = self.var
         saved = env.vars.get(var, _MISSING)
         saved_addr = env.addrs.get(var)
@@ -145,7 +153,11 @@ class QuantPlan:
         count = 0
         hit: int | None = None
         try:
-            for i in order:
+            for j in order:
+                charge()
+                i = lookup[j] if lookup is not None else j
+                if i in errors:
+                    raise EvalError(errors[i])
                 env.vars[var] = items[i]
                 if addrs is not None:
                     env.addrs[var] = addrs[i]
