@@ -183,7 +183,8 @@ def _describe_tool(fn: dict[str, Any], skipped: list[str]) -> dict[str, Any]:
         prop = _resolve(raw, root)
         where = f"{name}.{pname}"
         if prop is None:
-            skipped.append(f"{where}: unresolvable $ref {raw.get('$ref') if isinstance(raw, dict) else raw!r}")
+            ref = raw.get("$ref") if isinstance(raw, dict) else raw
+            skipped.append(f"{where}: unresolvable $ref {ref}")
             continue
         if not isinstance(prop, dict):
             skipped.append(f"{where}: the property schema is not an object")
