@@ -180,3 +180,15 @@ def test_parameters_and_switches_are_overridable(tau_runs):
     custom = load_pack("pack: mine\ninclude: [generic.protocol]\noverrides:\n"
                        "  generic.protocol.run-ends-after-failed-call: {severity: warning}\nrules: []\n")
     assert custom.rule("run-ends-after-failed-call").severity == "warning"
+
+
+def test_the_override_example_in_the_docs_loads():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "rule_packs.md").read_text(encoding="utf-8")
+    pack = load_pack(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))
+    assert not pack.rule("one-action-per-turn").disabled and pack.rule("tool-traceback").disabled
+    assert pack.rule("claim-values-grounded").severity == "info"
+    assert pack.rule("status-claim-matches").params["status_field"] == "state"
+    assert len(compile_rules(pack)) == 22
