@@ -68,6 +68,7 @@ class JudgeSettings:
     recovered_factor: float = 0.25
     propagation_bonus: float = 0.5
     max_candidates: int = 10
+    weak_before_prior: bool = False
 
 
 @dataclass
@@ -76,6 +77,7 @@ class _Cand:
     score: float = 0.0
     votes: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     findings: list[tuple[Record, float, bool]] = field(default_factory=list)
+    per_rule: dict[str, float] = field(default_factory=dict)
 
 
 def is_consequential_action(step: Step) -> bool:
@@ -172,10 +174,13 @@ class OfflineJudge:
             if rec_ok:
                 w *= self.settings.recovered_factor
             c = cands.setdefault(step, _Cand(step))
-            c.score += w
             c.findings.append((rec, w, rec_ok))
-            for target in rec.targets or (INCONCLUSIVE,):
-                c.votes[target] += w
+            prev = c.per_rule.get(rec.rule_id, 0.0)
+            if w > prev:  # one rule counts once per step: repeated hits of a rule are one finding
+                c.score += w - prev
+                c.per_rule[rec.rule_id] = w
+                for target in rec.targets or (INCONCLUSIVE,):
+                    c.votes[target] += w - prev
         for step, b in bonus.items():
             if step in cands:
                 cands[step].score += b
@@ -192,7 +197,7 @@ class OfflineJudge:
         how = ""
         if strong:
             chosen, how = strong[0], "earliest unrecovered error-level failure"
-        elif cands:
+        elif cands and (self.settings.weak_before_prior or not any(is_consequential_action(s) for s in t.decision_steps)):
             chosen = max(cands, key=lambda c: (c.score, -c.step))
             how = "no error-level failure; strongest weaker finding"
         ranked = sorted(cands, key=lambda c: (c is not chosen, -c.score, c.step))[: self.settings.max_candidates]
