@@ -66,3 +66,14 @@ rules:
     assert "p.r::polite (expect pass) PASSED" in res.stdout
     assert "p.r::wrong (expect pass) FAILED" in res.stdout and "got fail@0" in res.stdout
     assert "1 passed, 1 failed" in res.stdout
+
+
+def test_check_with_tools_runs_schema_checker(tmp_path, tau_file):
+    pack = tmp_path / "s.yaml"
+    pack.write_text("pack: s\nrules:\n  - id: args\n    type: SCHEMA\n    check: {checker: tool_args_schema}\n")
+    tools = tau_file.parent / "tools.json"
+    res = CliRunner().invoke(main, ["check", str(tau_file), "--rules", str(pack), "--tools", str(tools),
+                                    "--format", "json"])
+    assert res.exit_code == 0, res.stderr
+    verdicts = {r["verdict"] for lg in json.loads(res.stdout) for r in lg["records"]}
+    assert verdicts == {"pass"}

@@ -172,3 +172,23 @@ def test_records_are_ordered_and_skips_counted(tau_runs, example_rules):
     assert steps == sorted(steps)
     s = log.summary()
     assert s["verdicts"]["skip"] > 0 and s["records"] == len(log.records)
+
+
+def test_a_configured_oracle_decides_semantic_rules(tau_runs, example_rules):
+    from trajaudit.checkers.semantic import SemanticAnswer
+
+    class Scripted:
+        def __init__(self):
+            self.calls = []
+
+        def judge(self, predicate, trajectory, step, bindings):
+            self.calls.append((predicate, step.index))
+            return SemanticAnswer("fail", (f"steps.{step.index}.content",), "the request was not resolved")
+
+    oracle = Scripted()
+    log = evaluate(tau_runs["2"], _one(example_rules, "final-answer-resolves-request"), oracle=oracle)
+    (rec,) = log.records
+    assert oracle.calls == [("The assistant's last message resolves what the user asked for, without inventing "
+                             "facts.", rec.step)]
+    assert (rec.verdict, rec.message, rec.origin) == ("fail", "the request was not resolved", "semantic")
+    assert rec.evidence[-1].address == f"steps.{rec.step}.content"

@@ -27,6 +27,7 @@ class EvidenceBundle:
         error_steps: steps the claim graph marks as error spans (DRIFT propagation).
         first_error_step: the first such step, or ``None``.
         graph: the claim graph object, when built.
+        domain_packs: names of the shipped domain packs the run's tools selected.
     """
 
     log: ValidationLog
@@ -34,6 +35,7 @@ class EvidenceBundle:
     error_steps: tuple[int, ...] = ()
     first_error_step: int | None = None
     graph: Any = None
+    domain_packs: tuple[str, ...] = ()
 
 
 def load_tools(path: str | Path) -> list[dict[str, Any]]:
@@ -58,8 +60,77 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
 
 
 def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] | None) -> list[Any]:
-    """Compile the named rule packs (plus tool-schema rules when ``tools`` is given)."""
-    return []
+    """Compile the named rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
+
+    Raises:
+        RulePackError: a pack is missing, invalid, or a rule does not compile.
+    """
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import load_pack
+
+    rules: list[Any] = []
+    seen: set[str] = set()
+    for p in packs:
+        for r in compile_rules(load_pack(p)):
+            if r.id not in seen:
+                seen.add(r.id)
+                rules.append(r)
+    return rules
+
+
+GENERIC_PACK = "generic"
+DOMAIN_KEY = "applies_to_tools"
+
+
+@dataclass(frozen=True)
+class DomainPack:
+    """A shipped domain policy pack, applied to a run only when the run uses the domain's tools.
+
+    Attributes:
+        name: the pack name.
+        tools: the domain's tool names (the pack's ``metadata.applies_to_tools``).
+        rules: the compiled rules.
+        min_overlap: share of the run's distinct called tools that must be domain tools (0..1).
+    """
+
+    name: str
+    tools: frozenset[str]
+    rules: tuple[Any, ...]
+    min_overlap: float = 0.5
+
+    def applies(self, called: set[str]) -> bool:
+        """Whether a run calling the tools ``called`` belongs to this domain."""
+        if not called:
+            return False
+        return len(called & self.tools) / len(called) >= self.min_overlap
+
+
+def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], list[DomainPack]]:
+    """The shipped packs applied by default: the always-on generic pack, and the domain packs
+    (those declaring ``metadata.applies_to_tools``) that the run's tools select. Packs named in
+    ``explicit`` are left out (they are applied unconditionally by :func:`load_rules`).
+
+    Returns:
+        ``(always_on_pack_names, domain_packs)``.
+
+    Raises:
+        RulePackError: a shipped pack is invalid (a packaging bug, reported clearly).
+    """
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import load_pack, shipped_packs
+
+    names = shipped_packs()
+    always = [GENERIC_PACK] if GENERIC_PACK in names and GENERIC_PACK not in explicit else []
+    domains = []
+    for n in names:
+        if n in explicit or n == GENERIC_PACK or n.startswith(GENERIC_PACK + "."):
+            continue
+        pack = load_pack(n)
+        tools = pack.metadata.get(DOMAIN_KEY)
+        if isinstance(tools, list) and tools:
+            domains.append(DomainPack(n, frozenset(map(str, tools)), tuple(compile_rules(pack)),
+                                      float(pack.metadata.get("min_tool_overlap", 0.5))))
+    return always, domains
 
 
 def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
@@ -67,7 +138,33 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
     cached = context.extra.get("_evidence")
     if cached is not None and cached[0] is trajectory:
         return cached[1]
-    bundle = EvidenceBundle(log=ValidationLog(trajectory.id))
+    rules = list(context.rules)
+    called = {name for s in trajectory.steps for name in s.tool_names}
+    applied = [dp.name for dp in context.extra.get("domain_packs", ()) if dp.applies(called)]
+    for dp in context.extra.get("domain_packs", ()):
+        if dp.name in applied:
+            rules.extend(dp.rules)
+    log = ValidationLog(trajectory.id)
+    if rules:
+        from trajaudit.engine.rule_eval import evaluate
+
+        log = evaluate(trajectory, rules, oracle=context.extra.get("oracle"), config=context.config,
+                       tools=context.tools)
+    from trajaudit.engine.claims import build_claim_graph
+
+    cg = build_claim_graph(trajectory, context.config)
+    log.extend(cg.to_records())
+    log.incomplete.extend(cg.incomplete)
+    log.sort()
+    prop = cg.propagate()
+    rows = [
+        {"id": c.id, "claim": " ".join(c.text.split())[:80], "kind": c.kind, "step": c.step, "address": c.address,
+         "status": c.status.value, "value": c.value[:120], "evidence": c.evidence_address,
+         "reused_in": list(c.reused_in), "consequential": c.consequential}
+        for c in cg.claims if c.status.unsupported
+    ]
+    bundle = EvidenceBundle(log=log, claim_rows=rows, error_steps=tuple(prop.error_steps),
+                            first_error_step=prop.first_error_step, graph=cg, domain_packs=tuple(applied))
     # one entry only: memory stays bounded in long batches; identity (not id()) avoids stale hits
     context.extra["_evidence"] = (trajectory, bundle)
     return bundle

@@ -1,0 +1,106 @@
+"""Claim ledger and claim-dependency graph (issue 5) on real runs and minimal edits of them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trajaudit.engine.claims import ClaimConfig, Support, build_claim_graph
+from trajaudit.engine.claims.normalize import norm_number
+from trajaudit.engine.ir import Step, ToolCall, Trajectory
+
+
+def _claim(g, step, value, kind=None):
+    hits = [c for c in g.claims if c.step == step and c.value == value and (kind is None or c.kind == kind)]
+    assert hits, f"no claim {value!r} at step {step}: {[(c.step, c.value) for c in g.claims]}"
+    return hits[0]
+
+
+def test_tau2_available_count_conflicts_with_latest_tool_output(tau_runs):
+    g = build_claim_graph(tau_runs["2"])
+    c = _claim(g, 6, "11", "count")
+    assert c.address == "steps.6.content[21:49]"
+    assert c.text == "11 available T-shirt options"
+    assert c.status is Support.CONFLICTING
+    assert c.evidence_address == "steps.5.content.variants"
+    assert c.evidence_value == 10  # 10 of the 12 variants have "available": true
+    assert c.consequential and c.final_steps == [6]  # a reply to the user's question
+    p = g.propagate()
+    assert p.first_error_step == 6
+    assert p.chains[6] == [c.id]
+
+
+def test_tau2_ids_copied_from_tool_output_are_direct(tau_runs):
+    g = build_claim_graph(tau_runs["2"])
+    order = _claim(g, 28, "w2378156") if any(c.step == 28 and c.value == "w2378156" for c in g.claims) \
+        else next(c for c in g.claims if c.value == "w2378156")
+    assert order.status is Support.DIRECT and order.step == 24
+    assert order.address == "steps.24.tool_calls.0.arguments.order_id"
+    assert order.evidence_address == "steps.13.content[443:452]"  # the user's order list
+    assert order.reused_in == [26, 28]
+    item = _claim(g, 28, "4602305039")
+    assert item.kind == "id" and item.status is Support.DIRECT
+    assert item.address == "steps.28.tool_calls.0.arguments.item_ids.0"
+    assert item.evidence_address.startswith("steps.25.content[")
+    assert 28 in item.final_steps  # return_delivered_order_items is a write call
+    assert 28 in g.write_steps
+
+
+def test_invented_item_id_in_write_call_is_missing(tau_runs):
+    t = tau_runs["2"]
+    s28 = t.steps[28]
+    call = s28.tool_calls[0]
+    args = dict(call.arguments, item_ids=["4602305039", "4202497723", "1234567890"])  # last id never shown
+    steps = list(t.steps)
+    steps[28] = dataclasses.replace(s28, tool_calls=(dataclasses.replace(call, arguments=args),))
+    g = build_claim_graph(dataclasses.replace(t, steps=tuple(steps)))
+    c = _claim(g, 28, "1234567890")
+    assert c.status is Support.MISSING and c.evidence_address is None
+    assert c.address == "steps.28.tool_calls.0.arguments.item_ids.2"
+    p = g.propagate()
+    assert 28 in p.error_steps and p.roles[28] == "commit"
+    assert p.first_error_step == 6  # the earlier count conflict stays first
+
+
+def test_status_and_completion_claims(tau_runs):
+    g = build_claim_graph(tau_runs["2"])
+    st = _claim(g, 26, "delivered", "status")
+    assert st.status is Support.DIRECT and st.evidence_address == "steps.25.content.status"
+    done = _claim(g, 30, "processed", "status")
+    assert done.status is Support.DIRECT and done.evidence_address == "steps.29.content"
+
+
+def test_fabricated_figures_propagate_to_final_answer(ww_runs):
+    # Who&When 10: the agent states census figures no tool or user gave, computes with them, answers.
+    g = build_claim_graph(ww_runs["10"])
+    fabricated = [c for c in g.at(5) if c.status is Support.MISSING and c.consequential]
+    assert fabricated, [(c.value, c.status) for c in g.at(5)]
+    assert g.final_step == 9
+    p = g.propagate()
+    assert p.first_error_step == 5
+    assert 9 in p.error_steps
+
+
+def test_benign_unsupported_claim_is_not_an_error():
+    steps = (
+        Step(index=0, kind="user", role="user", content="What is the capital of France?"),
+        Step(index=1, kind="agent", role="assistant", agent="a", content="Maybe the population is 2,100,000."),
+        Step(index=2, kind="agent", role="assistant", agent="a", content="I'll look it up.",
+             tool_calls=(ToolCall(name="search", arguments={"q": "capital of France"}, id="1"),)),
+    )
+    from trajaudit.engine.ir import Source
+
+    t = Trajectory(id="x", steps=steps, source=Source(format="openai"))
+    g = build_claim_graph(t, ClaimConfig(replies_are_final=False))
+    c = _claim(g, 1, "2100000")
+    assert c.status is Support.MISSING and not c.consequential
+    assert g.propagate().error_steps == ()
+
+
+@pytest.mark.parametrize("text,value", [
+    ("$1,819.92", "1819.92"), ("1.234,5", "1234.5"), ("2.5 million", "2500000"), ("١٢٣", "123"),
+    ("eleven", "11"), ("50.880", "50.88"), ("1 234", "1234"), ("3,5", "3.5"), ("1.2.3", None),
+])
+def test_number_normalization(text, value):
+    assert norm_number(text) == value

@@ -1,0 +1,85 @@
+"""The offline judge on hand-made validation logs: blame attribution, recovery, choice, category tie-break."""
+
+from __future__ import annotations
+
+from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
+from trajaudit.engine.judge import OfflineJudge, blame, is_consequential_action
+from trajaudit.engine.strategy import AuditContext
+from trajaudit.engine.validation_log import Evidence, Record
+
+
+def _traj() -> Trajectory:
+    steps = [
+        Step(0, "system", "system", "policy"),
+        Step(1, "user", "user", "cancel order #W1"),
+        Step(2, "agent", "assistant", "", "assistant", (ToolCall("get_order", {"id": "#W1"}, "c1"),)),
+        Step(3, "tool", "tool", "Error: not found", tool_output=ToolOutput("c1", "get_order", True)),
+        Step(4, "agent", "assistant", "", "assistant", (ToolCall("get_order", {"id": "#W1"}, "c2"),)),
+        Step(5, "tool", "tool", '{"status": "pending"}', tool_output=ToolOutput("c2", "get_order", False)),
+        Step(6, "agent", "assistant", "", "assistant", (ToolCall("cancel_order", {"id": "#W1"}, "c3"),)),
+        Step(7, "tool", "tool", '{"status": "cancelled"}', tool_output=ToolOutput("c3", "cancel_order", False)),
+        Step(8, "agent", "assistant", "Done, 3 items cancelled.", "assistant"),
+    ]
+    return Trajectory(id="t", steps=tuple(steps), source=Source("openai"))
+
+
+def _rec(step, rule, sev="error", targets=("invalid_invocation",), **b):
+    return Record(step=step, rule_id=rule, verdict="fail", severity=sev, targets=targets,
+                  evidence=(Evidence(f"steps.{step}", None),), bindings=b)
+
+
+def test_blame_moves_tool_output_findings_to_the_calling_step_and_user_findings_forward():
+    t = _traj()
+    assert blame(t, _rec(3, "x")) == 2
+    assert blame(t, _rec(1, "x")) == 2
+    assert blame(t, _rec(1, "x", targets=("underspecified_user_intent",))) == 1
+    assert blame(t, _rec(8, "x")) == 8
+
+
+def test_recovered_error_is_discounted_and_later_failure_wins():
+    t = _traj()
+    j = OfflineJudge()
+    cands = j.candidates(t, [_rec(3, "sys.tool-error"), _rec(8, "claims.conflicting-evidence", targets=(
+        "misinterpretation_of_tool_output",))])
+    assert [(c.step, c.score) for c in cands] == [(2, 0.5), (8, 2.0)]  # step 2's error was retried successfully
+
+
+def test_choice_category_and_confidence(monkeypatch):
+    t = _traj()
+    recs = [_rec(3, "sys.tool-error", sev="warning"),
+            _rec(6, "policy.confirm-before-write", targets=("instruction_adherence_failure",)),
+            _rec(6, "schema.extra-arg", sev="warning", targets=("invalid_invocation",)),
+            _rec(8, "claims.conflicting-evidence", targets=("misinterpretation_of_tool_output",))]
+    from trajaudit.engine import judge as jm
+
+    class Bundle:
+        def __init__(self):
+            from trajaudit.engine.validation_log import ValidationLog
+            self.log = ValidationLog("t", list(recs))
+            self.error_steps = (8,)
+
+    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle())
+    d = OfflineJudge().diagnose(t, AuditContext())
+    assert d.critical_step == 6 and d.agent == "assistant"
+    assert d.category == "instruction_adherence_failure"  # vote 2.0 beats invalid_invocation's 1.0
+    assert [c.step for c in d.candidates][:2] == [6, 8]
+    assert "policy.confirm-before-write" in d.rationale and 0.3 < d.confidence <= 0.95
+    assert d.error_steps == (6, 8)
+
+
+def test_tie_break_uses_category_precedence():
+    t = _traj()
+    j = OfflineJudge()
+    (c,) = j.candidates(t, [_rec(6, "a", targets=("system_failure",)), _rec(6, "b", targets=("invalid_invocation",))])
+    from trajaudit.engine.judge import _category
+
+    assert _category(c, None) == "invalid_invocation"
+
+
+def test_fallback_is_first_consequential_action_then_last_decision():
+    t = _traj()
+    assert [s.index for s in t.steps if is_consequential_action(s)] == [6]
+    step, cat, conf, ev, why = OfflineJudge()._prior(t)
+    assert (step, cat) == (6, "intent_plan_misalignment") and "first consequential action" in why
+    code = Step(1, "agent", "assistant", "```python\nprint(1)\n```", "coder")
+    assert is_consequential_action(code)

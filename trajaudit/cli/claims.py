@@ -1,0 +1,77 @@
+"""``trajaudit claims``: print the claim ledger of each run (claim, kind, introduced at, status,
+evidence, reused in), its error steps, or export the claim-dependency graph."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from trajaudit.cli.common import console, fail, handle_errors, report_problems
+from trajaudit.engine.claims import ClaimConfig, build_claim_graph
+from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link
+from trajaudit.engine.loader import load_path
+
+_STATUS_STYLE = {"DIRECT": "green", "WEAK": "yellow", "MISSING": "bold red", "CONFLICTING": "bold magenta"}
+
+
+@click.command("claims")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--record", type=int, help="Only this 0-based record of a multi-run file.")
+@click.option("--format", "out_format", type=click.Choice(["table", "text", "json", "graphml"]), default="table",
+              show_default=True, help="table/text: the ledger; json: node-link graph + ledger; graphml: the graph.")
+@click.option("--unsupported", is_flag=True, help="List only MISSING and CONFLICTING claims.")
+@click.option("--max-claims-per-step", type=int, default=ClaimConfig.max_claims_per_step, show_default=True,
+              help="Cap on claims extracted from one step (hits are reported).")
+@click.option("--input-format", "fmt", metavar="NAME",
+              help="Force the input format (openai, tau, who_and_when, magentic); default: auto-detect.")
+@click.option("--mapping", type=click.Path(exists=True, dir_okay=False),
+              help="YAML mapping of jmespath expressions for a custom trace format.")
+@handle_errors
+def claims(file: str, record: int | None, out_format: str, unsupported: bool, max_claims_per_step: int,
+           fmt: str | None, mapping: str | None) -> None:
+    """Print the claim ledger of each run in FILE (DRIFT: claims, support, dependency trace).
+
+    Step numbers are 0-based positions in the file's message list. Exit code 0 (the ledger is a
+    report, not a check); 2 on unreadable input.
+    """
+    if max_claims_per_step < 1:
+        fail("--max-claims-per-step must be at least 1")
+    res = load_path(file, format=fmt, mapping=mapping, record=record)
+    report_problems(res.problems)
+    if not res.trajectories:
+        fail(f"{file}: no trajectory could be loaded")
+    cfg = ClaimConfig(max_claims_per_step=max_claims_per_step)
+    graphs = [build_claim_graph(t, cfg) for t in res.trajectories]
+    out = console()
+    if out_format == "json":
+        docs = [to_node_link(g) for g in graphs]
+        click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, ensure_ascii=False, indent=1, default=str))
+        return
+    if out_format == "graphml":
+        if len(graphs) > 1:
+            fail(f"{file} holds {len(graphs)} runs; choose one with --record for GraphML")
+        click.echo(to_graphml(graphs[0]))
+        return
+    for g in graphs:
+        p = g.propagate()
+        if out_format == "text":
+            from trajaudit.engine.claims.export import to_text
+
+            click.echo(to_text(g, unsupported))
+            continue
+        title = (f"{g.trajectory.id}: {len(g.claims)} claims · final answer at step {g.final_step} · "
+                 f"first error step {p.first_error_step} · error steps {list(p.error_steps)}")
+        table = Table(title=title, title_justify="left")
+        for col, just in (("id", "right"), ("claim", "left"), ("kind", "left"), ("introduced at", "left"),
+                          ("status", "left"), ("evidence", "left"), ("reused in", "left"), ("final", "left")):
+            table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+        for r in ledger_rows(g, unsupported):
+            table.add_row(r["id"], r["claim"], r["kind"], r["introduced"], r["status"], r["evidence"],
+                          r["reused_in"], r["final"], style=_STATUS_STYLE.get(r["status"], ""))
+        out.print(table)
+        for s in p.error_steps:
+            out.print(f"  error step {s} ({p.roles[s]}): {' → '.join(p.chains[s])}", highlight=False)
+        for note in g.incomplete:
+            out.print(f"  [yellow]incomplete:[/] {note}", highlight=False)

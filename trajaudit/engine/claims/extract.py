@@ -1,0 +1,400 @@
+"""Deterministic claim extraction from decision steps (DRIFT §Claim Keeper, rule-based).
+
+:class:`ClaimExtractor` is the extension point (a runtime-checkable Protocol); extractors are kept in a
+:class:`~trajaudit.registry.Registry` built by :func:`default_extractors`, so an LLM extractor can be
+registered beside :class:`RegexExtractor` and run in its place or in addition.
+
+What counts as a claim (general policy, not tuned on any run): identifiers (``#W1234567``, long digit
+strings, ``snake_case_1234`` ids, emails), URLs and file paths, money, numbers with a unit, decimals
+and integers >= 10 (smaller bare integers and list markers such as ``1.`` are not claims), counts of a
+plural noun (``11 available options``), dates and times, quoted names in prose, scalar tool-call
+arguments, object statuses and completion statements, and the final answer. Inside code (fenced
+blocks, code/expression arguments) only identifiers, paths, URLs and numbers with >= 3 significant
+digits are claims: loop bounds and small literals are not commitments.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any, Protocol, runtime_checkable
+
+from trajaudit.engine.claims import model as m
+from trajaudit.engine.claims.normalize import (
+    NUMBER_WORDS,
+    norm_id,
+    norm_number,
+    norm_scalar,
+    norm_text,
+    number_key,
+    significant_digits,
+    singular,
+)
+from trajaudit.engine.claims.patterns import (
+    _UNITS,
+    CODE_RE,
+    COMPLETION_RE,
+    COUNT_RE,
+    LIST_MARKER_RE,
+    QUOTED_RE,
+    SENTENCE_RE,
+    VALUE_RE,
+)
+from trajaudit.engine.claims.scan import scan_values
+from trajaudit.engine.ir import Step, Trajectory
+from trajaudit.registry import Registry
+
+log = logging.getLogger(__name__)
+
+_GROUP_KIND = {"email": m.KIND_EMAIL, "url": m.KIND_URL, "path": m.KIND_PATH, "date": m.KIND_DATE,
+               "time": m.KIND_TIME, "hashid": m.KIND_ID, "snakeid": m.KIND_ID, "money": m.KIND_MONEY,
+               "number": m.KIND_NUMBER}
+_SUBJECT_KINDS = (m.KIND_ID, m.KIND_EMAIL, m.KIND_PATH, m.KIND_URL)
+_PLAIN_INT = re.compile(r"-?\d+")
+_SENT_END = re.compile(r"\.(?!\d)")
+#: Sentences offering an example or a format: the values in them are illustrations, not claims.
+_EXAMPLE = re.compile(r"\b(?:e\.g\.|for example|for instance|such as|something like|look(?:s)? like|format|placeholder|"
+                      r"example)\b", re.I)
+#: Placeholder identifiers: one repeated digit or an ascending run (``#W0000000``, ``1234567``).
+_PLACEHOLDER = re.compile(r"^\D*(?:(\d)\1{4,}|0?123456789?|1234567?)\D*$")
+#: Words that cannot sit between a count and its noun ("one of these variants" is not a count).
+_FUNCTION_WORDS = frozenset("of in on at to for from by with per and or the a an these those this that is are was "
+                            "were be been am pm than as into".split())
+_UNIT_NOUN = re.compile(r"(?:" + _UNITS + r")", re.I)
+#: Templates and placeholders in URLs and paths: ``{owner}``, ``<id>``, ``path/to/``, ``your_file``.
+_TEMPLATE = re.compile(r"[{}<>]|\bpath/to/|\byour[_-]|example\.(?:com|org)|\bxxx", re.I)
+#: Just before a path: the step names a file it creates ("# filename: x.py", open(.., "w"), to_csv(...).
+_ARTIFACT = re.compile(r"(?:filename:\s*|(?:to_csv|to_excel|to_json|savefig|save|dump)\(\s*['\"]?"
+                       r"|saved? (?:it )?(?:to|as) [`'\"]?|>\s*)$", re.I)
+#: Sentences that are conditional or generic ("orders are sometimes processed faster") state no object's state.
+_CONDITIONAL = re.compile(r"\b(?:if|once|unless|whether|until|only|sometimes|usually|typically|generally|often)\b",
+                          re.I)
+#: Just before a state word: a future/modal ("will be processed") or a completion ("successfully processed").
+_NOT_STATE = re.compile(r"(?:successfully|(?:will|would|can|could|may|might|should|must|to)\s+(?:\w+ly\s+|also\s+|not\s+)?"
+                        r"(?:be|get))\s+$", re.I)
+_TERMINATION = frozenset(("terminate", "###stop###", "stop", "exit"))
+_NEGATION = re.compile(r"n't|\bnot\b|\bnever\b|\bno\b", re.I)
+_CODE_TOOL = re.compile(r"python|code|exec|calculat|shell|bash|sql|script|eval", re.I)
+_CODE_KEY = re.compile(r"^(?:code|expression|script|query|sql|command|cmd)$", re.I)
+#: Nouns that make "N <noun>" a quantity or an ordinal phrase rather than a count of things.
+_NOT_COUNT_NOUNS = frozenset(
+    "times steps minutes seconds hours days weeks months years mins secs hrs ms cents dollars euros "
+    "pounds percent points digits decimals places characters bytes words lines pixels degrees".split()
+)
+#: Object states an agent can assert about an identified object (configurable via the extractor).
+DEFAULT_STATUS_WORDS = (
+    "pending", "processed", "processing", "delivered", "shipped", "cancelled", "canceled", "returned",
+    "exchanged", "refunded", "completed", "failed", "active", "inactive", "available", "unavailable",
+    "out of stock", "in stock", "open", "closed", "approved", "rejected", "return requested",
+    "exchange requested",
+)
+_SYNONYMS = {"canceled": "cancelled", "out of stock": "unavailable", "in stock": "available",
+             "not available": "unavailable", "no longer available": "unavailable"}
+#: Sentences with these markers are hypothetical, planned or requested, not assertions of completion.
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|once|when|after|until|unless|whether|should|will|would|can|could|may|might|must|need|needs|"
+    r"to\s+be|make\s+sure|ensure|let's|let\s+us|please|want|wants|try|trying|attempt|before|not\s+yet)\b",
+    re.I,
+)
+
+
+@runtime_checkable
+class ClaimExtractor(Protocol):
+    """Turns one decision step into claim mentions.
+
+    ``extract`` yields :class:`~trajaudit.engine.claims.model.Mention` objects for ``step`` (a decision
+    step of ``trajectory``) in text order; it must not raise on any text and must run in time linear in
+    the step's size. The caller caps the number of mentions per step and reports the cap.
+    """
+
+    name: str
+
+    def extract(self, trajectory: Trajectory, step: Step, config: m.ClaimConfig) -> Iterator[m.Mention]: ...
+
+
+def _ranges(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    return [(x.start(), x.end()) for x in pattern.finditer(text)]
+
+
+def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
+    return any(a <= pos < b for a, b in ranges)
+
+
+def _glued(text: str, a: int, b: int) -> bool:
+    """True when text[a:b] is only part of a larger token (a hex hash, "COVID-19", "v2")."""
+    before = text[a - 1] if a > 0 else " "
+    before2 = text[a - 2] if a > 1 else " "
+    after = text[b] if b < len(text) else " "
+    after2 = text[b + 1] if b + 1 < len(text) else " "
+    return (before.isalnum() or before == "_" or (before == "-" and before2.isalnum())
+            or after.isalnum() or after == "_" or (after == "-" and after2.isalnum()))
+
+
+def _number_mention(g: str, raw: str, in_code: bool) -> tuple[str, str] | None:
+    """(kind, value) for a number-like match, or ``None`` when policy says it is not a claim."""
+    v = number_key(raw)
+    if v is None:
+        return None
+    if g == "money":
+        return m.KIND_MONEY, v
+    core = raw.strip()
+    if len(core) >= 7 and core.isdigit() and not in_code:
+        return m.KIND_ID, core
+    if in_code:
+        return (m.KIND_NUMBER, v) if significant_digits(v) >= 3 else None
+    if _PLAIN_INT.fullmatch(core):
+        n = int(core)
+        if abs(n) < 10:
+            return None
+        if 1000 <= n <= 2100 and len(core) == 4:
+            return m.KIND_DATE, v
+    return m.KIND_NUMBER, v
+
+
+def _sentence(text: str, a: int, b: int) -> str:
+    """The sentence (or line) around text[a:b]."""
+    lo = max(text.rfind(ch, max(0, a - 400), a) for ch in ".!?\n") + 1
+    hi = [i for i in (text.find(ch, b, b + 400) for ch in "!?\n") if i >= 0]
+    dot = _SENT_END.search(text, b, b + 400)
+    if dot is not None:
+        hi.append(dot.start())
+    return text[lo:min(hi) if hi else min(len(text), b + 400)].strip()
+
+
+def _status_word(sentence: str, words: tuple[str, ...]) -> list[tuple[str, int, int]]:
+    low = sentence.casefold()
+    out = []
+    for w in words:
+        for hit in re.finditer(r"(?<!\w)(?:(not|no\s+longer|isn't|aren't|wasn't)\s+)?" + re.escape(w) + r"(?!\w)", low):
+            val = ("not " + w) if hit.group(1) and w == "available" else w
+            out.append((_SYNONYMS.get(val, val), hit.start(), hit.end()))
+    return out
+
+
+class RegexExtractor:
+    """The deterministic extractor: regular expressions over content and tool-call arguments.
+
+    Args:
+        status_words: object states recognised in "<id> … <state>" sentences.
+    """
+
+    name = "regex"
+
+    def __init__(self, status_words: tuple[str, ...] = DEFAULT_STATUS_WORDS) -> None:
+        self.status_words = tuple(sorted(status_words, key=len, reverse=True))
+
+    def extract(self, trajectory: Trajectory, step: Step, config: m.ClaimConfig) -> Iterator[m.Mention]:
+        """Mentions in ``step.content`` then in each tool call's arguments (see the module docstring)."""
+        text = step.content[: config.max_text_chars]
+        yield from self.text_mentions(text, step.index, f"steps.{step.index}.content")
+        for j, call in enumerate(step.tool_calls):
+            base = f"steps.{step.index}.tool_calls.{j}.arguments"
+            if call.arguments is None and call.raw_arguments:
+                yield from self.text_mentions(call.raw_arguments[: config.max_text_chars], step.index, base,
+                                              in_code=True, tool=call.name)
+                continue
+            code_tool = bool(_CODE_TOOL.search(call.name))
+            for path, leaf, key in _leaves(call.arguments, base):
+                yield from self.argument_mentions(leaf, key, path, step.index, call.name, code_tool, config)
+
+    def argument_mentions(self, leaf: Any, key: str, address: str, step: int, tool: str, code_tool: bool,
+                          config: m.ClaimConfig) -> Iterator[m.Mention]:
+        """Mentions for one argument leaf: a short scalar is one claim; free text is scanned like prose."""
+        if leaf is None or isinstance(leaf, bool):
+            return
+        if isinstance(leaf, str) and (len(leaf) > 40 or "\n" in leaf or len(leaf.split()) > 4):
+            yield from self.text_mentions(leaf[: config.max_text_chars], step, address,
+                                          in_code=code_tool or bool(_CODE_KEY.match(key)), tool=tool)
+            return
+        raw = str(leaf)
+        value = norm_scalar(leaf)
+        if value is None:
+            return
+        kind = m.KIND_ARGUMENT
+        hit = VALUE_RE.fullmatch(raw.strip()) if isinstance(leaf, str) else None
+        if hit is not None and not re.fullmatch(r"\d{7,}", raw.strip()):
+            kind = _GROUP_KIND[hit.lastgroup or "number"]
+        elif isinstance(leaf, (int, float)) or re.fullmatch(r"-?\d+(?:\.\d+)?", raw.strip()):
+            kind = m.KIND_ID if re.fullmatch(r"\d{7,}", raw.strip()) else m.KIND_NUMBER
+        if kind in (m.KIND_NUMBER, m.KIND_DATE) and _number_mention("number", raw.strip(), False) is None:
+            return  # small bare integers (quantities such as 1) are not claims
+        yield m.Mention(step=step, address=address, kind=kind, value=value, text=raw, in_call=True, tool=tool,
+                        in_code=code_tool)
+
+    def text_mentions(self, text: str, step: int, base: str, in_code: bool = False,
+                      tool: str | None = None) -> Iterator[m.Mention]:
+        """Mentions in free text; addresses are ``{base}[start:end]``."""
+        if not text:
+            return
+        code = [(0, len(text))] if in_code else _ranges(CODE_RE, text) if "```" in text else []
+        markers = {x.start(1) for x in LIST_MARKER_RE.finditer(text)}
+        found: list[m.Mention] = []
+        taken: set[int] = set()
+        call = tool is not None
+
+        def add(kind: str, value: str, a: int, b: int, slot: tuple[str, ...] = (), ctx: str = "") -> None:
+            found.append(m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=kind, value=value,
+                                   text=text[a:b], slot=slot, in_code=_inside(a, code), in_call=call,
+                                   tool=tool, context=ctx))
+
+        for x in COUNT_RE.finditer(text):
+            noun = x.group("noun").casefold()
+            mods = tuple(w.casefold() for w in x.group("mods").split())
+            if (noun in _NOT_COUNT_NOUNS or _UNIT_NOUN.fullmatch(noun) or _inside(x.start(), code)
+                    or x.start("n") in markers or _FUNCTION_WORDS.intersection(mods)
+                    or (x.start() and text[x.start() - 1] in ":/")):
+                continue
+            n = x.group("n").casefold()
+            value = str(NUMBER_WORDS[n]) if n in NUMBER_WORDS else norm_number(n)
+            if value is None:
+                continue
+            add(m.KIND_COUNT, value, x.start("n"), x.end(), ("count", singular(noun), *mods),
+                _sentence(text, x.start(), x.end()))
+            taken.add(x.start("n"))
+        subjects: list[tuple[int, str]] = []
+        for g, a, b in scan_values(text):
+            raw = text[a:b]
+            if a in taken or a in markers:
+                continue
+            ic = _inside(a, code)
+            if g in ("number", "money"):
+                if g == "number" and _glued(text, a, b):
+                    continue
+                got = _number_mention(g, raw, ic)
+                if got is None:
+                    continue
+                add(got[0], got[1], a, b)
+            elif g == "url":
+                if not _TEMPLATE.search(raw):
+                    add(m.KIND_URL, norm_text(raw), a, b)
+            elif g in ("date", "time"):
+                add(_GROUP_KIND[g], norm_text(raw), a, b)
+            elif g == "path" and (_TEMPLATE.search(raw) or _ARTIFACT.search(text, max(0, a - 24), a)):
+                continue  # a template, or a file the step itself writes: not a claim about the world
+            else:
+                value = norm_id(raw)
+                if g in ("hashid", "snakeid") and (_PLACEHOLDER.match(value) or (
+                        not ic and _EXAMPLE.search(_sentence(text, a, b)))):
+                    continue  # an example of a format, not a claim
+                add(_GROUP_KIND[g], value, a, b)
+                if g != "path":
+                    subjects.append((a, value))
+        subjects.extend((mm_a, v) for mm_a, v in _long_ids(found))
+        if not in_code:
+            for x in QUOTED_RE.finditer(text):
+                inner = next(g for g in x.groups() if g is not None)
+                if (_inside(x.start(), code) or not re.search(r"[^\W\d_]", inner) or len(inner.split()) > 12
+                        or _PLACEHOLDER.match(inner) or _EXAMPLE.search(_sentence(text, x.start(), x.end()))
+                        or norm_text(inner) in _TERMINATION):
+                    continue
+                add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)
+            found.extend(self._statuses(text, step, base, code, subjects, tool))
+        found.sort(key=lambda mm: _start(mm.address))
+        yield from found
+
+    def _statuses(self, text: str, step: int, base: str, code: list[tuple[int, int]],
+                  subjects: list[tuple[int, str]], tool: str | None) -> Iterator[m.Mention]:
+        low = text.casefold()
+        if not COMPLETION_RE.search(text) and not any(w in low for w in self.status_words):
+            return
+        for sent in SENTENCE_RE.finditer(text):
+            s, e = sent.start(), sent.end()
+            if e <= s or _inside(s, code):
+                continue
+            sentence = text[s:e]
+            subs = sorted({v for p, v in subjects if s <= p < e})
+            subject = subs[0] if len(subs) == 1 else ""
+            hypothetical = _HYPOTHETICAL.search(sentence) is not None
+            seen: set[str] = set()
+            if 0 < len(subs) <= 4 and not _CONDITIONAL.search(sentence):
+                # one state word and up to 4 objects: the sentence attributes that state to each of them
+                words = [wd for wd in _status_word(sentence, self.status_words)
+                         if not _NOT_STATE.search(sentence, max(0, wd[1] - 30), wd[1])]
+                if len({w for w, _, _ in words}) == 1:
+                    w, a, b = words[0]
+                    seen.add(w)
+                    for sub in subs:
+                        yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
+                                        value=w, text=text[s + a:s + b], slot=("status", sub),
+                                        in_call=tool is not None, tool=tool, context=sentence.strip())
+            if hypothetical:
+                continue
+            for x in COMPLETION_RE.finditer(sentence):
+                if _NEGATION.search(sentence, max(0, x.start() - 24), x.start() + 1):
+                    continue  # "hasn't been processed" asserts the opposite of completion
+                verb = (x.group("verb") or x.group("verb2") or "").casefold()
+                verb = _SYNONYMS.get(verb, verb)
+                if verb in seen:
+                    continue
+                seen.add(verb)
+                target = norm_id(x.group("target")) if x.group("target") else subject
+                a, b = s + x.start(), s + x.end()
+                yield m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=m.KIND_STATUS, value=verb,
+                                text=text[a:b], slot=("done", target), in_call=tool is not None, tool=tool,
+                                context=sentence.strip())
+
+
+def _long_ids(found: list[m.Mention]) -> list[tuple[int, str]]:
+    return [(_start(x.address), x.value) for x in found if x.kind == m.KIND_ID and x.value.isdigit()]
+
+
+def _start(address: str) -> int:
+    i = address.rfind("[")
+    return int(address[i + 1: address.index(":", i)]) if i >= 0 else 0
+
+
+def _leaves(obj: Any, base: str, key: str = "") -> Iterator[tuple[str, Any, str]]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _leaves(v, f"{base}.{k}", str(k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _leaves(v, f"{base}.{i}", key)
+    else:
+        yield base, obj, key
+
+
+def default_extractors() -> Registry[ClaimExtractor]:
+    """A fresh registry holding the deterministic ``regex`` extractor (register ``llm`` beside it)."""
+    reg: Registry[ClaimExtractor] = Registry("claim extractor")
+    reg.register(RegexExtractor.name, RegexExtractor())
+    return reg
+
+
+def extract_mentions(trajectory: Trajectory, config: m.ClaimConfig,
+                     extractors: list[ClaimExtractor] | None = None) -> tuple[dict[int, list[m.Mention]], list[str]]:
+    """Run the extractors over every decision step.
+
+    Returns:
+        (``{step index: [mentions in text order]}``, ``incomplete`` notes: steps where the per-step cap
+        ``config.max_claims_per_step`` or the text cap ``config.max_text_chars`` was hit).
+    """
+    extractors = extractors if extractors is not None else [RegexExtractor()]
+    out: dict[int, list[m.Mention]] = {}
+    incomplete: list[str] = []
+    cap = config.max_claims_per_step
+    for step in trajectory.steps:
+        if not step.is_decision:
+            continue
+        if len(step.content) > config.max_text_chars:
+            incomplete.append(f"steps.{step.index}: only the first {config.max_text_chars} of "
+                              f"{len(step.content)} characters were scanned for claims")
+        got: list[m.Mention] = []
+        seen: set[tuple[str, tuple[str, ...]]] = set()
+        for ex in extractors:
+            for mention in ex.extract(trajectory, step, config):
+                if (mention.address, mention.key) in seen:
+                    continue
+                seen.add((mention.address, mention.key))
+                if len(got) >= cap:
+                    incomplete.append(f"steps.{step.index}: claim cap {cap} (max_claims_per_step) reached; "
+                                      "later claims in this step were not extracted")
+                    break
+                got.append(mention)
+            else:
+                continue
+            break
+        if got:
+            out[step.index] = got
+    return out, incomplete

@@ -1,0 +1,161 @@
+"""The claim-dependency graph (networkx) and the public entry point :func:`build_claim_graph`.
+
+Nodes: ``step:N`` for every step that introduces, reuses, finalizes or supports a claim (attributes
+``type="step"``, ``kind``, ``agent``, ``preview``), ``evidence:task`` / ``evidence:system_prompts.X`` for
+run-level evidence, and one node per claim id ``cN`` (``type="claim"``, ``kind``, ``value``, ``status``,
+``consequential``). Edges carry ``relation`` (also the multigraph key):
+
+- ``introduced-at``  claim → step that introduced it;
+- ``supported-by``   claim → evidence step (DIRECT / WEAK);
+- ``conflicts-with`` claim → evidence step (CONFLICTING);
+- ``reused-in``      claim → later step mentioning it again;
+- ``reaches-final``  claim → final-answer / write-call / user-reply step it (or a claim derived from it) reaches;
+- ``derived-from``   claim → claim whose value the producing call or code used.
+
+The graph is a :class:`networkx.MultiDiGraph` (a ``DiGraph`` subclass) because one claim can be both
+introduced at and finalized by the same step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from trajaudit.engine.claims import model as m
+from trajaudit.engine.claims.extract import ClaimExtractor
+from trajaudit.engine.claims.ledger import Ledger, build_ledger
+from trajaudit.engine.claims.propagate import propagate
+from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.validation_log import Record
+
+
+@dataclass
+class ClaimGraph:
+    """A run's claim ledger and dependency graph.
+
+    Attributes:
+        trajectory: the run.
+        claims: the ledger (:class:`~trajaudit.engine.claims.model.Claim`, in order of introduction).
+        graph: the networkx graph (see the module docstring).
+        final_step: the final-answer step, or ``None``.
+        brief_step: the opening hand-off brief step (its claims commit where adopted), or ``None``.
+        write_steps: steps with a consequential write call.
+        incomplete: limits hit (claim cap per step, text cap), never silent.
+        config: the :class:`ClaimConfig` used.
+    """
+
+    trajectory: Trajectory
+    claims: list[m.Claim]
+    graph: nx.MultiDiGraph
+    final_step: int | None = None
+    brief_step: int | None = None
+    write_steps: tuple[int, ...] = ()
+    incomplete: list[str] = field(default_factory=list)
+    config: m.ClaimConfig = field(default_factory=m.ClaimConfig)
+    _propagation: m.Propagation | None = None
+
+    def claim(self, claim_id: str) -> m.Claim:
+        """The claim with id ``claim_id``; raises ``KeyError``."""
+        for c in self.claims:
+            if c.id == claim_id:
+                return c
+        raise KeyError(claim_id)
+
+    def at(self, step: int) -> list[m.Claim]:
+        """Claims introduced at ``step``."""
+        return [c for c in self.claims if c.step == step]
+
+    def propagate(self) -> m.Propagation:
+        """DRIFT §Dependency Tracer: first error step, error steps and chains (cached)."""
+        if self._propagation is None:
+            self._propagation = propagate(self.claims, self.brief_step)
+        return self._propagation
+
+    def to_records(self) -> list[Record]:
+        """Findings as validation-log records (PROVENANCE for MISSING, RELATIONAL_POST for CONFLICTING)."""
+        from trajaudit.engine.claims.records import claim_records
+
+        return claim_records(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: the ledger, the propagation and the limits hit (the graph: :func:`to_node_link`)."""
+        return {
+            "trajectory_id": self.trajectory.id,
+            "final_step": self.final_step,
+            "write_steps": list(self.write_steps),
+            "claims": [c.to_dict() for c in self.claims],
+            "propagation": self.propagate().to_dict(),
+            "incomplete": list(self.incomplete),
+        }
+
+
+def _pos(address: str | None) -> str | None:
+    if not address:
+        return None
+    if address.startswith("steps."):
+        return "step:" + address.split(".")[1].split("[")[0]
+    return "evidence:" + address.split("[")[0]
+
+
+def _graph(t: Trajectory, led: Ledger) -> nx.MultiDiGraph:
+    g = nx.MultiDiGraph(trajectory_id=t.id)
+
+    def step_node(i: int) -> str:
+        node = f"step:{i}"
+        if node not in g:
+            s = t.steps[i]
+            g.add_node(node, type="step", index=i, kind=s.kind, agent=s.agent or "", preview=s.preview(60))
+        return node
+
+    def edge(a: str, b: str, rel: str) -> None:
+        g.add_edge(a, b, key=rel, relation=rel)
+
+    for c in led.claims:
+        g.add_node(c.id, type="claim", kind=c.kind, value=c.value[:200], status=c.status.value,
+                   step=c.step, consequential=c.consequential, address=c.address)
+        edge(c.id, step_node(c.step), "introduced-at")
+        ev = _pos(c.evidence_address)
+        if ev is not None:
+            if ev.startswith("step:"):
+                step_node(int(ev[5:]))
+            elif ev not in g:
+                g.add_node(ev, type="evidence", kind="run", agent="", preview=ev[9:])
+            if c.status is m.Support.CONFLICTING:
+                edge(c.id, ev, "conflicts-with")
+            elif c.status in (m.Support.DIRECT, m.Support.WEAK):
+                edge(c.id, ev, "supported-by")
+        for s in c.reused_in:
+            edge(c.id, step_node(s), "reused-in")
+        for s in c.final_steps:
+            edge(c.id, step_node(s), "reaches-final")
+        for p in c.derived_from:
+            edge(c.id, p, "derived-from")
+    return g
+
+
+def build_claim_graph(trajectory: Trajectory, config: m.ClaimConfig | Any | None = None,
+                      extractors: list[ClaimExtractor] | None = None) -> ClaimGraph:
+    """Build the claim ledger and dependency graph of one run (DRIFT §Claim Keeper, §Support Seeker).
+
+    Args:
+        trajectory: the run (IR).
+        config: a :class:`ClaimConfig`, an :class:`~trajaudit.engine.strategy.AuditConfig` (its
+            ``max_claims_per_step`` is used) or ``None`` for defaults.
+        extractors: claim extractors to run (default: the deterministic :class:`RegexExtractor`).
+
+    Returns:
+        a :class:`ClaimGraph`. Never raises on trace content (odd text yields fewer claims); limits
+        hit are listed in ``ClaimGraph.incomplete``. Time is linear in the run's size.
+    """
+    if config is None:
+        cfg = m.ClaimConfig()
+    elif isinstance(config, m.ClaimConfig):
+        cfg = config
+    else:
+        cfg = m.ClaimConfig.from_audit(config)
+    led = build_ledger(trajectory, cfg, extractors)
+    return ClaimGraph(trajectory=trajectory, claims=led.claims, graph=_graph(trajectory, led),
+                      final_step=led.final_step, brief_step=led.brief_step, write_steps=tuple(sorted(led.write_steps)),
+                      incomplete=list(led.incomplete), config=cfg)

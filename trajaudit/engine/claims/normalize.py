@@ -1,0 +1,180 @@
+"""Value normalization shared by extraction and the evidence index (DRIFT §Support Seeker: "the value
+appears, normalized").
+
+Numbers: thousands separators (``1,234.5``, ``1 234,5``, ``1.234,56``, ``1'234``), currency signs,
+scale words (``1.2 million``), non-ASCII digits (``١٢٣``) and number words (``eleven``) all map to one
+canonical decimal string (``"1234.5"``, trailing zeros dropped). Ids and strings: case-folded, NFKC,
+surrounding punctuation and a leading ``#`` dropped, whitespace collapsed.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from decimal import Decimal, InvalidOperation
+
+NUMBER_WORDS: dict[str, int] = {
+    w: i for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+SCALES: dict[str, int] = {
+    "thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6, "billion": 10**9,
+    "bn": 10**9, "b": 10**9, "trillion": 10**12,
+}
+_STRIP = " \t\r\n.,;:!?()[]{}<>\"'`*_“”‘’«»"
+_WS = re.compile(r"\s+")
+_SEP_THIN = re.compile(r"[\s\u00a0\u202f\u2009']")
+_CUR_HEAD = re.compile(r"^(?:us\$|usd|eur|gbp|[$€£¥₹])\s*")
+_CUR_TAIL = re.compile(r"\s*(?:usd|eur|gbp|dollars?|euros?|%|percent)$")
+_SCALE_TAIL = re.compile(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn|k|m|b)$")
+_NUMERIC = re.compile(r"[\d.,]+")
+_PLAIN_INT = re.compile(r"\d+")
+
+
+def canon_decimal(d: Decimal) -> str:
+    """Canonical string of a Decimal: no exponent, no trailing fractional zeros (``50.880`` → ``50.88``)."""
+    if not d.is_finite():
+        return str(d)
+    s = format(d.normalize(), "f")
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return "0" if s in ("-0", "") else s
+
+
+def _ascii_digits(text: str) -> str:
+    if text.isascii():
+        return text
+    out = []
+    for ch in text:
+        if ch.isdigit() and not ("0" <= ch <= "9"):
+            try:
+                out.append(str(unicodedata.digit(ch)))
+                continue
+            except (TypeError, ValueError):
+                pass
+        out.append(ch)
+    return "".join(out)
+
+
+def parse_number(text: str) -> Decimal | None:
+    """Parse a number in any common written format; ``None`` when ``text`` is not a number.
+
+    Handles signs, currency symbols/codes, ``%``, grouping with ``,`` ``.`` space or ``'`` (a
+    separator followed by exactly three digits more than once, or a ``,`` then ``.``, is grouping),
+    decimal commas, scale suffixes (``k``, ``million``, ``bn``) and number words up to twenty.
+
+    >>> str(parse_number("$1,819.92")), str(parse_number("1.234,5")), str(parse_number("2.5 million"))
+    ('1819.92', '1234.5', '2500000.0')
+    """
+    t = _ascii_digits(unicodedata.normalize("NFKC", text)).strip().lower()
+    if not t:
+        return None
+    if t in NUMBER_WORDS:
+        return Decimal(NUMBER_WORDS[t])
+    if _PLAIN_INT.fullmatch(t):
+        return Decimal(t)
+    t = _CUR_TAIL.sub("", _CUR_HEAD.sub("", t))
+    scale = 1
+    m = _SCALE_TAIL.match(t)
+    if m:
+        t, scale = m.group(1), SCALES[m.group(2)]
+    t = _SEP_THIN.sub("", t)
+    neg = t.startswith(("-", "−"))
+    t = t.lstrip("+-−")
+    if not t or not _NUMERIC.fullmatch(t) or not t[0].isdigit():
+        return None
+    if "," in t and "." in t:
+        dec = "." if t.rfind(".") > t.rfind(",") else ","
+        grp = "," if dec == "." else "."
+        t = t.replace(grp, "").replace(dec, ".")
+    elif "," in t:
+        parts = t.split(",")
+        if len(parts) > 2 or (len(parts[-1]) == 3 and len(parts[0]) <= 3):
+            t = t.replace(",", "")  # 1,234 / 1,234,567: grouping
+        else:
+            t = t.replace(",", ".")  # 3,5: decimal comma
+    elif t.count(".") > 1:
+        if all(len(p) == 3 for p in t.split(".")[1:]):
+            t = t.replace(".", "")  # 1.234.567: grouping
+        else:
+            return None  # a version number or a dotted id, not a number
+    try:
+        d = Decimal(t) * scale
+    except InvalidOperation:
+        return None
+    return -d if neg else d
+
+
+def norm_number(text: str) -> str | None:
+    """Canonical string of a written number (``"$1,819.920"`` → ``"1819.92"``), or ``None``."""
+    d = parse_number(text)
+    return None if d is None else canon_decimal(d)
+
+
+_UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
+
+
+def number_key(raw: str) -> str | None:
+    """The index key of a scanned number: :func:`norm_number`, else the number without its unit
+    (``"24MP"`` → ``"24"``); long digit strings (7+ digits) stay as written (they are ids)."""
+    core = raw.strip()
+    if len(core) >= 7 and core.isdigit():
+        return core
+    v = norm_number(core)
+    if v is None:
+        v = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
+    return v
+
+
+def significant_digits(value: str) -> int:
+    """Significant digits of a canonical number string (``"100"`` → 1, ``"259.81"`` → 5, ``"0.05"`` → 1)."""
+    return len(re.sub(r"\D", "", value).strip("0"))
+
+
+def norm_text(text: str) -> str:
+    """Case-folded NFKC text, whitespace collapsed, surrounding punctuation and markup stripped."""
+    t = unicodedata.normalize("NFKC", text).casefold()
+    return _WS.sub(" ", t).strip(_STRIP)
+
+
+def norm_id(text: str) -> str:
+    """An identifier's key: :func:`norm_text` without a leading ``#`` (``"#W2378156"`` → ``"w2378156"``)."""
+    return norm_text(text).lstrip("#")
+
+
+def norm_scalar(value: object) -> str | None:
+    """Normalize a JSON scalar (tool argument or tool-output leaf): numbers canonically, strings as
+    numbers when they are numbers, else as ids; ``None`` for null/booleans/empty strings."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return canon_decimal(Decimal(str(value)))
+        except InvalidOperation:
+            return None
+    s = str(value)
+    if not s.strip():
+        return None
+    if re.fullmatch(r"\d{7,}", s.strip()):
+        return s.strip()  # long digit strings are ids: keep leading zeros
+    n = norm_number(s) if re.search(r"\d", s) and len(s) <= 40 else None
+    return n if n is not None else norm_id(s)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (letters/digits, ``-`` and ``_`` inside words)."""
+    return re.findall(r"\w+(?:[-_]\w+)*", text.casefold())
+
+
+def singular(word: str) -> str:
+    """A crude singular for matching nouns to JSON keys (``variants`` → ``variant``, ``boxes`` → ``box``)."""
+    w = word.casefold()
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith(("ses", "xes", "ches", "shes")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        return w[:-1]
+    return w

@@ -1,0 +1,83 @@
+"""Regular expressions for deterministic claim extraction (one pass per pattern family, linear time).
+
+Kept apart from the extractor so the patterns can be read and tested as data. Every pattern is
+anchored on word boundaries and has no nested unbounded repetition (no catastrophic backtracking on
+MBs of HTML or binary-looking text).
+"""
+
+from __future__ import annotations
+
+import re
+
+#: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
+#: ``1.234,56`` (both separators), or plain with an optional decimal point. A lone decimal comma
+#: (``21,6``) is read as two numbers: in English prose and in code it is a list.
+_NUM = r"\d{1,3}(?:\.\d{3})+,\d+|\d{1,3}(?:[,\u00a0\u202f']\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_SCALE = r"(?:\s?(?:thousand|million|billion|trillion|bn|mn)\b|[kKmMbB]\b)?"
+_UNITS = (
+    r"%|percent\b|per\s?cent\b|km\b|kms\b|kilometers?\b|kilometres?\b|miles?\b|mi\b|m\b|meters?\b|metres?\b|"
+    r"cm\b|mm\b|ft\b|feet\b|foot\b|inch(?:es)?\b|in\b|kg\b|g\b|grams?\b|lbs?\b|pounds?\b|oz\b|ounces?\b|"
+    r"l\b|liters?\b|litres?\b|ml\b|gallons?\b|mph\b|km/h\b|kph\b|°[cf]?|degrees?\b|"
+    r"seconds?\b|secs?\b|s\b|minutes?\b|mins?\b|hours?\b|hrs?\b|h\b|days?\b|weeks?\b|months?\b|years?\b|"
+    r"mb\b|gb\b|tb\b|kb\b|mp\b|mah\b|w\b|watts?\b|kw\b|kwh\b|v\b|volts?\b|hz\b|ghz\b|mhz\b|bar\b|"
+    r"calories?\b|kcal\b|points?\b|votes?\b|people\b|persons?\b|residents?\b|inhabitants?\b"
+)
+_MONTHS = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+
+#: Value claims in one alternation, most specific first (leftmost-first matching gives priority).
+VALUE_RE = re.compile(
+    r"(?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)"
+    r"|(?P<url>\b(?:https?|ftp)://[^\s<>\"'`)\]]{2,2000})"
+    r"|(?P<path>(?<![\w/])(?:[A-Za-z]:\\|\.{1,2}/|~/|/)?(?:[\w.-]+[/\\]){1,20}[\w.-]+\.[A-Za-z0-9]{1,6}\b"
+    r"|\b[\w-]{1,80}\.(?:csv|xlsx?|json|jsonl|txt|pdf|docx?|pptx?|png|jpe?g|gif|mp3|mp4|wav|zip|py|md|html?|xml|pdb|tsv|parquet)\b)"
+    r"|(?P<date>\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b"
+    r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
+    rf"|\b{_MONTHS}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}\.?,?\s+\d{{4}}\b"
+    rf"|\b{_MONTHS}\.?\s+\d{{4}}\b)"
+    r"|(?P<time>\b\d{1,2}:\d{2}(?::\d{2})?\s?(?:[ap]\.?m\.?\b)?|\b\d{1,2}\s?[ap]\.?m\.?(?!\w))"
+    r"|(?P<hashid>#[A-Za-z]{0,3}\d{4,}\b)"
+    r"|(?P<snakeid>\b[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d{3,}\b)"
+    r"|(?P<money>(?:US\$|[$€£¥₹])\s?(?:" + _NUM + r")" + _SCALE +
+    r"|\b(?:" + _NUM + r")" + _SCALE + r"\s?(?:USD|EUR|GBP|dollars?|euros?)\b)"
+    r"|(?P<number>(?<![\w.])-?(?:" + _NUM + r")" + _SCALE + r"(?:\s?(?:" + _UNITS + r"))?)",
+    re.IGNORECASE,
+)
+
+_COUNT_WORD = r"\d{1,6}|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|" \
+    r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty"
+#: "11 available T-shirt options", "three pending orders": a count, up to 3 modifier words, a plural noun.
+COUNT_RE = re.compile(
+    r"(?<![\w.$€£#-])(?P<n>" + _COUNT_WORD + r")\s+(?P<mods>(?:[\w-]+\s+){0,3}?)(?P<noun>[A-Za-z][\w-]*?s)\b(?![.,]\d)",
+    re.IGNORECASE,
+)
+
+#: Completion claims: "successfully processed", "has been cancelled", "downloaded the file", "saved to x".
+COMPLETION_RE = re.compile(
+    r"\b(?:(?:successfully|has\s+been|have\s+been|was|were|is\s+now|are\s+now|been)\s+(?:successfully\s+)?"
+    r"(?P<verb>(?:cancel+|process|return|exchang|modifi|updat|download|sav|complet|creat|sent|send|plac|"
+    r"submitt|book|transferr|delet|refund|upload|writt|export|generat|instal+|verifi|confirm)\w*)"
+    r"|(?P<verb2>downloaded|saved|written|exported)\s+(?:it\s+|them\s+|the\s+\w+\s+)?(?:to|as|in|into)\s+"
+    r"(?P<target>\S{1,200}))",
+    re.IGNORECASE,
+)
+
+#: Quoted names and titles in prose (not in code): "…", “…”, '…' (2–120 chars, at least one letter).
+QUOTED_RE = re.compile(
+    r"\"(?P<a>[^\"\n]{2,120})\"|“(?P<b>[^”\n]{2,120})”|(?<!\w)'(?P<c>[^'\n]{2,120})'(?!\w)|«(?P<d>[^»\n]{2,120})»"
+)
+
+#: Fenced code blocks (``` … ```); an unclosed fence runs to the end of the text.
+CODE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+#: Sentence / line boundaries for slot checks.
+SENTENCE_RE = re.compile(r"[^\n.!?]*(?:[.!?](?!\d)|\n|$)")
+
+#: A list marker at the start of a line ("1.", "2)", "- 3.") — not a claim.
+LIST_MARKER_RE = re.compile(r"(?:^|\n)[ \t>*-]*(\d{1,3})[.)](?=\s)")
+
+#: A word token for the evidence index.
+WORD_RE = re.compile(r"\w+(?:[-_]\w+)*")

@@ -1,0 +1,107 @@
+"""Fast value scanning: every value pattern is found from a cheap *anchor* (a digit, ``#``, a currency
+sign, ``@``, ``://``, ``_123``, a ``.ext`` suffix), so the regex engine can skip to candidate
+positions by first character instead of trying every alternative at every position; boundaries and
+month-name dates are checked around the anchor in Python. Linear in the text's size (each match
+extends at most a bounded number of characters), which keeps MBs of HTML or binary-looking text cheap.
+
+:func:`scan_values` returns ``[(group, start, end)]`` sorted by start, non-overlapping, with groups
+``email url path date time hashid snakeid money number`` (the groups of ``patterns.VALUE_RE``, which
+stays the reference definition used for full matches of short strings).
+"""
+
+from __future__ import annotations
+
+import re
+
+from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS
+
+_DIGIT_RE = re.compile(
+    r"(?=[\d#$€£¥₹])(?:(?P<date>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?(?!\d)|\d{1,2}/\d{1,2}/\d{2,4}(?!\d)"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}\.?,?\s+\d{{4}}(?!\d))"
+    r"|(?P<time>\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?(?!\w))?(?![\d:])|\d{1,2}\s?[ap]\.?m\.?(?!\w))"
+    r"|(?P<hashid>#[A-Za-z]{0,3}\d{4,}(?!\w))"
+    r"|(?P<money>[$€£¥₹]\s?(?:" + _NUM + r")" + _SCALE + r"|(?:" + _NUM + r")" + _SCALE +
+    r"\s?(?:USD|EUR|GBP|dollars?|euros?)\b)"
+    r"|(?P<number>(?:" + _NUM + r")" + _SCALE + r"(?:\s?(?:" + _UNITS + r"))?))",
+    re.IGNORECASE,
+)
+_MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\.?\s+$", re.IGNORECASE)
+_YEAR_AFTER = re.compile(r"(?:st|nd|rd|th)?,?\s+\d{4}(?!\d)")
+_EMAIL_RE = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
+_URL_RE = re.compile(r"(?=[hf])(?:https?|ftp)://[^\s<>\"'`)\]]{2,2000}", re.IGNORECASE)
+_EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}(?![\w])")
+_PATH_FULL = re.compile(
+    r"(?:[A-Za-z]:\\|\.{1,2}/|~/|/)?(?:[\w.-]+[/\\]){1,20}[\w.-]+\.[A-Za-z0-9]{1,6}"
+    r"|[\w-]{1,80}\.(?:csv|xlsx?|json|jsonl|txt|pdf|docx?|pptx?|png|jpe?g|gif|mp3|mp4|wav|zip|py|md|html?|xml|"
+    r"pdb|tsv|parquet)",
+    re.IGNORECASE,
+)
+_SNAKE_RE = re.compile(r"_\d{3,}(?!\w)")
+_SNAKE_FULL = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d{3,}")
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~/\\:")
+_EMAIL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-")
+_SNAKE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _back(text: str, i: int, chars: frozenset[str], limit: int) -> int:
+    j = i
+    stop = max(0, i - limit)
+    while j > stop and text[j - 1] in chars:
+        j -= 1
+    return j
+
+
+def scan_values(text: str) -> list[tuple[str, int, int]]:
+    """All value matches in ``text`` as ``(group, start, end)``, sorted, non-overlapping (first wins)."""
+    found: list[tuple[str, int, int]] = []
+    if "@" in text:
+        for x in _EMAIL_RE.finditer(text):
+            a = _back(text, x.start(), _EMAIL_CHARS, 64)
+            if a < x.start():
+                found.append(("email", a, x.end()))
+    if "://" in text:
+        for x in _URL_RE.finditer(text):
+            a = x.start()
+            if a and text[a - 1].isalnum():
+                continue
+            raw = x.group().rstrip(".,;:!?*_'\"")
+            found.append(("url", a, a + len(raw)))
+    for x in _EXT_RE.finditer(text):
+        a = _back(text, x.start(), _PATH_CHARS, 300)
+        while a < x.start() and text[a] in ".:-\\" and not text.startswith(("./", "../", ".\\"), a):
+            a += 1
+        if a < x.start():
+            hit = _PATH_FULL.fullmatch(text, a, x.end())
+            if hit is not None and (a == 0 or text[a - 1] not in "@"):
+                found.append(("path", a, x.end()))
+    if "_" in text:
+        for x in _SNAKE_RE.finditer(text):
+            a = _back(text, x.start(), _SNAKE_CHARS, 80)
+            if a < x.start() and _SNAKE_FULL.fullmatch(text, a, x.end()) and (a == 0 or not text[a - 1].isalnum()):
+                found.append(("snakeid", a, x.end()))
+    for x in _DIGIT_RE.finditer(text):
+        g, a, b = x.lastgroup or "number", x.start(), x.end()
+        if g != "hashid" and a and (text[a - 1].isalnum() or text[a - 1] in "_."):
+            continue
+        if g == "number" and a and text[a - 1] == "-" and (a < 2 or not text[a - 2].isalnum()):
+            a -= 1  # a sign
+        if g in ("number", "date") and a > 1 and text[a - 1] in " \t" and (text[a - 2].isalpha() or text[a - 2] == "."):
+            pre = _MONTH_BEFORE.search(text, max(0, a - 12), a)
+            if pre is not None and (g == "date" or re.fullmatch(r"\d{1,4}", text[a:b])):
+                if g == "number" and len(text[a:b]) <= 2:
+                    post = _YEAR_AFTER.match(text, b)
+                    if post is None:
+                        found.append((g, a, b))
+                        continue
+                    b = post.end()
+                found.append(("date", pre.start(), b))
+                continue
+        found.append((g, a, b))
+    if not found:
+        return found
+    found.sort(key=lambda f: (f[1], -f[2]))
+    out = [found[0]]
+    for f in found[1:]:
+        if f[1] >= out[-1][2]:
+            out.append(f)
+    return out

@@ -1,0 +1,270 @@
+"""Support status of a claim against the evidence visible before it (DRIFT §Support Seeker).
+
+Order of checks, each a general policy:
+
+1. Slot claims first, because a slot can *conflict*:
+   - a count ("11 available options") against the collections of the latest JSON tool output: a
+     modifier naming a boolean member attribute ("available") compares with the members where it is
+     true; a word naming a member value ("pending") with the members holding it; the noun naming the
+     collection ("orders") with its size. Equal → DIRECT, different → CONFLICTING.
+   - an object status ("#W1 … delivered") against the object's latest ``status`` (or a boolean
+     attribute of that name) in tool outputs: equal → DIRECT, different → CONFLICTING.
+   - a completion ("successfully processed", "saved to x.csv") against the tool outputs since the
+     agent's previous message: a successful one → DIRECT, only failed ones → CONFLICTING, none →
+     MISSING (completion claimed with no action).
+2. Values: the normalized value in the value index → DIRECT; a phrase found in one source (quoted
+   names, free-text arguments) → DIRECT, all its words in one source → WEAK; a number equal after
+   rounding to the claim's precision, as a percentage/fraction, or derivable by one sum/difference of
+   nearby evidence numbers (or the sum of the other amounts of the same step) → WEAK.
+3. Confirmation: a value still MISSING that a later user turn restates → DIRECT (the user confirmed
+   it); one the user's next turn affirms with a bare "yes" → WEAK.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from trajaudit.engine.claims import model as m
+from trajaudit.engine.claims.evidence import Collection, EvidenceIndex
+from trajaudit.engine.claims.normalize import norm_text, singular
+from trajaudit.engine.ir import Trajectory
+
+_AFFIRM = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|that'?s (?:right|correct)|"
+                     r"please (?:go ahead|proceed)|go ahead|proceed)\b", re.I)
+_NUMERIC = re.compile(r"-?[\d.,]+")
+_NOT_FOUND = re.compile(r"no such file|not found|404|does not exist|cannot find|can't find|filenotfound", re.I)
+#: Completion verbs that are also object states ("#W1 has been cancelled" is a claim about its status).
+_STATUS_VERBS = frozenset(("cancelled", "delivered", "returned", "exchanged", "refunded", "shipped"))
+_NEGATED = {"unavailable": ("available", False), "not available": ("available", False)}
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The result of assessing one claim: status, evidence address and value, a short note."""
+
+    status: m.Support
+    address: str | None = None
+    value: Any = None
+    note: str = ""
+
+
+class SupportSeeker:
+    """Assesses claims of one run against its :class:`EvidenceIndex` (build once, call per claim)."""
+
+    def __init__(self, trajectory: Trajectory, index: EvidenceIndex, config: m.ClaimConfig) -> None:
+        self.t = trajectory
+        self.ix = index
+        self.config = config
+
+    def assess(self, mention: m.Mention, step_mentions: list[m.Mention]) -> Assessment:
+        """Support of ``mention`` (introduced at ``mention.step``); ``step_mentions`` are its step's others."""
+        before = mention.step
+        if mention.kind == m.KIND_COUNT:
+            got = self._count(mention, before)
+        elif mention.kind == m.KIND_STATUS and mention.slot[:1] == ("status",):
+            got = self._status(mention, before)
+        elif mention.kind == m.KIND_STATUS:
+            got = self._completion(mention, before)
+        elif mention.kind == m.KIND_FINAL:
+            got = Assessment(m.Support.WEAK, note="final answer: judged by the claims it contains")
+        else:
+            got = self._value(mention, before, step_mentions)
+        if got.status in (m.Support.MISSING, m.Support.WEAK) and mention.kind != m.KIND_FINAL:
+            got = self._confirmed(mention, got)
+        return got
+
+    # -- slots ------------------------------------------------------------------------------------
+    def _count(self, mn: m.Mention, before: int) -> Assessment:
+        n = int(mn.value) if mn.value.isdigit() else None
+        if n is not None:
+            for col in self.ix.latest_collections(before):
+                got = _count_slot(col, n, mn)
+                if got is not None:
+                    return got
+        if n is not None and n <= self.config.small_count:
+            hit = self.ix.latest(mn.value, before)
+            return Assessment(m.Support.WEAK, hit.address if hit else None, mn.value,
+                              "small count not checkable against a collection")
+        return self._value(mn, before, [])
+
+    def _status(self, mn: m.Mention, before: int) -> Assessment:
+        subject, word = mn.slot[1], mn.value
+        attr, want = _NEGATED.get(word, (word, True))
+        f = self.ix.fact(subject, attr, before)
+        if f is not None and isinstance(f[2], bool):
+            status = m.Support.DIRECT if f[2] == want else m.Support.CONFLICTING
+            return Assessment(status, f[1], f[2], f"latest {attr} of {subject} is {str(f[2]).lower()}")
+        f = self.ix.fact(subject, "status", before)
+        if f is not None:
+            have = norm_text(str(f[2]))
+            have = "cancelled" if have == "canceled" else have
+            if have != word and re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", have):
+                return Assessment(m.Support.WEAK, f[1], f[2], f"latest status of {subject} is {have!r} (partial)")
+            status = m.Support.DIRECT if have == word else m.Support.CONFLICTING
+            return Assessment(status, f[1], f[2], f"latest status of {subject} is {have!r}; claim says {word!r}")
+        if self.ix.has_object(subject, before):
+            return Assessment(m.Support.WEAK, None, None, f"{subject} is known but its {word!r} state is not shown")
+        exact, _ = self.ix.phrase(word, before)
+        if exact is not None and self.ix.latest(subject, before) is not None:
+            return Assessment(m.Support.WEAK, exact.address, word, "state word and subject both seen, not linked")
+        return Assessment(m.Support.MISSING, note=f"no evidence about {subject}'s state")
+
+    def _completion(self, mn: m.Mention, before: int) -> Assessment:
+        subject = mn.slot[1] if len(mn.slot) > 1 else ""
+        if subject and self.ix.fact(subject, "status", before) is not None and mn.value in _STATUS_VERBS:
+            return self._status(dataclasses.replace(mn, slot=("status", subject)), before)
+        outputs = []
+        conversational = bool(self.ix.user_positions) and self.ix.user_positions[0] < before
+        for step in reversed(self.t.steps[:before]):
+            if step.kind == "user" or (not conversational and step.is_decision and not step.tool_calls):
+                break
+            if step.kind == "tool":
+                outputs.append(step)
+        where = "the user's last message" if conversational else "the previous message"
+        if not outputs:
+            earlier = next((s for s in reversed(self.t.steps[:before]) if s.kind == "tool"
+                            and not (s.tool_output and s.tool_output.is_error)), None)
+            if earlier is not None:
+                return Assessment(m.Support.WEAK, f"steps.{earlier.index}.content", None,
+                                  f"no tool output since {where}; an earlier one succeeded (a recap?)")
+            return Assessment(m.Support.MISSING, note=f"{mn.value!r} claimed with no successful tool output before it")
+        ok = [s for s in outputs if not (s.tool_output and s.tool_output.is_error)]
+        if ok:
+            name = ok[0].tool_output.name if ok[0].tool_output else None
+            return Assessment(m.Support.DIRECT, f"steps.{ok[0].index}.content", None,
+                              f"a tool output since {where} succeeded ({name or 'tool'})")
+        return Assessment(m.Support.CONFLICTING, f"steps.{outputs[0].index}.content", None,
+                          f"every tool output since {where} reports an error")
+
+    def access(self, mn: m.Mention, at: int | None = None) -> Assessment | None:
+        """A URL or path that step ``at`` (default: the mention's step) used: the tool output that step
+        produced confirms it (WEAK: it exists) or refutes it (CONFLICTING: not found); ``None`` when
+        the step produced no output."""
+        start = mn.step if at is None else at
+        for step in self.t.steps[start + 1:]:
+            if step.is_decision or step.kind == "user":
+                return None
+            if step.kind != "tool":
+                continue
+            if not (step.tool_output and step.tool_output.is_error) and not _NOT_FOUND.search(step.content[:5000]):
+                return Assessment(m.Support.WEAK, f"steps.{step.index}.content", None,
+                                  "accessed successfully by the step's own call")
+            base = mn.value.rstrip("/").rsplit("/", 1)[-1]
+            low = step.content[:20000].casefold()
+            if _NOT_FOUND.search(low) and (base and base in low or mn.value in low):
+                return Assessment(m.Support.CONFLICTING, f"steps.{step.index}.content", None,
+                                  "the access failed: not found")
+        return None
+
+    # -- plain values -----------------------------------------------------------------------------
+    def _value(self, mn: m.Mention, before: int, step_mentions: list[m.Mention]) -> Assessment:
+        hit = self.ix.latest(mn.value, before)
+        if hit is not None:
+            return Assessment(m.Support.DIRECT, hit.address, mn.value, "value shown before")
+        if mn.kind in (m.KIND_QUOTED, m.KIND_ARGUMENT, m.KIND_DATE, m.KIND_TIME, m.KIND_URL, m.KIND_PATH,
+                       m.KIND_EMAIL) or not re.fullmatch(r"-?\d+(?:\.\d+)?", mn.value):
+            exact, partial = self.ix.phrase(mn.value, before)
+            if exact is not None:
+                return Assessment(m.Support.DIRECT, exact.address, mn.value, "phrase shown before")
+            if partial is not None and mn.kind in (m.KIND_QUOTED, m.KIND_ARGUMENT, m.KIND_DATE, m.KIND_TIME):
+                return Assessment(m.Support.WEAK, partial.address, mn.value, "all words shown, not together")
+            if mn.kind in (m.KIND_URL, m.KIND_PATH):
+                got = self.access(mn)
+                if got is not None:
+                    return got
+            if mn.kind == m.KIND_ARGUMENT and len(mn.value) >= 4:
+                for sid, src in enumerate(self.ix.sources):
+                    if src.kind == "user" and src.pos < before and mn.value in self.ix.normalized(sid):
+                        return Assessment(m.Support.WEAK, src.address, mn.value,
+                                          "contained in a value the user gave (e.g. a name inside an email)")
+            return Assessment(m.Support.MISSING, note="not shown before")
+        if mn.kind == m.KIND_ID:
+            return Assessment(m.Support.MISSING, note="identifier not shown before")
+        return self._number(mn, before, step_mentions)
+
+    def _number(self, mn: m.Mention, before: int, step_mentions: list[m.Mention]) -> Assessment:
+        x = float(mn.value)
+        decimals = len(mn.value.split(".")[1]) if "." in mn.value else 0
+        near = self.ix.numbers_near(before, sources=6, limit=120)
+        for v, h in near:
+            if v == 0:
+                continue
+            if decimals < 2 and abs(v) >= 10 and round(v, decimals) == x and v != x:
+                return Assessment(m.Support.WEAK, h.address, v, f"{v:g} rounded")
+            if abs(x) >= 1000 and abs(v - x) / abs(v) < 0.005:
+                return Assessment(m.Support.WEAK, h.address, v, f"{v:g} approximately")
+            if abs(v * 100 - x) < 1e-6 or abs(v / 100 - x) < 1e-9:
+                return Assessment(m.Support.WEAK, h.address, v, f"{v:g} as a percentage/fraction")
+        vals = [v for v, _ in near]
+        for i, a in enumerate(vals):
+            for b in vals[i + 1:]:
+                for r, op in ((a + b, "+"), (abs(a - b), "-")):
+                    if abs(r - x) < 0.005 and x != 0:
+                        return Assessment(m.Support.WEAK, near[i][1].address, [a, b], f"derivable: {a:g} {op} {b:g}")
+        own = [float(o.value) for o in step_mentions
+               if o is not mn and o.kind in (m.KIND_MONEY, m.KIND_NUMBER) and re.fullmatch(r"-?\d+(?:\.\d+)?", o.value)
+               and _start(o.address) < _start(mn.address)]
+        if len(own) >= 2 and abs(sum(own) - x) < 0.005:
+            return Assessment(m.Support.WEAK, None, own, "the sum of the step's preceding amounts")
+        return Assessment(m.Support.MISSING, note="number not shown or derivable")
+
+    def _confirmed(self, mn: m.Mention, got: Assessment) -> Assessment:
+        hit = self.ix.after(mn.value, mn.step) if mn.kind not in (m.KIND_COUNT, m.KIND_STATUS) else None
+        if hit is not None:
+            return Assessment(m.Support.DIRECT, hit.address, mn.value, f"confirmed by the user at steps.{hit.pos}")
+        if got.status is m.Support.MISSING and not mn.in_call:
+            nxt = next((p for p in self.ix.user_positions if p > mn.step), None)
+            if nxt is not None and not any(s.is_decision and s.content.strip() for s in self.t.steps[mn.step + 1:nxt]):
+                if _AFFIRM.match(self.t.steps[nxt].content or ""):
+                    return Assessment(m.Support.WEAK, f"steps.{nxt}.content", None, "affirmed by the user's reply")
+        return got
+
+
+def _start(address: str) -> int:
+    i = address.rfind("[")
+    return int(address[i + 1: address.index(":", i)]) if i >= 0 else -1
+
+
+def _count_slot(col: Collection, n: int, mn: m.Mention) -> Assessment | None:
+    """Compare count ``n`` with the members of ``col`` that match the claim's qualifiers, or ``None``
+    when the claim is not about this collection.
+
+    Qualifiers: a modifier naming a boolean member attribute (``available``; ``unavailable`` negates
+    it), and attribute values (3+ characters) the claim's sentence names for an attribute that
+    distinguishes members (``red`` for ``color``). Without a qualifier the noun must name the collection.
+    """
+    noun, mods = mn.slot[1], mn.slot[2:]
+    if any(noun == singular(k) for mem in col.members[:1] for k in mem):
+        return None  # "500 pieces" names an attribute's value, not a number of members
+    bools = col.bool_attrs()
+    flags = []
+    for w in mods:
+        attr, want = _NEGATED.get(w, (w, True))
+        if attr in bools:
+            flags.append((attr, want))
+    ctx = norm_text(mn.context)
+    values: dict[str, set[str]] = {}
+    if ctx:
+        seen: dict[str, set[str]] = {}
+        for mem in col.members:
+            for k, v in mem.items():
+                if isinstance(v, str) and len(v) >= 3 and not k.endswith("id") and not _NUMERIC.fullmatch(v):
+                    seen.setdefault(k, set()).add(v)
+        for attr, vals in seen.items():
+            hit = {v for v in vals if re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", ctx)}
+            if hit and len(vals) > 1 and hit != vals:
+                values[attr] = hit
+    named = bool(col.key) and singular(col.key) == noun
+    if not flags and not values and not named:
+        return None
+    if not col.members and (flags or values):
+        return None
+    expected = sum(1 for mem in col.members if all(mem.get(a) is w for a, w in flags)
+                   and all(mem.get(a) in vs for a, vs in values.items())) if (flags or values) else col.size
+    what = ", ".join([f"{a}={str(w).lower()}" for a, w in flags] + [f"{a} in {sorted(vs)}" for a, vs in values.items()])
+    what = f"members with {what}" if what else f"{col.key} members"
+    status = m.Support.DIRECT if expected == n else m.Support.CONFLICTING
+    return Assessment(status, col.address, expected, f"latest tool output has {expected} {what}; claim says {n}")

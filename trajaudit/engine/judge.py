@@ -1,0 +1,281 @@
+"""The offline judge (default strategy, no LLM): validation log + claim graph → critical step.
+
+AgentRx defines the critical step as the *first unrecoverable failure* (AgentRx §2, §3.4). The
+offline judge implements that definition deterministically:
+
+1. **Findings.** Every ``fail`` record of the validation log at or above
+   ``AuditConfig.min_violation_severity`` is a finding, weighted by severity
+   (warning 1, error 2, critical 3) times the rule's ``metadata.weight`` (default 1).
+2. **Blame attribution.** A finding on a tool output is blamed on the decision step that issued the
+   call (``Trajectory.call_for``), or the nearest earlier decision step; never on the tool message.
+   A finding on a user turn blames the next decision step (the agent acted on it), except findings
+   whose targets say the user is the cause (``underspecified_user_intent``).
+3. **Recovery.** A finding is *recovered* (weight × ``recovered_factor``) when the run repaired it:
+   the blamed step's call errored and a later call of the same tool by the same agent succeeded;
+   or the rule itself says so (``bindings.recovered``). Claim findings that never become
+   consequential arrive as ``info`` and are ignored (DRIFT: benign exploration is not an error).
+4. **Propagation.** Claim-propagation records (``claims.propagates-unsupported``) are consequences,
+   not roots: they add ``propagation_bonus`` to the step that introduced the claim.
+5. **Choice.** Candidates are scored per step; the critical step is the *earliest* step whose score
+   reaches ``threshold``. Without such a step the judge falls back to the earliest warning-level
+   candidate, then to the first consequential action (a write-like tool call or code to execute:
+   where a plan becomes irreversible), then to the last decision step — each fallback lowers the
+   confidence and says so in the rationale.
+6. **Category.** A weighted vote over the targets of the findings at the chosen step; ties are broken
+   by ``CATEGORY_PRECEDENCE`` (most specific, most actionable first).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from trajaudit.engine.diagnosis import Candidate, Diagnosis
+from trajaudit.engine.evidence import gather
+from trajaudit.engine.ir import Step, Trajectory
+from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
+from trajaudit.engine.validation_log import Evidence, Record, severity_rank
+
+SEVERITY_WEIGHT = {"info": 0.0, "warning": 1.0, "error": 2.0, "critical": 3.0}
+
+# Tie-break order for categories with equal vote weight (documented in docs/judge.md).
+CATEGORY_PRECEDENCE = (
+    "invalid_invocation",
+    "misinterpretation_of_tool_output",
+    "invention_of_new_information",
+    "instruction_adherence_failure",
+    "intent_not_supported",
+    "guardrails_triggered",
+    "system_failure",
+    "intent_plan_misalignment",
+    "underspecified_user_intent",
+)
+USER_CAUSED = frozenset({"underspecified_user_intent"})
+PROPAGATION_RULE = "claims.propagates-unsupported"
+
+_WRITE_VERB = re.compile(
+    r"^(cancel|modify|update|exchange|return|book|send|delete|remove|create|transfer|pay|refund|submit|"
+    r"write|post|put|place|purchase|buy|order|set|add|edit|change|reserve|schedule|execute|run)", re.I)
+_CODE = re.compile(r"```|^\s*(import |def |SELECT |curl |pip install)", re.M)
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Weights of the offline judge (see the module docstring for their roles)."""
+
+    threshold: float = 2.0
+    recovered_factor: float = 0.25
+    propagation_bonus: float = 0.5
+    max_candidates: int = 10
+    weak_before_prior: bool = False
+
+
+@dataclass
+class _Cand:
+    step: int
+    score: float = 0.0
+    votes: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    findings: list[tuple[Record, float, bool]] = field(default_factory=list)
+    per_rule: dict[str, float] = field(default_factory=dict)
+
+
+def is_consequential_action(step: Step) -> bool:
+    """A decision step that acts irreversibly or executes: a write-like tool call, or code to run."""
+    if not step.is_decision:
+        return False
+    if any(_WRITE_VERB.match(c.name) for c in step.tool_calls):
+        return True
+    return bool(_CODE.search(step.content))
+
+
+def blame(t: Trajectory, rec: Record) -> int | None:
+    """The decision step (or, for user-caused targets, the user step) a record is attributed to."""
+    k = rec.step
+    if not 0 <= k < len(t.steps):
+        return None
+    s = t.steps[k]
+    if s.is_decision:
+        return k
+    if s.kind == "tool":
+        hit = t.call_for(s)
+        if hit is not None:
+            return hit[0].index
+        earlier = [d.index for d in t.steps[:k] if d.is_decision]
+        return earlier[-1] if earlier else None
+    if s.kind == "user" and USER_CAUSED & set(rec.targets):
+        return k
+    later = [d.index for d in t.steps[k + 1:] if d.is_decision]
+    return later[0] if later else None
+
+
+def _recovered(t: Trajectory, step: int, rec: Record) -> bool:
+    if rec.bindings.get("recovered") is True:
+        return True
+    s = t.steps[step]
+    for call in s.tool_calls:
+        out = next((o for o in t.steps[step + 1:] if o.tool_output and o.tool_output.call_id == call.id
+                    and call.id is not None), None)
+        if out is None or not out.tool_output.is_error:
+            continue
+        for later in t.steps[out.index + 1:]:
+            if later.agent != s.agent:
+                continue
+            for c2 in later.tool_calls:
+                if c2.name != call.name or c2.id is None:
+                    continue
+                res = next((o for o in t.steps[later.index + 1:] if o.tool_output and o.tool_output.call_id == c2.id), None)
+                if res is not None and not res.tool_output.is_error:
+                    return True
+    return False
+
+
+def _category(c: _Cand, taxonomy_ids: frozenset[str] | None) -> str:
+    if not c.votes:
+        return INCONCLUSIVE
+    order = {cat: i for i, cat in enumerate(CATEGORY_PRECEDENCE)}
+    ranked = sorted(c.votes.items(), key=lambda kv: (-kv[1], order.get(kv[0], len(order)), kv[0]))
+    for cat, _ in ranked:
+        if taxonomy_ids is None or cat in taxonomy_ids:
+            return cat
+    return INCONCLUSIVE
+
+
+class OfflineJudge:
+    """The default strategy: deterministic judge over the validation log and the claim graph."""
+
+    name = "offline"
+    description = "rules + claim graph + deterministic judge (first unrecoverable failure); no LLM"
+    needs_llm = False
+
+    def __init__(self, settings: JudgeSettings | None = None) -> None:
+        self.settings = settings or JudgeSettings()
+
+    def candidates(self, t: Trajectory, records: list[Record], min_severity: str = "warning") -> list[_Cand]:
+        """Score findings per blamed step; returns candidates in step order."""
+        floor = severity_rank(min_severity)
+        cands: dict[int, _Cand] = {}
+        bonus: dict[int, float] = defaultdict(float)
+        for rec in records:
+            if rec.verdict != "fail":
+                continue
+            if rec.rule_id == PROPAGATION_RULE:
+                root = rec.bindings.get("root_step")
+                if isinstance(root, int):
+                    bonus[root] += self.settings.propagation_bonus
+                continue
+            if severity_rank(rec.severity) < floor:
+                continue
+            step = blame(t, rec)
+            if step is None:
+                continue
+            w = SEVERITY_WEIGHT.get(rec.severity, 1.0) * float(rec.bindings.get("weight", 1.0) or 1.0)
+            rec_ok = _recovered(t, step, rec)
+            if rec_ok:
+                w *= self.settings.recovered_factor
+            c = cands.setdefault(step, _Cand(step))
+            c.findings.append((rec, w, rec_ok))
+            prev = c.per_rule.get(rec.rule_id, 0.0)
+            if w > prev:  # one rule counts once per step: repeated hits of a rule are one finding
+                c.score += w - prev
+                c.per_rule[rec.rule_id] = w
+                for target in rec.targets or (INCONCLUSIVE,):
+                    c.votes[target] += w - prev
+        for step, b in bonus.items():
+            if step in cands:
+                cands[step].score += b
+        return [cands[k] for k in sorted(cands)]
+
+    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
+        """Pick the first unrecoverable failure (see the module docstring). Never raises on valid IR."""
+        t = trajectory
+        bundle = gather(t, context)
+        cands = self.candidates(t, bundle.log.records, context.config.min_violation_severity)
+        strong = [c for c in cands if c.score >= self.settings.threshold]
+        taxonomy_ids = _taxonomy_ids(context.config.taxonomy)
+        chosen: _Cand | None = None
+        how = ""
+        if strong:
+            chosen, how = strong[0], "earliest unrecovered error-level failure"
+        elif cands and (self.settings.weak_before_prior or not any(is_consequential_action(s) for s in t.decision_steps)):
+            chosen = max(cands, key=lambda c: (c.score, -c.step))
+            how = "no error-level failure; strongest weaker finding"
+        ranked = sorted(cands, key=lambda c: (c is not chosen, -c.score, c.step))[: self.settings.max_candidates]
+        if chosen is not None:
+            step = chosen.step
+            category = _category(chosen, taxonomy_ids)
+            conf = min(0.95, 0.3 + 0.12 * chosen.score) * (1.0 if strong else 0.6)
+            evidence = tuple(e for rec, _, _ in chosen.findings for e in rec.evidence)[:12]
+            reasons = "; ".join(
+                f"{rec.rule_id} ({rec.severity}{', recovered later' if ok else ''}) at steps.{rec.step}: {rec.message}"
+                for rec, _, ok in chosen.findings[:5])
+            rationale = f"{how}: step {step} ({t.steps[step].agent or t.steps[step].kind}). {reasons}"
+        else:
+            step, category, conf, evidence, rationale = self._prior(t)
+        cand_out = tuple(
+            Candidate(step=c.step, category=_category(c, taxonomy_ids), score=round(c.score, 3),
+                      agent=t.steps[c.step].agent or t.steps[c.step].kind,
+                      reason="; ".join(f"{r.rule_id}{' (recovered)' if ok else ''}" for r, _, ok in c.findings[:4]),
+                      evidence=tuple(e.address for r, _, _ in c.findings for e in r.evidence[:2])[:6])
+            for c in ranked)
+        agent = t.steps[step].agent if step is not None else None
+        if step is not None and agent is None:
+            agent = t.steps[step].kind  # e.g. "user" when the user turn is to blame
+        return Diagnosis(
+            trajectory_id=t.id, file=t.source.file, record=t.source.record, critical_step=step, agent=agent,
+            category=category, taxonomy=context.config.taxonomy, confidence=round(conf, 3), rationale=rationale,
+            evidence=evidence, candidates=cand_out, strategy=self.name,
+            error_steps=tuple(sorted({c.step for c in strong} | set(bundle.error_steps))),
+            metadata={"findings": sum(len(c.findings) for c in cands), "log_summary": bundle.log.summary()["verdicts"]},
+        )
+
+    def _prior(self, t: Trajectory) -> tuple[int | None, str, float, tuple[Evidence, ...], str]:
+        ds = t.decision_steps
+        if not ds:
+            return None, INCONCLUSIVE, 0.0, (), "no decision step"
+        act = next((s for s in ds if is_consequential_action(s)), None)
+        if act is not None:
+            return (act.index, "intent_plan_misalignment", 0.2, (Evidence(act.address, act.preview(120), "first action"),),
+                    f"no rule or claim evidence; fallback: the first consequential action (step {act.index}: "
+                    f"{act.preview(80)}) is where the plan became irreversible")
+        last = ds[-1]
+        return (last.index, INCONCLUSIVE, 0.1, (Evidence(last.address, last.preview(120), "last decision"),),
+                "no evidence and no consequential action; fallback: the last decision step")
+
+
+def _taxonomy_ids(name: str) -> frozenset[str] | None:
+    try:
+        from trajaudit.engine.taxonomy import load_taxonomy
+
+        return frozenset(load_taxonomy(name).ids)
+    except Exception:  # noqa: BLE001 - an unknown taxonomy leaves categories unfiltered
+        return None
+
+
+class FirstViolation:
+    """Baseline: the step of the first error-level violation in the validation log (else the first
+    decision step)."""
+
+    name = "first-violation"
+    description = "baseline: the first error-level violation (blamed on its decision step)"
+    needs_llm = False
+
+    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
+        """Earliest error-level failing record, attributed with :func:`blame`."""
+        t = trajectory
+        log = gather(t, context).log
+        for rec in log.violations("error"):
+            step = blame(t, rec)
+            if step is not None:
+                return Diagnosis(trajectory_id=t.id, file=t.source.file, record=t.source.record, critical_step=step,
+                                 agent=t.steps[step].agent or t.steps[step].kind,
+                                 category=rec.targets[0] if rec.targets else INCONCLUSIVE,
+                                 taxonomy=context.config.taxonomy, confidence=0.3,
+                                 rationale=f"first error-level violation: {rec.rule_id} at steps.{rec.step}",
+                                 evidence=rec.evidence, strategy=self.name)
+        ds = t.decision_steps
+        step = ds[0].index if ds else None
+        return Diagnosis(trajectory_id=t.id, file=t.source.file, record=t.source.record, critical_step=step,
+                         agent=t.steps[step].agent if step is not None else None, category=INCONCLUSIVE,
+                         taxonomy=context.config.taxonomy, confidence=0.05,
+                         rationale="no error-level violation; first decision step", strategy=self.name)
