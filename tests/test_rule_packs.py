@@ -14,7 +14,8 @@ SHIPPED = ["generic", "generic.protocol", "generic.system", "generic.guardrails"
 
 @pytest.fixture(scope="module")
 def tau_rules():
-    return compile_rules(load_pack("tau_retail"))
+    """What the audit pipeline applies to a retail run: the generic packs and the policy pack."""
+    return compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail"))
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +46,9 @@ def test_shipped_packs_load_by_short_name_and_every_example_passes():
             assert spec.targets and spec.metadata.get("source"), spec.id
             if not spec.disabled:
                 assert {e["expect"] for e in spec.examples} & {"fail", "skip"}, spec.id
-    results = run_examples(compile_rules(load_pack("tau_retail")))
+    results = run_examples(compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail")))
     assert len(results) == 100 and [r.detail for r in results if not r.ok] == []
+    assert load_pack("tau_retail").metadata["applies_to_tools"][0] == "calculate"
 
 
 def test_count_claim_contradicting_available_variants(tau_logs):
@@ -174,9 +176,11 @@ def test_parameters_and_switches_are_overridable(tau_runs):
     rules = compile_rules(load_pack("generic.protocol", params={"closing": "(?i)all good"}))
     log = evaluate(tau_runs["80"], rules)
     assert record(log, 25, "generic.protocol.run-ends-on-open-request").verdict == "pass"
-    # one-action-per-turn is off in generic and switched on by tau_retail
+    # one-action-per-turn is off in generic (the retail policy has its own rule)
     assert load_pack("generic").rule("one-action-per-turn").disabled
-    assert not load_pack("tau_retail").rule("generic.protocol.one-action-per-turn").disabled
+    on = load_pack("pack: p\ninclude: [generic.protocol]\noverrides:\n"
+                   "  generic.protocol.one-action-per-turn: {disabled: false}\nrules: []\n")
+    assert not on.rule("one-action-per-turn").disabled
     custom = load_pack("pack: mine\ninclude: [generic.protocol]\noverrides:\n"
                        "  generic.protocol.run-ends-after-failed-call: {severity: warning}\nrules: []\n")
     assert custom.rule("run-ends-after-failed-call").severity == "warning"
