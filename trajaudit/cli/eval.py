@@ -9,7 +9,6 @@ import click
 
 from trajaudit.cli.common import console, fail, handle_errors, report_problems
 from trajaudit.engine.loader import load_many
-from trajaudit.engine.strategy import AuditContext
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 from trajaudit.eval.runner import read_diagnoses, run_on_paths
@@ -39,6 +38,9 @@ def _read_tools(path: str | None) -> list[dict] | None:
 @click.option("--taxonomy", help="Taxonomy for category normalization (default: the gold's).")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False),
               help="Tool schemas (OpenAI function format) passed to the strategy.")
+@click.option("--rules", "rules", multiple=True, metavar="PACK",
+              help="Extra rule packs for the strategy (as in `trajaudit audit`).")
+@click.option("--no-default-packs", is_flag=True, help="Do not apply the shipped generic and domain packs.")
 @click.option("--trace-format", metavar="NAME", help="Force the trace format of DATASET (default: auto-detect).")
 @click.option("--format", "out_format", type=click.Choice(["table", "json", "markdown"]), default="table",
               show_default=True, help="Report format.")
@@ -50,7 +52,8 @@ def _read_tools(path: str | None) -> list[dict] | None:
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategy: str | None,
              taxonomy: str | None, tools: str | None, trace_format: str | None, out_format: str,
-             output: str | None, save_pred: str | None, misses: int, seed: int, bootstrap: int) -> None:
+             output: str | None, save_pred: str | None, misses: int, seed: int, bootstrap: int,
+             rules: tuple[str, ...] = (), no_default_packs: bool = False) -> None:
     """Score diagnoses against gold labels with the metrics of AgentRx, SearchAuditor, Who&When and DRIFT.
 
     \b
@@ -73,9 +76,12 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     if strategy:
         if not paths:
             fail("--strategy needs DATASET paths (the runs to diagnose)")
+        from trajaudit.engine.pipeline import AuditSpec, build_context
         from trajaudit.engine.strategy import AuditConfig
 
-        ctx = AuditContext(config=AuditConfig(seed=seed), tools=_read_tools(tools))
+        _read_tools(tools)  # clear message for a bad tools file
+        ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
+                                      default_packs=not no_default_packs))
         out = run_on_paths(paths, strategy, context=ctx, format=trace_format)
         report_problems(out.problems)
         diagnoses, trajectories = out.diagnoses, out.trajectories
