@@ -187,3 +187,19 @@ def test_audit_llm_strategy_without_endpoint_exits_2(tau_file, tmp_path, monkeyp
     r = CliRunner().invoke(main, ["audit", str(tau_file), "--strategy", "agentrx", "-o", str(tmp_path / "d.jsonl")])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "strategy 'agentrx' needs an LLM" in r.output and "--strategy offline" in r.output
+
+
+def test_audit_with_worker_processes_uses_the_llm_and_matches_a_serial_run(llm_server, tau_file, tmp_path):
+    path, _ = three_tau(tau_file, tmp_path)
+    llm_server.responder = scripted(load_path(path).trajectories)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    r = run("audit", path, "--strategy", "agentrx", "--repair", "-o", a, "-q", "--jobs", 2, *llm_flags(llm_server, tmp_path))
+    assert r.exit_code == 0, r.output
+    assert llm_server.calls == 9  # each worker built its own client on the shared sqlite cache
+    r = run("audit", path, "--strategy", "agentrx", "--repair", "-o", b, "-q", *llm_flags(llm_server, tmp_path))
+    assert r.exit_code == 0 and llm_server.calls == 9  # the serial re-run is served from that cache
+
+    def strip(line):
+        return {k: v for k, v in json.loads(line).items() if k != "usage"}
+
+    assert [strip(x) for x in a.read_text().splitlines()] == [strip(x) for x in b.read_text().splitlines()]

@@ -187,7 +187,7 @@ def attach_repair(diagnosis: Diagnosis, trajectory: Trajectory, llm: Any = None)
     """``diagnosis`` with ``repair`` filled (``trajaudit audit --repair``).
 
     With an LLM client, the directive is synthesized (:func:`trajaudit.llm.repair.synthesize_repair`;
-    its usage is added to the diagnosis' usage); without one — or when that call fails — the
+    its usage counters are added to the diagnosis' ``usage``); without one — or when that call fails — the
     :func:`template_directive` is used. ``metadata["repair"]`` says which (``source``: ``llm`` or
     ``template``), and why when the LLM failed. A diagnosis without a critical step is returned
     unchanged (noted).
@@ -211,7 +211,8 @@ def attach_repair(diagnosis: Diagnosis, trajectory: Trajectory, llm: Any = None)
             for key, value in r.usage.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     usage[key] = round(usage.get(key, 0) + value, 6)
-            meta = {"source": "llm", "directives": r.directives, "summary": r.summary, "usage": r.usage, **r.metadata}
+            meta = {"source": "llm", "directives": r.directives, "summary": r.summary, "requests": r.usage.get("requests"),
+                    **r.metadata}
             return dataclasses.replace(diagnosis, repair=r.text, usage=usage,
                                        metadata={**diagnosis.metadata, "repair": meta})
     meta = {"source": "template"} | ({"note": note} if note else {})
