@@ -27,6 +27,7 @@ from trajaudit.engine.ir import Step, Trajectory
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
 from trajaudit.errors import LLMError
+from trajaudit.llm.evidence import cut_text
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
@@ -70,7 +71,8 @@ def checklist_text(taxonomy: Any) -> str:
 
 
 def violation_rows(records: list[Record], limit: int) -> tuple[list[dict[str, Any]], int]:
-    """Compact JSON rows of violations for the judge (earliest first), at most ``limit``.
+    """Compact JSON rows of violations for the judge (earliest first), at most ``limit``; messages
+    longer than 300 characters are cut visibly (``[…N chars cut…]``), evidence to four addresses.
 
     Returns:
         ``(rows, number left out)``.
@@ -78,7 +80,7 @@ def violation_rows(records: list[Record], limit: int) -> tuple[list[dict[str, An
     rows = []
     for r in records[:limit]:
         rows.append({"step": r.step, "rule": r.rule_id, "type": r.rule_type, "severity": r.severity,
-                     "targets": list(r.targets), "message": " ".join(r.message.split())[:300],
+                     "targets": list(r.targets), "message": cut_text(" ".join(r.message.split()), 300),
                      "evidence": [e.address for e in r.evidence[:4]], "origin": r.origin})
     return rows, max(0, len(records) - limit)
 
