@@ -47,12 +47,20 @@ def test_check_rule_accepts_a_good_rule_and_normalizes_it():
     ({"rationale": "because"}, "parse", "'rationale' was unexpected"),
     ({"type": "POLICY"}, "parse", "schema"),
     ({"targets": ["made_up"]}, "targets", "unknown target(s) 'made_up'"),
+    ({"assert": "not (content ~ /(\\w+\\s?)*$/)"}, "regex", "catastrophic backtracking"),
+    ({"guard": 'content ~ "(a+)+b"'}, "regex", "'(a+)+b' repeats a group that itself repeats"),
     ({"examples": [{"name": "wrongly expected", "expect": "pass", "messages": AUTH["examples"][0]["messages"]}]},
      "examples", "expected pass, got fail@0"),
 ])
 def test_bad_rules_are_rejected_with_the_reason(change, stage, needle):
     rule, rej = check_rule({**AUTH, **change}, pack="p", taxonomy=TAX)
     assert rule is None and rej.stage == stage and needle in rej.reason, rej.reason
+
+
+def test_unambiguous_repetition_is_accepted():
+    rule, rej = check_rule({**AUTH, "guard": 'step.kind == "agent"', "assert": 'not (content ~ /([a-z]+\\.)+com/)',
+                            "examples": []}, pack="p", taxonomy=TAX)
+    assert rej is None and rule["assert"] == 'not (content ~ /([a-z]+\\.)+com/)'
 
 
 def test_text_is_never_a_rule_duplicates_and_conflicts_are_dropped():

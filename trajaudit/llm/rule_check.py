@@ -5,6 +5,7 @@ if it passes, in order:
 
 1. ``shape``: it is an object (text is never interpreted as a rule, let alone run);
 2. ``targets``: its target labels are categories of the taxonomy (spellings normalized);
+   ``regex``: no regex in it nests unbounded quantifiers (``(a+)+``: Python's ``re`` has no timeout);
 3. ``parse``: :func:`~trajaudit.engine.rule_pack.load_pack` accepts a one-rule pack holding it (YAML
    safe loader + the rule-pack JSON Schema);
 4. ``lint``: :func:`~trajaudit.engine.rule_lint.lint_pack` reports no error (every expression parses
@@ -46,7 +47,7 @@ class RejectedRule:
     Attributes:
         rule: the rule as the model wrote it (data; JSON-ready).
         reason: why (the checker's message, with the expression and a caret where known).
-        stage: ``shape``, ``targets``, ``parse``, ``lint``, ``examples``, ``conflict``, ``duplicate``,
+        stage: ``shape``, ``targets``, ``regex``, ``parse``, ``lint``, ``examples``, ``conflict``, ``duplicate``,
             ``reflection`` or ``scope``.
         attempts: 1 = rejected in the first answer and not resubmitted; 2 = rejected again after the
             repair round.
@@ -126,6 +127,79 @@ def _clean(raw: dict[str, Any], taxonomy: Taxonomy) -> tuple[dict[str, Any] | No
     return ordered, None, ""
 
 
+_REGEX_TOKEN = re.compile(r"/((?:\\.|[^/\\\n])+)/[imsx]*")  # the grammar's REGEX token
+_STRING_TOKEN = re.compile(r'"((?:\\.|[^"\\\n])*)"' + r"|'((?:\\.|[^'\\\n])*)'")
+
+
+def _nested_unbounded(pattern: str) -> bool:
+    """Whether ``pattern`` repeats, without bound, a group that itself repeats without bound and has no
+    mandatory separator character — the classic catastrophic-backtracking shape (``(a+)+``,
+    ``(\\w*\\s?)*``; ``(\\d+,)*`` is fine). A heuristic (star height), sound for these shapes, blind to
+    overlapping alternations. Python's ``re`` has no timeout, so such a model-written regex could stall
+    an audit on a long text."""
+    try:
+        import re._constants as c  # type: ignore[import-not-found]
+        import re._parser as p  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import sre_constants as c  # type: ignore[no-redef]
+        import sre_parse as p  # type: ignore[no-redef]
+    try:
+        parsed = p.parse(pattern)
+    except Exception:  # noqa: BLE001 - not a regex here (or a bad one: the compiler reports it)
+        return False
+    repeats = {c.MAX_REPEAT, c.MIN_REPEAT} | ({c.POSSESSIVE_REPEAT} if hasattr(c, "POSSESSIVE_REPEAT") else set())
+
+    def unbounded(av: Any) -> bool:
+        return av[1] == c.MAXREPEAT or av[1] > 50
+
+    def children(op: Any, av: Any) -> list[Any]:
+        if op in repeats:
+            return [av[2]]
+        if op == c.SUBPATTERN:
+            return [av[-1]]
+        if op == c.BRANCH:
+            return list(av[1])
+        return []
+
+    def has_unbounded(items: Any) -> bool:
+        return any((op in repeats and unbounded(av)) or any(has_unbounded(ch) for ch in children(op, av))
+                   for op, av in items)
+
+    def separated(items: Any) -> bool:
+        """A mandatory single character (a literal or a class, not repeated) between iterations, as in
+        ``([a-z]+\\.)+`` or ``(\\d+,)*``, keeps the repetition unambiguous."""
+        while len(items) == 1 and items[0][0] == c.SUBPATTERN:
+            items = items[0][1][-1]
+        return any(op in (c.LITERAL, c.IN) for op, _ in items)
+
+    def nested(items: Any) -> bool:
+        for op, av in items:
+            if op in repeats and unbounded(av) and not separated(av[2]) and has_unbounded(av[2]):
+                return True
+            if any(nested(ch) for ch in children(op, av)):
+                return True
+        return False
+
+    return nested(parsed)
+
+
+def risky_regex(rule: dict[str, Any]) -> str | None:
+    """The first regex (``/…/`` literal or string literal) in the rule's expressions that nests
+    unbounded quantifiers, or ``None``."""
+    texts = [rule.get("guard"), rule.get("assert"), *((rule.get("let") or {}).values()
+                                                      if isinstance(rule.get("let"), dict) else [])]
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        candidates = [m.group(1) for m in _REGEX_TOKEN.finditer(text)]
+        candidates += [(m.group(1) or m.group(2) or "").replace("\\\\", "\\")  # "\\w" in a string is \w
+                       for m in _STRING_TOKEN.finditer(text)]
+        for pat in candidates:
+            if _nested_unbounded(pat):
+                return pat
+    return None
+
+
 def _finding_text(f: LintFinding) -> str:
     text = _LOC.sub("", str(f)) if f.location else str(f)
     return text if text.startswith(f.code) else f"{f.code}: {f.message}"
@@ -148,6 +222,11 @@ def check_rule(raw: Any, *, pack: str, taxonomy: Taxonomy) -> tuple[dict[str, An
     rule, why, stage = _clean(raw, taxonomy)
     if rule is None:
         return None, RejectedRule(raw, why or "invalid", stage)
+    risky = risky_regex(rule)
+    if risky is not None:
+        return None, RejectedRule(raw, f"regex {risky!r} repeats a group that itself repeats without bound "
+                                       "(catastrophic backtracking on long texts); write it without nested "
+                                       "unbounded quantifiers", "regex")
     doc = one_rule_pack(rule, pack, taxonomy.id)
     try:
         loaded = load_pack(doc)
