@@ -44,10 +44,12 @@ def _where(step: Step, quote: str) -> tuple[str, int, int, int | None] | None:
     if hit is not None:
         return f"steps.{step.index}.content", hit[0], hit[1], None
     for j, call in enumerate(step.tool_calls):
-        flat = call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False, default=str)
-        hit = locate(quote, flat)
-        if hit is not None:
-            return f"steps.{step.index}.tool_calls.{j}.arguments", hit[0], hit[1], j
+        # the model saw the arguments as JSON (step_record); offsets refer to that text, else the raw text
+        shown = json.dumps(call.arguments, ensure_ascii=False, default=str) if call.arguments is not None else ""
+        for flat in (shown, call.raw_arguments or ""):
+            hit = locate(quote, flat)
+            if hit is not None:
+                return f"steps.{step.index}.tool_calls.{j}.arguments", hit[0], hit[1], j
     return None
 
 

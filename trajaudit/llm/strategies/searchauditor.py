@@ -19,7 +19,9 @@ Cost (deliberately below the paper's, which sends the whole run to every branch 
 adjudicator): only the holistic report sees the whole run; the backward and forward reports see
 compressed views of every step (evidence steps, resp. decision steps, kept whole as far as
 ``branch_share`` × the whole run allows; the rest cut visibly); the adjudicator sees the outline and
-windows (``window_share``). Calls: 4 (5 with repair). See ``benchmarks/llm_cost.md``.
+windows (``window_share``). The reports get a one-line category menu; only the adjudicator, which
+decides the category, gets the full definitions. Calls: 4 (5 with repair). See
+``benchmarks/llm_cost.md``.
 """
 
 from __future__ import annotations
@@ -73,9 +75,9 @@ class SearchAuditorSettings:
         repair: run the repair synthesizer (one more call) and fill ``Diagnosis.repair``.
     """
 
-    branch_share: float = 0.25
-    window_share: float = 0.25
-    min_budget: int = 3000
+    branch_share: float = 0.2
+    window_share: float = 0.2
+    min_budget: int = 2500
     radius: int = 1
     cluster_gap: int = 1
     repair: bool = False
@@ -147,9 +149,8 @@ class SearchAuditor:
         for branch, focus, limit in (("holistic", (), None), ("backward", evidence_steps, budget),
                                      ("forward", decision_steps, budget)):
             prompt = f"sa_{branch}"
-            menu = categories_text(cats) if branch == "holistic" else categories_brief(cats)
             messages, _ = run.fitted(client, prompt, t, "trajectory", range(n), focus=focus, budget_chars=limit,
-                                     categories=menu, **common)
+                                     categories=categories_brief(cats), **common)
             schema = copy.deepcopy(load_prompt(prompt).schema)
             schema["properties"]["category"]["enum"] = [c for c, _ in cats]
             jobs.append((branch, messages, schema))
