@@ -53,13 +53,13 @@ def test_every_strategy_on_a_tau_run_then_again_from_the_cache(local_llm, tau_ru
 
 
 STAGED = ("searchauditor", "drift", "hybrid")
-# small views and few claims to check: ~8 calls of ~1,200 prompt tokens and <= 320 answer tokens each
+# small views and few claims to check: ~8 calls of ~1,700 prompt tokens and <= 360 answer tokens each
 STAGED_OPTIONS = {"searchauditor": {"min_budget": 1000}, "drift": {"max_checks": 3, "min_budget": 1000},
                   "hybrid": {"min_budget": 1000}}
 
 
 def staged_config(url: str, cache: str) -> LLMConfig:
-    return LLMConfig(base_url=url, model="smollm2-135m-instruct", max_tokens=320, context_chars=4000,
+    return LLMConfig(base_url=url, model="smollm2-135m-instruct", max_tokens=360, context_chars=4000,
                      timeout=600, max_retries=1, concurrency=1, cache_path=cache)
 
 
