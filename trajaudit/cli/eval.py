@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -20,6 +21,18 @@ from trajaudit.engine.strategy import default_strategies
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 from trajaudit.eval.runner import read_diagnoses, run_on_paths
+
+
+def _read_tools(path: str | None) -> list[dict] | None:
+    if not path:
+        return None
+    try:
+        tools = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        fail(f"{path}: cannot read tool schemas: {e}")
+    if not isinstance(tools, list):
+        fail(f"{path}: tool schemas must be a JSON list of OpenAI function schemas")
+    return tools
 
 
 @click.command("eval")
@@ -83,6 +96,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         from trajaudit.engine.strategy import AuditConfig
 
         strat = default_strategies().get(strategy)
+        _read_tools(tools)  # clear message for a bad tools file
         ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
                                       default_packs=not no_default_packs))
         if getattr(strat, "needs_llm", False):

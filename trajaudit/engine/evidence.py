@@ -70,8 +70,13 @@ def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] |
 
     rules: list[Any] = []
     seen: set[str] = set()
-    for p in packs:
-        for r in compile_rules(load_pack(p)):
+    compiled = [compile_rules(load_pack(p)) for p in packs]
+    if tools:
+        from trajaudit.engine.tool_rules import rules_from_tools
+
+        compiled.append(compile_rules(rules_from_tools(tools)))
+    for group in compiled:
+        for r in group:
             if r.id not in seen:
                 seen.add(r.id)
                 rules.append(r)
