@@ -61,8 +61,9 @@ def test_hybrid_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(llm
             anchors = sorted({c.step for c in offline.candidates[:5]} | {offline.critical_step, final_answer_index(t)})
             assert [r["step"] for r in ev["windows"] if "step" in r] == window_indices(t, anchors, 1)
             assert d.usage["input_chars"] < 3 * whole_chars(t)
+            assert d.metadata["evidence_counts"]["violations"] == len(viol)
             first[t.id] = d.to_dict()
-    assert {tid for tid, d in first.items() if d["metadata"]["evidence_counts"]["violations"]} == {"2", "10", "100"}
+    assert sum(1 for d in first.values() if d["metadata"]["evidence_counts"]["violations"]) >= 3
     llm_server.reset_counts()
     with LLMClient(llm_config) as client:
         ctx = context(client)
