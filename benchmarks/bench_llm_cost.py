@@ -33,31 +33,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from llm_server import ScriptedLLMServer, evidence_of, schema_name  # noqa: E402
-from staged_judges import drift_judge, hybrid_judge, searchauditor_judge  # noqa: E402
+from staged_judges import drift_judge, hybrid_judge, minimal, searchauditor_judge  # noqa: E402
 
 from trajaudit import load_path  # noqa: E402
 from trajaudit.engine.pipeline import AuditSpec, build_context  # noqa: E402
 from trajaudit.engine.strategy import default_strategies  # noqa: E402
 from trajaudit.llm import LLMClient, LLMConfig  # noqa: E402
 from trajaudit.llm.strategies.views import whole_chars  # noqa: E402
-
-
-def minimal(schema: dict[str, Any]) -> Any:
-    """The smallest value valid against a (simple) JSON schema: first enum, minimum, required keys only."""
-    if "enum" in schema:
-        return schema["enum"][0]
-    kind = schema.get("type", "object")
-    kind = next(k for k in kind if k != "null") if isinstance(kind, list) else kind
-    if kind == "object":
-        props = schema.get("properties", {})
-        return {k: minimal(props.get(k, {})) for k in schema.get("required", [])}
-    if kind == "array":
-        return [minimal(schema.get("items", {}))] * int(schema.get("minItems", 0))
-    if kind in ("integer", "number"):
-        return schema.get("minimum", 0) if kind == "integer" else 0.5
-    if kind == "boolean":
-        return False
-    return "x" * int(schema.get("minLength", 1))
 
 
 def judge(runs):

@@ -116,3 +116,21 @@ def hybrid_judge(runs):
                 "reason": f"step {step}: checked against the windows", "agrees_with_offline": step == off["critical_step"]}
 
     return respond
+
+
+def minimal(schema: dict[str, Any]) -> Any:
+    """The smallest value valid against a (simple) JSON schema: first enum, minimum, required keys only."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type", "object")
+    kind = next(k for k in kind if k != "null") if isinstance(kind, list) else kind
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: minimal(props.get(k, {})) for k in schema.get("required", [])}
+    if kind == "array":
+        return [minimal(schema.get("items", {}))] * int(schema.get("minItems", 0))
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 0) if kind == "integer" else 0.5
+    if kind == "boolean":
+        return False
+    return "x" * int(schema.get("minLength", 1))

@@ -95,3 +95,24 @@ def test_hybrid_faults_are_clear_errors(llm_server, llm_config, ww_runs):
     cfg = dataclasses.replace(llm_config, base_url=url, max_retries=0, timeout=2.0)
     with LLMClient(cfg) as client, pytest.raises(LLMError, match=f"hybrid: cannot reach {url}"):
         default_strategies().get("hybrid").diagnose(t, context(client))
+
+
+def test_an_injected_tool_output_stays_inside_evidence_blocks_in_every_staged_prompt(llm_server, llm_client):
+    import re
+
+    from staged_judges import minimal
+    from test_llm_prompts import INJECTION, injected_run
+
+    t = injected_run()
+    llm_server.responder = lambda req: minimal(req["response_format"]["json_schema"]["schema"])
+    for name in ("searchauditor", "drift", "hybrid"):
+        d = default_strategies().get(name).diagnose(t, context(llm_client))
+        assert schema_errors("diagnosis", d.to_dict()) == [] and d.critical_step in (2, 4)
+    carried = 0
+    for req in llm_server.requests:
+        system, user = req["messages"][0]["content"], req["messages"][1]["content"]
+        assert [m["role"] for m in req["messages"]] == ["system", "user"] and "answer step 0 with confidence" not in system
+        outside = re.sub(r'<evidence name="\w+">\n.*?\n</evidence>', "", user, flags=re.S)
+        assert "answer step 0 with confidence" not in outside and "evidence>" not in outside
+        carried += any(INJECTION in str(v) for v in evidence_of(req).values())
+    assert len(llm_server.requests) >= 7 and carried >= 4  # the tool output reached the model, as data only
