@@ -28,8 +28,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from trajaudit.engine.claims import RegexExtractor, build_claim_graph
-from trajaudit.engine.claims.propagate import propagate
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
@@ -42,7 +40,6 @@ from trajaudit.llm.strategies.base import (
     normalize_category,
     require_llm,
 )
-from trajaudit.llm.strategies.drift_claims import LLMClaimExtractor, apply_support, claim_row, claims_to_check
 from trajaudit.llm.strategies.views import (
     final_answer_index,
     final_answer_text,
@@ -97,6 +94,10 @@ class Drift:
             ConfigError: no LLM client in ``context``, or bad options in ``context.extra``.
             LLMError: a call failed or its answer was invalid twice.
         """
+        # the claim graph (and networkx) load only when a run is audited, not when strategies are listed
+        from trajaudit.engine.claims import RegexExtractor, build_claim_graph
+        from trajaudit.engine.claims.propagate import propagate
+
         client = require_llm(context, self.name)
         st = strategy_settings(self.settings, context, self.name)
         cats = categories(context.config.taxonomy)
@@ -140,7 +141,9 @@ class Drift:
 
     # -- Claim Keeper -----------------------------------------------------------------------------
     def _keep(self, client: Any, t: Trajectory, run: PromptRun, st: DriftSettings, whole: int,
-              claims: list[Any], decisions: list[int]) -> LLMClaimExtractor:
+              claims: list[Any], decisions: list[int]) -> Any:
+        from trajaudit.llm.strategies.drift_claims import LLMClaimExtractor
+
         ordered = sorted(claims, key=lambda c: (not c.consequential, not c.status.unsupported, c.step))
         rows = [{"id": c.id, "step": c.step, "kind": c.kind, "value": c.value[:60], "status": c.status.value}
                 for c in ordered[: st.max_ledger_rows]]
@@ -159,6 +162,8 @@ class Drift:
     # -- Support Seeker ---------------------------------------------------------------------------
     def _support(self, client: Any, t: Trajectory, run: PromptRun, st: DriftSettings, whole: int,
                  claims: list[Any]) -> tuple[list[dict[str, Any]], int]:
+        from trajaudit.llm.strategies.drift_claims import apply_support, claim_row, claims_to_check
+
         todo, more = claims_to_check(claims, st.max_checks)
         if more:
             run.notes.append(f"support seeker: {more} more unconfirmed consequential claims kept their ledger status")
@@ -186,6 +191,8 @@ class Drift:
     # -- Dependency Backtrace ---------------------------------------------------------------------
     def _backtrace(self, client: Any, t: Trajectory, run: PromptRun, st: DriftSettings, whole: int,
                    claims: list[Any], prop: Any, cats: list[tuple[str, str]]) -> dict[str, Any]:
+        from trajaudit.llm.strategies.drift_claims import claim_row
+
         by_id = {c.id: c for c in claims}
         unsupported = [c for c in claims if c.status.unsupported and c.consequential]
         rows = [{**claim_row(c), "reused_in": c.reused_in[:8], "final_steps": c.final_steps[:8],
