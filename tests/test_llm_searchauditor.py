@@ -121,6 +121,9 @@ def test_a_tool_output_named_by_the_adjudicator_goes_to_the_step_that_issued_the
     llm_server.responder = searchauditor_judge([t], adjudicated=lambda _: tool.index)
     d = default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=llm_client))
     assert d.critical_step == caller and d.metadata["adjudication"]["model_step"] == tool.index
+    # the proposals the adjudicator overruled stay as candidates, one per step, best report first
+    assert [c.step for c in d.candidates] == [caller, target_of(t), early_of(t)]
+    assert d.candidates[1].reason.startswith("holistic, forward report: ") and d.candidates[1].score == 0.8
     assert f"adjudicator: model named tool output step {tool.index}; attributed to step {caller}, which issued " \
            "the call" in d.metadata["notes"]
 

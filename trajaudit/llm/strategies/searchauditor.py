@@ -132,10 +132,15 @@ class SearchAuditor:
                                                 "sources": list(answer["sources"])}))
         evidence = d.evidence + tuple(Evidence(t.steps[k].address, t.steps[k].preview(160), "cited by the adjudicator")
                                       for k in supporting if k != step)
+        others: dict[int, list[Proposal]] = {}
+        for p in sorted(proposals, key=lambda p: -p.confidence):
+            if p.step != step:
+                others.setdefault(p.step, []).append(p)
         cands = d.candidates + tuple(
-            Candidate(step=p.step, category=p.category, score=round(p.confidence, 3), agent=t.steps[p.step].agent,
-                      reason=f"{p.source} report: {p.reason}"[:300], evidence=(t.steps[p.step].address,))
-            for p in proposals if p.step != step)
+            Candidate(step=k, category=ps[0].category, score=round(ps[0].confidence, 3), agent=t.steps[k].agent,
+                      reason=f"{', '.join(p.source for p in ps)} report: {ps[0].reason}"[:300],
+                      evidence=(t.steps[k].address,))
+            for k, ps in others.items())
         return dataclasses.replace(d, evidence=evidence, candidates=cands, repair=repair)
 
     # -- stage 1 ----------------------------------------------------------------------------------
