@@ -116,7 +116,7 @@ def test_repair_option_adds_a_synthesizer_that_sees_only_the_diagnosis_and_windo
 def test_a_tool_output_named_by_the_adjudicator_goes_to_the_step_that_issued_the_call(llm_server, llm_client,
                                                                                       tau_runs):
     t = tau_runs["47"]
-    tool = next(s for s in t.steps if s.kind == "tool" and s.index > target_of(t))
+    tool = next(s for s in t.steps if s.kind == "tool" and t.call_for(s) and t.call_for(s)[0].index > target_of(t))
     caller = t.call_for(tool)[0].index
     llm_server.responder = searchauditor_judge([t], adjudicated=lambda _: tool.index)
     d = default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=llm_client))
