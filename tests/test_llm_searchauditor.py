@@ -177,3 +177,20 @@ def test_clustering_and_disagreement_summary_are_deterministic():
     same = [Proposal(n, 6, "a", 0.5, "") for n in ("holistic", "backward", "forward")]
     assert disagreement_summary(same, cluster_proposals(same, decisions))["lines"] == [
         "all 3 reports propose step 6", "all reports name category a"]
+
+
+def test_a_small_context_budget_cuts_visibly(llm_server, llm_config, tau_runs):
+    t = tau_runs["2"]
+    llm_server.responder = searchauditor_judge([t])
+    with LLMClient(dataclasses.replace(llm_config, context_chars=6000)) as client:
+        d = default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=client))
+    ctx = d.metadata["context"]
+    assert ctx["prompts"] == 4 and ctx["prompts_cut"] == 4 and ctx["budget_chars"] <= 6000
+    assert "outline outline_capped: previews cut to 60 chars" in d.metadata["notes"]
+    (hol,) = requests_for(llm_server, t, "searchauditor-holistic")
+    shown = evidence_of(hol)["trajectory"]
+    # steps left out of the holistic view are named in a note record and in the diagnosis
+    omitted = [i for i in range(len(t.steps)) if i not in {r.get("step") for r in shown}]
+    assert set(omitted) <= set(ctx["omitted_steps"])
+    assert not omitted or shown[-1]["note"].startswith(f"{len(omitted)} step(s) left out")
+    assert d.critical_step == target_of(t) and schema_errors("diagnosis", d.to_dict()) == []
