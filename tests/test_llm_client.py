@@ -63,10 +63,11 @@ def test_core_imports_do_not_import_openai():
     code = ("import sys, trajaudit, trajaudit.llm, trajaudit.llm.strategies\n"
             "from trajaudit.engine.strategy import default_strategies\n"
             "reg = default_strategies()\n"
-            "[reg.get(n) for n in ('all-at-once', 'step-by-step', 'binary-search')]\n"
-            "print('openai' in sys.modules)")
+            "[reg.get(n) for n in ('all-at-once', 'step-by-step', 'binary-search', 'searchauditor', 'drift',"
+            " 'hybrid')]\n"
+            "print('openai' in sys.modules, 'networkx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False"  # nor the claim graph's networkx: drift loads it when it runs
 
 
 # -- answers, cache and usage ------------------------------------------------------------------------

@@ -203,3 +203,17 @@ def test_audit_with_worker_processes_uses_the_llm_and_matches_a_serial_run(llm_s
         return {k: v for k, v in json.loads(line).items() if k != "usage"}
 
     assert [strip(x) for x in a.read_text().splitlines()] == [strip(x) for x in b.read_text().splitlines()]
+
+
+def test_a_strategy_s_own_repair_is_kept(tau_runs):
+    import dataclasses
+
+    from trajaudit.engine.repair import attach_repair
+    from trajaudit.engine.strategy import AuditContext, default_strategies
+
+    t = tau_runs["2"]
+    d = default_strategies().get("last").diagnose(t, AuditContext())
+    mine = dataclasses.replace(d, repair="1. Re-check the variant count.")
+    kept = attach_repair(mine, t, llm=None)
+    assert kept.repair == "1. Re-check the variant count." and kept.metadata["repair"] == {"source": "strategy"}
+    assert attach_repair(d, t).repair.startswith(TEMPLATE_LABEL)

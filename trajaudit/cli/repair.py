@@ -65,7 +65,8 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
         if use_template:
             directive = template_directive(d, t)
         elif d.repair:
-            directive, source = d.repair, f"the diagnosis ({(d.metadata.get('repair') or {}).get('source', '?')})"
+            directive = d.repair
+            source = f"the diagnosis ({(d.metadata.get('repair') or {}).get('source') or d.strategy})"
         else:
             if client is None:
                 cfg = llm_config_for(llm_opts, needed=False, wanted=True)

@@ -189,14 +189,18 @@ def attach_repair(diagnosis: Diagnosis, trajectory: Trajectory, llm: Any = None)
     With an LLM client, the directive is synthesized (:func:`trajaudit.llm.repair.synthesize_repair`;
     its usage counters are added to the diagnosis' ``usage``); without one — or when that call fails — the
     :func:`template_directive` is used. ``metadata["repair"]`` says which (``source``: ``llm`` or
-    ``template``), and why when the LLM failed. A diagnosis without a critical step is returned
-    unchanged (noted).
+    ``template``, or ``strategy`` when the strategy already wrote one, which is kept), and why when
+    the LLM failed. A diagnosis without a critical step is returned unchanged (noted).
     """
     import dataclasses
 
     if diagnosis.critical_step is None:
         return dataclasses.replace(diagnosis, metadata={**diagnosis.metadata,
                                                         "repair": {"source": None, "note": "no critical step"}})
+    if diagnosis.repair:  # the strategy wrote its own (searchauditor's repair stage): kept
+        return dataclasses.replace(diagnosis, metadata={**diagnosis.metadata,
+                                                        "repair": {**(diagnosis.metadata.get("repair") or {}),
+                                                                   "source": "strategy"}})
     note = None
     if llm is not None:
         from trajaudit.errors import LLMError

@@ -130,11 +130,13 @@ class PromptRun:
 
     def fitted(self, client: LLMClient, prompt: str, trajectory: Trajectory, evidence_field: str,
                indices: list[int] | range, *, focus: tuple[int, ...] = (), anchor: int | None = None,
-               **data: Any) -> tuple[list[dict[str, str]], EvidenceView]:
+               budget_chars: int | None = None, **data: Any) -> tuple[list[dict[str, str]], EvidenceView]:
         """Render ``prompt`` with the steps ``indices`` as ``evidence_field``, fitted to the budget.
 
-        The budget is ``client.config.context_chars`` minus the prompt's own size; the task (data
-        key ``task``) is first cut to a quarter of the budget. Cuts are recorded in :attr:`reports`.
+        The budget is ``client.config.context_chars`` minus the prompt's own size, or ``budget_chars``
+        (characters of the quoted evidence block) when that is smaller — strategies that show a
+        compressed view on purpose pass it; the task (data key ``task``) is first cut to a quarter of
+        the context budget. Cuts are recorded in :attr:`reports`.
         """
         p = load_prompt(prompt)
         self.versions[prompt] = p.version
@@ -148,8 +150,10 @@ class PromptRun:
                     f"it exceeds the {client.config.context_chars}-char budget")
             if note not in self.notes:
                 self.notes.append(note)
-        view = fit_steps(trajectory, indices, max(1000, client.config.context_chars - overhead), focus=focus,
-                         anchor=anchor)
+        budget = max(1000, client.config.context_chars - overhead)
+        if budget_chars is not None:
+            budget = max(1000, min(budget, budget_chars))
+        view = fit_steps(trajectory, indices, budget, focus=focus, anchor=anchor)
         if not view.complete:
             log.info("%s: %s evidence cut to fit %d chars (%s)", trajectory.id, prompt, view.budget_chars, view.mode)
         self.reports.append(view.report())
