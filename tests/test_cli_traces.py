@@ -24,7 +24,7 @@ def test_show_tau_record(tau_file):
     r = run("show", tau_file, "--record", "0")
     assert r.exit_code == 0
     assert "get_product_details" in r.output and "Currently, there are 11 available T-shirt" in r.output
-    assert "32 steps, 15 decision" in r.output
+    assert "32 steps, 15 decision steps" in r.output
 
 
 def test_show_every_who_and_when_file(ww_dir):

@@ -84,7 +84,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     report_problems(batch.problems)
     lines = "".join(r.diagnosis.to_json() + "\n" for r in batch.results)
     if output == "-":
-        click.get_text_stream("stdout").write(lines)
+        sys.stdout.write(lines)
     else:
         Path(output).write_text(lines, encoding="utf-8")
     if report:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from trajaudit.cli.common import console, fail, handle_errors, report_problems
@@ -74,4 +75,4 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
         for s in p.error_steps:
             out.print(f"  error step {s} ({p.roles[s]}): {' → '.join(p.chains[s])}", highlight=False)
         for note in g.incomplete:
-            out.print(f"  [yellow]incomplete:[/] {note}", highlight=False)
+            out.print(f"  [yellow]incomplete:[/] {escape(note)}", markup=True, highlight=False)

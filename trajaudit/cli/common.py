@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from trajaudit.errors import Problem, TrajauditError
 
@@ -21,15 +22,29 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
 
+MAX_MESSAGE_CHARS = 3000
+
+
 def console(err: bool = False) -> Console:
-    """A rich console on click's (test-injectable) stdout or stderr."""
-    stream = click.get_text_stream("stderr" if err else "stdout")
-    return Console(file=stream, soft_wrap=False, width=None if stream.isatty() else 160, highlight=False)
+    """A rich console on the current (test-injectable) stdout or stderr.
+
+    Markup is off: trace text, agent names and paths are printed literally (a message containing
+    ``[/bold]`` must not be read as a style tag). Styled labels use :func:`rich.markup.escape` on the
+    data they interpolate.
+    """
+    stream = sys.stderr if err else sys.stdout
+    return Console(file=stream, soft_wrap=False, width=None if stream.isatty() else 160, highlight=False,
+                   markup=False)
+
+
+def clip(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """Cut a message to ``limit`` characters, saying how much was cut (errors can quote whole inputs)."""
+    return message if len(message) <= limit else f"{message[:limit]}… ({len(message) - limit} more characters)"
 
 
 def fail(message: str) -> None:
     """Print ``error: message`` to stderr and exit with code 2."""
-    console(err=True).print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    console(err=True).print(f"[bold red]error:[/] {escape(clip(message))}", markup=True, highlight=False)
     sys.exit(EXIT_USAGE)
 
 
@@ -39,7 +54,7 @@ def report_problems(problems: list[Problem]) -> None:
         return
     c = console(err=True)
     for p in problems:
-        c.print(f"[yellow]skipped:[/] {p.message}", markup=True, highlight=False)
+        c.print(f"[yellow]skipped:[/] {escape(clip(p.message))}", markup=True, highlight=False)
 
 
 def format_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -61,6 +76,10 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
             return f(*args, **kwargs)
         except (TrajauditError, LookupError) as e:
             fail(str(e.args[0]) if isinstance(e, LookupError) and e.args else str(e))
+        except UnicodeDecodeError as e:
+            fail(f"cannot read a file as UTF-8 text: {e}")
+        except OSError as e:  # an output path that cannot be written, a file that vanished
+            fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
 
     return wrapper
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from trajaudit.cli.common import (
     LLMOptions,
@@ -148,4 +149,4 @@ def report_problems_text(lines: list[str]) -> None:
     """Print gold-loading problems to stderr, one line each."""
     c = console(err=True)
     for line in lines:
-        c.print(f"[yellow]gold:[/] {line}", markup=True, highlight=False)
+        c.print(f"[yellow]gold:[/] {escape(line)}", markup=True, highlight=False)

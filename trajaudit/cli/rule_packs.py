@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 import yaml
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from trajaudit.cli.common import console, fail, handle_errors
 from trajaudit.engine.rule_pack import RulePack, load_pack, shipped_packs
@@ -42,7 +44,7 @@ def list_packs(pack: str | None, show_rules: bool | None) -> None:
             t.add_column(col, overflow="fold")
         for name, p, err in shipped_rule_packs():
             if p is None:
-                t.add_row(name, "-", "-", f"[red]does not load: {err}[/]")
+                t.add_row(name, "-", "-", Text(f"does not load: {err}", style="red"))
                 continue
             own = sum(1 for r in p.rules if r.pack == p.name)
             incs = ", ".join(Path(i).stem for i in p.includes) or "-"
@@ -85,4 +87,4 @@ def from_tools(tools_file: str, output: str | None, name: str) -> None:
     err.print(f"{len(tr.pack['rules'])} rule(s) for {len(tr.tools)} tool(s)"
               + (f" written to {output}" if output else ""), highlight=False)
     for s in tr.skipped:
-        err.print(f"[yellow]not checked:[/] {s}", markup=True, highlight=False)
+        err.print(f"[yellow]not checked:[/] {escape(str(s))}", markup=True, highlight=False)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 
 from trajaudit.cli.common import EXIT_FINDINGS, console, handle_errors
 from trajaudit.engine.compiled_rule import compile_rule, compile_rules
@@ -54,7 +55,7 @@ def test(pack: str, select: str | None) -> None:
     out = console()
     for r in results:
         mark = "[green]PASSED[/]" if r.ok else "[bold red]FAILED[/]"
-        out.print(f"{r.rule_id}::{r.name} (expect {r.expect}) {mark}", markup=True, highlight=False)
+        out.print(f"{escape(f'{r.rule_id}::{r.name} (expect {r.expect})')} {mark}", markup=True, highlight=False)
         if not r.ok:
             out.print(f"    {r.location}: {r.detail}", markup=False, highlight=False, soft_wrap=True)
     failed = sum(1 for r in results if not r.ok)
@@ -62,7 +63,8 @@ def test(pack: str, select: str | None) -> None:
     summary = f"{len(results) - failed} passed, {failed} failed"
     if no_examples:
         summary += f"; {len(no_examples)} rule(s) without examples: {', '.join(no_examples)}"
-    out.print(("[bold red]" if failed else "[green]") + summary + "[/]", markup=True, highlight=False, soft_wrap=True)
+    out.print(("[bold red]" if failed else "[green]") + escape(summary) + "[/]", markup=True, highlight=False,
+              soft_wrap=True)
     if failed:
         raise SystemExit(EXIT_FINDINGS)
 

@@ -30,7 +30,7 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
     report_problems(res.problems)
     out = console()
     for t in res.trajectories:
-        title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision"
+        title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
         table = Table(title=title, title_justify="left", show_lines=False, expand=False)
         table.add_column("#", justify="right")
         table.add_column("kind")

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import jmespath
 
 from trajaudit.engine import rule_ast as A
+from trajaudit.engine.regex_safety import nested_unbounded
 from trajaudit.engine.rule_builtins import BUILTINS, StepRange
 from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
@@ -109,6 +110,9 @@ def compile_regex(pattern: Any, flags: str, err: Callable[[str], RulePackError])
     f = 0
     for ch in flags:
         f |= REGEX_FLAGS[ch]
+    if nested_unbounded(pattern):
+        raise err(f"regex {pattern!r} repeats a group that itself repeats without bound (catastrophic "
+                  "backtracking on long texts: an audit could hang); write it without nested unbounded quantifiers")
     try:
         return re.compile(pattern, f)
     except re.error as e:

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from trajaudit.engine.regex_safety import nested_unbounded
 from trajaudit.engine.rule_lint import LintFinding, lint_pack
 from trajaudit.engine.rule_pack import load_pack
 from trajaudit.engine.taxonomy import Taxonomy
@@ -131,58 +132,6 @@ _REGEX_TOKEN = re.compile(r"/((?:\\.|[^/\\\n])+)/[imsx]*")  # the grammar's REGE
 _STRING_TOKEN = re.compile(r'"((?:\\.|[^"\\\n])*)"' + r"|'((?:\\.|[^'\\\n])*)'")
 
 
-def _nested_unbounded(pattern: str) -> bool:
-    """Whether ``pattern`` repeats, without bound, a group that itself repeats without bound and has no
-    mandatory separator character — the classic catastrophic-backtracking shape (``(a+)+``,
-    ``(\\w*\\s?)*``; ``(\\d+,)*`` is fine). A heuristic (star height), sound for these shapes, blind to
-    overlapping alternations. Python's ``re`` has no timeout, so such a model-written regex could stall
-    an audit on a long text."""
-    try:
-        import re._constants as c  # type: ignore[import-not-found]
-        import re._parser as p  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import sre_constants as c  # type: ignore[no-redef]
-        import sre_parse as p  # type: ignore[no-redef]
-    try:
-        parsed = p.parse(pattern)
-    except Exception:  # noqa: BLE001 - not a regex here (or a bad one: the compiler reports it)
-        return False
-    repeats = {c.MAX_REPEAT, c.MIN_REPEAT} | ({c.POSSESSIVE_REPEAT} if hasattr(c, "POSSESSIVE_REPEAT") else set())
-
-    def unbounded(av: Any) -> bool:
-        return av[1] == c.MAXREPEAT or av[1] > 50
-
-    def children(op: Any, av: Any) -> list[Any]:
-        if op in repeats:
-            return [av[2]]
-        if op == c.SUBPATTERN:
-            return [av[-1]]
-        if op == c.BRANCH:
-            return list(av[1])
-        return []
-
-    def has_unbounded(items: Any) -> bool:
-        return any((op in repeats and unbounded(av)) or any(has_unbounded(ch) for ch in children(op, av))
-                   for op, av in items)
-
-    def separated(items: Any) -> bool:
-        """A mandatory single character (a literal or a class, not repeated) between iterations, as in
-        ``([a-z]+\\.)+`` or ``(\\d+,)*``, keeps the repetition unambiguous."""
-        while len(items) == 1 and items[0][0] == c.SUBPATTERN:
-            items = items[0][1][-1]
-        return any(op in (c.LITERAL, c.IN) for op, _ in items)
-
-    def nested(items: Any) -> bool:
-        for op, av in items:
-            if op in repeats and unbounded(av) and not separated(av[2]) and has_unbounded(av[2]):
-                return True
-            if any(nested(ch) for ch in children(op, av)):
-                return True
-        return False
-
-    return nested(parsed)
-
-
 def risky_regex(rule: dict[str, Any]) -> str | None:
     """The first regex (``/…/`` literal or string literal) in the rule's expressions that nests
     unbounded quantifiers, or ``None``."""
@@ -195,7 +144,7 @@ def risky_regex(rule: dict[str, Any]) -> str | None:
         candidates += [(m.group(1) or m.group(2) or "").replace("\\\\", "\\")  # "\\w" in a string is \w
                        for m in _STRING_TOKEN.finditer(text)]
         for pat in candidates:
-            if _nested_unbounded(pat):
+            if nested_unbounded(pat):
                 return pat
     return None
 
