@@ -76,5 +76,5 @@ def test_python_api_audit_on_bundled_example():
     assert (d.trajectory_id, d.critical_step, d.category, d.agent) == ("2", 6, "misinterpretation_of_tool_output",
                                                                        "assistant")
     assert "steps.5" in " ".join(e.address for e in d.evidence)
-    d = trajaudit.audit(ex / "tau_retail_sample.json", record=1, tools=str(ex / "tau_retail_tools.json"))
+    d = trajaudit.audit(ex / "tau_retail_sample.json", record=1, tools=str(ex.parent / "tools" / "tau_retail_tools.json"))
     assert (d.trajectory_id, d.critical_step, d.category) == ("34", 16, "invalid_invocation")

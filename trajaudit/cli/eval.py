@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -108,13 +109,19 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
             if ctx.llm is not None:
                 ctx.llm.close()
         report_problems(out.problems)
+        skipped = len(out.problems)
         diagnoses, trajectories = out.diagnoses, out.trajectories
+        if not diagnoses:
+            fail(f"no run could be diagnosed with strategy {strategy!r} ({skipped} skipped): nothing to score")
         if save_pred:
             Path(save_pred).write_text("".join(d.to_json() + "\n" for d in diagnoses), encoding="utf-8")
             err.print(f"wrote {len(diagnoses)} diagnoses to {save_pred}", highlight=False)
     else:
         diagnoses, problems = read_diagnoses(pred)
         report_problems(problems)
+        skipped = len(problems)
+        if not diagnoses:
+            fail(f"{pred}: no diagnosis could be read: nothing to score")
         if not paths:
             paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
         res = load_many(paths, format=trace_format) if paths else None
@@ -143,6 +150,10 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         click.echo(text, nl=not text.endswith("\n"))
     else:
         report.render(console(), max_misses=max_misses)
+    if skipped:
+        console(err=True).print(f"{skipped} run(s) or prediction line(s) were skipped (see above); exit code 1",
+                                highlight=False)
+        sys.exit(1)
 
 
 def report_problems_text(lines: list[str]) -> None:

@@ -221,6 +221,8 @@ class OfflineJudge:
             rationale = f"{how}: step {step} ({t.steps[step].agent or t.steps[step].kind}). {reasons}"
         else:
             step, category, conf, evidence, rationale = self._prior(t)
+            if taxonomy_ids is not None and category not in taxonomy_ids:
+                category = INCONCLUSIVE
         cand_out = tuple(
             Candidate(step=c.step, category=_category(c, taxonomy_ids), score=round(c.score, 3),
                       agent=t.steps[c.step].agent or t.steps[c.step].kind,

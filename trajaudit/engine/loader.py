@@ -116,6 +116,13 @@ def load_document(
         raise TraceFormatError(str(e.args[0]), file=file) from None
     except TraceFormatError as e:
         raise e.located(file=file, record=line) from None
+    if format and mapping is None:
+        # --format skips detection among formats, not the format's own shape check: forcing
+        # 'openai' on a tau file must not produce 29 empty "<missing>" steps.
+        sniff = getattr(adapter, "accepts", adapter.sniff)(doc)
+        if not sniff.ok:
+            raise TraceFormatError(f"not in the {format!r} format: {sniff.reason}", file=file, record=line,
+                                   adapter=format)
     runs = adapter.records(doc)
     result = LoadResult()
     if line is not None:

@@ -89,6 +89,9 @@ def build_context(spec: AuditSpec) -> AuditContext:
         from trajaudit.llm import LLMClient
 
         llm = LLMClient(spec.llm)
+    from trajaudit.engine.taxonomy import load_taxonomy
+
+    load_taxonomy(spec.config.taxonomy)  # an unknown taxonomy is a usage error, before any run
     tools = load_tools(spec.tools) if spec.tools else None
     always, domains = default_packs(spec.rules) if spec.default_packs else ([], [])
     return AuditContext(config=spec.config, rules=load_rules(tuple(always) + tuple(spec.rules), tools),

@@ -10,7 +10,8 @@ from trajaudit.errors import Problem
 
 
 def _cell(x: object) -> str:
-    return str(x).replace("|", "\\|").replace("\n", " ")
+    """Trace text as inert Markdown: no table breaks, no raw HTML (a trace may contain <script>)."""
+    return str(x).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(results: Sequence[AuditResult], problems: Sequence[Problem] = (),
@@ -35,13 +36,13 @@ def render_markdown(results: Sequence[AuditResult], problems: Sequence[Problem] 
         lines += [f"## {r.trajectory.id}", "", f"- file: `{r.trajectory.source.file}`"
                   + (f" record {r.trajectory.source.record}" if r.trajectory.source.record is not None else ""),
                   f"- critical step: **{d.critical_step}** ({_cell(d.agent or '—')}), category **{d.category}**, "
-                  f"confidence {d.confidence:.2f}, strategy `{d.strategy}`", f"- rationale: {d.rationale}"]
+                  f"confidence {d.confidence:.2f}, strategy `{d.strategy}`", f"- rationale: {_cell(d.rationale)}"]
         if d.repair:
-            lines.append(f"- repair: {d.repair}")
+            lines.append(f"- repair: {_cell(d.repair)}")
         for e in d.evidence[:10]:
-            lines.append(f"  - evidence `{e.address}` {e.note or ''}: `{_cell(str(e.value)[:160])}`")
+            lines.append(f"  - evidence `{e.address}` {_cell(e.note or '')}: {_cell(str(e.value)[:160])}")
         for c in d.candidates[1:5]:
-            lines.append(f"  - alternative: step {c.step} ({c.category}, score {c.score:.2f}) — {c.reason}")
+            lines.append(f"  - alternative: step {c.step} ({c.category}, score {c.score:.2f}) — {_cell(c.reason)}")
         lines.append("")
     if problems:
         lines += ["## Skipped runs", ""] + [f"- {_cell(p.message)}" for p in problems]

@@ -6,6 +6,7 @@ Use :func:`default_adapters` for the registry of built-in formats, in detection 
 from __future__ import annotations
 
 from trajaudit.engine.adapters.base import Adapter, LoadOptions, Sniff
+from trajaudit.engine.adapters.ir import IRAdapter
 from trajaudit.engine.adapters.mapping import MappingAdapter
 from trajaudit.engine.adapters.openai_chat import OpenAIChatAdapter
 from trajaudit.engine.adapters.tau import TauAdapter
@@ -16,7 +17,7 @@ from trajaudit.registry import Registry
 def default_adapters() -> Registry[Adapter]:
     """A fresh registry of the built-in adapters, in auto-detection order (most specific first)."""
     reg: Registry[Adapter] = Registry("format")
-    for a in (TauAdapter(), WhoAndWhenAdapter(), OpenAIChatAdapter(), MagenticAdapter()):
+    for a in (IRAdapter(), TauAdapter(), WhoAndWhenAdapter(), OpenAIChatAdapter(), MagenticAdapter()):
         reg.register(a.name, a)
     return reg
 

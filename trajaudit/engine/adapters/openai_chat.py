@@ -51,6 +51,17 @@ class OpenAIChatAdapter:
         why = _is_message_list(doc)
         return Sniff(not why, why)
 
+    def accepts(self, doc: Any) -> Sniff:
+        """The looser check used when ``--format openai`` is forced: message objects with a ``role``
+        string, whatever the role (unknown roles are kept and flagged)."""
+        runs = self.records(doc)
+        for r in runs:
+            msgs = r.get("messages") if isinstance(r, dict) else r
+            if not isinstance(msgs, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
+                                                     for m in msgs):
+                return Sniff(False, "expected chat messages: objects with a 'role' string")
+        return Sniff(True)
+
     def records(self, doc: Any) -> list[Any]:
         """One record per run."""
         if isinstance(doc, list) and doc and all(isinstance(r, dict) and "messages" in r for r in doc):
