@@ -221,14 +221,25 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
 
         return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p)))
 
+    seen: set[Path] = set()
+
+    def once(found: Iterable[Path]) -> Iterator[Path]:
+        for q in found:  # the same file reached twice (named twice, or inside a named folder) loads once
+            key = q.resolve()
+            if key not in seen:
+                seen.add(key)
+                yield q
+
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            yield from sorted((q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in TRACE_SUFFIXES), key=natural)
+            yield from once(sorted((q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in TRACE_SUFFIXES),
+                                   key=natural))
         elif any(ch in str(raw) for ch in "*?[") and not p.exists():
-            yield from sorted((Path(q) for q in glob.glob(str(raw), recursive=True) if Path(q).is_file()), key=natural)
+            yield from once(sorted((Path(q) for q in glob.glob(str(raw), recursive=True) if Path(q).is_file()),
+                                   key=natural))
         else:
-            yield p
+            yield from once([p])
 
 
 def load_many(
