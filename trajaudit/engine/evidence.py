@@ -7,6 +7,7 @@ context, so a strategy and the report read the same log.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ class EvidenceBundle:
         error_steps: steps the claim graph marks as error spans (DRIFT propagation).
         first_error_step: the first such step, or ``None``.
         graph: the claim graph object, when built.
+        timings: CPU seconds (``time.process_time``) spent on ``rules`` (rule evaluation) and ``claims``
+            (claim graph, its records and propagation), for benchmarks and profiling.
     """
 
     log: ValidationLog
@@ -34,6 +37,7 @@ class EvidenceBundle:
     error_steps: tuple[int, ...] = ()
     first_error_step: int | None = None
     graph: Any = None
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def load_tools(path: str | Path) -> list[dict[str, Any]]:
@@ -81,6 +85,7 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
     cached = context.extra.get("_evidence")
     if cached is not None and cached[0] is trajectory:
         return cached[1]
+    t0 = time.process_time()
     log = ValidationLog(trajectory.id)
     if context.rules:
         from trajaudit.engine.rule_eval import evaluate
@@ -88,6 +93,7 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
         log = evaluate(trajectory, context.rules, oracle=context.extra.get("oracle"), config=context.config)
     from trajaudit.engine.claims import build_claim_graph
 
+    t1 = time.process_time()
     cg = build_claim_graph(trajectory, context.config)
     log.extend(cg.to_records())
     log.incomplete.extend(cg.incomplete)
@@ -100,7 +106,8 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
         for c in cg.claims if c.status.unsupported
     ]
     bundle = EvidenceBundle(log=log, claim_rows=rows, error_steps=tuple(prop.error_steps),
-                            first_error_step=prop.first_error_step, graph=cg)
+                            first_error_step=prop.first_error_step, graph=cg,
+                            timings={"rules": t1 - t0, "claims": time.process_time() - t1})
     # one entry only: memory stays bounded in long batches; identity (not id()) avoids stale hits
     context.extra["_evidence"] = (trajectory, bundle)
     return bundle

@@ -10,30 +10,18 @@ for phrase lookups (candidate sources are intersected before any substring check
 rescans the run), and (c) *slot facts* from JSON tool outputs: ``(object, attribute) → value`` and
 collections with their sizes and per-attribute counts (for CONFLICTING checks). Building is linear in
 the run's size; each JSON tool output is parsed once (outputs above ``max_json_chars`` are not parsed).
+The analysis of each text is position-free and memoized per process (:mod:`.sources`): a text seen
+before in the batch (a shared system prompt, a repeated lookup) is only replayed at its position.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajaudit.engine.claims.normalize import (
-    NUMBER_WORDS,
-    norm_id,
-    norm_number,
-    norm_scalar,
-    norm_text,
-    singular,
-)
 from trajaudit.engine.claims.patterns import WORD_RE
-from trajaudit.engine.claims.scan import scan_values
+from trajaudit.engine.claims.sources import Digest, digest
 from trajaudit.engine.ir import Trajectory
-
-_UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
-_NUMS_PER_SOURCE = 200
-_ID_KEYS = re.compile(r"(?:^|_)id$|^(?:name|email|title)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -66,7 +54,8 @@ class Collection:
         size: number of members.
         members: per member, its scalar attributes flattened one level (``{"available": True,
             "color": "red"}`` from ``{"available": true, "options": {"color": "red"}}``); strings
-            normalized. At most ``MAX_MEMBERS`` are kept (``size`` is always exact).
+            normalized. At most ``MAX_MEMBERS`` are kept (``size`` is always exact). Member dicts
+            may be shared with other runs' indexes (memoized analysis): read-only.
     """
 
     pos: int
@@ -79,8 +68,6 @@ class Collection:
         """Attribute names holding booleans in some member."""
         return {k for mem in self.members for k, v in mem.items() if isinstance(v, bool)}
 
-
-MAX_MEMBERS = 500
 
 
 class EvidenceIndex:
@@ -100,7 +87,7 @@ class EvidenceIndex:
         self.objects: dict[str, int] = {}
         self.numbers: list[list[tuple[float, str]]] = []
         self.user_positions: list[int] = []
-        self._norm_cache: dict[int, str] = {}
+        self._digests: list[Digest] = []
         self.max_json_chars = max_json_chars
         if trajectory.task:
             self._add(Source(-1, "task", trajectory.task, "task"))
@@ -117,101 +104,34 @@ class EvidenceIndex:
 
     # -- building ---------------------------------------------------------------------------------
     def _add(self, src: Source) -> None:
+        """Index one source by replaying its (memoized, position-free) :func:`~.sources.digest`."""
         sid = len(self.sources)
         self.sources.append(src)
-        text = src.text
-        nums: list[tuple[float, str]] = []
-        for g, a, b in scan_values(text):
-            raw = text[a:b]
-            if g in ("number", "money"):
-                core = raw.strip()
-                key = core if len(core) >= 7 and core.isdigit() else norm_number(core)
-                if key is None:
-                    key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
-                if key is not None and len(nums) < _NUMS_PER_SOURCE:
-                    nums.append((float(key), f"{src.address}[{a}:{b}]"))
-            elif g in ("date", "time", "url"):
-                key = norm_text(raw)
+        d = digest(src.text, src.kind, self.max_json_chars)
+        self._digests.append(d)
+        base, pos = src.address, src.pos
+        values = self.values
+        for key, suffix in d.values:
+            hit = Hit(sid, pos, base + suffix)
+            hits = values.get(key)
+            if hits is None:
+                values[key] = [hit]
             else:
-                key = norm_id(raw)
-            if key:
-                self._value(key, sid, src, f"{src.address}[{a}:{b}]")
-        self.numbers.append(nums)
-        seen: set[str] = set()
-        for w in WORD_RE.findall(text.casefold()):
-            if w in seen:
-                continue
-            seen.add(w)
-            self.postings.setdefault(w, []).append(sid)
-            if w in NUMBER_WORDS:
-                self._value(str(NUMBER_WORDS[w]), sid, src, src.address)
-        stripped = text.strip()
-        if src.kind == "tool" and stripped[:1] in "{[" and len(stripped) <= self.max_json_chars:
-            try:
-                doc = json.loads(stripped)
-            except (ValueError, RecursionError):
-                doc = None
-            if doc is not None:
-                self._walk(doc, src, sid, src.address, "", None)
-        elif src.kind in ("tool", "user") and 0 < len(stripped) <= 200:
-            self._value(norm_id(stripped), sid, src, src.address)  # a bare value such as a user id
-
-    def _value(self, key: str, sid: int, src: Source, address: str) -> None:
-        hits = self.values.setdefault(key, [])
-        if not hits or hits[-1].src != sid:
-            hits.append(Hit(sid, src.pos, address))
-
-    def _walk(self, obj: Any, src: Source, sid: int, path: str, key: str, owner: str | None) -> None:
-        if isinstance(obj, dict):
-            ident = _identity(obj, key) or owner
-            members = list(obj.values())
-            if len(members) >= 2 and all(isinstance(v, dict) for v in members) and all(
-                    re.fullmatch(r"[\w#-]{3,}", str(k)) and any(ch.isdigit() for ch in str(k)) for k in obj):
-                self._collection(members, src, path, key)  # an id-keyed mapping (tau "variants")
-                for k, v in obj.items():
-                    self._value(norm_id(str(k)), sid, src, f"{path}.{k}")
-                    self._walk(v, src, sid, f"{path}.{k}", str(k), norm_id(str(k)))
-                return
-            for k, v in obj.items():
-                sub = f"{path}.{k}"
-                if isinstance(v, (dict, list)):
-                    self._walk(v, src, sid, sub, str(k), ident)
-                    continue
-                val = norm_scalar(v)
-                if val is None and isinstance(v, bool):
-                    val = "true" if v else "false"
-                if val is None:
-                    continue
-                self._value(val, sid, src, sub)
-                if ident is not None:
-                    self.facts.setdefault((ident, str(k).casefold()), []).append((src.pos, sub, v))
-                    self.objects.setdefault(ident, src.pos)
-        elif isinstance(obj, list):
-            if obj:
-                self._collection(obj, src, path, key)
-            for i, v in enumerate(obj):
-                if isinstance(v, (dict, list)):
-                    self._walk(v, src, sid, f"{path}.{i}", key, owner)
-                else:
-                    val = norm_scalar(v)
-                    if val is not None:
-                        self._value(val, sid, src, f"{path}.{i}")
-
-    def _collection(self, members: list[Any], src: Source, path: str, key: str) -> None:
-        col = Collection(src.pos, path, singular(key) if key else "", len(members))
-        for mem in members[:MAX_MEMBERS]:
-            if not isinstance(mem, dict):
-                continue
-            flat: dict[str, Any] = {}
-            for k, v in mem.items():
-                items = v.items() if isinstance(v, dict) else ((k, v),)
-                for kk, vv in items:
-                    if isinstance(vv, bool):
-                        flat[str(kk).casefold()] = vv
-                    elif isinstance(vv, (str, int, float)) and len(str(vv)) <= 60:
-                        flat[str(kk).casefold()] = norm_text(str(vv))
-            col.members.append(flat)
-        self.collections.setdefault(src.pos, []).append(col)
+                hits.append(hit)
+        postings = self.postings
+        for w in d.words:
+            lst = postings.get(w)
+            if lst is None:
+                postings[w] = [sid]
+            else:
+                lst.append(sid)
+        self.numbers.append([(v, base + suffix) for v, suffix in d.numbers])
+        for ident, attr, suffix, raw in d.facts:
+            self.facts.setdefault((ident, attr), []).append((pos, base + suffix, raw))
+        for ident in d.objects:
+            self.objects.setdefault(ident, pos)
+        for suffix, key, size, members in d.collections:
+            self.collections.setdefault(pos, []).append(Collection(pos, base + suffix, key, size, list(members)))
 
     # -- queries ----------------------------------------------------------------------------------
     def latest(self, key: str, before: int) -> Hit | None:
@@ -238,10 +158,7 @@ class EvidenceIndex:
 
     def normalized(self, sid: int) -> str:
         """The source's text, normalized (cached; computed at most once per source)."""
-        t = self._norm_cache.get(sid)
-        if t is None:
-            t = self._norm_cache[sid] = norm_text(self.sources[sid].text)
-        return t
+        return self._digests[sid].normalized
 
     def phrase(self, phrase: str, before: int) -> tuple[Hit | None, Hit | None]:
         """(exact, partial): the latest source before ``before`` containing the normalized phrase as a
@@ -303,15 +220,3 @@ class EvidenceIndex:
                 break
         return list(out.items())
 
-
-def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
-    """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first ``*_id``."""
-    keys = [k for k, v in obj.items()
-            if isinstance(v, (str, int)) and not isinstance(v, bool) and _ID_KEYS.search(str(k)) and k != "name"]
-    if not keys:
-        return None
-    want = f"{singular(parent_key)}_id" if parent_key else ""
-    for pick in (want, "id"):
-        if pick in keys:
-            return norm_id(str(obj[pick]))
-    return norm_id(str(obj[keys[0]]))

@@ -1,0 +1,109 @@
+"""The compiled fast path of schema validation agrees with jsonschema (which stays the authority)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trajaudit import load_path
+from trajaudit.engine.adapters import LoadOptions
+from trajaudit.engine.schema import _fast_compatible, fast_validator, is_valid, schema_errors, validator
+
+SCHEMAS = ["trajectory", "validation_log", "diagnosis", "gold", "rule_pack", "taxonomy", "citation_run"]
+
+
+def _fast_ok(name: str, doc: Any) -> bool:
+    try:
+        fast_validator(name)(doc)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+@pytest.fixture(scope="module")
+def ir_docs(tau_file) -> list[dict]:
+    runs = load_path(tau_file, options=LoadOptions(validate=False)).trajectories
+    return [t.to_dict() for t in runs[:3]]
+
+
+def test_every_shipped_schema_gets_a_fast_path():
+    for name in SCHEMAS:
+        assert fast_validator(name) is not None, name
+
+
+def test_keywords_outside_the_common_subset_disable_the_fast_path():
+    assert _fast_compatible({"type": "object", "properties": {"a": {"type": "string"}}}) is None
+    assert _fast_compatible({"properties": {"a": {"unevaluatedProperties": False}}}) == "/properties/a/unevaluatedProperties"
+    assert _fast_compatible({"items": [{"type": "string"}]}) == "/items (array form)"
+    assert _fast_compatible({"$ref": "#/$defs/x", "minItems": 1}) == "/$ref (with sibling keywords)"
+    assert _fast_compatible({"allOf": [{"format": "email"}]}) == "/allOf/0/format"
+
+
+def test_real_runs_pass_both_validators(ir_docs):
+    for d in ir_docs:
+        assert _fast_ok("trajectory", d)
+        assert validator("trajectory").is_valid(d)
+        assert schema_errors("trajectory", d) == []
+
+
+def test_rejections_are_reported_by_jsonschema(ir_docs):
+    d = copy.deepcopy(ir_docs[0])
+    expected = d["steps"][3]["is_decision"]
+    d["steps"][3]["is_decision"] = not expected
+    assert not _fast_ok("trajectory", d)
+    assert not is_valid("trajectory", d)
+    assert schema_errors("trajectory", d) == [f"$.steps[3].is_decision: {expected!r} was expected"]
+    d = copy.deepcopy(ir_docs[0])
+    d["schema_version"] = True  # a bool is not the integer 1 in either validator
+    assert not _fast_ok("trajectory", d)
+    assert schema_errors("trajectory", d) == ["$.schema_version: 1 was expected"]
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
+                     st.sampled_from(["", "agent", "tool", "x", "a.b", "1"]))
+_values = st.recursive(_scalars, lambda c: st.one_of(st.lists(c, max_size=2),
+                                                        st.dictionaries(st.sampled_from(["name", "x", "is_error"]), c,
+                                                                        max_size=2)), max_leaves=4)
+
+
+def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:4]):
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fast_path_agrees_with_jsonschema_on_mutated_runs(ir_docs, data):
+    """Differential check: random edits (replace, delete, add a key) of real IR documents."""
+    doc = copy.deepcopy(data.draw(st.sampled_from(ir_docs)))
+    doc["steps"] = doc["steps"][:6]
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(doc)[1:]))
+        parent = doc
+        for p in path[:-1]:
+            parent = parent[p]
+        op = data.draw(st.sampled_from(["replace", "delete", "add"]))
+        if op == "replace":
+            parent[path[-1]] = data.draw(_values)
+        elif op == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent[path[-1]], dict):
+            parent[path[-1]][data.draw(st.sampled_from(["extra", "kind", "name", "is_error"]))] = data.draw(_values)
+    assert _fast_ok("trajectory", doc) == validator("trajectory").is_valid(doc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc=_values)
+def test_fast_path_agrees_with_jsonschema_on_arbitrary_documents(doc):
+    for name in SCHEMAS:
+        assert _fast_ok(name, doc) == validator(name).is_valid(doc), name
