@@ -10,7 +10,7 @@ depend on other load on the machine.
 - *first batch*: also pays one-time work (compiling the schema fast path and rule regexes, loading
   the taxonomy).
 - *batch (median)*: later batches, with the per-process text-analysis cache
-  (``trajaudit.engine.claims.sources``) cleared before each one, so a batch gains only from texts
+  (``trajaudit.engine.claims.clear_caches``) cleared before each one, so a batch gains only from texts
   repeated *within* it — as a real batch does — never from the previous repetition.
 - *stage split* (ms per run, median over the repetitions): ``load`` (read, parse, convert,
   validate), ``rules``, ``claims`` (evidence index, extraction, support, graph, propagation),
@@ -41,7 +41,7 @@ import trajaudit.engine.claims  # noqa: E402,F401 - start-up: the stages' module
 import trajaudit.engine.judge  # noqa: E402,F401
 import trajaudit.engine.rule_eval  # noqa: E402,F401
 from trajaudit import load_many  # noqa: E402
-from trajaudit.engine.claims import sources  # noqa: E402
+from trajaudit.engine.claims import clear_caches  # noqa: E402
 from trajaudit.engine.evidence import gather  # noqa: E402
 from trajaudit.engine.pipeline import AuditSpec, audit_one, audit_trajectories, build_context  # noqa: E402
 
@@ -101,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         n, first = batch(path, spec)
         rates, split = [], {k: [] for k in STAGES}
         for _ in range(args.repeat):
-            sources.clear_cache()
+            clear_caches()
             rates.append(n / batch(path, spec)[1])
-            sources.clear_cache()
+            clear_caches()
             for k, v in staged(path, spec).items():
                 split[k].append(v * 1000 / n)
         med = statistics.median(rates)
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         print("  stage split (ms/run): " + ", ".join(f"{k} {v:.2f} ({100 * v / total:.0f}%)" for k, v in parts.items()))
     if args.profile:
         tau = next(iter(SETS.values()))
-        sources.clear_cache()
+        clear_caches()
         prof = cProfile.Profile()
         prof.runcall(batch, tau, spec)
         print(f"\nprofile of one tau batch (cProfile, top {args.profile} by own time):")

@@ -17,7 +17,7 @@ before in the batch (a shared system prompt, a repeated lookup) is only replayed
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from trajaudit.engine.claims.patterns import WORD_RE
 from trajaudit.engine.claims.sources import Digest, digest
@@ -35,9 +35,9 @@ class Source:
     is_error: bool = False
 
 
-@dataclass(frozen=True)
-class Hit:
-    """An occurrence of a value in evidence: source number, step position and exact address."""
+class Hit(NamedTuple):
+    """An occurrence of a value in evidence: source number, step position and exact address (a named
+    tuple: hundreds are made per run)."""
 
     src: int
     pos: int

@@ -190,14 +190,20 @@ def digest(text: str, kind: str, max_json_chars: int) -> Digest:
 
 
 def clear_cache() -> None:
-    """Empty the digest cache (for benchmarks and tests)."""
+    """Empty the digest cache and the key cache (for benchmarks and tests)."""
     _cached.cache_clear()
+    _id_key.cache_clear()
+
+
+@lru_cache(maxsize=4096)
+def _id_key(key: str) -> bool:
+    """Whether a JSON key names an identity (``id``, ``*_id``, ``email``, ``title``; not ``name``)."""
+    return key != "name" and _ID_KEYS.search(key) is not None
 
 
 def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
     """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first ``*_id``."""
-    keys = [k for k, v in obj.items()
-            if isinstance(v, (str, int)) and not isinstance(v, bool) and _ID_KEYS.search(str(k)) and k != "name"]
+    keys = [k for k, v in obj.items() if isinstance(v, (str, int)) and not isinstance(v, bool) and _id_key(str(k))]
     if not keys:
         return None
     want = f"{singular(parent_key)}_id" if parent_key else ""

@@ -1,0 +1,57 @@
+"""Fast paths of claim extraction and indexing give exactly what the reference definitions give."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajaudit import load_path
+from trajaudit.engine.claims import clear_caches, normalize
+from trajaudit.engine.claims.patterns import COMPLETION_RE, SENTENCE_RE, completion_possible, sentence_spans
+from trajaudit.engine.claims.sources import _analyse, digest
+
+_text = st.lists(st.sampled_from(list("ab .!?\n3٣5,$sSſKK") + ["was ", "been ", "İs now ", "saved ", "WERE",
+                                                                "processed", "to x.csv"]),
+                 max_size=30).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_text)
+def test_sentence_spans_equal_the_reference_regex(text):
+    assert sentence_spans(text) == [x.span() for x in SENTENCE_RE.finditer(text)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(_text)
+def test_completion_prefilter_never_hides_a_match(text):
+    if COMPLETION_RE.search(text):
+        assert completion_possible(text)
+
+
+def test_completion_prefilter_on_examples():
+    assert not completion_possible("I have cancelled the order.")  # no literal: cannot match
+    assert completion_possible("The order has been cancelled.")
+    assert COMPLETION_RE.search("The order WAS CANCELLED.")
+    assert completion_possible("The order WAS CANCELLED.")
+    assert completion_possible("ſucceſſfully")  # non-ASCII: always checked by the regex
+
+
+def test_real_texts_sentences_and_digests(tau_file):
+    runs = load_path(tau_file).trajectories[:6]
+    for t in runs:
+        for s in t.steps:
+            assert sentence_spans(s.content) == [x.span() for x in SENTENCE_RE.finditer(s.content)]
+            if s.kind == "tool":
+                clear_caches()
+                d = digest(s.content, "tool", 2_000_000)
+                assert digest(s.content, "tool", 2_000_000) is d  # memoized
+                assert d == _analyse(s.content, "tool", 2_000_000)  # same as a fresh analysis
+
+
+def test_memoized_normalizers_keep_types_apart():
+    clear_caches()
+    assert normalize.norm_scalar(1) == "1" and normalize.norm_scalar(True) is None
+    assert normalize.norm_scalar(1.5) == "1.5" and normalize.norm_scalar("1.50") == "1.5"
+    assert normalize.norm_scalar("0012345678") == "0012345678"  # long digit strings are ids
+    long = "x" * (normalize.MEMO_MAX_CHARS + 1)
+    assert normalize.norm_text(long.upper()) == long  # computed, not cached
