@@ -80,12 +80,13 @@ class EvidenceIndex:
 
     def __init__(self, trajectory: Trajectory, max_json_chars: int = 2_000_000) -> None:
         self.sources: list[Source] = []
-        self.values: dict[str, list[Hit]] = {}
+        # value -> sources holding it (ascending); the address suffix is looked up in the digest on a hit
+        self.values: dict[str, list[int]] = {}
         self.postings: dict[str, list[int]] = {}
-        self.facts: dict[tuple[str, str], list[tuple[int, str, Any]]] = {}
+        # (object, attribute) -> [(pos, source, address suffix, raw value)] in indexing order
+        self.facts: dict[tuple[str, str], list[tuple[int, int, str, Any]]] = {}
         self.collections: dict[int, list[Collection]] = {}
         self.objects: dict[str, int] = {}
-        self.numbers: list[list[tuple[float, str]]] = []
         self.user_positions: list[int] = []
         self._digests: list[Digest] = []
         self.max_json_chars = max_json_chars
@@ -104,41 +105,43 @@ class EvidenceIndex:
 
     # -- building ---------------------------------------------------------------------------------
     def _add(self, src: Source) -> None:
-        """Index one source by replaying its (memoized, position-free) :func:`~.sources.digest`."""
+        """Index one source by replaying its (memoized, position-free) :func:`~.sources.digest`:
+        only source numbers are filed here; addresses are joined from the digest when a query hits."""
         sid = len(self.sources)
         self.sources.append(src)
         d = digest(src.text, src.kind, self.max_json_chars)
         self._digests.append(d)
-        base, pos = src.address, src.pos
-        values = self.values
-        for key, suffix in d.values:
-            hit = Hit(sid, pos, base + suffix)
-            hits = values.get(key)
-            if hits is None:
-                values[key] = [hit]
-            else:
-                hits.append(hit)
-        postings = self.postings
-        for w in d.words:
-            lst = postings.get(w)
-            if lst is None:
-                postings[w] = [sid]
-            else:
-                lst.append(sid)
-        self.numbers.append([(v, base + suffix) for v, suffix in d.numbers])
+        pos = src.pos
+        for index, keys in ((self.values, d.value_map), (self.postings, d.words)):
+            for key in keys:
+                lst = index.get(key)
+                if lst is None:
+                    index[key] = [sid]
+                else:
+                    lst.append(sid)
+        facts = self.facts
         for ident, attr, suffix, raw in d.facts:
-            self.facts.setdefault((ident, attr), []).append((pos, base + suffix, raw))
+            lst = facts.get((ident, attr))
+            if lst is None:
+                facts[(ident, attr)] = [(pos, sid, suffix, raw)]
+            else:
+                lst.append((pos, sid, suffix, raw))
         for ident in d.objects:
             self.objects.setdefault(ident, pos)
         for suffix, key, size, members in d.collections:
-            self.collections.setdefault(pos, []).append(Collection(pos, base + suffix, key, size, list(members)))
+            self.collections.setdefault(pos, []).append(
+                Collection(pos, src.address + suffix, key, size, list(members)))
+
+    def _hit(self, sid: int, key: str) -> Hit:
+        src = self.sources[sid]
+        return Hit(sid, src.pos, src.address + self._digests[sid].value_map[key])
 
     # -- queries ----------------------------------------------------------------------------------
     def latest(self, key: str, before: int) -> Hit | None:
         """The latest occurrence of normalized ``key`` in evidence at a position < ``before``."""
-        for h in reversed(self.values.get(key, ())):
-            if h.pos < before:
-                return h
+        for sid in reversed(self.values.get(key, ())):
+            if self.sources[sid].pos < before:
+                return self._hit(sid, key)
         for sid in reversed(self.postings.get(key, ())):  # a single word: its postings
             src = self.sources[sid]
             if src.pos < before:
@@ -147,9 +150,10 @@ class EvidenceIndex:
 
     def after(self, key: str, pos: int, kinds: tuple[str, ...] = ("user",)) -> Hit | None:
         """The first occurrence of ``key`` at a position > ``pos`` in sources of the given kinds."""
-        for h in self.values.get(key, ()):
-            if h.pos > pos and self.sources[h.src].kind in kinds:
-                return h
+        for sid in self.values.get(key, ()):
+            src = self.sources[sid]
+            if src.pos > pos and src.kind in kinds:
+                return self._hit(sid, key)
         for sid in self.postings.get(key, ()):
             src = self.sources[sid]
             if src.pos > pos and src.kind in kinds:
@@ -190,7 +194,7 @@ class EvidenceIndex:
         for f in self.facts.get((obj, attr), ()):
             if f[0] < before:
                 best = f
-        return best
+        return None if best is None else (best[0], self.sources[best[1]].address + best[2], best[3])
 
     def has_object(self, obj: str, before: int) -> bool:
         """True when some fact about object ``obj`` is visible before ``before``."""
@@ -211,10 +215,11 @@ class EvidenceIndex:
             src = self.sources[sid]
             if src.pos >= before:
                 continue
-            for v, addr in self.numbers[sid]:
+            for v, suffix in self._digests[sid].numbers:
                 if len(out) >= limit:
                     break
-                out.setdefault(v, Hit(sid, src.pos, addr))
+                if v not in out:
+                    out[v] = Hit(sid, src.pos, src.address + suffix)
             taken += 1
             if taken >= sources or len(out) >= limit:
                 break

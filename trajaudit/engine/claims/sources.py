@@ -68,6 +68,11 @@ class Digest:
     collections: tuple[tuple[str, str, int, tuple[dict[str, Any], ...]], ...]
 
     @cached_property
+    def value_map(self) -> dict[str, str]:
+        """``values`` as a mapping (read-only), built once per digest."""
+        return dict(self.values)
+
+    @cached_property
     def normalized(self) -> str:
         """The text normalized (``norm_text``), computed at most once per digest."""
         return norm_text(self.text)
@@ -87,40 +92,46 @@ class _Builder:
         self.values.setdefault(key, suffix)
 
     def walk(self, obj: Any, path: str, key: str, owner: str | None) -> None:
+        """Index a parsed JSON value: scalar leaves as values (object leaves also as slot facts of the
+        enclosing identified object), lists and id-keyed mappings as collections."""
+        values, walk = self.values, self.walk
         if isinstance(obj, dict):
             ident = _identity(obj, key) or owner
-            members = list(obj.values())
-            if len(members) >= 2 and all(isinstance(v, dict) for v in members) and all(
+            if len(obj) >= 2 and all(isinstance(v, dict) for v in obj.values()) and all(
                     _MAPPING_KEY.fullmatch(str(k)) and any(ch.isdigit() for ch in str(k)) for k in obj):
-                self.collection(members, path, key)  # an id-keyed mapping (tau "variants")
+                self.collection(list(obj.values()), path, key)  # an id-keyed mapping (tau "variants")
                 for k, v in obj.items():
-                    self.value(norm_id(str(k)), f"{path}.{k}")
-                    self.walk(v, f"{path}.{k}", str(k), norm_id(str(k)))
+                    values.setdefault(norm_id(str(k)), f"{path}.{k}")
+                    walk(v, f"{path}.{k}", str(k), norm_id(str(k)))
                 return
+            facts, objects = self.facts, self.objects
             for k, v in obj.items():
                 sub = f"{path}.{k}"
                 if isinstance(v, (dict, list)):
-                    self.walk(v, sub, str(k), ident)
+                    walk(v, sub, str(k), ident)
                     continue
-                val = norm_scalar(v)
-                if val is None and isinstance(v, bool):
-                    val = "true" if v else "false"
-                if val is None:
+                if v is None:
                     continue
-                self.value(val, sub)
+                if v is True or v is False:
+                    val: str | None = "true" if v else "false"
+                else:
+                    val = norm_scalar(v)
+                    if val is None:
+                        continue
+                values.setdefault(val, sub)
                 if ident is not None:
-                    self.facts.append((ident, str(k).casefold(), sub, v))
-                    self.objects.setdefault(ident, None)
+                    facts.append((ident, str(k).casefold(), sub, v))
+                    objects.setdefault(ident, None)
         elif isinstance(obj, list):
             if obj:
                 self.collection(obj, path, key)
             for i, v in enumerate(obj):
                 if isinstance(v, (dict, list)):
-                    self.walk(v, f"{path}.{i}", key, owner)
+                    walk(v, f"{path}.{i}", key, owner)
                 else:
                     val = norm_scalar(v)
                     if val is not None:
-                        self.value(val, f"{path}.{i}")
+                        values.setdefault(val, f"{path}.{i}")
 
     def collection(self, members: list[Any], path: str, key: str) -> None:
         flats: list[dict[str, Any]] = []
@@ -141,28 +152,27 @@ class _Builder:
 
 def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
     b = _Builder()
+    values = b.values
     for g, a, e in scan_values(text):
         raw = text[a:e]
-        if g in ("number", "money"):
+        suffix = f"[{a}:{e}]"
+        if g == "number" or g == "money":
             core = raw.strip()
             key = core if len(core) >= 7 and core.isdigit() else norm_number(core)
             if key is None:
                 key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
             if key is not None and len(b.numbers) < NUMS_PER_SOURCE:
-                b.numbers.append((float(key), f"[{a}:{e}]"))
-        elif g in ("date", "time", "url"):
+                b.numbers.append((float(key), suffix))
+        elif g == "date" or g == "time" or g == "url":
             key = norm_text(raw)
         else:
             key = norm_id(raw)
         if key:
-            b.value(key, f"[{a}:{e}]")
-    words: dict[str, None] = {}
-    for w in WORD_RE.findall(text.casefold()):
-        if w in words:
-            continue
-        words[w] = None
+            values.setdefault(key, suffix)
+    words = dict.fromkeys(WORD_RE.findall(text.casefold()))
+    for w in words:
         if w in NUMBER_WORDS:
-            b.value(str(NUMBER_WORDS[w]), "")
+            values.setdefault(str(NUMBER_WORDS[w]), "")
     stripped = text.strip()
     if kind == "tool" and stripped[:1] in "{[" and len(stripped) <= max_json_chars:
         try:
