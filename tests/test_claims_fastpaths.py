@@ -55,3 +55,17 @@ def test_memoized_normalizers_keep_types_apart():
     assert normalize.norm_scalar("0012345678") == "0012345678"  # long digit strings are ids
     long = "x" * (normalize.MEMO_MAX_CHARS + 1)
     assert normalize.norm_text(long.upper()) == long  # computed, not cached
+
+
+_tool_text = st.lists(st.sampled_from([" ", "\n", "\x1c", "Error", "errors", "ERROR:", "exception", "Fatal", "x",
+                                       "Traceback (most recent call last)", "TRACEBACK (most recent call LAST)",
+                                       "exitcode: 1", "ExitCode:  0", "exitcode:\t7", "execution FAILED", "İ", "ſ"]),
+                      max_size=12).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_tool_text)
+def test_error_detection_fast_path_equals_the_regex(text):
+    from trajaudit.engine.adapters.base import _ERROR_RE, looks_like_error
+
+    assert looks_like_error(text) == bool(_ERROR_RE.search(text[:4000]))

@@ -199,11 +199,12 @@ class SupportSeeker:
             if abs(v * 100 - x) < 1e-6 or abs(v / 100 - x) < 1e-9:
                 return Assessment(m.Support.WEAK, h.address, v, f"{v:g} as a percentage/fraction")
         vals = [v for v, _ in near]
-        for i, a in enumerate(vals):
-            for b in vals[i + 1:]:
-                for r, op in ((a + b, "+"), (abs(a - b), "-")):
-                    if abs(r - x) < 0.005 and x != 0:
-                        return Assessment(m.Support.WEAK, near[i][1].address, [a, b], f"derivable: {a:g} {op} {b:g}")
+        for i, a in enumerate(vals if x != 0 else ()):
+            for b in vals[i + 1:]:  # first pair (in order) whose sum, then difference, gives x
+                if abs(a + b - x) < 0.005:
+                    return Assessment(m.Support.WEAK, near[i][1].address, [a, b], f"derivable: {a:g} + {b:g}")
+                if abs(abs(a - b) - x) < 0.005:
+                    return Assessment(m.Support.WEAK, near[i][1].address, [a, b], f"derivable: {a:g} - {b:g}")
         own = [float(o.value) for o in step_mentions
                if o is not mn and o.kind in (m.KIND_MONEY, m.KIND_NUMBER) and re.fullmatch(r"-?\d+(?:\.\d+)?", o.value)
                and _start(o.address) < _start(mn.address)]
