@@ -17,10 +17,11 @@ before in the batch (a shared system prompt, a repeated lookup) is only replayed
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from trajaudit.engine.claims.patterns import WORD_RE
-from trajaudit.engine.claims.sources import Digest, digest
+from trajaudit.engine.claims.sources import Digest, Members, digest
 from trajaudit.engine.ir import Trajectory
 
 
@@ -54,15 +55,20 @@ class Collection:
         size: number of members.
         members: per member, its scalar attributes flattened one level (``{"available": True,
             "color": "red"}`` from ``{"available": true, "options": {"color": "red"}}``); strings
-            normalized. At most ``MAX_MEMBERS`` are kept (``size`` is always exact). Member dicts
-            may be shared with other runs' indexes (memoized analysis): read-only.
+            normalized. At most ``MAX_MEMBERS`` are kept (``size`` is always exact). Computed on first
+            access; member dicts may be shared with other runs' indexes (memoized analysis): read-only.
     """
 
     pos: int
     address: str
     key: str
     size: int
-    members: list[dict[str, Any]] = field(default_factory=list)
+    source: Members = field(repr=False, compare=False)
+
+    @cached_property
+    def members(self) -> list[dict[str, Any]]:
+        """The flattened members (see the class docstring)."""
+        return list(self.source.flat())
 
     def bool_attrs(self) -> set[str]:
         """Attribute names holding booleans in some member."""
@@ -130,7 +136,7 @@ class EvidenceIndex:
             self.objects.setdefault(ident, pos)
         for suffix, key, size, members in d.collections:
             self.collections.setdefault(pos, []).append(
-                Collection(pos, src.address + suffix, key, size, list(members)))
+                Collection(pos, src.address + suffix, key, size, members))
 
     def _hit(self, sid: int, key: str) -> Hit:
         src = self.sources[sid]

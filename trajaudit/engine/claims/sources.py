@@ -56,7 +56,8 @@ class Digest:
         numbers: ``(value, suffix)`` of the first :data:`NUMS_PER_SOURCE` numbers (for derivations).
         facts: ``(object id, attribute, suffix, raw value)`` of JSON scalar leaves of identified objects.
         objects: object ids with facts, in order of first fact.
-        collections: ``(suffix, singular key, size, members)`` of JSON lists and id-keyed mappings.
+        collections: ``(suffix, singular key, size, members)`` of JSON lists and id-keyed mappings
+            (:class:`Members`, flattened on first use).
     """
 
     text: str
@@ -65,7 +66,7 @@ class Digest:
     numbers: tuple[tuple[float, str], ...]
     facts: tuple[tuple[str, str, str, Any], ...]
     objects: tuple[str, ...]
-    collections: tuple[tuple[str, str, int, tuple[dict[str, Any], ...]], ...]
+    collections: tuple[tuple[str, str, int, Members], ...]
 
     @cached_property
     def value_map(self) -> dict[str, str]:
@@ -86,7 +87,7 @@ class _Builder:
         self.numbers: list[tuple[float, str]] = []
         self.facts: list[tuple[str, str, str, Any]] = []
         self.objects: dict[str, None] = {}
-        self.collections: list[tuple[str, str, int, tuple[dict[str, Any], ...]]] = []
+        self.collections: list[tuple[str, str, int, Members]] = []
 
     def value(self, key: str, suffix: str) -> None:
         self.values.setdefault(key, suffix)
@@ -134,20 +135,43 @@ class _Builder:
                         values.setdefault(val, f"{path}.{i}")
 
     def collection(self, members: list[Any], path: str, key: str) -> None:
-        flats: list[dict[str, Any]] = []
-        for mem in members[:MAX_MEMBERS]:
-            if not isinstance(mem, dict):
-                continue
-            flat: dict[str, Any] = {}
-            for k, v in mem.items():
-                items = v.items() if isinstance(v, dict) else ((k, v),)
-                for kk, vv in items:
-                    if isinstance(vv, bool):
-                        flat[str(kk).casefold()] = vv
-                    elif isinstance(vv, (str, int, float)) and len(str(vv)) <= 60:
-                        flat[str(kk).casefold()] = norm_text(str(vv))
-            flats.append(flat)
-        self.collections.append((path, singular(key) if key else "", len(members), tuple(flats)))
+        self.collections.append((path, singular(key) if key else "", len(members), Members(tuple(members[:MAX_MEMBERS]))))
+
+
+class Members:
+    """The first :data:`MAX_MEMBERS` members of one JSON collection, flattened on first use (only count
+    claims read them): per member object, its scalar attributes flattened one level, strings
+    normalized. Shared by every index that replays the digest; the flattened form is read-only."""
+
+    __slots__ = ("_raw", "_flat")
+
+    def __init__(self, raw: tuple[Any, ...]) -> None:
+        self._raw = raw
+        self._flat: tuple[dict[str, Any], ...] | None = None
+
+    def flat(self) -> tuple[dict[str, Any], ...]:
+        """The flattened members (computed once)."""
+        if self._flat is None:
+            self._flat = tuple(_flatten(mem) for mem in self._raw if isinstance(mem, dict))
+            self._raw = ()
+        return self._flat
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Members) and self.flat() == other.flat()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _flatten(mem: dict[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for k, v in mem.items():
+        items = v.items() if isinstance(v, dict) else ((k, v),)
+        for kk, vv in items:
+            if isinstance(vv, bool):
+                flat[str(kk).casefold()] = vv
+            elif isinstance(vv, (str, int, float)) and len(str(vv)) <= 60:
+                flat[str(kk).casefold()] = norm_text(str(vv))
+    return flat
 
 
 def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
