@@ -7,7 +7,14 @@ from hypothesis import strategies as st
 
 from trajaudit import load_path
 from trajaudit.engine.claims import clear_caches, normalize
-from trajaudit.engine.claims.patterns import COMPLETION_RE, SENTENCE_RE, completion_possible, sentence_spans
+from trajaudit.engine.claims.patterns import (
+    COMPLETION_RE,
+    SENTENCE_RE,
+    completion_literals,
+    completion_possible,
+    holds_literal,
+    sentence_spans,
+)
 from trajaudit.engine.claims.sources import _analyse, digest
 
 _text = st.lists(st.sampled_from(list("ab .!?\n3٣5,$sSſKK") + ["was ", "been ", "İs now ", "saved ", "WERE",
@@ -26,6 +33,14 @@ def test_sentence_spans_equal_the_reference_regex(text):
 def test_completion_prefilter_never_hides_a_match(text):
     if COMPLETION_RE.search(text):
         assert completion_possible(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_text, st.integers(0, 400), st.integers(0, 400))
+def test_completion_literals_never_hide_a_match_in_a_slice(text, i, j):
+    s, e = sorted((i % (len(text) + 1), j % (len(text) + 1)))
+    if COMPLETION_RE.search(text[s:e]):
+        assert holds_literal(completion_literals(text), s, e)
 
 
 def test_completion_prefilter_on_examples():
@@ -69,3 +84,19 @@ def test_error_detection_fast_path_equals_the_regex(text):
     from trajaudit.engine.adapters.base import _ERROR_RE, looks_like_error
 
     assert looks_like_error(text) == bool(_ERROR_RE.search(text[:4000]))
+
+
+_num_text = st.lists(st.sampled_from(["12", "1,234", "5.5", "1.234,5", "9523456873", "#W123456", "$", "€", " ", ".",
+                                      ",", "'", "\u00a0", "k", "m", " million", "usd", " USD", "Dollars", "euro",
+                                      " km", "km/h", "%", "°C", " s", " ſ", "K", "pm", ":30", "-", "2024-05-01",
+                                      " May 2024", "3rd", "x", "\"", "}"]),
+                      max_size=14).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_num_text)
+def test_fast_number_scan_equals_the_reference_regex(text):
+    from trajaudit.engine.claims.scan import _DIGIT_RE, _digit_re
+
+    assert ([(x.lastgroup, x.span()) for x in _digit_re(text).finditer(text)]
+            == [(x.lastgroup, x.span()) for x in _DIGIT_RE.finditer(text)])

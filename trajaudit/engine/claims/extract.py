@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_left
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
@@ -40,7 +41,9 @@ from trajaudit.engine.claims.patterns import (
     LIST_MARKER_RE,
     QUOTED_RE,
     VALUE_RE,
+    completion_literals,
     completion_possible,
+    holds_literal,
     sentence_spans,
 )
 from trajaudit.engine.claims.scan import scan_values
@@ -309,11 +312,14 @@ class RegexExtractor:
         if not any(w in low for w in self.status_words) and not (
                 completion_possible(text) and COMPLETION_RE.search(text)):
             return
+        literals = completion_literals(text)
+        subj = sorted(subjects)
+        subj_pos = [p for p, _ in subj]
         for s, e in sentence_spans(text):
             if e <= s or _inside(s, code):
                 continue
             sentence = text[s:e]
-            subs = sorted({v for p, v in subjects if s <= p < e})
+            subs = sorted({v for _, v in subj[bisect_left(subj_pos, s):bisect_left(subj_pos, e)]}) if subj else []
             subject = subs[0] if len(subs) == 1 else ""
             seen: set[str] = set()
             if 0 < len(subs) <= 4 and not _CONDITIONAL.search(sentence):
@@ -327,7 +333,7 @@ class RegexExtractor:
                         yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
                                         value=w, text=text[s + a:s + b], slot=("status", sub),
                                         in_call=tool is not None, tool=tool, context=sentence.strip())
-            completions = list(COMPLETION_RE.finditer(sentence)) if completion_possible(sentence) else []
+            completions = list(COMPLETION_RE.finditer(sentence)) if holds_literal(literals, s, e) else []
             if not completions or _HYPOTHETICAL.search(sentence) is not None:
                 continue  # no completion, or a hypothetical sentence (tested only when it matters)
             for x in completions:

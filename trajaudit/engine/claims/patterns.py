@@ -8,6 +8,7 @@ MBs of HTML or binary-looking text).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 #: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
 #: ``1.234,56`` (both separators), or plain with an optional decimal point. A lone decimal comma
@@ -99,6 +100,35 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 #: Literals of which every ``COMPLETION_RE`` match contains one (lower case).
 _COMPLETION_WORDS = ("successfully", "been", "was", "were", "now", "downloaded", "saved", "written", "exported")
+
+
+def completion_literals(text: str) -> list[tuple[int, int]] | None:
+    """Spans of every occurrence (overlaps included) of the literals every ``COMPLETION_RE`` match
+    contains, sorted; ``None`` for a non-ASCII text (see :func:`completion_possible`): a part of the
+    text can hold a match only if it holds one of these spans (:func:`holds_literal`)."""
+    if not text.isascii():
+        return None
+    low = text.lower()
+    out = []
+    for w in _COMPLETION_WORDS:
+        i = low.find(w)
+        while i >= 0:
+            out.append((i, i + len(w)))
+            i = low.find(w, i + 1)
+    out.sort()
+    return out
+
+
+def holds_literal(spans: list[tuple[int, int]] | None, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds one of ``spans`` (always True when ``spans`` is ``None``)."""
+    if spans is None:
+        return True
+    for a, b in spans[bisect_left(spans, (start, -1)):]:
+        if a >= end:
+            return False
+        if b <= end:
+            return True
+    return False
 
 
 def completion_possible(text: str) -> bool:
