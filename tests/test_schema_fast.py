@@ -1,4 +1,4 @@
-"""The compiled fast path of schema validation agrees with jsonschema (which stays the authority)."""
+"""The compiled fast path of schema validation (jsonschema-rs) agrees with jsonschema (the authority)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,9 @@ from hypothesis import strategies as st
 
 from trajaudit import load_path
 from trajaudit.engine.adapters import LoadOptions
-from trajaudit.engine.schema import _fast_compatible, fast_validator, is_valid, schema_errors, validator
+from trajaudit.engine.schema import _fast_ok, fast_validator, is_valid, schema_errors, validator
 
 SCHEMAS = ["trajectory", "validation_log", "diagnosis", "gold", "rule_pack", "taxonomy", "citation_run"]
-
-
-def _fast_ok(name: str, doc: Any) -> bool:
-    try:
-        fast_validator(name)(doc)
-        return True
-    except Exception:  # noqa: BLE001
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +27,16 @@ def test_every_shipped_schema_gets_a_fast_path():
         assert fast_validator(name) is not None, name
 
 
-def test_keywords_outside_the_common_subset_disable_the_fast_path():
-    assert _fast_compatible({"type": "object", "properties": {"a": {"type": "string"}}}) is None
-    assert _fast_compatible({"properties": {"a": {"unevaluatedProperties": False}}}) == "/properties/a/unevaluatedProperties"
-    assert _fast_compatible({"items": [{"type": "string"}]}) == "/items (array form)"
-    assert _fast_compatible({"$ref": "#/$defs/x", "minItems": 1}) == "/$ref (with sibling keywords)"
-    assert _fast_compatible({"allOf": [{"format": "email"}]}) == "/allOf/0/format"
+def test_fast_path_never_fetches_and_defers_on_non_json():
+    import jsonschema_rs
+    import pytest
+
+    from trajaudit.engine.schema import _no_fetch
+
+    with pytest.raises(jsonschema_rs.ValidationError, match="does not ship with trajaudit"):
+        jsonschema_rs.validator_for({"$ref": "https://example.com/x.json"}, retriever=_no_fetch)
+    assert not _fast_ok("gold", {1, 2})  # a set is not JSON: jsonschema decides
+    assert schema_errors("gold", {1, 2}) != []
 
 
 def test_real_runs_pass_both_validators(ir_docs):
@@ -107,3 +103,15 @@ def test_fast_path_agrees_with_jsonschema_on_mutated_runs(ir_docs, data):
 def test_fast_path_agrees_with_jsonschema_on_arbitrary_documents(doc):
     for name in SCHEMAS:
         assert _fast_ok(name, doc) == validator(name).is_valid(doc), name
+
+
+def test_audit_outputs_pass_both_validators_and_mutations_agree(tau_file):
+    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+
+    runs = load_path(tau_file).trajectories[:3]
+    for r in audit_trajectories(runs, AuditSpec()).results:
+        for name, doc in (("diagnosis", r.diagnosis.to_dict()), ("validation_log", r.log.to_dict())):
+            assert _fast_ok(name, doc) and validator(name).is_valid(doc), name
+            bad = copy.deepcopy(doc)
+            bad["trajectory_id"] = 7
+            assert _fast_ok(name, bad) == validator(name).is_valid(bad) is False
