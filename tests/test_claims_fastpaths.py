@@ -100,3 +100,17 @@ def test_fast_number_scan_equals_the_reference_regex(text):
 
     assert ([(x.lastgroup, x.span()) for x in _digit_re(text).finditer(text)]
             == [(x.lastgroup, x.span()) for x in _DIGIT_RE.finditer(text)])
+
+
+_floats = st.one_of(st.sampled_from([0.0, 10.0, 12.5, 2.5, 7.495, 7.505, 5.0049, 5.0051, 1e17, 1e17 + 16, 16.0,
+                                     -3.0, 99.99, 100.0, float("inf")]),
+                    st.floats(-1e6, 1e6, allow_nan=False), st.integers(-500, 500).map(lambda i: i / 100))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_floats, max_size=25), _floats)
+def test_first_pair_equals_trying_every_pair(vals, x):
+    from trajaudit.engine.claims.support import _pairs_brute, first_pair
+
+    want = None if x == 0 else _pairs_brute(vals, x)
+    assert first_pair(vals, x) == want

@@ -98,19 +98,17 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
-#: Literals of which every ``COMPLETION_RE`` match contains one (lower case).
+#: Every ``COMPLETION_RE`` match contains one of these lead words (lower case) ...
 _COMPLETION_WORDS = ("successfully", "been", "was", "were", "now", "downloaded", "saved", "written", "exported")
+#: ... and one of these verb stems.
+_COMPLETION_STEMS = ("cancel", "process", "return", "exchang", "modifi", "updat", "download", "sav", "complet",
+                     "creat", "sent", "send", "plac", "submitt", "book", "transferr", "delet", "refund", "upload",
+                     "writt", "export", "generat", "instal", "verifi", "confirm")
 
 
-def completion_literals(text: str) -> list[tuple[int, int]] | None:
-    """Spans of every occurrence (overlaps included) of the literals every ``COMPLETION_RE`` match
-    contains, sorted; ``None`` for a non-ASCII text (see :func:`completion_possible`): a part of the
-    text can hold a match only if it holds one of these spans (:func:`holds_literal`)."""
-    if not text.isascii():
-        return None
-    low = text.lower()
+def _spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
     out = []
-    for w in _COMPLETION_WORDS:
+    for w in words:
         i = low.find(w)
         while i >= 0:
             out.append((i, i + len(w)))
@@ -119,10 +117,18 @@ def completion_literals(text: str) -> list[tuple[int, int]] | None:
     return out
 
 
-def holds_literal(spans: list[tuple[int, int]] | None, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` holds one of ``spans`` (always True when ``spans`` is ``None``)."""
-    if spans is None:
-        return True
+def completion_literals(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+    """Spans of every occurrence (overlaps included) of the lead words and of the verb stems that
+    every ``COMPLETION_RE`` match contains, each list sorted; ``None`` for a non-ASCII text (see
+    :func:`completion_possible`). A part of the text can hold a match only if it holds a span of
+    each list (:func:`holds_literal`)."""
+    if not text.isascii():
+        return None
+    low = text.lower()
+    return _spans(low, _COMPLETION_WORDS), _spans(low, _COMPLETION_STEMS)
+
+
+def _holds(spans: list[tuple[int, int]], start: int, end: int) -> bool:
     for a, b in spans[bisect_left(spans, (start, -1)):]:
         if a >= end:
             return False
@@ -131,14 +137,22 @@ def holds_literal(spans: list[tuple[int, int]] | None, start: int, end: int) -> 
     return False
 
 
+def holds_literal(spans: tuple[list[tuple[int, int]], list[tuple[int, int]]] | None, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a lead word and a verb stem of ``spans`` (from
+    :func:`completion_literals`; always True when ``spans`` is ``None``)."""
+    return spans is None or (_holds(spans[0], start, end) and _holds(spans[1], start, end))
+
+
 def completion_possible(text: str) -> bool:
     """False only when ``COMPLETION_RE`` cannot match ``text``: an ASCII text (where ``re.IGNORECASE``
-    is plain ASCII case folding) holding none of the literals every match needs. Non-ASCII texts
-    always return True (Unicode case folding has exotic equivalents, such as ``ſ`` for ``s``)."""
+    is plain ASCII case folding) lacking either every lead word or every verb stem a match needs.
+    Non-ASCII texts always return True (Unicode case folding has exotic equivalents, such as ``ſ``
+    for ``s``)."""
     if not text.isascii():
         return True
     low = text.lower()
-    return any(w in low for w in _COMPLETION_WORDS)
+    return any(w in low for w in _COMPLETION_WORDS) and any(w in low for w in _COMPLETION_STEMS)
+
 
 #: A list marker at the start of a line ("1.", "2)", "- 3.") — not a claim.
 LIST_MARKER_RE = re.compile(r"(?:^|\n)[ \t>*-]*(\d{1,3})[.)](?=\s)")
