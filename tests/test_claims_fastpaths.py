@@ -96,9 +96,9 @@ _num_text = st.lists(st.sampled_from(["12", "1,234", "5.5", "1.234,5", "95234568
 @settings(max_examples=500, deadline=None)
 @given(_num_text)
 def test_fast_number_scan_equals_the_reference_regex(text):
-    from trajaudit.engine.claims.scan import _DIGIT_RE, _digit_re
+    from trajaudit.engine.claims.scan import _DIGIT_RE, _digit_matches
 
-    assert ([(x.lastgroup, x.span()) for x in _digit_re(text).finditer(text)]
+    assert ([(x.lastgroup, x.span()) for x in _digit_matches(text)]
             == [(x.lastgroup, x.span()) for x in _DIGIT_RE.finditer(text)])
 
 
@@ -114,3 +114,12 @@ def test_first_pair_equals_trying_every_pair(vals, x):
 
     want = None if x == 0 else _pairs_brute(vals, x)
     assert first_pair(vals, x) == want
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["a", "B", "7", "_", "-", "--", " ", "\t", "\x1c", ".", "t-shirt", "é", "x_1", "'"]),
+                max_size=20).map("".join))
+def test_words_of_equals_the_word_regex(text):
+    from trajaudit.engine.claims.patterns import WORD_RE, words_of
+
+    assert words_of(text) == WORD_RE.findall(text)

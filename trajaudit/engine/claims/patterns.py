@@ -157,5 +157,21 @@ def completion_possible(text: str) -> bool:
 #: A list marker at the start of a line ("1.", "2)", "- 3.") — not a claim.
 LIST_MARKER_RE = re.compile(r"(?:^|\n)[ \t>*-]*(\d{1,3})[.)](?=\s)")
 
-#: A word token for the evidence index.
+#: A word token for the evidence index (the definition; :func:`words_of` is the fast equivalent).
 WORD_RE = re.compile(r"\w+(?:[-_]\w+)*")
+_NOT_WORD_ASCII = str.maketrans({chr(i): " " for i in range(128) if not (chr(i).isalnum() or chr(i) in "_-")})
+
+
+def words_of(text: str) -> list[str]:
+    """``WORD_RE.findall(text)``, faster for ASCII text: a token never spans a character outside
+    ``[A-Za-z0-9_-]``, so the text is cut into runs of those (``str.translate`` + ``split``); a run
+    without ``-`` is one token, and only runs with ``-`` go through the regex."""
+    if not text.isascii():
+        return WORD_RE.findall(text)
+    out: list[str] = []
+    for run in text.translate(_NOT_WORD_ASCII).split():
+        if "-" in run:
+            out.extend(WORD_RE.findall(run))
+        else:
+            out.append(run)
+    return out

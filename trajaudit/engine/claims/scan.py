@@ -12,6 +12,7 @@ stays the reference definition used for full matches of short strings).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS
 
@@ -41,6 +42,9 @@ _DIGIT_NO_WORD_MONEY = re.compile(
 _CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar")
 
 
+_ANCHOR_ASCII = re.compile(r"[0-9#$]")
+
+
 def _digit_re(text: str) -> re.Pattern[str]:
     """The fastest variant of ``_DIGIT_RE`` that matches exactly like it on ``text``."""
     if text.isascii():
@@ -48,6 +52,25 @@ def _digit_re(text: str) -> re.Pattern[str]:
         if not any(w in low for w in _CURRENCY_WORDS):
             return _DIGIT_NO_WORD_MONEY
     return _DIGIT_FAST
+
+
+def _digit_matches(text: str) -> Iterator[re.Match[str]]:
+    """``_DIGIT_RE.finditer(text)``. In an ASCII text the matcher is only started where a match can
+    begin (``0-9``, ``#``, ``$``: a plain character set the regex engine skips to quickly), instead
+    of at every position."""
+    rx = _digit_re(text)
+    if not text.isascii():
+        yield from rx.finditer(text)
+        return
+    match, seek = rx.match, _ANCHOR_ASCII.search
+    pos = 0
+    while (anchor := seek(text, pos)) is not None:
+        x = match(text, anchor.start())
+        if x is None:
+            pos = anchor.start() + 1
+        else:
+            yield x
+            pos = x.end()
 _MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\.?\s+$", re.IGNORECASE)
 _YEAR_AFTER = re.compile(r"(?:st|nd|rd|th)?,?\s+\d{4}(?!\d)")
 _EMAIL_RE = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
@@ -102,7 +125,7 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
             a = _back(text, x.start(), _SNAKE_CHARS, 80)
             if a < x.start() and _SNAKE_FULL.fullmatch(text, a, x.end()) and (a == 0 or not text[a - 1].isalnum()):
                 found.append(("snakeid", a, x.end()))
-    for x in _digit_re(text).finditer(text):
+    for x in _digit_matches(text):
         g, a, b = x.lastgroup or "number", x.start(), x.end()
         if g != "hashid" and a and (text[a - 1].isalnum() or text[a - 1] in "_."):
             continue

@@ -32,7 +32,7 @@ from trajaudit.engine.claims.normalize import (
     norm_text,
     singular,
 )
-from trajaudit.engine.claims.patterns import WORD_RE
+from trajaudit.engine.claims.patterns import words_of
 from trajaudit.engine.claims.scan import scan_values
 
 CACHE_SIZE = 2048
@@ -193,7 +193,7 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
             key = norm_id(raw)
         if key:
             values.setdefault(key, suffix)
-    words = dict.fromkeys(WORD_RE.findall(text.casefold()))
+    words = dict.fromkeys(words_of(text.casefold()))
     for w in words:
         if w in NUMBER_WORDS:
             values.setdefault(str(NUMBER_WORDS[w]), "")
