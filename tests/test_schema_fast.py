@@ -115,3 +115,14 @@ def test_audit_outputs_pass_both_validators_and_mutations_agree(tau_file):
             bad = copy.deepcopy(doc)
             bad["trajectory_id"] = 7
             assert _fast_ok(name, bad) == validator(name).is_valid(bad) is False
+
+
+def test_shipped_taxonomies_read_the_same_with_libyaml():
+    import yaml
+
+    from trajaudit.engine.taxonomy import _shipped_dir, list_taxonomies
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for name in list_taxonomies():
+        text = _shipped_dir().joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+        assert yaml.load(text, Loader=loader) == yaml.safe_load(text), name
