@@ -1,0 +1,43 @@
+"""Per-process caches never change a result: every run audited with cold caches gives exactly what it
+gives after the caches were filled by the whole batch in another order (docs/perf.md).
+
+The full before/after comparison against the pre-optimization code is benchmarks/audit_snapshot.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trajaudit import load_many
+from trajaudit.engine.claims import clear_caches
+from trajaudit.engine.evidence import gather
+from trajaudit.engine.pipeline import AuditSpec, audit_one, build_context
+
+
+def _outputs(runs, spec: AuditSpec) -> list[str]:
+    ctx = build_context(spec)
+    out = []
+    for t in runs:
+        r = audit_one(t, spec.strategy, ctx)
+        cg = gather(t, ctx).graph
+        out.append(json.dumps({"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_dict(), "claims": r.claims,
+                               "ledger": cg.to_dict()}, sort_keys=True, default=str))
+    return out
+
+
+@pytest.mark.parametrize("which", ["tau", "ww"])
+def test_cold_and_warm_caches_give_identical_audits(which, tau_file, ww_dir):
+    runs = load_many([tau_file if which == "tau" else ww_dir]).trajectories
+    assert len(runs) == (29 if which == "tau" else 126)
+    spec = AuditSpec()
+    clear_caches()
+    warm_up = _outputs(list(reversed(runs)), spec)  # fills the caches, in the other order
+    warm = _outputs(runs, spec)
+    cold = []
+    for t in runs:  # each run alone, from empty caches
+        clear_caches()
+        cold.extend(_outputs([t], spec))
+    assert warm == cold
+    assert sorted(warm_up) == sorted(warm)
