@@ -12,7 +12,6 @@ baseline and bootstrap), so re-running on unchanged code gives an identical file
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's trajaudit, not an installed copy
 
 from trajaudit import __version__, load_many  # noqa: E402
-from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies  # noqa: E402
+from trajaudit.engine.pipeline import AuditSpec, build_context  # noqa: E402
+from trajaudit.engine.strategy import AuditConfig, default_strategies  # noqa: E402
 from trajaudit.eval import EvalReport, evaluate, load_gold, offline_strategies, run_strategy  # noqa: E402
 from trajaudit.eval.render import fmt_ci, fmt_value  # noqa: E402
 
@@ -68,7 +68,7 @@ def _header(keys: list[str], labels: dict[str, str]) -> list[str]:
     return ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
 
 
-def evaluate_set(name: str, traces: list[Path], gold_path: Path, tools: list | None) -> dict[str, EvalReport]:
+def evaluate_set(name: str, traces: list[Path], gold_path: Path, tools: str | None) -> dict[str, EvalReport]:
     """Run every offline strategy on one data set and evaluate it; prints timings."""
     gold = load_gold(gold_path)
     res = load_many(traces)
@@ -76,7 +76,7 @@ def evaluate_set(name: str, traces: list[Path], gold_path: Path, tools: list | N
         raise SystemExit(f"{name}: {len(res.problems)} runs failed to load: {res.problems[0].message}")
     reports = {}
     for strat in offline_strategies():
-        ctx = AuditContext(config=AuditConfig(seed=SEED), tools=tools)
+        ctx = build_context(AuditSpec(strategy=strat, tools=tools, config=AuditConfig(seed=SEED)))
         t0 = time.perf_counter()
         out = run_strategy(res.trajectories, strat, context=ctx)
         dt = time.perf_counter() - t0
@@ -182,7 +182,7 @@ def main() -> None:
     args = ap.parse_args()
     tau_dir = args.data / "tau_retail"
     ww_dir = args.data / "who_and_when" / "algorithm_generated"
-    tools = json.loads((tau_dir / "tools.json").read_text(encoding="utf-8"))
+    tools = str(tau_dir / "tools.json")
     print(f"strategies without an LLM: {', '.join(offline_strategies(default_strategies()))}")
     tau = evaluate_set("tau", [tau_dir / "trajectories.json"], tau_dir / "ground_truth.json", tools)
     ww = evaluate_set("who&when", [ww_dir], ww_dir, None)

@@ -1,9 +1,10 @@
-"""Test support for the citation LLM path: a scripted responder (the "model") and a JSON chat client.
+"""Test support for the citation LLM path: a scripted responder (the "model") and a session with the
+project's LLM client.
 
 ``Oracle(script)`` answers the three citation prompts from a fact table (tests/data/citation_oracle.yaml)
 by reading the prompt's tag and its quoted evidence blocks — the way a model reads the prompt, but
-deterministic. ``OpenAIJSONClient`` implements ``chat_json`` over the real ``openai`` package talking HTTP
-to the scripted server (a stand-in until the project's ``trajaudit.llm`` client lands).
+deterministic. :func:`llm_session` starts the scripted OpenAI-protocol server (tests/llm_server.py) and
+yields the real :class:`trajaudit.llm.LLMClient` pointed at it (HTTP through the ``openai`` package).
 """
 
 from __future__ import annotations
@@ -15,10 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
-
-from trajaudit.errors import LLMError
 
 ORACLE_FILE = Path(__file__).parent / "data" / "citation_oracle.yaml"
 _TAG = re.compile(r"\[trajaudit prompt (citation\.[\w-]+) v\d+\]")
@@ -78,49 +76,20 @@ class Oracle:
         raise ValueError(f"unscripted prompt {kind}")
 
 
-class OpenAIJSONClient:
-    """``chat_json`` over the real ``openai`` client (HTTP to ``base_url``), validating the JSON answer."""
-
-    def __init__(self, base_url: str, *, attempts: int = 2) -> None:
-        import openai
-
-        self._openai = openai
-        self._client = openai.OpenAI(base_url=base_url, api_key="test-key-not-secret", max_retries=0, timeout=10)
-        self.attempts = attempts
-        self.calls = 0
-
-    def chat_json(self, messages: list[dict[str, Any]], schema: dict[str, Any], *, name: str) -> dict[str, Any]:
-        msgs = list(messages)
-        last = ""
-        for _ in range(self.attempts):
-            self.calls += 1
-            try:
-                r = self._client.chat.completions.create(
-                    model="scripted", messages=msgs, temperature=0,
-                    response_format={"type": "json_schema",
-                                     "json_schema": {"name": re.sub(r"[^\w-]", "_", name), "schema": schema}})
-            except self._openai.OpenAIError as e:
-                raise LLMError(f"{name}: {e}") from None
-            content = r.choices[0].message.content or ""
-            try:
-                obj = json.loads(content)
-                jsonschema.validate(obj, schema)
-                return obj
-            except (ValueError, jsonschema.ValidationError) as e:
-                last = str(e).splitlines()[0]
-                msgs = [*msgs, {"role": "assistant", "content": content},
-                        {"role": "user", "content": f"Invalid answer ({last}); answer with JSON matching the schema."}]
-        raise LLMError(f"{name}: no valid JSON answer after {self.attempts} attempts: {last}")
-
-
 @contextmanager
-def llm_session(respond: Callable[[dict[str, Any]], Any]) -> Iterator[tuple[Any, OpenAIJSONClient]]:
-    """A scripted OpenAI-protocol server on 127.0.0.1 answering with ``respond`` and a client for it.
+def llm_session(respond: Callable[[dict[str, Any]], Any], *, cache_path: str | None = None,
+                max_retries: int = 0) -> Iterator[tuple[Any, Any]]:
+    """A scripted OpenAI-protocol server on 127.0.0.1 answering with ``respond`` and an ``LLMClient`` for it.
 
-    Yields ``(server, client)``; ``server.requests`` holds every request. The one place to switch to the
-    LLM layer's server and ``trajaudit.llm.LLMClient`` when they land in main.
+    Yields ``(server, client)``; ``server.requests`` holds every request, ``client.usage`` counts them.
+    No response cache unless ``cache_path`` is given; no transport retries unless ``max_retries``.
     """
     from llm_server import ScriptedLLMServer
 
+    from trajaudit.llm import LLMClient, LLMConfig
+
     with ScriptedLLMServer(respond) as server:
-        yield server, OpenAIJSONClient(server.base_url)
+        config = LLMConfig(base_url=server.base_url, model="scripted-model", api_key="test-key-not-secret",
+                           timeout=10.0, max_retries=max_retries, cache_path=cache_path)
+        with LLMClient(config) as client:
+            yield server, client

@@ -55,3 +55,61 @@ def ww_runs(ww_dir):
     res = load_many([ww_dir])
     assert not res.problems
     return {t.id: t for t in res.trajectories}
+
+
+# --- LLM layer: the scripted OpenAI-protocol server and the real local model ----------------------
+
+def pytest_addoption(parser):
+    parser.addoption("--run-localllm", action="store_true", default=False,
+                     help="run the end-to-end tests against the real local model (scripts/build_local_llm.sh)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-localllm"):
+        return
+    skip = pytest.mark.skip(reason="needs --run-localllm (and scripts/build_local_llm.sh)")
+    for item in items:
+        if "localllm" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def llm_server():
+    """A started :class:`llm_server.ScriptedLLMServer` on 127.0.0.1 (stopped after the test)."""
+    from llm_server import ScriptedLLMServer
+
+    server = ScriptedLLMServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def llm_config(llm_server, tmp_path):
+    """An LLMConfig pointing at ``llm_server``, with a fresh sqlite cache in ``tmp_path``."""
+    from trajaudit.llm import LLMConfig
+
+    return LLMConfig(base_url=llm_server.url, model="scripted-model", api_key="test-key", timeout=5.0,
+                     max_retries=2, concurrency=4, cache_path=str(tmp_path / "llm-cache.sqlite3"))
+
+
+@pytest.fixture
+def llm_client(llm_config):
+    """An LLMClient on ``llm_config`` (closed after the test)."""
+    from trajaudit.llm import LLMClient
+
+    client = LLMClient(llm_config)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def local_llm(tmp_path_factory):
+    """The real local model (llama-server + SmolLM2-135M) on a free port; only with --run-localllm.
+
+    A missing build is an error (not a skip), so CI fails loudly if the build step did not run.
+    """
+    from localllm import LocalLLM
+
+    server = LocalLLM(tmp_path_factory.mktemp("llama") / "llama-server.log")
+    yield server
+    server.stop()

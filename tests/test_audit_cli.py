@@ -64,3 +64,17 @@ def test_usage_errors_exit_2(tmp_path, tau_file):
     r = CliRunner().invoke(main, ["audit", str(tmp_path / "nothing-here"), "--strategy", "first",
                                   "-o", str(tmp_path / "d.jsonl")])
     assert r.exit_code == 1 and "cannot read" in r.output
+
+
+def test_python_api_audit_on_bundled_example():
+    from pathlib import Path
+
+    import trajaudit
+
+    ex = Path(__file__).resolve().parents[1] / "examples" / "data"
+    d = trajaudit.audit(ex / "tau_retail_sample.json", record=0)
+    assert (d.trajectory_id, d.critical_step, d.category, d.agent) == ("2", 6, "misinterpretation_of_tool_output",
+                                                                       "assistant")
+    assert "steps.5" in " ".join(e.address for e in d.evidence)
+    d = trajaudit.audit(ex / "tau_retail_sample.json", record=1, tools=str(ex / "tau_retail_tools.json"))
+    assert (d.trajectory_id, d.critical_step, d.category) == ("34", 16, "invalid_invocation")

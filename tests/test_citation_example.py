@@ -79,7 +79,7 @@ def test_llm_path_against_scripted_server_finds_the_expected_errors(form):
     # one need-citation call per distinct sentence (answers are cached): 18 outputs, 13 distinct texts
     distinct = {o.text for inv in run.invocations for o in inv.outputs}
     assert len(distinct) == 13 and sum("need-citation" in k for k in kinds) == 13
-    assert len(server.requests) == client.calls
+    assert len(server.requests) == client.usage.calls == client.usage.requests
 
 
 def test_the_two_paths_agree_on_every_sentence():

@@ -70,3 +70,47 @@ def test_bad_input_is_an_error_line_not_a_traceback(tmp_path):
     assert f"error: {p}, $.invocations[0].inputs[0].document: unknown document 'nope'" in r.output.replace("\n", "")
     r = run("cite", EX / "ev_market.json", "--mapping", EX / "ev_market.json")
     assert r.exit_code == 2 and "ev_market.json: unknown mapping keys: format, version" in r.output
+
+
+NO_ENV = {"TRAJAUDIT_BASE_URL": None, "TRAJAUDIT_MODEL": None, "OPENAI_API_KEY": None,
+          "TRAJAUDIT_LLM_CONFIG": None, "TRAJAUDIT_LLM_CACHE": None}
+
+
+def run_llm(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=NO_ENV)
+
+
+def test_llm_judge_through_the_cli_then_from_the_cache(llm_server, tmp_path):
+    from citation_oracle import Oracle
+
+    llm_server.responder = Oracle()
+    cache = tmp_path / "cache.sqlite3"
+    args = ("cite", EX / "ev_market.json", "--llm", "--base-url", llm_server.url, "--model", "scripted",
+            "--cache", cache, "--format", "json")
+    r = run_llm(*args)
+    assert r.exit_code == 1, r.output  # errors found
+    d = json.loads(r.stdout)
+    assert d["judge"]["approximate"] is False and d["judge"]["name"] == "llm" and "(scripted)" in d["judge"]["description"]
+    assert d["report"]["recall"] == 1 / 6 and d["report"]["precision"] == 0.2  # the example's expected figures
+    calls = llm_server.calls
+    assert calls > 13 and f"LLM judge: {calls} requests, {calls} calls, 0 cache hits" in r.stderr
+    llm_server.reset_counts()
+    again = run_llm(*args)
+    assert again.exit_code == 1 and json.loads(again.stdout)["report"] == d["report"]
+    assert llm_server.calls == 0 and f"LLM judge: {calls} requests, 0 calls, {calls} cache hits" in again.stderr
+
+
+def test_llm_judge_without_endpoint_or_with_one_down_is_a_clear_error(tmp_path):
+    from llm_server import ScriptedLLMServer
+
+    r = run_llm("cite", EX / "ev_market.json", "--llm")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "no LLM endpoint configured: pass --base-url URL and --model NAME" in r.stderr
+    with ScriptedLLMServer() as gone:
+        url = gone.url
+    cfg = tmp_path / "llm.yaml"
+    cfg.write_text(f"llm:\n  base_url: {url}\n  model: m\n  max_retries: 0\n  timeout: 2\n")
+    r = run_llm("cite", EX / "ev_market.json", "--llm", "--llm-config", cfg, "--no-cache")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "error: the LLM judge failed on all 18 sentences; first: judge failed: citation.need-citation: " \
+           f"cannot reach {url}" in r.stderr.replace("\n", "")

@@ -83,3 +83,23 @@ def test_fallback_is_first_consequential_action_then_last_decision():
     assert (step, cat) == (6, "intent_plan_misalignment") and "first consequential action" in why
     code = Step(1, "agent", "assistant", "```python\nprint(1)\n```", "coder")
     assert is_consequential_action(code)
+
+
+def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamable(monkeypatch):
+    t = _traj()
+    from trajaudit.engine import judge as jm
+    from trajaudit.engine.validation_log import ValidationLog
+
+    recs = [_rec(2, "w1", sev="warning"), _rec(2, "w2", sev="warning"), _rec(2, "w3", sev="warning"),
+            _rec(6, "policy.status", targets=("instruction_adherence_failure",))]
+
+    class Bundle:
+        log = ValidationLog("t", recs)
+        error_steps = ()
+
+    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle())
+    d = OfflineJudge().diagnose(t, AuditContext())
+    assert d.critical_step == 6  # step 2 scores 3.0 from warnings only
+    steps = list(t.steps) + [Step(9, "user", "user", "hello? are you there?")]
+    t2 = Trajectory(id="t2", steps=tuple(steps), source=Source("openai"))
+    assert blame(t2, _rec(9, "generic.protocol.run-ends-on-open-request", targets=("system_failure",))) == 9

@@ -6,8 +6,10 @@ who (the responsible agent), with an auditable validation log of evidence.
 
 from trajaudit.checkers.registry import default_checkers, register_checker
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
+from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.loader import LoadResult, load, load_many, load_path
+from trajaudit.engine.pipeline import audit
 from trajaudit.engine.rule_eval import evaluate
 from trajaudit.engine.rule_pack import RulePack, load_pack
 from trajaudit.errors import TraceFormatError, TrajauditError
@@ -15,6 +17,8 @@ from trajaudit.errors import TraceFormatError, TrajauditError
 __version__ = "0.1.0"
 
 __all__ = [
+    "Diagnosis",
+    "audit",
     "CompiledRule",
     "LoadResult",
     "RulePack",

@@ -12,6 +12,7 @@ from trajaudit.cli.check import check
 from trajaudit.cli.cite import cite
 from trajaudit.cli.claims import claims
 from trajaudit.cli.eval import eval_cmd
+from trajaudit.cli.llm import llm
 from trajaudit.cli.rules import rules
 from trajaudit.cli.traces import convert, show
 
@@ -29,7 +30,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, audit, eval_cmd, cite, claims, check, rules):
+for _cmd in (show, convert, audit, eval_cmd, cite, claims, check, rules, llm):
     main.add_command(_cmd)
 
 

@@ -18,7 +18,9 @@ from trajaudit.engine.strategy import AuditConfig, default_strategies
 @click.command("audit")
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--rules", "rules", multiple=True, metavar="PACK",
-              help="Rule pack file or shipped pack name (repeatable). Shipped generic packs always apply.")
+              help="Rule pack file or shipped pack name (repeatable), applied to every run.")
+@click.option("--no-default-packs", is_flag=True,
+              help="Do not apply the shipped generic pack, nor the shipped domain packs selected by the run's tools.")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False),
               help="Tool schemas (OpenAI function list) for SCHEMA rules.")
 @click.option("--taxonomy", default="agentrx", show_default=True, help="Taxonomy for the root-cause category.")
@@ -35,7 +37,7 @@ from trajaudit.engine.strategy import AuditConfig, default_strategies
 @handle_errors
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
           output: str, report: str | None, jobs: int, seed: int, quiet: bool, fmt: str | None,
-          mapping: str | None) -> None:
+          mapping: str | None, no_default_packs: bool) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
@@ -49,7 +51,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         fail(str(e.args[0]))
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
-    spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed))
+    spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
+                     default_packs=not no_default_packs)
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

@@ -68,14 +68,15 @@ def render_table(vlog: ValidationLog, show_pass: bool) -> Table:
 
 @click.command("check")
 @click.argument("files", nargs=-1, required=True)
-@click.option("--rules", "packs", multiple=True, required=True, metavar="PACK",
+@click.option("--rules", "packs", multiple=True, metavar="PACK",
               help="A rule pack: a YAML file or a shipped pack's name (repeatable).")
 @click.option("--format", "out_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="Output: a table per run, or a JSON list of validation logs.")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "critical"]), default="error",
               show_default=True, help="Exit 1 when a violation at or above this severity exists.")
 @click.option("--tools", "tools_file", type=click.Path(dir_okay=False),
-              help="JSON list of OpenAI function schemas, for checkers that validate tool calls.")
+              help="JSON list of OpenAI function schemas: adds the SCHEMA rules of `rules from-tools` "
+                   "and is given to checkers that validate tool calls.")
 @click.option("--show-pass", is_flag=True, help="Also list passing checks in the table.")
 @click.option("--input-format", "input_format", metavar="NAME",
               help="Force the trace format (openai, tau, who_and_when, magentic); default: auto-detect.")
@@ -90,8 +91,15 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
     Exit code 0 when no violation reaches --fail-on, 1 when one does, 2 on usage or input errors
     (an unreadable pack, a rule that does not compile, no loadable run).
     """
+    if not packs and not tools_file:
+        fail("give at least one --rules PACK or --tools TOOLS.json")
     rules = load_rules(packs)
     tools = read_tools(tools_file)
+    if tools is not None:
+        from trajaudit.engine.tool_rules import rules_from_tools
+
+        taken = {r.id for r in rules}
+        rules += [r for r in compile_rules(rules_from_tools(tools)) if r.id not in taken]
     res = load_many(list(files), format=input_format, mapping=mapping)
     report_problems(res.problems)
     if not res.trajectories:

@@ -8,7 +8,15 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from trajaudit.cli.common import EXIT_FINDINGS, console, handle_errors
+from trajaudit.cli.common import (
+    EXIT_FINDINGS,
+    LLMOptions,
+    client_from_options,
+    console,
+    fail,
+    handle_errors,
+    llm_options,
+)
 
 
 def _pct(x: float | None) -> str:
@@ -25,21 +33,44 @@ def _pct(x: float | None) -> str:
               help="Also write an HTML page with the propagation chain of each traced error.")
 @click.option("--log", "log_out", type=click.Path(dir_okay=False),
               help="Also write the validation log (JSON) of the audit.")
+@click.option("--llm", "use_llm", is_flag=True,
+              help="Judge with an LLM (seed 003's prompts) instead of the approximate offline judge; needs an "
+                   "endpoint (--base-url/--model or TRAJAUDIT_BASE_URL/TRAJAUDIT_MODEL, or --llm-config).")
+@llm_options
 @handle_errors
-def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, log_out: str | None) -> None:
+def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, log_out: str | None,
+         use_llm: bool, llm_opts: LLMOptions) -> None:
     """Trace citation and faithfulness errors of a deep-research run back to the agent that made them.
 
     FILE is a citation run (docs/citation.md), or any JSON trace with --mapping. Every agent invocation
     is tested against its own inputs (hallucination, uncited input reliance, uncited output,
     insufficient citations); each unsupported final-report sentence is followed back to the invocation
     that introduced its error. Prints per-agent error rates and the final report's citation recall and
-    precision. This command uses the offline judge (lexical + exact numeric overlap): its verdicts are
-    APPROXIMATE. Exit code 1 when any error is found.
+    precision. By default the offline judge decides (lexical + exact numeric overlap): its verdicts are
+    APPROXIMATE. With --llm an LLM judges (need-citation, verbatim supporting spans, entailment), its
+    answers cached like every trajaudit LLM call; sentences it cannot judge are `unknown`, and a judge
+    that fails on every sentence (endpoint down, model ignoring the schema) is an error. Exit code 1
+    when any error is found, 2 on bad input or an unusable LLM.
     """
-    from trajaudit.citation import OfflineJudge, audit_citations, load_run, render_page, to_validation_log
+    from trajaudit.citation import (
+        LLMJudge,
+        OfflineJudge,
+        audit_citations,
+        load_run,
+        render_page,
+        to_validation_log,
+    )
 
     run = load_run(file, mapping=mapping)
-    report = audit_citations(run, OfflineJudge())
+    if use_llm:
+        client = client_from_options(llm_opts)
+        try:
+            report = audit_citations(run, LLMJudge(client, model=client.config.model))
+        finally:
+            client.close()
+        _llm_summary(report, client.usage)
+    else:
+        report = audit_citations(run, OfflineJudge())
     if html_out:
         Path(html_out).write_text(render_page(report), encoding="utf-8")
     if log_out:
@@ -53,6 +84,21 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
         console(err=True).print(f"wrote {written}", highlight=False, markup=False)
     if report.local_errors() or report.traced:
         raise SystemExit(EXIT_FINDINGS)
+
+
+def _llm_summary(report, usage) -> None:  # noqa: ANN001 (CitationReport, Usage; imported lazily)
+    """Print the LLM accounting to stderr; exit 2 when the judge failed on every sentence it was asked about."""
+    from trajaudit.citation.local import UNKNOWN
+
+    u = usage.to_dict()
+    console(err=True).print(
+        f"LLM judge: {u['requests']} requests, {u['calls']} calls, {u['cache_hits']} cache hits, "
+        f"{u['input_chars']:,} input chars (tokenizer-free), {u['input_tokens']:,} input tokens (API)",
+        highlight=False, markup=False)
+    results = [r for rs in report.results.values() for r in rs]
+    failed = [r for r in results if r.verdict == UNKNOWN]
+    if results and len(failed) == len(results):
+        fail(f"the LLM judge failed on all {len(results)} sentences; first: {failed[0].reason}")
 
 
 def _print_tables(report) -> None:  # noqa: ANN001 (CitationReport, imported lazily)

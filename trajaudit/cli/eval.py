@@ -7,9 +7,17 @@ from pathlib import Path
 
 import click
 
-from trajaudit.cli.common import console, fail, handle_errors, report_problems
+from trajaudit.cli.common import (
+    LLMOptions,
+    client_from_options,
+    console,
+    fail,
+    handle_errors,
+    llm_options,
+    report_problems,
+)
 from trajaudit.engine.loader import load_many
-from trajaudit.engine.strategy import AuditContext
+from trajaudit.engine.strategy import default_strategies
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 from trajaudit.eval.runner import read_diagnoses, run_on_paths
@@ -39,6 +47,10 @@ def _read_tools(path: str | None) -> list[dict] | None:
 @click.option("--taxonomy", help="Taxonomy for category normalization (default: the gold's).")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False),
               help="Tool schemas (OpenAI function format) passed to the strategy.")
+@click.option("--rules", "rules", multiple=True, metavar="PACK",
+              help="With --strategy: a rule pack file or shipped pack name (repeatable), as for `trajaudit audit`.")
+@click.option("--no-default-packs", is_flag=True,
+              help="With --strategy: do not apply the shipped generic and domain packs (as `trajaudit audit`).")
 @click.option("--trace-format", metavar="NAME", help="Force the trace format of DATASET (default: auto-detect).")
 @click.option("--format", "out_format", type=click.Choice(["table", "json", "markdown"]), default="table",
               show_default=True, help="Report format.")
@@ -47,10 +59,12 @@ def _read_tools(path: str | None) -> list[dict] | None:
 @click.option("--misses", type=int, default=20, show_default=True, help="Misses to list (-1: all, 0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random strategy and the bootstrap.")
 @click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples for the 95% CIs.")
+@llm_options
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategy: str | None,
-             taxonomy: str | None, tools: str | None, trace_format: str | None, out_format: str,
-             output: str | None, save_pred: str | None, misses: int, seed: int, bootstrap: int) -> None:
+             taxonomy: str | None, tools: str | None, rules: tuple[str, ...], no_default_packs: bool,
+             trace_format: str | None, out_format: str, output: str | None, save_pred: str | None, misses: int,
+             seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
     """Score diagnoses against gold labels with the metrics of AgentRx, SearchAuditor, Who&When and DRIFT.
 
     \b
@@ -61,6 +75,11 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     Who&When mistake_step as is). Missing predictions count as wrong and are listed. DATASET, when
     given with --pred, supplies step previews and run lengths; for Who&When gold the labelled trace
     files serve as the dataset.
+
+    With --strategy the runs are diagnosed as `trajaudit audit` would (same rule packs and tools); an
+    LLM strategy (all-at-once, searchauditor, drift, hybrid, ...) needs the LLM options (--base-url,
+    --model, ...). The report ends with per-strategy LLM accounting: calls, cache hits, tokens as the
+    API reported them and tokenizer-free character counts.
     """
     if bool(pred) == bool(strategy):
         fail("give exactly one of --pred FILE or --strategy NAME")
@@ -73,10 +92,20 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     if strategy:
         if not paths:
             fail("--strategy needs DATASET paths (the runs to diagnose)")
+        from trajaudit.engine.pipeline import AuditSpec, build_context
         from trajaudit.engine.strategy import AuditConfig
 
-        ctx = AuditContext(config=AuditConfig(seed=seed), tools=_read_tools(tools))
-        out = run_on_paths(paths, strategy, context=ctx, format=trace_format)
+        strat = default_strategies().get(strategy)
+        _read_tools(tools)  # clear message for a bad tools file
+        ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
+                                      default_packs=not no_default_packs))
+        if getattr(strat, "needs_llm", False):
+            ctx.llm = client_from_options(llm_opts)
+        try:
+            out = run_on_paths(paths, strategy, context=ctx, format=trace_format)
+        finally:
+            if ctx.llm is not None:
+                ctx.llm.close()
         report_problems(out.problems)
         diagnoses, trajectories = out.diagnoses, out.trajectories
         if save_pred:

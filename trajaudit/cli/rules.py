@@ -90,5 +90,7 @@ def explain(pack: str, rule_id: str) -> None:
 
 
 # Subcommands of `rules`; siblings add theirs here (one line each).
-for _cmd in ():
+from trajaudit.cli.rule_packs import from_tools, list_packs  # noqa: E402
+
+for _cmd in (list_packs, from_tools):
     rules.add_command(_cmd)

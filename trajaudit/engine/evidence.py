@@ -28,6 +28,7 @@ class EvidenceBundle:
         error_steps: steps the claim graph marks as error spans (DRIFT propagation).
         first_error_step: the first such step, or ``None``.
         graph: the claim graph object, when built.
+        domain_packs: names of the shipped domain packs the run's tools selected.
         timings: CPU seconds (``time.process_time``) spent on ``rules`` (rule evaluation) and ``claims``
             (claim graph, its records and propagation), for benchmarks and profiling.
     """
@@ -37,6 +38,7 @@ class EvidenceBundle:
     error_steps: tuple[int, ...] = ()
     first_error_step: int | None = None
     graph: Any = None
+    domain_packs: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -72,12 +74,72 @@ def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] |
 
     rules: list[Any] = []
     seen: set[str] = set()
-    for p in packs:
-        for r in compile_rules(load_pack(p)):
+    compiled = [compile_rules(load_pack(p)) for p in packs]
+    if tools:
+        from trajaudit.engine.tool_rules import rules_from_tools
+
+        compiled.append(compile_rules(rules_from_tools(tools)))
+    for group in compiled:
+        for r in group:
             if r.id not in seen:
                 seen.add(r.id)
                 rules.append(r)
     return rules
+
+
+GENERIC_PACK = "generic"
+DOMAIN_KEY = "applies_to_tools"
+
+
+@dataclass(frozen=True)
+class DomainPack:
+    """A shipped domain policy pack, applied to a run only when the run uses the domain's tools.
+
+    Attributes:
+        name: the pack name.
+        tools: the domain's tool names (the pack's ``metadata.applies_to_tools``).
+        rules: the compiled rules.
+        min_overlap: share of the run's distinct called tools that must be domain tools (0..1).
+    """
+
+    name: str
+    tools: frozenset[str]
+    rules: tuple[Any, ...]
+    min_overlap: float = 0.5
+
+    def applies(self, called: set[str]) -> bool:
+        """Whether a run calling the tools ``called`` belongs to this domain."""
+        if not called:
+            return False
+        return len(called & self.tools) / len(called) >= self.min_overlap
+
+
+def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], list[DomainPack]]:
+    """The shipped packs applied by default: the always-on generic pack, and the domain packs
+    (those declaring ``metadata.applies_to_tools``) that the run's tools select. Packs named in
+    ``explicit`` are left out (they are applied unconditionally by :func:`load_rules`).
+
+    Returns:
+        ``(always_on_pack_names, domain_packs)``.
+
+    Raises:
+        RulePackError: a shipped pack is invalid (a packaging bug, reported clearly).
+    """
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import load_pack, shipped_packs
+
+    names = shipped_packs()
+    always = [GENERIC_PACK] if GENERIC_PACK in names and GENERIC_PACK not in explicit else []
+    domains = []
+    for n in names:
+        if n in explicit or n == GENERIC_PACK or n.startswith(GENERIC_PACK + "."):
+            continue
+        pack = load_pack(n)
+        tools = pack.metadata.get(DOMAIN_KEY)
+        if isinstance(tools, list) and tools:
+            domains.append(DomainPack(n, frozenset(map(str, tools)), tuple(compile_rules(pack)),
+                                      float(pack.metadata.get("min_tool_overlap", 0.5))))
+    return always, domains
 
 
 def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
@@ -86,11 +148,18 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
     if cached is not None and cached[0] is trajectory:
         return cached[1]
     t0 = time.process_time()
+    rules = list(context.rules)
+    called = {name for s in trajectory.steps for name in s.tool_names}
+    applied = [dp.name for dp in context.extra.get("domain_packs", ()) if dp.applies(called)]
+    for dp in context.extra.get("domain_packs", ()):
+        if dp.name in applied:
+            rules.extend(dp.rules)
     log = ValidationLog(trajectory.id)
-    if context.rules:
+    if rules:
         from trajaudit.engine.rule_eval import evaluate
 
-        log = evaluate(trajectory, context.rules, oracle=context.extra.get("oracle"), config=context.config)
+        log = evaluate(trajectory, rules, oracle=context.extra.get("oracle"), config=context.config,
+                       tools=context.tools)
     from trajaudit.engine.claims import build_claim_graph
 
     t1 = time.process_time()
@@ -106,7 +175,7 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
         for c in cg.claims if c.status.unsupported
     ]
     bundle = EvidenceBundle(log=log, claim_rows=rows, error_steps=tuple(prop.error_steps),
-                            first_error_step=prop.first_error_step, graph=cg,
+                            first_error_step=prop.first_error_step, graph=cg, domain_packs=tuple(applied),
                             timings={"rules": t1 - t0, "claims": time.process_time() - t1})
     # one entry only: memory stays bounded in long batches; identity (not id()) avoids stale hits
     context.extra["_evidence"] = (trajectory, bundle)

@@ -9,15 +9,17 @@ offline judge implements that definition deterministically:
 2. **Blame attribution.** A finding on a tool output is blamed on the decision step that issued the
    call (``Trajectory.call_for``), or the nearest earlier decision step; never on the tool message.
    A finding on a user turn blames the next decision step (the agent acted on it), except findings
-   whose targets say the user is the cause (``underspecified_user_intent``).
+   whose targets say the user is the cause (``underspecified_user_intent``) and findings on a final
+   user turn that no agent step follows (the run ended on it).
 3. **Recovery.** A finding is *recovered* (weight × ``recovered_factor``) when the run repaired it:
    the blamed step's call errored and a later call of the same tool by the same agent succeeded;
    or the rule itself says so (``bindings.recovered``). Claim findings that never become
    consequential arrive as ``info`` and are ignored (DRIFT: benign exploration is not an error).
 4. **Propagation.** Claim-propagation records (``claims.propagates-unsupported``) are consequences,
    not roots: they add ``propagation_bonus`` to the step that introduced the claim.
-5. **Choice.** Candidates are scored per step; the critical step is the *earliest* step whose score
-   reaches ``threshold``. Without such a step the judge falls back to the earliest warning-level
+5. **Choice.** Candidates are scored per step (one rule counts once per step); the critical step is
+   the *earliest* step with an unrecovered error-level finding whose score reaches ``threshold`` —
+   warnings add weight but never make a step critical on their own. Without such a step the judge falls back to the earliest warning-level
    candidate, then to the first consequential action (a write-like tool call or code to execute:
    where a plan becomes irreversible), then to the last decision step — each fallback lowers the
    confidence and says so in the rationale.
@@ -68,6 +70,7 @@ class JudgeSettings:
     recovered_factor: float = 0.25
     propagation_bonus: float = 0.5
     max_candidates: int = 10
+    weak_before_prior: bool = False
 
 
 @dataclass
@@ -76,6 +79,12 @@ class _Cand:
     score: float = 0.0
     votes: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     findings: list[tuple[Record, float, bool]] = field(default_factory=list)
+    per_rule: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def has_error(self) -> bool:
+        """At least one unrecovered error-level (or critical) finding: warnings alone never suffice."""
+        return any(not ok and severity_rank(r.severity) >= 2 for r, _, ok in self.findings)
 
 
 def is_consequential_action(step: Step) -> bool:
@@ -104,7 +113,9 @@ def blame(t: Trajectory, rec: Record) -> int | None:
     if s.kind == "user" and USER_CAUSED & set(rec.targets):
         return k
     later = [d.index for d in t.steps[k + 1:] if d.is_decision]
-    return later[0] if later else None
+    if later:
+        return later[0]
+    return k if s.kind == "user" else None  # a run that ends on this user turn: nothing later to blame
 
 
 def _recovered(t: Trajectory, step: int, rec: Record) -> bool:
@@ -172,10 +183,13 @@ class OfflineJudge:
             if rec_ok:
                 w *= self.settings.recovered_factor
             c = cands.setdefault(step, _Cand(step))
-            c.score += w
             c.findings.append((rec, w, rec_ok))
-            for target in rec.targets or (INCONCLUSIVE,):
-                c.votes[target] += w
+            prev = c.per_rule.get(rec.rule_id, 0.0)
+            if w > prev:  # one rule counts once per step: repeated hits of a rule are one finding
+                c.score += w - prev
+                c.per_rule[rec.rule_id] = w
+                for target in rec.targets or (INCONCLUSIVE,):
+                    c.votes[target] += w - prev
         for step, b in bonus.items():
             if step in cands:
                 cands[step].score += b
@@ -186,13 +200,13 @@ class OfflineJudge:
         t = trajectory
         bundle = gather(t, context)
         cands = self.candidates(t, bundle.log.records, context.config.min_violation_severity)
-        strong = [c for c in cands if c.score >= self.settings.threshold]
+        strong = [c for c in cands if c.score >= self.settings.threshold and c.has_error]
         taxonomy_ids = _context_taxonomy_ids(context)
         chosen: _Cand | None = None
         how = ""
         if strong:
             chosen, how = strong[0], "earliest unrecovered error-level failure"
-        elif cands:
+        elif cands and (self.settings.weak_before_prior or not any(is_consequential_action(s) for s in t.decision_steps)):
             chosen = max(cands, key=lambda c: (c.score, -c.step))
             how = "no error-level failure; strongest weaker finding"
         ranked = sorted(cands, key=lambda c: (c is not chosen, -c.score, c.step))[: self.settings.max_candidates]

@@ -61,6 +61,8 @@ class AuditSpec:
         tools: path of an OpenAI function-schema list, or ``None``.
         config: the :class:`AuditConfig`.
         llm: an LLM configuration object (``trajaudit.llm``) or ``None``.
+        default_packs: also apply the shipped generic pack, and the shipped domain packs whose tools
+            the run calls (see :func:`trajaudit.engine.evidence.default_packs`).
     """
 
     strategy: str = "offline"
@@ -68,6 +70,7 @@ class AuditSpec:
     tools: str | None = None
     config: AuditConfig = field(default_factory=AuditConfig)
     llm: Any = None
+    default_packs: bool = True
 
 
 def build_context(spec: AuditSpec) -> AuditContext:
@@ -76,7 +79,7 @@ def build_context(spec: AuditSpec) -> AuditContext:
     Raises:
         TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup.
     """
-    from trajaudit.engine.evidence import load_rules, load_tools
+    from trajaudit.engine.evidence import default_packs, load_rules, load_tools
 
     llm = None
     if spec.llm is not None:
@@ -84,7 +87,9 @@ def build_context(spec: AuditSpec) -> AuditContext:
 
         llm = LLMClient(spec.llm)
     tools = load_tools(spec.tools) if spec.tools else None
-    return AuditContext(config=spec.config, rules=load_rules(spec.rules, tools), tools=tools, llm=llm)
+    always, domains = default_packs(spec.rules) if spec.default_packs else ([], [])
+    return AuditContext(config=spec.config, rules=load_rules(tuple(always) + tuple(spec.rules), tools),
+                        tools=tools, llm=llm, extra={"domain_packs": domains})
 
 
 def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext) -> AuditResult:

@@ -98,6 +98,7 @@ class RulePack:
         params: this pack's effective parameters.
         file: the pack file, or ``None`` for packs given as text/dict.
         includes: resolved files (or names) of included packs, in order.
+        metadata: the pack's free ``metadata`` mapping (e.g. ``applies_to_tools`` for domain packs).
     """
 
     name: str
@@ -108,6 +109,7 @@ class RulePack:
     params: dict[str, Any] = field(default_factory=dict)
     file: str | None = None
     includes: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def enabled_rules(self) -> tuple[RuleSpec, ...]:
@@ -213,7 +215,8 @@ def _shipped(name: str) -> Path | None:
 def shipped_packs() -> list[str]:
     """Names of the packs shipped in ``trajaudit/rules/`` (``a/b.yaml`` is named ``a.b``)."""
     base = Path(str(resources.files("trajaudit.rules")))
-    return sorted(str(p.relative_to(base).with_suffix("")).replace(os.sep, ".") for p in base.rglob("*.yaml"))
+    names = (str(p.relative_to(base).with_suffix("")).replace(os.sep, ".") for p in base.rglob("*.yaml"))
+    return sorted(n for n in names if not n.startswith("taxonomies."))
 
 
 def resolve_pack(ref: str, relative_to: str | None = None) -> Path:
@@ -344,7 +347,7 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
     rules = _apply(doc, rules, data.get("disable") or [], ov, ())
     return RulePack(name=name, rules=tuple(rules), version=str(data.get("version", "")),
                     taxonomy=data.get("taxonomy", ""), description=data.get("description", ""),
-                    params=params, file=file, includes=tuple(includes))
+                    params=params, file=file, includes=tuple(includes), metadata=dict(data.get("metadata") or {}))
 
 
 def _all_params(pack: RulePack) -> set[str]:

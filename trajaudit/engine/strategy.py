@@ -127,10 +127,16 @@ class RandomDecisionStep:
 
 
 def default_strategies() -> Registry[Strategy]:
-    """A fresh registry of the built-in strategies."""
+    """A fresh registry of the built-in strategies: offline judges, baselines, LLM strategies.
+
+    The LLM strategies are imported here, lazily; importing them does not import ``openai`` (only
+    constructing an ``LLMClient`` does), so the core stays usable without it.
+    """
     from trajaudit.engine.judge import FirstViolation, OfflineJudge  # judge imports this module
+    from trajaudit.llm.strategies import llm_strategies
 
     reg: Registry[Strategy] = Registry("strategy")
-    for s in (OfflineJudge(), FirstDecisionStep(), LastDecisionStep(), RandomDecisionStep(), FirstViolation()):
+    for s in (OfflineJudge(), FirstDecisionStep(), LastDecisionStep(), RandomDecisionStep(), FirstViolation(),
+              *llm_strategies()):
         reg.register(s.name, s)
     return reg

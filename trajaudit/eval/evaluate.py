@@ -180,6 +180,8 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
                             "expected value are left out")
     _breakdowns(report, runs)
     report.usage = _usage(diags)
+    by_strategy = {name: _usage([d for d in diags if d.strategy == name]) for name in sorted({d.strategy for d in diags})}
+    report.usage_by_strategy = {k: v for k, v in by_strategy.items() if v is not None}
     return report
 
 

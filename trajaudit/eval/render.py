@@ -106,6 +106,31 @@ def _usage_lines(r: EvalReport) -> list[str]:
     return [f"LLM usage over {r.usage['runs']} run(s): {tot}", f"per run: {per}"]
 
 
+USAGE_COLUMNS = (("calls", "calls"), ("cache_hits", "cache hits"), ("input_tokens", "input tokens"),
+                 ("output_tokens", "output tokens"), ("input_chars", "input chars"), ("output_chars", "output chars"),
+                 ("latency_s", "latency s"))
+USAGE_NOTE = ("LLM accounting per run (mean) by strategy. chars: tokenizer-free character counts of every prompt "
+              "and answer, cache hits included; tokens: as reported by the API (0 for cache hits); calls: HTTP "
+              "calls actually sent (0 when served from the cache).")
+
+
+def usage_table(r: EvalReport) -> tuple[list[str], list[list[str]]]:
+    """Per-strategy LLM accounting: header and rows (``strategy``, ``runs``, then the per-run mean of each
+    counter present, then total calls and total input characters). Empty when no diagnosis carries usage."""
+    if not r.usage_by_strategy:
+        return [], []
+    present = [(k, label) for k, label in USAGE_COLUMNS
+               if any(k in u["per_run"] for u in r.usage_by_strategy.values())]
+    header = ["strategy", "runs", *(f"{label}/run" for _, label in present), "total calls", "total input chars"]
+    rows = []
+    for name, u in r.usage_by_strategy.items():
+        per, tot = u["per_run"], u["totals"]
+        cells = [f"{per[k]:,.3f}" if k == "latency_s" and k in per else (f"{per[k]:,.1f}" if k in per else "—")
+                 for k, _ in present]
+        rows.append([name, str(u["runs"]), *cells, f"{tot.get('calls', 0):,g}", f"{tot.get('input_chars', 0):,g}"])
+    return header, rows
+
+
 def _problem_lines(r: EvalReport) -> list[str]:
     lines = []
     for kind, items in r.problems.items():
@@ -162,6 +187,14 @@ def render_rich(r: EvalReport, console: Console, *, max_misses: int | None = 20)
                       "missing" if m.missing else ("—" if m.distance is None else str(m.distance)),
                       m.gold_preview, m.pred_preview)
         console.print(t)
+    header, rows = usage_table(r)
+    if rows:
+        t = Table(title="LLM usage by strategy", title_justify="left", caption=USAGE_NOTE, caption_justify="left")
+        for h in header:
+            t.add_column(h, justify="left" if h == "strategy" else "right")
+        for row in rows:
+            t.add_row(*row)
+        console.print(t)
     for line in _unscored_line(r) + _usage_lines(r) + _problem_lines(r) + [f"note: {n}" for n in r.notes]:
         console.print(line, markup=False, highlight=False)
 
@@ -199,9 +232,12 @@ def to_markdown(r: EvalReport, *, max_misses: int | None = 20, title: str | None
             [(m.key, m.gold_step, "—" if m.pred_step is None else m.pred_step,
               "missing" if m.missing else ("—" if m.distance is None else m.distance), m.gold_preview, m.pred_preview)
              for m in misses]) + [""]
+    header, rows = usage_table(r)
+    if rows:
+        out += ["### LLM usage by strategy", ""] + _md_table(header, rows) + ["", USAGE_NOTE, ""]
     extra = _unscored_line(r) + _usage_lines(r) + _problem_lines(r) + [f"note: {n}" for n in r.notes]
     out += [f"- {line}" for line in extra]
     return "\n".join(out).rstrip() + "\n"
 
 
-__all__ = ["abbreviations", "fmt_ci", "fmt_value", "render_rich", "to_markdown"]
+__all__ = ["abbreviations", "fmt_ci", "fmt_value", "render_rich", "to_markdown", "usage_table"]

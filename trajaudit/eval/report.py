@@ -104,6 +104,10 @@ class EvalReport:
             duplicate_predictions, gold_without_critical_step, gold, predictions).
         notes: remarks (skipped metrics, conventions used).
         usage: summed LLM accounting over the diagnoses that carry ``usage``, else ``None``.
+        usage_by_strategy: the same per strategy: ``{strategy: {"runs", "totals", "per_run"}}`` (only
+            strategies whose diagnoses carry usage). ``input_chars``/``output_chars`` are tokenizer-free
+            character counts of every prompt and answer (cache hits included); ``input_tokens``/
+            ``output_tokens`` are what the API reported (0 for cache hits).
     """
 
     gold_source: str | None = None
@@ -122,6 +126,7 @@ class EvalReport:
     problems: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     usage: dict[str, Any] | None = None
+    usage_by_strategy: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def misses(self) -> list[RunScore]:
@@ -155,6 +160,7 @@ class EvalReport:
             "problems": self.problems,
             "notes": self.notes,
             "usage": self.usage,
+            "usage_by_strategy": self.usage_by_strategy,
         }
 
     def to_json(self, indent: int | None = 1) -> str:

@@ -1,0 +1,68 @@
+"""`trajaudit llm ping` and the reusable LLM options (flags, environment, config file)."""
+
+from __future__ import annotations
+
+import click
+from click.testing import CliRunner
+from llm_server import Status
+
+from trajaudit.cli import main
+from trajaudit.cli.common import LLMOptions, handle_errors, llm_config_from_options, llm_options
+
+
+def test_ping_prints_model_and_latency(llm_server):
+    llm_server.script("pong")
+    res = CliRunner().invoke(main, ["llm", "ping", "--base-url", llm_server.url, "--model", "scripted-model"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith(f"ok  {llm_server.url}  model scripted-model  latency ")
+    assert lines[1] == "served models: scripted-model" and lines[2] == "reply: 'pong'"
+    assert llm_server.model_requests == 1 and llm_server.calls == 1
+
+
+def test_ping_reads_the_environment(llm_server):
+    llm_server.script("pong")
+    env = {"TRAJAUDIT_BASE_URL": llm_server.url, "TRAJAUDIT_MODEL": "env-model", "OPENAI_API_KEY": "sk-test"}
+    res = CliRunner().invoke(main, ["llm", "ping"], env=env)
+    assert res.exit_code == 0, res.output
+    assert "model env-model" in res.output and llm_server.requests[0]["model"] == "env-model"
+
+
+def test_ping_without_endpoint_or_with_a_broken_one_exits_2(llm_server, tmp_path):
+    res = CliRunner().invoke(main, ["llm", "ping"], env={"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": ""})
+    assert res.exit_code == 2 and "no LLM endpoint configured" in res.output and "--strategy offline" in res.output
+    assert "Traceback" not in res.output
+    llm_server.script(Status(418, "teapot"))
+    res = CliRunner().invoke(main, ["llm", "ping", "--base-url", llm_server.url, "--model", "m"])
+    assert res.exit_code == 2 and "answered HTTP 418: teapot" in res.output
+    bad = tmp_path / "llm.yaml"
+    bad.write_text("base_url: http://127.0.0.1:1/v1\nmodel: m\nmax_tokns: 3\n")
+    res = CliRunner().invoke(main, ["llm", "ping", "--llm-config", str(bad)])
+    assert res.exit_code == 2 and "did you mean 'max_tokens'" in res.output
+
+
+def test_llm_options_precedence_and_cache(tmp_path):
+    seen: list[LLMOptions] = []
+
+    @click.command()
+    @llm_options
+    @handle_errors
+    def cmd(llm_opts: LLMOptions) -> None:
+        seen.append(llm_opts)
+
+    cfg = tmp_path / "llm.toml"
+    cfg.write_text('base_url = "http://127.0.0.1:9/v1"\nmodel = "file-model"\ntimeout = 7\n'
+                   f'cache_path = "{tmp_path / "file-cache.sqlite3"}"\n')
+    r = CliRunner().invoke(cmd, ["--llm-config", str(cfg), "--model", "flag-model"],
+                           env={"TRAJAUDIT_MODEL": "env-model", "OPENAI_API_KEY": "sk-env"})
+    assert r.exit_code == 0, r.output
+    c = llm_config_from_options(seen[-1])
+    assert (c.model, c.base_url, c.timeout, c.api_key) == ("flag-model", "http://127.0.0.1:9/v1", 7, "sk-env")
+    assert c.cache_path == str(tmp_path / "file-cache.sqlite3")
+    CliRunner().invoke(cmd, ["--llm-config", str(cfg)], env={"TRAJAUDIT_MODEL": "env-model"})
+    assert llm_config_from_options(seen[-1]).model == "env-model"
+    CliRunner().invoke(cmd, ["--llm-config", str(cfg), "--cache", str(tmp_path / "c.db")])
+    assert llm_config_from_options(seen[-1]).cache_path == str(tmp_path / "c.db")
+    CliRunner().invoke(cmd, ["--llm-config", str(cfg), "--no-cache"])
+    assert llm_config_from_options(seen[-1]).cache_path is None
+    assert llm_config_from_options(seen[-1]).public()["api_key"] == "***"

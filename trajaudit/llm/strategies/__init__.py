@@ -1,0 +1,35 @@
+"""LLM audit strategies (need an LLM client in ``AuditContext.llm``).
+
+The Who&When baselines (Zhang et al., ICML 2025, §4; SearchAuditor seed 000 §5.1):
+``all-at-once``, ``step-by-step``, ``binary-search``; the staged strategies ``searchauditor``
+(seed 000 §4), ``drift`` (seed 001) and ``hybrid`` (offline evidence + one LLM judge call).
+Importing this package does not import ``openai`` (the client imports it when constructed).
+"""
+
+from __future__ import annotations
+
+from trajaudit.llm.strategies.all_at_once import AllAtOnce
+from trajaudit.llm.strategies.binary_search import BinarySearch
+from trajaudit.llm.strategies.drift import Drift, DriftSettings
+from trajaudit.llm.strategies.hybrid import Hybrid, HybridSettings
+from trajaudit.llm.strategies.searchauditor import SearchAuditor, SearchAuditorSettings
+from trajaudit.llm.strategies.step_by_step import StepByStep
+
+
+def llm_strategies() -> list[object]:
+    """Fresh instances of the LLM strategies, for :func:`trajaudit.engine.strategy.default_strategies`."""
+    return [AllAtOnce(), StepByStep(), BinarySearch(), SearchAuditor(), Drift(), Hybrid()]
+
+
+__all__ = [
+    "AllAtOnce",
+    "BinarySearch",
+    "Drift",
+    "DriftSettings",
+    "Hybrid",
+    "HybridSettings",
+    "SearchAuditor",
+    "SearchAuditorSettings",
+    "StepByStep",
+    "llm_strategies",
+]
