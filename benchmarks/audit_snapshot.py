@@ -29,7 +29,7 @@ from trajaudit import load_many, load_path  # noqa: E402
 from trajaudit.engine.evidence import gather  # noqa: E402
 from trajaudit.engine.pipeline import AuditSpec, audit_one, build_context  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
+DATA = (ROOT.parent / "shared" / "data").resolve()
 TAU = DATA / "tau_retail" / "trajectories.json"
 TOOLS = DATA / "tau_retail" / "tools.json"
 WW = DATA / "who_and_when" / "algorithm_generated"

@@ -126,3 +126,22 @@ def test_shipped_taxonomies_read_the_same_with_libyaml():
     for name in list_taxonomies():
         text = _shipped_dir().joinpath(f"{name}.yaml").read_text(encoding="utf-8")
         assert yaml.load(text, Loader=loader) == yaml.safe_load(text), name
+
+
+def test_shipped_packs_read_the_same_with_libyaml(monkeypatch):
+    from pathlib import Path
+
+    from trajaudit.engine import rule_pack
+    from trajaudit.engine.rule_pack import _Doc, resolve_pack, shipped_packs
+
+    assert shipped_packs()
+    for name in shipped_packs():
+        path = resolve_pack(name)
+        assert rule_pack.is_shipped_file(path)
+        text = Path(path).read_text(encoding="utf-8")
+        fast = _Doc(text, str(path))
+        monkeypatch.setattr(rule_pack, "_FAST_LOADER", rule_pack.yaml.SafeLoader)
+        slow = _Doc(text, str(path))
+        monkeypatch.undo()
+        assert fast.data == slow.data and fast.marks == slow.marks, name
+    assert not rule_pack.is_shipped_file(__file__)

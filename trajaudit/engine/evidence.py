@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +71,10 @@ def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] |
         RulePackError: a pack is missing, invalid, or a rule does not compile.
     """
     from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_pack import load_pack
 
     rules: list[Any] = []
     seen: set[str] = set()
-    compiled = [compile_rules(load_pack(p)) for p in packs]
+    compiled = [_compiled(p)[1] for p in packs]
     if tools:
         from trajaudit.engine.tool_rules import rules_from_tools
 
@@ -85,6 +85,35 @@ def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] |
                 seen.add(r.id)
                 rules.append(r)
     return rules
+
+
+def _compiled(ref: str) -> tuple[Any, tuple[Any, ...]]:
+    """``(RulePack, compiled rules)`` of pack ``ref``. Shipped packs (package data, fixed while the
+    process runs) are compiled once per process (:func:`_compiled_shipped`); a user's pack file is
+    read and compiled on every call, so edits between audits are picked up.
+
+    Raises:
+        RulePackError: the pack is missing or invalid.
+    """
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import is_shipped_file, load_pack, resolve_pack
+
+    path = resolve_pack(ref)
+    if is_shipped_file(path):
+        return _compiled_shipped(str(path))
+    pack = load_pack(ref)
+    return pack, tuple(compile_rules(pack))
+
+
+@lru_cache(maxsize=64)
+def _compiled_shipped(path: str) -> tuple[Any, tuple[Any, ...]]:
+    """Bounded per-process cache of compiled shipped packs, keyed by their path. Compiled rules are
+    immutable closures, already shared by every run of a batch."""
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import load_pack
+
+    pack = load_pack(path)
+    return pack, tuple(compile_rules(pack))
 
 
 GENERIC_PACK = "generic"
@@ -125,8 +154,7 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     Raises:
         RulePackError: a shipped pack is invalid (a packaging bug, reported clearly).
     """
-    from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_pack import load_pack, shipped_packs
+    from trajaudit.engine.rule_pack import shipped_packs
 
     names = shipped_packs()
     always = [GENERIC_PACK] if GENERIC_PACK in names and GENERIC_PACK not in explicit else []
@@ -134,10 +162,10 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     for n in names:
         if n in explicit or n == GENERIC_PACK or n.startswith(GENERIC_PACK + "."):
             continue
-        pack = load_pack(n)
+        pack, compiled = _compiled(n)
         tools = pack.metadata.get(DOMAIN_KEY)
         if isinstance(tools, list) and tools:
-            domains.append(DomainPack(n, frozenset(map(str, tools)), tuple(compile_rules(pack)),
+            domains.append(DomainPack(n, frozenset(map(str, tools)), compiled,
                                       float(pack.metadata.get("min_tool_overlap", 0.5))))
     return always, domains
 
