@@ -8,6 +8,7 @@ folding.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from trajaudit.engine import rule_ast as A
@@ -119,15 +120,19 @@ class OperatorsMixin:
             if v is None:
                 return negate
             text = v if isinstance(v, str) else _str(v)
-            m = rx.search(text)
+            m = env.tc.search(rx, text) if env is not None else _span(rx.search(text))
             if m is not None and addr is not None:
-                env.seen.append((f"{addr}[{m.start()}:{m.end()}]", m.group(0), "match"))
+                env.seen.append((f"{addr}[{m[0]}:{m[1]}]", m[2], "match"))
             elif addr is not None and negate is False:
                 env.seen.append((addr, v, "no match"))
             return (m is None) if negate else (m is not None)
         if lc.const is not _c.NO:
             return _c.const_(fn(None))  # type: ignore[arg-type]
         return _c.C(fn, "bool")
+
+
+def _span(m: re.Match[str] | None) -> tuple[int, int, str] | None:
+    return None if m is None else (m.start(), m.end(), m.group(0))
 
 
 def arith(op: str, a: Any, b: Any) -> Any:

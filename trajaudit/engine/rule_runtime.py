@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from bisect import bisect_left
 from collections import defaultdict
 from typing import Any
@@ -187,6 +188,7 @@ class TrajContext:
                 if cid is not None:
                     self._answer.setdefault(cid, s.index)
         self._json: dict[int, Any] = {}
+        self._search: dict[tuple[re.Pattern[str], str], tuple[int, int, str] | None] = {}
         self.cache: dict[Any, Any] = {}
         self.ops = 0
         self.budget = budget
@@ -203,6 +205,17 @@ class TrajContext:
     def output_name(self, i: int) -> str | None:
         """Tool name of the tool output at step ``i`` (from the output or its call), else ``None``."""
         return self._out_name.get(i)
+
+    def search(self, rx: re.Pattern[str], text: str) -> tuple[int, int, str] | None:
+        """``(start, end, matched text)`` of ``rx.search(text)`` or ``None``, memoized for the run: rules
+        test the same step texts against the same patterns once per later step (``exists o in
+        earlier where o.content ~ …``), which would otherwise rescan the run for every step."""
+        key = (rx, text)
+        if key in self._search:
+            return self._search[key]
+        m = rx.search(text)
+        got = self._search[key] = None if m is None else (m.start(), m.end(), m.group(0))
+        return got
 
     def json_of(self, i: int) -> Any:
         """The step's content parsed as JSON (``None`` when it is not JSON); cached."""
