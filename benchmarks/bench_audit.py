@@ -10,7 +10,7 @@ depend on other load on the machine.
 - *first batch*: also pays one-time work (compiling the schema fast path and rule regexes, loading
   the taxonomy).
 - *batch (median)*: later batches, with the per-process text-analysis cache
-  (``trajaudit.engine.claims.clear_caches``) cleared before each one, so a batch gains only from texts
+  (``trajaudit.engine.evidence.clear_caches``) cleared before each one, so a batch gains only from texts
   repeated *within* it — as a real batch does — never from the previous repetition.
 - *stage split* (ms per run, median over the repetitions): ``load`` (read, parse, convert,
   validate), ``rules``, ``claims`` (evidence index, extraction, support, graph, propagation),
@@ -41,8 +41,7 @@ import trajaudit.engine.claims  # noqa: E402,F401 - start-up: the stages' module
 import trajaudit.engine.judge  # noqa: E402,F401
 import trajaudit.engine.rule_eval  # noqa: E402,F401
 from trajaudit import load_many  # noqa: E402
-from trajaudit.engine.claims import clear_caches  # noqa: E402
-from trajaudit.engine.evidence import gather  # noqa: E402
+from trajaudit.engine.evidence import clear_caches, gather  # noqa: E402
 from trajaudit.engine.pipeline import AuditSpec, audit_one, audit_trajectories, build_context  # noqa: E402
 
 _T_IMPORTS = time.process_time() - _T_START

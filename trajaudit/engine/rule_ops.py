@@ -8,13 +8,12 @@ folding.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.ir import STEP_KINDS
 from trajaudit.engine.rule_builtins import _str
-from trajaudit.engine.rule_runtime import Env, EvalError, equal, is_num, member, order, type_name
+from trajaudit.engine.rule_runtime import Env, EvalError, _span, equal, is_num, member, order, type_name
 
 if TYPE_CHECKING:
     from trajaudit.engine.rule_compiler import C, Fn
@@ -129,10 +128,6 @@ class OperatorsMixin:
         if lc.const is not _c.NO:
             return _c.const_(fn(None))  # type: ignore[arg-type]
         return _c.C(fn, "bool")
-
-
-def _span(m: re.Match[str] | None) -> tuple[int, int, str] | None:
-    return None if m is None else (m.start(), m.end(), m.group(0))
 
 
 def arith(op: str, a: Any, b: Any) -> Any:

@@ -16,6 +16,7 @@ import math
 import re
 from bisect import bisect_left
 from collections import defaultdict
+from functools import lru_cache
 from typing import Any
 
 from trajaudit.engine.ir import Step, Trajectory
@@ -145,6 +146,22 @@ CALL_FIELD_TYPES = {"name": "str", "args": "any", "arguments": "any", "raw": "st
                     "position": "num", "index": "num", "step": "step", "output": "step", "address": "str"}
 
 
+#: Texts up to this size share regex results across the runs of a process (:func:`_search_shared`).
+SHARED_SEARCH_MAX_CHARS = 20_000
+
+
+def _span(m: re.Match[str] | None) -> tuple[int, int, str] | None:
+    return None if m is None else (m.start(), m.end(), m.group(0))
+
+
+@lru_cache(maxsize=4096)
+def _search_shared(rx: re.Pattern[str], text: str) -> tuple[int, int, str] | None:
+    """Bounded per-process cache of regex results (keyed by the pattern and the text itself, so a hit
+    is exact): runs of one batch share texts (a system prompt, repeated tool outputs) and rule packs
+    share patterns. At most 4096 texts of at most :data:`SHARED_SEARCH_MAX_CHARS` characters."""
+    return _span(rx.search(text))
+
+
 class TrajContext:
     """Everything computed once per trajectory: views, indexes, parsed JSON, query caches, budget.
 
@@ -213,8 +230,8 @@ class TrajContext:
         key = (rx, text)
         if key in self._search:
             return self._search[key]
-        m = rx.search(text)
-        got = self._search[key] = None if m is None else (m.start(), m.end(), m.group(0))
+        got = self._search[key] = (_search_shared(rx, text) if len(text) <= SHARED_SEARCH_MAX_CHARS
+                                   else _span(rx.search(text)))
         return got
 
     def json_of(self, i: int) -> Any:
