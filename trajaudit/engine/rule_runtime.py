@@ -33,13 +33,14 @@ class BudgetExceeded(Exception):
 class StepView:
     """Read-only view of one step, as rules see it (fields: ``STEP_FIELDS``)."""
 
-    __slots__ = ("tc", "step", "address")
+    __slots__ = ("tc", "step", "address", "_preview")
     kind_name = "step"
 
     def __init__(self, tc: TrajContext, step: Step) -> None:
         self.tc = tc
         self.step = step
         self.address = f"steps.{step.index}"
+        self._preview: str | None = None
 
     def __repr__(self) -> str:
         return f"<step {self.step.index} {self.step.kind}>"
@@ -52,8 +53,11 @@ class StepView:
         return f[0](self), self.address + f[1]
 
     def preview(self) -> str:
-        """One-line preview used as an evidence value."""
-        return self.step.preview(120)
+        """One-line preview used as an evidence value (computed once per run: bindings of every record
+        that sees the step quote it, and a long step's preview scans its whole text)."""
+        if self._preview is None:
+            self._preview = self.step.preview(120)
+        return self._preview
 
 
 class CallView:
