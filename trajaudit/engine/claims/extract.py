@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from bisect import bisect_left
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.claims import model as m
@@ -45,6 +43,7 @@ from trajaudit.engine.claims.patterns import (
     completion_possible,
     holds_literal,
     sentence_spans,
+    status_re,
 )
 from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.ir import Step, Trajectory
@@ -167,19 +166,13 @@ def _sentence(text: str, a: int, b: int) -> str:
     return text[lo:min(hi) if hi else min(len(text), b + 400)].strip()
 
 
-@lru_cache(maxsize=256)
-def _status_re(word: str) -> re.Pattern[str]:
-    """The pattern of one state word, optionally negated ("not available"), compiled once."""
-    return re.compile(r"(?<!\w)(?:(not|no\s+longer|isn't|aren't|wasn't)\s+)?" + re.escape(word) + r"(?!\w)")
-
-
 def _status_word(sentence: str, words: tuple[str, ...]) -> list[tuple[str, int, int]]:
     low = sentence.casefold()
     out = []
     for w in words:
         if w not in low:
             continue  # the pattern needs the word literally
-        for hit in _status_re(w).finditer(low):
+        for hit in status_re(w).finditer(low):
             val = ("not " + w) if hit.group(1) and w == "available" else w
             out.append((_SYNONYMS.get(val, val), hit.start(), hit.end()))
     return out
@@ -313,13 +306,11 @@ class RegexExtractor:
                 completion_possible(text) and COMPLETION_RE.search(text)):
             return
         literals = completion_literals(text)
-        subj = sorted(subjects)
-        subj_pos = [p for p, _ in subj]
         for s, e in sentence_spans(text):
             if e <= s or _inside(s, code):
                 continue
             sentence = text[s:e]
-            subs = sorted({v for _, v in subj[bisect_left(subj_pos, s):bisect_left(subj_pos, e)]}) if subj else []
+            subs = sorted({v for p, v in subjects if s <= p < e})
             subject = subs[0] if len(subs) == 1 else ""
             seen: set[str] = set()
             if 0 < len(subs) <= 4 and not _CONDITIONAL.search(sentence):

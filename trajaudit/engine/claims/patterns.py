@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from functools import lru_cache
 
 #: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
 #: ``1.234,56`` (both separators), or plain with an optional decimal point. A lone decimal comma
@@ -152,6 +153,12 @@ def completion_possible(text: str) -> bool:
         return True
     low = text.lower()
     return any(w in low for w in _COMPLETION_WORDS) and any(w in low for w in _COMPLETION_STEMS)
+
+
+@lru_cache(maxsize=256)
+def status_re(word: str) -> re.Pattern[str]:
+    """The pattern of one object-state word, optionally negated ("not available"), compiled once."""
+    return re.compile(r"(?<!\w)(?:(not|no\s+longer|isn't|aren't|wasn't)\s+)?" + re.escape(word) + r"(?!\w)")
 
 
 #: A list marker at the start of a line ("1.", "2)", "- 3.") — not a claim.
