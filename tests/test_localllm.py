@@ -11,6 +11,7 @@ import pytest
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.strategy import AuditContext, default_strategies
 from trajaudit.llm import LLMClient, LLMConfig, LLMSemanticOracle
+from trajaudit.llm.strategies.agentrx import AgentRx
 from trajaudit.llm.strategies.base import categories
 
 pytestmark = pytest.mark.localllm
@@ -105,3 +106,28 @@ def test_semantic_oracle_answers_a_valid_verdict(local_llm, tau_runs, tmp_path):
             "the agent asked the user to confirm before acting", t, t.decision_steps[2], {})
     assert a.verdict in ("pass", "fail", "unknown") and a.reason
     assert all(e.startswith("steps.") for e in a.evidence)
+
+
+def test_agentrx_on_a_tau_run_then_again_from_the_cache(local_llm, tau_runs, tmp_path):
+    import dataclasses
+
+    t = tau_runs["47"]
+    decisions = {s.index for s in t.decision_steps}
+    ids = {c for c, _ in categories("agentrx")}
+    # a rule answer is longer than a verdict: room for one bounded rule; two calls (synthesis, judge),
+    # as each takes minutes on 2 shared cores
+    cfg = dataclasses.replace(config(local_llm.url, str(tmp_path / "cache.sqlite3")), max_tokens=700)
+    agentrx = AgentRx(max_rules=1, max_semantic_checks=0, repair_rules=False)
+    with LLMClient(cfg) as client:
+        d = agentrx.diagnose(t, AuditContext(llm=client))
+        assert schema_errors("diagnosis", d.to_dict()) == []
+        assert d.critical_step in decisions and d.agent == "assistant" and d.category in ids
+        syn = d.metadata["synthesis"]
+        # whatever the tiny model wrote, each rule was either compiled or rejected with a reason
+        assert len(syn["rule_ids"]) == syn["accepted"] and all(r["stage"] and r["reason"] for r in syn["rejections"])
+        assert d.usage["requests"] >= 2 and d.usage["input_tokens"] > 0
+        first = d.to_dict()
+    with LLMClient(cfg) as again:
+        d = agentrx.diagnose(t, AuditContext(llm=again)).to_dict()
+        assert d["usage"]["calls"] == 0 and again.usage.calls == 0
+        assert {k: v for k, v in d.items() if k != "usage"} == {k: v for k, v in first.items() if k != "usage"}

@@ -13,6 +13,7 @@ from trajaudit.cli.cite import cite
 from trajaudit.cli.claims import claims
 from trajaudit.cli.eval import eval_cmd
 from trajaudit.cli.llm import llm
+from trajaudit.cli.repair import repair
 from trajaudit.cli.rules import rules
 from trajaudit.cli.traces import convert, show
 
@@ -30,7 +31,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, audit, eval_cmd, cite, claims, check, rules, llm):
+for _cmd in (show, convert, audit, eval_cmd, cite, claims, check, rules, llm, repair):
     main.add_command(_cmd)
 
 

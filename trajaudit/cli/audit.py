@@ -10,7 +10,17 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from trajaudit.cli.common import EXIT_FINDINGS, console, fail, format_options, handle_errors, report_problems
+from trajaudit.cli.common import (
+    EXIT_FINDINGS,
+    LLMOptions,
+    console,
+    fail,
+    format_options,
+    handle_errors,
+    llm_config_for,
+    llm_options,
+    report_problems,
+)
 from trajaudit.engine.pipeline import AuditSpec, audit_paths
 from trajaudit.engine.strategy import AuditConfig, default_strategies
 
@@ -32,27 +42,35 @@ from trajaudit.engine.strategy import AuditConfig, default_strategies
               help="Also write a report: .html (self-contained) or .md.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for randomized strategies.")
+@click.option("--repair", is_flag=True,
+              help="Also write a repair directive per run (Diagnosis.repair): synthesized by the LLM when an "
+                   "endpoint is configured, else a template built from the diagnosis (labelled as such).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
 @format_options
+@llm_options
 @handle_errors
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
           output: str, report: str | None, jobs: int, seed: int, quiet: bool, fmt: str | None,
-          mapping: str | None, no_default_packs: bool) -> None:
+          mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
     message list), the root-cause category, the responsible agent, a confidence, a rationale citing
     evidence addresses, and ranked alternative candidates. Runs that cannot be read or audited are
     reported and skipped; the exit code is 1 when any run was skipped, 2 on usage errors.
+
+    LLM strategies (all-at-once, step-by-step, binary-search, agentrx, ...) need an endpoint: the
+    --base-url/--model options or their environment variables, or --llm-config.
     """
     try:
-        default_strategies().get(strategy)
+        chosen = default_strategies().get(strategy)
     except LookupError as e:
         fail(str(e.args[0]))
+    llm = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=repair, what=f"strategy {strategy!r}")
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
-                     default_packs=not no_default_packs)
+                     default_packs=not no_default_packs, llm=llm, repair=repair)
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

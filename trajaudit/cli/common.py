@@ -156,3 +156,30 @@ def client_from_options(opts: LLMOptions, *, use_cache: bool = True) -> Any:
     from trajaudit.llm.client import LLMClient
 
     return LLMClient(llm_config_from_options(opts, use_cache=use_cache))
+
+
+def llm_configured(opts: LLMOptions) -> bool:
+    """Whether the user gave any endpoint setting (a flag, its environment variable, or a config file)."""
+    return bool(opts.base_url or opts.model or opts.config_file)
+
+
+def llm_config_for(opts: LLMOptions, *, needed: bool, wanted: bool = False, what: str = "this command") -> Any:
+    """The LLM configuration a command should use, or ``None``.
+
+    Args:
+        needed: an LLM is required (an LLM strategy): a missing endpoint is a ``ConfigError``.
+        wanted: an LLM is used when configured (e.g. ``--repair``), else ``None``.
+        what: named in the error (``"strategy 'agentrx'"``).
+
+    Raises:
+        ConfigError: needed and not configured (the message names the flags and variables and
+            suggests ``--strategy offline``), or a bad config file.
+    """
+    from trajaudit.errors import ConfigError
+
+    if not needed and not (wanted and llm_configured(opts)):
+        return None
+    try:
+        return llm_config_from_options(opts)
+    except ConfigError as e:
+        raise ConfigError(f"{what} needs an LLM; {e}") from None

@@ -91,6 +91,7 @@ def explain(pack: str, rule_id: str) -> None:
 
 # Subcommands of `rules`; siblings add theirs here (one line each).
 from trajaudit.cli.rule_packs import from_tools, list_packs  # noqa: E402
+from trajaudit.cli.rules_synthesize import synthesize  # noqa: E402
 
-for _cmd in (list_packs, from_tools):
+for _cmd in (list_packs, from_tools, synthesize):
     rules.add_command(_cmd)

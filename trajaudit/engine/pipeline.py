@@ -63,6 +63,8 @@ class AuditSpec:
         llm: an LLM configuration object (``trajaudit.llm``) or ``None``.
         default_packs: also apply the shipped generic pack, and the shipped domain packs whose tools
             the run calls (see :func:`trajaudit.engine.evidence.default_packs`).
+        repair: fill ``Diagnosis.repair`` (an LLM directive when ``llm`` is set, else the template;
+            :func:`trajaudit.engine.repair.attach_repair`).
     """
 
     strategy: str = "offline"
@@ -71,6 +73,7 @@ class AuditSpec:
     config: AuditConfig = field(default_factory=AuditConfig)
     llm: Any = None
     default_packs: bool = True
+    repair: bool = False
 
 
 def build_context(spec: AuditSpec) -> AuditContext:
@@ -89,7 +92,13 @@ def build_context(spec: AuditSpec) -> AuditContext:
     tools = load_tools(spec.tools) if spec.tools else None
     always, domains = default_packs(spec.rules) if spec.default_packs else ([], [])
     return AuditContext(config=spec.config, rules=load_rules(tuple(always) + tuple(spec.rules), tools),
-                        tools=tools, llm=llm, extra={"domain_packs": domains})
+                        tools=tools, llm=llm, extra={"domain_packs": domains, "repair": spec.repair})
+
+
+def close_context(context: AuditContext) -> None:
+    """Release what :func:`build_context` opened (the LLM client's HTTP pool and cache)."""
+    if context.llm is not None and hasattr(context.llm, "close"):
+        context.llm.close()
 
 
 def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext) -> AuditResult:
@@ -111,6 +120,10 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
             "TRAJAUDIT_BASE_URL and TRAJAUDIT_MODEL), or use --strategy offline"
         )
     diagnosis = strategy.diagnose(trajectory, context)
+    if context.extra.get("repair"):
+        from trajaudit.engine.repair import attach_repair
+
+        diagnosis = attach_repair(diagnosis, trajectory, context.llm)
     bundle = gather(trajectory, context)
     return AuditResult(trajectory, diagnosis, bundle.log, bundle.claim_rows)
 
@@ -120,8 +133,11 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(spec: AuditSpec) -> None:
+    from multiprocessing.util import Finalize
+
     _WORKER["spec"] = spec
     _WORKER["ctx"] = build_context(spec)
+    Finalize(None, close_context, args=(_WORKER["ctx"],), exitpriority=10)  # runs at worker exit
 
 
 def _worker_run(item: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any] | None, str | None]:
@@ -157,21 +173,24 @@ def audit_trajectories(
     results: dict[int, AuditResult] = {}
     if jobs <= 1 or len(trajectories) < 2:
         ctx = build_context(spec)
-        for i, t in enumerate(trajectories):
-            try:
-                results[i] = audit_one(t, spec.strategy, ctx)
-            except ConfigError:
-                raise
-            except (TrajauditError, LookupError) as e:
-                out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {e}"))
-            except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
-                log.exception("audit of %s failed", t.id)
-                out.problems.append(Problem(t.source.file or t.id, t.source.record,
-                                            f"{t.id}: internal error: {type(e).__name__}: {e}"))
-            if progress:
-                progress(i + 1)
+        try:
+            for i, t in enumerate(trajectories):
+                try:
+                    results[i] = audit_one(t, spec.strategy, ctx)
+                except ConfigError:
+                    raise
+                except (TrajauditError, LookupError) as e:
+                    out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {e}"))
+                except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
+                    log.exception("audit of %s failed", t.id)
+                    out.problems.append(Problem(t.source.file or t.id, t.source.record,
+                                                f"{t.id}: internal error: {type(e).__name__}: {e}"))
+                if progress:
+                    progress(i + 1)
+        finally:
+            close_context(ctx)
     else:
-        build_context(spec)  # fail fast in the parent on bad rules/tools/LLM config
+        close_context(build_context(spec))  # fail fast in the parent on bad rules/tools/LLM config
         done = 0
         with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(spec,)) as ex:
             for idx, payload, err in ex.map(_worker_run, [(i, t.to_dict()) for i, t in enumerate(trajectories)],
@@ -222,6 +241,7 @@ def audit(
     taxonomy: str = "agentrx",
     llm: Any = None,
     record: int | None = None,
+    repair: bool = False,
 ) -> Diagnosis:
     """Audit one run and return its :class:`Diagnosis` (the Python API).
 
@@ -233,11 +253,17 @@ def audit(
         taxonomy: taxonomy id for the category.
         llm: an ``trajaudit.llm.LLMConfig`` for LLM strategies.
         record: which run of a multi-run file.
+        repair: also fill ``Diagnosis.repair`` (LLM directive with ``llm``, else the template).
 
     Raises:
         TraceFormatError: the input cannot be read; RulePackError: a pack is invalid;
         ConfigError: the strategy needs an LLM and none is configured; LookupError: unknown strategy.
     """
     t = load(trajectory if not isinstance(trajectory, Path) else str(trajectory), record=record)
-    spec = AuditSpec(strategy=strategy, rules=tuple(rules), tools=tools, config=AuditConfig(taxonomy=taxonomy), llm=llm)
-    return audit_one(t, strategy, build_context(spec)).diagnosis
+    spec = AuditSpec(strategy=strategy, rules=tuple(rules), tools=tools, config=AuditConfig(taxonomy=taxonomy), llm=llm,
+                     repair=repair)
+    ctx = build_context(spec)
+    try:
+        return audit_one(t, strategy, ctx).diagnosis
+    finally:
+        close_context(ctx)

@@ -1,13 +1,15 @@
 """LLM audit strategies (need an LLM client in ``AuditContext.llm``).
 
 The Who&When baselines (Zhang et al., ICML 2025, §4; SearchAuditor seed 000 §5.1):
-``all-at-once``, ``step-by-step``, ``binary-search``; the staged strategies ``searchauditor``
-(seed 000 §4), ``drift`` (seed 001) and ``hybrid`` (offline evidence + one LLM judge call).
+``all-at-once``, ``step-by-step``, ``binary-search``; AgentRx (Barke et al., 2026, §3): ``agentrx``;
+the staged strategies ``searchauditor`` (seed 000 §4), ``drift`` (seed 001) and ``hybrid`` (offline
+evidence + one LLM judge call).
 Importing this package does not import ``openai`` (the client imports it when constructed).
 """
 
 from __future__ import annotations
 
+from trajaudit.llm.strategies.agentrx import AgentRx
 from trajaudit.llm.strategies.all_at_once import AllAtOnce
 from trajaudit.llm.strategies.binary_search import BinarySearch
 from trajaudit.llm.strategies.drift import Drift, DriftSettings
@@ -18,10 +20,11 @@ from trajaudit.llm.strategies.step_by_step import StepByStep
 
 def llm_strategies() -> list[object]:
     """Fresh instances of the LLM strategies, for :func:`trajaudit.engine.strategy.default_strategies`."""
-    return [AllAtOnce(), StepByStep(), BinarySearch(), SearchAuditor(), Drift(), Hybrid()]
+    return [AllAtOnce(), StepByStep(), BinarySearch(), AgentRx(), SearchAuditor(), Drift(), Hybrid()]
 
 
 __all__ = [
+    "AgentRx",
     "AllAtOnce",
     "BinarySearch",
     "Drift",

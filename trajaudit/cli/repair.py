@@ -1,0 +1,133 @@
+"""``trajaudit repair``: write a failed run's prefix plus a repair directive, ready to resume the agent
+(SearchAuditor, seed 000, §5.4: keep the prefix up to the critical step, append the directive as a
+user message, let the agent continue)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from trajaudit.cli.common import (
+    LLMOptions,
+    console,
+    format_options,
+    handle_errors,
+    llm_config_for,
+    llm_options,
+)
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.ir import Trajectory
+from trajaudit.errors import TrajauditError
+
+
+@click.command("repair")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--record", type=int, help="Which run of a multi-run file (0-based).")
+@click.option("--diagnosis", "diagnoses", type=click.Path(exists=True, dir_okay=False),
+              help="Diagnoses (JSONL from `trajaudit audit`); the line for this run is used.")
+@click.option("--strategy", help="Diagnose the run now with this strategy (default: offline) instead of --diagnosis.")
+@click.option("--taxonomy", default="agentrx", show_default=True, help="Taxonomy when diagnosing now.")
+@click.option("--template", "use_template", is_flag=True,
+              help="Use the deterministic template directive even when an LLM endpoint is configured.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Where to write the resumed run (JSON).")
+@format_options
+@llm_options
+@handle_errors
+def repair(file: str, record: int | None, diagnoses: str | None, strategy: str | None, taxonomy: str,
+           use_template: bool, output: str, fmt: str | None, mapping: str | None, llm_opts: LLMOptions) -> None:
+    """Write the messages of FILE's run before its critical step, in the run's own format, plus a repair
+    directive as a user message: OpenAI messages for openai and tau inputs (tau's 'info' is not
+    copied), the Who&When document with its history prefix (labels not copied), or the Magentic-One
+    list (see docs/llm.md).
+
+    The directive: the one already in the diagnosis (from `audit --repair`), else synthesized by the
+    LLM when an endpoint is configured, else a template built from the diagnosis and labelled so.
+    Exit 0 on success, 2 on usage or input errors.
+    """
+    from trajaudit.engine.repair import resume_document, template_directive
+
+    if diagnoses and strategy:
+        raise TrajauditError("give --diagnosis or --strategy, not both")
+    t = _load_one(file, record, fmt, mapping)
+    client = None
+    try:
+        if diagnoses:
+            d = _find_diagnosis(diagnoses, t)
+        else:
+            d, client = _diagnose_now(t, strategy or "offline", taxonomy, llm_opts)
+        if d.critical_step is None:
+            raise TrajauditError(f"{t.id}: the diagnosis has no critical step; nothing to resume from")
+        source = "template"
+        if use_template:
+            directive = template_directive(d, t)
+        elif d.repair:
+            directive = d.repair
+            source = f"the diagnosis ({(d.metadata.get('repair') or {}).get('source') or d.strategy})"
+        else:
+            if client is None:
+                cfg = llm_config_for(llm_opts, needed=False, wanted=True)
+                if cfg is not None:
+                    from trajaudit.llm import LLMClient
+
+                    client = LLMClient(cfg)
+            if client is not None:
+                from trajaudit.llm.repair import synthesize_repair
+
+                directive, source = synthesize_repair(client, t, d).text, "llm"
+            else:
+                directive = template_directive(d, t)
+    finally:
+        if client is not None:
+            client.close()
+    doc, described = resume_document(t, d.critical_step, directive)
+    Path(output).write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    out = console(err=True)
+    out.print(f"{t.id}: critical step {d.critical_step} ({d.agent or 'unnamed'}, {d.category}, {d.strategy}); "
+              f"directive from {source}", markup=False, highlight=False, soft_wrap=True)
+    out.print(f"{output}: {described}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _load_one(file: str, record: int | None, fmt: str | None, mapping: str | None) -> Trajectory:
+    from trajaudit.engine.loader import load_path
+
+    res = load_path(file, format=fmt, mapping=mapping, record=record)
+    if not res.trajectories:
+        raise TrajauditError(res.problems[0].message if res.problems else f"{file}: no run could be loaded")
+    if len(res.trajectories) > 1:
+        raise TrajauditError(f"{file} holds {len(res.trajectories)} runs: pass --record N (0-based)")
+    return res.trajectories[0]
+
+
+def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
+    matches: list[Diagnosis] = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise TrajauditError(f"{path}: cannot read diagnoses: {e}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = Diagnosis.from_dict(json.loads(line))
+        except (ValueError, KeyError, TypeError) as e:
+            raise TrajauditError(f"{path}:{n}: not a diagnosis: {e}") from None
+        if d.trajectory_id == t.id:
+            matches.append(d)
+    exact = [d for d in matches if d.record == t.source.record] or matches
+    if not exact:
+        raise TrajauditError(f"{path}: no diagnosis for run {t.id!r} ({len(lines)} line(s) read)")
+    return exact[0]
+
+
+def _diagnose_now(t: Trajectory, strategy: str, taxonomy: str, llm_opts: LLMOptions) -> tuple[Diagnosis, Any]:
+    from trajaudit.engine.pipeline import AuditSpec, audit_one, build_context
+    from trajaudit.engine.strategy import AuditConfig, default_strategies
+
+    chosen = default_strategies().get(strategy)
+    cfg = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=True, what=f"strategy {strategy!r}")
+    ctx = build_context(AuditSpec(strategy=strategy, config=AuditConfig(taxonomy=taxonomy), llm=cfg))
+    return audit_one(t, strategy, ctx).diagnosis, ctx.llm
