@@ -36,7 +36,7 @@ from trajaudit.engine.claims.patterns import words_of
 from trajaudit.engine.claims.scan import scan_values
 
 CACHE_SIZE = 2048
-MAX_CACHED_CHARS = 200_000
+MAX_CACHED_CHARS = 100_000
 MAX_MEMBERS = 500
 NUMS_PER_SOURCE = 200
 
