@@ -33,6 +33,7 @@ _T_START = time.process_time()
 
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
+import os  # noqa: E402
 import platform  # noqa: E402
 import pstats  # noqa: E402
 import statistics  # noqa: E402
@@ -139,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     configs = {"default (shipped packs)": AuditSpec(rules=tuple(args.rules)),
                "no packs": AuditSpec(rules=tuple(args.rules), default_packs=False)}
     print(f"python {platform.python_version()} on {platform.machine()}; CPU time of one process (one core); "
-          f"extra rules: {', '.join(args.rules) or 'none'}")
+          f"extra rules: {', '.join(args.rules) or 'none'}; load average {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} cores (a busy machine slows a process even in CPU time)")
     print(f"start-up (interpreter + imports, excluded): {_T_IMPORTS * 1000:.0f} ms in imports")
     for name, path in SETS.items():
         print(f"\n{name}")
