@@ -120,12 +120,12 @@ def clear_caches(packs: bool = True) -> None:
     """Empty the per-process caches of the audit: compiled shipped packs (unless ``packs`` is false),
     memoized regex results of rules, the claim package's text analyses. Results never depend on them
     (benchmarks clear them to time a batch as a fresh process would run it)."""
-    from trajaudit.engine import rule_runtime
+    from trajaudit.engine import regex_prefilter
     from trajaudit.engine.claims import clear_caches as clear_claims
 
     if packs:
         _compiled_shipped.cache_clear()
-    rule_runtime._search_shared.cache_clear()
+    regex_prefilter._search_shared.cache_clear()
     clear_claims()
 
 

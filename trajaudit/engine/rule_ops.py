@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.ir import STEP_KINDS
+from trajaudit.engine.regex_prefilter import span as _span
 from trajaudit.engine.rule_builtins import _str
-from trajaudit.engine.rule_runtime import Env, EvalError, _span, equal, is_num, member, order, type_name
+from trajaudit.engine.rule_runtime import Env, EvalError, equal, is_num, member, order, type_name
 
 if TYPE_CHECKING:
     from trajaudit.engine.rule_compiler import C, Fn

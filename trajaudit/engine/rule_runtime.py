@@ -16,10 +16,10 @@ import math
 import re
 from bisect import bisect_left
 from collections import defaultdict
-from functools import lru_cache
 from typing import Any
 
 from trajaudit.engine.ir import Step, Trajectory
+from trajaudit.engine.regex_prefilter import memo_search
 
 
 class EvalError(Exception):
@@ -150,22 +150,6 @@ CALL_FIELD_TYPES = {"name": "str", "args": "any", "arguments": "any", "raw": "st
                     "position": "num", "index": "num", "step": "step", "output": "step", "address": "str"}
 
 
-#: Texts up to this size share regex results across the runs of a process (:func:`_search_shared`).
-SHARED_SEARCH_MAX_CHARS = 20_000
-
-
-def _span(m: re.Match[str] | None) -> tuple[int, int, str] | None:
-    return None if m is None else (m.start(), m.end(), m.group(0))
-
-
-@lru_cache(maxsize=4096)
-def _search_shared(rx: re.Pattern[str], text: str) -> tuple[int, int, str] | None:
-    """Bounded per-process cache of regex results (keyed by the pattern and the text itself, so a hit
-    is exact): runs of one batch share texts (a system prompt, repeated tool outputs) and rule packs
-    share patterns. At most 4096 texts of at most :data:`SHARED_SEARCH_MAX_CHARS` characters."""
-    return _span(rx.search(text))
-
-
 class TrajContext:
     """Everything computed once per trajectory: views, indexes, parsed JSON, query caches, budget.
 
@@ -210,6 +194,7 @@ class TrajContext:
                     self._answer.setdefault(cid, s.index)
         self._json: dict[int, Any] = {}
         self._search: dict[tuple[re.Pattern[str], str], tuple[int, int, str] | None] = {}
+        self._lower: dict[str, str] = {}
         self.cache: dict[Any, Any] = {}
         self.ops = 0
         self.budget = budget
@@ -231,12 +216,7 @@ class TrajContext:
         """``(start, end, matched text)`` of ``rx.search(text)`` or ``None``, memoized for the run: rules
         test the same step texts against the same patterns once per later step (``exists o in
         earlier where o.content ~ …``), which would otherwise rescan the run for every step."""
-        key = (rx, text)
-        if key in self._search:
-            return self._search[key]
-        got = self._search[key] = (_search_shared(rx, text) if len(text) <= SHARED_SEARCH_MAX_CHARS
-                                   else _span(rx.search(text)))
-        return got
+        return memo_search(rx, text, self._search, self._lower)
 
     def json_of(self, i: int) -> Any:
         """The step's content parsed as JSON (``None`` when it is not JSON); cached."""
