@@ -196,6 +196,7 @@ class TrajContext:
         self._search: dict[tuple[re.Pattern[str], str], tuple[int, int, str] | None] = {}
         self._lower: dict[str, str] = {}
         self.cache: dict[Any, Any] = {}
+        self.shared: dict[Any, Any] = {}  # run-wide values of expressions shared by rules (rule_queries)
         self.ops = 0
         self.budget = budget
         self.oracle = oracle

@@ -1,4 +1,5 @@
-"""The literal prefilter of rule regexes never hides a match (engine/regex_prefilter.py)."""
+"""Rule-engine fast paths give exactly the reference results: the literal prefilter of regexes never
+hides a match (engine/regex_prefilter.py); comprehensions shared by rules log what unshared ones do."""
 
 from __future__ import annotations
 
@@ -66,3 +67,25 @@ def test_required_literals_of_examples():
     assert cannot_match(rx, "all good") and not cannot_match(rx, "TRACEBACK (MOST RECENT CALL LAST)")
     assert not cannot_match(re.compile(r"(?i)kelvins"), "\u212aELVINS")  # non-ASCII text: the regex decides
     assert all(required_literals(re.compile(p)) is not None for p in _shipped_regexes()[:3])
+
+
+def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_file, monkeypatch):
+    from trajaudit import load_path
+    from trajaudit.engine import rule_compiler
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_eval import evaluate
+    from trajaudit.engine.rule_pack import load_pack
+
+    runs = load_path(tau_file).trajectories[:6]
+    packs = [load_pack(name) for name in ("generic", "tau_retail")]
+    shared = [r for p in packs for r in compile_rules(p)]
+    monkeypatch.setattr(rule_compiler, "shareable", lambda *a: False)
+    plain = [r for p in packs for r in compile_rules(p)]
+    for t in runs:
+        assert evaluate(t, shared).to_dict() == evaluate(t, plain).to_dict()
+    # a small budget: replayed charges hit it exactly where the rules' own evaluations do
+    from trajaudit.engine.strategy import AuditConfig
+
+    cfg = AuditConfig(rule_budget=40)
+    for t in runs[:3]:
+        assert evaluate(t, shared, config=cfg).to_dict() == evaluate(t, plain, config=cfg).to_dict()
