@@ -7,7 +7,9 @@ context, so a strategy and the report read the same log.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,8 @@ class EvidenceBundle:
         first_error_step: the first such step, or ``None``.
         graph: the claim graph object, when built.
         domain_packs: names of the shipped domain packs the run's tools selected.
+        timings: CPU seconds (``time.process_time``) spent on ``rules`` (rule evaluation) and ``claims``
+            (claim graph, its records and propagation), for benchmarks and profiling.
     """
 
     log: ValidationLog
@@ -36,6 +40,7 @@ class EvidenceBundle:
     first_error_step: int | None = None
     graph: Any = None
     domain_packs: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def load_tools(path: str | Path) -> list[dict[str, Any]]:
@@ -66,11 +71,10 @@ def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] |
         RulePackError: a pack is missing, invalid, or a rule does not compile.
     """
     from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_pack import load_pack
 
     rules: list[Any] = []
     seen: set[str] = set()
-    compiled = [compile_rules(load_pack(p)) for p in packs]
+    compiled = [_compiled(p)[1] for p in packs]
     if tools:
         from trajaudit.engine.tool_rules import rules_from_tools
 
@@ -81,6 +85,48 @@ def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] |
                 seen.add(r.id)
                 rules.append(r)
     return rules
+
+
+def _compiled(ref: str) -> tuple[Any, tuple[Any, ...]]:
+    """``(RulePack, compiled rules)`` of pack ``ref``. Shipped packs (package data, fixed while the
+    process runs) are compiled once per process (:func:`_compiled_shipped`); a user's pack file is
+    read and compiled on every call, so edits between audits are picked up.
+
+    Raises:
+        RulePackError: the pack is missing or invalid.
+    """
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import is_shipped_file, load_pack, resolve_pack
+
+    path = resolve_pack(ref)
+    if is_shipped_file(path):
+        return _compiled_shipped(str(path))
+    pack = load_pack(ref)
+    return pack, tuple(compile_rules(pack))
+
+
+@lru_cache(maxsize=64)
+def _compiled_shipped(path: str) -> tuple[Any, tuple[Any, ...]]:
+    """Bounded per-process cache of compiled shipped packs, keyed by their path. Compiled rules are
+    immutable closures, already shared by every run of a batch."""
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import load_pack
+
+    pack = load_pack(path)
+    return pack, tuple(compile_rules(pack))
+
+
+def clear_caches(packs: bool = True) -> None:
+    """Empty the per-process caches of the audit: compiled shipped packs (unless ``packs`` is false),
+    memoized regex results of rules, the claim package's text analyses. Results never depend on them
+    (benchmarks clear them to time a batch as a fresh process would run it)."""
+    from trajaudit.engine import regex_prefilter
+    from trajaudit.engine.claims import clear_caches as clear_claims
+
+    if packs:
+        _compiled_shipped.cache_clear()
+    regex_prefilter._search_shared.cache_clear()
+    clear_claims()
 
 
 GENERIC_PACK = "generic"
@@ -121,8 +167,7 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     Raises:
         RulePackError: a shipped pack is invalid (a packaging bug, reported clearly).
     """
-    from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_pack import load_pack, shipped_packs
+    from trajaudit.engine.rule_pack import shipped_packs
 
     names = shipped_packs()
     always = [GENERIC_PACK] if GENERIC_PACK in names and GENERIC_PACK not in explicit else []
@@ -130,10 +175,10 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     for n in names:
         if n in explicit or n == GENERIC_PACK or n.startswith(GENERIC_PACK + "."):
             continue
-        pack = load_pack(n)
+        pack, compiled = _compiled(n)
         tools = pack.metadata.get(DOMAIN_KEY)
         if isinstance(tools, list) and tools:
-            domains.append(DomainPack(n, frozenset(map(str, tools)), tuple(compile_rules(pack)),
+            domains.append(DomainPack(n, frozenset(map(str, tools)), compiled,
                                       float(pack.metadata.get("min_tool_overlap", 0.5))))
     return always, domains
 
@@ -143,6 +188,7 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
     cached = context.extra.get("_evidence")
     if cached is not None and cached[0] is trajectory:
         return cached[1]
+    t0 = time.process_time()
     rules = list(context.rules)
     called = {name for s in trajectory.steps for name in s.tool_names}
     applied = [dp.name for dp in context.extra.get("domain_packs", ()) if dp.applies(called)]
@@ -157,6 +203,7 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
                        tools=context.tools)
     from trajaudit.engine.claims import build_claim_graph
 
+    t1 = time.process_time()
     cg = build_claim_graph(trajectory, context.config)
     log.extend(cg.to_records())
     log.incomplete.extend(cg.incomplete)
@@ -169,7 +216,8 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
         for c in cg.claims if c.status.unsupported
     ]
     bundle = EvidenceBundle(log=log, claim_rows=rows, error_steps=tuple(prop.error_steps),
-                            first_error_step=prop.first_error_step, graph=cg, domain_packs=tuple(applied))
+                            first_error_step=prop.first_error_step, graph=cg, domain_packs=tuple(applied),
+                            timings={"rules": t1 - t0, "claims": time.process_time() - t1})
     # one entry only: memory stays bounded in long batches; identity (not id()) avoids stale hits
     context.extra["_evidence"] = (trajectory, bundle)
     return bundle

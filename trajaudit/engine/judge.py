@@ -201,7 +201,7 @@ class OfflineJudge:
         bundle = gather(t, context)
         cands = self.candidates(t, bundle.log.records, context.config.min_violation_severity)
         strong = [c for c in cands if c.score >= self.settings.threshold and c.has_error]
-        taxonomy_ids = _taxonomy_ids(context.config.taxonomy)
+        taxonomy_ids = _context_taxonomy_ids(context)
         chosen: _Cand | None = None
         how = ""
         if strong:
@@ -252,6 +252,14 @@ class OfflineJudge:
         last = ds[-1]
         return (last.index, INCONCLUSIVE, 0.1, (Evidence(last.address, last.preview(120), "last decision"),),
                 "no evidence and no consequential action; fallback: the last decision step")
+
+
+def _context_taxonomy_ids(context: AuditContext) -> frozenset[str] | None:
+    """:func:`_taxonomy_ids` of the context's taxonomy, computed once per audit context (batch)."""
+    key = f"_taxonomy_ids:{context.config.taxonomy}"
+    if key not in context.extra:
+        context.extra[key] = _taxonomy_ids(context.config.taxonomy)
+    return context.extra[key]
 
 
 def _taxonomy_ids(name: str) -> frozenset[str] | None:

@@ -23,7 +23,7 @@ from trajaudit.engine.regex_safety import nested_unbounded
 from trajaudit.engine.rule_builtins import BUILTINS, StepRange
 from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
-from trajaudit.engine.rule_queries import QuantPlan, comprehension
+from trajaudit.engine.rule_queries import QuantPlan, comprehension, shareable, shared_comprehension
 from trajaudit.engine.rule_runtime import (
     CALL_FIELD_TYPES,
     STEP_FIELD_TYPES,
@@ -175,7 +175,8 @@ class ExprCompiler(OperatorsMixin):
             where = self.compile(node.where, inner).fn if node.where is not None else None
             elt = self.compile(node.elt, inner).fn
             var, sfn = node.var, seq.fn
-            return C(lambda env: comprehension(env, var, sfn(env), where, elt), "list")
+            fn = lambda env: comprehension(env, var, sfn(env), where, elt)  # noqa: E731
+            return C(shared_comprehension(node, fn) if shareable(node, scope, self.lets) else fn, "list")
         raise self.error(node, f"unsupported expression {type(node).__name__}")
 
     # -- names and paths ---------------------------------------------------------------------------

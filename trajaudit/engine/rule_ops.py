@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.ir import STEP_KINDS
+from trajaudit.engine.regex_prefilter import span as _span
 from trajaudit.engine.rule_builtins import _str
 from trajaudit.engine.rule_runtime import Env, EvalError, equal, is_num, member, order, type_name
 
@@ -119,9 +120,9 @@ class OperatorsMixin:
             if v is None:
                 return negate
             text = v if isinstance(v, str) else _str(v)
-            m = rx.search(text)
+            m = env.tc.search(rx, text) if env is not None else _span(rx.search(text))
             if m is not None and addr is not None:
-                env.seen.append((f"{addr}[{m.start()}:{m.end()}]", m.group(0), "match"))
+                env.seen.append((f"{addr}[{m[0]}:{m[1]}]", m[2], "match"))
             elif addr is not None and negate is False:
                 env.seen.append((addr, v, "no match"))
             return (m is None) if negate else (m is not None)

@@ -239,3 +239,47 @@ def comprehension(env: Env, var: str, seq: Any, where: Fn | None, elt: Fn) -> li
         else:
             env.vars[var] = saved
     return out
+
+
+#: Names whose value depends only on the trajectory and the current step/call (not on a rule).
+RUN_NAMES = frozenset({"step", "call", "output", "content", "earlier", "later", "steps", "traj"})
+
+
+def shareable(node: Any, scope: dict[str, str], lets: dict[str, str]) -> bool:
+    """Whether comprehension ``node`` gives the same value in every rule at a given step (and call):
+    it uses only :data:`RUN_NAMES`, literals, built-ins and its own variable (no ``params``, lets or
+    outer variables), and nests no quantifier or comprehension (whose witnesses would leak)."""
+    from trajaudit.engine import rule_ast as A
+
+    if node.var in scope or node.var in lets:
+        return False
+    for sub in node.walk():
+        if sub is not node and isinstance(sub, (A.Quant, A.Comprehension)):
+            return False
+        if isinstance(sub, A.Name) and sub.id != node.var and sub.id not in RUN_NAMES:
+            return False
+    return True
+
+
+def shared_comprehension(node: Any, fn: Fn) -> Fn:
+    """``fn`` (a :func:`shareable` comprehension) evaluated once per run, step and call for all the
+    rules that contain an equal expression (AST equality ignores positions): later evaluations get a
+    copy of the list, and replay the evidence it recorded and the budget it charged, so every rule
+    sees exactly what its own evaluation would have produced."""
+
+    def run(env: Env) -> Any:
+        tc = env.tc
+        key = (node, env.k, env.call)
+        hit = tc.shared.get(key)
+        if hit is not None:
+            out, seen, ops = hit
+            if ops:
+                tc.charge(ops)
+            env.seen.extend(seen)
+            return list(out)
+        mark, ops0 = len(env.seen), tc.ops
+        out = fn(env)
+        tc.shared[key] = (list(out), env.seen[mark:], tc.ops - ops0)
+        return out
+
+    return run

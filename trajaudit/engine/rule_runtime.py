@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from bisect import bisect_left
 from collections import defaultdict
 from typing import Any
 
 from trajaudit.engine.ir import Step, Trajectory
+from trajaudit.engine.regex_prefilter import memo_search
 
 
 class EvalError(Exception):
@@ -31,13 +33,14 @@ class BudgetExceeded(Exception):
 class StepView:
     """Read-only view of one step, as rules see it (fields: ``STEP_FIELDS``)."""
 
-    __slots__ = ("tc", "step", "address")
+    __slots__ = ("tc", "step", "address", "_preview")
     kind_name = "step"
 
     def __init__(self, tc: TrajContext, step: Step) -> None:
         self.tc = tc
         self.step = step
         self.address = f"steps.{step.index}"
+        self._preview: str | None = None
 
     def __repr__(self) -> str:
         return f"<step {self.step.index} {self.step.kind}>"
@@ -50,8 +53,11 @@ class StepView:
         return f[0](self), self.address + f[1]
 
     def preview(self) -> str:
-        """One-line preview used as an evidence value."""
-        return self.step.preview(120)
+        """One-line preview used as an evidence value (computed once per run: bindings of every record
+        that sees the step quote it, and a long step's preview scans its whole text)."""
+        if self._preview is None:
+            self._preview = self.step.preview(120)
+        return self._preview
 
 
 class CallView:
@@ -187,7 +193,10 @@ class TrajContext:
                 if cid is not None:
                     self._answer.setdefault(cid, s.index)
         self._json: dict[int, Any] = {}
+        self._search: dict[tuple[re.Pattern[str], str], tuple[int, int, str] | None] = {}
+        self._lower: dict[str, str] = {}
         self.cache: dict[Any, Any] = {}
+        self.shared: dict[Any, Any] = {}  # run-wide values of expressions shared by rules (rule_queries)
         self.ops = 0
         self.budget = budget
         self.oracle = oracle
@@ -203,6 +212,12 @@ class TrajContext:
     def output_name(self, i: int) -> str | None:
         """Tool name of the tool output at step ``i`` (from the output or its call), else ``None``."""
         return self._out_name.get(i)
+
+    def search(self, rx: re.Pattern[str], text: str) -> tuple[int, int, str] | None:
+        """``(start, end, matched text)`` of ``rx.search(text)`` or ``None``, memoized for the run: rules
+        test the same step texts against the same patterns once per later step (``exists o in
+        earlier where o.content ~ …``), which would otherwise rescan the run for every step."""
+        return memo_search(rx, text, self._search, self._lower)
 
     def json_of(self, i: int) -> Any:
         """The step's content parsed as JSON (``None`` when it is not JSON); cached."""

@@ -227,7 +227,7 @@ def _json_path(path: list[Any]) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
-def parse_taxonomy(text: str, file: str | None = None) -> Taxonomy:
+def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = yaml.SafeLoader) -> Taxonomy:
     """Parse and validate taxonomy YAML text.
 
     Checks the JSON Schema, unique category ids, that ``fallback`` names a category, and that no
@@ -237,7 +237,7 @@ def parse_taxonomy(text: str, file: str | None = None) -> Taxonomy:
         TaxonomyError: with file, line and JSON path of the first problem.
     """
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_loader)  # noqa: S506 - a safe loader (SafeLoader or CSafeLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise TaxonomyError(f"invalid YAML: {getattr(e, 'problem', None) or e}", file=file,
@@ -288,7 +288,9 @@ def list_taxonomies() -> list[str]:
 @cache
 def _load_shipped(name: str) -> Taxonomy:
     entry = _shipped_dir().joinpath(f"{name}.yaml")
-    return parse_taxonomy(entry.read_text(encoding="utf-8"), file=f"trajaudit/rules/taxonomies/{name}.yaml")
+    # shipped files are valid and tested: libyaml's parser (same constructors, ~10x faster) when present
+    return parse_taxonomy(entry.read_text(encoding="utf-8"), file=f"trajaudit/rules/taxonomies/{name}.yaml",
+                          _loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def load_taxonomy(name_or_path: str | os.PathLike[str]) -> Taxonomy:

@@ -2,6 +2,9 @@
 
 Entry point: :func:`build_claim_graph` (trajectory → :class:`ClaimGraph`), then ``.claims``,
 ``.graph``, ``.propagate()`` and ``.to_records()``. See ``docs/claims.md``.
+
+Per-process caches (bounded LRU, results never depend on them): the position-free analysis of evidence
+texts (:mod:`.sources`) and the value normalizers (:mod:`.normalize`); :func:`clear_caches` empties them.
 """
 
 from trajaudit.engine.claims.extract import (
@@ -20,6 +23,15 @@ from trajaudit.engine.claims.model import (
     Support,
 )
 
+
+def clear_caches() -> None:
+    """Empty the claim package's memo caches (text analyses, normalized values); results are unchanged."""
+    from trajaudit.engine.claims import normalize, sources
+
+    sources.clear_cache()
+    normalize.clear_caches()
+
+
 __all__ = [
     "CLAIM_KINDS",
     "Claim",
@@ -31,6 +43,7 @@ __all__ = [
     "RegexExtractor",
     "Support",
     "build_claim_graph",
+    "clear_caches",
     "default_extractors",
     "extract_mentions",
 ]

@@ -10,30 +10,19 @@ for phrase lookups (candidate sources are intersected before any substring check
 rescans the run), and (c) *slot facts* from JSON tool outputs: ``(object, attribute) → value`` and
 collections with their sizes and per-attribute counts (for CONFLICTING checks). Building is linear in
 the run's size; each JSON tool output is parsed once (outputs above ``max_json_chars`` are not parsed).
+The analysis of each text is position-free and memoized per process (:mod:`.sources`): a text seen
+before in the batch (a shared system prompt, a repeated lookup) is only replayed at its position.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
-from trajaudit.engine.claims.normalize import (
-    NUMBER_WORDS,
-    norm_id,
-    norm_number,
-    norm_scalar,
-    norm_text,
-    singular,
-)
 from trajaudit.engine.claims.patterns import WORD_RE
-from trajaudit.engine.claims.scan import scan_values
+from trajaudit.engine.claims.sources import Digest, Members, digest
 from trajaudit.engine.ir import Trajectory
-
-_UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
-_NUMS_PER_SOURCE = 200
-_ID_KEYS = re.compile(r"(?:^|_)id$|^(?:name|email|title)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -47,9 +36,9 @@ class Source:
     is_error: bool = False
 
 
-@dataclass(frozen=True)
-class Hit:
-    """An occurrence of a value in evidence: source number, step position and exact address."""
+class Hit(NamedTuple):
+    """An occurrence of a value in evidence: source number, step position and exact address (a named
+    tuple: hundreds are made per run)."""
 
     src: int
     pos: int
@@ -66,21 +55,25 @@ class Collection:
         size: number of members.
         members: per member, its scalar attributes flattened one level (``{"available": True,
             "color": "red"}`` from ``{"available": true, "options": {"color": "red"}}``); strings
-            normalized. At most ``MAX_MEMBERS`` are kept (``size`` is always exact).
+            normalized. At most ``MAX_MEMBERS`` are kept (``size`` is always exact). Computed on first
+            access; member dicts may be shared with other runs' indexes (memoized analysis): read-only.
     """
 
     pos: int
     address: str
     key: str
     size: int
-    members: list[dict[str, Any]] = field(default_factory=list)
+    source: Members = field(repr=False, compare=False)
+
+    @cached_property
+    def members(self) -> list[dict[str, Any]]:
+        """The flattened members (see the class docstring)."""
+        return list(self.source.flat())
 
     def bool_attrs(self) -> set[str]:
         """Attribute names holding booleans in some member."""
         return {k for mem in self.members for k, v in mem.items() if isinstance(v, bool)}
 
-
-MAX_MEMBERS = 500
 
 
 class EvidenceIndex:
@@ -93,14 +86,15 @@ class EvidenceIndex:
 
     def __init__(self, trajectory: Trajectory, max_json_chars: int = 2_000_000) -> None:
         self.sources: list[Source] = []
-        self.values: dict[str, list[Hit]] = {}
+        # value -> sources holding it (ascending); the address suffix is looked up in the digest on a hit
+        self.values: dict[str, list[int]] = {}
         self.postings: dict[str, list[int]] = {}
-        self.facts: dict[tuple[str, str], list[tuple[int, str, Any]]] = {}
+        # (object, attribute) -> [(pos, source, address suffix, raw value)] in indexing order
+        self.facts: dict[tuple[str, str], list[tuple[int, int, str, Any]]] = {}
         self.collections: dict[int, list[Collection]] = {}
         self.objects: dict[str, int] = {}
-        self.numbers: list[list[tuple[float, str]]] = []
         self.user_positions: list[int] = []
-        self._norm_cache: dict[int, str] = {}
+        self._digests: list[Digest] = []
         self.max_json_chars = max_json_chars
         if trajectory.task:
             self._add(Source(-1, "task", trajectory.task, "task"))
@@ -117,108 +111,43 @@ class EvidenceIndex:
 
     # -- building ---------------------------------------------------------------------------------
     def _add(self, src: Source) -> None:
+        """Index one source by replaying its (memoized, position-free) :func:`~.sources.digest`:
+        only source numbers are filed here; addresses are joined from the digest when a query hits."""
         sid = len(self.sources)
         self.sources.append(src)
-        text = src.text
-        nums: list[tuple[float, str]] = []
-        for g, a, b in scan_values(text):
-            raw = text[a:b]
-            if g in ("number", "money"):
-                core = raw.strip()
-                key = core if len(core) >= 7 and core.isdigit() else norm_number(core)
-                if key is None:
-                    key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
-                if key is not None and len(nums) < _NUMS_PER_SOURCE:
-                    nums.append((float(key), f"{src.address}[{a}:{b}]"))
-            elif g in ("date", "time", "url"):
-                key = norm_text(raw)
-            else:
-                key = norm_id(raw)
-            if key:
-                self._value(key, sid, src, f"{src.address}[{a}:{b}]")
-        self.numbers.append(nums)
-        seen: set[str] = set()
-        for w in WORD_RE.findall(text.casefold()):
-            if w in seen:
-                continue
-            seen.add(w)
-            self.postings.setdefault(w, []).append(sid)
-            if w in NUMBER_WORDS:
-                self._value(str(NUMBER_WORDS[w]), sid, src, src.address)
-        stripped = text.strip()
-        if src.kind == "tool" and stripped[:1] in "{[" and len(stripped) <= self.max_json_chars:
-            try:
-                doc = json.loads(stripped)
-            except (ValueError, RecursionError):
-                doc = None
-            if doc is not None:
-                self._walk(doc, src, sid, src.address, "", None)
-        elif src.kind in ("tool", "user") and 0 < len(stripped) <= 200:
-            self._value(norm_id(stripped), sid, src, src.address)  # a bare value such as a user id
-
-    def _value(self, key: str, sid: int, src: Source, address: str) -> None:
-        hits = self.values.setdefault(key, [])
-        if not hits or hits[-1].src != sid:
-            hits.append(Hit(sid, src.pos, address))
-
-    def _walk(self, obj: Any, src: Source, sid: int, path: str, key: str, owner: str | None) -> None:
-        if isinstance(obj, dict):
-            ident = _identity(obj, key) or owner
-            members = list(obj.values())
-            if len(members) >= 2 and all(isinstance(v, dict) for v in members) and all(
-                    re.fullmatch(r"[\w#-]{3,}", str(k)) and any(ch.isdigit() for ch in str(k)) for k in obj):
-                self._collection(members, src, path, key)  # an id-keyed mapping (tau "variants")
-                for k, v in obj.items():
-                    self._value(norm_id(str(k)), sid, src, f"{path}.{k}")
-                    self._walk(v, src, sid, f"{path}.{k}", str(k), norm_id(str(k)))
-                return
-            for k, v in obj.items():
-                sub = f"{path}.{k}"
-                if isinstance(v, (dict, list)):
-                    self._walk(v, src, sid, sub, str(k), ident)
-                    continue
-                val = norm_scalar(v)
-                if val is None and isinstance(v, bool):
-                    val = "true" if v else "false"
-                if val is None:
-                    continue
-                self._value(val, sid, src, sub)
-                if ident is not None:
-                    self.facts.setdefault((ident, str(k).casefold()), []).append((src.pos, sub, v))
-                    self.objects.setdefault(ident, src.pos)
-        elif isinstance(obj, list):
-            if obj:
-                self._collection(obj, src, path, key)
-            for i, v in enumerate(obj):
-                if isinstance(v, (dict, list)):
-                    self._walk(v, src, sid, f"{path}.{i}", key, owner)
+        d = digest(src.text, src.kind, self.max_json_chars)
+        self._digests.append(d)
+        pos = src.pos
+        for index, keys in ((self.values, d.value_map), (self.postings, d.words)):
+            for key in keys:
+                lst = index.get(key)
+                if lst is None:
+                    index[key] = [sid]
                 else:
-                    val = norm_scalar(v)
-                    if val is not None:
-                        self._value(val, sid, src, f"{path}.{i}")
+                    lst.append(sid)
+        facts = self.facts
+        for ident, attr, suffix, raw in d.facts:
+            lst = facts.get((ident, attr))
+            if lst is None:
+                facts[(ident, attr)] = [(pos, sid, suffix, raw)]
+            else:
+                lst.append((pos, sid, suffix, raw))
+        for ident in d.objects:
+            self.objects.setdefault(ident, pos)
+        for suffix, key, size, members in d.collections:
+            self.collections.setdefault(pos, []).append(
+                Collection(pos, src.address + suffix, key, size, members))
 
-    def _collection(self, members: list[Any], src: Source, path: str, key: str) -> None:
-        col = Collection(src.pos, path, singular(key) if key else "", len(members))
-        for mem in members[:MAX_MEMBERS]:
-            if not isinstance(mem, dict):
-                continue
-            flat: dict[str, Any] = {}
-            for k, v in mem.items():
-                items = v.items() if isinstance(v, dict) else ((k, v),)
-                for kk, vv in items:
-                    if isinstance(vv, bool):
-                        flat[str(kk).casefold()] = vv
-                    elif isinstance(vv, (str, int, float)) and len(str(vv)) <= 60:
-                        flat[str(kk).casefold()] = norm_text(str(vv))
-            col.members.append(flat)
-        self.collections.setdefault(src.pos, []).append(col)
+    def _hit(self, sid: int, key: str) -> Hit:
+        src = self.sources[sid]
+        return Hit(sid, src.pos, src.address + self._digests[sid].value_map[key])
 
     # -- queries ----------------------------------------------------------------------------------
     def latest(self, key: str, before: int) -> Hit | None:
         """The latest occurrence of normalized ``key`` in evidence at a position < ``before``."""
-        for h in reversed(self.values.get(key, ())):
-            if h.pos < before:
-                return h
+        for sid in reversed(self.values.get(key, ())):
+            if self.sources[sid].pos < before:
+                return self._hit(sid, key)
         for sid in reversed(self.postings.get(key, ())):  # a single word: its postings
             src = self.sources[sid]
             if src.pos < before:
@@ -227,9 +156,10 @@ class EvidenceIndex:
 
     def after(self, key: str, pos: int, kinds: tuple[str, ...] = ("user",)) -> Hit | None:
         """The first occurrence of ``key`` at a position > ``pos`` in sources of the given kinds."""
-        for h in self.values.get(key, ()):
-            if h.pos > pos and self.sources[h.src].kind in kinds:
-                return h
+        for sid in self.values.get(key, ()):
+            src = self.sources[sid]
+            if src.pos > pos and src.kind in kinds:
+                return self._hit(sid, key)
         for sid in self.postings.get(key, ()):
             src = self.sources[sid]
             if src.pos > pos and src.kind in kinds:
@@ -238,10 +168,7 @@ class EvidenceIndex:
 
     def normalized(self, sid: int) -> str:
         """The source's text, normalized (cached; computed at most once per source)."""
-        t = self._norm_cache.get(sid)
-        if t is None:
-            t = self._norm_cache[sid] = norm_text(self.sources[sid].text)
-        return t
+        return self._digests[sid].normalized
 
     def phrase(self, phrase: str, before: int) -> tuple[Hit | None, Hit | None]:
         """(exact, partial): the latest source before ``before`` containing the normalized phrase as a
@@ -273,7 +200,7 @@ class EvidenceIndex:
         for f in self.facts.get((obj, attr), ()):
             if f[0] < before:
                 best = f
-        return best
+        return None if best is None else (best[0], self.sources[best[1]].address + best[2], best[3])
 
     def has_object(self, obj: str, before: int) -> bool:
         """True when some fact about object ``obj`` is visible before ``before``."""
@@ -294,24 +221,13 @@ class EvidenceIndex:
             src = self.sources[sid]
             if src.pos >= before:
                 continue
-            for v, addr in self.numbers[sid]:
+            for v, suffix in self._digests[sid].numbers:
                 if len(out) >= limit:
                     break
-                out.setdefault(v, Hit(sid, src.pos, addr))
+                if v not in out:
+                    out[v] = Hit(sid, src.pos, src.address + suffix)
             taken += 1
             if taken >= sources or len(out) >= limit:
                 break
         return list(out.items())
 
-
-def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
-    """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first ``*_id``."""
-    keys = [k for k, v in obj.items()
-            if isinstance(v, (str, int)) and not isinstance(v, bool) and _ID_KEYS.search(str(k)) and k != "name"]
-    if not keys:
-        return None
-    want = f"{singular(parent_key)}_id" if parent_key else ""
-    for pick in (want, "id"):
-        if pick in keys:
-            return norm_id(str(obj[pick]))
-    return norm_id(str(obj[keys[0]]))

@@ -38,8 +38,12 @@ from trajaudit.engine.claims.patterns import (
     COUNT_RE,
     LIST_MARKER_RE,
     QUOTED_RE,
-    SENTENCE_RE,
     VALUE_RE,
+    completion_literals,
+    completion_possible,
+    holds_literal,
+    sentence_spans,
+    status_re,
 )
 from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.ir import Step, Trajectory
@@ -166,7 +170,9 @@ def _status_word(sentence: str, words: tuple[str, ...]) -> list[tuple[str, int, 
     low = sentence.casefold()
     out = []
     for w in words:
-        for hit in re.finditer(r"(?<!\w)(?:(not|no\s+longer|isn't|aren't|wasn't)\s+)?" + re.escape(w) + r"(?!\w)", low):
+        if w not in low:
+            continue  # the pattern needs the word literally
+        for hit in status_re(w).finditer(low):
             val = ("not " + w) if hit.group(1) and w == "available" else w
             out.append((_SYNONYMS.get(val, val), hit.start(), hit.end()))
     return out
@@ -296,16 +302,16 @@ class RegexExtractor:
     def _statuses(self, text: str, step: int, base: str, code: list[tuple[int, int]],
                   subjects: list[tuple[int, str]], tool: str | None) -> Iterator[m.Mention]:
         low = text.casefold()
-        if not COMPLETION_RE.search(text) and not any(w in low for w in self.status_words):
+        if not any(w in low for w in self.status_words) and not (
+                completion_possible(text) and COMPLETION_RE.search(text)):
             return
-        for sent in SENTENCE_RE.finditer(text):
-            s, e = sent.start(), sent.end()
+        literals = completion_literals(text)
+        for s, e in sentence_spans(text):
             if e <= s or _inside(s, code):
                 continue
             sentence = text[s:e]
             subs = sorted({v for p, v in subjects if s <= p < e})
             subject = subs[0] if len(subs) == 1 else ""
-            hypothetical = _HYPOTHETICAL.search(sentence) is not None
             seen: set[str] = set()
             if 0 < len(subs) <= 4 and not _CONDITIONAL.search(sentence):
                 # one state word and up to 4 objects: the sentence attributes that state to each of them
@@ -318,9 +324,10 @@ class RegexExtractor:
                         yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
                                         value=w, text=text[s + a:s + b], slot=("status", sub),
                                         in_call=tool is not None, tool=tool, context=sentence.strip())
-            if hypothetical:
-                continue
-            for x in COMPLETION_RE.finditer(sentence):
+            completions = list(COMPLETION_RE.finditer(sentence)) if holds_literal(literals, s, e) else []
+            if not completions or _HYPOTHETICAL.search(sentence) is not None:
+                continue  # no completion, or a hypothetical sentence (tested only when it matters)
+            for x in completions:
                 if _NEGATION.search(sentence, max(0, x.start() - 24), x.start() + 1):
                     continue  # "hasn't been processed" asserts the opposite of completion
                 verb = (x.group("verb") or x.group("verb2") or "").casefold()

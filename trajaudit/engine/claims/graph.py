@@ -13,22 +13,25 @@ run-level evidence, and one node per claim id ``cN`` (``type="claim"``, ``kind``
 - ``derived-from``   claim → claim whose value the producing call or code used.
 
 The graph is a :class:`networkx.MultiDiGraph` (a ``DiGraph`` subclass) because one claim can be both
-introduced at and finalized by the same step.
+introduced at and finalized by the same step. It is built from the ledger on first access of
+``ClaimGraph.graph`` (the audit pipeline reads only the ledger, so it never pays for the graph, nor for
+importing networkx).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from trajaudit.engine.claims import model as m
 from trajaudit.engine.claims.extract import ClaimExtractor
-from trajaudit.engine.claims.ledger import Ledger, build_ledger
+from trajaudit.engine.claims.ledger import build_ledger
 from trajaudit.engine.claims.propagate import propagate
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.validation_log import Record
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass
@@ -38,7 +41,7 @@ class ClaimGraph:
     Attributes:
         trajectory: the run.
         claims: the ledger (:class:`~trajaudit.engine.claims.model.Claim`, in order of introduction).
-        graph: the networkx graph (see the module docstring).
+        graph: the networkx graph (see the module docstring; a property, built on first access).
         final_step: the final-answer step, or ``None``.
         brief_step: the opening hand-off brief step (its claims commit where adopted), or ``None``.
         write_steps: steps with a consequential write call.
@@ -48,13 +51,20 @@ class ClaimGraph:
 
     trajectory: Trajectory
     claims: list[m.Claim]
-    graph: nx.MultiDiGraph
     final_step: int | None = None
     brief_step: int | None = None
     write_steps: tuple[int, ...] = ()
     incomplete: list[str] = field(default_factory=list)
     config: m.ClaimConfig = field(default_factory=m.ClaimConfig)
     _propagation: m.Propagation | None = None
+    _graph: nx.MultiDiGraph | None = field(default=None, repr=False)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The claim-dependency graph (networkx; see the module docstring), built once on first access."""
+        if self._graph is None:
+            self._graph = _build_graph(self.trajectory, self.claims)
+        return self._graph
 
     def claim(self, claim_id: str) -> m.Claim:
         """The claim with id ``claim_id``; raises ``KeyError``."""
@@ -99,7 +109,9 @@ def _pos(address: str | None) -> str | None:
     return "evidence:" + address.split("[")[0]
 
 
-def _graph(t: Trajectory, led: Ledger) -> nx.MultiDiGraph:
+def _build_graph(t: Trajectory, claims: list[m.Claim]) -> nx.MultiDiGraph:
+    import networkx as nx
+
     g = nx.MultiDiGraph(trajectory_id=t.id)
 
     def step_node(i: int) -> str:
@@ -112,7 +124,7 @@ def _graph(t: Trajectory, led: Ledger) -> nx.MultiDiGraph:
     def edge(a: str, b: str, rel: str) -> None:
         g.add_edge(a, b, key=rel, relation=rel)
 
-    for c in led.claims:
+    for c in claims:
         g.add_node(c.id, type="claim", kind=c.kind, value=c.value[:200], status=c.status.value,
                    step=c.step, consequential=c.consequential, address=c.address)
         edge(c.id, step_node(c.step), "introduced-at")
@@ -156,6 +168,6 @@ def build_claim_graph(trajectory: Trajectory, config: m.ClaimConfig | Any | None
     else:
         cfg = m.ClaimConfig.from_audit(config)
     led = build_ledger(trajectory, cfg, extractors)
-    return ClaimGraph(trajectory=trajectory, claims=led.claims, graph=_graph(trajectory, led),
+    return ClaimGraph(trajectory=trajectory, claims=led.claims,
                       final_step=led.final_step, brief_step=led.brief_step, write_steps=tuple(sorted(led.write_steps)),
                       incomplete=list(led.incomplete), config=cfg)

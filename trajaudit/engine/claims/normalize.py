@@ -5,6 +5,12 @@ Numbers: thousands separators (``1,234.5``, ``1 234,5``, ``1.234,56``, ``1'234``
 scale words (``1.2 million``), non-ASCII digits (``١٢٣``) and number words (``eleven``) all map to one
 canonical decimal string (``"1234.5"``, trailing zeros dropped). Ids and strings: case-folded, NFKC,
 surrounding punctuation and a leading ``#`` dropped, whitespace collapsed.
+
+Memoization: :func:`norm_text`, :func:`norm_number` and :func:`norm_scalar` are pure and called on the
+same short values again and again (JSON leaves, table cells, repeated ids), so their results for inputs
+of at most :data:`MEMO_MAX_CHARS` characters are kept in bounded LRU caches (``functools.lru_cache``,
+:data:`MEMO_SIZE` entries each; ``typed`` so ``1``, ``1.0`` and ``True`` stay distinct). Longer inputs
+are computed each time. :func:`clear_caches` empties them.
 """
 
 from __future__ import annotations
@@ -12,6 +18,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+
+MEMO_SIZE = 16384
+MEMO_MAX_CHARS = 200
 
 NUMBER_WORDS: dict[str, int] = {
     w: i for i, w in enumerate(
@@ -108,7 +118,11 @@ def parse_number(text: str) -> Decimal | None:
 
 
 def norm_number(text: str) -> str | None:
-    """Canonical string of a written number (``"$1,819.920"`` → ``"1819.92"``), or ``None``."""
+    """Canonical string of a written number (``"$1,819.920"`` → ``"1819.92"``), or ``None`` (memoized)."""
+    return _norm_number_memo(text) if len(text) <= MEMO_MAX_CHARS else _norm_number(text)
+
+
+def _norm_number(text: str) -> str | None:
     d = parse_number(text)
     return None if d is None else canon_decimal(d)
 
@@ -134,7 +148,11 @@ def significant_digits(value: str) -> int:
 
 
 def norm_text(text: str) -> str:
-    """Case-folded NFKC text, whitespace collapsed, surrounding punctuation and markup stripped."""
+    """Case-folded NFKC text, whitespace collapsed, surrounding punctuation and markup stripped (memoized)."""
+    return _norm_text_memo(text) if len(text) <= MEMO_MAX_CHARS else _norm_text(text)
+
+
+def _norm_text(text: str) -> str:
     t = unicodedata.normalize("NFKC", text).casefold()
     return _WS.sub(" ", t).strip(_STRIP)
 
@@ -146,9 +164,19 @@ def norm_id(text: str) -> str:
 
 def norm_scalar(value: object) -> str | None:
     """Normalize a JSON scalar (tool argument or tool-output leaf): numbers canonically, strings as
-    numbers when they are numbers, else as ids; ``None`` for null/booleans/empty strings."""
+    numbers when they are numbers, else as ids; ``None`` for null/booleans/empty strings (memoized)."""
     if value is None or isinstance(value, bool):
         return None
+    if isinstance(value, (int, float, str)) and (not isinstance(value, str) or len(value) <= MEMO_MAX_CHARS):
+        return _norm_scalar_memo(value)
+    return _norm_scalar(value)
+
+
+_LONG_DIGITS = re.compile(r"\d{7,}")
+_DIGIT = re.compile(r"\d")
+
+
+def _norm_scalar(value: object) -> str | None:
     if isinstance(value, (int, float)):
         try:
             return canon_decimal(Decimal(str(value)))
@@ -157,10 +185,21 @@ def norm_scalar(value: object) -> str | None:
     s = str(value)
     if not s.strip():
         return None
-    if re.fullmatch(r"\d{7,}", s.strip()):
+    if _LONG_DIGITS.fullmatch(s.strip()):
         return s.strip()  # long digit strings are ids: keep leading zeros
-    n = norm_number(s) if re.search(r"\d", s) and len(s) <= 40 else None
+    n = norm_number(s) if _DIGIT.search(s) and len(s) <= 40 else None
     return n if n is not None else norm_id(s)
+
+
+_norm_text_memo = lru_cache(maxsize=MEMO_SIZE)(_norm_text)
+_norm_number_memo = lru_cache(maxsize=MEMO_SIZE)(_norm_number)
+_norm_scalar_memo = lru_cache(maxsize=MEMO_SIZE, typed=True)(_norm_scalar)
+
+
+def clear_caches() -> None:
+    """Empty the memo caches of this module (benchmarks clear them between repetitions)."""
+    for f in (_norm_text_memo, _norm_number_memo, _norm_scalar_memo):
+        f.cache_clear()
 
 
 def words(text: str) -> list[str]:

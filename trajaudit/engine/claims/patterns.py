@@ -8,6 +8,8 @@ MBs of HTML or binary-looking text).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from functools import lru_cache
 
 #: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
 #: ``1.234,56`` (both separators), or plain with an optional decimal point. A lone decimal comma
@@ -73,11 +75,110 @@ QUOTED_RE = re.compile(
 #: Fenced code blocks (``` … ```); an unclosed fence runs to the end of the text.
 CODE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
-#: Sentence / line boundaries for slot checks.
+#: Sentence / line boundaries for slot checks (the reference definition; :func:`sentence_spans` is
+#: the fast equivalent used by the extractor).
 SENTENCE_RE = re.compile(r"[^\n.!?]*(?:[.!?](?!\d)|\n|$)")
+_RUN_RE = re.compile(r"[^\n.!?]*(?:[\n.!?]|$)")
+_DIGIT_AT = re.compile(r"\d")
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` spans of ``SENTENCE_RE.finditer(text)``, found in linear time.
+
+    ``SENTENCE_RE`` fails at every position of a run ended by a ``.``/``!``/``?`` followed by a digit
+    (``3.5``) and retries from the next position, which is quadratic in the run's length; its next
+    match always starts right after that terminator. So: take each run up to and including its
+    terminator (or the end), and drop the runs whose terminator is followed by a digit.
+    """
+    out = []
+    for x in _RUN_RE.finditer(text):
+        a, b = x.span()
+        if b > a and text[b - 1] in ".!?" and _DIGIT_AT.match(text, b):
+            continue
+        out.append((a, b))
+    return out
+
+
+#: Every ``COMPLETION_RE`` match contains one of these lead words (lower case) ...
+_COMPLETION_WORDS = ("successfully", "been", "was", "were", "now", "downloaded", "saved", "written", "exported")
+#: ... and one of these verb stems.
+_COMPLETION_STEMS = ("cancel", "process", "return", "exchang", "modifi", "updat", "download", "sav", "complet",
+                     "creat", "sent", "send", "plac", "submitt", "book", "transferr", "delet", "refund", "upload",
+                     "writt", "export", "generat", "instal", "verifi", "confirm")
+
+
+def _spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
+    out = []
+    for w in words:
+        i = low.find(w)
+        while i >= 0:
+            out.append((i, i + len(w)))
+            i = low.find(w, i + 1)
+    out.sort()
+    return out
+
+
+def completion_literals(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+    """Spans of every occurrence (overlaps included) of the lead words and of the verb stems that
+    every ``COMPLETION_RE`` match contains, each list sorted; ``None`` for a non-ASCII text (see
+    :func:`completion_possible`). A part of the text can hold a match only if it holds a span of
+    each list (:func:`holds_literal`)."""
+    if not text.isascii():
+        return None
+    low = text.lower()
+    return _spans(low, _COMPLETION_WORDS), _spans(low, _COMPLETION_STEMS)
+
+
+def _holds(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    for a, b in spans[bisect_left(spans, (start, -1)):]:
+        if a >= end:
+            return False
+        if b <= end:
+            return True
+    return False
+
+
+def holds_literal(spans: tuple[list[tuple[int, int]], list[tuple[int, int]]] | None, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a lead word and a verb stem of ``spans`` (from
+    :func:`completion_literals`; always True when ``spans`` is ``None``)."""
+    return spans is None or (_holds(spans[0], start, end) and _holds(spans[1], start, end))
+
+
+def completion_possible(text: str) -> bool:
+    """False only when ``COMPLETION_RE`` cannot match ``text``: an ASCII text (where ``re.IGNORECASE``
+    is plain ASCII case folding) lacking either every lead word or every verb stem a match needs.
+    Non-ASCII texts always return True (Unicode case folding has exotic equivalents, such as ``ſ``
+    for ``s``)."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(w in low for w in _COMPLETION_WORDS) and any(w in low for w in _COMPLETION_STEMS)
+
+
+@lru_cache(maxsize=256)
+def status_re(word: str) -> re.Pattern[str]:
+    """The pattern of one object-state word, optionally negated ("not available"), compiled once."""
+    return re.compile(r"(?<!\w)(?:(not|no\s+longer|isn't|aren't|wasn't)\s+)?" + re.escape(word) + r"(?!\w)")
+
 
 #: A list marker at the start of a line ("1.", "2)", "- 3.") — not a claim.
 LIST_MARKER_RE = re.compile(r"(?:^|\n)[ \t>*-]*(\d{1,3})[.)](?=\s)")
 
-#: A word token for the evidence index.
+#: A word token for the evidence index (the definition; :func:`words_of` is the fast equivalent).
 WORD_RE = re.compile(r"\w+(?:[-_]\w+)*")
+_NOT_WORD_ASCII = str.maketrans({chr(i): " " for i in range(128) if not (chr(i).isalnum() or chr(i) in "_-")})
+
+
+def words_of(text: str) -> list[str]:
+    """``WORD_RE.findall(text)``, faster for ASCII text: a token never spans a character outside
+    ``[A-Za-z0-9_-]``, so the text is cut into runs of those (``str.translate`` + ``split``); a run
+    without ``-`` is one token, and only runs with ``-`` go through the regex."""
+    if not text.isascii():
+        return WORD_RE.findall(text)
+    out: list[str] = []
+    for run in text.translate(_NOT_WORD_ASCII).split():
+        if "-" in run:
+            out.extend(WORD_RE.findall(run))
+        else:
+            out.append(run)
+    return out

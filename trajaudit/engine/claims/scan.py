@@ -12,19 +12,65 @@ stays the reference definition used for full matches of short strings).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS
 
-_DIGIT_RE = re.compile(
-    r"(?=[\d#$€£¥₹])(?:(?P<date>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?(?!\d)|\d{1,2}/\d{1,2}/\d{2,4}(?!\d)"
+_DATE_TIME_ID = (
+    r"(?P<date>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?(?!\d)|\d{1,2}/\d{1,2}/\d{2,4}(?!\d)"
     rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}\.?,?\s+\d{{4}}(?!\d))"
     r"|(?P<time>\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?(?!\w))?(?![\d:])|\d{1,2}\s?[ap]\.?m\.?(?!\w))"
     r"|(?P<hashid>#[A-Za-z]{0,3}\d{4,}(?!\w))"
-    r"|(?P<money>[$€£¥₹]\s?(?:" + _NUM + r")" + _SCALE + r"|(?:" + _NUM + r")" + _SCALE +
-    r"\s?(?:USD|EUR|GBP|dollars?|euros?)\b)"
-    r"|(?P<number>(?:" + _NUM + r")" + _SCALE + r"(?:\s?(?:" + _UNITS + r"))?))",
-    re.IGNORECASE,
 )
+_MONEY_SIGN = r"[$€£¥₹]\s?(?:" + _NUM + r")" + _SCALE
+_MONEY_WORD = r"(?:" + _NUM + r")" + _SCALE + r"\s?(?:USD|EUR|GBP|dollars?|euros?)\b"
+_NUMBER = r"(?P<number>(?:" + _NUM + r")" + _SCALE + r"(?:\s?(?:" + _UNITS + r"))?)"
+#: The reference definition of the anchored value scan.
+_DIGIT_RE = re.compile(
+    rf"(?=[\d#$€£¥₹])(?:{_DATE_TIME_ID}|(?P<money>{_MONEY_SIGN}|{_MONEY_WORD})|{_NUMBER})", re.IGNORECASE)
+# The same scan, faster: (a) a unit is tried only when a letter, % or ° follows the number (every unit
+# starts with one), which spares trying ~90 unit spellings after most numbers; (b) for an ASCII text
+# holding none of the currency words, the number-then-currency-word branch (which can then never
+# match, and backtracks through every digit of a long id trying) is left out. Same matches, checked
+# against _DIGIT_RE by tests/test_claims_fastpaths.py.
+_NUMBER_FAST = (r"(?P<number>(?:" + _NUM + r")" + _SCALE + r"(?:(?=\s?(?:[^\W\d_]|[%°]))\s?(?:" + _UNITS
+                + r"))?)")
+_DIGIT_FAST = re.compile(
+    rf"(?=[\d#$€£¥₹])(?:{_DATE_TIME_ID}|(?P<money>{_MONEY_SIGN}|{_MONEY_WORD})|{_NUMBER_FAST})", re.IGNORECASE)
+_DIGIT_NO_WORD_MONEY = re.compile(
+    rf"(?=[\d#$€£¥₹])(?:{_DATE_TIME_ID}|(?P<money>{_MONEY_SIGN})|{_NUMBER_FAST})", re.IGNORECASE)
+_CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar")
+
+
+_ANCHOR_ASCII = re.compile(r"[0-9#$]")
+
+
+def _digit_re(text: str) -> re.Pattern[str]:
+    """The fastest variant of ``_DIGIT_RE`` that matches exactly like it on ``text``."""
+    if text.isascii():
+        low = text.lower()
+        if not any(w in low for w in _CURRENCY_WORDS):
+            return _DIGIT_NO_WORD_MONEY
+    return _DIGIT_FAST
+
+
+def _digit_matches(text: str) -> Iterator[re.Match[str]]:
+    """``_DIGIT_RE.finditer(text)``. In an ASCII text the matcher is only started where a match can
+    begin (``0-9``, ``#``, ``$``: a plain character set the regex engine skips to quickly), instead
+    of at every position."""
+    rx = _digit_re(text)
+    if not text.isascii():
+        yield from rx.finditer(text)
+        return
+    match, seek = rx.match, _ANCHOR_ASCII.search
+    pos = 0
+    while (anchor := seek(text, pos)) is not None:
+        x = match(text, anchor.start())
+        if x is None:
+            pos = anchor.start() + 1
+        else:
+            yield x
+            pos = x.end()
 _MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\.?\s+$", re.IGNORECASE)
 _YEAR_AFTER = re.compile(r"(?:st|nd|rd|th)?,?\s+\d{4}(?!\d)")
 _EMAIL_RE = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
@@ -79,7 +125,7 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
             a = _back(text, x.start(), _SNAKE_CHARS, 80)
             if a < x.start() and _SNAKE_FULL.fullmatch(text, a, x.end()) and (a == 0 or not text[a - 1].isalnum()):
                 found.append(("snakeid", a, x.end()))
-    for x in _DIGIT_RE.finditer(text):
+    for x in _digit_matches(text):
         g, a, b = x.lastgroup or "number", x.start(), x.end()
         if g != "hashid" and a and (text[a - 1].isalnum() or text[a - 1] in "_."):
             continue

@@ -23,7 +23,9 @@ Order of checks, each a general policy:
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,12 +200,11 @@ class SupportSeeker:
                 return Assessment(m.Support.WEAK, h.address, v, f"{v:g} approximately")
             if abs(v * 100 - x) < 1e-6 or abs(v / 100 - x) < 1e-9:
                 return Assessment(m.Support.WEAK, h.address, v, f"{v:g} as a percentage/fraction")
-        vals = [v for v, _ in near]
-        for i, a in enumerate(vals):
-            for b in vals[i + 1:]:
-                for r, op in ((a + b, "+"), (abs(a - b), "-")):
-                    if abs(r - x) < 0.005 and x != 0:
-                        return Assessment(m.Support.WEAK, near[i][1].address, [a, b], f"derivable: {a:g} {op} {b:g}")
+        pair = first_pair([v for v, _ in near], x)
+        if pair is not None:
+            i, j, op = pair
+            a, b = near[i][0], near[j][0]
+            return Assessment(m.Support.WEAK, near[i][1].address, [a, b], f"derivable: {a:g} {op} {b:g}")
         own = [float(o.value) for o in step_mentions
                if o is not mn and o.kind in (m.KIND_MONEY, m.KIND_NUMBER) and re.fullmatch(r"-?\d+(?:\.\d+)?", o.value)
                and _start(o.address) < _start(mn.address)]
@@ -268,3 +269,40 @@ def _count_slot(col: Collection, n: int, mn: m.Mention) -> Assessment | None:
     what = f"members with {what}" if what else f"{col.key} members"
     status = m.Support.DIRECT if expected == n else m.Support.CONFLICTING
     return Assessment(status, col.address, expected, f"latest tool output has {expected} {what}; claim says {n}")
+
+
+def _pairs_brute(vals: list[float], x: float) -> tuple[int, int, str] | None:
+    for i, a in enumerate(vals):
+        for j in range(i + 1, len(vals)):
+            b = vals[j]
+            if abs(a + b - x) < 0.005:
+                return i, j, "+"
+            if abs(abs(a - b) - x) < 0.005:
+                return i, j, "-"
+    return None
+
+
+def first_pair(vals: list[float], x: float) -> tuple[int, int, str] | None:
+    """The first pair ``i < j`` (in list order; for one pair the sum before the difference) with
+    ``|a + b - x| < 0.005`` (``"+"``) or ``||a - b| - x| < 0.005`` (``"-"``), as ``(i, j, op)``; ``None``
+    when there is none or ``x == 0``. Same answer as trying every pair in order, found through a
+    value-sorted index: the candidates for each ``a`` lie within a window (wide enough for float
+    rounding) around ``x - a``, ``a - x`` and ``a + x``, and are checked with the exact tests."""
+    if x == 0 or len(vals) < 2:
+        return None
+    if not (math.isfinite(x) and all(math.isfinite(v) for v in vals)):
+        return _pairs_brute(vals, x)
+    order = sorted(range(len(vals)), key=vals.__getitem__)
+    svals = [vals[k] for k in order]
+    for i, a in enumerate(vals):
+        margin = 0.01 + 1e-9 * (abs(a) + abs(x) + 1)
+        cands: set[int] = set()
+        for t in (x - a, a - x, a + x):
+            cands.update(order[bisect_left(svals, t - margin):bisect_right(svals, t + margin)])
+        for j in sorted(c for c in cands if c > i):
+            b = vals[j]
+            if abs(a + b - x) < 0.005:
+                return i, j, "+"
+            if abs(abs(a - b) - x) < 0.005:
+                return i, j, "-"
+    return None

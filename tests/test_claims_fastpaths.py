@@ -1,0 +1,125 @@
+"""Fast paths of claim extraction and indexing give exactly what the reference definitions give."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajaudit import load_path
+from trajaudit.engine.claims import clear_caches, normalize
+from trajaudit.engine.claims.patterns import (
+    COMPLETION_RE,
+    SENTENCE_RE,
+    completion_literals,
+    completion_possible,
+    holds_literal,
+    sentence_spans,
+)
+from trajaudit.engine.claims.sources import _analyse, digest
+
+_text = st.lists(st.sampled_from(list("ab .!?\n3٣5,$sSſKK") + ["was ", "been ", "İs now ", "saved ", "WERE",
+                                                                "processed", "to x.csv"]),
+                 max_size=30).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_text)
+def test_sentence_spans_equal_the_reference_regex(text):
+    assert sentence_spans(text) == [x.span() for x in SENTENCE_RE.finditer(text)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(_text)
+def test_completion_prefilter_never_hides_a_match(text):
+    if COMPLETION_RE.search(text):
+        assert completion_possible(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_text, st.integers(0, 400), st.integers(0, 400))
+def test_completion_literals_never_hide_a_match_in_a_slice(text, i, j):
+    s, e = sorted((i % (len(text) + 1), j % (len(text) + 1)))
+    if COMPLETION_RE.search(text[s:e]):
+        assert holds_literal(completion_literals(text), s, e)
+
+
+def test_completion_prefilter_on_examples():
+    assert not completion_possible("I have cancelled the order.")  # no literal: cannot match
+    assert completion_possible("The order has been cancelled.")
+    assert COMPLETION_RE.search("The order WAS CANCELLED.")
+    assert completion_possible("The order WAS CANCELLED.")
+    assert completion_possible("ſucceſſfully")  # non-ASCII: always checked by the regex
+
+
+def test_real_texts_sentences_and_digests(tau_file):
+    runs = load_path(tau_file).trajectories[:6]
+    for t in runs:
+        for s in t.steps:
+            assert sentence_spans(s.content) == [x.span() for x in SENTENCE_RE.finditer(s.content)]
+            if s.kind == "tool":
+                clear_caches()
+                d = digest(s.content, "tool", 2_000_000)
+                assert digest(s.content, "tool", 2_000_000) is d  # memoized
+                assert d == _analyse(s.content, "tool", 2_000_000)  # same as a fresh analysis
+
+
+def test_memoized_normalizers_keep_types_apart():
+    clear_caches()
+    assert normalize.norm_scalar(1) == "1" and normalize.norm_scalar(True) is None
+    assert normalize.norm_scalar(1.5) == "1.5" and normalize.norm_scalar("1.50") == "1.5"
+    assert normalize.norm_scalar("0012345678") == "0012345678"  # long digit strings are ids
+    long = "x" * (normalize.MEMO_MAX_CHARS + 1)
+    assert normalize.norm_text(long.upper()) == long  # computed, not cached
+
+
+_tool_text = st.lists(st.sampled_from([" ", "\n", "\x1c", "Error", "errors", "ERROR:", "exception", "Fatal", "x",
+                                       "Traceback (most recent call last)", "TRACEBACK (most recent call LAST)",
+                                       "exitcode: 1", "ExitCode:  0", "exitcode:\t7", "execution FAILED", "İ", "ſ"]),
+                      max_size=12).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_tool_text)
+def test_error_detection_fast_path_equals_the_regex(text):
+    from trajaudit.engine.adapters.base import _ERROR_RE, looks_like_error
+
+    assert looks_like_error(text) == bool(_ERROR_RE.search(text[:4000]))
+
+
+_num_text = st.lists(st.sampled_from(["12", "1,234", "5.5", "1.234,5", "9523456873", "#W123456", "$", "€", " ", ".",
+                                      ",", "'", "\u00a0", "k", "m", " million", "usd", " USD", "Dollars", "euro",
+                                      " km", "km/h", "%", "°C", " s", " ſ", "K", "pm", ":30", "-", "2024-05-01",
+                                      " May 2024", "3rd", "x", "\"", "}"]),
+                      max_size=14).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_num_text)
+def test_fast_number_scan_equals_the_reference_regex(text):
+    from trajaudit.engine.claims.scan import _DIGIT_RE, _digit_matches
+
+    assert ([(x.lastgroup, x.span()) for x in _digit_matches(text)]
+            == [(x.lastgroup, x.span()) for x in _DIGIT_RE.finditer(text)])
+
+
+_floats = st.one_of(st.sampled_from([0.0, 10.0, 12.5, 2.5, 7.495, 7.505, 5.0049, 5.0051, 1e17, 1e17 + 16, 16.0,
+                                     -3.0, 99.99, 100.0, float("inf")]),
+                    st.floats(-1e6, 1e6, allow_nan=False), st.integers(-500, 500).map(lambda i: i / 100))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_floats, max_size=25), _floats)
+def test_first_pair_equals_trying_every_pair(vals, x):
+    from trajaudit.engine.claims.support import _pairs_brute, first_pair
+
+    want = None if x == 0 else _pairs_brute(vals, x)
+    assert first_pair(vals, x) == want
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["a", "B", "7", "_", "-", "--", " ", "\t", "\x1c", ".", "t-shirt", "é", "x_1", "'"]),
+                max_size=20).map("".join))
+def test_words_of_equals_the_word_regex(text):
+    from trajaudit.engine.claims.patterns import WORD_RE, words_of
+
+    assert words_of(text) == WORD_RE.findall(text)

@@ -1,0 +1,91 @@
+"""Rule-engine fast paths give exactly the reference results: the literal prefilter of regexes never
+hides a match (engine/regex_prefilter.py); comprehensions shared by rules log what unshared ones do."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajaudit.engine.regex_prefilter import cannot_match, memo_search, required_literals, span
+from trajaudit.engine.rule_pack import resolve_pack, shipped_packs
+
+PATTERNS = [
+    r"(?i:\btimed out\b|\b\w*Timeout(?:Error|Exception)\b|^\W*timeout\W*$|exitcode: 124\b)",
+    r"(?i)\b40[13] (?:Client Error|Forbidden)\b|\bsocket\.timeout\b",
+    r"Traceback \(most recent call last\)|exitcode: [1-9]\d*",
+    r"(?:abc)+x|(?:abc)?yz",  # the optional group requires nothing: no set from the second branch
+    r"(?i)(foo)\1bar",
+    r"(?i)na[iï]ve|caf[eé]",
+    r"(?i)\u212aelvin|kelvins",  # a non-ASCII literal (KELVIN SIGN) matches ASCII "k" under IGNORECASE
+    r"ab",
+]
+
+
+@cache
+def _shipped_regexes() -> list[str]:
+    out = []
+    for name in shipped_packs():
+        params = yaml.safe_load(Path(resolve_pack(name)).read_text(encoding="utf-8")).get("params") or {}
+        for v in params.values():
+            for p in v if isinstance(v, list) else [v]:
+                if isinstance(p, str):
+                    try:
+                        re.compile(p)
+                    except re.error:
+                        continue
+                    out.append(p)
+    return out
+
+
+_fragments = st.sampled_from(["timed out", "TIMED OUT", "TimeoutError", "timeout", "x", " ", "\n", "-",
+                              "exitcode: 124", "40", "3", "1", " Forbidden", "CLIENT ERROR", "socket.timeout",
+                              "Traceback (most recent call last)", "abc", "yz", "foo", "bar", "naïve", "café",
+                              "Kelvin", "kelvin", "\u212aelvin", "captcha", "CAPTCHA", "access denied", "é"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_fragments, max_size=8).map("".join), st.data())
+def test_prefilter_never_hides_a_match(text, data):
+    rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
+    if cannot_match(rx, text):
+        assert rx.search(text) is None
+    memo: dict = {}
+    assert memo_search(rx, text, memo, {}) == span(rx.search(text))
+
+
+def test_required_literals_of_examples():
+    # the parser factors "E" out of Error|Exception, so "timeoute" is required by that branch
+    assert required_literals(re.compile(PATTERNS[0])) == {"timed out", "timeoute", "timeout", "exitcode: 124"}
+    assert required_literals(re.compile(r"(?:abc)+x|(?:abc)?yz")) is None
+    assert required_literals(re.compile(r"ab")) is None  # too short to be worth it
+    rx = re.compile(PATTERNS[2])
+    assert cannot_match(rx, "all good") and not cannot_match(rx, "TRACEBACK (MOST RECENT CALL LAST)")
+    assert not cannot_match(re.compile(r"(?i)kelvins"), "\u212aELVINS")  # non-ASCII text: the regex decides
+    assert all(required_literals(re.compile(p)) is not None for p in _shipped_regexes()[:3])
+
+
+def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_file, monkeypatch):
+    from trajaudit import load_path
+    from trajaudit.engine import rule_compiler
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_eval import evaluate
+    from trajaudit.engine.rule_pack import load_pack
+
+    runs = load_path(tau_file).trajectories[:6]
+    packs = [load_pack(name) for name in ("generic", "tau_retail")]
+    shared = [r for p in packs for r in compile_rules(p)]
+    monkeypatch.setattr(rule_compiler, "shareable", lambda *a: False)
+    plain = [r for p in packs for r in compile_rules(p)]
+    for t in runs:
+        assert evaluate(t, shared).to_dict() == evaluate(t, plain).to_dict()
+    # a small budget: replayed charges hit it exactly where the rules' own evaluations do
+    from trajaudit.engine.strategy import AuditConfig
+
+    cfg = AuditConfig(rule_budget=40)
+    for t in runs[:3]:
+        assert evaluate(t, shared, config=cfg).to_dict() == evaluate(t, plain, config=cfg).to_dict()

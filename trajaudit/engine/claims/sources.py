@@ -1,0 +1,247 @@
+"""Position-free analysis of one evidence text, memoized per process (DRIFT §Support Seeker's index).
+
+Indexing a text (value scan, word postings, JSON walk into slot facts and collections) depends only
+on the text, the kind of source (tool outputs are walked as JSON, tool and user texts also index
+their whole stripped text as a value) and the JSON size cap — not on where the text sits in a run.
+:func:`digest` therefore computes a :class:`Digest` whose addresses are *suffixes* relative to the
+source's address (``[12:20]``, ``.variants.0.price``), and :class:`~.evidence.EvidenceIndex` replays
+it for each source. Identical texts recur across runs of one batch (the tau policy prompt opens all
+29 runs; product lookups and the Who&When role prompts repeat), so most of them are analysed once.
+
+Cache: a bounded LRU (``functools.lru_cache``, :data:`CACHE_SIZE` entries) keyed by the text itself
+(so a hit is exact, never a hash collision), its kind and the cap. Texts longer than
+:data:`MAX_CACHED_CHARS` are analysed without being cached (memory stays bounded: at most
+``CACHE_SIZE × MAX_CACHED_CHARS`` characters of keys plus their digests). Digests are immutable
+(tuples); collection members are plain dicts that callers must treat as read-only. Clear it with
+:func:`clear_cache` (benchmarks do, between repetitions).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import Any
+
+from trajaudit.engine.claims.normalize import (
+    NUMBER_WORDS,
+    norm_id,
+    norm_number,
+    norm_scalar,
+    norm_text,
+    singular,
+)
+from trajaudit.engine.claims.patterns import words_of
+from trajaudit.engine.claims.scan import scan_values
+
+CACHE_SIZE = 2048
+MAX_CACHED_CHARS = 100_000
+MAX_MEMBERS = 500
+NUMS_PER_SOURCE = 200
+
+_UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
+_ID_KEYS = re.compile(r"(?:^|_)id$|^(?:name|email|title)$", re.I)
+_MAPPING_KEY = re.compile(r"[\w#-]{3,}")
+
+
+@dataclass(frozen=True)
+class Digest:
+    """What one text contributes to an evidence index; every address is a suffix of the source's.
+
+    Attributes:
+        text: the analysed text.
+        values: ``(normalized value, suffix)``, the first occurrence of each value, in scan order.
+        words: the distinct case-folded words, in order of first occurrence.
+        numbers: ``(value, suffix)`` of the first :data:`NUMS_PER_SOURCE` numbers (for derivations).
+        facts: ``(object id, attribute, suffix, raw value)`` of JSON scalar leaves of identified objects.
+        objects: object ids with facts, in order of first fact.
+        collections: ``(suffix, singular key, size, members)`` of JSON lists and id-keyed mappings
+            (:class:`Members`, flattened on first use).
+    """
+
+    text: str
+    values: tuple[tuple[str, str], ...]
+    words: tuple[str, ...]
+    numbers: tuple[tuple[float, str], ...]
+    facts: tuple[tuple[str, str, str, Any], ...]
+    objects: tuple[str, ...]
+    collections: tuple[tuple[str, str, int, Members], ...]
+
+    @cached_property
+    def value_map(self) -> dict[str, str]:
+        """``values`` as a mapping (read-only), built once per digest."""
+        return dict(self.values)
+
+    @cached_property
+    def normalized(self) -> str:
+        """The text normalized (``norm_text``), computed at most once per digest."""
+        return norm_text(self.text)
+
+
+class _Builder:
+    """Accumulates one text's analysis (the indexing rules of DRIFT §Support Seeker, see evidence.py)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+        self.numbers: list[tuple[float, str]] = []
+        self.facts: list[tuple[str, str, str, Any]] = []
+        self.objects: dict[str, None] = {}
+        self.collections: list[tuple[str, str, int, Members]] = []
+
+    def value(self, key: str, suffix: str) -> None:
+        self.values.setdefault(key, suffix)
+
+    def walk(self, obj: Any, path: str, key: str, owner: str | None) -> None:
+        """Index a parsed JSON value: scalar leaves as values (object leaves also as slot facts of the
+        enclosing identified object), lists and id-keyed mappings as collections."""
+        values, walk = self.values, self.walk
+        if isinstance(obj, dict):
+            ident = _identity(obj, key) or owner
+            if len(obj) >= 2 and all(isinstance(v, dict) for v in obj.values()) and all(
+                    _MAPPING_KEY.fullmatch(str(k)) and any(ch.isdigit() for ch in str(k)) for k in obj):
+                self.collection(list(obj.values()), path, key)  # an id-keyed mapping (tau "variants")
+                for k, v in obj.items():
+                    values.setdefault(norm_id(str(k)), f"{path}.{k}")
+                    walk(v, f"{path}.{k}", str(k), norm_id(str(k)))
+                return
+            facts, objects = self.facts, self.objects
+            for k, v in obj.items():
+                sub = f"{path}.{k}"
+                if isinstance(v, (dict, list)):
+                    walk(v, sub, str(k), ident)
+                    continue
+                if v is None:
+                    continue
+                if v is True or v is False:
+                    val: str | None = "true" if v else "false"
+                else:
+                    val = norm_scalar(v)
+                    if val is None:
+                        continue
+                values.setdefault(val, sub)
+                if ident is not None:
+                    facts.append((ident, str(k).casefold(), sub, v))
+                    objects.setdefault(ident, None)
+        elif isinstance(obj, list):
+            if obj:
+                self.collection(obj, path, key)
+            for i, v in enumerate(obj):
+                if isinstance(v, (dict, list)):
+                    walk(v, f"{path}.{i}", key, owner)
+                else:
+                    val = norm_scalar(v)
+                    if val is not None:
+                        values.setdefault(val, f"{path}.{i}")
+
+    def collection(self, members: list[Any], path: str, key: str) -> None:
+        self.collections.append((path, singular(key) if key else "", len(members), Members(tuple(members[:MAX_MEMBERS]))))
+
+
+class Members:
+    """The first :data:`MAX_MEMBERS` members of one JSON collection, flattened on first use (only count
+    claims read them): per member object, its scalar attributes flattened one level, strings
+    normalized. Shared by every index that replays the digest; the flattened form is read-only."""
+
+    __slots__ = ("_raw", "_flat")
+
+    def __init__(self, raw: tuple[Any, ...]) -> None:
+        self._raw = raw
+        self._flat: tuple[dict[str, Any], ...] | None = None
+
+    def flat(self) -> tuple[dict[str, Any], ...]:
+        """The flattened members (computed once)."""
+        if self._flat is None:
+            self._flat = tuple(_flatten(mem) for mem in self._raw if isinstance(mem, dict))
+            self._raw = ()
+        return self._flat
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Members) and self.flat() == other.flat()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _flatten(mem: dict[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for k, v in mem.items():
+        items = v.items() if isinstance(v, dict) else ((k, v),)
+        for kk, vv in items:
+            if isinstance(vv, bool):
+                flat[str(kk).casefold()] = vv
+            elif isinstance(vv, (str, int, float)) and len(str(vv)) <= 60:
+                flat[str(kk).casefold()] = norm_text(str(vv))
+    return flat
+
+
+def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
+    b = _Builder()
+    values = b.values
+    for g, a, e in scan_values(text):
+        raw = text[a:e]
+        suffix = f"[{a}:{e}]"
+        if g == "number" or g == "money":
+            core = raw.strip()
+            key = core if len(core) >= 7 and core.isdigit() else norm_number(core)
+            if key is None:
+                key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
+            if key is not None and len(b.numbers) < NUMS_PER_SOURCE:
+                b.numbers.append((float(key), suffix))
+        elif g == "date" or g == "time" or g == "url":
+            key = norm_text(raw)
+        else:
+            key = norm_id(raw)
+        if key:
+            values.setdefault(key, suffix)
+    words = dict.fromkeys(words_of(text.casefold()))
+    for w in words:
+        if w in NUMBER_WORDS:
+            values.setdefault(str(NUMBER_WORDS[w]), "")
+    stripped = text.strip()
+    if kind == "tool" and stripped[:1] in "{[" and len(stripped) <= max_json_chars:
+        try:
+            doc = json.loads(stripped)
+        except (ValueError, RecursionError):
+            doc = None
+        if doc is not None:
+            b.walk(doc, "", "", None)
+    elif kind in ("tool", "user") and 0 < len(stripped) <= 200:
+        b.value(norm_id(stripped), "")  # a bare value such as a user id
+    return Digest(text=text, values=tuple(b.values.items()), words=tuple(words), numbers=tuple(b.numbers),
+                  facts=tuple(b.facts), objects=tuple(b.objects), collections=tuple(b.collections))
+
+
+_cached = lru_cache(maxsize=CACHE_SIZE)(_analyse)
+
+
+def digest(text: str, kind: str, max_json_chars: int) -> Digest:
+    """The :class:`Digest` of ``text`` indexed as a source of kind ``kind`` (memoized, see the module
+    docstring). Never raises on content: JSON that does not parse is indexed as text."""
+    kind = kind if kind in ("tool", "user") else "other"  # the analysis only distinguishes these
+    if len(text) > MAX_CACHED_CHARS:
+        return _analyse(text, kind, max_json_chars)
+    return _cached(text, kind, max_json_chars)
+
+
+def clear_cache() -> None:
+    """Empty the digest cache and the key cache (for benchmarks and tests)."""
+    _cached.cache_clear()
+    _id_key.cache_clear()
+
+
+@lru_cache(maxsize=4096)
+def _id_key(key: str) -> bool:
+    """Whether a JSON key names an identity (``id``, ``*_id``, ``email``, ``title``; not ``name``)."""
+    return key != "name" and _ID_KEYS.search(key) is not None
+
+
+def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
+    """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first ``*_id``."""
+    keys = [k for k, v in obj.items() if isinstance(v, (str, int)) and not isinstance(v, bool) and _id_key(str(k))]
+    if not keys:
+        return None
+    want = f"{singular(parent_key)}_id" if parent_key else ""
+    for pick in (want, "id"):
+        if pick in keys:
+            return norm_id(str(obj[pick]))
+    return norm_id(str(obj[keys[0]]))
