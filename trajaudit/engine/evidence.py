@@ -207,6 +207,11 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
     cg = build_claim_graph(trajectory, context.config)
     log.extend(cg.to_records())
     log.incomplete.extend(cg.incomplete)
+    for s in trajectory.steps:  # cut content: a value past the cut can look unsupported (MISSING)
+        if "truncated" in s.flags:
+            log.incomplete.append(f"steps.{s.index} content was cut at {len(s.content):,} of "
+                                  f"{s.metadata.get('original_length', 0):,} characters (LoadOptions.max_content_chars); "
+                                  "claims about the cut part may be reported as unsupported")
     log.sort()
     prop = cg.propagate()
     rows = [

@@ -237,7 +237,8 @@ class OfflineJudge:
             category=category, taxonomy=context.config.taxonomy, confidence=round(conf, 3), rationale=rationale,
             evidence=evidence, candidates=cand_out, strategy=self.name,
             error_steps=tuple(sorted({c.step for c in strong} | set(bundle.error_steps))),
-            metadata={"findings": sum(len(c.findings) for c in cands), "log_summary": bundle.log.summary()["verdicts"]},
+            metadata={"findings": sum(len(c.findings) for c in cands), "log_summary": bundle.log.summary()["verdicts"],
+                      **({"incomplete": list(bundle.log.incomplete)} if bundle.log.incomplete else {})},
         )
 
     def _prior(self, t: Trajectory) -> tuple[int | None, str, float, tuple[Evidence, ...], str]:

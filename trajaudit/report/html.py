@@ -113,6 +113,8 @@ def _run_section(i: int, r: AuditResult, preview_chars: int) -> str:
     crit = (f'<a href="#{_anchor(i)}-step-{d.critical_step}">step {d.critical_step}</a>'
             if d.critical_step is not None else "none")
     repair = f"<dt>repair</dt><dd>{_e(d.repair)}</dd>" if d.repair else ""
+    if r.log is not None and r.log.incomplete:
+        repair += "<dt>incomplete</dt><dd>" + "<br>".join(_link_addresses(n, i) for n in r.log.incomplete) + "</dd>"
     return (
         f'<section class="run" id="{_anchor(i)}"><h2>{_e(t.id)} <span class="kind">{_e(t.source.format)} · '
         f"{_e(t.source.file or '')}{'' if t.source.record is None else ' #' + str(t.source.record)}</span></h2>"
