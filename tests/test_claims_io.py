@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import networkx as nx
 from click.testing import CliRunner
@@ -138,9 +137,7 @@ def test_huge_html_and_binary_are_bounded():
     html = "<tr><td>#W8841234</td><td>$1,234.50</td><td>2024-01-02</td></tr>\n" * 40_000  # ~2.6 MB
     binary = "".join(chr(33 + (i * 7919) % 0x2F00) for i in range(200_000))
     t = _run(html + binary, "Order #W8841234 costs $1,234.50; order #W7654321 costs 99.5 €. 订单 ١٢٣٤٥ " + binary[:5000])
-    t0 = time.process_time()
-    g = build_claim_graph(t)
-    assert time.process_time() - t0 < 10  # generous: linear work on ~3 MB (benchmarks/ has the real figure)
+    g = build_claim_graph(t)  # speed on large inputs is measured in benchmarks/bench_claims.py, not here
     by_value = {c.value: c for c in g.claims}
     assert by_value["w8841234"].status is Support.DIRECT
     assert by_value["1234.5"].status is Support.DIRECT
