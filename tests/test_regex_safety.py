@@ -29,3 +29,14 @@ def test_pack_with_redos_regex_is_rejected_with_location():
 def test_shipped_packs_compile():
     for name in ("generic", "tau_retail"):
         assert len(compile_rules(load_pack(name))) > 10
+
+
+def test_lint_warns_on_unknown_targets_and_empty_packs():
+    from trajaudit.engine.rule_lint import lint_pack
+
+    rule = {"id": "x", "type": "PROTOCOL", "severity": "error", "targets": ["no_such_category", "system_failure"],
+            "guard": 'step.kind == "tool"', "assert": "not output.is_error", "message": "m"}
+    (f,) = lint_pack({"pack": "p", "rules": [rule]})
+    assert (f.level, f.code, f.rule_id) == ("warning", "unknown-target", "p.x") and "no_such_category" in f.message
+    (e,) = lint_pack({"pack": "p"})
+    assert (e.level, e.code) == ("warning", "empty-pack")

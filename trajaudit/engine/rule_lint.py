@@ -10,7 +10,9 @@ Reports, each with the rule id and file:line:col:
 - ``contradiction``: whenever the guard holds the assertion is false (the rule always fails);
 - ``tautology``: whenever the guard holds the assertion is true (the rule can never fail);
 - ``conflicting-rules``: two rules whose guards can hold on the same step but whose assertions cannot
-  both hold there (one of them must fail).
+  both hold there (one of them must fail);
+- ``empty-pack`` / ``unknown-target`` (warnings): no enabled rule, or a target that is not a category
+  of the pack's taxonomy (default agentrx).
 
 The skeleton: field paths become z3 variables (strings, reals, booleans by how they are compared),
 ``step.kind`` ranges over the IR's kinds, ``len(…)`` and ``count`` are non-negative integers, ``let``
@@ -229,6 +231,31 @@ def _schema_findings(source: Any) -> list[LintFinding]:
     return sorted(out, key=lambda f: f.location)
 
 
+def _target_findings(pack: RulePack) -> list[LintFinding]:
+    """``empty-pack`` (no enabled rule) and ``unknown-target`` (a target that is not a category of the
+    pack's taxonomy, default agentrx: the judge could never use it as a root cause)."""
+    from trajaudit.engine.taxonomy import load_taxonomy
+    from trajaudit.errors import TrajauditError
+
+    where = f"{pack.file or '<rules>'}:1:1"
+    if not pack.enabled_rules:
+        return [LintFinding("warning", "empty-pack", "the pack has no enabled rule: checking with it finds nothing",
+                            None, where)]
+    name = pack.taxonomy or "agentrx"
+    try:
+        ids = set(load_taxonomy(name).ids)
+    except (TrajauditError, LookupError, OSError) as e:
+        return [LintFinding("warning", "unknown-taxonomy", f"taxonomy {name!r} cannot be loaded ({e}); targets "
+                            "are not checked", None, where)]
+    out = []
+    for spec in pack.enabled_rules:
+        bad = [t for t in spec.targets if t not in ids]
+        if bad:
+            out.append(LintFinding("warning", "unknown-target", f"target(s) {', '.join(bad)} are not categories of "
+                                   f"the {name} taxonomy", spec.id, str(spec.field_locs.get("targets", spec.loc))))
+    return out
+
+
 def lint_pack(source: Any) -> list[LintFinding]:
     """Lint a pack (path, shipped name, YAML text, dict or :class:`RulePack`); never raises for bad packs."""
     try:
@@ -238,7 +265,7 @@ def lint_pack(source: Any) -> list[LintFinding]:
         loc = f"{e.file or '<rules>'}:{e.line or 1}:{e.column or 1}"
         code = "yaml" if "YAML" in e.message else "schema" if "schema:" in e.message else "pack"
         return found or [LintFinding("error", code, e.message, e.rule_id, loc)]
-    findings: list[LintFinding] = []
+    findings: list[LintFinding] = _target_findings(pack)
     compiled: list[CompiledRule] = []
     for spec in pack.enabled_rules:
         try:
