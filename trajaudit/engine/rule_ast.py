@@ -206,3 +206,72 @@ def unparse(e: Expr) -> str:
     if isinstance(e, Binary):
         return f"({unparse(e.left)} {e.op} {unparse(e.right)})"
     raise TypeError(f"not an expression node: {e!r}")
+
+
+# ---- plain-data form (JSON-ready lists), used by the parse memo and the on-disk pack cache ----------
+
+def _field_kinds(cls: type) -> tuple[tuple[str, str], ...]:
+    """``((field, kind), …)`` without ``pos``; kind is ``e`` (node), ``oe`` (node or None), ``es``
+    (tuple of nodes) or ``raw`` (plain value), read from the dataclass annotations."""
+    from dataclasses import fields
+
+    out = []
+    for f in fields(cls):
+        if f.name == "pos":
+            continue
+        t = str(f.type).replace(" ", "")
+        out.append((f.name, {"Expr": "e", "Expr|None": "oe", "tuple[Expr,...]": "es"}.get(t, "raw")))
+    return tuple(out)
+
+
+NODE_TYPES: dict[str, type] = {c.__name__: c for c in (Literal, Regex, Name, Attr, Index, Call, ListExpr,
+                                                        Comprehension, Quant, Unary, Binary)}
+_KINDS = {name: _field_kinds(cls) for name, cls in NODE_TYPES.items()}
+
+
+def to_data(e: Expr) -> list[Any]:
+    """``e`` as nested lists ``[type, line, column, field…]`` (plain values kept as they are).
+    :func:`from_data` inverts it exactly, positions included."""
+    name = type(e).__name__
+    out: list[Any] = [name, e.pos.line, e.pos.column]  # type: ignore[attr-defined]
+    for f, kind in _KINDS[name]:
+        v = getattr(e, f)
+        if kind == "es":
+            out.append([to_data(x) for x in v])
+        elif kind == "e" or (kind == "oe" and v is not None):
+            out.append(to_data(v))
+        else:
+            out.append(v)
+    return out
+
+
+def from_data(d: list[Any]) -> Expr:
+    """A new AST from :func:`to_data`'s form.
+
+    Raises:
+        KeyError, ValueError, TypeError, IndexError: ``d`` is not such a form.
+    """
+    name, line, column = d[0], d[1], d[2]
+    kinds = _KINDS[name]
+    if len(d) != 3 + len(kinds) or type(line) is not int or type(column) is not int:
+        raise ValueError(f"malformed {name} node")
+    args = []
+    for (_f, kind), v in zip(kinds, d[3:], strict=True):
+        if kind == "es":
+            args.append(tuple(from_data(x) for x in v))
+        elif kind == "e" or (kind == "oe" and v is not None):
+            args.append(from_data(v))
+        else:
+            args.append(v)
+    return NODE_TYPES[name](*args, pos=Pos(line, column))
+
+
+def same_data(a: Any, b: Any) -> bool:
+    """Equality of plain data that also requires equal types (``1``, ``1.0`` and ``True`` differ)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_data(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_data(v, b[k]) for k, v in a.items())
+    return a == b

@@ -26,6 +26,10 @@ from trajaudit.errors import RulePackError
 
 MAX_INCLUDE_DEPTH = 16
 
+# What a load read, for ``pack_cache`` (which must re-check it before reusing a stored pack): every
+# ``("file", path, sha256 of the text)`` and ``("include", ref, including file, resolved path)``.
+_DEP_RECORDERS: list[list[tuple[str, str | None, str | None, str]]] = []
+
 
 @dataclass(frozen=True)
 class SourceLoc:
@@ -292,6 +296,11 @@ def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...]) ->
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise RulePackError(f"cannot read rule pack: {e}", file=str(path)) from None
+    if _DEP_RECORDERS:
+        from hashlib import sha256
+
+        for r in _DEP_RECORDERS:
+            r.append(("file", str(path), None, sha256(text.encode("utf-8", "surrogatepass")).hexdigest()))
     return _load_text(text, str(path), overrides, chain + (key,), key)
 
 
@@ -332,6 +341,8 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
             ipath = resolve_pack(entry["pack"], file)
         except RulePackError as e:
             raise doc.error(e.message, ("include", i)) from None
+        for r in _DEP_RECORDERS:
+            r.append(("include", entry["pack"], file, str(ipath)))
         down = {**params, **(entry.get("params") or {}), **overrides}
         sub = _load_file(ipath, down, chain)
         if entry.get("params"):

@@ -1,0 +1,201 @@
+"""The on-disk pack cache (engine/pack_cache.py): a warm load gives exactly the cold load's pack and
+compiled rules; corrupt, unwritable or disabled caches fall back silently; edits are picked up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trajaudit.engine import pack_cache, rule_parser
+from trajaudit.engine import rule_ast as A
+from trajaudit.engine import rule_pack as RP
+from trajaudit.engine.evidence import _compiled_shipped, _loaded_shipped, clear_caches, default_packs
+from trajaudit.errors import RulePackError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BASE = """pack: base
+params:
+  words: ["sorry", "unable"]
+  limit: 3
+rules:
+  - id: no-refusal
+    type: CAPABILITY
+    guard: step.kind == "agent"
+    assert: not contains_any(content, params.words)
+    message: "refusal: {content}"
+  - id: few-calls
+    type: PROTOCOL
+    guard: step.is_decision
+    assert: (count c in earlier where c.kind == "tool") <= params.limit
+"""
+TOP = """pack: top
+include: [base.yaml]
+rules:
+  - id: orders
+    type: PROTOCOL
+    guard: step.kind == "agent" and content ~ /order\\s?\\d+/i
+    assert: exists o in earlier where o.kind == "tool"
+"""
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("TRAJAUDIT_CACHE_DIR", str(d))
+    monkeypatch.delenv("TRAJAUDIT_NO_CACHE", raising=False)
+    clear_caches()
+    yield d
+    clear_caches()
+
+
+def _fingerprint(loaded: pack_cache.LoadedPack, compiled) -> tuple:
+    """Everything a compile yields that is data: the pack, each rule's explain() and ASTs with positions."""
+    return (loaded.pack, [r.explain() for r in compiled],
+            [{k: A.to_data(e) for k, e in r.asts.items()} for r in compiled],
+            [(r.per_call, r.tool_only, r.plan) for r in compiled])
+
+
+def _load_compile(path: Path) -> tuple:
+    clear_caches()
+    loaded = pack_cache.load(path)
+    return _fingerprint(loaded, pack_cache.compile_loaded(loaded))
+
+
+def _no_parsing(monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("parsed although the cache holds the pack")
+    monkeypatch.setattr(rule_parser, "grammar", boom)
+    monkeypatch.setattr(RP, "_Doc", boom)
+
+
+@pytest.mark.parametrize("name", ["generic", "tau_retail"])
+def test_warm_equals_cold_for_shipped_packs_and_skips_parsing(cache, monkeypatch, name):
+    path = RP.resolve_pack(name)
+    cold = _load_compile(path)
+    assert len(list(cache.glob("*.json"))) == 1
+    _no_parsing(monkeypatch)
+    warm = _load_compile(path)
+    assert warm == cold
+    assert A.same_data(warm[2], cold[2])  # positions and literal types too
+
+
+def test_disabled_cache_writes_nothing(cache, monkeypatch):
+    monkeypatch.setenv("TRAJAUDIT_NO_CACHE", "1")
+    cold = _load_compile(RP.resolve_pack("generic"))
+    assert not cache.exists()
+    monkeypatch.setenv("TRAJAUDIT_NO_CACHE", "0")
+    assert _load_compile(RP.resolve_pack("generic")) == cold
+    assert len(list(cache.glob("*.json"))) == 1
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty", "directory"])
+def test_corrupt_entry_falls_back_silently_and_is_rewritten(cache, monkeypatch, damage):
+    path = RP.resolve_pack("tau_retail")
+    cold = _load_compile(path)
+    (entry,) = cache.glob("*.json")
+    raw = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(raw[: len(raw) // 2])
+    elif damage == "garbage":
+        entry.write_bytes(b"\x00\xffnot json")
+    elif damage == "flip":  # a well-formed body that no longer matches its digest
+        assert b'"severity":"error"' in raw
+        entry.write_bytes(raw.replace(b'"severity":"error"', b'"severity":"info"', 1))
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:
+        entry.unlink()
+        entry.mkdir()
+    again = _load_compile(path)
+    assert again == cold
+    if damage != "directory":
+        assert entry.read_bytes() == raw  # the fallback compile wrote a good entry again
+        _no_parsing(monkeypatch)
+        assert _load_compile(path) == cold
+
+
+def test_unwritable_cache_dir_is_ignored(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("TRAJAUDIT_CACHE_DIR", str(blocker / "packs"))
+    monkeypatch.delenv("TRAJAUDIT_NO_CACHE", raising=False)
+    monkeypatch.setenv("TRAJAUDIT_NO_CACHE", "")
+    loaded = pack_cache.load(RP.resolve_pack("tau_retail"))
+    assert len(pack_cache.compile_loaded(loaded)) == len(loaded.pack.enabled_rules) > 0
+    clear_caches()
+
+
+def test_edits_to_an_included_file_are_picked_up(cache, tmp_path, monkeypatch):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "base.yaml").write_text(BASE)
+    top = work / "top.yaml"
+    top.write_text(TOP)
+    first = _load_compile(top)
+    assert first[0].rules[0].params["limit"] == 3
+    (work / "base.yaml").write_text(BASE.replace("limit: 3", "limit: 7"))
+    second = _load_compile(top)
+    assert second[0].rules[0].params["limit"] == 7
+    assert "<= 7" not in second[1][1] and second != first
+    # a file that now resolves elsewhere (the include is found relative to the working directory
+    # when not beside the pack) is another dependency: the entry is not reused
+    (work / "base.yaml").unlink()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "base.yaml").write_text(BASE.replace("limit: 3", "limit: 9"))
+    assert _load_compile(top)[0].rules[0].params["limit"] == 9
+
+
+def test_errors_keep_their_location_after_a_cached_load(cache, tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text(BASE)
+    _load_compile(p)
+    p.write_text(BASE.replace("not contains_any(content, params.words)", "not contains_any(content, params.words"))
+    for _ in range(2):
+        clear_caches()
+        with pytest.raises(RulePackError) as ei:
+            pack_cache.compile_loaded(pack_cache.load(p))
+        assert str(ei.value).startswith(f"{p}:9:")
+        assert "unbalanced parentheses" in str(ei.value) or "unexpected" in str(ei.value)
+
+
+def test_data_that_json_would_change_is_not_cached(cache, tmp_path):
+    p = tmp_path / "d.yaml"
+    p.write_text(BASE.replace("  limit: 3\n", "  limit: 3\n  since: 2024-01-02\n  by_id: {1: one}\n"))
+    a = _load_compile(p)
+    assert a[0].params["since"].year == 2024 and a[0].params["by_id"] == {1: "one"}
+    assert not list(cache.glob("*.json"))
+    assert _load_compile(p) == a
+
+
+def test_ast_data_round_trip_is_exact_for_every_shipped_expression(cache):
+    clear_caches()
+    with rule_parser.recording() as seen:
+        for name in RP.shipped_packs():
+            pack_cache.compile_loaded(pack_cache.load(RP.resolve_pack(name)))
+    assert len(seen) > 200  # distinct expression texts of the shipped packs
+    for text, data in seen.items():
+        rule_parser.clear_memo()
+        fresh = rule_parser.parse_expression(text)
+        assert A.same_data(A.to_data(fresh), data)
+        assert A.from_data(data) == fresh and A.from_data(data) is not A.from_data(data)
+
+
+def test_serialized_pack_covers_every_field():
+    from dataclasses import fields
+
+    assert {f.name for f in fields(RP.RuleSpec)} == set(pack_cache._SPEC_PLAIN) | {
+        "targets", "let", "examples", "loc", "field_locs"}
+    assert {f.name for f in fields(RP.RulePack)} == set(pack_cache._PACK_PLAIN) | {"rules", "includes"}
+    assert {f.name for f in fields(RP.SourceLoc)} == {"file", "line", "column", "indent"}
+
+
+def test_domain_packs_are_compiled_only_when_a_run_selects_them(cache):
+    clear_caches()
+    always, domains = default_packs(())
+    assert always == ["generic"] and [d.name for d in domains] == ["tau_retail"]
+    assert _compiled_shipped.cache_info().currsize == 0 and _loaded_shipped.cache_info().currsize == 1
+    rules = domains[0].rules
+    assert rules and all(r.spec.pack == "tau_retail" for r in rules)
+    assert _compiled_shipped.cache_info().currsize == 1
