@@ -3,9 +3,13 @@ compiled rules; corrupt, unwritable or disabled caches fall back silently; edits
 
 from __future__ import annotations
 
+import copy
+import datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trajaudit.engine import pack_cache, rule_parser
 from trajaudit.engine import rule_ast as A
@@ -199,3 +203,57 @@ def test_domain_packs_are_compiled_only_when_a_run_selects_them(cache):
     rules = domains[0].rules
     assert rules and all(r.spec.pack == "tau_retail" for r in rules)
     assert _compiled_shipped.cache_info().currsize == 1
+
+
+def _pack_docs() -> list[dict]:
+    import yaml
+
+    from trajaudit.engine.taxonomy import _shipped_dir
+
+    docs = [yaml.safe_load(RP.resolve_pack(n).read_text()) for n in RP.shipped_packs()]
+    docs.append(yaml.safe_load(_shipped_dir().joinpath("agentrx.yaml").read_text()))
+    return docs
+
+
+_PACK_DOCS = _pack_docs()
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
+                     st.sampled_from(["", "error", "PROTOCOL", "x", "a.b", "1"]))
+_values = st.recursive(_scalars, lambda c: st.one_of(st.lists(c, max_size=2),
+                                                        st.dictionaries(st.sampled_from(["id", "x", "type"]), c,
+                                                                        max_size=2)), max_leaves=4)
+
+
+def _paths(doc, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:4]):
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_schema_fast_path_agrees_on_mutated_packs_and_taxonomies(data):
+    """Rule packs and taxonomies are now accepted by the compiled fast path first (schema.fast_accepts):
+    random edits of the shipped ones get the same verdict as jsonschema, including YAML-only values."""
+    from trajaudit.engine.schema import fast_accepts, validator
+
+    doc = copy.deepcopy(data.draw(st.sampled_from(_PACK_DOCS)))
+    name = "taxonomy" if "categories" in doc else "rule_pack"
+    extra = st.one_of(_values, st.sampled_from([datetime.date(2024, 1, 2), {1: "x"}, {None: 1}, b"raw", {"a", "b"}]))
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(doc)[1:]))
+        parent = doc
+        for p in path[:-1]:
+            parent = parent[p]
+        op = data.draw(st.sampled_from(["replace", "delete", "add"]))
+        if op == "replace":
+            parent[path[-1]] = data.draw(extra)
+        elif op == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent[path[-1]], dict):
+            parent[path[-1]][data.draw(st.sampled_from(["extra", "id", "guard", "severity", 7]))] = data.draw(extra)
+    assert not fast_accepts(name, doc) or validator(name).is_valid(doc)

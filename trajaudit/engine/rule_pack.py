@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from trajaudit.engine.rule_parser import Where
-from trajaudit.engine.schema import validator
+from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import RulePackError
 
 MAX_INCLUDE_DEPTH = 16
@@ -310,7 +310,8 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
-    errors = sorted(validator("rule_pack").iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
+    errors = [] if fast_accepts("rule_pack", data) else sorted(
+        validator("rule_pack").iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
     if errors:
         from jsonschema.exceptions import best_match
 
