@@ -11,7 +11,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajaudit.engine.regex_prefilter import cannot_match, memo_search, required_literals, span
+from trajaudit.engine.regex_prefilter import (
+    _flatten,
+    _search_branches,
+    branch_plan,
+    cannot_match,
+    memo_search,
+    required_literals,
+    span,
+)
 from trajaudit.engine.rule_pack import resolve_pack, shipped_packs
 
 PATTERNS = [
@@ -23,6 +31,8 @@ PATTERNS = [
     r"(?i)na[iï]ve|caf[eé]",
     r"(?i)\u212aelvin|kelvins",  # a non-ASCII literal (KELVIN SIGN) matches ASCII "k" under IGNORECASE
     r"ab",
+    r"(?i)ab|abc|b\w+|X{4,}|(?:c|d(?-i:E))|^z$",  # overlapping branches: leftmost, then first branch wins
+    r"(?m)^a[|)]b|(?:x|y)+z|(?s:q.r)|\bst\b",
 ]
 
 
@@ -42,7 +52,8 @@ def _shipped_regexes() -> list[str]:
     return out
 
 
-_fragments = st.sampled_from(["timed out", "TIMED OUT", "TimeoutError", "timeout", "x", " ", "\n", "-",
+_fragments = st.sampled_from(["ab", "ABC", "bx", "xxxx", "XXXXX", "dE", "de", "z", "a|b", "a)b", "q\nr", "st", "yyz",
+                              "timed out", "TIMED OUT", "TimeoutError", "timeout", "x", " ", "\n", "-",
                               "exitcode: 124", "40", "3", "1", " Forbidden", "CLIENT ERROR", "socket.timeout",
                               "Traceback (most recent call last)", "abc", "yz", "foo", "bar", "naïve", "café",
                               "Kelvin", "kelvin", "\u212aelvin", "captcha", "CAPTCHA", "access denied", "é"])
@@ -67,6 +78,29 @@ def test_required_literals_of_examples():
     assert cannot_match(rx, "all good") and not cannot_match(rx, "TRACEBACK (MOST RECENT CALL LAST)")
     assert not cannot_match(re.compile(r"(?i)kelvins"), "\u212aELVINS")  # non-ASCII text: the regex decides
     assert all(required_literals(re.compile(p)) is not None for p in _shipped_regexes()[:3])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_fragments, max_size=10).map("".join), st.data())
+def test_branch_split_finds_exactly_the_match_of_the_alternation(text, data):
+    rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
+    plan = branch_plan(rx)
+    if plan is not None and text.isascii():
+        assert _search_branches(plan, text, text.lower()) == span(rx.search(text))
+
+
+def test_branch_plan_of_examples():
+    assert _flatten(r"(?:(?i:a|b(?:c|d))|(?-i:x|[|)]y))|z\|w") == [
+        "(?i:a)", "(?i:b(?:c|d))", "(?-i:x)", "(?-i:[|)]y)", r"z\|w"]
+    assert branch_plan(re.compile(r"(a)|b|c")) is None  # a capturing group: numbering would change
+    assert branch_plan(re.compile(r"a|b")) is None  # not worth it
+    plan = branch_plan(re.compile(r"(?i)\bstatus\W5\d\d\b|timed out|X{4,}"))
+    assert [lits for _, lits in plan] == [{"status"}, {"timed out"}, {"xxxx"}]
+    # "status" occurs but the status branch does not match; the later branch's match is returned
+    assert _search_branches(plan, "status: ok, timed out", "status: ok, timed out") == (12, 21, "timed out")
+    # earliest start wins over branch order; on a tie the earlier branch wins
+    assert span(re.compile(r"bc|abc|xx").search("abc")) == _search_branches(
+        branch_plan(re.compile(r"bc|abc|xx")), "abc", "abc") == (0, 3, "abc")
 
 
 def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_file, monkeypatch):
