@@ -261,15 +261,22 @@ def shareable(node: Any, scope: dict[str, str], lets: dict[str, str]) -> bool:
     return True
 
 
+#: Canonical small keys of shared comprehension ASTs (AST equality ignores positions), so the per-step
+#: lookup does not hash a whole expression tree; grows only with the distinct expressions compiled.
+_SHARED_KEYS: dict[Any, int] = {}
+
+
 def shared_comprehension(node: Any, fn: Fn) -> Fn:
     """``fn`` (a :func:`shareable` comprehension) evaluated once per run, step and call for all the
     rules that contain an equal expression (AST equality ignores positions): later evaluations get a
     copy of the list, and replay the evidence it recorded and the budget it charged, so every rule
     sees exactly what its own evaluation would have produced."""
 
+    node_key = _SHARED_KEYS.setdefault(node, len(_SHARED_KEYS))  # equal ASTs, one small key (hashed once)
+
     def run(env: Env) -> Any:
         tc = env.tc
-        key = (node, env.k, env.call)
+        key = (node_key, env.k, env.call)
         hit = tc.shared.get(key)
         if hit is not None:
             out, seen, ops = hit
