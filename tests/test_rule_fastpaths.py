@@ -123,3 +123,31 @@ def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_fi
     cfg = AuditConfig(rule_budget=40)
     for t in runs[:3]:
         assert evaluate(t, shared, config=cfg).to_dict() == evaluate(t, plain, config=cfg).to_dict()
+
+
+def test_lazy_pass_records_equal_eager_ones(tau_file, monkeypatch):
+    import dataclasses
+
+    from trajaudit import load_path
+    from trajaudit.engine import rule_eval
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import load_pack
+    from trajaudit.engine.validation_log import Evidence, LazyRecord, Record
+
+    calls = []
+    lazy = LazyRecord(3, "p.r", "pass", "warning", "PROTOCOL", ("x",), "t",
+                      thunk=lambda: calls.append(1) or ((Evidence("steps.3.content", "v"),), {"a": 1}))
+    eager = Record(3, "p.r", "pass", "warning", "PROTOCOL", ("x",), "t", (Evidence("steps.3.content", "v"),), {"a": 1})
+    assert calls == [] and lazy == eager and eager == lazy and lazy.to_dict() == eager.to_dict()
+    assert lazy.evidence[0].address == "steps.3.content" and calls == [1]  # computed once
+    assert lazy != dataclasses.replace(eager, step=4)
+    assert dataclasses.replace(lazy, message="m").bindings == {"a": 1}
+
+    run = load_path(tau_file).trajectories[0]
+    rules = [r for name in ("generic", "tau_retail") for r in compile_rules(load_pack(name))]
+    got = rule_eval.evaluate(run, rules)
+    assert sum(isinstance(r, LazyRecord) for r in got.records) > 100
+    monkeypatch.setattr(rule_eval, "LazyRecord", lambda *a, thunk: Record(*a, *thunk()))
+    want = rule_eval.evaluate(run, rules)
+    assert not any(isinstance(r, LazyRecord) for r in want.records)
+    assert got.records == want.records and got.to_dict() == want.to_dict()
