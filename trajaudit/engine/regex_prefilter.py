@@ -80,10 +80,13 @@ def _required(seq: Any) -> frozenset[str] | None:
     return best
 
 
-@lru_cache(maxsize=1024)
 def required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
     """Lower-case ASCII literals one of which every match of ``rx`` contains, or ``None`` when no
     usable set is found (shortest literal under :data:`MIN_LITERAL`). Cached per pattern."""
+    return info_of(rx).lits
+
+
+def _required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
     if _p is None or not isinstance(rx.pattern, str):
         return None
     try:
@@ -185,8 +188,13 @@ def _flatten(p: str) -> list[str] | None:
 Branch = tuple[re.Pattern[str], frozenset[str] | None]
 
 
-@lru_cache(maxsize=1024)
 def branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
+    """``rx``'s alternation split into ``(branch pattern, its required literals or None)``, or ``None``
+    (see :func:`_branch_plan`). Cached per pattern."""
+    return info_of(rx).plan
+
+
+def _branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
     """``rx``'s alternation split into ``(branch pattern, its required literals or None)``, or ``None``
     when splitting is not known to be exact or not worth it: capturing groups (back-references and
     group numbers), verbose mode or comments, fewer than 3 branches, or a branch that does not compile alone."""
@@ -196,10 +204,10 @@ def branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
     if branches is None or len(branches) < 3:
         return None
     try:
-        plan = tuple((re.compile(b, rx.flags), None) for b in branches)
+        plan = tuple(re.compile(b, rx.flags) for b in branches)
     except (re.error, ValueError):
         return None
-    return tuple((b, required_literals(b)) for b, _ in plan)
+    return tuple((b, _required_literals(b)) for b in plan)
 
 
 def _search_branches(plan: tuple[Branch, ...], text: str, low: str) -> Span | None:
@@ -216,27 +224,54 @@ def _search_branches(plan: tuple[Branch, ...], text: str, low: str) -> Span | No
     return span(best)
 
 
-def _search(rx: re.Pattern[str], text: str, low: str | None) -> Span | None:
-    if low is not None:
-        plan = branch_plan(rx)
-        if plan is not None:
-            return _search_branches(plan, text, low)
-    return span(rx.search(text))
+class RegexInfo:
+    """What the searches need to know about one compiled pattern, computed once: its literal set
+    (:func:`required_literals`) and branch plan (:func:`branch_plan`). Hashed by identity: hashing an
+    ``re.Pattern`` hashes its whole compiled code (~1.5 us for a long alternation) on every lookup."""
+
+    __slots__ = ("rx", "lits", "plan")
+
+    def __init__(self, rx: re.Pattern[str]) -> None:
+        self.rx = rx
+        self.lits = _required_literals(rx)
+        self.plan = _branch_plan(rx)
+
+
+_INFO: dict[int, RegexInfo] = {}
+_INFO_MAX = 4096
+
+
+def info_of(rx: re.Pattern[str]) -> RegexInfo:
+    """The :class:`RegexInfo` of ``rx`` (keyed by ``id``; the entry holds ``rx``, so an id is never
+    reused while it is cached, and a hit is checked to be the same object). Bounded: cleared when full."""
+    info = _INFO.get(id(rx))
+    if info is None or info.rx is not rx:
+        if len(_INFO) >= _INFO_MAX:
+            _INFO.clear()
+        info = _INFO[id(rx)] = RegexInfo(rx)
+    return info
+
+
+def _search(info: RegexInfo, text: str, low: str | None) -> Span | None:
+    if low is not None and info.plan is not None:
+        return _search_branches(info.plan, text, low)
+    return span(info.rx.search(text))
 
 
 @lru_cache(maxsize=4096)
-def _search_shared(rx: re.Pattern[str], text: str, low: str | None = None) -> Span | None:
+def _search_shared(info: RegexInfo, text: str, low: str | None = None) -> Span | None:
     """Bounded per-process cache of regex results (keyed by the pattern and the text itself, so a hit
     is exact): runs of one batch share texts (a system prompt, repeated tool outputs) and rule packs
     share patterns. At most 4096 texts of at most :data:`SHARED_SEARCH_MAX_CHARS` characters.
     ``low`` is ``text.lower()`` for an ASCII text (then :func:`branch_plan` may answer), else ``None``."""
-    return _search(rx, text, low)
+    return _search(info, text, low)
 
 
 def memo_search(rx: re.Pattern[str], text: str, memo: dict[Any, Span | None], lowered: dict[str, str]) -> Span | None:
     """:func:`span` of ``rx.search(text)``, memoized in ``memo`` (one run's) and, for short texts, across
     runs; ``lowered`` keeps each ASCII text's lower-case form for the literal prefilter."""
-    key = (rx, text)
+    info = info_of(rx)
+    key = (info, text)
     if key in memo:
         return memo[key]
     low = None
@@ -244,9 +279,9 @@ def memo_search(rx: re.Pattern[str], text: str, memo: dict[Any, Span | None], lo
         low = lowered.get(text)
         if low is None:
             low = lowered[text] = text.lower()
-        lits = required_literals(rx)
+        lits = info.lits
         if lits is not None and not any(lit in low for lit in lits):
             memo[key] = None
             return None
-    got = memo[key] = _search_shared(rx, text, low) if len(text) <= SHARED_SEARCH_MAX_CHARS else _search(rx, text, low)
+    got = memo[key] = _search_shared(info, text, low) if len(text) <= SHARED_SEARCH_MAX_CHARS else _search(info, text, low)
     return got
