@@ -114,6 +114,7 @@ def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_fi
     packs = [load_pack(name) for name in ("generic", "tau_retail")]
     shared = [r for p in packs for r in compile_rules(p)]
     monkeypatch.setattr(rule_compiler, "shareable", lambda *a: False)
+    monkeypatch.setattr(rule_compiler, "closed_share_key", lambda *a: None)  # quantifier filters too
     plain = [r for p in packs for r in compile_rules(p)]
     for t in runs:
         assert evaluate(t, shared).to_dict() == evaluate(t, plain).to_dict()
@@ -151,3 +152,19 @@ def test_lazy_pass_records_equal_eager_ones(tau_file, monkeypatch):
     want = rule_eval.evaluate(run, rules)
     assert not any(isinstance(r, LazyRecord) for r in want.records)
     assert got.records == want.records and got.to_dict() == want.to_dict()
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                     max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json)
+def test_select_type_shortcut_is_jmespath_type(value):
+    import jmespath
+
+    from trajaudit.engine.rule_builtins import _select
+
+    expr = jmespath.compile("type(@)")
+    assert _select(value, expr) == expr.search(value)

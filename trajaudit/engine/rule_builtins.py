@@ -184,9 +184,19 @@ def _leaves(x: Any) -> list[Any]:
     return out
 
 
+#: ``type(@)`` of JSON values by exact Python type: jmespath's own answer (its ``_func_type``), without
+#: lexing/interpreting the expression for the commonest guard (``select(o.json, "type(@)") == "object"``).
+_JSON_TYPE = {str: "string", bool: "boolean", list: "array", dict: "object", int: "number", float: "number",
+              type(None): "null"}
+
+
 def _select(x: Any, expr: Any) -> Any:
     if isinstance(x, (StepView, CallView)):
         raise EvalError("select() works on JSON values (e.g. output.json, call.args), not on a step or call")
+    if expr.expression == "type(@)":
+        t = _JSON_TYPE.get(type(x))
+        if t is not None:
+            return t
     try:
         return expr.search(x)
     except jmespath.exceptions.JMESPathError as e:

@@ -23,7 +23,13 @@ from trajaudit.engine.regex_safety import nested_unbounded
 from trajaudit.engine.rule_builtins import BUILTINS, StepRange
 from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
-from trajaudit.engine.rule_queries import QuantPlan, comprehension, shareable, shared_comprehension
+from trajaudit.engine.rule_queries import (
+    QuantPlan,
+    closed_share_key,
+    comprehension,
+    shareable,
+    shared_comprehension,
+)
 from trajaudit.engine.rule_runtime import (
     CALL_FIELD_TYPES,
     STEP_FIELD_TYPES,
@@ -426,8 +432,13 @@ class ExprCompiler(OperatorsMixin):
         opened = self._conj(open_parts, inner)
         body = self.compile(node.body, inner).fn if node.body is not None else None
         body_closed = node.body is not None and not (free_names(node.body, frozenset({node.var})) - {"params", "traj"})
+        names: set[str] = set()
+        for part in closed_parts + ([node.body] if body_closed else []):
+            names |= free_names(part, frozenset({node.var}))
+        share = closed_share_key(et, node.var, closed_parts, node.body if body_closed else None, names) \
+            if closed_parts or body_closed else None
         plan = QuantPlan(node.kind, node.var, seq.fn, seq.loc, closed, opened, body, body_closed,
-                         key=id(node), label=A.unparse(node))
+                         key=id(node), label=A.unparse(node), share=share)
         typ = {"exists": "bool", "forall": "bool", "count": "num"}.get(node.kind, et)
         return C(plan.run, typ)
 
