@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import jmespath
 
+from trajaudit.engine.regex_prefilter import cannot_match
 from trajaudit.engine.rule_runtime import CallView, Env, EvalError, StepView, is_num, type_name
 
 
@@ -106,6 +107,8 @@ def _captures(text: Any, rx: re.Pattern[str]) -> list[str]:
         return []
     if not isinstance(text, str):
         raise EvalError(f"captures() needs a string, got {type_name(text)}")
+    if cannot_match(rx, text):  # exact: no literal every match needs occurs (regex_prefilter)
+        return []
     return [m.group(1) if rx.groups else m.group(0) for m in rx.finditer(text)]
 
 
@@ -181,9 +184,19 @@ def _leaves(x: Any) -> list[Any]:
     return out
 
 
+#: ``type(@)`` of JSON values by exact Python type: jmespath's own answer (its ``_func_type``), without
+#: lexing/interpreting the expression for the commonest guard (``select(o.json, "type(@)") == "object"``).
+_JSON_TYPE = {str: "string", bool: "boolean", list: "array", dict: "object", int: "number", float: "number",
+              type(None): "null"}
+
+
 def _select(x: Any, expr: Any) -> Any:
     if isinstance(x, (StepView, CallView)):
         raise EvalError("select() works on JSON values (e.g. output.json, call.args), not on a step or call")
+    if expr.expression == "type(@)":
+        t = _JSON_TYPE.get(type(x))
+        if t is not None:
+            return t
     try:
         return expr.search(x)
     except jmespath.exceptions.JMESPathError as e:

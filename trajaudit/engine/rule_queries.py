@@ -38,6 +38,8 @@ class QuantPlan:
         body_closed: the body mentions only the variable and constants.
         key: a cache key unique to this quantifier node.
         label: source text, used in evidence notes.
+        share: a key equal for quantifiers whose pre-computable parts are equal expressions over the
+            same element type (so they give equal results on a run), or ``None`` (never shared).
     """
 
     kind: str
@@ -50,6 +52,7 @@ class QuantPlan:
     body_closed: bool
     key: int
     label: str
+    share: int | None = None
 
     def run(self, env: Env) -> Any:
         """Evaluate the quantifier in ``env``; binds the witness/counterexample in ``env.witness``."""
@@ -84,11 +87,18 @@ class QuantPlan:
 
     def _matches(self, env: Env, universe: list[Any], tag: str, pred: Fn) -> tuple[list[int], list[int], dict]:
         """Positions in ``universe`` where ``pred`` holds (or raised), computed once per trajectory."""
+        cache = env.tc.cache
         key = (self.key, tag, id(universe))
-        hit = env.tc.cache.get(key)
+        hit = cache.get(key)
         if hit is not None:
             return hit
-        env.tc.charge(len(universe))
+        env.tc.charge(len(universe))  # what computing it costs this rule, whoever computed it first
+        if self.share is not None:  # an equal filter of another rule already ran on this run
+            skey = ("shared", self.share, tag, id(universe))
+            hit = cache.get(skey)
+            if hit is not None:
+                cache[key] = hit
+                return hit
         scratch = Env(env.tc, env.k)
         matches: list[int] = []
         errors: dict[int, str] = {}
@@ -101,7 +111,9 @@ class QuantPlan:
                 matches.append(i)
                 errors[i] = str(e)
         out = (matches, sorted(errors), errors)
-        env.tc.cache[key] = out
+        cache[key] = out
+        if self.share is not None:
+            cache[("shared", self.share, tag, id(universe))] = out
         return out
 
     @staticmethod
@@ -261,15 +273,36 @@ def shareable(node: Any, scope: dict[str, str], lets: dict[str, str]) -> bool:
     return True
 
 
+#: Canonical small keys of shared comprehension ASTs (AST equality ignores positions), so the per-step
+#: lookup does not hash a whole expression tree; grows only with the distinct expressions compiled.
+_SHARED_KEYS: dict[Any, int] = {}
+
+
+def closed_share_key(elem_type: str, var: str, closed: list[Any], body: Any, names: set[str]) -> int | None:
+    """:attr:`QuantPlan.share` for a quantifier whose pre-computable filter is the conjunction ``closed``
+    (and, for ``forall``, ``body``) of ASTs over ``var`` of ``elem_type``; ``None`` when they read pack
+    parameters (equal text, maybe different values) or nest a quantifier/comprehension (witnesses)."""
+    from trajaudit.engine import rule_ast as A
+
+    if "params" in names:
+        return None
+    for part in [*closed, body]:
+        if part is not None and any(isinstance(n, (A.Quant, A.Comprehension)) for n in part.walk()):
+            return None
+    return _SHARED_KEYS.setdefault(("closed", elem_type, var, tuple(closed), body), len(_SHARED_KEYS))
+
+
 def shared_comprehension(node: Any, fn: Fn) -> Fn:
     """``fn`` (a :func:`shareable` comprehension) evaluated once per run, step and call for all the
     rules that contain an equal expression (AST equality ignores positions): later evaluations get a
     copy of the list, and replay the evidence it recorded and the budget it charged, so every rule
     sees exactly what its own evaluation would have produced."""
 
+    node_key = _SHARED_KEYS.setdefault(node, len(_SHARED_KEYS))  # equal ASTs, one small key (hashed once)
+
     def run(env: Env) -> Any:
         tc = env.tc
-        key = (node, env.k, env.call)
+        key = (node_key, env.k, env.call)
         hit = tc.shared.get(key)
         if hit is not None:
             out, seen, ops = hit

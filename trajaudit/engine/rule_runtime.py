@@ -203,6 +203,11 @@ class TrajContext:
         self.tools = tools
         self.checkers = checkers
 
+    def release(self) -> None:
+        """Drop the per-run query caches once every rule has run (views and indexes stay)."""
+        for d in (self._json, self._search, self._lower, self.cache, self.shared):
+            d.clear()
+
     def charge(self, n: int = 1) -> None:
         """Count ``n`` evaluation operations against the current rule's budget."""
         self.ops += n
