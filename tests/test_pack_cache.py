@@ -94,7 +94,7 @@ def test_disabled_cache_writes_nothing(cache, monkeypatch):
     assert len(list(cache.glob("*.json"))) == 1
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty", "directory"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty", "directory", "bad-ast"])
 def test_corrupt_entry_falls_back_silently_and_is_rewritten(cache, monkeypatch, damage):
     path = RP.resolve_pack("tau_retail")
     cold = _load_compile(path)
@@ -109,6 +109,16 @@ def test_corrupt_entry_falls_back_silently_and_is_rewritten(cache, monkeypatch, 
         entry.write_bytes(raw.replace(b'"severity":"error"', b'"severity":"info"', 1))
     elif damage == "empty":
         entry.write_bytes(b"")
+    elif damage == "bad-ast":  # a digest-valid entry whose stored ASTs do not decode (a bug, say)
+        import hashlib
+        import json
+
+        head, _, body = raw.partition(b"\n")
+        d = json.loads(body)
+        d["parsed"] = {t: ["NoSuchNode", 1, 1] for t in d["parsed"]}
+        body = json.dumps(d).encode()
+        magic, fmt, _digest = head.decode().split(" ")
+        entry.write_bytes(f"{magic} {fmt} {hashlib.sha256(body).hexdigest()}\n".encode() + body)
     else:
         entry.unlink()
         entry.mkdir()

@@ -29,9 +29,14 @@ class Expr:
 
     def walk(self) -> Iterator[Expr]:
         """This node and every descendant (pre-order)."""
-        yield self
-        for c in self.children():
-            yield from c.walk()
+        stack: list[Expr] = [self]  # an explicit stack: nested generators cost O(depth) per node
+        pop, push = stack.pop, stack.extend
+        while stack:
+            node = pop()
+            yield node
+            kids = node.children()
+            if kids:
+                push(reversed(kids))
 
 
 @dataclass(frozen=True)
@@ -251,19 +256,29 @@ def from_data(d: list[Any]) -> Expr:
     Raises:
         KeyError, ValueError, TypeError, IndexError: ``d`` is not such a form.
     """
-    name, line, column = d[0], d[1], d[2]
-    kinds = _KINDS[name]
-    if len(d) != 3 + len(kinds) or type(line) is not int or type(column) is not int:
-        raise ValueError(f"malformed {name} node")
-    args = []
-    for (_f, kind), v in zip(kinds, d[3:], strict=True):
-        if kind == "es":
-            args.append(tuple(from_data(x) for x in v))
-        elif kind == "e" or (kind == "oe" and v is not None):
-            args.append(from_data(v))
-        else:
-            args.append(v)
-    return NODE_TYPES[name](*args, pos=Pos(line, column))
+    return _DECODERS[d[0]](d)
+
+
+def _decoder(cls: type, kinds: tuple[tuple[str, str], ...]) -> Any:
+    ks = tuple(k for _f, k in kinds)
+
+    def decode(d: list[Any]) -> Expr:
+        args: list[Any] = []
+        add = args.append
+        for k, v in zip(ks, d[3:], strict=True):
+            if k == "raw":
+                add(v)
+            elif k == "e":
+                add(_DECODERS[v[0]](v))
+            elif k == "es":
+                add(tuple(_DECODERS[x[0]](x) for x in v))
+            else:
+                add(None if v is None else _DECODERS[v[0]](v))
+        return cls(*args, pos=Pos(d[1], d[2]))
+    return decode
+
+
+_DECODERS = {name: _decoder(cls, _KINDS[name]) for name, cls in NODE_TYPES.items()}
 
 
 def same_data(a: Any, b: Any) -> bool:
