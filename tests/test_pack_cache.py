@@ -267,3 +267,17 @@ def test_schema_fast_path_agrees_on_mutated_packs_and_taxonomies(data):
         elif isinstance(parent[path[-1]], dict):
             parent[path[-1]][data.draw(st.sampled_from(["extra", "id", "guard", "severity", 7]))] = data.draw(extra)
     assert not fast_accepts(name, doc) or validator(name).is_valid(doc)
+
+
+def test_cache_location_follows_xdg_and_never_lands_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRAJAUDIT_NO_CACHE", raising=False)
+    monkeypatch.delenv("TRAJAUDIT_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert pack_cache.cache_dir() == tmp_path / "xdg" / "trajaudit" / "packs"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored, as the XDG spec says
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert pack_cache.cache_dir() == tmp_path / "home" / ".cache" / "trajaudit" / "packs"
+    monkeypatch.setenv("TRAJAUDIT_CACHE_DIR", str(tmp_path / "mine"))
+    assert pack_cache.cache_dir() == tmp_path / "mine"
+    monkeypatch.setenv("TRAJAUDIT_NO_CACHE", "1")
+    assert pack_cache.cache_dir() is None

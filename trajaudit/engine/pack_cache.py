@@ -54,14 +54,20 @@ CODE_FILES = ("engine/rule_pack.py", "engine/rule_parser.py", "engine/rules.lark
 
 
 def cache_dir() -> Path | None:
-    """The cache directory, or ``None`` when ``TRAJAUDIT_NO_CACHE`` is set (to anything but ``0``/empty)."""
+    """The cache directory, or ``None`` when ``TRAJAUDIT_NO_CACHE`` is set (to anything but ``0``/empty)
+    or no absolute location is known (no ``$TRAJAUDIT_CACHE_DIR``, absolute ``$XDG_CACHE_HOME`` or home)."""
     if os.environ.get("TRAJAUDIT_NO_CACHE", "") not in ("", "0"):
         return None
     explicit = os.environ.get("TRAJAUDIT_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "trajaudit" / "packs"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):  # the XDG spec: a relative value is ignored
+        return Path(xdg) / "trajaudit" / "packs"
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home):  # no home directory: no default cache (never one in the working directory)
+        return None
+    return Path(home) / ".cache" / "trajaudit" / "packs"
 
 
 @cache
