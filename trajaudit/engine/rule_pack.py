@@ -157,24 +157,35 @@ class _Doc:
         # marks and data (tests/test_schema_fast.py), ~10x faster; user files keep the pure-Python
         # parser, whose error messages the error paths are written for
         loader = _FAST_LOADER if file is not None and is_shipped_file(file) else yaml.SafeLoader
+        # one loader composes the node tree (for the marks) and then constructs the data from that same
+        # tree, as ``get_single_data`` would — the text is parsed once, not twice
+        ld = None
         try:
-            node = yaml.compose(text, Loader=loader)
+            ld = loader(text)  # the reader may already reject the text (e.g. a control character)
+            node = ld.get_single_node()
         except yaml.YAMLError as e:
+            if ld is not None:
+                ld.dispose()
             mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
             line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
             ctx = _caret(self.lines, line, col)
             problem = getattr(e, "problem", None) or str(e)
             raise RulePackError(f"YAML syntax error: {problem}", file=file, line=line, column=col, context=ctx) from None
         except RecursionError:
+            if ld is not None:
+                ld.dispose()
             raise RulePackError("YAML nested too deeply", file=file) from None
-        if node is None:
-            raise RulePackError("empty rule pack", file=file, line=1, column=1)
-        self.marks: dict[tuple[Any, ...], SourceLoc] = {}
-        self._walk(node, ())
         try:
-            self.data = loader(text).get_single_data() if text else None
-        except yaml.YAMLError as e:  # e.g. a bad tag: composing worked, constructing did not
-            raise RulePackError(f"YAML error: {e}", file=file) from None
+            if node is None:
+                raise RulePackError("empty rule pack", file=file, line=1, column=1)
+            self.marks: dict[tuple[Any, ...], SourceLoc] = {}
+            self._walk(node, ())  # before constructing: merge keys (<<) rewrite the tree while constructing
+            try:
+                self.data = ld.construct_document(node)
+            except yaml.YAMLError as e:  # e.g. a bad tag: composing worked, constructing did not
+                raise RulePackError(f"YAML error: {e}", file=file) from None
+        finally:
+            ld.dispose()
 
     def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
         m = node.start_mark
