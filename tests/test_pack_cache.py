@@ -281,3 +281,16 @@ def test_cache_location_follows_xdg_and_never_lands_in_the_working_directory(tmp
     assert pack_cache.cache_dir() == tmp_path / "mine"
     monkeypatch.setenv("TRAJAUDIT_NO_CACHE", "1")
     assert pack_cache.cache_dir() is None
+
+
+def test_yaml_is_parsed_once_with_the_same_errors_and_merge_keys():
+    """_Doc constructs the data from the tree it composed for the marks (one parse of the text)."""
+    with pytest.raises(RulePackError, match="YAML syntax error: unacceptable character #x0007"):
+        RP.load_pack("pack: x\nrules: []\n\x07")
+    with pytest.raises(RulePackError, match="YAML error: could not determine a constructor"):
+        RP.load_pack("pack: x\nrules: !!python/name:os.system []\n")
+    pack = RP.load_pack('pack: x\nbase: &b {type: PROTOCOL, assert: "true"}\nrules:\n  - <<: *b\n    id: m\n'
+                        .replace("base: &b", "metadata: &b"))
+    (rule,) = pack.rules
+    assert (rule.id, rule.type, rule.assertion) == ("x.m", "PROTOCOL", "true")
+    assert (rule.loc.line, rule.loc.column) == (4, 5)
