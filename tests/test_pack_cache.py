@@ -200,7 +200,7 @@ def test_serialized_pack_covers_every_field():
     from dataclasses import fields
 
     assert {f.name for f in fields(RP.RuleSpec)} == set(pack_cache._SPEC_PLAIN) | {
-        "targets", "let", "examples", "loc", "field_locs"}
+        "targets", "let", "examples", "params", "loc", "field_locs"}
     assert {f.name for f in fields(RP.RulePack)} == set(pack_cache._PACK_PLAIN) | {"rules", "includes"}
     assert {f.name for f in fields(RP.SourceLoc)} == {"file", "line", "column", "indent"}
 

@@ -44,7 +44,7 @@ from trajaudit.engine.rule_ast import same_data
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 MAGIC = "trajaudit-pack-cache"
 MAX_ENTRIES = 128
 # sources whose behaviour decides the stored data (relative to the trajaudit package)
@@ -287,30 +287,56 @@ def _prune(d: Path) -> None:
 
 
 # ---- RulePack <-> plain data -----------------------------------------------------------------
+# File names and each pack's effective params repeat in every rule: they are stored once, in tables
+# (``files``, ``params``), and rules refer to them by position. Every rule still gets its own params
+# dict (a shallow copy, as the loader makes).
 
-def _loc_data(loc: RP.SourceLoc) -> list[Any]:
-    return [loc.file, loc.line, loc.column, loc.indent]
+class _Tables:
+    def __init__(self) -> None:
+        self.files: list[str | None] = []
+        self.params: list[dict[str, Any]] = []
+        self._fi: dict[str | None, int] = {}
+        self._pi: dict[str, int] = {}
+
+    def file(self, f: str | None) -> int:
+        if f not in self._fi:
+            self._fi[f] = len(self.files)
+            self.files.append(f)
+        return self._fi[f]
+
+    def param_set(self, p: dict[str, Any]) -> int:
+        key = json.dumps(p, ensure_ascii=False, allow_nan=False)  # typed and ordered: 1, 1.0, true differ
+        if key not in self._pi:
+            self._pi[key] = len(self.params)
+            self.params.append(p)
+        return self._pi[key]
 
 
-def _loc_from(d: list[Any]) -> RP.SourceLoc:
-    return RP.SourceLoc(*d)
+def _loc_data(loc: RP.SourceLoc, t: _Tables) -> list[Any]:
+    return [t.file(loc.file), loc.line, loc.column, loc.indent]
+
+
+def _loc_from(d: list[Any], files: list[str | None]) -> RP.SourceLoc:
+    return RP.SourceLoc(files[d[0]], d[1], d[2], d[3])
 
 
 _SPEC_PLAIN = ("id", "type", "severity", "title", "description", "message", "guard", "assertion", "check",
-               "metadata", "params", "pack", "disabled")
+               "metadata", "pack", "disabled")
 
 
-def _spec_data(s: RP.RuleSpec) -> dict[str, Any]:
+def _spec_data(s: RP.RuleSpec, t: _Tables) -> dict[str, Any]:
     d = {k: getattr(s, k) for k in _SPEC_PLAIN}
-    d.update(targets=list(s.targets), let=[[n, t] for n, t in s.let], examples=list(s.examples),
-             loc=_loc_data(s.loc), field_locs={k: _loc_data(v) for k, v in s.field_locs.items()})
+    d.update(targets=list(s.targets), let=[[n, x] for n, x in s.let], examples=list(s.examples),
+             params=t.param_set(s.params), loc=_loc_data(s.loc, t),
+             field_locs={k: _loc_data(v, t) for k, v in s.field_locs.items()})
     return d
 
 
-def _spec_from(d: dict[str, Any]) -> RP.RuleSpec:
-    return RP.RuleSpec(targets=tuple(d["targets"]), let=tuple((n, t) for n, t in d["let"]),
-                       examples=tuple(d["examples"]), loc=_loc_from(d["loc"]),
-                       field_locs={k: _loc_from(v) for k, v in d["field_locs"].items()},
+def _spec_from(d: dict[str, Any], files: list[str | None], params: list[dict[str, Any]]) -> RP.RuleSpec:
+    return RP.RuleSpec(targets=tuple(d["targets"]), let=tuple((n, x) for n, x in d["let"]),
+                       examples=tuple(d["examples"]), params=dict(params[d["params"]]),
+                       loc=_loc_from(d["loc"], files),
+                       field_locs={k: _loc_from(v, files) for k, v in d["field_locs"].items()},
                        **{k: d[k] for k in _SPEC_PLAIN})
 
 
@@ -318,11 +344,14 @@ _PACK_PLAIN = ("name", "version", "taxonomy", "description", "params", "file", "
 
 
 def _pack_data(p: RP.RulePack) -> dict[str, Any]:
+    t = _Tables()
     d = {k: getattr(p, k) for k in _PACK_PLAIN}
-    d.update(rules=[_spec_data(s) for s in p.rules], includes=list(p.includes))
+    d.update(rules=[_spec_data(s, t) for s in p.rules], includes=list(p.includes))
+    d.update(file_table=t.files, param_table=t.params)
     return d
 
 
 def _pack_from(d: dict[str, Any]) -> RP.RulePack:
-    return RP.RulePack(rules=tuple(_spec_from(s) for s in d["rules"]), includes=tuple(d["includes"]),
+    files, params = d["file_table"], d["param_table"]
+    return RP.RulePack(rules=tuple(_spec_from(s, files, params) for s in d["rules"]), includes=tuple(d["includes"]),
                        **{k: d[k] for k in _PACK_PLAIN})
