@@ -116,9 +116,9 @@ class LoadedPack:
 
 @contextmanager
 def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection in the block: loading and compiling allocate many long-lived
-    objects (nodes, specs, closures) and would otherwise trigger full collections that re-traverse
-    everything already alive (e.g. the loaded runs): ~15% of the warm setup time."""
+    """No cyclic garbage collection in the block (restored after; nesting is fine): loading and
+    compiling allocate many long-lived objects (nodes, specs, closures) and would otherwise trigger
+    full collections that re-traverse everything already alive (e.g. the loaded runs)."""
     was = gc.isenabled()
     gc.disable()
     try:
