@@ -191,3 +191,13 @@ def test_select_type_shortcut_is_jmespath_type(value):
 
     expr = jmespath.compile("type(@)")
     assert _select(value, expr) == expr.search(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, st.none() | st.booleans() | st.text(max_size=3))
+def test_comparison_with_a_plain_constant_is_equal(value, const):
+    """``x == "s"`` / ``x != null`` compile to Python's ==; the reference is rule_runtime.equal."""
+    from trajaudit.engine.rule_runtime import equal
+
+    assert (value == const) == equal(value, const) == (const == value)
+    assert (value != const) == (not equal(value, const))
