@@ -57,10 +57,10 @@ class OperatorsMixin:
         self._check_kind_literal(node, lc, rc)
         lf, rf = lc.fn, rc.fn
         if op == "and":
-            fn: Fn = lambda env: bool(lf(env)) and bool(rf(env))  # noqa: E731
+            fn: Fn = lambda env: True if lf(env) and rf(env) else False  # noqa: E731 - each side truth-tested once
             typ = "bool"
         elif op == "or":
-            fn = lambda env: bool(lf(env)) or bool(rf(env))  # noqa: E731
+            fn = lambda env: True if lf(env) or rf(env) else False  # noqa: E731
             typ = "bool"
         elif op == "implies":
             fn = lambda env: (not lf(env)) or bool(rf(env))  # noqa: E731
