@@ -33,6 +33,8 @@ PATTERNS = [
     r"ab",
     r"(?i)ab|abc|b\w+|X{4,}|(?:c|d(?-i:E))|^z$",  # overlapping branches: leftmost, then first branch wins
     r"(?m)^a[|)]b|(?:x|y)+z|(?s:q.r)|\bst\b",
+    r"(?i)\w{0,3}(?:timed|abc)\W?out|x{1,2}yz",  # bounded prefixes before the literal: anchored searches
+    r"(?i)\bstatus(?: code)?\W{0,3}4\d\b|#?[a-z]{0,3}\d{2,}\s+(?:is|was) (?:shipped|pending)",
 ]
 
 
@@ -52,7 +54,8 @@ def _shipped_regexes() -> list[str]:
     return out
 
 
-_fragments = st.sampled_from(["ab", "ABC", "bx", "xxxx", "XXXXX", "dE", "de", "z", "a|b", "a)b", "q\nr", "st", "yyz",
+_fragments = st.sampled_from(["status", "STATUS code: 404", " 41", "#W12 is shipped", "ab12 was pending",
+                              "xxyz", "timedout", "abcout", "ab",  "ABC", "bx", "xxxx", "XXXXX", "dE", "de", "z", "a|b", "a)b", "q\nr", "st", "yyz",
                               "timed out", "TIMED OUT", "TimeoutError", "timeout", "x", " ", "\n", "-",
                               "exitcode: 124", "40", "3", "1", " Forbidden", "CLIENT ERROR", "socket.timeout",
                               "Traceback (most recent call last)", "abc", "yz", "foo", "bar", "naïve", "café",
@@ -89,13 +92,33 @@ def test_branch_split_finds_exactly_the_match_of_the_alternation(text, data):
         assert _search_branches(plan, text, text.lower()) == span(rx.search(text))
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_fragments, max_size=10).map("".join), st.data())
+def test_anchored_search_and_finditer_start_where_no_match_is_skipped(text, data):
+    from trajaudit.engine.regex_prefilter import _anchor_of, finditer_from, start_bound
+
+    rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
+    if text.isascii():
+        assert span(rx.search(text, start_bound(_anchor_of(rx), text.lower()))) == span(rx.search(text))
+    assert [m.span() for m in finditer_from(rx, text)] == [m.span() for m in rx.finditer(text)]
+
+
+def test_anchor_examples():
+    from trajaudit.engine.regex_prefilter import _anchor_of, start_bound
+
+    assert _anchor_of(re.compile(r"(?i)\bstatus(?: code)?\W{0,3}5\d\d\b")) == ({"status"}, 0)
+    assert _anchor_of(re.compile(r"\w{0,5}(?:hello|world)x")) == ({"hello", "world"}, 10)
+    assert _anchor_of(re.compile(r"\d+status")) is None  # unbounded before the literal
+    assert start_bound(({"status"}, 2), "the status: 500") == 2
+
+
 def test_branch_plan_of_examples():
     assert _flatten(r"(?:(?i:a|b(?:c|d))|(?-i:x|[|)]y))|z\|w") == [
         "(?i:a)", "(?i:b(?:c|d))", "(?-i:x)", "(?-i:[|)]y)", r"z\|w"]
     assert branch_plan(re.compile(r"(a)|b|c")) is None  # a capturing group: numbering would change
     assert branch_plan(re.compile(r"a|b")) is None  # not worth it
     plan = branch_plan(re.compile(r"(?i)\bstatus\W5\d\d\b|timed out|X{4,}"))
-    assert [lits for _, lits in plan] == [{"status"}, {"timed out"}, {"xxxx"}]
+    assert [lits for _, lits, _ in plan] == [{"status"}, {"timed out"}, {"xxxx"}]
     # "status" occurs but the status branch does not match; the later branch's match is returned
     assert _search_branches(plan, "status: ok, timed out", "status: ok, timed out") == (12, 21, "timed out")
     # earliest start wins over branch order; on a tie the earlier branch wins
@@ -168,3 +191,13 @@ def test_select_type_shortcut_is_jmespath_type(value):
 
     expr = jmespath.compile("type(@)")
     assert _select(value, expr) == expr.search(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, st.none() | st.booleans() | st.text(max_size=3))
+def test_comparison_with_a_plain_constant_is_equal(value, const):
+    """``x == "s"`` / ``x != null`` compile to Python's ==; the reference is rule_runtime.equal."""
+    from trajaudit.engine.rule_runtime import equal
+
+    assert (value == const) == equal(value, const) == (const == value)
+    assert (value != const) == (not equal(value, const))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,75 @@ def _required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
         log.debug("no literal prefilter for %r: %s", rx.pattern[:80], e)
         return None
     return got if got and min(map(len, got)) >= MIN_LITERAL else None
+
+
+#: A width at or above this is treated as unbounded (``re`` reports ``MAXREPEAT`` for ``+``/``*``).
+_UNBOUNDED = 1 << 16
+
+Anchor = tuple[frozenset[str], int]
+
+
+def _anchor(seq: Any) -> Anchor | None:
+    """``(literals, bound)``: every match contains one of the literals at some index ``q`` and starts at
+    ``q - bound`` or later — read off the top-level sequence as a factor (a run of literal characters, or
+    a group/alternation/repeat with a literal set) all of whose preceding items have a bounded maximum
+    width. So a search may begin ``bound`` characters before the first occurrence of a literal."""
+    best: Anchor | None = None
+    before = 0  # maximum width of the items before the current one
+    items = list(seq)
+    i = 0
+    while i < len(items) and before < _UNBOUNDED:
+        op, av = items[i]
+        if op is _LITERAL and av < 128:
+            j = i
+            while j < len(items) and items[j][0] is _LITERAL and items[j][1] < 128:
+                j += 1
+            cand: Anchor | None = (frozenset({"".join(chr(a).lower() for _, a in items[i:j])}), before)
+            width = j - i
+            i = j
+        else:
+            width = _p.SubPattern(seq.state, [(op, av)]).getwidth()[1]
+            lits = _required(_p.SubPattern(seq.state, [(op, av)]))
+            cand = (lits, before + width) if lits and width < _UNBOUNDED else None
+            i += 1
+        if cand is not None and min(map(len, cand[0])) >= MIN_LITERAL:
+            if best is None or min(map(len, cand[0])) > min(map(len, best[0])):
+                best = cand
+        before += width
+    return best
+
+
+def _anchor_of(rx: re.Pattern[str]) -> Anchor | None:
+    if _p is None or not isinstance(rx.pattern, str):
+        return None
+    try:
+        return _anchor(_p.parse(rx.pattern, rx.flags))
+    except Exception as e:  # noqa: BLE001 - optional, like the literal set
+        log.debug("no anchor for %r: %s", rx.pattern[:80], e)
+        return None
+
+
+def start_bound(anchor: Anchor | None, low: str) -> int:
+    """The first position a match can start at, given the text's lower-case form (0 when unknown)."""
+    if anchor is None:
+        return 0
+    lits, bound = anchor
+    first = min((q for q in (low.find(lit) for lit in lits) if q >= 0), default=-1)
+    return max(0, first - bound) if first >= 0 else 0
+
+
+def finditer_from(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """``rx.finditer(text)``, started where the first match can begin (exact: no match starts before
+    :func:`start_bound`), and empty at once when the literal prefilter proves there is no match."""
+    if not text.isascii():
+        return rx.finditer(text)
+    info = info_of(rx)
+    if info.lits is None and info.anchor is None:
+        return rx.finditer(text)
+    low = text.lower()
+    if info.lits is not None and not any(lit in low for lit in info.lits):
+        return iter(())
+    return rx.finditer(text, start_bound(info.anchor, low))
 
 
 def cannot_match(rx: re.Pattern[str], text: str, lowered: str | None = None) -> bool:
@@ -185,12 +254,12 @@ def _flatten(p: str) -> list[str] | None:
     return out
 
 
-Branch = tuple[re.Pattern[str], frozenset[str] | None]
+Branch = tuple[re.Pattern[str], frozenset[str] | None, Anchor | None]
 
 
 def branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
-    """``rx``'s alternation split into ``(branch pattern, its required literals or None)``, or ``None``
-    (see :func:`_branch_plan`). Cached per pattern."""
+    """``rx``'s alternation split into ``(branch pattern, its required literals, its anchor)`` (each may
+    be ``None``), or ``None`` (see :func:`_branch_plan`). Cached per pattern."""
     return info_of(rx).plan
 
 
@@ -207,16 +276,19 @@ def _branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
         plan = tuple(re.compile(b, rx.flags) for b in branches)
     except (re.error, ValueError):
         return None
-    return tuple((b, _required_literals(b)) for b in plan)
+    return tuple((b, _required_literals(b), _anchor_of(b)) for b in plan)
 
 
 def _search_branches(plan: tuple[Branch, ...], text: str, low: str) -> Span | None:
     """Leftmost match over the branches whose literals occur in ``low`` (earliest branch on a tie)."""
     best: re.Match[str] | None = None
-    for b, lits in plan:
+    for b, lits, anchor in plan:
         if lits is not None and not any(lit in low for lit in lits):
             continue
-        m = b.search(text)
+        pos = start_bound(anchor, low)
+        if best is not None and pos >= best.start():  # it cannot start earlier than the match in hand
+            continue
+        m = b.search(text, pos)
         if m is not None and (best is None or m.start() < best.start()):
             best = m
             if best.start() == 0:
@@ -229,12 +301,13 @@ class RegexInfo:
     (:func:`required_literals`) and branch plan (:func:`branch_plan`). Hashed by identity: hashing an
     ``re.Pattern`` hashes its whole compiled code (~1.5 us for a long alternation) on every lookup."""
 
-    __slots__ = ("rx", "lits", "plan")
+    __slots__ = ("rx", "lits", "plan", "anchor")
 
     def __init__(self, rx: re.Pattern[str]) -> None:
         self.rx = rx
         self.lits = _required_literals(rx)
         self.plan = _branch_plan(rx)
+        self.anchor = _anchor_of(rx)
 
 
 _INFO: dict[int, RegexInfo] = {}
@@ -253,8 +326,10 @@ def info_of(rx: re.Pattern[str]) -> RegexInfo:
 
 
 def _search(info: RegexInfo, text: str, low: str | None) -> Span | None:
-    if low is not None and info.plan is not None:
-        return _search_branches(info.plan, text, low)
+    if low is not None:
+        if info.plan is not None:
+            return _search_branches(info.plan, text, low)
+        return span(info.rx.search(text, start_bound(info.anchor, low)))
     return span(info.rx.search(text))
 
 

@@ -72,7 +72,7 @@ class QuantPlan:
             addrs = None
         test = _conj(self.closed, self.open)
         if addr is None and isinstance(seq, (StepRange, CallRange)):
-            addr = _range_addr(seq)
+            addr = seq  # its address is written only if the evidence needs it
         return self._scan(env, range(len(items)), None, {}, items, addrs, test, seq_addr=addr)
 
     # -- indexed path --------------------------------------------------------------------------
@@ -147,13 +147,14 @@ class QuantPlan:
         if self.kind == "count" and self.open is None and self.body is None:
             self._raise_if_error_in(err_pos, errors, lo, hi)
             return b - a
-        return self._scan(env, range(a, b), matches, errors, universe, None, self.open, seq_addr=_range_addr(seq))
+        return self._scan(env, range(a, b), matches, errors, universe, None, self.open, seq_addr=seq)
 
     # -- generic scan --------------------------------------------------------------------------
 
     def _scan(self, env: Env, positions: range, lookup: list[int] | None, errors: dict[int, str],
-              items: list[Any], addrs: list[str] | None, test: Fn | None, seq_addr: str | None) -> Any:
-        """Visit ``items[lookup[j]]`` (or ``items[j]``) for ``j`` in ``positions`` (newest first for latest)."""
+              items: list[Any], addrs: list[str] | None, test: Fn | None, seq_addr: Any) -> Any:
+        """Visit ``items[lookup[j]]`` (or ``items[j]``) for ``j`` in ``positions`` (newest first for latest).
+        ``seq_addr``: the sequence's evidence address, a step/call range (addressed on use), or ``None``."""
         charge = env.tc.charge
         var = self.var
         saved = env.vars.get(var, _MISSING)
@@ -196,6 +197,8 @@ class QuantPlan:
                 env.addrs.pop(var, None)
             else:
                 env.addrs[var] = saved_addr
+        if seq_addr is not None and not isinstance(seq_addr, str):
+            seq_addr = _range_addr(seq_addr) if kind == "count" or hit is None else None
         if kind == "count":
             if seq_addr is not None:
                 env.seen.append((seq_addr, count, self.label))

@@ -152,21 +152,19 @@ class LazyRecord(Record):
                  rule_type: str = "PROTOCOL", targets: tuple[str, ...] = (), message: str = "",
                  evidence: tuple[Evidence, ...] = (), bindings: dict[str, Any] | None = None,
                  origin: str = "rules", reason: str | None = None, *, thunk: Any = None) -> None:
-        for name, v in (("step", step), ("rule_id", rule_id), ("verdict", verdict), ("severity", severity),
-                        ("rule_type", rule_type), ("targets", targets), ("message", message),
-                        ("origin", origin), ("reason", reason)):
-            object.__setattr__(self, name, v)
-        object.__setattr__(self, "_thunk", thunk)
+        # frozen: fields are written straight into the instance dict (as the dataclass __init__ does
+        # through object.__setattr__), in one call: a batch creates hundreds of these per run
+        self.__dict__.update(step=step, rule_id=rule_id, verdict=verdict, severity=severity, rule_type=rule_type,
+                             targets=targets, message=message, origin=origin, reason=reason, _thunk=thunk)
         if thunk is None:
-            object.__setattr__(self, "_lazy", (evidence, bindings if bindings is not None else {}))
+            self.__dict__["_lazy"] = (evidence, bindings if bindings is not None else {})
 
     def _force(self) -> tuple[tuple[Evidence, ...], dict[str, Any]]:
         d = self.__dict__
         got = d.get("_lazy")
         if got is None:
-            got = d["_thunk"]()
-            object.__setattr__(self, "_lazy", got)
-            object.__setattr__(self, "_thunk", None)
+            got = d["_lazy"] = d["_thunk"]()
+            d["_thunk"] = None
         return got
 
     def __eq__(self, other: object) -> bool:
