@@ -193,7 +193,10 @@ def test_ast_data_round_trip_is_exact_for_every_shipped_expression(cache):
         rule_parser.clear_memo()
         fresh = rule_parser.parse_expression(text)
         assert A.same_data(A.to_data(fresh), data)
-        assert A.from_data(data) == fresh and A.from_data(data) is not A.from_data(data)
+        back = A.from_data(data)
+        assert back == fresh and back is not A.from_data(data) and hash(back) == hash(fresh)
+        assert [vars(n) for n in back.walk()] == [vars(n) for n in fresh.walk()]  # fields, order, positions
+        assert [list(vars(n)) for n in back.walk()] == [list(vars(n)) for n in fresh.walk()]
 
 
 def test_serialized_pack_covers_every_field():
