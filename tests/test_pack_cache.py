@@ -297,3 +297,26 @@ def test_yaml_is_parsed_once_with_the_same_errors_and_merge_keys():
     (rule,) = pack.rules
     assert (rule.id, rule.type, rule.assertion) == ("x.m", "PROTOCOL", "true")
     assert (rule.loc.line, rule.loc.column) == (4, 5)
+
+
+def test_an_entry_missing_an_expression_is_completed(cache, monkeypatch):
+    """If the compiler comes to parse a text the entry lacks (a newer compiler), the warm compile parses
+    it and the entry is rewritten with it; results are those of a cold compile."""
+    import hashlib
+    import json
+
+    path = RP.resolve_pack("tau_retail")
+    cold = _load_compile(path)
+    (entry,) = cache.glob("*.json")
+    raw = entry.read_bytes()
+    head, _, body = raw.partition(b"\n")
+    d = json.loads(body)
+    dropped = next(iter(d["parsed"]))
+    del d["parsed"][dropped]
+    body = json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode()
+    magic, fmt, _digest = head.decode().split(" ")
+    entry.write_bytes(f"{magic} {fmt} {hashlib.sha256(body).hexdigest()}\n".encode() + body)
+    assert _load_compile(path) == cold
+    assert dropped in json.loads(entry.read_bytes().partition(b"\n")[2])["parsed"]
+    _no_parsing(monkeypatch)
+    assert _load_compile(path) == cold

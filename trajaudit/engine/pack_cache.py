@@ -51,6 +51,8 @@ MAX_ENTRIES = 128
 CODE_FILES = ("engine/rule_pack.py", "engine/rule_parser.py", "engine/rules.lark", "engine/rule_ast.py",
               "engine/regex_safety.py", "engine/pack_cache.py", "engine/schema.py",
               "schemas/rule_pack.schema.json")
+# (the compiler is not among them: it runs on every load; if it comes to parse an expression or check
+# a regex that an entry lacks, the entry is completed — see compile_loaded)
 
 
 def cache_dir() -> Path | None:
@@ -174,7 +176,8 @@ def _compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
         rule_parser.seed(loaded.parsed)
         regex_safety.seed(loaded.regex)
         try:
-            return tuple(compile_rules(loaded.pack))
+            with rule_parser.recording() as parsed, regex_safety.recording() as regex:
+                compiled = tuple(compile_rules(loaded.pack))
         except RP.RulePackError:
             raise  # the same error a cold compile gives (the parse is the same; the compiler decides)
         except Exception as e:  # noqa: BLE001 - e.g. a stored AST that does not decode: compile cold
@@ -182,6 +185,13 @@ def _compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
             rule_parser.clear_memo()
             regex_safety.clear_memo()
             loaded.parsed = loaded.regex = None
+        else:
+            if loaded.key is not None and not (parsed.keys() <= loaded.parsed.keys()
+                                               and regex.keys() <= loaded.regex.keys()):
+                # the compiler now parses something the entry lacks: store the complete set
+                loaded.parsed, loaded.regex = {**loaded.parsed, **parsed}, {**loaded.regex, **regex}
+                _write(loaded)
+            return compiled
     with rule_parser.recording() as parsed, regex_safety.recording() as regex:
         compiled = tuple(compile_rules(loaded.pack))
     if loaded.key is not None:
