@@ -320,3 +320,50 @@ def test_an_entry_missing_an_expression_is_completed(cache, monkeypatch):
     assert dropped in json.loads(entry.read_bytes().partition(b"\n")[2])["parsed"]
     _no_parsing(monkeypatch)
     assert _load_compile(path) == cold
+
+
+def _split_reference(text: str, where):
+    """The character-by-character template splitter that rule_template._split replaced (the spec)."""
+    parts, i, buf, start = [], 0, [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "{" and text[i + 1: i + 2] == "{":
+            buf.append("{")
+            i += 2
+        elif ch == "}" and text[i + 1: i + 2] == "}":
+            buf.append("}")
+            i += 2
+        elif ch == "{":
+            end = text.find("}", i + 1)
+            if end < 0:
+                raise where.error("unclosed '{' in message template (write '{{' for a literal brace)",
+                                  text, 1, i + 1, f"    {text}\n    {' ' * i}^")
+            if buf:
+                parts.append(("lit", "".join(buf), start))
+                buf = []
+            parts.append(("expr", text[i + 1: end], i + 1))
+            i = end + 1
+            start = i
+        elif ch == "}":
+            raise where.error("unmatched '}' in message template (write '}}' for a literal brace)",
+                              text, 1, i + 1, f"    {text}\n    {' ' * i}^")
+        else:
+            buf.append(ch)
+            i += 1
+    if buf:
+        parts.append(("lit", "".join(buf), start))
+    return parts
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet="ab{}x é", max_size=16))
+def test_template_split_equals_the_character_loop(text):
+    from trajaudit.engine.rule_parser import Where
+    from trajaudit.engine.rule_template import _split
+
+    def run(f):
+        try:
+            return "ok", f(text, Where(file="p.yaml", line=3, column=5, rule_id="r", field="message"))
+        except RulePackError as e:
+            return "err", str(e), e.context
+    assert run(_split) == run(_split_reference)
