@@ -235,22 +235,50 @@ def _deps_hold(deps: list[Any]) -> bool:
     return True
 
 
-def _read(key: str) -> LoadedPack | None:
-    p = _entry_path(key)
-    if p is None:
-        return None
+def read_body(p: Path) -> bytes | None:
+    """The body of the entry file ``p`` when its header and SHA-256 check out, else ``None`` (missing,
+    unreadable, truncated or edited files alike; a debug log says why)."""
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as e:
-        log.debug("pack cache: cannot read %s: %s", p, e)
+        log.debug("cache: cannot read %s: %s", p, e)
+        return None
+    head, _, body = raw.partition(b"\n")
+    try:
+        magic, fmt, digest = head.decode("ascii").split(" ")
+    except ValueError:
+        magic = fmt = digest = ""
+    if magic != MAGIC or fmt != str(FORMAT) or sha256(body).hexdigest() != digest:
+        log.debug("cache: ignoring %s (bad header or digest)", p)
+        return None
+    return body
+
+
+def write_body(p: Path, body: bytes) -> None:
+    """Write ``body`` with its header and SHA-256 to ``p`` atomically (a temp file, then a rename).
+
+    Raises:
+        OSError: the folder cannot be created or written.
+    """
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(f"{MAGIC} {FORMAT} {sha256(body).hexdigest()}\n".encode("ascii") + body)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read(key: str) -> LoadedPack | None:
+    p = _entry_path(key)
+    body = read_body(p) if p is not None else None
+    if body is None:
         return None
     try:
-        head, _, body = raw.partition(b"\n")
-        magic, fmt, digest = head.decode("ascii").split(" ")
-        if magic != MAGIC or fmt != str(FORMAT) or sha256(body).hexdigest() != digest:
-            raise ValueError("bad header or digest")
         d = json.loads(body)
         if d["key"] != key or not _deps_hold(d["deps"]):
             return None
@@ -272,16 +300,7 @@ def _write(loaded: LoadedPack) -> None:
         if not same_data(back, body) or not same_data(_pack_data(_pack_from(back["pack"])), body["pack"]):
             log.debug("pack cache: %s does not round-trip through JSON; not cached", loaded.pack.name)
             return
-        data = text.encode("utf-8", "surrogatepass")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(f"{MAGIC} {FORMAT} {sha256(data).hexdigest()}\n".encode("ascii") + data)
-            os.replace(tmp, p)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_body(p, text.encode("utf-8", "surrogatepass"))
         _prune(p.parent)
     except Exception as e:  # noqa: BLE001 - a cache that cannot be written is simply not used
         log.debug("pack cache: cannot write an entry for %s: %s", loaded.pack.name, e)
