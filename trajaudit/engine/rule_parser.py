@@ -86,11 +86,23 @@ def caret(text: str, line: int | None, column: int | None) -> str:
     return f"    {src}\n    {' ' * (col - 1)}^"
 
 
+_GRAMMAR_OPTIONS = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders": True}
+
+
 @cache
 def grammar() -> Lark:
-    """The compiled LALR parser for ``trajaudit/engine/rules.lark`` (built once per process)."""
-    return Lark.open_from_package("trajaudit.engine", "rules.lark", parser="lalr",
-                                  propagate_positions=True, maybe_placeholders=True)
+    """The compiled LALR parser for ``trajaudit/engine/rules.lark`` (once per process; its tables come
+    from the on-disk grammar cache when valid, see :mod:`trajaudit.engine.grammar_cache`)."""
+    from importlib import resources
+
+    from trajaudit.engine import grammar_cache
+
+    text = resources.files("trajaudit.engine").joinpath("rules.lark").read_text(encoding="utf-8")
+    parser = grammar_cache.load(text, _GRAMMAR_OPTIONS)
+    if parser is None:
+        parser = Lark.open_from_package("trajaudit.engine", "rules.lark", **_GRAMMAR_OPTIONS)
+        grammar_cache.store(parser, text, _GRAMMAR_OPTIONS)
+    return parser
 
 
 def _pos(meta_or_tok: object) -> A.Pos:
