@@ -201,3 +201,26 @@ def test_comparison_with_a_plain_constant_is_equal(value, const):
 
     assert (value == const) == equal(value, const) == (const == value)
     assert (value != const) == (not equal(value, const))
+
+
+def test_outputs_of_is_the_comprehension_it_replaces(tau_file, ww_dir):
+    from trajaudit import load_path
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_eval import evaluate
+    from trajaudit.engine.rule_pack import load_pack
+
+    pack = load_pack({"pack": "t", "rules": [{
+        "id": "same", "type": "PROTOCOL",
+        "let": {"a": "outputs_of()",
+                "b": '[o for o in later where o.kind == "tool" and ((o.call != null and o.call.step == step) or '
+                     '(o.call == null and o.index == step.index + 1))]'},
+        "assert": "[o.address for o in a] == [o.address for o in b]"}]})
+    rules = compile_rules(pack)
+    runs = load_path(tau_file).trajectories[:8] + [load_path(p).trajectories[0] for p in sorted(ww_dir.glob("*.json"))[:8]]
+    nonempty = 0
+    for t in runs:
+        log = evaluate(t, rules)
+        assert {r.verdict for r in log.records} == {"pass"}, t.id
+        assert len(log.records) == len(t.steps)
+        nonempty += sum(1 for s in t.steps if any(o.tool_output for o in t.steps[s.index + 1:s.index + 2]))
+    assert nonempty > 20

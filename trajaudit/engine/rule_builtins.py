@@ -235,6 +235,19 @@ def _since(env: Env, x: Any) -> StepRange:
     raise EvalError(f"since() needs a step, a call or a step index, got {type_name(x)}")
 
 
+_CURRENT = object()
+
+
+def _outputs_of(env: Env, x: Any = _CURRENT) -> list[Any]:
+    if x is _CURRENT:
+        return env.tc.outputs_of(env.k)
+    if x is None:
+        return []
+    if not isinstance(x, StepView):
+        raise EvalError(f"outputs_of() needs a step, got {type_name(x)}")
+    return env.tc.outputs_of(x.step.index)
+
+
 def _latest_output(env: Env, name: Any) -> StepView | None:
     if not isinstance(name, str):
         raise EvalError(f"latest_output() needs a tool name, got {type_name(name)}")
@@ -318,6 +331,9 @@ BUILTINS: dict[str, Builtin] = {
     "calls": _b(_calls, returns="seq", needs_env=True, doc="tool calls of a sequence of steps (or of one step)"),
     "outputs": _b(_outputs, "value value", 1, returns="list", needs_env=True,
                   doc="tool-output steps of a sequence, optionally of one tool"),
+    "outputs_of": _b(_outputs_of, "value", 0, returns="list", needs_env=True, step_dependent=True,
+                     doc="the later tool outputs answering a step's calls (by call id), or, for an output "
+                         "with no known call, the one right after the step; no argument: the current step"),
     "since": _b(_since, returns="seq", needs_env=True, step_dependent=True,
                 doc="steps after x, before the current step (all earlier steps when x is null)"),
     "latest_output": _b(_latest_output, returns="step", needs_env=True, step_dependent=True,
