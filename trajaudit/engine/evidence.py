@@ -125,9 +125,10 @@ def _compiled_shipped(path: str) -> tuple[Any, tuple[Any, ...]]:
 
 
 def clear_caches(packs: bool = True) -> None:
-    """Empty the per-process caches of the audit: compiled shipped packs (unless ``packs`` is false),
-    memoized regex results of rules, the claim package's text analyses. Results never depend on them
-    (benchmarks clear them to time a batch as a fresh process would run it)."""
+    """Empty the per-process caches of the audit: loaded and compiled shipped packs, the parse and
+    regex-safety memos (unless ``packs`` is false), memoized regex results of rules, the claim
+    package's text analyses. Results never depend on them (benchmarks clear them to time a batch as a
+    fresh process would run it; the on-disk pack cache is not touched: see ``TRAJAUDIT_NO_CACHE``)."""
     from trajaudit.engine import regex_prefilter
     from trajaudit.engine.claims import clear_caches as clear_claims
 
