@@ -224,3 +224,28 @@ def test_outputs_of_is_the_comprehension_it_replaces(tau_file, ww_dir):
         assert len(log.records) == len(t.steps)
         nonempty += sum(1 for s in t.steps if any(o.tool_output for o in t.steps[s.index + 1:s.index + 2]))
     assert nonempty > 20
+
+
+def test_unconditioned_quantifiers_over_ranges_match_the_scan(tau_file, monkeypatch):
+    from trajaudit import load_path
+    from trajaudit.engine import rule_queries as Q
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_eval import evaluate
+    from trajaudit.engine.rule_pack import load_pack
+    from trajaudit.engine.strategy import AuditConfig
+
+    exprs = ["exists s in earlier", "first s in earlier", "latest s in later", "count s in steps",
+             "count c in calls(earlier)", "first c in calls(later)", "exists s in since(null)", "latest c in calls(steps)"]
+    rules = compile_rules(load_pack({"pack": "t", "rules": [
+        {"id": f"r{i}", "type": "PROTOCOL", "let": {"a": e}, "assert": "true"} for i, e in enumerate(exprs)]}))
+    runs = load_path(tau_file).trajectories[:4]
+
+    def logs():
+        return [evaluate(t, rules, config=cfg).to_dict() for t in runs for cfg in (None, AuditConfig(rule_budget=7))]
+
+    fast = logs()
+    monkeypatch.setattr(Q.QuantPlan, "_bare", lambda self, env, seq, addr: self._scan(
+        env, range(len(Q.as_items(env, seq))), None, {}, Q.as_items(env, seq), None, None,
+        seq_addr=addr if addr is not None else seq))
+    assert fast == logs()
+    assert any(r["verdict"] == "unknown" for log in fast for r in log["records"])  # the budget was hit

@@ -63,6 +63,9 @@ class QuantPlan:
         if isinstance(seq, (StepRange, CallRange)) and (self.closed is not None or
                                                         (self.kind == "forall" and self.body_closed)):
             return self._indexed(env, seq)
+        if self.closed is None and self.open is None and self.body is None and self.kind != "forall" \
+                and isinstance(seq, (StepRange, CallRange)):
+            return self._bare(env, seq, addr)
         items = as_items(env, seq)
         if addr is not None and isinstance(seq, dict):
             addrs = [f"{addr}.{k}" for k in seq]
@@ -74,6 +77,27 @@ class QuantPlan:
         if addr is None and isinstance(seq, (StepRange, CallRange)):
             addr = seq  # its address is written only if the evidence needs it
         return self._scan(env, range(len(items)), None, {}, items, addrs, test, seq_addr=addr)
+
+    def _bare(self, env: Env, seq: Any, addr: str | None) -> Any:
+        """``exists/first/latest/count x in RANGE`` with no condition: the range's first (last) element
+        or its length, without materializing it — the same result, witness, evidence and budget
+        charges as :meth:`_scan` (one element visited; every element for ``count``)."""
+        universe, lo, hi = self._universe(env, seq)
+        n = max(0, hi - lo)
+        seq_addr = addr if addr is not None else _range_addr(seq)
+        if self.kind == "count":
+            if n:
+                env.tc.charge(n)
+            env.seen.append((seq_addr, n, self.label))
+            return n
+        if not n:
+            env.seen.append((seq_addr, None, f"no match: {self.label}"))
+            return False if self.kind == "exists" else None
+        env.tc.charge()
+        item = universe[hi - 1] if self.kind == "latest" else universe[lo]
+        env.witness[self.var] = item
+        env.seen.append((item.address, item, self.var))
+        return True if self.kind == "exists" else item
 
     # -- indexed path --------------------------------------------------------------------------
 
