@@ -4,18 +4,20 @@ Evidence is everything an agent could see that no agent produced: the task, per-
 (position -1, visible from the start), and every system, user and tool step. Agent messages are not
 evidence: a value first written by an agent is a claim there, and later mentions are reuses.
 
-The index holds (a) ``value → occurrences`` for identifiers, numbers, dates, URLs and paths found
-by the extraction patterns and by walking tool outputs parsed as JSON, (b) ``word → sources`` postings
-for phrase lookups (candidate sources are intersected before any substring check, so a claim never
-rescans the run), and (c) *slot facts* from JSON tool outputs: ``(object, attribute) → value`` and
-collections with their sizes and per-attribute counts (for CONFLICTING checks). Building is linear in
-the run's size; each JSON tool output is parsed once (outputs above ``max_json_chars`` are not parsed).
-The analysis of each text is position-free and memoized per process (:mod:`.sources`): a text seen
-before in the batch (a shared system prompt, a repeated lookup) is only replayed at its position.
+The index answers (a) where a normalized value occurs (identifiers, numbers, dates, URLs and paths
+found by the extraction patterns and by walking tool outputs parsed as JSON), (b) which sources hold
+all words of a phrase, and (c) *slot facts* from JSON tool outputs: ``(object, attribute) → value`` and
+collections with their sizes and per-attribute counts (for CONFLICTING checks). Each JSON tool output
+is parsed once (outputs above ``max_json_chars`` are not parsed). The analysis of each text is
+position-free and memoized per process (:mod:`.sources`): a text seen before in the batch (a shared
+system prompt, a repeated lookup) is analysed once. Building a run's index only files its sources'
+digests; a query looks its key up in the digests of the sources it may see, latest first (a run has
+a few dozen sources, and a claim asks a handful of queries), so no value or word is copied per run.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -86,15 +88,10 @@ class EvidenceIndex:
 
     def __init__(self, trajectory: Trajectory, max_json_chars: int = 2_000_000) -> None:
         self.sources: list[Source] = []
-        # value -> sources holding it (ascending); the address suffix is looked up in the digest on a hit
-        self.values: dict[str, list[int]] = {}
-        self.postings: dict[str, list[int]] = {}
-        # (object, attribute) -> [(pos, source, address suffix, raw value)] in indexing order
-        self.facts: dict[tuple[str, str], list[tuple[int, int, str, Any]]] = {}
         self.collections: dict[int, list[Collection]] = {}
-        self.objects: dict[str, int] = {}
         self.user_positions: list[int] = []
         self._digests: list[Digest] = []
+        self._pos: list[int] = []  # source positions, nondecreasing in source order
         self.max_json_chars = max_json_chars
         if trajectory.task:
             self._add(Source(-1, "task", trajectory.task, "task"))
@@ -111,58 +108,49 @@ class EvidenceIndex:
 
     # -- building ---------------------------------------------------------------------------------
     def _add(self, src: Source) -> None:
-        """Index one source by replaying its (memoized, position-free) :func:`~.sources.digest`:
-        only source numbers are filed here; addresses are joined from the digest when a query hits."""
-        sid = len(self.sources)
+        """File one source with its (memoized, position-free) :func:`~.sources.digest`. Nothing is
+        replayed per value or word: queries look values, words and facts up in the digests of the
+        sources they may see (a few dozen per run), so a run pays only for what its claims ask."""
         self.sources.append(src)
+        self._pos.append(src.pos)
         d = digest(src.text, src.kind, self.max_json_chars)
         self._digests.append(d)
-        pos = src.pos
-        for index, keys in ((self.values, d.value_map), (self.postings, d.words)):
-            for key in keys:
-                lst = index.get(key)
-                if lst is None:
-                    index[key] = [sid]
-                else:
-                    lst.append(sid)
-        facts = self.facts
-        for ident, attr, suffix, raw in d.facts:
-            lst = facts.get((ident, attr))
-            if lst is None:
-                facts[(ident, attr)] = [(pos, sid, suffix, raw)]
-            else:
-                lst.append((pos, sid, suffix, raw))
-        for ident in d.objects:
-            self.objects.setdefault(ident, pos)
         for suffix, key, size, members in d.collections:
-            self.collections.setdefault(pos, []).append(
-                Collection(pos, src.address + suffix, key, size, members))
+            self.collections.setdefault(src.pos, []).append(
+                Collection(src.pos, src.address + suffix, key, size, members))
 
     def _hit(self, sid: int, key: str) -> Hit:
         src = self.sources[sid]
         return Hit(sid, src.pos, src.address + self._digests[sid].value_map[key])
 
+    def _before(self, before: int) -> range:
+        """Source numbers with a position < ``before``, latest first."""
+        return range(bisect_left(self._pos, before) - 1, -1, -1)
+
     # -- queries ----------------------------------------------------------------------------------
     def latest(self, key: str, before: int) -> Hit | None:
         """The latest occurrence of normalized ``key`` in evidence at a position < ``before``."""
-        for sid in reversed(self.values.get(key, ())):
-            if self.sources[sid].pos < before:
+        digests = self._digests
+        seen = self._before(before)
+        for sid in seen:
+            if key in digests[sid].value_map:
                 return self._hit(sid, key)
-        for sid in reversed(self.postings.get(key, ())):  # a single word: its postings
-            src = self.sources[sid]
-            if src.pos < before:
+        for sid in seen:  # a single word: the latest source holding it
+            if key in digests[sid].word_set:
+                src = self.sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
 
     def after(self, key: str, pos: int, kinds: tuple[str, ...] = ("user",)) -> Hit | None:
         """The first occurrence of ``key`` at a position > ``pos`` in sources of the given kinds."""
-        for sid in self.values.get(key, ()):
-            src = self.sources[sid]
-            if src.pos > pos and src.kind in kinds:
+        digests, sources = self._digests, self.sources
+        later = [sid for sid in range(bisect_right(self._pos, pos), len(sources)) if sources[sid].kind in kinds]
+        for sid in later:
+            if key in digests[sid].value_map:
                 return self._hit(sid, key)
-        for sid in self.postings.get(key, ()):
-            src = self.sources[sid]
-            if src.pos > pos and src.kind in kinds:
+        for sid in later:
+            if key in digests[sid].word_set:
+                src = sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
 
@@ -173,20 +161,13 @@ class EvidenceIndex:
     def phrase(self, phrase: str, before: int) -> tuple[Hit | None, Hit | None]:
         """(exact, partial): the latest source before ``before`` containing the normalized phrase as a
         substring, and the latest containing all its words (not contiguously); ``None`` when absent."""
-        toks = WORD_RE.findall(phrase.casefold())
+        toks = set(WORD_RE.findall(phrase.casefold()))
         if not toks:
             return None, None
-        lists = sorted((self.postings.get(t, []) for t in set(toks)), key=len)
-        if not lists[0]:
-            return None, None
-        cands = set(lists[0])
-        for lst in lists[1:]:
-            cands.intersection_update(lst)
-            if not cands:
-                return None, None
-        cands_before = sorted((s for s in cands if self.sources[s].pos < before), reverse=True)
         partial = None
-        for sid in cands_before:
+        for sid in self._before(before):
+            if not toks.issubset(self._digests[sid].word_set):
+                continue
             src = self.sources[sid]
             hit = Hit(sid, src.pos, src.address)
             if phrase in self.normalized(sid):
@@ -196,16 +177,17 @@ class EvidenceIndex:
 
     def fact(self, obj: str, attr: str, before: int) -> tuple[int, str, Any] | None:
         """The latest ``(pos, address, raw value)`` of attribute ``attr`` of object ``obj`` before ``before``."""
-        best = None
-        for f in self.facts.get((obj, attr), ()):
-            if f[0] < before:
-                best = f
-        return None if best is None else (best[0], self.sources[best[1]].address + best[2], best[3])
+        key = (obj, attr)
+        for sid in self._before(before):
+            got = self._digests[sid].fact_map.get(key)
+            if got is not None:
+                src = self.sources[sid]
+                return src.pos, src.address + got[0], got[1]
+        return None
 
     def has_object(self, obj: str, before: int) -> bool:
         """True when some fact about object ``obj`` is visible before ``before``."""
-        first = self.objects.get(obj)
-        return first is not None and first < before
+        return any(obj in self._digests[sid].object_set for sid in self._before(before))
 
     def latest_collections(self, before: int) -> list[Collection]:
         """Collections of the latest tool output before ``before`` that has any ("the latest evidence")."""

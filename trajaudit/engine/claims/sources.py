@@ -74,6 +74,21 @@ class Digest:
         return dict(self.values)
 
     @cached_property
+    def word_set(self) -> frozenset[str]:
+        """``words`` as a set, built once per digest."""
+        return frozenset(self.words)
+
+    @cached_property
+    def fact_map(self) -> dict[tuple[str, str], tuple[str, Any]]:
+        """``(object id, attribute) → (suffix, raw value)`` of the *last* such fact (read-only), built once."""
+        return {(ident, attr): (suffix, raw) for ident, attr, suffix, raw in self.facts}
+
+    @cached_property
+    def object_set(self) -> frozenset[str]:
+        """``objects`` as a set, built once per digest."""
+        return frozenset(self.objects)
+
+    @cached_property
     def normalized(self) -> str:
         """The text normalized (``norm_text``), computed at most once per digest."""
         return norm_text(self.text)
