@@ -39,6 +39,7 @@ from trajaudit.engine.claims.patterns import (
     LIST_MARKER_RE,
     QUOTED_RE,
     VALUE_RE,
+    candidate_sentences,
     completion_literals,
     completion_possible,
     holds_literal,
@@ -302,11 +303,22 @@ class RegexExtractor:
     def _statuses(self, text: str, step: int, base: str, code: list[tuple[int, int]],
                   subjects: list[tuple[int, str]], tool: str | None) -> Iterator[m.Mention]:
         low = text.casefold()
-        if not any(w in low for w in self.status_words) and not (
-                completion_possible(text) and COMPLETION_RE.search(text)):
-            return
-        literals = completion_literals(text)
-        for s, e in sentence_spans(text):
+        # a status needs a subject and a state word in its sentence (hence in the text)
+        status = bool(subjects) and any(w in low for w in self.status_words)
+        if text.isascii():
+            # only sentences holding a subject (when a state word occurs) or a completion's literals can
+            # yield: the others are skipped (exact, see candidate_sentences)
+            literals = completion_literals(text) if completion_possible(text) else ([], [])
+            if not status and not (literals[0] and literals[1]):
+                return
+            spans = candidate_sentences(sentence_spans(text), [p for p, _ in subjects] if status else [],
+                                        literals[0])
+        else:
+            literals = None  # Unicode case folding: every sentence is tried, after a whole-text check
+            if not status and not COMPLETION_RE.search(text):
+                return
+            spans = sentence_spans(text)
+        for s, e in spans:
             if e <= s or _inside(s, code):
                 continue
             sentence = text[s:e]

@@ -1,0 +1,215 @@
+"""The claims stage's lazy paths answer exactly like the eager reference definitions (docs/perf.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajaudit import load_many, load_path
+from trajaudit.engine.claims import model as m
+from trajaudit.engine.claims.evidence import EvidenceIndex, Hit
+from trajaudit.engine.claims.extract import (
+    _CONDITIONAL,
+    _HYPOTHETICAL,
+    _NEGATION,
+    _NOT_STATE,
+    _SYNONYMS,
+    RegexExtractor,
+    _inside,
+    _status_word,
+)
+from trajaudit.engine.claims.normalize import norm_id
+from trajaudit.engine.claims.patterns import (
+    COMPLETION_RE,
+    WORD_RE,
+    _holds,
+    candidate_sentences,
+    completion_literals,
+    completion_possible,
+    holds_literal,
+    sentence_spans,
+)
+
+
+class EagerIndex:
+    """The reference: every value, word and fact of every source filed in per-run dictionaries."""
+
+    def __init__(self, ix: EvidenceIndex) -> None:
+        self.ix = ix
+        self.values: dict[str, list[int]] = {}
+        self.postings: dict[str, list[int]] = {}
+        self.facts: dict[tuple[str, str], list[tuple[int, int, str, Any]]] = {}
+        self.objects: dict[str, int] = {}
+        for sid, (src, d) in enumerate(zip(ix.sources, ix._digests, strict=True)):
+            for index, keys in ((self.values, d.value_map), (self.postings, d.words)):
+                for key in keys:
+                    index.setdefault(key, []).append(sid)
+            for ident, attr, suffix, raw in d.facts:
+                self.facts.setdefault((ident, attr), []).append((src.pos, sid, suffix, raw))
+            for ident in d.objects:
+                self.objects.setdefault(ident, src.pos)
+
+    def latest(self, key: str, before: int) -> Hit | None:
+        for sid in reversed(self.values.get(key, ())):
+            if self.ix.sources[sid].pos < before:
+                return self.ix._hit(sid, key)
+        for sid in reversed(self.postings.get(key, ())):
+            src = self.ix.sources[sid]
+            if src.pos < before:
+                return Hit(sid, src.pos, src.address)
+        return None
+
+    def after(self, key: str, pos: int, kinds: tuple[str, ...] = ("user",)) -> Hit | None:
+        for sid in self.values.get(key, ()):
+            src = self.ix.sources[sid]
+            if src.pos > pos and src.kind in kinds:
+                return self.ix._hit(sid, key)
+        for sid in self.postings.get(key, ()):
+            src = self.ix.sources[sid]
+            if src.pos > pos and src.kind in kinds:
+                return Hit(sid, src.pos, src.address)
+        return None
+
+    def phrase(self, phrase: str, before: int) -> tuple[Hit | None, Hit | None]:
+        toks = WORD_RE.findall(phrase.casefold())
+        if not toks:
+            return None, None
+        lists = sorted((self.postings.get(t, []) for t in set(toks)), key=len)
+        if not lists[0]:
+            return None, None
+        cands = set(lists[0])
+        for lst in lists[1:]:
+            cands.intersection_update(lst)
+        partial = None
+        for sid in sorted((s for s in cands if self.ix.sources[s].pos < before), reverse=True):
+            src = self.ix.sources[sid]
+            hit = Hit(sid, src.pos, src.address)
+            if phrase in self.ix.normalized(sid):
+                return hit, partial or hit
+            partial = partial or hit
+        return None, partial
+
+    def fact(self, obj: str, attr: str, before: int) -> tuple[int, str, Any] | None:
+        best = None
+        for f in self.facts.get((obj, attr), ()):
+            if f[0] < before:
+                best = f
+        return None if best is None else (best[0], self.ix.sources[best[1]].address + best[2], best[3])
+
+    def has_object(self, obj: str, before: int) -> bool:
+        first = self.objects.get(obj)
+        return first is not None and first < before
+
+
+def _check_index(t) -> int:
+    ix = EvidenceIndex(t)
+    ref = EagerIndex(ix)
+    keys, facts = set(), set()
+    for d in ix._digests:
+        keys.update(list(d.value_map)[:40])
+        keys.update(d.words[:40])
+        facts.update((i, a) for i, a, _, _ in d.facts[:40])
+    keys.update(("w2378156", "no-such-value", "1", "delivered", "order id", "zz yy"))
+    positions = sorted({-1, 0, len(t.steps)} | {s.index for s in t.steps[::4]})
+    n = 0
+    for before in positions:
+        for k in keys:
+            assert ix.latest(k, before) == ref.latest(k, before), (k, before)
+            assert ix.after(k, before, ("user", "tool")) == ref.after(k, before, ("user", "tool")), (k, before)
+            assert ix.phrase(k, before) == ref.phrase(k, before), (k, before)
+            n += 3
+        for obj, attr in facts:
+            assert ix.fact(obj, attr, before) == ref.fact(obj, attr, before)
+            assert ix.has_object(obj, before) == ref.has_object(obj, before)
+            n += 2
+    return n
+
+
+def test_lazy_index_answers_like_the_eager_index(tau_file, ww_dir):
+    runs = load_path(tau_file).trajectories[:4] + load_many([ww_dir]).trajectories[:6]
+    assert sum(_check_index(t) for t in runs) > 10_000
+
+
+def _statuses_reference(ex: RegexExtractor, text: str, code, subjects) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The sentence loop over every sentence, as it was before the candidate-sentence shortcut."""
+    out = []
+    low = text.casefold()
+    if not any(w in low for w in ex.status_words) and not (completion_possible(text) and COMPLETION_RE.search(text)):
+        return out
+    literals = completion_literals(text)
+    for s, e in sentence_spans(text):
+        if e <= s or _inside(s, code):
+            continue
+        sentence = text[s:e]
+        subs = sorted({v for p, v in subjects if s <= p < e})
+        subject = subs[0] if len(subs) == 1 else ""
+        seen: set[str] = set()
+        if 0 < len(subs) <= 4 and not _CONDITIONAL.search(sentence):
+            words = [wd for wd in _status_word(sentence, ex.status_words)
+                     if not _NOT_STATE.search(sentence, max(0, wd[1] - 30), wd[1])]
+            if len({w for w, _, _ in words}) == 1:
+                w, a, b = words[0]
+                seen.add(w)
+                out.extend((f"[{s + a}:{s + b}]", w, ("status", sub)) for sub in subs)
+        completions = list(COMPLETION_RE.finditer(sentence)) if holds_literal(literals, s, e) else []
+        if not completions or _HYPOTHETICAL.search(sentence) is not None:
+            continue
+        for x in completions:
+            if _NEGATION.search(sentence, max(0, x.start() - 24), x.start() + 1):
+                continue
+            verb = _SYNONYMS.get((x.group("verb") or x.group("verb2") or "").casefold(),
+                                 (x.group("verb") or x.group("verb2") or "").casefold())
+            if verb in seen:
+                continue
+            seen.add(verb)
+            target = norm_id(x.group("target")) if x.group("target") else subject
+            out.append((f"[{s + x.start()}:{s + x.end()}]", verb, ("done", target)))
+    return out
+
+
+def _statuses_fast(ex: RegexExtractor, text: str, code, subjects) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(mn.address[1:], mn.value, mn.slot) for mn in ex._statuses(text, 1, "x", code, subjects, None)]
+
+
+_sentence_text = st.lists(st.sampled_from(
+    ["#W1234567", " is ", " was ", "delivered", " been ", "processed", "cancelled", " if ", ".", "3.5", "!", "\n",
+     " order ", "successfully ", "saved to out.csv", " not ", "İ", "ſ", "Pending", " and ", "CANCELED", "```"]),
+    max_size=25).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_sentence_text, st.lists(st.integers(0, 300), max_size=4), st.booleans())
+def test_status_sentences_equal_the_full_loop(text, subject_pos, in_code):
+    ex = RegexExtractor()
+    subjects = [(p % (len(text) + 1), f"s{p % 3}") for p in subject_pos]
+    code = [(0, len(text) // 2)] if in_code else []
+    assert _statuses_fast(ex, text, code, subjects) == _statuses_reference(ex, text, code, subjects)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_sentence_text, st.lists(st.integers(0, 300), max_size=5), st.lists(st.tuples(st.integers(0, 300),
+                                                                                    st.integers(0, 12)), max_size=5))
+def test_candidate_sentences_equal_testing_every_sentence(text, positions, lead):
+    spans = sentence_spans(text)
+    lead = sorted((a, a + w) for a, w in lead)
+    want = [(s, e) for s, e in spans if any(s <= p < e for p in positions) or _holds(lead, s, e)]
+    assert candidate_sentences(spans, positions, lead) == want
+
+
+def test_status_sentences_on_real_agent_texts(tau_file):
+    ex = RegexExtractor()
+    n = 0
+    for t in load_path(tau_file).trajectories[:8]:
+        for s in t.steps:
+            if not s.is_decision or not s.content:
+                continue
+            text = s.content
+            subjects = [(x.start(), norm_id(x.group())) for x in re.finditer(r"#W\d{7}|\d{10}", text)]
+            got = _statuses_fast(ex, text, [], subjects)
+            assert got == _statuses_reference(ex, text, [], subjects)
+            n += len(got)
+    assert n > 5  # real texts state statuses and completions
+    assert m.KIND_STATUS == "status"
