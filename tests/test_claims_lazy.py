@@ -24,11 +24,13 @@ from trajaudit.engine.claims.extract import (
 from trajaudit.engine.claims.normalize import norm_id
 from trajaudit.engine.claims.patterns import (
     COMPLETION_RE,
+    COUNT_RE,
     WORD_RE,
     _holds,
     candidate_sentences,
     completion_literals,
     completion_possible,
+    count_matches,
     holds_literal,
     sentence_spans,
 )
@@ -208,8 +210,21 @@ def test_status_sentences_on_real_agent_texts(tau_file):
                 continue
             text = s.content
             subjects = [(x.start(), norm_id(x.group())) for x in re.finditer(r"#W\d{7}|\d{10}", text)]
+            assert [x.span() for x in count_matches(text)] == [x.span() for x in COUNT_RE.finditer(text)]
             got = _statuses_fast(ex, text, [], subjects)
             assert got == _statuses_reference(ex, text, [], subjects)
             n += len(got)
     assert n > 5  # real texts state statuses and completions
     assert m.KIND_STATUS == "status"
+
+
+_count_text = st.lists(st.sampled_from(
+    ["3", "12", "1234567", " ", "  ", "\n", "Eleven", "TWENTY", "one", "sixteen", "seven", "done", "often", "x", "-",
+     ".", "$", "#", "items", " orders", "available ", "s", "İ", "K", "ſ", "٣", ",5", "_"]), max_size=20).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_count_text)
+def test_count_matches_equal_the_count_regex(text):
+    assert ([(x.span(), x.groupdict()) for x in count_matches(text)]
+            == [(x.span(), x.groupdict()) for x in COUNT_RE.finditer(text)])

@@ -35,13 +35,13 @@ from trajaudit.engine.claims.patterns import (
     _UNITS,
     CODE_RE,
     COMPLETION_RE,
-    COUNT_RE,
     LIST_MARKER_RE,
     QUOTED_RE,
     VALUE_RE,
     candidate_sentences,
     completion_literals,
     completion_possible,
+    count_matches,
     holds_literal,
     sentence_spans,
     status_re,
@@ -245,7 +245,7 @@ class RegexExtractor:
                                    text=text[a:b], slot=slot, in_code=_inside(a, code), in_call=call,
                                    tool=tool, context=ctx))
 
-        for x in COUNT_RE.finditer(text):
+        for x in count_matches(text):
             noun = x.group("noun").casefold()
             mods = tuple(w.casefold() for w in x.group("mods").split())
             if (noun in _NOT_COUNT_NOUNS or _UNIT_NOUN.fullmatch(noun) or _inside(x.start(), code)

@@ -57,6 +57,41 @@ COUNT_RE = re.compile(
     re.IGNORECASE,
 )
 
+_COUNT_DIGITS = re.compile(r"[0-9]+")
+#: The count words of ``_COUNT_WORD`` as a literal-led alternation (the regex engine skips to its first
+#: letters); applied to the lower-cased text.
+_COUNT_WORD_AT = re.compile(r"z(?:ero)|o(?:ne)|t(?:w(?:o|elve|enty)|h(?:ree|irteen)|en)|f(?:our|ive|ifteen)|"
+                            r"s(?:ix|even)|e(?:ight|leven)|n(?:ine)")
+
+
+def count_matches(text: str) -> list[re.Match[str]]:
+    """``list(COUNT_RE.finditer(text))``, faster for ASCII text: ``COUNT_RE`` is tried only where a
+    match can begin. A match begins with a digit or a count word not preceded by a word character,
+    so it begins where a run of digits or a count word (ASCII case folding) begins; every other
+    position fails the look-behind or the first group. Candidates come from two scans the regex
+    engine runs without trying every position (the per-position attempt of ``COUNT_RE``'s
+    look-behind and 27-way alternation is what makes it slow), and are tried left to right from the
+    end of the previous match, as ``finditer`` does. Non-ASCII text (Unicode case folding, Unicode
+    digits) takes ``COUNT_RE.finditer``."""
+    if not text.isascii():
+        return list(COUNT_RE.finditer(text))
+    starts = [x.start() for x in _COUNT_DIGITS.finditer(text)]
+    words = [x.start() for x in _COUNT_WORD_AT.finditer(text.lower())]
+    if words:
+        starts = sorted(starts + words)
+    out = []
+    end = 0
+    match = COUNT_RE.match
+    for c in starts:
+        if c < end:
+            continue
+        x = match(text, c)
+        if x is not None:
+            out.append(x)
+            end = x.end()
+    return out
+
+
 #: Completion claims: "successfully processed", "has been cancelled", "downloaded the file", "saved to x".
 COMPLETION_RE = re.compile(
     r"\b(?:(?:successfully|has\s+been|have\s+been|was|were|is\s+now|are\s+now|been)\s+(?:successfully\s+)?"
