@@ -177,17 +177,17 @@ class EvidenceIndex:
 
     def fact(self, obj: str, attr: str, before: int) -> tuple[int, str, Any] | None:
         """The latest ``(pos, address, raw value)`` of attribute ``attr`` of object ``obj`` before ``before``."""
-        key = (obj, attr)
         for sid in self._before(before):
-            got = self._digests[sid].fact_map.get(key)
-            if got is not None:
+            got = self._digests[sid].facts.get(obj)
+            if got is not None and attr in got:
+                suffix, raw = got[attr]
                 src = self.sources[sid]
-                return src.pos, src.address + got[0], got[1]
+                return src.pos, src.address + suffix, raw
         return None
 
     def has_object(self, obj: str, before: int) -> bool:
         """True when some fact about object ``obj`` is visible before ``before``."""
-        return any(obj in self._digests[sid].object_set for sid in self._before(before))
+        return any(obj in self._digests[sid].facts for sid in self._before(before))
 
     def latest_collections(self, before: int) -> list[Collection]:
         """Collections of the latest tool output before ``before`` that has any ("the latest evidence")."""

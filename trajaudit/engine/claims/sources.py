@@ -25,6 +25,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from trajaudit.engine.claims.normalize import (
+    MEMO_MAX_CHARS,
     NUMBER_WORDS,
     norm_id,
     norm_number,
@@ -32,6 +33,7 @@ from trajaudit.engine.claims.normalize import (
     norm_text,
     singular,
 )
+from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
 from trajaudit.engine.claims.patterns import words_of
 from trajaudit.engine.claims.scan import scan_values
 
@@ -40,6 +42,7 @@ MAX_CACHED_CHARS = 100_000
 MAX_MEMBERS = 500
 NUMS_PER_SOURCE = 200
 
+_NUMBER_WORD_KEYS = frozenset(NUMBER_WORDS)
 _UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
 _ID_KEYS = re.compile(r"(?:^|_)id$|^(?:name|email|title)$", re.I)
 _MAPPING_KEY = re.compile(r"[\w#-]{3,}")
@@ -54,8 +57,9 @@ class Digest:
         values: ``(normalized value, suffix)``, the first occurrence of each value, in scan order.
         words: the distinct case-folded words, in order of first occurrence.
         numbers: ``(value, suffix)`` of the first :data:`NUMS_PER_SOURCE` numbers (for derivations).
-        facts: ``(object id, attribute, suffix, raw value)`` of JSON scalar leaves of identified objects.
-        objects: object ids with facts, in order of first fact.
+        facts: slot facts of JSON scalar leaves of identified objects: ``{object id: {attribute:
+            (suffix, raw value)}}``, objects in order of their first fact, each attribute holding its
+            last leaf in document order (the one a "latest fact" query returns). Read-only.
         collections: ``(suffix, singular key, size, members)`` of JSON lists and id-keyed mappings
             (:class:`Members`, flattened on first use).
     """
@@ -64,8 +68,7 @@ class Digest:
     values: tuple[tuple[str, str], ...]
     words: tuple[str, ...]
     numbers: tuple[tuple[float, str], ...]
-    facts: tuple[tuple[str, str, str, Any], ...]
-    objects: tuple[str, ...]
+    facts: dict[str, dict[str, tuple[str, Any]]]
     collections: tuple[tuple[str, str, int, Members], ...]
 
     @cached_property
@@ -79,16 +82,6 @@ class Digest:
         return frozenset(self.words)
 
     @cached_property
-    def fact_map(self) -> dict[tuple[str, str], tuple[str, Any]]:
-        """``(object id, attribute) → (suffix, raw value)`` of the *last* such fact (read-only), built once."""
-        return {(ident, attr): (suffix, raw) for ident, attr, suffix, raw in self.facts}
-
-    @cached_property
-    def object_set(self) -> frozenset[str]:
-        """``objects`` as a set, built once per digest."""
-        return frozenset(self.objects)
-
-    @cached_property
     def normalized(self) -> str:
         """The text normalized (``norm_text``), computed at most once per digest."""
         return norm_text(self.text)
@@ -100,8 +93,7 @@ class _Builder:
     def __init__(self) -> None:
         self.values: dict[str, str] = {}
         self.numbers: list[tuple[float, str]] = []
-        self.facts: list[tuple[str, str, str, Any]] = []
-        self.objects: dict[str, None] = {}
+        self.facts: dict[str, dict[str, tuple[str, Any]]] = {}
         self.collections: list[tuple[str, str, int, Members]] = []
 
     def value(self, key: str, suffix: str) -> None:
@@ -109,7 +101,8 @@ class _Builder:
 
     def walk(self, obj: Any, path: str, key: str, owner: str | None) -> None:
         """Index a parsed JSON value: scalar leaves as values (object leaves also as slot facts of the
-        enclosing identified object), lists and id-keyed mappings as collections."""
+        enclosing identified object), lists and id-keyed mappings as collections. (Hot loop: short
+        strings and numbers go straight to the memo of :func:`norm_scalar`, which is what it does.)"""
         values, walk = self.values, self.walk
         if isinstance(obj, dict):
             ident = _identity(obj, key) or owner
@@ -120,24 +113,34 @@ class _Builder:
                     values.setdefault(norm_id(str(k)), f"{path}.{k}")
                     walk(v, f"{path}.{k}", str(k), norm_id(str(k)))
                 return
-            facts, objects = self.facts, self.objects
+            slots = None  # the object's facts, filed at its first fact
             for k, v in obj.items():
                 sub = f"{path}.{k}"
-                if isinstance(v, (dict, list)):
+                cls = v.__class__
+                if cls is str:
+                    val = _scalar_memo(v) if len(v) <= MEMO_MAX_CHARS else norm_scalar(v)
+                    if val is None:
+                        continue
+                elif v is True or v is False:
+                    val = "true" if v else "false"
+                elif cls is int or cls is float:
+                    val = _scalar_memo(v)
+                    if val is None:
+                        continue
+                elif v is None:
+                    continue
+                elif isinstance(v, (dict, list)):
                     walk(v, sub, str(k), ident)
                     continue
-                if v is None:
-                    continue
-                if v is True or v is False:
-                    val: str | None = "true" if v else "false"
                 else:
                     val = norm_scalar(v)
                     if val is None:
                         continue
                 values.setdefault(val, sub)
                 if ident is not None:
-                    facts.append((ident, str(k).casefold(), sub, v))
-                    objects.setdefault(ident, None)
+                    if slots is None:
+                        slots = self.facts.setdefault(ident, {})
+                    slots[str(k).casefold()] = (sub, v)
         elif isinstance(obj, list):
             if obj:
                 self.collection(obj, path, key)
@@ -209,9 +212,10 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
         if key:
             values.setdefault(key, suffix)
     words = dict.fromkeys(words_of(text.casefold()))
-    for w in words:
-        if w in NUMBER_WORDS:
-            values.setdefault(str(NUMBER_WORDS[w]), "")
+    if not _NUMBER_WORD_KEYS.isdisjoint(words):  # (a set test in C first: most texts hold none)
+        for w in words:
+            if w in NUMBER_WORDS:
+                values.setdefault(str(NUMBER_WORDS[w]), "")
     stripped = text.strip()
     if kind == "tool" and stripped[:1] in "{[" and len(stripped) <= max_json_chars:
         try:
@@ -223,7 +227,7 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
     elif kind in ("tool", "user") and 0 < len(stripped) <= 200:
         b.value(norm_id(stripped), "")  # a bare value such as a user id
     return Digest(text=text, values=tuple(b.values.items()), words=tuple(words), numbers=tuple(b.numbers),
-                  facts=tuple(b.facts), objects=tuple(b.objects), collections=tuple(b.collections))
+                  facts=b.facts, collections=tuple(b.collections))
 
 
 _cached = lru_cache(maxsize=CACHE_SIZE)(_analyse)
