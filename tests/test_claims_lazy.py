@@ -49,10 +49,10 @@ class EagerIndex:
             for index, keys in ((self.values, d.value_map), (self.postings, d.words)):
                 for key in keys:
                     index.setdefault(key, []).append(sid)
-            for ident, attr, suffix, raw in d.facts:
-                self.facts.setdefault((ident, attr), []).append((src.pos, sid, suffix, raw))
-            for ident in d.objects:
+            for ident, slots in d.facts.items():
                 self.objects.setdefault(ident, src.pos)
+                for attr, (suffix, raw) in slots.items():
+                    self.facts.setdefault((ident, attr), []).append((src.pos, sid, suffix, raw))
 
     def latest(self, key: str, before: int) -> Hit | None:
         for sid in reversed(self.values.get(key, ())):
@@ -113,7 +113,7 @@ def _check_index(t) -> int:
     for d in ix._digests:
         keys.update(list(d.value_map)[:40])
         keys.update(d.words[:40])
-        facts.update((i, a) for i, a, _, _ in d.facts[:40])
+        facts.update((i, a) for i, slots in list(d.facts.items())[:20] for a in slots)
     keys.update(("w2378156", "no-such-value", "1", "delivered", "order id", "zz yy"))
     positions = sorted({-1, 0, len(t.steps)} | {s.index for s in t.steps[::4]})
     n = 0
@@ -228,3 +228,35 @@ _count_text = st.lists(st.sampled_from(
 def test_count_matches_equal_the_count_regex(text):
     assert ([(x.span(), x.groupdict()) for x in count_matches(text)]
             == [(x.span(), x.groupdict()) for x in COUNT_RE.finditer(text)])
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(
+    st.lists(st.sampled_from(list("0123456789") + ["-", ".", "00", "0000000000", "1234567890123"]), max_size=12)
+    .map("".join),
+    st.integers(-10**30, 10**30).map(str), st.floats(allow_nan=True, allow_infinity=True).map(str)))
+def test_plain_decimal_equals_the_decimal_path(text):
+    from decimal import Decimal
+
+    from trajaudit.engine.claims.normalize import canon_decimal, parse_number, plain_decimal
+
+    got = plain_decimal(text)
+    if got is not None:
+        d = parse_number(text)
+        assert d is not None and got == canon_decimal(d)
+        if text[:1] != "-" or text.lstrip("-")[:1].isdigit():
+            assert got == canon_decimal(Decimal(text))  # the path of JSON numbers (_norm_scalar)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.integers(-10**30, 10**30), st.floats(allow_nan=True, allow_infinity=True)))
+def test_json_numbers_normalize_as_before(value):
+    from decimal import Decimal, InvalidOperation
+
+    from trajaudit.engine.claims.normalize import _norm_scalar, canon_decimal
+
+    try:
+        want = canon_decimal(Decimal(str(value)))
+    except InvalidOperation:
+        want = None
+    assert _norm_scalar(value) == want
