@@ -46,7 +46,7 @@ class EagerIndex:
         self.facts: dict[tuple[str, str], list[tuple[int, int, str, Any]]] = {}
         self.objects: dict[str, int] = {}
         for sid, (src, d) in enumerate(zip(ix.sources, ix._digests, strict=True)):
-            for index, keys in ((self.values, d.value_map), (self.postings, d.words)):
+            for index, keys in ((self.values, d.values), (self.postings, d.words)):
                 for key in keys:
                     index.setdefault(key, []).append(sid)
             for ident, slots in d.facts.items():
@@ -111,8 +111,8 @@ def _check_index(t) -> int:
     ref = EagerIndex(ix)
     keys, facts = set(), set()
     for d in ix._digests:
-        keys.update(list(d.value_map)[:40])
-        keys.update(d.words[:40])
+        keys.update(list(d.values)[:40])
+        keys.update(list(d.words)[:40])
         facts.update((i, a) for i, slots in list(d.facts.items())[:20] for a in slots)
     keys.update(("w2378156", "no-such-value", "1", "delivered", "order id", "zz yy"))
     positions = sorted({-1, 0, len(t.steps)} | {s.index for s in t.steps[::4]})

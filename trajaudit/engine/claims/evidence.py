@@ -121,7 +121,7 @@ class EvidenceIndex:
 
     def _hit(self, sid: int, key: str) -> Hit:
         src = self.sources[sid]
-        return Hit(sid, src.pos, src.address + self._digests[sid].value_map[key])
+        return Hit(sid, src.pos, src.address + self._digests[sid].values[key])
 
     def _before(self, before: int) -> range:
         """Source numbers with a position < ``before``, latest first."""
@@ -133,10 +133,10 @@ class EvidenceIndex:
         digests = self._digests
         seen = self._before(before)
         for sid in seen:
-            if key in digests[sid].value_map:
+            if key in digests[sid].values:
                 return self._hit(sid, key)
         for sid in seen:  # a single word: the latest source holding it
-            if key in digests[sid].word_set:
+            if key in digests[sid].words:
                 src = self.sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
@@ -146,10 +146,10 @@ class EvidenceIndex:
         digests, sources = self._digests, self.sources
         later = [sid for sid in range(bisect_right(self._pos, pos), len(sources)) if sources[sid].kind in kinds]
         for sid in later:
-            if key in digests[sid].value_map:
+            if key in digests[sid].values:
                 return self._hit(sid, key)
         for sid in later:
-            if key in digests[sid].word_set:
+            if key in digests[sid].words:
                 src = sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
@@ -166,7 +166,7 @@ class EvidenceIndex:
             return None, None
         partial = None
         for sid in self._before(before):
-            if not toks.issubset(self._digests[sid].word_set):
+            if not toks.issubset(self._digests[sid].words):
                 continue
             src = self.sources[sid]
             hit = Hit(sid, src.pos, src.address)

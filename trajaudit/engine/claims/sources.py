@@ -11,8 +11,8 @@ it for each source. Identical texts recur across runs of one batch (the tau poli
 Cache: a bounded LRU (``functools.lru_cache``, :data:`CACHE_SIZE` entries) keyed by the text itself
 (so a hit is exact, never a hash collision), its kind and the cap. Texts longer than
 :data:`MAX_CACHED_CHARS` are analysed without being cached (memory stays bounded: at most
-``CACHE_SIZE × MAX_CACHED_CHARS`` characters of keys plus their digests). Digests are immutable
-(tuples); collection members are plain dicts that callers must treat as read-only. Clear it with
+``CACHE_SIZE × MAX_CACHED_CHARS`` characters of keys plus their digests). Digests are shared
+and read-only (their dicts and collection members included). Clear it with
 :func:`clear_cache` (benchmarks do, between repetitions).
 """
 
@@ -54,8 +54,8 @@ class Digest:
 
     Attributes:
         text: the analysed text.
-        values: ``(normalized value, suffix)``, the first occurrence of each value, in scan order.
-        words: the distinct case-folded words, in order of first occurrence.
+        values: ``{normalized value: suffix}`` of the first occurrence of each value, in scan order.
+        words: the distinct case-folded words (keys; values ``None``), in order of first occurrence.
         numbers: ``(value, suffix)`` of the first :data:`NUMS_PER_SOURCE` numbers (for derivations).
         facts: slot facts of JSON scalar leaves of identified objects: ``{object id: {attribute:
             (suffix, raw value)}}``, objects in order of their first fact, each attribute holding its
@@ -65,21 +65,12 @@ class Digest:
     """
 
     text: str
-    values: tuple[tuple[str, str], ...]
-    words: tuple[str, ...]
+    values: dict[str, str]
+    words: dict[str, None]
     numbers: tuple[tuple[float, str], ...]
     facts: dict[str, dict[str, tuple[str, Any]]]
     collections: tuple[tuple[str, str, int, Members], ...]
 
-    @cached_property
-    def value_map(self) -> dict[str, str]:
-        """``values`` as a mapping (read-only), built once per digest."""
-        return dict(self.values)
-
-    @cached_property
-    def word_set(self) -> frozenset[str]:
-        """``words`` as a set, built once per digest."""
-        return frozenset(self.words)
 
     @cached_property
     def normalized(self) -> str:
@@ -226,7 +217,7 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
             b.walk(doc, "", "", None)
     elif kind in ("tool", "user") and 0 < len(stripped) <= 200:
         b.value(norm_id(stripped), "")  # a bare value such as a user id
-    return Digest(text=text, values=tuple(b.values.items()), words=tuple(words), numbers=tuple(b.numbers),
+    return Digest(text=text, values=b.values, words=words, numbers=tuple(b.numbers),
                   facts=b.facts, collections=tuple(b.collections))
 
 
