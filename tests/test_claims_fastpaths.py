@@ -17,7 +17,7 @@ from trajaudit.engine.claims.patterns import (
 )
 from trajaudit.engine.claims.sources import _analyse, digest
 
-_text = st.lists(st.sampled_from(list("ab .!?\n3٣5,$sSſKK") + ["was ", "been ", "İs now ", "saved ", "WERE",
+_text = st.lists(st.sampled_from(list("ab .!?\n3٣5,$sSſKKé’É") + ["was ", "been ", "İs now ", "saved ", "WERE", "ı",
                                                                 "processed", "to x.csv"]),
                  max_size=30).map("".join)
 
@@ -92,7 +92,7 @@ _num_text = st.lists(st.sampled_from(["12", "1,234", "5.5", "1.234,5", "95234568
                                       " May 2024", "3rd", "x", "\"", "}", "/", "_", "\x1c", ":", ".040", "040", "\t",
                                       "]", "a", "th", "bn", "e3", "(", ";", "\n", " ,", "  ", "1/2/2024", "12/", "2024-",
                                       "-05", "'5", ",5", "1.5", "7", "0", " of", " in", "f", "e", "fa2", " and", "St", "a.m.",
-                                      "A", " b"]),
+                                      "A", " b", "é", "’", "\u2009", "٣", "ſ"]),
                       max_size=14).map("".join)
 
 

@@ -178,7 +178,8 @@ def _statuses_fast(ex: RegexExtractor, text: str, code, subjects) -> list[tuple[
 
 _sentence_text = st.lists(st.sampled_from(
     ["#W1234567", " is ", " was ", "delivered", " been ", "processed", "cancelled", " if ", ".", "3.5", "!", "\n",
-     " order ", "successfully ", "saved to out.csv", " not ", "İ", "ſ", "Pending", " and ", "CANCELED", "```"]),
+     " order ", "successfully ", "saved to out.csv", " not ", "İ", "ſ", "Pending", " and ", "CANCELED", "```",
+     "’", "é", "K", "ı"]),
     max_size=25).map("".join)
 
 
@@ -201,26 +202,26 @@ def test_candidate_sentences_equal_testing_every_sentence(text, positions, lead)
     assert candidate_sentences(spans, positions, lead) == want
 
 
-def test_status_sentences_on_real_agent_texts(tau_file):
+def test_status_sentences_on_real_agent_texts(tau_file, ww_dir):
     ex = RegexExtractor()
     n = 0
-    for t in load_path(tau_file).trajectories[:8]:
-        for s in t.steps:
-            if not s.is_decision or not s.content:
-                continue
-            text = s.content
-            subjects = [(x.start(), norm_id(x.group())) for x in re.finditer(r"#W\d{7}|\d{10}", text)]
-            assert [x.span() for x in count_matches(text)] == [x.span() for x in COUNT_RE.finditer(text)]
-            got = _statuses_fast(ex, text, [], subjects)
-            assert got == _statuses_reference(ex, text, [], subjects)
-            n += len(got)
+    ww = [s.content for t in load_many([ww_dir]).trajectories for s in t.steps if s.is_decision and s.content]
+    texts = [s.content for t in load_path(tau_file).trajectories[:8] for s in t.steps if s.is_decision and s.content]
+    texts += [x for x in ww if not x.isascii()][:40]  # Unicode text takes the folded fast paths too
+    for text in texts:
+        subjects = [(x.start(), norm_id(x.group())) for x in re.finditer(r"#W\d{7}|\d{10}", text)]
+        assert [x.span() for x in count_matches(text)] == [x.span() for x in COUNT_RE.finditer(text)]
+        got = _statuses_fast(ex, text, [], subjects)
+        assert got == _statuses_reference(ex, text, [], subjects)
+        n += len(got)
     assert n > 5  # real texts state statuses and completions
     assert m.KIND_STATUS == "status"
 
 
 _count_text = st.lists(st.sampled_from(
     ["3", "12", "1234567", " ", "  ", "\n", "Eleven", "TWENTY", "one", "sixteen", "seven", "done", "often", "x", "-",
-     ".", "$", "#", "items", " orders", "available ", "s", "İ", "K", "ſ", "٣", ",5", "_"]), max_size=20).map("".join)
+     ".", "$", "#", "items", " orders", "available ", "s", "İ", "K", "ſ", "٣", ",5", "_", "é", "’", "É", "ı", "SIX",
+     "\u00a0"]), max_size=20).map("".join)
 
 
 @settings(max_examples=600, deadline=None)
@@ -260,3 +261,14 @@ def test_json_numbers_normalize_as_before(value):
     except InvalidOperation:
         want = None
     assert _norm_scalar(value) == want
+
+
+def test_ascii_folding_set_is_every_non_ascii_match_of_an_ascii_letter():
+    import sys
+
+    from trajaudit.engine.claims.patterns import ASCII_FOLDING
+
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    found = {chr(c) for c in range(128, sys.maxunicode + 1)
+             if not 0xD800 <= c <= 0xDFFF and letter.fullmatch(chr(c))}
+    assert found == set(ASCII_FOLDING)

@@ -40,7 +40,6 @@ from trajaudit.engine.claims.patterns import (
     VALUE_RE,
     candidate_sentences,
     completion_literals,
-    completion_possible,
     count_matches,
     holds_literal,
     sentence_spans,
@@ -305,16 +304,17 @@ class RegexExtractor:
         low = text.casefold()
         # a status needs a subject and a state word in its sentence (hence in the text)
         status = bool(subjects) and any(w in low for w in self.status_words)
-        if text.isascii():
+        literals = completion_literals(text)
+        if literals is not None:
             # only sentences holding a subject (when a state word occurs) or a completion's literals can
             # yield: the others are skipped (exact, see candidate_sentences)
-            literals = completion_literals(text) if completion_possible(text) else ([], [])
-            if not status and not (literals[0] and literals[1]):
-                return
+            if not (literals[0] and literals[1]):
+                literals = ([], [])  # no completion anywhere
+                if not status:
+                    return
             spans = candidate_sentences(sentence_spans(text), [p for p, _ in subjects] if status else [],
                                         literals[0])
-        else:
-            literals = None  # Unicode case folding: every sentence is tried, after a whole-text check
+        else:  # exotic case folding (ascii_fold): every sentence is tried, after a whole-text check
             if not status and not COMPLETION_RE.search(text):
                 return
             spans = sentence_spans(text)

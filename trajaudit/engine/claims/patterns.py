@@ -57,7 +57,7 @@ COUNT_RE = re.compile(
     re.IGNORECASE,
 )
 
-_COUNT_DIGITS = re.compile(r"[0-9]+")
+_COUNT_DIGITS = re.compile(r"\d+")
 #: The count words of ``_COUNT_WORD`` as a literal-led alternation (the regex engine skips to its first
 #: letters); applied to the lower-cased text.
 _COUNT_WORD_AT = re.compile(r"z(?:ero)|o(?:ne)|t(?:w(?:o|elve|enty)|h(?:ree|irteen)|en)|f(?:our|ive|ifteen)|"
@@ -65,18 +65,19 @@ _COUNT_WORD_AT = re.compile(r"z(?:ero)|o(?:ne)|t(?:w(?:o|elve|enty)|h(?:ree|irte
 
 
 def count_matches(text: str) -> list[re.Match[str]]:
-    """``list(COUNT_RE.finditer(text))``, faster for ASCII text: ``COUNT_RE`` is tried only where a
-    match can begin. A match begins with a digit or a count word not preceded by a word character,
-    so it begins where a run of digits or a count word (ASCII case folding) begins; every other
+    """``list(COUNT_RE.finditer(text))``, faster: ``COUNT_RE`` is tried only where a match can begin.
+    A match begins with a digit or a count word not preceded by a word character, so it begins where
+    a run of digits or a count word (in the :func:`ascii_fold` of the text) begins; every other
     position fails the look-behind or the first group. Candidates come from two scans the regex
     engine runs without trying every position (the per-position attempt of ``COUNT_RE``'s
     look-behind and 27-way alternation is what makes it slow), and are tried left to right from the
-    end of the previous match, as ``finditer`` does. Non-ASCII text (Unicode case folding, Unicode
-    digits) takes ``COUNT_RE.finditer``."""
-    if not text.isascii():
+    end of the previous match, as ``finditer`` does. A text that cannot be folded takes
+    ``COUNT_RE.finditer``."""
+    low = ascii_fold(text)
+    if low is None:
         return list(COUNT_RE.finditer(text))
     starts = [x.start() for x in _COUNT_DIGITS.finditer(text)]
-    words = [x.start() for x in _COUNT_WORD_AT.finditer(text.lower())]
+    words = [x.start() for x in _COUNT_WORD_AT.finditer(low)]
     if words:
         starts = sorted(starts + words)
     out = []
@@ -176,14 +177,32 @@ def _spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
     return out
 
 
+#: The non-ASCII characters ``re.IGNORECASE`` matches to an ASCII letter (dotted and dotless i, long
+#: s, Kelvin sign); tests/test_claims_lazy.py recomputes the set over all of Unicode.
+ASCII_FOLDING = frozenset("\u0130\u0131\u017f\u212a")
+
+
+def ascii_fold(text: str) -> str | None:
+    """``text.lower()`` when, position by position, it shows exactly where ``re.IGNORECASE`` matches
+    ASCII letters in ``text``: always for ASCII text; for other text when lower-casing keeps the length
+    (one character for one) and no character of :data:`ASCII_FOLDING` occurs. ``None`` otherwise (the
+    callers then take the plain regex path)."""
+    low = text.lower()
+    if text.isascii():
+        return low
+    if len(low) != len(text) or not ASCII_FOLDING.isdisjoint(text):
+        return None
+    return low
+
+
 def completion_literals(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
     """Spans of every occurrence (overlaps included) of the lead words and of the verb stems that
-    every ``COMPLETION_RE`` match contains, each list sorted; ``None`` for a non-ASCII text (see
-    :func:`completion_possible`). A part of the text can hold a match only if it holds a span of
-    each list (:func:`holds_literal`)."""
-    if not text.isascii():
+    every ``COMPLETION_RE`` match contains, each list sorted; ``None`` when :func:`ascii_fold` cannot
+    fold the text (see :func:`completion_possible`). A part of the text can hold a match only if it
+    holds a span of each list (:func:`holds_literal`)."""
+    low = ascii_fold(text)
+    if low is None:
         return None
-    low = text.lower()
     return _spans(low, _COMPLETION_WORDS), _spans(low, _COMPLETION_STEMS)
 
 
@@ -203,13 +222,13 @@ def holds_literal(spans: tuple[list[tuple[int, int]], list[tuple[int, int]]] | N
 
 
 def completion_possible(text: str) -> bool:
-    """False only when ``COMPLETION_RE`` cannot match ``text``: an ASCII text (where ``re.IGNORECASE``
-    is plain ASCII case folding) lacking either every lead word or every verb stem a match needs.
-    Non-ASCII texts always return True (Unicode case folding has exotic equivalents, such as ``ſ``
-    for ``s``)."""
-    if not text.isascii():
+    """False only when ``COMPLETION_RE`` cannot match ``text``: a text :func:`ascii_fold` can fold
+    (where ``re.IGNORECASE`` matching of the ASCII words is plain matching in the folded text) that
+    lacks either every lead word or every verb stem a match needs. Other texts always return True
+    (Unicode case folding has exotic equivalents, such as ``ſ`` for ``s``)."""
+    low = ascii_fold(text)
+    if low is None:
         return True
-    low = text.lower()
     return any(w in low for w in _COMPLETION_WORDS) and any(w in low for w in _COMPLETION_STEMS)
 
 

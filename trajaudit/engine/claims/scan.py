@@ -73,8 +73,10 @@ _GOES_ON_GLUED = re.compile(_GOES_ON_WORDS + "|st|nd|rd|th)", re.IGNORECASE)
 
 
 def _plain_end(text: str, a: int) -> int:
-    """The end of the ``number`` match of ``_DIGIT_RE`` at digit ``text[a]`` of an ASCII text when it is
-    the plain number there (no alternative can continue past it), else -1 (run the regex). What may
+    """The end of the ``number`` match of ``_DIGIT_RE`` at ASCII digit ``text[a]`` when it is the plain
+    number there (no alternative can continue past it), else -1 (run the regex). Any text: after the
+    digits a non-ASCII character (a Unicode digit or space, a letter) passes only when the regex
+    :data:`_GOES_ON_GLUED` says no word can start there, else -1. What may
     continue, right after the digits: ``,``/``'`` + digit (grouping), ``.`` + digit (decimals,
     grouping), ``-`` + digit after exactly 4 digits (ISO date), ``/`` + digit after 1–2 digits (d/m/y),
     ``:`` (time), ``%`` (unit), or — glued or after spaces — a word :data:`_GOES_ON` can start
@@ -87,10 +89,10 @@ def _plain_end(text: str, a: int) -> int:
         return q
     nxt = text[q + 1] if q + 1 < len(text) else ""
     if c in ",'.":
-        return -1 if "0" <= nxt <= "9" else q
+        return -1 if nxt.isdecimal() else q
     if c == "-" or c == "/":
         date = (q - a == 4) if c == "-" else (q - a <= 2)
-        return -1 if date and "0" <= nxt <= "9" and "." not in text[a:q] else q
+        return -1 if date and nxt.isdecimal() and "." not in text[a:q] else q
     if c in _SPACE:
         r = _SPACE_RUN.match(text, q).end()
         return q if r == len(text) or _GOES_ON.match(text, r) is None else -1
@@ -104,18 +106,18 @@ def _digit_matches(text: str) -> Iterator[tuple[str, int, int]]:
 
     The matcher is only started where a match can begin (the set of the pattern's leading look-ahead:
     a plain character set the regex engine skips to quickly; ``0-9#$`` in an ASCII text), instead of
-    at every position. And in an ASCII text a plain number followed by a stop character (``54.04,`` or ``9523456873"``, the numbers of JSON) is
-    a ``number`` match spanning exactly that plain number: every other alternative needs one of the
-    non-stop characters right after its digits, and the number alternative ends there too — so the
-    ~100-way alternation is not run for it."""
+    at every position. And a plain number followed by a stop character (``54.04,`` or
+    ``9523456873"``, the numbers of JSON) is a ``number`` match spanning exactly that plain number:
+    every other alternative needs one of the non-stop characters right after its digits, and the
+    number alternative ends there too — so the ~100-way alternation is not run for it (see
+    :func:`_plain_end`)."""
     rx = _digit_re(text)
-    ascii_text = text.isascii()
     match, plain_end = rx.match, _plain_end
-    seek = _ANCHOR_ASCII.search if ascii_text else _ANCHOR_ANY.search
+    seek = _ANCHOR_ASCII.search if text.isascii() else _ANCHOR_ANY.search
     pos = 0
     while (anchor := seek(text, pos)) is not None:
         a = anchor.start()
-        if ascii_text and text[a] not in "#$":
+        if "0" <= text[a] <= "9":
             q = plain_end(text, a)
             if q >= 0:
                 yield "number", a, q
