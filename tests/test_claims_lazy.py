@@ -272,3 +272,16 @@ def test_ascii_folding_set_is_every_non_ascii_match_of_an_ascii_letter():
     found = {chr(c) for c in range(128, sys.maxunicode + 1)
              if not 0xD800 <= c <= 0xDFFF and letter.fullmatch(chr(c))}
     assert found == set(ASCII_FOLDING)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_sentence_text, st.integers(0, 400), st.integers(0, 400))
+def test_holds_completion_equals_the_literal_lists(text, i, j):
+    from trajaudit.engine.claims.patterns import completion_leads, holds_completion
+
+    s, e = sorted((i % (len(text) + 1), j % (len(text) + 1)))
+    found, literals = completion_leads(text), completion_literals(text)
+    assert (found is None) == (literals is None)
+    if found is not None:
+        possible = bool(literals[0] and literals[1])
+        assert holds_completion(*found, s, e) == (possible and holds_literal(literals, s, e))

@@ -39,9 +39,9 @@ from trajaudit.engine.claims.patterns import (
     QUOTED_RE,
     VALUE_RE,
     candidate_sentences,
-    completion_literals,
+    completion_leads,
     count_matches,
-    holds_literal,
+    holds_completion,
     sentence_spans,
     status_re,
 )
@@ -304,17 +304,16 @@ class RegexExtractor:
         low = text.casefold()
         # a status needs a subject and a state word in its sentence (hence in the text)
         status = bool(subjects) and any(w in low for w in self.status_words)
-        literals = completion_literals(text)
-        if literals is not None:
-            # only sentences holding a subject (when a state word occurs) or a completion's literals can
+        found = completion_leads(text)
+        if found is not None:
+            # only sentences holding a subject (when a state word occurs) or a completion's lead word can
             # yield: the others are skipped (exact, see candidate_sentences)
-            if not (literals[0] and literals[1]):
-                literals = ([], [])  # no completion anywhere
-                if not status:
-                    return
-            spans = candidate_sentences(sentence_spans(text), [p for p, _ in subjects] if status else [],
-                                        literals[0])
+            folded, leads = found
+            if not status and not leads:
+                return
+            spans = candidate_sentences(sentence_spans(text), [p for p, _ in subjects] if status else [], leads)
         else:  # exotic case folding (ascii_fold): every sentence is tried, after a whole-text check
+            folded, leads = "", []
             if not status and not COMPLETION_RE.search(text):
                 return
             spans = sentence_spans(text)
@@ -336,7 +335,8 @@ class RegexExtractor:
                         yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
                                         value=w, text=text[s + a:s + b], slot=("status", sub),
                                         in_call=tool is not None, tool=tool, context=sentence.strip())
-            completions = list(COMPLETION_RE.finditer(sentence)) if holds_literal(literals, s, e) else []
+            possible = found is None or holds_completion(folded, leads, s, e)
+            completions = list(COMPLETION_RE.finditer(sentence)) if possible else []
             if not completions or _HYPOTHETICAL.search(sentence) is not None:
                 continue  # no completion, or a hypothetical sentence (tested only when it matters)
             for x in completions:

@@ -206,6 +206,27 @@ def completion_literals(text: str) -> tuple[list[tuple[int, int]], list[tuple[in
     return _spans(low, _COMPLETION_WORDS), _spans(low, _COMPLETION_STEMS)
 
 
+def completion_leads(text: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """``(folded, leads)``: the :func:`ascii_fold` of ``text`` and the sorted spans of every lead word
+    in it — empty when the text holds no lead word or no verb stem (then nothing can match) — or
+    ``None`` when the text cannot be folded. With :func:`holds_completion` this answers like
+    :func:`completion_literals` + :func:`holds_literal`, but the stems are only looked for inside the
+    parts asked about (most texts hold lead words such as "was" in a few sentences only)."""
+    low = ascii_fold(text)
+    if low is None:
+        return None
+    leads = _spans(low, _COMPLETION_WORDS)
+    if leads and not any(w in low for w in _COMPLETION_STEMS):
+        leads = []
+    return low, leads
+
+
+def holds_completion(folded: str, leads: list[tuple[int, int]], start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a lead word and a verb stem (``folded``, ``leads`` from
+    :func:`completion_leads`); equal to ``holds_literal(completion_literals(text), start, end)``."""
+    return _holds(leads, start, end) and any(folded.find(w, start, end) >= 0 for w in _COMPLETION_STEMS)
+
+
 def _holds(spans: list[tuple[int, int]], start: int, end: int) -> bool:
     for a, b in spans[bisect_left(spans, (start, -1)):]:
         if a >= end:
