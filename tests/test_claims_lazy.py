@@ -269,9 +269,19 @@ def test_ascii_folding_set_is_every_non_ascii_match_of_an_ascii_letter():
     from trajaudit.engine.claims.patterns import ASCII_FOLDING
 
     letter = re.compile("[a-z]", re.IGNORECASE)
-    found = {chr(c) for c in range(128, sys.maxunicode + 1)
-             if not 0xD800 <= c <= 0xDFFF and letter.fullmatch(chr(c))}
+    classes = [re.compile(p) for p in (r"[\w.$€£#-]", r"\s", r"\d")]
+    found, changed = set(), []
+    for c in range(128, sys.maxunicode + 1):
+        ch = chr(c)
+        if 0xD800 <= c <= 0xDFFF:
+            continue
+        if letter.fullmatch(ch):
+            found.add(ch)
+        low = ch.lower()  # count candidates are found in the folded text: classes must not change
+        if len(low) == 1 and any(bool(k.match(ch)) != bool(k.match(low)) for k in classes):
+            changed.append(ch)
     assert found == set(ASCII_FOLDING)
+    assert changed == []
 
 
 @settings(max_examples=600, deadline=None)
@@ -285,3 +295,12 @@ def test_holds_completion_equals_the_literal_lists(text, i, j):
     if found is not None:
         possible = bool(literals[0] and literals[1])
         assert holds_completion(*found, s, e) == (possible and holds_literal(literals, s, e))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(["1", "12", "1234", ".", ")", " ", "\n", "\t", "-", ">", "*", "x", "٣", "\r", "\x1c"]),
+                max_size=20).map("".join))
+def test_list_markers_equal_the_marker_regex(text):
+    from trajaudit.engine.claims.patterns import LIST_MARKER_RE, list_markers
+
+    assert list_markers(text) == {x.start(1) for x in LIST_MARKER_RE.finditer(text)}

@@ -35,13 +35,13 @@ from trajaudit.engine.claims.patterns import (
     _UNITS,
     CODE_RE,
     COMPLETION_RE,
-    LIST_MARKER_RE,
     QUOTED_RE,
     VALUE_RE,
     candidate_sentences,
     completion_leads,
     count_matches,
     holds_completion,
+    list_markers,
     sentence_spans,
     status_re,
 )
@@ -234,7 +234,7 @@ class RegexExtractor:
         if not text:
             return
         code = [(0, len(text))] if in_code else _ranges(CODE_RE, text) if "```" in text else []
-        markers = {x.start(1) for x in LIST_MARKER_RE.finditer(text)}
+        markers = list_markers(text)
         found: list[m.Mention] = []
         taken: set[int] = set()
         call = tool is not None
