@@ -229,7 +229,8 @@ def holds_completion(folded: str, leads: list[tuple[int, int]], start: int, end:
 
 
 def _holds(spans: list[tuple[int, int]], start: int, end: int) -> bool:
-    for a, b in spans[bisect_left(spans, (start, -1)):]:
+    for i in range(bisect_left(spans, (start, -1)), len(spans)):
+        a, b = spans[i]
         if a >= end:
             return False
         if b <= end:

@@ -237,6 +237,7 @@ def clear_cache() -> None:
     """Empty the digest cache and the key cache (for benchmarks and tests)."""
     _cached.cache_clear()
     _id_key.cache_clear()
+    _id_names.cache_clear()
 
 
 @lru_cache(maxsize=4096)
@@ -247,7 +248,7 @@ def _id_key(key: str) -> bool:
 
 def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
     """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first ``*_id``."""
-    keys = [k for k, v in obj.items() if isinstance(v, (str, int)) and not isinstance(v, bool) and _id_key(str(k))]
+    keys = [k for k in _id_names(tuple(obj)) if isinstance(obj[k], (str, int)) and not isinstance(obj[k], bool)]
     if not keys:
         return None
     want = f"{singular(parent_key)}_id" if parent_key else ""
@@ -255,3 +256,10 @@ def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
         if pick in keys:
             return norm_id(str(obj[pick]))
     return norm_id(str(obj[keys[0]]))
+
+
+@lru_cache(maxsize=4096)
+def _id_names(keys: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The keys (in order) whose name is an identity's (:func:`_id_key`): JSON objects of one kind share
+    their key tuple, so each object costs one lookup instead of one per key."""
+    return tuple(k for k in keys if _id_key(str(k)))
