@@ -51,8 +51,8 @@ class EagerIndex:
                     index.setdefault(key, []).append(sid)
             for ident, slots in d.facts.items():
                 self.objects.setdefault(ident, src.pos)
-                for attr, (suffix, raw) in slots.items():
-                    self.facts.setdefault((ident, attr), []).append((src.pos, sid, suffix, raw))
+                for attr, (path, key, raw) in slots.items():
+                    self.facts.setdefault((ident, attr), []).append((src.pos, sid, f"{path}.{key}", raw))
 
     def latest(self, key: str, before: int) -> Hit | None:
         for sid in reversed(self.values.get(key, ())):

@@ -180,9 +180,9 @@ class EvidenceIndex:
         for sid in self._before(before):
             got = self._digests[sid].facts.get(obj)
             if got is not None and attr in got:
-                suffix, raw = got[attr]
+                path, key, raw = got[attr]
                 src = self.sources[sid]
-                return src.pos, src.address + suffix, raw
+                return src.pos, f"{src.address}{path}.{key}", raw
         return None
 
     def has_object(self, obj: str, before: int) -> bool:
@@ -203,11 +203,11 @@ class EvidenceIndex:
             src = self.sources[sid]
             if src.pos >= before:
                 continue
-            for v, suffix in self._digests[sid].numbers:
+            for v, a, e in self._digests[sid].numbers:
                 if len(out) >= limit:
                     break
                 if v not in out:
-                    out[v] = Hit(sid, src.pos, src.address + suffix)
+                    out[v] = Hit(sid, src.pos, f"{src.address}[{a}:{e}]")
             taken += 1
             if taken >= sources or len(out) >= limit:
                 break

@@ -56,10 +56,12 @@ class Digest:
         text: the analysed text.
         values: ``{normalized value: suffix}`` of the first occurrence of each value, in scan order.
         words: the distinct case-folded words (keys; values ``None``), in order of first occurrence.
-        numbers: ``(value, suffix)`` of the first :data:`NUMS_PER_SOURCE` numbers (for derivations).
+        numbers: ``(value, start, end)`` of the first :data:`NUMS_PER_SOURCE` numbers (for derivations;
+            the suffix is ``[start:end]``).
         facts: slot facts of JSON scalar leaves of identified objects: ``{object id: {attribute:
-            (suffix, raw value)}}``, objects in order of their first fact, each attribute holding its
-            last leaf in document order (the one a "latest fact" query returns). Read-only.
+            (path, key, raw value)}}`` (the suffix is ``f"{path}.{key}"``), objects in order of their
+            first fact, each attribute holding its last leaf in document order (the one a "latest
+            fact" query returns). Read-only.
         collections: ``(suffix, singular key, size, members)`` of JSON lists and id-keyed mappings
             (:class:`Members`, flattened on first use).
     """
@@ -67,8 +69,8 @@ class Digest:
     text: str
     values: dict[str, str]
     words: dict[str, None]
-    numbers: tuple[tuple[float, str], ...]
-    facts: dict[str, dict[str, tuple[str, Any]]]
+    numbers: tuple[tuple[float, int, int], ...]
+    facts: dict[str, dict[str, tuple[str, str, Any]]]
     collections: tuple[tuple[str, str, int, Members], ...]
 
 
@@ -83,8 +85,8 @@ class _Builder:
 
     def __init__(self) -> None:
         self.values: dict[str, str] = {}
-        self.numbers: list[tuple[float, str]] = []
-        self.facts: dict[str, dict[str, tuple[str, Any]]] = {}
+        self.numbers: list[tuple[float, int, int]] = []
+        self.facts: dict[str, dict[str, tuple[str, str, Any]]] = {}
         self.collections: list[tuple[str, str, int, Members]] = []
 
     def value(self, key: str, suffix: str) -> None:
@@ -106,7 +108,6 @@ class _Builder:
                 return
             slots = None  # the object's facts, filed at its first fact
             for k, v in obj.items():
-                sub = f"{path}.{k}"
                 cls = v.__class__
                 if cls is str:
                     val = _scalar_memo(v) if len(v) <= MEMO_MAX_CHARS else norm_scalar(v)
@@ -121,17 +122,18 @@ class _Builder:
                 elif v is None:
                     continue
                 elif isinstance(v, (dict, list)):
-                    walk(v, sub, str(k), ident)
+                    walk(v, f"{path}.{k}", str(k), ident)
                     continue
                 else:
                     val = norm_scalar(v)
                     if val is None:
                         continue
-                values.setdefault(val, sub)
+                if val not in values:  # (suffix strings only for first occurrences and facts)
+                    values[val] = f"{path}.{k}"
                 if ident is not None:
                     if slots is None:
                         slots = self.facts.setdefault(ident, {})
-                    slots[str(k).casefold()] = (sub, v)
+                    slots[str(k).casefold()] = (path, k, v)
         elif isinstance(obj, list):
             if obj:
                 self.collection(obj, path, key)
@@ -186,22 +188,22 @@ def _flatten(mem: dict[str, Any]) -> dict[str, Any]:
 def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
     b = _Builder()
     values = b.values
+    numbers = b.numbers
     for g, a, e in scan_values(text):
         raw = text[a:e]
-        suffix = f"[{a}:{e}]"
         if g == "number" or g == "money":
             core = raw.strip()
             key = core if len(core) >= 7 and core.isdigit() else norm_number(core)
             if key is None:
                 key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
-            if key is not None and len(b.numbers) < NUMS_PER_SOURCE:
-                b.numbers.append((float(key), suffix))
+            if key is not None and len(numbers) < NUMS_PER_SOURCE:
+                numbers.append((float(key), a, e))
         elif g == "date" or g == "time" or g == "url":
             key = norm_text(raw)
         else:
             key = norm_id(raw)
-        if key:
-            values.setdefault(key, suffix)
+        if key and key not in values:  # (the suffix string is made for the first occurrence only)
+            values[key] = f"[{a}:{e}]"
     words = dict.fromkeys(words_of(text.casefold()))
     if not _NUMBER_WORD_KEYS.isdisjoint(words):  # (a set test in C first: most texts hold none)
         for w in words:
