@@ -27,7 +27,7 @@ from trajaudit.engine.claims.sources import Digest, Members, digest
 from trajaudit.engine.ir import Trajectory
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Source:
     """One evidence text: ``pos`` is the step index (-1 for task/system prompts), ``kind`` the step kind."""
 
