@@ -304,3 +304,14 @@ def test_list_markers_equal_the_marker_regex(text):
     from trajaudit.engine.claims.patterns import LIST_MARKER_RE, list_markers
 
     assert list_markers(text) == {x.start(1) for x in LIST_MARKER_RE.finditer(text)}
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(["'", "\"", "“", "”", "«", "»", "ab", "x", " ", "\n", "_", "é", "5", "it's", "'q'"]),
+                max_size=24).map("".join))
+def test_quoted_regex_equals_its_definition(text):
+    from trajaudit.engine.claims.patterns import QUOTED_RE, QUOTED_REFERENCE
+
+    ref = re.compile(QUOTED_REFERENCE)
+    assert ([(x.span(), x.groupdict()) for x in QUOTED_RE.finditer(text)]
+            == [(x.span(), x.groupdict()) for x in ref.finditer(text)])
