@@ -122,6 +122,7 @@ CODE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 #: the fast equivalent used by the extractor).
 SENTENCE_RE = re.compile(r"[^\n.!?]*(?:[.!?](?!\d)|\n|$)")
 _RUN_RE = re.compile(r"[^\n.!?]*(?:[\n.!?]|$)")
+_TERMINATOR = re.compile(r"[\n.!?]")
 _DIGIT_AT = re.compile(r"\d")
 
 
@@ -131,14 +132,20 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     ``SENTENCE_RE`` fails at every position of a run ended by a ``.``/``!``/``?`` followed by a digit
     (``3.5``) and retries from the next position, which is quadratic in the run's length; its next
     match always starts right after that terminator. So: take each run up to and including its
-    terminator (or the end), and drop the runs whose terminator is followed by a digit.
+    terminator (or the end), and drop the runs whose terminator is followed by a digit. The runs of
+    ``_RUN_RE.finditer`` are cut at each terminator, then come the rest up to the end (if any) and
+    an empty run at the end, so they follow from the terminators' positions.
     """
     out = []
-    for x in _RUN_RE.finditer(text):
-        a, b = x.span()
-        if b > a and text[b - 1] in ".!?" and _DIGIT_AT.match(text, b):
-            continue
-        out.append((a, b))
+    a = 0
+    for x in _TERMINATOR.finditer(text):
+        b = x.end()
+        if text[b - 1] == "\n" or not _DIGIT_AT.match(text, b):
+            out.append((a, b))
+        a = b
+    if a < len(text):
+        out.append((a, len(text)))  # the last run ends at the end (``$``) ...
+    out.append((len(text), len(text)))  # ... and finditer then also matches empty there
     return out
 
 
@@ -270,14 +277,19 @@ def status_re(word: str) -> re.Pattern[str]:
 #: A list marker at the start of a line ("1.", "2)", "- 3.") — not a claim (the definition;
 #: :func:`list_markers` finds the same digits faster).
 LIST_MARKER_RE = re.compile(r"(?:^|\n)[ \t>*-]*(\d{1,3})[.)](?=\s)")
-_LIST_MARKER_LINE = re.compile(r"^[ \t>*-]*(\d{1,3})[.)](?=\s)", re.MULTILINE)
+_LIST_MARKER_NL = re.compile(r"\n[ \t>*-]*(\d{1,3})[.)](?=\s)")
+_LIST_MARKER_HEAD = re.compile(r"[ \t>*-]*(\d{1,3})[.)](?=\s)")
 
 
 def list_markers(text: str) -> set[int]:
-    """``{x.start(1) for x in LIST_MARKER_RE.finditer(text)}``: the same pattern anchored with a
-    multi-line ``^`` (the start of the text or just after a newline) instead of matching the newline
-    itself, which the regex engine tries about twice as fast."""
-    return {x.start(1) for x in _LIST_MARKER_LINE.finditer(text)}
+    """``{x.start(1) for x in LIST_MARKER_RE.finditer(text)}``: its two branches apart — the one led by
+    a newline (a literal, which the regex engine skips to instead of trying every position) and the
+    one at the start of the text (a marker holds no newline, so the two never overlap)."""
+    found = {x.start(1) for x in _LIST_MARKER_NL.finditer(text)}
+    head = _LIST_MARKER_HEAD.match(text)
+    if head is not None:
+        found.add(head.start(1))
+    return found
 
 #: A word token for the evidence index (the definition; :func:`words_of` is the fast equivalent).
 WORD_RE = re.compile(r"\w+(?:[-_]\w+)*")
