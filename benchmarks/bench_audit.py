@@ -39,10 +39,15 @@ import pstats  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# a private pack cache (see the docstring), removed when the process ends
+_CACHE = tempfile.TemporaryDirectory(prefix="trajaudit-bench-cache-")
+os.environ["TRAJAUDIT_CACHE_DIR"] = _CACHE.name
+os.environ.pop("TRAJAUDIT_NO_CACHE", None)
 
 import trajaudit.engine.claims  # noqa: E402,F401 - start-up: the stages' modules
 import trajaudit.engine.judge  # noqa: E402,F401
@@ -78,6 +83,9 @@ def staged(path: Path, spec: AuditSpec) -> dict[str, float]:
     runs = load_many([path]).trajectories
     t1 = time.process_time()
     ctx = build_context(spec)
+    for dp in ctx.extra.get("domain_packs", ()):  # compiled on first use: count it here, as before
+        if any(dp.applies({n for s in t.steps for n in s.tool_names}) for t in runs):
+            dp.rules  # noqa: B018 - compiles the pack
     out["load"], out["setup"] = t1 - t0, time.process_time() - t1
     for t in runs:
         bundle = gather(t, ctx)
@@ -101,33 +109,62 @@ print(len(ts) / (time.process_time() - t0))
 """
 
 
-def fresh_process(path: Path, packs: bool, times: int = 3) -> float:
-    """Median audits/s of a batch run in a new interpreter, timed after the imports (see above)."""
+def fresh_process(path: Path, packs: bool, times: int = 3, cold: bool = False) -> float:
+    """Median audits/s of a batch run in a new interpreter, timed after the imports (see above);
+    ``cold``: without the on-disk pack cache."""
     code = FRESH.format(root=str(ROOT), path=str(path), packs=packs)
+    env = {**os.environ, **({"TRAJAUDIT_NO_CACHE": "1"} if cold else {})}
     rates = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                  cwd=ROOT).stdout.split()[-1]) for _ in range(times)]
+                                  cwd=ROOT, env=env).stdout.split()[-1]) for _ in range(times)]
     return statistics.median(rates)
+
+
+class _NoCache:
+    """``with _NoCache():`` the block runs without the on-disk pack cache (a cold load)."""
+
+    def __enter__(self) -> None:
+        os.environ["TRAJAUDIT_NO_CACHE"] = "1"
+
+    def __exit__(self, *exc: object) -> None:
+        os.environ.pop("TRAJAUDIT_NO_CACHE", None)
 
 
 def report(label: str, path: Path, spec: AuditSpec, repeat: int) -> None:
     clear_caches()
-    n, _ = batch(path, spec)  # warm-up: one-time work (regexes, schema fast path, taxonomy) done
+    n, _ = batch(path, spec)  # warm-up: one-time work (regexes, schema fast path, taxonomy) done, cache written
     rates, split = [], {k: [] for k in STAGES}
+    cold_rates, cold_setup = [], []
     for _ in range(repeat):
         clear_caches()
         rates.append(n / batch(path, spec)[1])
         clear_caches()
         for k, v in staged(path, spec).items():
             split[k].append(v * 1000 / n)
+        if spec.default_packs or spec.rules:
+            with _NoCache():
+                clear_caches()
+                cold_rates.append(n / batch(path, spec)[1])
+                clear_caches()
+                cold_setup.append(staged(path, spec)["setup"] * 1000)
     med = statistics.median(rates)
     print(f"  {label}")
-    print(f"    fresh process: {fresh_process(path, spec.default_packs):7.1f} audits/s (median of 3; one-time work "
-          "included)")
-    print(f"    batch median : {med:7.1f} audits/s ({1000 / med:.2f} ms/run; min {min(rates):.1f}, "
+    packs = bool(spec.default_packs or spec.rules)
+    warm = " (warm pack cache)" if packs else ""
+    print(f"    fresh process: {fresh_process(path, spec.default_packs):7.1f} audits/s{warm} (median of 3; "
+          "one-time work included)")
+    if packs:
+        print(f"                   {fresh_process(path, spec.default_packs, cold=True):7.1f} audits/s cold (no pack "
+              "cache)")
+    print(f"    batch median : {med:7.1f} audits/s{warm} ({1000 / med:.2f} ms/run; min {min(rates):.1f}, "
           f"max {max(rates):.1f}, {repeat} batches)")
+    if packs:
+        cm = statistics.median(cold_rates)
+        print(f"                   {cm:7.1f} audits/s cold ({1000 / cm:.2f} ms/run)")
     parts = {k: statistics.median(v) for k, v in split.items()}
     total = sum(parts.values())
     print("    stage split (ms/run): " + ", ".join(f"{k} {v:.2f} ({100 * v / total:.0f}%)" for k, v in parts.items()))
+    if packs:
+        print(f"    setup per batch: {parts['setup'] * n:.1f} ms warm, {statistics.median(cold_setup):.1f} ms cold")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,20 @@ def _need(path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _pack_cache_dir(tmp_path_factory):
+    """Tests never write to the user's cache: the on-disk pack cache lives in a session temp dir."""
+    import os
+
+    old = os.environ.get("TRAJAUDIT_CACHE_DIR")
+    os.environ["TRAJAUDIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("pack-cache"))
+    yield
+    if old is None:
+        os.environ.pop("TRAJAUDIT_CACHE_DIR", None)
+    else:
+        os.environ["TRAJAUDIT_CACHE_DIR"] = old
+
+
 @pytest.fixture(scope="session")
 def tau_file() -> Path:
     """The 29 tau-retail runs."""

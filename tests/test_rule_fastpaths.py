@@ -11,7 +11,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajaudit.engine.regex_prefilter import cannot_match, memo_search, required_literals, span
+from trajaudit.engine.regex_prefilter import (
+    _flatten,
+    _search_branches,
+    branch_plan,
+    cannot_match,
+    memo_search,
+    required_literals,
+    span,
+)
 from trajaudit.engine.rule_pack import resolve_pack, shipped_packs
 
 PATTERNS = [
@@ -23,6 +31,10 @@ PATTERNS = [
     r"(?i)na[iï]ve|caf[eé]",
     r"(?i)\u212aelvin|kelvins",  # a non-ASCII literal (KELVIN SIGN) matches ASCII "k" under IGNORECASE
     r"ab",
+    r"(?i)ab|abc|b\w+|X{4,}|(?:c|d(?-i:E))|^z$",  # overlapping branches: leftmost, then first branch wins
+    r"(?m)^a[|)]b|(?:x|y)+z|(?s:q.r)|\bst\b",
+    r"(?i)\w{0,3}(?:timed|abc)\W?out|x{1,2}yz",  # bounded prefixes before the literal: anchored searches
+    r"(?i)\bstatus(?: code)?\W{0,3}4\d\b|#?[a-z]{0,3}\d{2,}\s+(?:is|was) (?:shipped|pending)",
 ]
 
 
@@ -42,7 +54,9 @@ def _shipped_regexes() -> list[str]:
     return out
 
 
-_fragments = st.sampled_from(["timed out", "TIMED OUT", "TimeoutError", "timeout", "x", " ", "\n", "-",
+_fragments = st.sampled_from(["status", "STATUS code: 404", " 41", "#W12 is shipped", "ab12 was pending",
+                              "xxyz", "timedout", "abcout", "ab",  "ABC", "bx", "xxxx", "XXXXX", "dE", "de", "z", "a|b", "a)b", "q\nr", "st", "yyz",
+                              "timed out", "TIMED OUT", "TimeoutError", "timeout", "x", " ", "\n", "-",
                               "exitcode: 124", "40", "3", "1", " Forbidden", "CLIENT ERROR", "socket.timeout",
                               "Traceback (most recent call last)", "abc", "yz", "foo", "bar", "naïve", "café",
                               "Kelvin", "kelvin", "\u212aelvin", "captcha", "CAPTCHA", "access denied", "é"])
@@ -69,6 +83,49 @@ def test_required_literals_of_examples():
     assert all(required_literals(re.compile(p)) is not None for p in _shipped_regexes()[:3])
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_fragments, max_size=10).map("".join), st.data())
+def test_branch_split_finds_exactly_the_match_of_the_alternation(text, data):
+    rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
+    plan = branch_plan(rx)
+    if plan is not None and text.isascii():
+        assert _search_branches(plan, text, text.lower()) == span(rx.search(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_fragments, max_size=10).map("".join), st.data())
+def test_anchored_search_and_finditer_start_where_no_match_is_skipped(text, data):
+    from trajaudit.engine.regex_prefilter import _anchor_of, finditer_from, start_bound
+
+    rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
+    if text.isascii():
+        assert span(rx.search(text, start_bound(_anchor_of(rx), text.lower()))) == span(rx.search(text))
+    assert [m.span() for m in finditer_from(rx, text)] == [m.span() for m in rx.finditer(text)]
+
+
+def test_anchor_examples():
+    from trajaudit.engine.regex_prefilter import _anchor_of, start_bound
+
+    assert _anchor_of(re.compile(r"(?i)\bstatus(?: code)?\W{0,3}5\d\d\b")) == ({"status"}, 0)
+    assert _anchor_of(re.compile(r"\w{0,5}(?:hello|world)x")) == ({"hello", "world"}, 10)
+    assert _anchor_of(re.compile(r"\d+status")) is None  # unbounded before the literal
+    assert start_bound(({"status"}, 2), "the status: 500") == 2
+
+
+def test_branch_plan_of_examples():
+    assert _flatten(r"(?:(?i:a|b(?:c|d))|(?-i:x|[|)]y))|z\|w") == [
+        "(?i:a)", "(?i:b(?:c|d))", "(?-i:x)", "(?-i:[|)]y)", r"z\|w"]
+    assert branch_plan(re.compile(r"(a)|b|c")) is None  # a capturing group: numbering would change
+    assert branch_plan(re.compile(r"a|b")) is None  # not worth it
+    plan = branch_plan(re.compile(r"(?i)\bstatus\W5\d\d\b|timed out|X{4,}"))
+    assert [lits for _, lits, _ in plan] == [{"status"}, {"timed out"}, {"xxxx"}]
+    # "status" occurs but the status branch does not match; the later branch's match is returned
+    assert _search_branches(plan, "status: ok, timed out", "status: ok, timed out") == (12, 21, "timed out")
+    # earliest start wins over branch order; on a tie the earlier branch wins
+    assert span(re.compile(r"bc|abc|xx").search("abc")) == _search_branches(
+        branch_plan(re.compile(r"bc|abc|xx")), "abc", "abc") == (0, 3, "abc")
+
+
 def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_file, monkeypatch):
     from trajaudit import load_path
     from trajaudit.engine import rule_compiler
@@ -80,6 +137,7 @@ def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_fi
     packs = [load_pack(name) for name in ("generic", "tau_retail")]
     shared = [r for p in packs for r in compile_rules(p)]
     monkeypatch.setattr(rule_compiler, "shareable", lambda *a: False)
+    monkeypatch.setattr(rule_compiler, "closed_share_key", lambda *a: None)  # quantifier filters too
     plain = [r for p in packs for r in compile_rules(p)]
     for t in runs:
         assert evaluate(t, shared).to_dict() == evaluate(t, plain).to_dict()
@@ -89,3 +147,80 @@ def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_fi
     cfg = AuditConfig(rule_budget=40)
     for t in runs[:3]:
         assert evaluate(t, shared, config=cfg).to_dict() == evaluate(t, plain, config=cfg).to_dict()
+
+
+def test_lazy_pass_records_equal_eager_ones(tau_file, monkeypatch):
+    import dataclasses
+
+    from trajaudit import load_path
+    from trajaudit.engine import rule_eval
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import load_pack
+    from trajaudit.engine.validation_log import Evidence, LazyRecord, Record
+
+    calls = []
+    lazy = LazyRecord(3, "p.r", "pass", "warning", "PROTOCOL", ("x",), "t",
+                      thunk=lambda: calls.append(1) or ((Evidence("steps.3.content", "v"),), {"a": 1}))
+    eager = Record(3, "p.r", "pass", "warning", "PROTOCOL", ("x",), "t", (Evidence("steps.3.content", "v"),), {"a": 1})
+    assert calls == [] and lazy == eager and eager == lazy and lazy.to_dict() == eager.to_dict()
+    assert lazy.evidence[0].address == "steps.3.content" and calls == [1]  # computed once
+    assert lazy != dataclasses.replace(eager, step=4)
+    assert dataclasses.replace(lazy, message="m").bindings == {"a": 1}
+
+    run = load_path(tau_file).trajectories[0]
+    rules = [r for name in ("generic", "tau_retail") for r in compile_rules(load_pack(name))]
+    got = rule_eval.evaluate(run, rules)
+    assert sum(isinstance(r, LazyRecord) for r in got.records) > 100
+    monkeypatch.setattr(rule_eval, "LazyRecord", lambda *a, thunk: Record(*a, *thunk()))
+    want = rule_eval.evaluate(run, rules)
+    assert not any(isinstance(r, LazyRecord) for r in want.records)
+    assert got.records == want.records and got.to_dict() == want.to_dict()
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                     max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json)
+def test_select_type_shortcut_is_jmespath_type(value):
+    import jmespath
+
+    from trajaudit.engine.rule_builtins import _select
+
+    expr = jmespath.compile("type(@)")
+    assert _select(value, expr) == expr.search(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, st.none() | st.booleans() | st.text(max_size=3))
+def test_comparison_with_a_plain_constant_is_equal(value, const):
+    """``x == "s"`` / ``x != null`` compile to Python's ==; the reference is rule_runtime.equal."""
+    from trajaudit.engine.rule_runtime import equal
+
+    assert (value == const) == equal(value, const) == (const == value)
+    assert (value != const) == (not equal(value, const))
+
+
+def test_outputs_of_is_the_comprehension_it_replaces(tau_file, ww_dir):
+    from trajaudit import load_path
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_eval import evaluate
+    from trajaudit.engine.rule_pack import load_pack
+
+    pack = load_pack({"pack": "t", "rules": [{
+        "id": "same", "type": "PROTOCOL",
+        "let": {"a": "outputs_of()",
+                "b": '[o for o in later where o.kind == "tool" and ((o.call != null and o.call.step == step) or '
+                     '(o.call == null and o.index == step.index + 1))]'},
+        "assert": "[o.address for o in a] == [o.address for o in b]"}]})
+    rules = compile_rules(pack)
+    runs = load_path(tau_file).trajectories[:8] + [load_path(p).trajectories[0] for p in sorted(ww_dir.glob("*.json"))[:8]]
+    nonempty = 0
+    for t in runs:
+        log = evaluate(t, rules)
+        assert {r.verdict for r in log.records} == {"pass"}, t.id
+        assert len(log.records) == len(t.steps)
+        nonempty += sum(1 for s in t.steps if any(o.tool_output for o in t.steps[s.index + 1:s.index + 2]))
+    assert nonempty > 20

@@ -90,41 +90,56 @@ def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] |
 def _compiled(ref: str) -> tuple[Any, tuple[Any, ...]]:
     """``(RulePack, compiled rules)`` of pack ``ref``. Shipped packs (package data, fixed while the
     process runs) are compiled once per process (:func:`_compiled_shipped`); a user's pack file is
-    read and compiled on every call, so edits between audits are picked up.
+    read and compiled on every call, so edits between audits are picked up. Both go through the
+    on-disk pack cache (:mod:`trajaudit.engine.pack_cache`, keyed by the files' text).
 
     Raises:
         RulePackError: the pack is missing or invalid.
     """
-    from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_pack import is_shipped_file, load_pack, resolve_pack
+    from trajaudit.engine import pack_cache
+    from trajaudit.engine.rule_pack import is_shipped_file, resolve_pack
 
     path = resolve_pack(ref)
     if is_shipped_file(path):
         return _compiled_shipped(str(path))
-    pack = load_pack(ref)
-    return pack, tuple(compile_rules(pack))
+    loaded = pack_cache.load(path)
+    return loaded.pack, pack_cache.compile_loaded(loaded)
+
+
+@lru_cache(maxsize=64)
+def _loaded_shipped(path: str) -> Any:
+    """Bounded per-process cache of loaded (not yet compiled) shipped packs, keyed by their path."""
+    from trajaudit.engine import pack_cache
+
+    return pack_cache.load(Path(path))
 
 
 @lru_cache(maxsize=64)
 def _compiled_shipped(path: str) -> tuple[Any, tuple[Any, ...]]:
     """Bounded per-process cache of compiled shipped packs, keyed by their path. Compiled rules are
     immutable closures, already shared by every run of a batch."""
-    from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_pack import load_pack
+    from trajaudit.engine import pack_cache
 
-    pack = load_pack(path)
-    return pack, tuple(compile_rules(pack))
+    loaded = _loaded_shipped(path)
+    return loaded.pack, pack_cache.compile_loaded(loaded)
 
 
 def clear_caches(packs: bool = True) -> None:
-    """Empty the per-process caches of the audit: compiled shipped packs (unless ``packs`` is false),
-    memoized regex results of rules, the claim package's text analyses. Results never depend on them
-    (benchmarks clear them to time a batch as a fresh process would run it)."""
+    """Empty the per-process caches of the audit: loaded and compiled shipped packs, the parse and
+    regex-safety memos (unless ``packs`` is false), memoized regex results of rules, the claim
+    package's text analyses. Results never depend on them (benchmarks clear them to time a batch as a
+    fresh process would run it; the on-disk pack cache is not touched: see ``TRAJAUDIT_NO_CACHE``)."""
     from trajaudit.engine import regex_prefilter
     from trajaudit.engine.claims import clear_caches as clear_claims
 
     if packs:
+        from trajaudit.engine import pack_cache, regex_safety, rule_parser
+
         _compiled_shipped.cache_clear()
+        _loaded_shipped.cache_clear()
+        rule_parser.clear_memo()
+        regex_safety.clear_memo()
+        pack_cache.code_fingerprint.cache_clear()
     regex_prefilter._search_shared.cache_clear()
     clear_claims()
 
@@ -140,14 +155,24 @@ class DomainPack:
     Attributes:
         name: the pack name.
         tools: the domain's tool names (the pack's ``metadata.applies_to_tools``).
-        rules: the compiled rules.
+        path: the pack file; its rules are compiled when first read (:attr:`rules`), so a batch whose
+            runs never select the domain does not compile it.
         min_overlap: share of the run's distinct called tools that must be domain tools (0..1).
     """
 
     name: str
     tools: frozenset[str]
-    rules: tuple[Any, ...]
+    path: str
     min_overlap: float = 0.5
+
+    @property
+    def rules(self) -> tuple[Any, ...]:
+        """The compiled rules (compiled once per process, on first use).
+
+        Raises:
+            RulePackError: a rule of the shipped pack does not compile (a packaging bug).
+        """
+        return _compiled_shipped(self.path)[1]
 
     def applies(self, called: set[str]) -> bool:
         """Whether a run calling the tools ``called`` belongs to this domain."""
@@ -167,7 +192,7 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     Raises:
         RulePackError: a shipped pack is invalid (a packaging bug, reported clearly).
     """
-    from trajaudit.engine.rule_pack import shipped_packs
+    from trajaudit.engine.rule_pack import resolve_pack, shipped_packs
 
     names = shipped_packs()
     always = [GENERIC_PACK] if GENERIC_PACK in names and GENERIC_PACK not in explicit else []
@@ -175,10 +200,11 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     for n in names:
         if n in explicit or n == GENERIC_PACK or n.startswith(GENERIC_PACK + "."):
             continue
-        pack, compiled = _compiled(n)
+        path = str(resolve_pack(n))
+        pack = _loaded_shipped(path).pack
         tools = pack.metadata.get(DOMAIN_KEY)
         if isinstance(tools, list) and tools:
-            domains.append(DomainPack(n, frozenset(map(str, tools)), compiled,
+            domains.append(DomainPack(n, frozenset(map(str, tools)), path,
                                       float(pack.metadata.get("min_tool_overlap", 0.5))))
     return always, domains
 

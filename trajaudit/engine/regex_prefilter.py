@@ -11,6 +11,13 @@ holds none of the literals in lower case — exact, because on ASCII text ``re.I
 case folding and a case-sensitive literal also occurs case-insensitively. Non-ASCII texts, and
 patterns without a usable set (shortest literal under 3 characters), always run the regex. The parse
 uses CPython's ``re._parser``; anything unexpected there just disables the prefilter for that pattern.
+
+A long alternation (``A|B|C…``, nested non-capturing groups flattened) whose union set is too
+common (one branch needs only ``status``) is also split into its branches (:func:`branch_plan`):
+on an ASCII text only the branches whose own literal set occurs are searched, and the match is the
+leftmost one, the earliest branch winning a tie — exactly what ``re`` does for an ordered
+alternation with nothing after it (at each start position it tries the branches in order). A branch
+alone is much cheaper to search than the whole alternation under ``re.IGNORECASE``.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 import logging
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -62,17 +69,24 @@ def _required(seq: Any) -> frozenset[str] | None:
             if all(sets):
                 best = _best(best, frozenset().union(*sets))  # type: ignore[arg-type]
         elif op in _REPEATS and av[0] >= 1:
-            best = _best(best, _required(av[2]))
+            item = list(av[2])
+            if len(item) == 1 and item[0][0] is _LITERAL and item[0][1] < 128:  # X{4,} needs "xxxx"
+                best = _best(best, frozenset({chr(item[0][1]).lower() * min(av[0], 8)}))
+            else:
+                best = _best(best, _required(av[2]))
         # anything else (anchors, classes, lookarounds, back-references …) requires nothing usable
     if run:
         best = _best(best, frozenset({"".join(run)}))
     return best
 
 
-@lru_cache(maxsize=1024)
 def required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
     """Lower-case ASCII literals one of which every match of ``rx`` contains, or ``None`` when no
     usable set is found (shortest literal under :data:`MIN_LITERAL`). Cached per pattern."""
+    return info_of(rx).lits
+
+
+def _required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
     if _p is None or not isinstance(rx.pattern, str):
         return None
     try:
@@ -81,6 +95,75 @@ def required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
         log.debug("no literal prefilter for %r: %s", rx.pattern[:80], e)
         return None
     return got if got and min(map(len, got)) >= MIN_LITERAL else None
+
+
+#: A width at or above this is treated as unbounded (``re`` reports ``MAXREPEAT`` for ``+``/``*``).
+_UNBOUNDED = 1 << 16
+
+Anchor = tuple[frozenset[str], int]
+
+
+def _anchor(seq: Any) -> Anchor | None:
+    """``(literals, bound)``: every match contains one of the literals at some index ``q`` and starts at
+    ``q - bound`` or later — read off the top-level sequence as a factor (a run of literal characters, or
+    a group/alternation/repeat with a literal set) all of whose preceding items have a bounded maximum
+    width. So a search may begin ``bound`` characters before the first occurrence of a literal."""
+    best: Anchor | None = None
+    before = 0  # maximum width of the items before the current one
+    items = list(seq)
+    i = 0
+    while i < len(items) and before < _UNBOUNDED:
+        op, av = items[i]
+        if op is _LITERAL and av < 128:
+            j = i
+            while j < len(items) and items[j][0] is _LITERAL and items[j][1] < 128:
+                j += 1
+            cand: Anchor | None = (frozenset({"".join(chr(a).lower() for _, a in items[i:j])}), before)
+            width = j - i
+            i = j
+        else:
+            width = _p.SubPattern(seq.state, [(op, av)]).getwidth()[1]
+            lits = _required(_p.SubPattern(seq.state, [(op, av)]))
+            cand = (lits, before + width) if lits and width < _UNBOUNDED else None
+            i += 1
+        if cand is not None and min(map(len, cand[0])) >= MIN_LITERAL:
+            if best is None or min(map(len, cand[0])) > min(map(len, best[0])):
+                best = cand
+        before += width
+    return best
+
+
+def _anchor_of(rx: re.Pattern[str]) -> Anchor | None:
+    if _p is None or not isinstance(rx.pattern, str):
+        return None
+    try:
+        return _anchor(_p.parse(rx.pattern, rx.flags))
+    except Exception as e:  # noqa: BLE001 - optional, like the literal set
+        log.debug("no anchor for %r: %s", rx.pattern[:80], e)
+        return None
+
+
+def start_bound(anchor: Anchor | None, low: str) -> int:
+    """The first position a match can start at, given the text's lower-case form (0 when unknown)."""
+    if anchor is None:
+        return 0
+    lits, bound = anchor
+    first = min((q for q in (low.find(lit) for lit in lits) if q >= 0), default=-1)
+    return max(0, first - bound) if first >= 0 else 0
+
+
+def finditer_from(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """``rx.finditer(text)``, started where the first match can begin (exact: no match starts before
+    :func:`start_bound`), and empty at once when the literal prefilter proves there is no match."""
+    if not text.isascii():
+        return rx.finditer(text)
+    info = info_of(rx)
+    if info.lits is None and info.anchor is None:
+        return rx.finditer(text)
+    low = text.lower()
+    if info.lits is not None and not any(lit in low for lit in info.lits):
+        return iter(())
+    return rx.finditer(text, start_bound(info.anchor, low))
 
 
 def cannot_match(rx: re.Pattern[str], text: str, lowered: str | None = None) -> bool:
@@ -107,27 +190,173 @@ def span(m: re.Match[str] | None) -> Span | None:
     return None if m is None else (m.start(), m.end(), m.group(0))
 
 
+def _scan_group(p: str, i: int, stop_at_bar: bool) -> int:
+    """Index of the top-level ``|`` (when ``stop_at_bar``) or of the ``)`` closing depth 0 at or after
+    ``i``, else ``len(p)``; escapes and character classes are skipped. ``-1``: unbalanced."""
+    depth, n = 0, len(p)
+    while i < n:
+        c = p[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i += 1
+            if i < n and p[i] == "^":
+                i += 1
+            if i < n and p[i] == "]":
+                i += 1
+            while i < n and p[i] != "]":
+                i += 2 if p[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                return i if not stop_at_bar else -1
+            depth -= 1
+        elif c == "|" and depth == 0 and stop_at_bar:
+            return i
+        i += 1
+    return n if depth == 0 else -1
+
+
+def _split_bars(p: str) -> list[str] | None:
+    out, start = [], 0
+    while True:
+        j = _scan_group(p, start, True)
+        if j < 0:
+            return None
+        out.append(p[start:j])
+        if j >= len(p):
+            return out
+        start = j + 1
+
+
+_WRAPPER = re.compile(r"\(\?([aiLmsux-]*):")
+
+
+def _flatten(p: str) -> list[str] | None:
+    """The branches of ``p``'s top-level alternation, with branches that are one non-capturing group
+    ``(?:…)`` / ``(?flags:…)`` around an alternation flattened into their own branches (flags kept)."""
+    parts = _split_bars(p)
+    if parts is None:
+        return None
+    out: list[str] = []
+    for b in parts:
+        m = _WRAPPER.match(b)
+        if m is not None and b.endswith(")") and _scan_group(b, m.end(), False) == len(b) - 1:
+            inner = _flatten(b[m.end():-1])
+            if inner is None:
+                return None
+            flags = m.group(1)
+            out.extend(f"(?{flags}:{x})" if flags else x for x in inner)
+        else:
+            out.append(b)
+    return out
+
+
+Branch = tuple[re.Pattern[str], frozenset[str] | None, Anchor | None]
+
+
+def branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
+    """``rx``'s alternation split into ``(branch pattern, its required literals, its anchor)`` (each may
+    be ``None``), or ``None`` (see :func:`_branch_plan`). Cached per pattern."""
+    return info_of(rx).plan
+
+
+def _branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
+    """``rx``'s alternation split into ``(branch pattern, its required literals or None)``, or ``None``
+    when splitting is not known to be exact or not worth it: capturing groups (back-references and
+    group numbers), verbose mode or comments, fewer than 3 branches, or a branch that does not compile alone."""
+    if _p is None or not isinstance(rx.pattern, str) or rx.groups or rx.flags & re.VERBOSE or "(?#" in rx.pattern:
+        return None
+    branches = _flatten(rx.pattern)
+    if branches is None or len(branches) < 3:
+        return None
+    try:
+        plan = tuple(re.compile(b, rx.flags) for b in branches)
+    except (re.error, ValueError):
+        return None
+    return tuple((b, _required_literals(b), _anchor_of(b)) for b in plan)
+
+
+def _search_branches(plan: tuple[Branch, ...], text: str, low: str) -> Span | None:
+    """Leftmost match over the branches whose literals occur in ``low`` (earliest branch on a tie)."""
+    best: re.Match[str] | None = None
+    for b, lits, anchor in plan:
+        if lits is not None and not any(lit in low for lit in lits):
+            continue
+        pos = start_bound(anchor, low)
+        if best is not None and pos >= best.start():  # it cannot start earlier than the match in hand
+            continue
+        m = b.search(text, pos)
+        if m is not None and (best is None or m.start() < best.start()):
+            best = m
+            if best.start() == 0:
+                break
+    return span(best)
+
+
+class RegexInfo:
+    """What the searches need to know about one compiled pattern, computed once: its literal set
+    (:func:`required_literals`) and branch plan (:func:`branch_plan`). Hashed by identity: hashing an
+    ``re.Pattern`` hashes its whole compiled code (~1.5 us for a long alternation) on every lookup."""
+
+    __slots__ = ("rx", "lits", "plan", "anchor")
+
+    def __init__(self, rx: re.Pattern[str]) -> None:
+        self.rx = rx
+        self.lits = _required_literals(rx)
+        self.plan = _branch_plan(rx)
+        self.anchor = _anchor_of(rx)
+
+
+_INFO: dict[int, RegexInfo] = {}
+_INFO_MAX = 4096
+
+
+def info_of(rx: re.Pattern[str]) -> RegexInfo:
+    """The :class:`RegexInfo` of ``rx`` (keyed by ``id``; the entry holds ``rx``, so an id is never
+    reused while it is cached, and a hit is checked to be the same object). Bounded: cleared when full."""
+    info = _INFO.get(id(rx))
+    if info is None or info.rx is not rx:
+        if len(_INFO) >= _INFO_MAX:
+            _INFO.clear()
+        info = _INFO[id(rx)] = RegexInfo(rx)
+    return info
+
+
+def _search(info: RegexInfo, text: str, low: str | None) -> Span | None:
+    if low is not None:
+        if info.plan is not None:
+            return _search_branches(info.plan, text, low)
+        return span(info.rx.search(text, start_bound(info.anchor, low)))
+    return span(info.rx.search(text))
+
+
 @lru_cache(maxsize=4096)
-def _search_shared(rx: re.Pattern[str], text: str) -> Span | None:
+def _search_shared(info: RegexInfo, text: str, low: str | None = None) -> Span | None:
     """Bounded per-process cache of regex results (keyed by the pattern and the text itself, so a hit
     is exact): runs of one batch share texts (a system prompt, repeated tool outputs) and rule packs
-    share patterns. At most 4096 texts of at most :data:`SHARED_SEARCH_MAX_CHARS` characters."""
-    return span(rx.search(text))
+    share patterns. At most 4096 texts of at most :data:`SHARED_SEARCH_MAX_CHARS` characters.
+    ``low`` is ``text.lower()`` for an ASCII text (then :func:`branch_plan` may answer), else ``None``."""
+    return _search(info, text, low)
 
 
 def memo_search(rx: re.Pattern[str], text: str, memo: dict[Any, Span | None], lowered: dict[str, str]) -> Span | None:
     """:func:`span` of ``rx.search(text)``, memoized in ``memo`` (one run's) and, for short texts, across
     runs; ``lowered`` keeps each ASCII text's lower-case form for the literal prefilter."""
-    key = (rx, text)
+    info = info_of(rx)
+    key = (info, text)
     if key in memo:
         return memo[key]
-    lits = required_literals(rx)
-    if lits is not None and text.isascii():
+    low = None
+    if text.isascii():
         low = lowered.get(text)
         if low is None:
             low = lowered[text] = text.lower()
-        if not any(lit in low for lit in lits):
+        lits = info.lits
+        if lits is not None and not any(lit in low for lit in lits):
             memo[key] = None
             return None
-    got = memo[key] = _search_shared(rx, text) if len(text) <= SHARED_SEARCH_MAX_CHARS else span(rx.search(text))
+    got = memo[key] = _search_shared(info, text, low) if len(text) <= SHARED_SEARCH_MAX_CHARS else _search(info, text, low)
     return got

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import jmespath
 
+from trajaudit.engine.regex_prefilter import finditer_from
 from trajaudit.engine.rule_runtime import CallView, Env, EvalError, StepView, is_num, type_name
 
 
@@ -106,7 +107,7 @@ def _captures(text: Any, rx: re.Pattern[str]) -> list[str]:
         return []
     if not isinstance(text, str):
         raise EvalError(f"captures() needs a string, got {type_name(text)}")
-    return [m.group(1) if rx.groups else m.group(0) for m in rx.finditer(text)]
+    return [m.group(1) if rx.groups else m.group(0) for m in finditer_from(rx, text)]  # exact (regex_prefilter)
 
 
 def _len(x: Any) -> int:
@@ -181,9 +182,19 @@ def _leaves(x: Any) -> list[Any]:
     return out
 
 
+#: ``type(@)`` of JSON values by exact Python type: jmespath's own answer (its ``_func_type``), without
+#: lexing/interpreting the expression for the commonest guard (``select(o.json, "type(@)") == "object"``).
+_JSON_TYPE = {str: "string", bool: "boolean", list: "array", dict: "object", int: "number", float: "number",
+              type(None): "null"}
+
+
 def _select(x: Any, expr: Any) -> Any:
     if isinstance(x, (StepView, CallView)):
         raise EvalError("select() works on JSON values (e.g. output.json, call.args), not on a step or call")
+    if expr.expression == "type(@)":
+        t = _JSON_TYPE.get(type(x))
+        if t is not None:
+            return t
     try:
         return expr.search(x)
     except jmespath.exceptions.JMESPathError as e:
@@ -222,6 +233,19 @@ def _since(env: Env, x: Any) -> StepRange:
     if is_num(x):
         return StepRange(int(x) + 1, env.k)
     raise EvalError(f"since() needs a step, a call or a step index, got {type_name(x)}")
+
+
+_CURRENT = object()
+
+
+def _outputs_of(env: Env, x: Any = _CURRENT) -> list[Any]:
+    if x is _CURRENT:
+        return env.tc.outputs_of(env.k)
+    if x is None:
+        return []
+    if not isinstance(x, StepView):
+        raise EvalError(f"outputs_of() needs a step, got {type_name(x)}")
+    return env.tc.outputs_of(x.step.index)
 
 
 def _latest_output(env: Env, name: Any) -> StepView | None:
@@ -307,6 +331,9 @@ BUILTINS: dict[str, Builtin] = {
     "calls": _b(_calls, returns="seq", needs_env=True, doc="tool calls of a sequence of steps (or of one step)"),
     "outputs": _b(_outputs, "value value", 1, returns="list", needs_env=True,
                   doc="tool-output steps of a sequence, optionally of one tool"),
+    "outputs_of": _b(_outputs_of, "value", 0, returns="list", needs_env=True, step_dependent=True,
+                     doc="the later tool outputs answering a step's calls (by call id), or, for an output "
+                         "with no known call, the one right after the step; no argument: the current step"),
     "since": _b(_since, returns="seq", needs_env=True, step_dependent=True,
                 doc="steps after x, before the current step (all earlier steps when x is null)"),
     "latest_output": _b(_latest_output, returns="step", needs_env=True, step_dependent=True,

@@ -23,7 +23,13 @@ from trajaudit.engine.regex_safety import nested_unbounded
 from trajaudit.engine.rule_builtins import BUILTINS, StepRange
 from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
-from trajaudit.engine.rule_queries import QuantPlan, comprehension, shareable, shared_comprehension
+from trajaudit.engine.rule_queries import (
+    QuantPlan,
+    closed_share_key,
+    comprehension,
+    shareable,
+    shared_comprehension,
+)
 from trajaudit.engine.rule_runtime import (
     CALL_FIELD_TYPES,
     STEP_FIELD_TYPES,
@@ -265,7 +271,11 @@ class ExprCompiler(OperatorsMixin):
         if isinstance(root, A.Name) and root.id in ("step", "call") and root.id not in scope \
                 and root.id not in self.lets and keys and all(isinstance(k, str) for k in keys):
             return self._fast_path(root.id, keys, typ)
-        return self._path_closure(base, keys, typ)
+        generic = self._path_closure(base, keys, typ)
+        if isinstance(root, A.Name) and (root.id in scope or root.id in self.lets) and base.type in ("step", "call") \
+                and keys and all(isinstance(k, str) for k in keys):
+            return _var_path(root.id, base.type, keys, generic)
+        return generic
 
     def _fast_path(self, root: str, keys: list[str], typ: str) -> C:
         """``step.f.x…`` / ``call.f.x…`` with constant keys: the first field read straight from the table."""
@@ -422,8 +432,13 @@ class ExprCompiler(OperatorsMixin):
         opened = self._conj(open_parts, inner)
         body = self.compile(node.body, inner).fn if node.body is not None else None
         body_closed = node.body is not None and not (free_names(node.body, frozenset({node.var})) - {"params", "traj"})
+        names: set[str] = set()
+        for part in closed_parts + ([node.body] if body_closed else []):
+            names |= free_names(part, frozenset({node.var}))
+        share = closed_share_key(et, node.var, closed_parts, node.body if body_closed else None, names) \
+            if closed_parts or body_closed else None
         plan = QuantPlan(node.kind, node.var, seq.fn, seq.loc, closed, opened, body, body_closed,
-                         key=id(node), label=A.unparse(node))
+                         key=id(node), label=A.unparse(node), share=share)
         typ = {"exists": "bool", "forall": "bool", "count": "num"}.get(node.kind, et)
         return C(plan.run, typ)
 
@@ -434,6 +449,54 @@ class ExprCompiler(OperatorsMixin):
         if len(fns) == 1:
             return fns[0]
         return lambda env: all(f(env) for f in fns)
+
+
+def _var_path(name: str, typ: str, keys: list[str], generic: C) -> C:
+    """``v.f.x…`` on a variable statically typed step/call: when the value is a view of that kind, its
+    first field is read straight from the field table (what ``View.field`` does); anything else (null,
+    another type) takes ``generic``, the reference closure."""
+    from trajaudit.engine.rule_runtime import CALL_FIELDS, STEP_FIELDS, CallView, StepView
+
+    cls = StepView if typ == "step" else CallView
+    table = STEP_FIELDS if typ == "step" else CALL_FIELDS
+    if keys[0] not in table:
+        return generic
+    getter, suffix = table[keys[0]]
+    rest = keys[1:]
+    gloc, gfn = generic.loc, generic.fn
+    assert gloc is not None
+
+    def loc(env: Env) -> tuple[Any, str | None]:
+        v = env.vars.get(name)
+        if v.__class__ is not cls:
+            return gloc(env)
+        val = getter(v)
+        addr = v.address + suffix
+        for k in rest:
+            if val is None:
+                return None, None
+            if isinstance(val, View):
+                val, addr = val.field(k)
+            else:
+                val = child(val, k)
+                addr = f"{addr}.{k}"
+        return val, addr
+
+    if not rest:
+        def fn(env: Env) -> Any:
+            v = env.vars.get(name)
+            if v.__class__ is not cls:
+                return gfn(env)
+            val = getter(v)
+            env.seen.append((v.address + suffix, val, None))
+            return val
+    else:
+        def fn(env: Env) -> Any:
+            val, addr = loc(env)
+            if addr is not None:
+                env.seen.append((addr, val, None))
+            return val
+    return C(fn, generic.type, loc=loc)
 
 
 def _elem_type(seq_type: str) -> str:

@@ -22,7 +22,7 @@ from trajaudit.checkers.semantic import NoLLMOracle, SemanticOracle
 from trajaudit.engine.compiled_rule import CompiledRule
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.rule_runtime import BudgetExceeded, CallView, Env, EvalError, TrajContext, json_safe
-from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
+from trajaudit.engine.validation_log import Evidence, LazyRecord, Record, ValidationLog
 
 log = logging.getLogger(__name__)
 MAX_EVIDENCE = 12
@@ -120,10 +120,12 @@ def _run_one(rule: CompiledRule, env: Env) -> Record | None:
         if result is None:
             return _record(rule, k, "unknown", evidence=_evidence(env.seen, env.call), bindings=_bindings(rule, env),
                            reason="the assertion evaluated to null (missing data)")
-        ok = bool(result)
-        msg = rule.spec.title if ok else (rule.message(env) if rule.spec.message else
-                                          f"assertion failed: {rule.spec.assertion}")
-        return _record(rule, k, "pass" if ok else "fail", msg, _evidence(env.seen, env.call), _bindings(rule, env))
+        if result:  # a pass: its evidence is rendered only if someone reads it (LazyRecord)
+            s = rule.spec
+            return LazyRecord(k, s.id, "pass", s.severity, s.type, s.targets, s.title,  # type: ignore[arg-type]
+                              thunk=lambda: (_evidence(env.seen, env.call), _bindings(rule, env)))
+        msg = rule.message(env) if rule.spec.message else f"assertion failed: {rule.spec.assertion}"
+        return _record(rule, k, "fail", msg, _evidence(env.seen, env.call), _bindings(rule, env))
     return _run_check(rule, env)
 
 
@@ -210,6 +212,7 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Seman
             else:
                 vlog.add(rec)
         vlog.skipped += max(0, n - len({k for k, _ in units}))
+    tc.release()  # lazy pass records keep views and values, not the run's query caches
     vlog.sort()
     return vlog
 

@@ -57,13 +57,23 @@ class OperatorsMixin:
         self._check_kind_literal(node, lc, rc)
         lf, rf = lc.fn, rc.fn
         if op == "and":
-            fn: Fn = lambda env: bool(lf(env)) and bool(rf(env))  # noqa: E731
+            fn: Fn = lambda env: True if lf(env) and rf(env) else False  # noqa: E731 - each side truth-tested once
             typ = "bool"
         elif op == "or":
-            fn = lambda env: bool(lf(env)) or bool(rf(env))  # noqa: E731
+            fn = lambda env: True if lf(env) or rf(env) else False  # noqa: E731
             typ = "bool"
         elif op == "implies":
             fn = lambda env: (not lf(env)) or bool(rf(env))  # noqa: E731
+            typ = "bool"
+        elif op in ("==", "!=") and (_plain_const(rc) or _plain_const(lc)):
+            # against a string, null or boolean constant, equal() is Python's == (no number tolerance,
+            # and a view equals no constant): the commonest comparison (o.kind == "tool") without it
+            if _plain_const(rc):
+                c = rc.const
+                fn = (lambda env: lf(env) == c) if op == "==" else (lambda env: lf(env) != c)
+            else:
+                c = lc.const
+                fn = (lambda env: c == rf(env)) if op == "==" else (lambda env: c != rf(env))
             typ = "bool"
         elif op == "==":
             fn, typ = (lambda env: equal(lf(env), rf(env))), "bool"
@@ -129,6 +139,13 @@ class OperatorsMixin:
         if lc.const is not _c.NO:
             return _c.const_(fn(None))  # type: ignore[arg-type]
         return _c.C(fn, "bool")
+
+
+def _plain_const(c: C) -> bool:
+    """``c`` is a constant string, null or boolean (not a number: numbers compare with a tolerance)."""
+    from trajaudit.engine import rule_compiler as _c
+
+    return c.const is not _c.NO and (c.const is None or type(c.const) in (str, bool))
 
 
 def arith(op: str, a: Any, b: Any) -> Any:

@@ -21,10 +21,14 @@ from typing import Any
 import yaml
 
 from trajaudit.engine.rule_parser import Where
-from trajaudit.engine.schema import validator
+from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import RulePackError
 
 MAX_INCLUDE_DEPTH = 16
+
+# What a load read, for ``pack_cache`` (which must re-check it before reusing a stored pack): every
+# ``("file", path, sha256 of the text)`` and ``("include", ref, including file, resolved path)``.
+_DEP_RECORDERS: list[list[tuple[str, str | None, str | None, str]]] = []
 
 
 @dataclass(frozen=True)
@@ -153,24 +157,35 @@ class _Doc:
         # marks and data (tests/test_schema_fast.py), ~10x faster; user files keep the pure-Python
         # parser, whose error messages the error paths are written for
         loader = _FAST_LOADER if file is not None and is_shipped_file(file) else yaml.SafeLoader
+        # one loader composes the node tree (for the marks) and then constructs the data from that same
+        # tree, as ``get_single_data`` would — the text is parsed once, not twice
+        ld = None
         try:
-            node = yaml.compose(text, Loader=loader)
+            ld = loader(text)  # the reader may already reject the text (e.g. a control character)
+            node = ld.get_single_node()
         except yaml.YAMLError as e:
+            if ld is not None:
+                ld.dispose()
             mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
             line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
             ctx = _caret(self.lines, line, col)
             problem = getattr(e, "problem", None) or str(e)
             raise RulePackError(f"YAML syntax error: {problem}", file=file, line=line, column=col, context=ctx) from None
         except RecursionError:
+            if ld is not None:
+                ld.dispose()
             raise RulePackError("YAML nested too deeply", file=file) from None
-        if node is None:
-            raise RulePackError("empty rule pack", file=file, line=1, column=1)
-        self.marks: dict[tuple[Any, ...], SourceLoc] = {}
-        self._walk(node, ())
         try:
-            self.data = loader(text).get_single_data() if text else None
-        except yaml.YAMLError as e:  # e.g. a bad tag: composing worked, constructing did not
-            raise RulePackError(f"YAML error: {e}", file=file) from None
+            if node is None:
+                raise RulePackError("empty rule pack", file=file, line=1, column=1)
+            self.marks: dict[tuple[Any, ...], SourceLoc] = {}
+            self._walk(node, ())  # before constructing: merge keys (<<) rewrite the tree while constructing
+            try:
+                self.data = ld.construct_document(node)
+            except yaml.YAMLError as e:  # e.g. a bad tag: composing worked, constructing did not
+                raise RulePackError(f"YAML error: {e}", file=file) from None
+        finally:
+            ld.dispose()
 
     def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
         m = node.start_mark
@@ -292,6 +307,11 @@ def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...]) ->
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise RulePackError(f"cannot read rule pack: {e}", file=str(path)) from None
+    if _DEP_RECORDERS:
+        from hashlib import sha256
+
+        for r in _DEP_RECORDERS:
+            r.append(("file", str(path), None, sha256(text.encode("utf-8", "surrogatepass")).hexdigest()))
     return _load_text(text, str(path), overrides, chain + (key,), key)
 
 
@@ -301,7 +321,8 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
-    errors = sorted(validator("rule_pack").iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
+    errors = [] if fast_accepts("rule_pack", data) else sorted(
+        validator("rule_pack").iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
     if errors:
         from jsonschema.exceptions import best_match
 
@@ -332,6 +353,8 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
             ipath = resolve_pack(entry["pack"], file)
         except RulePackError as e:
             raise doc.error(e.message, ("include", i)) from None
+        for r in _DEP_RECORDERS:
+            r.append(("include", entry["pack"], file, str(ipath)))
         down = {**params, **(entry.get("params") or {}), **overrides}
         sub = _load_file(ipath, down, chain)
         if entry.get("params"):

@@ -10,8 +10,11 @@ Python: strings are unescaped with ``json.loads``, never ``eval``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
@@ -20,6 +23,7 @@ from trajaudit.engine import rule_ast as A
 from trajaudit.errors import RulePackError
 
 MAX_EXPRESSION_CHARS = 20_000
+MEMO_SIZE = 4096  # parsed expressions kept per process (see parse_expression)
 
 # Common mistakes → a hint. Token-level mistakes go through lark's ``match_examples`` (the parser
 # state of the failure is compared with these known-bad inputs); a stray character is looked up in
@@ -82,11 +86,23 @@ def caret(text: str, line: int | None, column: int | None) -> str:
     return f"    {src}\n    {' ' * (col - 1)}^"
 
 
+_GRAMMAR_OPTIONS = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders": True}
+
+
 @cache
 def grammar() -> Lark:
-    """The compiled LALR parser for ``trajaudit/engine/rules.lark`` (built once per process)."""
-    return Lark.open_from_package("trajaudit.engine", "rules.lark", parser="lalr",
-                                  propagate_positions=True, maybe_placeholders=True)
+    """The compiled LALR parser for ``trajaudit/engine/rules.lark`` (once per process; its tables come
+    from the on-disk grammar cache when valid, see :mod:`trajaudit.engine.grammar_cache`)."""
+    from importlib import resources
+
+    from trajaudit.engine import grammar_cache
+
+    text = resources.files("trajaudit.engine").joinpath("rules.lark").read_text(encoding="utf-8")
+    parser = grammar_cache.load(text, _GRAMMAR_OPTIONS)
+    if parser is None:
+        parser = Lark.open_from_package("trajaudit.engine", "rules.lark", **_GRAMMAR_OPTIONS)
+        grammar_cache.store(parser, text, _GRAMMAR_OPTIONS)
+    return parser
 
 
 def _pos(meta_or_tok: object) -> A.Pos:
@@ -219,8 +235,50 @@ def _hint(text: str, err: UnexpectedInput) -> str | None:
         return None
 
 
+# Parsing is a pure function of the text (``where`` only locates errors), so successful parses are
+# memoized per process (bounded; errors are never stored) in plain-data form (``rule_ast.to_data``):
+# a hit builds new nodes, so every caller still gets its own AST objects (the compiler keys per-run
+# caches by node identity). ``pack_cache`` seeds the memo from its on-disk entries and collects, with
+# ``recording``, the expressions a compile used.
+_MEMO: dict[str, list[Any]] = {}
+_RECORDERS: list[dict[str, list[Any]]] = []
+
+
+def _remember(text: str, data: list[Any]) -> None:
+    if len(_MEMO) >= MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[text] = data
+    for r in _RECORDERS:
+        r[text] = data
+
+
+def seed(parsed: dict[str, list[Any]]) -> None:
+    """Add ``{expression text: rule_ast.to_data(AST)}`` pairs — exact results of
+    :func:`parse_expression` — to the memo."""
+    for text, data in parsed.items():
+        _remember(text, data)
+
+
+@contextmanager
+def recording() -> Iterator[dict[str, list[Any]]]:
+    """Collect ``{text: rule_ast.to_data(AST)}`` of every expression parsed (or found in the memo)
+    inside the block."""
+    got: dict[str, list[Any]] = {}
+    _RECORDERS.append(got)
+    try:
+        yield got
+    finally:  # by identity: two recorders may hold equal contents
+        del _RECORDERS[next(i for i, r in enumerate(_RECORDERS) if r is got)]
+
+
+def clear_memo() -> None:
+    """Empty the memo of parsed expressions."""
+    _MEMO.clear()
+
+
 def parse_expression(text: str, where: Where | None = None) -> A.Expr:
-    """Parse one expression into an AST.
+    """Parse one expression into an AST (memoized per process: the same text gives an equal AST,
+    positions included, built anew on every call).
 
     Args:
         text: the expression source (a guard, an assertion, a let value or a message field).
@@ -233,6 +291,12 @@ def parse_expression(text: str, where: Where | None = None) -> A.Expr:
         RulePackError: syntax error (file:line:col, caret, hint for common mistakes), bad string
             escape, ``forall`` without a condition, or an expression too long / too deeply nested.
     """
+    if isinstance(text, str):
+        data = _MEMO.get(text)
+        if data is not None:
+            for r in _RECORDERS:
+                r[text] = data
+            return A.from_data(data)
     where = where or Where()
     if not isinstance(text, str):
         raise where.error(f"an expression must be a string, got {type(text).__name__}")
@@ -266,7 +330,7 @@ def parse_expression(text: str, where: Where | None = None) -> A.Expr:
     except RecursionError:
         raise where.error("expression nested too deeply") from None
     try:
-        return _TO_AST.transform(tree)
+        ast = _TO_AST.transform(tree)
     except VisitError as ve:
         orig = ve.orig_exc
         if isinstance(orig, _TransformError):
@@ -277,3 +341,10 @@ def parse_expression(text: str, where: Where | None = None) -> A.Expr:
         raise
     except RecursionError:
         raise where.error("expression nested too deeply") from None
+    try:
+        data = A.to_data(ast)
+        if A.same_data(A.to_data(A.from_data(data)), data):  # exact round trip, or not memoized
+            _remember(text, data)
+    except RecursionError:
+        pass
+    return ast

@@ -38,6 +38,8 @@ class QuantPlan:
         body_closed: the body mentions only the variable and constants.
         key: a cache key unique to this quantifier node.
         label: source text, used in evidence notes.
+        share: a key equal for quantifiers whose pre-computable parts are equal expressions over the
+            same element type (so they give equal results on a run), or ``None`` (never shared).
     """
 
     kind: str
@@ -50,6 +52,7 @@ class QuantPlan:
     body_closed: bool
     key: int
     label: str
+    share: int | None = None
 
     def run(self, env: Env) -> Any:
         """Evaluate the quantifier in ``env``; binds the witness/counterexample in ``env.witness``."""
@@ -69,7 +72,7 @@ class QuantPlan:
             addrs = None
         test = _conj(self.closed, self.open)
         if addr is None and isinstance(seq, (StepRange, CallRange)):
-            addr = _range_addr(seq)
+            addr = seq  # its address is written only if the evidence needs it
         return self._scan(env, range(len(items)), None, {}, items, addrs, test, seq_addr=addr)
 
     # -- indexed path --------------------------------------------------------------------------
@@ -84,11 +87,18 @@ class QuantPlan:
 
     def _matches(self, env: Env, universe: list[Any], tag: str, pred: Fn) -> tuple[list[int], list[int], dict]:
         """Positions in ``universe`` where ``pred`` holds (or raised), computed once per trajectory."""
+        cache = env.tc.cache
         key = (self.key, tag, id(universe))
-        hit = env.tc.cache.get(key)
+        hit = cache.get(key)
         if hit is not None:
             return hit
-        env.tc.charge(len(universe))
+        env.tc.charge(len(universe))  # what computing it costs this rule, whoever computed it first
+        if self.share is not None:  # an equal filter of another rule already ran on this run
+            skey = ("shared", self.share, tag, id(universe))
+            hit = cache.get(skey)
+            if hit is not None:
+                cache[key] = hit
+                return hit
         scratch = Env(env.tc, env.k)
         matches: list[int] = []
         errors: dict[int, str] = {}
@@ -101,7 +111,9 @@ class QuantPlan:
                 matches.append(i)
                 errors[i] = str(e)
         out = (matches, sorted(errors), errors)
-        env.tc.cache[key] = out
+        cache[key] = out
+        if self.share is not None:
+            cache[("shared", self.share, tag, id(universe))] = out
         return out
 
     @staticmethod
@@ -135,13 +147,14 @@ class QuantPlan:
         if self.kind == "count" and self.open is None and self.body is None:
             self._raise_if_error_in(err_pos, errors, lo, hi)
             return b - a
-        return self._scan(env, range(a, b), matches, errors, universe, None, self.open, seq_addr=_range_addr(seq))
+        return self._scan(env, range(a, b), matches, errors, universe, None, self.open, seq_addr=seq)
 
     # -- generic scan --------------------------------------------------------------------------
 
     def _scan(self, env: Env, positions: range, lookup: list[int] | None, errors: dict[int, str],
-              items: list[Any], addrs: list[str] | None, test: Fn | None, seq_addr: str | None) -> Any:
-        """Visit ``items[lookup[j]]`` (or ``items[j]``) for ``j`` in ``positions`` (newest first for latest)."""
+              items: list[Any], addrs: list[str] | None, test: Fn | None, seq_addr: Any) -> Any:
+        """Visit ``items[lookup[j]]`` (or ``items[j]``) for ``j`` in ``positions`` (newest first for latest).
+        ``seq_addr``: the sequence's evidence address, a step/call range (addressed on use), or ``None``."""
         charge = env.tc.charge
         var = self.var
         saved = env.vars.get(var, _MISSING)
@@ -184,6 +197,8 @@ class QuantPlan:
                 env.addrs.pop(var, None)
             else:
                 env.addrs[var] = saved_addr
+        if seq_addr is not None and not isinstance(seq_addr, str):
+            seq_addr = _range_addr(seq_addr) if kind == "count" or hit is None else None
         if kind == "count":
             if seq_addr is not None:
                 env.seen.append((seq_addr, count, self.label))
@@ -261,15 +276,36 @@ def shareable(node: Any, scope: dict[str, str], lets: dict[str, str]) -> bool:
     return True
 
 
+#: Canonical small keys of shared comprehension ASTs (AST equality ignores positions), so the per-step
+#: lookup does not hash a whole expression tree; grows only with the distinct expressions compiled.
+_SHARED_KEYS: dict[Any, int] = {}
+
+
+def closed_share_key(elem_type: str, var: str, closed: list[Any], body: Any, names: set[str]) -> int | None:
+    """:attr:`QuantPlan.share` for a quantifier whose pre-computable filter is the conjunction ``closed``
+    (and, for ``forall``, ``body``) of ASTs over ``var`` of ``elem_type``; ``None`` when they read pack
+    parameters (equal text, maybe different values) or nest a quantifier/comprehension (witnesses)."""
+    from trajaudit.engine import rule_ast as A
+
+    if "params" in names:
+        return None
+    for part in [*closed, body]:
+        if part is not None and any(isinstance(n, (A.Quant, A.Comprehension)) for n in part.walk()):
+            return None
+    return _SHARED_KEYS.setdefault(("closed", elem_type, var, tuple(closed), body), len(_SHARED_KEYS))
+
+
 def shared_comprehension(node: Any, fn: Fn) -> Fn:
     """``fn`` (a :func:`shareable` comprehension) evaluated once per run, step and call for all the
     rules that contain an equal expression (AST equality ignores positions): later evaluations get a
     copy of the list, and replay the evidence it recorded and the budget it charged, so every rule
     sees exactly what its own evaluation would have produced."""
 
+    node_key = _SHARED_KEYS.setdefault(node, len(_SHARED_KEYS))  # equal ASTs, one small key (hashed once)
+
     def run(env: Env) -> Any:
         tc = env.tc
-        key = (node, env.k, env.call)
+        key = (node_key, env.k, env.call)
         hit = tc.shared.get(key)
         if hit is not None:
             out, seen, ops = hit

@@ -195,6 +195,7 @@ class TrajContext:
         self._json: dict[int, Any] = {}
         self._search: dict[tuple[re.Pattern[str], str], tuple[int, int, str] | None] = {}
         self._lower: dict[str, str] = {}
+        self._outputs_by_caller: dict[int, list[int]] | None = None
         self.cache: dict[Any, Any] = {}
         self.shared: dict[Any, Any] = {}  # run-wide values of expressions shared by rules (rule_queries)
         self.ops = 0
@@ -202,6 +203,11 @@ class TrajContext:
         self.oracle = oracle
         self.tools = tools
         self.checkers = checkers
+
+    def release(self) -> None:
+        """Drop the per-run query caches once every rule has run (views and indexes stay)."""
+        for d in (self._json, self._search, self._lower, self.cache, self.shared):
+            d.clear()
 
     def charge(self, n: int = 1) -> None:
         """Count ``n`` evaluation operations against the current rule's budget."""
@@ -249,6 +255,23 @@ class TrajContext:
             return None
         i = self._answer.get(c.call.id)
         return self.views[i] if i is not None else None
+
+    def outputs_of(self, k: int) -> list[StepView]:
+        """The tool outputs after step ``k`` that answer one of its calls (``o.call.step == step``), and
+        the output right after it when that output answers no known call — i.e. ``[o for o in later
+        where o.kind == "tool" and ((o.call != null and o.call.step == step) or (o.call == null and
+        o.index == step.index + 1))]``, from an index built once per run."""
+        idx = self._outputs_by_caller
+        if idx is None:
+            idx = self._outputs_by_caller = defaultdict(list)
+            for i in self.by_kind.get("tool", ()):
+                c = self.calling_call(i)
+                if c is None:
+                    if i >= 1:
+                        idx[i - 1].append(i)  # an output with no known call: the step before it
+                elif c.step.index < i:
+                    idx[c.step.index].append(i)
+        return [self.views[i] for i in idx.get(k, ())]
 
     def latest_output(self, name: str, before: int) -> StepView | None:
         """The latest tool output of tool ``name`` strictly before step ``before`` (O(log n))."""

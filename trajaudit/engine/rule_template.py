@@ -8,6 +8,7 @@ Fields are compiled once; rendering never raises (a field that cannot be evaluat
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from trajaudit.engine.rule_builtins import _str
@@ -21,8 +22,15 @@ Fn = Callable[[Env], Any]
 def _split(text: str, where: Where) -> list[tuple[str, str, int]]:
     """``[(kind, text, offset)]`` with kind ``lit`` or ``expr``; raises on an unbalanced brace."""
     parts: list[tuple[str, str, int]] = []
-    i, buf, start = 0, [], 0
-    while i < len(text):
+    i, buf, start, n = 0, [], 0, len(text)
+    while i < n:
+        j = _BRACE.search(text, i)  # plain characters up to the next brace are copied in one piece
+        if j is None:
+            buf.append(text[i:])
+            break
+        if j.start() > i:
+            buf.append(text[i:j.start()])
+            i = j.start()
         ch = text[i]
         if ch == "{" and text[i + 1: i + 2] == "{":
             buf.append("{")
@@ -41,15 +49,15 @@ def _split(text: str, where: Where) -> list[tuple[str, str, int]]:
             parts.append(("expr", text[i + 1: end], i + 1))
             i = end + 1
             start = i
-        elif ch == "}":
+        else:
             raise where.error("unmatched '}' in message template (write '}}' for a literal brace)",
                               text, 1, i + 1, f"    {text}\n    {' ' * i}^")
-        else:
-            buf.append(ch)
-            i += 1
     if buf:
         parts.append(("lit", "".join(buf), start))
     return parts
+
+
+_BRACE = re.compile(r"[{}]")
 
 
 def compile_template(text: str, where: Where, params: dict[str, Any], lets: dict[str, str],

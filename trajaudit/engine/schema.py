@@ -97,6 +97,12 @@ def _fast_ok(name: str, instance: Any) -> bool:
         return False
 
 
+def fast_accepts(name: str, instance: Any) -> bool:
+    """True when the compiled fast path accepts ``instance`` against schema ``name`` (then it is valid);
+    False means "ask jsonschema" (:func:`validator`), which decides and writes the messages."""
+    return _fast_ok(name, instance)
+
+
 def is_valid(name: str, instance: Any) -> bool:
     """True when ``instance`` is valid against schema ``name`` (fast path first, jsonschema decides)."""
     return _fast_ok(name, instance) or validator(name).is_valid(instance)

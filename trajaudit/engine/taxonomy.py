@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 from jsonschema.exceptions import best_match
 
-from trajaudit.engine.schema import validator
+from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import TrajauditError
 
 _TAXONOMY_DIR = ("rules", "taxonomies")
@@ -242,7 +242,7 @@ def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = yaml.Sa
         mark = getattr(e, "problem_mark", None)
         raise TaxonomyError(f"invalid YAML: {getattr(e, 'problem', None) or e}", file=file,
                             line=mark.line + 1 if mark else None) from None
-    errors = list(validator("taxonomy").iter_errors(doc))
+    errors = [] if fast_accepts("taxonomy", doc) else list(validator("taxonomy").iter_errors(doc))
     if errors:
         err = best_match(errors)
         where = list(err.absolute_path)

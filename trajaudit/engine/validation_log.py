@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 Verdict = Literal["pass", "fail", "unknown", "skip"]
@@ -131,6 +131,58 @@ class Record:
             origin=d.get("origin", "rules"),
             reason=d.get("reason"),
         )
+
+
+class LazyRecord(Record):
+    """A :class:`Record` whose ``evidence`` and ``bindings`` are computed on first read.
+
+    A rule passes at most of the steps it visits, and the audit (judge, diagnosis, reports) reads the
+    evidence of failures only; rendering the evidence of every pass (JSON-safe previews of the values
+    the check read) was a fifth of the rule stage. ``thunk()`` returns ``(evidence, bindings)`` from the
+    evaluation state captured when the rule ran (read-only views and values of the run), so the
+    record equals, serializes and compares exactly like the eager one it stands for.
+
+    Args:
+        thunk: ``() -> (evidence tuple, bindings dict)``, called at most once; or ``None`` with
+            ``evidence`` / ``bindings`` given (as ``dataclasses.replace`` does).
+        other arguments: as :class:`Record`.
+    """
+
+    def __init__(self, step: int, rule_id: str, verdict: Verdict, severity: Severity = "error",
+                 rule_type: str = "PROTOCOL", targets: tuple[str, ...] = (), message: str = "",
+                 evidence: tuple[Evidence, ...] = (), bindings: dict[str, Any] | None = None,
+                 origin: str = "rules", reason: str | None = None, *, thunk: Any = None) -> None:
+        # frozen: fields are written straight into the instance dict (as the dataclass __init__ does
+        # through object.__setattr__), in one call: a batch creates hundreds of these per run
+        self.__dict__.update(step=step, rule_id=rule_id, verdict=verdict, severity=severity, rule_type=rule_type,
+                             targets=targets, message=message, origin=origin, reason=reason, _thunk=thunk)
+        if thunk is None:
+            self.__dict__["_lazy"] = (evidence, bindings if bindings is not None else {})
+
+    def _force(self) -> tuple[tuple[Evidence, ...], dict[str, Any]]:
+        d = self.__dict__
+        got = d.get("_lazy")
+        if got is None:
+            got = d["_lazy"] = d["_thunk"]()
+            d["_thunk"] = None
+        return got
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Record):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(Record))
+
+    __hash__ = None  # type: ignore[assignment] - like Record's: bindings is a dict
+
+    @property  # type: ignore[override]
+    def evidence(self) -> tuple[Evidence, ...]:
+        """Addresses and values the check saw (computed on first read)."""
+        return self._force()[0]
+
+    @property  # type: ignore[override]
+    def bindings(self) -> dict[str, Any]:
+        """Variables bound by the rule (computed on first read)."""
+        return self._force()[1]
 
 
 @dataclass
