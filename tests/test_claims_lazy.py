@@ -45,7 +45,11 @@ class EagerIndex:
         self.postings: dict[str, list[int]] = {}
         self.facts: dict[tuple[str, str], list[tuple[int, int, str, Any]]] = {}
         self.objects: dict[str, int] = {}
-        for sid, (src, d) in enumerate(zip(ix.sources, ix._digests, strict=True)):
+        self.collections: dict[int, list[tuple[int, str, str, int]]] = {}
+        for sid, src in enumerate(ix.sources):
+            d = ix._digest(sid)
+            for suffix, key, size, _ in d.collections:
+                self.collections.setdefault(src.pos, []).append((src.pos, src.address + suffix, key, size))
             for index, keys in ((self.values, d.values), (self.postings, d.words)):
                 for key in keys:
                     index.setdefault(key, []).append(sid)
@@ -105,12 +109,16 @@ class EagerIndex:
         first = self.objects.get(obj)
         return first is not None and first < before
 
+    def latest_collections(self, before: int) -> list[tuple[int, str, str, int]]:
+        poss = [p for p in self.collections if p < before]
+        return self.collections[max(poss)] if poss else []
+
 
 def _check_index(t) -> int:
-    ix = EvidenceIndex(t)
-    ref = EagerIndex(ix)
+    ix = EvidenceIndex(t)  # lazy: digests are computed by the queries below, in their order
+    ref = EagerIndex(EvidenceIndex(t))
     keys, facts = set(), set()
-    for d in ix._digests:
+    for d in map(ref.ix._digest, range(len(ref.ix.sources))):
         keys.update(list(d.values)[:40])
         keys.update(list(d.words)[:40])
         facts.update((i, a) for i, slots in list(d.facts.items())[:20] for a in slots)
@@ -118,6 +126,8 @@ def _check_index(t) -> int:
     positions = sorted({-1, 0, len(t.steps)} | {s.index for s in t.steps[::4]})
     n = 0
     for before in positions:
+        got = [(c.pos, c.address, c.key, c.size) for c in ix.latest_collections(before)]
+        assert got == ref.latest_collections(before)
         for k in keys:
             assert ix.latest(k, before) == ref.latest(k, before), (k, before)
             assert ix.after(k, before, ("user", "tool")) == ref.after(k, before, ("user", "tool")), (k, before)

@@ -88,9 +88,9 @@ class EvidenceIndex:
 
     def __init__(self, trajectory: Trajectory, max_json_chars: int = 2_000_000) -> None:
         self.sources: list[Source] = []
-        self.collections: dict[int, list[Collection]] = {}
         self.user_positions: list[int] = []
-        self._digests: list[Digest] = []
+        self._digests: list[Digest | None] = []  # computed on first use (_digest)
+        self._collections: dict[int, list[Collection]] = {}
         self._pos: list[int] = []  # source positions, nondecreasing in source order
         self.max_json_chars = max_json_chars
         if trajectory.task:
@@ -108,20 +108,24 @@ class EvidenceIndex:
 
     # -- building ---------------------------------------------------------------------------------
     def _add(self, src: Source) -> None:
-        """File one source with its (memoized, position-free) :func:`~.sources.digest`. Nothing is
-        replayed per value or word: queries look values, words and facts up in the digests of the
-        sources they may see (a few dozen per run), so a run pays only for what its claims ask."""
+        """File one source; its (memoized, position-free) :func:`~.sources.digest` is computed when a
+        query first looks at it. Nothing is replayed per value or word: queries look values, words and
+        facts up in the digests of the sources they may see (a few dozen per run), so a run pays only
+        for what its claims ask — evidence after a run's last claim is never analysed."""
         self.sources.append(src)
         self._pos.append(src.pos)
-        d = digest(src.text, src.kind, self.max_json_chars)
-        self._digests.append(d)
-        for suffix, key, size, members in d.collections:
-            self.collections.setdefault(src.pos, []).append(
-                Collection(src.pos, src.address + suffix, key, size, members))
+        self._digests.append(None)
+
+    def _digest(self, sid: int) -> Digest:
+        d = self._digests[sid]
+        if d is None:
+            src = self.sources[sid]
+            d = self._digests[sid] = digest(src.text, src.kind, self.max_json_chars)
+        return d
 
     def _hit(self, sid: int, key: str) -> Hit:
         src = self.sources[sid]
-        return Hit(sid, src.pos, src.address + self._digests[sid].values[key])
+        return Hit(sid, src.pos, src.address + self._digest(sid).values[key])
 
     def _before(self, before: int) -> range:
         """Source numbers with a position < ``before``, latest first."""
@@ -130,33 +134,33 @@ class EvidenceIndex:
     # -- queries ----------------------------------------------------------------------------------
     def latest(self, key: str, before: int) -> Hit | None:
         """The latest occurrence of normalized ``key`` in evidence at a position < ``before``."""
-        digests = self._digests
+        digests, get = self._digests, self._digest
         seen = self._before(before)
         for sid in seen:
-            if key in digests[sid].values:
+            if key in (digests[sid] or get(sid)).values:
                 return self._hit(sid, key)
         for sid in seen:  # a single word: the latest source holding it
-            if key in digests[sid].words:
+            if key in (digests[sid] or get(sid)).words:
                 src = self.sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
 
     def after(self, key: str, pos: int, kinds: tuple[str, ...] = ("user",)) -> Hit | None:
         """The first occurrence of ``key`` at a position > ``pos`` in sources of the given kinds."""
-        digests, sources = self._digests, self.sources
+        get, sources = self._digest, self.sources
         later = [sid for sid in range(bisect_right(self._pos, pos), len(sources)) if sources[sid].kind in kinds]
         for sid in later:
-            if key in digests[sid].values:
+            if key in get(sid).values:
                 return self._hit(sid, key)
         for sid in later:
-            if key in digests[sid].words:
+            if key in get(sid).words:
                 src = sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
 
     def normalized(self, sid: int) -> str:
         """The source's text, normalized (cached; computed at most once per source)."""
-        return self._digests[sid].normalized
+        return self._digest(sid).normalized
 
     def phrase(self, phrase: str, before: int) -> tuple[Hit | None, Hit | None]:
         """(exact, partial): the latest source before ``before`` containing the normalized phrase as a
@@ -166,7 +170,7 @@ class EvidenceIndex:
             return None, None
         partial = None
         for sid in self._before(before):
-            if not toks.issubset(self._digests[sid].words):
+            if not toks.issubset(self._digest(sid).words):
                 continue
             src = self.sources[sid]
             hit = Hit(sid, src.pos, src.address)
@@ -178,7 +182,7 @@ class EvidenceIndex:
     def fact(self, obj: str, attr: str, before: int) -> tuple[int, str, Any] | None:
         """The latest ``(pos, address, raw value)`` of attribute ``attr`` of object ``obj`` before ``before``."""
         for sid in self._before(before):
-            got = self._digests[sid].facts.get(obj)
+            got = self._digest(sid).facts.get(obj)
             if got is not None and attr in got:
                 path, key, raw = got[attr]
                 src = self.sources[sid]
@@ -187,12 +191,20 @@ class EvidenceIndex:
 
     def has_object(self, obj: str, before: int) -> bool:
         """True when some fact about object ``obj`` is visible before ``before``."""
-        return any(obj in self._digests[sid].facts for sid in self._before(before))
+        return any(obj in self._digest(sid).facts for sid in self._before(before))
 
     def latest_collections(self, before: int) -> list[Collection]:
         """Collections of the latest tool output before ``before`` that has any ("the latest evidence")."""
-        poss = [p for p in self.collections if p < before]
-        return self.collections[max(poss)] if poss else []
+        for sid in self._before(before):  # (one source per step position; task and prompts have none)
+            d = self._digest(sid)
+            if d.collections:
+                got = self._collections.get(sid)
+                if got is None:
+                    src = self.sources[sid]
+                    got = self._collections[sid] = [Collection(src.pos, src.address + suffix, key, size, members)
+                                                    for suffix, key, size, members in d.collections]
+                return got
+        return []
 
     def numbers_near(self, before: int, sources: int = 3, limit: int = 60) -> list[tuple[float, Hit]]:
         """Distinct numbers of the last ``sources`` evidence sources before ``before`` (for derivations;
@@ -203,7 +215,7 @@ class EvidenceIndex:
             src = self.sources[sid]
             if src.pos >= before:
                 continue
-            for v, a, e in self._digests[sid].numbers:
+            for v, a, e in self._digest(sid).numbers:
                 if len(out) >= limit:
                     break
                 if v not in out:
