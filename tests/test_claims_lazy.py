@@ -325,3 +325,26 @@ def test_quoted_regex_equals_its_definition(text):
     ref = re.compile(QUOTED_REFERENCE)
     assert ([(x.span(), x.groupdict()) for x in QUOTED_RE.finditer(text)]
             == [(x.span(), x.groupdict()) for x in ref.finditer(text)])
+
+
+_example_text = st.lists(st.sampled_from(
+    ["e.g. ", "E.G.", "for Example", "such as", "such  as", "ſuch as", "Looks like", "format", "FORMATS", "x", " ",
+     ".", "!", "\n", "'id'", "#W1234567", "3.5", "é", "placeholder", "instance", "İ"]), max_size=18).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_example_text, st.integers(0, 300), st.integers(0, 40))
+def test_example_sentences_equal_the_regex(text, a, width):
+    from trajaudit.engine.claims.extract import _EXAMPLE, _example_at, _sentence
+    from trajaudit.engine.claims.patterns import ascii_fold
+
+    a = a % (len(text) + 1)
+    b = min(len(text), a + width)
+    want = _EXAMPLE.search(_sentence(text, a, b)) is not None
+    assert _example_at(text, ascii_fold(text), a, b) == want
+    assert _example_at(text, None, a, b) == want
+    folded = ascii_fold(text)
+    if want and folded is not None:  # the whole-text gate of text_mentions never hides one
+        from trajaudit.engine.claims.extract import _EXAMPLE_WORDS
+
+        assert any(w in folded for w in _EXAMPLE_WORDS)

@@ -37,6 +37,7 @@ from trajaudit.engine.claims.patterns import (
     COMPLETION_RE,
     QUOTED_RE,
     VALUE_RE,
+    ascii_fold,
     candidate_sentences,
     completion_leads,
     count_matches,
@@ -156,14 +157,35 @@ def _number_mention(g: str, raw: str, in_code: bool) -> tuple[str, str] | None:
     return m.KIND_NUMBER, v
 
 
-def _sentence(text: str, a: int, b: int) -> str:
-    """The sentence (or line) around text[a:b]."""
+def _sentence_span(text: str, a: int, b: int) -> tuple[int, int]:
+    """The bounds of the sentence (or line) around text[a:b], before stripping."""
     lo = max(text.rfind(ch, max(0, a - 400), a) for ch in ".!?\n") + 1
     hi = [i for i in (text.find(ch, b, b + 400) for ch in "!?\n") if i >= 0]
     dot = _SENT_END.search(text, b, b + 400)
     if dot is not None:
         hi.append(dot.start())
-    return text[lo:min(hi) if hi else min(len(text), b + 400)].strip()
+    return lo, min(hi) if hi else min(len(text), b + 400)
+
+
+def _sentence(text: str, a: int, b: int) -> str:
+    """The sentence (or line) around text[a:b]."""
+    lo, hi = _sentence_span(text, a, b)
+    return text[lo:hi].strip()
+
+
+#: Every ``_EXAMPLE`` match holds one of these (lower case).
+_EXAMPLE_WORDS = ("e.g.", "example", "instance", "such as", "like", "format", "placeholder")
+
+
+def _example_at(text: str, folded: str | None, a: int, b: int) -> bool:
+    """``_EXAMPLE.search(_sentence(text, a, b)) is not None``; when ``folded`` (the text's
+    :func:`~.patterns.ascii_fold`) is given, the regex runs only if the sentence holds one of
+    :data:`_EXAMPLE_WORDS`, which every match contains (exact: IGNORECASE matches of these ASCII words
+    are plain matches in the folded text, at the same positions)."""
+    lo, hi = _sentence_span(text, a, b)
+    if folded is not None and not any(folded.find(w, lo, hi) >= 0 for w in _EXAMPLE_WORDS):
+        return False
+    return _EXAMPLE.search(text[lo:hi].strip()) is not None
 
 
 def _status_word(sentence: str, words: tuple[str, ...]) -> list[tuple[str, int, int]]:
@@ -235,6 +257,8 @@ class RegexExtractor:
             return
         code = [(0, len(text))] if in_code else _ranges(CODE_RE, text) if "```" in text else []
         markers = list_markers(text)
+        folded = ascii_fold(text)
+        examples = folded is None or any(w in folded for w in _EXAMPLE_WORDS)  # else no example sentence
         found: list[m.Mention] = []
         taken: set[int] = set()
         call = tool is not None
@@ -281,7 +305,7 @@ class RegexExtractor:
             else:
                 value = norm_id(raw)
                 if g in ("hashid", "snakeid") and (_PLACEHOLDER.match(value) or (
-                        not ic and _EXAMPLE.search(_sentence(text, a, b)))):
+                        not ic and examples and _example_at(text, folded, a, b))):
                     continue  # an example of a format, not a claim
                 add(_GROUP_KIND[g], value, a, b)
                 if g != "path":
@@ -291,7 +315,7 @@ class RegexExtractor:
             for x in QUOTED_RE.finditer(text):
                 inner = next(g for g in x.groups() if g is not None)
                 if (_inside(x.start(), code) or not re.search(r"[^\W\d_]", inner) or len(inner.split()) > 12
-                        or _PLACEHOLDER.match(inner) or _EXAMPLE.search(_sentence(text, x.start(), x.end()))
+                        or _PLACEHOLDER.match(inner) or (examples and _example_at(text, folded, x.start(), x.end()))
                         or norm_text(inner) in _TERMINATION):
                     continue
                 add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)
