@@ -335,7 +335,7 @@ class RegexExtractor:
             folded, leads = found
             if not status and not leads:
                 return
-            spans = candidate_sentences(sentence_spans(text), [p for p, _ in subjects] if status else [], leads)
+            spans = candidate_sentences(text, [p for p, _ in subjects] if status else [], leads)
         else:  # exotic case folding (ascii_fold): every sentence is tried, after a whole-text check
             folded, leads = "", []
             if not status and not COMPLETION_RE.search(text):

@@ -8,7 +8,7 @@ MBs of HTML or binary-looking text).
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from functools import lru_cache
 
 #: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
@@ -149,27 +149,26 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def candidate_sentences(spans: list[tuple[int, int]], positions: list[int],
-                        lead: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The sentences of ``spans`` (from :func:`sentence_spans`: sorted, disjoint) that contain one of
-    ``positions`` (``s <= p < e``) or one of the ``lead`` spans (``s <= a < e`` and ``b <= e``, as
-    :func:`holds_literal` tests),
-    in order. Exact: the sentence with the largest start ``<= p`` is the only one that can contain
-    ``p`` (disjoint spans), so each position is placed by one bisection instead of testing every
-    sentence against every position."""
-    if not spans:
-        return []
-    starts = [s for s, _ in spans]
-    picked = set()
-    for p in positions:
-        i = bisect_right(starts, p) - 1
-        if i >= 0 and p < spans[i][1]:
-            picked.add(i)
-    for a, b in lead:
-        i = bisect_right(starts, a) - 1
-        if i >= 0 and a < spans[i][1] and b <= spans[i][1]:
-            picked.add(i)
-    return [spans[i] for i in sorted(picked)]
+def candidate_sentences(text: str, positions: list[int], lead: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans of :func:`sentence_spans` that contain one of ``positions`` (``s <= p < e``) or one of
+    the ``lead`` spans (``s <= a < e`` and ``b <= e``, as :func:`holds_literal` tests), in order;
+    positions and spans lie inside the text. Found around each position instead of splitting the whole
+    text: the runs of ``sentence_spans`` are cut after each terminator, so the run holding ``p`` goes
+    from the last terminator before ``p`` to the first at or after it, and it is a sentence unless
+    that terminator is a ``.!?`` followed by a digit."""
+    picked: set[tuple[int, int]] = set()
+    for p, end in [(p, p + 1) for p in positions] + [(a, max(b, a + 1)) for a, b in lead]:
+        s = max(text.rfind(ch, 0, p) for ch in "\n.!?") + 1
+        m = _TERMINATOR.search(text, p)
+        if m is None:
+            e = len(text)
+        else:
+            e = m.end()
+            if text[e - 1] != "\n" and _DIGIT_AT.match(text, e):
+                continue  # a run the sentence pattern skips (3.5)
+        if end <= e:
+            picked.add((s, e))
+    return sorted(picked)
 
 
 #: Every ``COMPLETION_RE`` match contains one of these lead words (lower case) ...
