@@ -63,6 +63,10 @@ COUNT_RE = re.compile(
 _COUNT_START = (r"(?:\d+|z(?:ero)|o(?:ne)|t(?:w(?:o|elve|enty)|h(?:ree|irteen)|en)|f(?:our(?:teen)?|ive|ifteen)|"
                 r"s(?:ix(?:teen)?|even(?:teen)?)|e(?:ight(?:een)?|leven)|n(?:ine(?:teen)?))(?=\s)")
 _COUNT_AFTER = re.compile(r"[^\w.$€£#-]" + _COUNT_START)
+#: The same for ASCII text, the class spelled out as ASCII characters (a bitmap test per character
+#: instead of a Unicode category lookup).
+_COUNT_AFTER_ASCII = re.compile(
+    "[" + "".join(re.escape(chr(i)) for i in range(128) if not re.match(r"[\w.$€£#-]", chr(i))) + "]" + _COUNT_START)
 _COUNT_HEAD = re.compile(_COUNT_START)
 
 
@@ -78,7 +82,7 @@ def count_matches(text: str) -> list[re.Match[str]]:
     low = ascii_fold(text)
     if low is None:
         return list(COUNT_RE.finditer(text))
-    starts = [x.start() + 1 for x in _COUNT_AFTER.finditer(low)]
+    starts = [x.start() + 1 for x in (_COUNT_AFTER_ASCII if text.isascii() else _COUNT_AFTER).finditer(low)]
     if _COUNT_HEAD.match(low):
         starts.insert(0, 0)
     out = []
