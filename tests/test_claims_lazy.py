@@ -349,3 +349,17 @@ def test_example_sentences_equal_the_regex(text, a, width):
         from trajaudit.engine.claims.extract import _EXAMPLE_WORDS
 
         assert any(w in folded for w in _EXAMPLE_WORDS)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["a", "Z", "_", ".", "-", "~", "/", "\\", ":", "+", " ", "é", "@", "9"]), max_size=30)
+       .map("".join), st.integers(0, 40), st.integers(1, 12))
+def test_back_equals_stepping_back(text, i, limit):
+    from trajaudit.engine.claims.scan import _EMAIL_CHARS, _PATH_CHARS, _SNAKE_CHARS, _back
+
+    i = i % (len(text) + 1)
+    for chars in (_PATH_CHARS, _EMAIL_CHARS, _SNAKE_CHARS):
+        j, stop = i, max(0, i - limit)
+        while j > stop and text[j - 1] in chars:
+            j -= 1
+        assert _back(text, i, chars, limit) == j

@@ -144,17 +144,16 @@ _PATH_FULL = re.compile(
 )
 _SNAKE_RE = re.compile(r"_\d{3,}(?!\w)")
 _SNAKE_FULL = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d{3,}")
-_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~/\\:")
-_EMAIL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-")
-_SNAKE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_PATH_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~/\\:"
+_EMAIL_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-"
+_SNAKE_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 
-def _back(text: str, i: int, chars: frozenset[str], limit: int) -> int:
-    j = i
+def _back(text: str, i: int, chars: str, limit: int) -> int:
+    """The start of the run of ``chars`` ending at ``i`` (at most ``limit`` long): ``str.rstrip`` of
+    the window, in C, instead of a step back per character."""
     stop = max(0, i - limit)
-    while j > stop and text[j - 1] in chars:
-        j -= 1
-    return j
+    return stop + len(text[stop:i].rstrip(chars))
 
 
 def scan_values(text: str) -> list[tuple[str, int, int]]:
