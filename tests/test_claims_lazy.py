@@ -363,3 +363,12 @@ def test_back_equals_stepping_back(text, i, limit):
         while j > stop and text[j - 1] in chars:
             j -= 1
         assert _back(text, i, chars, limit) == j
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(["http", "https", "HTTPS", "Ftp", "://", "x", "ab", " ", "ſ", "/", ".", ")", "s", "t",
+                                 "h", "\n", "é"]), max_size=16).map("".join))
+def test_url_matches_equal_the_url_regex(text):
+    from trajaudit.engine.claims.scan import _URL_RE, _url_matches
+
+    assert [x.span() for x in _url_matches(text)] == [x.span() for x in _URL_RE.finditer(text)]

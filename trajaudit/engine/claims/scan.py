@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS
+from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS, ascii_fold
 
 _DATE_TIME_ID = (
     r"(?P<date>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?(?!\d)|\d{1,2}/\d{1,2}/\d{2,4}(?!\d)"
@@ -156,6 +156,30 @@ def _back(text: str, i: int, chars: str, limit: int) -> int:
     return stop + len(text[stop:i].rstrip(chars))
 
 
+def _url_matches(text: str) -> list[re.Match[str]]:
+    """``list(_URL_RE.finditer(text))``: a match is a scheme right before a ``://``, so the regex is
+    tried only at the scheme start each ``://`` (found with ``str.find``) allows, left to right from
+    the end of the previous match (as ``finditer`` does), instead of at every position. The schemes
+    are read from the :func:`~.patterns.ascii_fold` of the text (IGNORECASE); a text that cannot be
+    folded takes ``finditer``."""
+    low = ascii_fold(text)
+    if low is None:
+        return list(_URL_RE.finditer(text))
+    out = []
+    end = 0
+    i = low.find("://")
+    while i >= 0:
+        for start, scheme in ((i - 5, "https"), (i - 4, "http"), (i - 3, "ftp")):
+            if start >= end and low.startswith(scheme, start):
+                x = _URL_RE.match(text, start)
+                if x is not None:
+                    out.append(x)
+                    end = x.end()
+                break
+        i = low.find("://", max(i + 1, end))
+    return out
+
+
 def scan_values(text: str) -> list[tuple[str, int, int]]:
     """All value matches in ``text`` as ``(group, start, end)``, sorted, non-overlapping (first wins)."""
     found: list[tuple[str, int, int]] = []
@@ -165,7 +189,7 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
             if a < x.start():
                 found.append(("email", a, x.end()))
     if "://" in text:
-        for x in _URL_RE.finditer(text):
+        for x in _url_matches(text):
             a = x.start()
             if a and text[a - 1].isalnum():
                 continue
