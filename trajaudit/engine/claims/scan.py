@@ -117,11 +117,18 @@ def _digit_matches(text: str) -> Iterator[tuple[str, int, int]]:
     pos = 0
     while (anchor := seek(text, pos)) is not None:
         a = anchor.start()
-        if "0" <= text[a] <= "9":
+        c = text[a]
+        if "0" <= c <= "9":
             q = plain_end(text, a)
             if q >= 0:
                 yield "number", a, q
                 pos = q
+                continue
+        elif c in "#$€£¥₹":
+            # a hash id needs a letter or digit next, an amount a space or digit: else no match here
+            nxt = text[a + 1: a + 2]
+            if not (nxt.isalnum() if c == "#" else nxt.isspace() or nxt.isdecimal()):
+                pos = a + 1
                 continue
         x = match(text, a)
         if x is None:
