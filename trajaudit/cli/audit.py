@@ -20,6 +20,7 @@ from trajaudit.cli.common import (
     llm_config_for,
     llm_options,
     report_problems,
+    warn_non_utf8,
 )
 from trajaudit.engine.pipeline import AuditSpec, audit_paths
 from trajaudit.engine.strategy import AuditConfig, default_strategies
@@ -82,6 +83,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 
         batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping, progress=progress)
     report_problems(batch.problems)
+    warn_non_utf8(r.trajectory for r in batch.results)
     lines = "".join(r.diagnosis.to_json() + "\n" for r in batch.results)
     if output == "-":
         sys.stdout.write(lines)

@@ -9,7 +9,15 @@ from typing import Any
 import click
 from rich.table import Table
 
-from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors, report_problems
+from trajaudit.cli.common import (
+    EXIT_FINDINGS,
+    console,
+    fail,
+    handle_errors,
+    input_format_option,
+    report_problems,
+    warn_non_utf8,
+)
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.rule_eval import evaluate
@@ -34,9 +42,17 @@ def load_rules(packs: tuple[str, ...]) -> list[CompiledRule]:
 
 
 def read_tools(path: str | None) -> list[dict[str, Any]] | None:
-    """OpenAI function schemas from a JSON file (a list), or ``None``."""
+    """OpenAI function schemas from a JSON file (a list, as written), or ``None``.
+
+    Raises:
+        TrajauditError: as :func:`~trajaudit.engine.evidence.load_tools` (which validates every
+            tool's ``parameters`` against the JSON Schema metaschema).
+    """
     if path is None:
         return None
+    from trajaudit.engine.evidence import load_tools
+
+    load_tools(path)
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -78,8 +94,7 @@ def render_table(vlog: ValidationLog, show_pass: bool) -> Table:
               help="JSON list of OpenAI function schemas: adds the SCHEMA rules of `rules from-tools` "
                    "and is given to checkers that validate tool calls.")
 @click.option("--show-pass", is_flag=True, help="Also list passing checks in the table.")
-@click.option("--input-format", "input_format", metavar="NAME",
-              help="Force the trace format (openai, tau, who_and_when, magentic); default: auto-detect.")
+@input_format_option(dest="input_format")
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False),
               help="YAML mapping of jmespath expressions for a custom trace format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the JSON logs to this file too.")
@@ -102,6 +117,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
         rules += [r for r in compile_rules(rules_from_tools(tools)) if r.id not in taken]
     res = load_many(list(files), format=input_format, mapping=mapping)
     report_problems(res.problems)
+    warn_non_utf8(res.trajectories)
     if not res.trajectories:
         fail("no trajectory could be loaded from " + ", ".join(files))
     logs = [evaluate(t, rules, tools=tools) for t in res.trajectories]

@@ -63,7 +63,8 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
 
     run = load_run(file, mapping=mapping)
     if use_llm:
-        client = client_from_options(llm_opts)
+        client = client_from_options(llm_opts, without_llm="Without an LLM, run `trajaudit cite` without --llm "
+                                                             "(the approximate offline judge).")
         try:
             report = audit_citations(run, LLMJudge(client, model=client.config.model))
         finally:

@@ -9,7 +9,14 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from trajaudit.cli.common import console, fail, handle_errors, report_problems
+from trajaudit.cli.common import (
+    console,
+    fail,
+    handle_errors,
+    input_format_option,
+    report_problems,
+    warn_non_utf8,
+)
 from trajaudit.engine.claims import ClaimConfig, build_claim_graph
 from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link
 from trajaudit.engine.loader import load_path
@@ -25,8 +32,7 @@ _STATUS_STYLE = {"DIRECT": "green", "WEAK": "yellow", "MISSING": "bold red", "CO
 @click.option("--unsupported", is_flag=True, help="List only MISSING and CONFLICTING claims.")
 @click.option("--max-claims-per-step", type=int, default=ClaimConfig.max_claims_per_step, show_default=True,
               help="Cap on claims extracted from one step (hits are reported).")
-@click.option("--input-format", "fmt", metavar="NAME",
-              help="Force the input format (openai, tau, who_and_when, magentic); default: auto-detect.")
+@input_format_option()
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False),
               help="YAML mapping of jmespath expressions for a custom trace format.")
 @handle_errors
@@ -41,6 +47,7 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
         fail("--max-claims-per-step must be at least 1")
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)
+    warn_non_utf8(res.trajectories)
     if not res.trajectories:
         fail(f"{file}: no trajectory could be loaded")
     cfg = ClaimConfig(max_claims_per_step=max_claims_per_step)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -57,13 +57,36 @@ def report_problems(problems: list[Problem]) -> None:
         c.print(f"[yellow]skipped:[/] {escape(clip(p.message))}", markup=True, highlight=False)
 
 
+INPUT_FORMAT_HELP = "Force the input trace format (openai, tau, who_and_when, magentic, ir); default: auto-detect."
+
+
+def input_format_option(*aliases: str, dest: str = "fmt") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The ``--input-format NAME`` option, the same spelling on every command that reads traces.
+
+    ``aliases`` are older spellings kept working (``--format`` on show/convert/audit/repair,
+    ``--trace-format`` on eval); ``--input-format`` is listed first in ``--help``.
+    """
+    return click.option("--input-format", *aliases, dest, metavar="NAME", help=INPUT_FORMAT_HELP)
+
+
+def warn_non_utf8(trajectories: Iterable[Any]) -> None:
+    """Print one ``warning: FILE is not valid UTF-8 …`` line to stderr per file whose runs carry the
+    loader's ``non_utf8`` flag (bytes were replaced by U+FFFD, so quoted text may differ from the
+    original). The exit code is not affected."""
+    from trajaudit.engine.loader import FLAG_NON_UTF8
+
+    files = dict.fromkeys(t.source.file or t.id for t in trajectories if FLAG_NON_UTF8 in t.flags)
+    c = console(err=True)
+    for f in files:
+        c.print(f"[yellow]warning:[/] {escape(f)} is not valid UTF-8; undecodable bytes were replaced",
+                markup=True, highlight=False)
+
+
 def format_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--format``/``--mapping`` input options to a command."""
+    """Add the ``--input-format`` (alias ``--format``) and ``--mapping`` input options to a command."""
     f = click.option("--mapping", "mapping", type=click.Path(exists=True, dir_okay=False),
                      help="YAML mapping of jmespath expressions for a custom trace format.")(f)
-    f = click.option("--format", "fmt", metavar="NAME",
-                     help="Force the input format (openai, tau, who_and_when, magentic); default: auto-detect.")(f)
-    return f
+    return input_format_option("--format")(f)
 
 
 def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -145,16 +168,35 @@ def llm_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True) -> Any:
+#: The library's no-endpoint message ends with this advice; it only fits commands that have ``--strategy``.
+_STRATEGY_ADVICE = "Without an LLM, use --strategy offline."
+
+
+def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True, without_llm: str | None = None) -> Any:
     """The :class:`~trajaudit.llm.config.LLMConfig` for ``opts``.
 
+    Args:
+        without_llm: the advice for running without an LLM on this command, replacing the default
+            ``--strategy offline`` advice (which only fits commands that have ``--strategy``);
+            ``""`` drops the advice.
+
     Raises:
-        ConfigError: no endpoint configured (the message names the flags and variables and suggests
-            ``--strategy offline``), or a bad config file.
+        ConfigError: no endpoint configured (the message names the flags and variables and the way
+            to run without an LLM), or a bad config file.
     """
     import os
 
+    from trajaudit.errors import ConfigError
     from trajaudit.llm.config import build_config, load_config_file
+
+    if without_llm is not None:
+        try:
+            return llm_config_from_options(opts, use_cache=use_cache)
+        except ConfigError as e:
+            msg = str(e)
+            if _STRATEGY_ADVICE not in msg:
+                raise
+            raise ConfigError(" ".join(msg.replace(_STRATEGY_ADVICE, without_llm).split())) from None
 
     file_values = load_config_file(opts.config_file) if opts.config_file else {}
     if opts.no_cache or not use_cache:
@@ -166,15 +208,16 @@ def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True) -> Any:
     return dataclasses.replace(config, cache_path=cache)
 
 
-def client_from_options(opts: LLMOptions, *, use_cache: bool = True) -> Any:
-    """An :class:`~trajaudit.llm.client.LLMClient` built from ``opts`` (see :func:`llm_config_from_options`).
+def client_from_options(opts: LLMOptions, *, use_cache: bool = True, without_llm: str | None = None) -> Any:
+    """An :class:`~trajaudit.llm.client.LLMClient` built from ``opts`` (see :func:`llm_config_from_options`,
+    which also explains ``without_llm``).
 
     Raises:
         ConfigError: as :func:`llm_config_from_options`; ``openai`` missing; the cache cannot be opened.
     """
     from trajaudit.llm.client import LLMClient
 
-    return LLMClient(llm_config_from_options(opts, use_cache=use_cache))
+    return LLMClient(llm_config_from_options(opts, use_cache=use_cache, without_llm=without_llm))
 
 
 def llm_configured(opts: LLMOptions) -> bool:

@@ -15,6 +15,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_format_option,
     llm_options,
     report_problems,
 )
@@ -22,7 +23,7 @@ from trajaudit.engine.loader import load_many
 from trajaudit.engine.strategy import default_strategies
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
-from trajaudit.eval.runner import read_diagnoses, run_on_paths
+from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_paths
 
 
 def _read_tools(path: str | None) -> list[dict] | None:
@@ -34,6 +35,9 @@ def _read_tools(path: str | None) -> list[dict] | None:
         fail(f"{path}: cannot read tool schemas: {e}")
     if not isinstance(tools, list):
         fail(f"{path}: tool schemas must be a JSON list of OpenAI function schemas")
+    from trajaudit.engine.evidence import load_tools
+
+    load_tools(path)  # validates each tool's parameters against the JSON Schema metaschema
     return tools
 
 
@@ -53,7 +57,7 @@ def _read_tools(path: str | None) -> list[dict] | None:
               help="With --strategy: a rule pack file or shipped pack name (repeatable), as for `trajaudit audit`.")
 @click.option("--no-default-packs", is_flag=True,
               help="With --strategy: do not apply the shipped generic and domain packs (as `trajaudit audit`).")
-@click.option("--trace-format", metavar="NAME", help="Force the trace format of DATASET (default: auto-detect).")
+@input_format_option("--trace-format", dest="trace_format")
 @click.option("--format", "out_format", type=click.Choice(["table", "json", "markdown"]), default="table",
               show_default=True, help="Report format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
@@ -126,6 +130,9 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
             paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
         res = load_many(paths, format=trace_format) if paths else None
         trajectories = res.trajectories if res else []
+    diagnoses, warnings = check_step_ranges(diagnoses, gold_set, trajectories)
+    for w in warnings:
+        err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)
     report = evaluate(gold_set, diagnoses, trajectories=trajectories, taxonomy=taxonomy,
                       resamples=bootstrap, seed=seed)
     max_misses = None if misses < 0 else misses

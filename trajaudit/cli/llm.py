@@ -20,7 +20,8 @@ def ping(llm_opts: LLMOptions) -> None:
 
     Exit code 0 when it answered, 2 when it is not configured or not reachable.
     """
-    with client_from_options(llm_opts, use_cache=False) as client:
+    with client_from_options(llm_opts, use_cache=False,
+                             without_llm="`llm ping` checks an endpoint, so it needs one.") as client:
         info = client.ping()
     out = console()
     out.print(f"ok  {info['base_url']}  model {info['model']}  latency {info['latency_s']:.3f} s")

@@ -29,6 +29,25 @@ def shipped_rule_packs() -> list[tuple[str, RulePack | None, str | None]]:
     return out
 
 
+_COUNT_COLS = ("enabled", "defined", "included", "disabled")
+_COUNTS_CAPTION = ("enabled: rules that run when the pack is used; defined: rules written in the pack's own file; "
+                   "included: rules it takes from the packs it includes; disabled: rules present but switched off "
+                   "(opt-in). enabled = defined + included - disabled.")
+
+
+def rule_counts(pack: RulePack) -> dict[str, int]:
+    """``{"enabled", "defined", "included", "disabled"}`` rule counts of a loaded pack.
+
+    ``defined`` counts the rules written in the pack's own file, ``included`` those coming from its
+    includes, ``disabled`` those switched off (by the pack or an including pack); ``enabled`` =
+    ``defined + included - disabled`` is what runs when the pack is used.
+    """
+    defined = sum(1 for r in pack.rules if r.pack == pack.name)
+    disabled = sum(1 for r in pack.rules if r.disabled)
+    return {"enabled": len(pack.rules) - disabled, "defined": defined, "included": len(pack.rules) - defined,
+            "disabled": disabled}
+
+
 @click.command("list")
 @click.argument("pack", required=False)
 @click.option("--rules/--packs", "show_rules", default=None,
@@ -39,21 +58,25 @@ def list_packs(pack: str | None, show_rules: bool | None) -> None:
     severity, targets and title. Packs that include others list the included rules too."""
     out = console()
     if pack is None and not show_rules:
-        t = Table(title="shipped rule packs (use with --rules NAME)", title_justify="left")
-        for col in ("pack", "rules", "includes", "description"):
-            t.add_column(col, overflow="fold")
+        t = Table(title="shipped rule packs (use with --rules NAME)", title_justify="left",
+                  caption=_COUNTS_CAPTION, caption_justify="left")
+        for col in ("pack", "enabled", "defined", "included", "disabled", "includes", "description"):
+            t.add_column(col, overflow="fold", justify="right" if col in _COUNT_COLS else "left")
         for name, p, err in shipped_rule_packs():
             if p is None:
-                t.add_row(name, "-", "-", Text(f"does not load: {err}", style="red"))
+                t.add_row(name, "-", "-", "-", "-", "-", Text(f"does not load: {err}", style="red"))
                 continue
-            own = sum(1 for r in p.rules if r.pack == p.name)
+            c = rule_counts(p)
             incs = ", ".join(Path(i).stem for i in p.includes) or "-"
-            t.add_row(name, f"{len(p.enabled_rules)} ({own} own)", incs, p.description)
+            t.add_row(name, *(str(c[k]) for k in _COUNT_COLS), incs, p.description)
         out.print(t)
         return
     packs = [(pack, load_pack(pack))] if pack else [(n, p) for n, p, _ in shipped_rule_packs() if p is not None]
     for name, p in packs:
-        t = Table(title=f"{name}: {len(p.rules)} rule(s)", title_justify="left")
+        c = rule_counts(p)
+        t = Table(title=f"{name}: {c['enabled']} rule(s) enabled of {len(p.rules)} "
+                        f"({c['defined']} defined in the pack, {c['included']} from includes, {c['disabled']} disabled)",
+                  title_justify="left")
         for col in ("rule", "type", "severity", "targets", "title"):
             t.add_column(col, overflow="fold")
         for r in p.rules:

@@ -54,7 +54,8 @@ def synthesize(policy: str | None, tools: str | None, output: str, pack_name: st
         raise TrajauditError(f"{policy}: cannot read the policy: {e}") from None
     tool_list = load_tools(tools) if tools else []
     name = pack_name or "synthesized." + slug(Path(policy or tools or "policy").stem, "policy").replace("-", "_")
-    with client_from_options(llm_opts) as client:
+    with client_from_options(llm_opts, without_llm="Without an LLM, `trajaudit rules from-tools TOOLS.json` "
+                                                   "writes the tool-schema rules deterministically.") as client:
         result = RuleSynthesizer(client, taxonomy=taxonomy, max_rules=max_rules, reflect=reflect,
                                  repair=not no_repair).from_policy(policy_text or "(no policy text given)",
                                                                    tool_list, pack=name)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from trajaudit.cli.common import console, fail, format_options, handle_errors, report_problems
+from trajaudit.cli.common import console, fail, format_options, handle_errors, report_problems, warn_non_utf8
 from trajaudit.engine.loader import load_path
 
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
@@ -28,6 +28,7 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
     """
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)
+    warn_non_utf8(res.trajectories)
     out = console()
     for t in res.trajectories:
         title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
@@ -60,6 +61,7 @@ def convert(file: str, output: str, record: int | None, fmt: str | None, mapping
     """Convert FILE to the trajaudit IR (validated against trajectory.schema.json)."""
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)
+    warn_non_utf8(res.trajectories)
     if not res.trajectories:
         fail(f"{file}: no trajectory could be loaded")
     dicts = [t.to_dict() for t in res.trajectories]

@@ -46,8 +46,15 @@ class EvidenceBundle:
 def load_tools(path: str | Path) -> list[dict[str, Any]]:
     """Read an OpenAI function-schema list (``[{"type": "function", "function": {...}}]`` or bare functions).
 
+    Each function's ``parameters`` (when present) must be a JSON Schema for an object: it is checked
+    against the JSON Schema metaschema (the draft its ``$schema`` names, else 2020-12) with
+    jsonschema's ``check_schema``, and a ``type`` other than ``"object"`` is refused (OpenAI
+    function parameters describe an arguments object). See :func:`check_tool_parameters`.
+
     Raises:
         TrajauditError: unreadable file, invalid JSON, or not a list of function schemas.
+        ToolSchemaError: a tool's ``parameters`` is not a valid object JSON Schema (names the file,
+            the element, the tool and the problem).
     """
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -60,8 +67,44 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
         fn = x.get("function", x)
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise TrajauditError(f"{path}: element {i} is not a function schema (no 'name')")
+        check_tool_parameters(fn, file=str(path), index=i)
         out.append(fn)
     return out
+
+
+def check_tool_parameters(fn: dict[str, Any], *, file: str | None = None, index: int | None = None) -> None:
+    """Check one function schema's ``parameters`` against the JSON Schema metaschema.
+
+    Args:
+        fn: a function object (``{"name", "parameters"?}``); a missing ``parameters`` is accepted
+            (a tool without arguments).
+        file, index: where it came from, for the message.
+
+    Raises:
+        ToolSchemaError: ``parameters`` is not an object, declares a ``type`` other than
+            ``"object"``, or breaks the metaschema (the best-matching error, with its JSON path).
+    """
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import Draft202012Validator, validator_for
+
+    from trajaudit.engine.tool_rules import ToolSchemaError
+
+    if "parameters" not in fn:
+        return
+    params = fn["parameters"]
+    name = fn.get("name")
+    if not isinstance(params, dict):
+        raise ToolSchemaError(f"tool {name!r}: parameters must be a JSON Schema object, got "
+                              f"{type(params).__name__} {json.dumps(params)[:80]}", file=file, index=index)
+    if "type" in params and params["type"] != "object":
+        raise ToolSchemaError(f"tool {name!r}: parameters must describe an object (\"type\": \"object\"), got "
+                              f"\"type\": {json.dumps(params['type'])[:80]}", file=file, index=index)
+    try:
+        validator_for(params, default=Draft202012Validator).check_schema(params)
+    except SchemaError as e:
+        where = e.json_path.replace("$", "parameters", 1)
+        raise ToolSchemaError(f"tool {name!r}: invalid JSON Schema at {where}: {e.message}",
+                              file=file, index=index) from None
 
 
 def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] | None) -> list[Any]:
@@ -129,7 +172,7 @@ def clear_caches(packs: bool = True) -> None:
     regex-safety memos (unless ``packs`` is false), memoized regex results of rules, the claim
     package's text analyses. Results never depend on them (benchmarks clear them to time a batch as a
     fresh process would run it; the on-disk pack cache is not touched: see ``TRAJAUDIT_NO_CACHE``)."""
-    from trajaudit.engine import regex_prefilter
+    from trajaudit.engine import regex_prefilter, rule_builtins
     from trajaudit.engine.claims import clear_caches as clear_claims
 
     if packs:
@@ -141,6 +184,7 @@ def clear_caches(packs: bool = True) -> None:
         regex_safety.clear_memo()
         pack_cache.code_fingerprint.cache_clear()
     regex_prefilter._search_shared.cache_clear()
+    rule_builtins.LOWER_MEMO.clear()
     clear_claims()
 
 

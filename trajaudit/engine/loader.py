@@ -80,7 +80,7 @@ def detect(doc: Any, adapters: Registry[Adapter]) -> Adapter:
         if s.ok:
             return a
         reasons.append(f"{name}: {s.reason}")
-    raise TraceFormatError("no known trace format matches; tried " + "; ".join(reasons) + " (use --format or --mapping)")
+    raise TraceFormatError("no known trace format matches; tried " + "; ".join(reasons) + " (use --input-format or --mapping)")
 
 
 def load_document(

@@ -87,14 +87,7 @@ def required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
 
 
 def _required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
-    if _p is None or not isinstance(rx.pattern, str):
-        return None
-    try:
-        got = _required(_p.parse(rx.pattern, rx.flags))
-    except Exception as e:  # noqa: BLE001 - the prefilter is optional; the regex stays the authority
-        log.debug("no literal prefilter for %r: %s", rx.pattern[:80], e)
-        return None
-    return got if got and min(map(len, got)) >= MIN_LITERAL else None
+    return _analyse(rx)[0]
 
 
 #: A width at or above this is treated as unbounded (``re`` reports ``MAXREPEAT`` for ``+``/``*``).
@@ -134,13 +127,20 @@ def _anchor(seq: Any) -> Anchor | None:
 
 
 def _anchor_of(rx: re.Pattern[str]) -> Anchor | None:
+    return _analyse(rx)[1]
+
+
+def _analyse(rx: re.Pattern[str]) -> tuple[frozenset[str] | None, Anchor | None]:
+    """``(required literals, anchor)`` of ``rx`` from one parse; ``(None, None)`` when unavailable."""
     if _p is None or not isinstance(rx.pattern, str):
-        return None
+        return None, None
     try:
-        return _anchor(_p.parse(rx.pattern, rx.flags))
-    except Exception as e:  # noqa: BLE001 - optional, like the literal set
-        log.debug("no anchor for %r: %s", rx.pattern[:80], e)
-        return None
+        tree = _p.parse(rx.pattern, rx.flags)
+        got = _required(tree)
+        return (got if got and min(map(len, got)) >= MIN_LITERAL else None), _anchor(tree)
+    except Exception as e:  # noqa: BLE001 - the prefilter is optional; the regex stays the authority
+        log.debug("no literal prefilter for %r: %s", rx.pattern[:80], e)
+        return None, None
 
 
 def start_bound(anchor: Anchor | None, low: str) -> int:
@@ -276,7 +276,7 @@ def _branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
         plan = tuple(re.compile(b, rx.flags) for b in branches)
     except (re.error, ValueError):
         return None
-    return tuple((b, _required_literals(b), _anchor_of(b)) for b in plan)
+    return tuple((b, *_analyse(b)) for b in plan)
 
 
 def _search_branches(plan: tuple[Branch, ...], text: str, low: str) -> Span | None:
@@ -301,13 +301,23 @@ class RegexInfo:
     (:func:`required_literals`) and branch plan (:func:`branch_plan`). Hashed by identity: hashing an
     ``re.Pattern`` hashes its whole compiled code (~1.5 us for a long alternation) on every lookup."""
 
-    __slots__ = ("rx", "lits", "plan", "anchor")
+    __slots__ = ("rx", "lits", "anchor", "_plan")
 
     def __init__(self, rx: re.Pattern[str]) -> None:
         self.rx = rx
-        self.lits = _required_literals(rx)
-        self.plan = _branch_plan(rx)
-        self.anchor = _anchor_of(rx)
+        self.lits, self.anchor = _analyse(rx)
+        self._plan: Any = _NOT_YET
+
+    @property
+    def plan(self) -> tuple[Branch, ...] | None:
+        """The branch plan, built on first use (it compiles every branch: only for patterns whose
+        literal prefilter lets some text through)."""
+        if self._plan is _NOT_YET:
+            self._plan = _branch_plan(self.rx)
+        return self._plan
+
+
+_NOT_YET = object()
 
 
 _INFO: dict[int, RegexInfo] = {}

@@ -8,6 +8,7 @@ which drop them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.strategy import AuditContext, Strategy, default_strategies
 from trajaudit.errors import ConfigError, Problem, TrajauditError
+from trajaudit.eval.gold import GoldSet
 from trajaudit.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -88,8 +90,10 @@ def run_on_paths(paths: Iterable[str | os.PathLike[str]], strategy: str | Strate
 def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[Problem]]:
     """Read a diagnoses JSONL file (one :class:`Diagnosis` dict per line; a JSON list is accepted too).
 
-    Lines that are not JSON objects with a ``trajectory_id`` and an integer-or-null ``critical_step``
-    are reported (with their 1-based line number) and skipped.
+    Lines that are not JSON objects with a ``trajectory_id`` and an integer-or-null ``critical_step``,
+    and lines whose ``critical_step`` is negative (steps are 0-based message indexes), are reported
+    (with their 1-based line number) and skipped. A step beyond the run's end is checked later, when
+    the run is known: :func:`check_step_ranges`.
 
     Raises:
         TrajauditError: the file cannot be read.
@@ -122,6 +126,10 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
             problems.append(Problem(str(p), n, f"{p}: line {n}: not a diagnosis (needs trajectory_id and an "
                                                "integer or null critical_step) (skipped)"))
             continue
+        if step is not None and step < 0:
+            problems.append(Problem(str(p), n, f"{p}: line {n}: critical_step {step} is negative (steps are 0-based "
+                                               "message indexes) (skipped)"))
+            continue
         try:
             out.append(Diagnosis.from_dict(d))
         except (TypeError, ValueError, KeyError, AttributeError) as e:
@@ -129,4 +137,53 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
     return out, problems
 
 
-__all__ = ["RunOutput", "offline_strategies", "read_diagnoses", "run_on_paths", "run_strategy"]
+def check_step_ranges(diagnoses: Iterable[Diagnosis], gold: GoldSet,
+                      trajectories: Iterable[Trajectory] = ()) -> tuple[list[Diagnosis], list[str]]:
+    """Clear predicted steps that lie beyond the end of their run, with one warning each.
+
+    A run's length is its number of steps (messages) in the loaded trajectory (matched by id, else by
+    file name and record), else the gold's ``n_steps``; runs of unknown length are left alone. A
+    prediction at step ``>= length`` points at no message: its ``critical_step`` becomes ``None`` so
+    every step metric scores it wrong (a ±k tolerance must not credit a step past the end), and the
+    warning says so.
+
+    Args:
+        diagnoses: the predictions (after :func:`read_diagnoses`).
+        gold: the gold set (:meth:`GoldSet.match` pairs a prediction with its run).
+        trajectories: the loaded runs, if any.
+
+    Returns:
+        ``(diagnoses, warnings)``: the diagnoses in input order (out-of-range steps cleared) and
+        ``"run R: critical_step S is beyond the run's N steps (0..N-1); scored as wrong"`` lines.
+    """
+    by_id: dict[str, Trajectory] = {}
+    by_file: dict[tuple[str, int | None], Trajectory] = {}
+    for t in trajectories:
+        by_id.setdefault(t.id, t)
+        if t.source.file:
+            by_file.setdefault((Path(t.source.file).name, t.source.record), t)
+    out: list[Diagnosis] = []
+    warnings: list[str] = []
+    for d in diagnoses:
+        step = d.critical_step
+        if step is None:
+            out.append(d)
+            continue
+        key = gold.match(d)
+        g = gold.get(key) if key is not None else None
+        t = by_id.get(key or d.trajectory_id)
+        if t is None and g is not None and g.file:
+            t = by_file.get((Path(g.file).name, g.record))
+        if t is None and d.file:
+            t = by_file.get((Path(d.file).name, d.record))
+        length = len(t.steps) if t is not None else (g.n_steps if g is not None else None)
+        if length is not None and step >= length:
+            run = key or d.trajectory_id
+            warnings.append(f"run {run}: critical_step {step} is beyond the run's {length} steps "
+                            f"(0..{length - 1}); scored as wrong")
+            d = dataclasses.replace(d, critical_step=None)
+        out.append(d)
+    return out, warnings
+
+
+__all__ = ["RunOutput", "check_step_ranges", "offline_strategies", "read_diagnoses", "run_on_paths", "run_strategy"]
