@@ -336,17 +336,16 @@ _example_text = st.lists(st.sampled_from(
 @settings(max_examples=600, deadline=None)
 @given(_example_text, st.integers(0, 300), st.integers(0, 40))
 def test_example_sentences_equal_the_regex(text, a, width):
-    from trajaudit.engine.claims.extract import _EXAMPLE, _example_at, _sentence
-    from trajaudit.engine.claims.patterns import ascii_fold
+    from trajaudit.engine.claims.patterns import _EXAMPLE, ascii_fold, example_at, sentence_around
 
     a = a % (len(text) + 1)
     b = min(len(text), a + width)
-    want = _EXAMPLE.search(_sentence(text, a, b)) is not None
-    assert _example_at(text, ascii_fold(text), a, b) == want
-    assert _example_at(text, None, a, b) == want
+    want = _EXAMPLE.search(sentence_around(text, a, b)) is not None
+    assert example_at(text, ascii_fold(text), a, b) == want
+    assert example_at(text, None, a, b) == want
     folded = ascii_fold(text)
     if want and folded is not None:  # the whole-text gate of text_mentions never hides one
-        from trajaudit.engine.claims.extract import _EXAMPLE_WORDS
+        from trajaudit.engine.claims.patterns import _EXAMPLE_WORDS
 
         assert any(w in folded for w in _EXAMPLE_WORDS)
 

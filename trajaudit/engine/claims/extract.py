@@ -32,6 +32,7 @@ from trajaudit.engine.claims.normalize import (
     singular,
 )
 from trajaudit.engine.claims.patterns import (
+    _EXAMPLE_WORDS,
     _UNITS,
     CODE_RE,
     COMPLETION_RE,
@@ -41,8 +42,10 @@ from trajaudit.engine.claims.patterns import (
     candidate_sentences,
     completion_leads,
     count_matches,
+    example_at,
     holds_completion,
     list_markers,
+    sentence_around,
     sentence_spans,
     status_re,
 )
@@ -57,10 +60,6 @@ _GROUP_KIND = {"email": m.KIND_EMAIL, "url": m.KIND_URL, "path": m.KIND_PATH, "d
                "number": m.KIND_NUMBER}
 _SUBJECT_KINDS = (m.KIND_ID, m.KIND_EMAIL, m.KIND_PATH, m.KIND_URL)
 _PLAIN_INT = re.compile(r"-?\d+")
-_SENT_END = re.compile(r"\.(?!\d)")
-#: Sentences offering an example or a format: the values in them are illustrations, not claims.
-_EXAMPLE = re.compile(r"\b(?:e\.g\.|for example|for instance|such as|something like|look(?:s)? like|format|placeholder|"
-                      r"example)\b", re.I)
 #: Placeholder identifiers: one repeated digit or an ascending run (``#W0000000``, ``1234567``).
 _PLACEHOLDER = re.compile(r"^\D*(?:(\d)\1{4,}|0?123456789?|1234567?)\D*$")
 #: Words that cannot sit between a count and its noun ("one of these variants" is not a count).
@@ -157,37 +156,6 @@ def _number_mention(g: str, raw: str, in_code: bool) -> tuple[str, str] | None:
     return m.KIND_NUMBER, v
 
 
-def _sentence_span(text: str, a: int, b: int) -> tuple[int, int]:
-    """The bounds of the sentence (or line) around text[a:b], before stripping."""
-    lo = max(text.rfind(ch, max(0, a - 400), a) for ch in ".!?\n") + 1
-    hi = [i for i in (text.find(ch, b, b + 400) for ch in "!?\n") if i >= 0]
-    dot = _SENT_END.search(text, b, b + 400)
-    if dot is not None:
-        hi.append(dot.start())
-    return lo, min(hi) if hi else min(len(text), b + 400)
-
-
-def _sentence(text: str, a: int, b: int) -> str:
-    """The sentence (or line) around text[a:b]."""
-    lo, hi = _sentence_span(text, a, b)
-    return text[lo:hi].strip()
-
-
-#: Every ``_EXAMPLE`` match holds one of these (lower case).
-_EXAMPLE_WORDS = ("e.g.", "example", "instance", "such as", "like", "format", "placeholder")
-
-
-def _example_at(text: str, folded: str | None, a: int, b: int) -> bool:
-    """``_EXAMPLE.search(_sentence(text, a, b)) is not None``; when ``folded`` (the text's
-    :func:`~.patterns.ascii_fold`) is given, the regex runs only if the sentence holds one of
-    :data:`_EXAMPLE_WORDS`, which every match contains (exact: IGNORECASE matches of these ASCII words
-    are plain matches in the folded text, at the same positions)."""
-    lo, hi = _sentence_span(text, a, b)
-    if folded is not None and not any(folded.find(w, lo, hi) >= 0 for w in _EXAMPLE_WORDS):
-        return False
-    return _EXAMPLE.search(text[lo:hi].strip()) is not None
-
-
 def _status_word(sentence: str, words: tuple[str, ...]) -> list[tuple[str, int, int]]:
     low = sentence.casefold()
     out = []
@@ -280,7 +248,7 @@ class RegexExtractor:
             if value is None:
                 continue
             add(m.KIND_COUNT, value, x.start("n"), x.end(), ("count", singular(noun), *mods),
-                _sentence(text, x.start(), x.end()))
+                sentence_around(text, x.start(), x.end()))
             taken.add(x.start("n"))
         subjects: list[tuple[int, str]] = []
         for g, a, b in scan_values(text):
@@ -305,7 +273,7 @@ class RegexExtractor:
             else:
                 value = norm_id(raw)
                 if g in ("hashid", "snakeid") and (_PLACEHOLDER.match(value) or (
-                        not ic and examples and _example_at(text, folded, a, b))):
+                        not ic and examples and example_at(text, folded, a, b))):
                     continue  # an example of a format, not a claim
                 add(_GROUP_KIND[g], value, a, b)
                 if g != "path":
@@ -315,7 +283,7 @@ class RegexExtractor:
             for x in QUOTED_RE.finditer(text):
                 inner = next(g for g in x.groups() if g is not None)
                 if (_inside(x.start(), code) or not re.search(r"[^\W\d_]", inner) or len(inner.split()) > 12
-                        or _PLACEHOLDER.match(inner) or (examples and _example_at(text, folded, x.start(), x.end()))
+                        or _PLACEHOLDER.match(inner) or (examples and example_at(text, folded, x.start(), x.end()))
                         or norm_text(inner) in _TERMINATION):
                     continue
                 add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)

@@ -119,6 +119,45 @@ QUOTED_RE = re.compile(
     r"\"(?P<a>[^\"\n]{2,120})\"|“(?P<b>[^”\n]{2,120})”|'(?<!\w')(?P<c>[^'\n]{2,120})'(?!\w)|«(?P<d>[^»\n]{2,120})»"
 )
 
+#: The end of a sentence: a dot not before a digit.
+_SENT_END = re.compile(r"\.(?!\d)")
+
+#: Sentences offering an example or a format: the values in them are illustrations, not claims.
+_EXAMPLE = re.compile(r"\b(?:e\.g\.|for example|for instance|such as|something like|look(?:s)? like|format|placeholder|"
+                      r"example)\b", re.I)
+
+
+def sentence_bounds(text: str, a: int, b: int) -> tuple[int, int]:
+    """The bounds of the sentence (or line) around text[a:b], before stripping."""
+    lo = max(text.rfind(ch, max(0, a - 400), a) for ch in ".!?\n") + 1
+    hi = [i for i in (text.find(ch, b, b + 400) for ch in "!?\n") if i >= 0]
+    dot = _SENT_END.search(text, b, b + 400)
+    if dot is not None:
+        hi.append(dot.start())
+    return lo, min(hi) if hi else min(len(text), b + 400)
+
+
+def sentence_around(text: str, a: int, b: int) -> str:
+    """The sentence (or line) around text[a:b]."""
+    lo, hi = sentence_bounds(text, a, b)
+    return text[lo:hi].strip()
+
+
+#: Every ``_EXAMPLE`` match holds one of these (lower case).
+_EXAMPLE_WORDS = ("e.g.", "example", "instance", "such as", "like", "format", "placeholder")
+
+
+def example_at(text: str, folded: str | None, a: int, b: int) -> bool:
+    """``_EXAMPLE.search(sentence_around(text, a, b)) is not None``; when ``folded`` (the text's
+    :func:`ascii_fold`) is given, the regex runs only if the sentence holds one of
+    :data:`_EXAMPLE_WORDS`, which every match contains (exact: IGNORECASE matches of these ASCII words
+    are plain matches in the folded text, at the same positions)."""
+    lo, hi = sentence_bounds(text, a, b)
+    if folded is not None and not any(folded.find(w, lo, hi) >= 0 for w in _EXAMPLE_WORDS):
+        return False
+    return _EXAMPLE.search(text[lo:hi].strip()) is not None
+
+
 #: Fenced code blocks (``` … ```); an unclosed fence runs to the end of the text.
 CODE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
