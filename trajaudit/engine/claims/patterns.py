@@ -238,11 +238,13 @@ def _spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
 ASCII_FOLDING = frozenset("\u0130\u0131\u017f\u212a")
 
 
+@lru_cache(maxsize=8)
 def ascii_fold(text: str) -> str | None:
     """``text.lower()`` when, position by position, it shows exactly where ``re.IGNORECASE`` matches
     ASCII letters in ``text``: always for ASCII text; for other text when lower-casing keeps the length
     (one character for one) and no character of :data:`ASCII_FOLDING` occurs. ``None`` otherwise (the
-    callers then take the plain regex path)."""
+    callers then take the plain regex path). Memoized for the last few texts: the passes over one
+    agent text each ask for it."""
     low = text.lower()
     if text.isascii():
         return low
