@@ -122,7 +122,7 @@ def _ranges(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
 
 
 def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
-    return any(a <= pos < b for a, b in ranges)
+    return bool(ranges) and any(a <= pos < b for a, b in ranges)
 
 
 def _glued(text: str, a: int, b: int) -> bool:
