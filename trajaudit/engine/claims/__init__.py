@@ -26,10 +26,11 @@ from trajaudit.engine.claims.model import (
 
 def clear_caches() -> None:
     """Empty the claim package's memo caches (text analyses, normalized values); results are unchanged."""
-    from trajaudit.engine.claims import normalize, sources
+    from trajaudit.engine.claims import normalize, patterns, sources
 
     sources.clear_cache()
     normalize.clear_caches()
+    patterns.ascii_fold.cache_clear()
 
 
 __all__ = [

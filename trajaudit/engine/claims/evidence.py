@@ -4,18 +4,20 @@ Evidence is everything an agent could see that no agent produced: the task, per-
 (position -1, visible from the start), and every system, user and tool step. Agent messages are not
 evidence: a value first written by an agent is a claim there, and later mentions are reuses.
 
-The index holds (a) ``value → occurrences`` for identifiers, numbers, dates, URLs and paths found
-by the extraction patterns and by walking tool outputs parsed as JSON, (b) ``word → sources`` postings
-for phrase lookups (candidate sources are intersected before any substring check, so a claim never
-rescans the run), and (c) *slot facts* from JSON tool outputs: ``(object, attribute) → value`` and
-collections with their sizes and per-attribute counts (for CONFLICTING checks). Building is linear in
-the run's size; each JSON tool output is parsed once (outputs above ``max_json_chars`` are not parsed).
-The analysis of each text is position-free and memoized per process (:mod:`.sources`): a text seen
-before in the batch (a shared system prompt, a repeated lookup) is only replayed at its position.
+The index answers (a) where a normalized value occurs (identifiers, numbers, dates, URLs and paths
+found by the extraction patterns and by walking tool outputs parsed as JSON), (b) which sources hold
+all words of a phrase, and (c) *slot facts* from JSON tool outputs: ``(object, attribute) → value`` and
+collections with their sizes and per-attribute counts (for CONFLICTING checks). Each JSON tool output
+is parsed once (outputs above ``max_json_chars`` are not parsed). The analysis of each text is
+position-free and memoized per process (:mod:`.sources`): a text seen before in the batch (a shared
+system prompt, a repeated lookup) is analysed once. Building a run's index only files its sources'
+digests; a query looks its key up in the digests of the sources it may see, latest first (a run has
+a few dozen sources, and a claim asks a handful of queries), so no value or word is copied per run.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -25,7 +27,7 @@ from trajaudit.engine.claims.sources import Digest, Members, digest
 from trajaudit.engine.ir import Trajectory
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Source:
     """One evidence text: ``pos`` is the step index (-1 for task/system prompts), ``kind`` the step kind."""
 
@@ -86,15 +88,10 @@ class EvidenceIndex:
 
     def __init__(self, trajectory: Trajectory, max_json_chars: int = 2_000_000) -> None:
         self.sources: list[Source] = []
-        # value -> sources holding it (ascending); the address suffix is looked up in the digest on a hit
-        self.values: dict[str, list[int]] = {}
-        self.postings: dict[str, list[int]] = {}
-        # (object, attribute) -> [(pos, source, address suffix, raw value)] in indexing order
-        self.facts: dict[tuple[str, str], list[tuple[int, int, str, Any]]] = {}
-        self.collections: dict[int, list[Collection]] = {}
-        self.objects: dict[str, int] = {}
         self.user_positions: list[int] = []
-        self._digests: list[Digest] = []
+        self._digests: list[Digest | None] = []  # computed on first use (_digest)
+        self._collections: dict[int, list[Collection]] = {}
+        self._pos: list[int] = []  # source positions, nondecreasing in source order
         self.max_json_chars = max_json_chars
         if trajectory.task:
             self._add(Source(-1, "task", trajectory.task, "task"))
@@ -111,82 +108,70 @@ class EvidenceIndex:
 
     # -- building ---------------------------------------------------------------------------------
     def _add(self, src: Source) -> None:
-        """Index one source by replaying its (memoized, position-free) :func:`~.sources.digest`:
-        only source numbers are filed here; addresses are joined from the digest when a query hits."""
-        sid = len(self.sources)
+        """File one source; its (memoized, position-free) :func:`~.sources.digest` is computed when a
+        query first looks at it. Nothing is replayed per value or word: queries look values, words and
+        facts up in the digests of the sources they may see (a few dozen per run), so a run pays only
+        for what its claims ask — evidence after a run's last claim is never analysed."""
         self.sources.append(src)
-        d = digest(src.text, src.kind, self.max_json_chars)
-        self._digests.append(d)
-        pos = src.pos
-        for index, keys in ((self.values, d.value_map), (self.postings, d.words)):
-            for key in keys:
-                lst = index.get(key)
-                if lst is None:
-                    index[key] = [sid]
-                else:
-                    lst.append(sid)
-        facts = self.facts
-        for ident, attr, suffix, raw in d.facts:
-            lst = facts.get((ident, attr))
-            if lst is None:
-                facts[(ident, attr)] = [(pos, sid, suffix, raw)]
-            else:
-                lst.append((pos, sid, suffix, raw))
-        for ident in d.objects:
-            self.objects.setdefault(ident, pos)
-        for suffix, key, size, members in d.collections:
-            self.collections.setdefault(pos, []).append(
-                Collection(pos, src.address + suffix, key, size, members))
+        self._pos.append(src.pos)
+        self._digests.append(None)
+
+    def _digest(self, sid: int) -> Digest:
+        d = self._digests[sid]
+        if d is None:
+            src = self.sources[sid]
+            d = self._digests[sid] = digest(src.text, src.kind, self.max_json_chars)
+        return d
 
     def _hit(self, sid: int, key: str) -> Hit:
         src = self.sources[sid]
-        return Hit(sid, src.pos, src.address + self._digests[sid].value_map[key])
+        return Hit(sid, src.pos, src.address + self._digest(sid).values[key])
+
+    def _before(self, before: int) -> range:
+        """Source numbers with a position < ``before``, latest first."""
+        return range(bisect_left(self._pos, before) - 1, -1, -1)
 
     # -- queries ----------------------------------------------------------------------------------
     def latest(self, key: str, before: int) -> Hit | None:
         """The latest occurrence of normalized ``key`` in evidence at a position < ``before``."""
-        for sid in reversed(self.values.get(key, ())):
-            if self.sources[sid].pos < before:
+        digests, get = self._digests, self._digest
+        seen = self._before(before)
+        for sid in seen:
+            if key in (digests[sid] or get(sid)).values:
                 return self._hit(sid, key)
-        for sid in reversed(self.postings.get(key, ())):  # a single word: its postings
-            src = self.sources[sid]
-            if src.pos < before:
+        for sid in seen:  # a single word: the latest source holding it
+            if key in (digests[sid] or get(sid)).words:
+                src = self.sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
 
     def after(self, key: str, pos: int, kinds: tuple[str, ...] = ("user",)) -> Hit | None:
         """The first occurrence of ``key`` at a position > ``pos`` in sources of the given kinds."""
-        for sid in self.values.get(key, ()):
-            src = self.sources[sid]
-            if src.pos > pos and src.kind in kinds:
+        get, sources = self._digest, self.sources
+        later = [sid for sid in range(bisect_right(self._pos, pos), len(sources)) if sources[sid].kind in kinds]
+        for sid in later:
+            if key in get(sid).values:
                 return self._hit(sid, key)
-        for sid in self.postings.get(key, ()):
-            src = self.sources[sid]
-            if src.pos > pos and src.kind in kinds:
+        for sid in later:
+            if key in get(sid).words:
+                src = sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
 
     def normalized(self, sid: int) -> str:
         """The source's text, normalized (cached; computed at most once per source)."""
-        return self._digests[sid].normalized
+        return self._digest(sid).normalized
 
     def phrase(self, phrase: str, before: int) -> tuple[Hit | None, Hit | None]:
         """(exact, partial): the latest source before ``before`` containing the normalized phrase as a
         substring, and the latest containing all its words (not contiguously); ``None`` when absent."""
-        toks = WORD_RE.findall(phrase.casefold())
+        toks = set(WORD_RE.findall(phrase.casefold()))
         if not toks:
             return None, None
-        lists = sorted((self.postings.get(t, []) for t in set(toks)), key=len)
-        if not lists[0]:
-            return None, None
-        cands = set(lists[0])
-        for lst in lists[1:]:
-            cands.intersection_update(lst)
-            if not cands:
-                return None, None
-        cands_before = sorted((s for s in cands if self.sources[s].pos < before), reverse=True)
         partial = None
-        for sid in cands_before:
+        for sid in self._before(before):
+            if not toks.issubset(self._digest(sid).words):
+                continue
             src = self.sources[sid]
             hit = Hit(sid, src.pos, src.address)
             if phrase in self.normalized(sid):
@@ -196,21 +181,30 @@ class EvidenceIndex:
 
     def fact(self, obj: str, attr: str, before: int) -> tuple[int, str, Any] | None:
         """The latest ``(pos, address, raw value)`` of attribute ``attr`` of object ``obj`` before ``before``."""
-        best = None
-        for f in self.facts.get((obj, attr), ()):
-            if f[0] < before:
-                best = f
-        return None if best is None else (best[0], self.sources[best[1]].address + best[2], best[3])
+        for sid in self._before(before):
+            got = self._digest(sid).facts.get(obj)
+            if got is not None and attr in got:
+                path, key, raw = got[attr]
+                src = self.sources[sid]
+                return src.pos, f"{src.address}{path}.{key}", raw
+        return None
 
     def has_object(self, obj: str, before: int) -> bool:
         """True when some fact about object ``obj`` is visible before ``before``."""
-        first = self.objects.get(obj)
-        return first is not None and first < before
+        return any(obj in self._digest(sid).facts for sid in self._before(before))
 
     def latest_collections(self, before: int) -> list[Collection]:
         """Collections of the latest tool output before ``before`` that has any ("the latest evidence")."""
-        poss = [p for p in self.collections if p < before]
-        return self.collections[max(poss)] if poss else []
+        for sid in self._before(before):  # (one source per step position; task and prompts have none)
+            d = self._digest(sid)
+            if d.collections:
+                got = self._collections.get(sid)
+                if got is None:
+                    src = self.sources[sid]
+                    got = self._collections[sid] = [Collection(src.pos, src.address + suffix, key, size, members)
+                                                    for suffix, key, size, members in d.collections]
+                return got
+        return []
 
     def numbers_near(self, before: int, sources: int = 3, limit: int = 60) -> list[tuple[float, Hit]]:
         """Distinct numbers of the last ``sources`` evidence sources before ``before`` (for derivations;
@@ -221,11 +215,11 @@ class EvidenceIndex:
             src = self.sources[sid]
             if src.pos >= before:
                 continue
-            for v, suffix in self._digests[sid].numbers:
+            for v, a, e in self._digest(sid).numbers:
                 if len(out) >= limit:
                     break
                 if v not in out:
-                    out[v] = Hit(sid, src.pos, src.address + suffix)
+                    out[v] = Hit(sid, src.pos, f"{src.address}[{a}:{e}]")
             taken += 1
             if taken >= sources or len(out) >= limit:
                 break

@@ -32,16 +32,20 @@ from trajaudit.engine.claims.normalize import (
     singular,
 )
 from trajaudit.engine.claims.patterns import (
+    _EXAMPLE_WORDS,
     _UNITS,
     CODE_RE,
     COMPLETION_RE,
-    COUNT_RE,
-    LIST_MARKER_RE,
     QUOTED_RE,
     VALUE_RE,
-    completion_literals,
-    completion_possible,
-    holds_literal,
+    ascii_fold,
+    candidate_sentences,
+    completion_leads,
+    count_matches,
+    example_at,
+    holds_completion,
+    list_markers,
+    sentence_around,
     sentence_spans,
     status_re,
 )
@@ -56,10 +60,6 @@ _GROUP_KIND = {"email": m.KIND_EMAIL, "url": m.KIND_URL, "path": m.KIND_PATH, "d
                "number": m.KIND_NUMBER}
 _SUBJECT_KINDS = (m.KIND_ID, m.KIND_EMAIL, m.KIND_PATH, m.KIND_URL)
 _PLAIN_INT = re.compile(r"-?\d+")
-_SENT_END = re.compile(r"\.(?!\d)")
-#: Sentences offering an example or a format: the values in them are illustrations, not claims.
-_EXAMPLE = re.compile(r"\b(?:e\.g\.|for example|for instance|such as|something like|look(?:s)? like|format|placeholder|"
-                      r"example)\b", re.I)
 #: Placeholder identifiers: one repeated digit or an ascending run (``#W0000000``, ``1234567``).
 _PLACEHOLDER = re.compile(r"^\D*(?:(\d)\1{4,}|0?123456789?|1234567?)\D*$")
 #: Words that cannot sit between a count and its noun ("one of these variants" is not a count).
@@ -122,7 +122,7 @@ def _ranges(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
 
 
 def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
-    return any(a <= pos < b for a, b in ranges)
+    return bool(ranges) and any(a <= pos < b for a, b in ranges)
 
 
 def _glued(text: str, a: int, b: int) -> bool:
@@ -154,16 +154,6 @@ def _number_mention(g: str, raw: str, in_code: bool) -> tuple[str, str] | None:
         if 1000 <= n <= 2100 and len(core) == 4:
             return m.KIND_DATE, v
     return m.KIND_NUMBER, v
-
-
-def _sentence(text: str, a: int, b: int) -> str:
-    """The sentence (or line) around text[a:b]."""
-    lo = max(text.rfind(ch, max(0, a - 400), a) for ch in ".!?\n") + 1
-    hi = [i for i in (text.find(ch, b, b + 400) for ch in "!?\n") if i >= 0]
-    dot = _SENT_END.search(text, b, b + 400)
-    if dot is not None:
-        hi.append(dot.start())
-    return text[lo:min(hi) if hi else min(len(text), b + 400)].strip()
 
 
 def _status_word(sentence: str, words: tuple[str, ...]) -> list[tuple[str, int, int]]:
@@ -234,7 +224,9 @@ class RegexExtractor:
         if not text:
             return
         code = [(0, len(text))] if in_code else _ranges(CODE_RE, text) if "```" in text else []
-        markers = {x.start(1) for x in LIST_MARKER_RE.finditer(text)}
+        markers = list_markers(text)
+        folded = ascii_fold(text)
+        examples = folded is None or any(w in folded for w in _EXAMPLE_WORDS)  # else no example sentence
         found: list[m.Mention] = []
         taken: set[int] = set()
         call = tool is not None
@@ -244,7 +236,7 @@ class RegexExtractor:
                                    text=text[a:b], slot=slot, in_code=_inside(a, code), in_call=call,
                                    tool=tool, context=ctx))
 
-        for x in COUNT_RE.finditer(text):
+        for x in count_matches(text):
             noun = x.group("noun").casefold()
             mods = tuple(w.casefold() for w in x.group("mods").split())
             if (noun in _NOT_COUNT_NOUNS or _UNIT_NOUN.fullmatch(noun) or _inside(x.start(), code)
@@ -256,7 +248,7 @@ class RegexExtractor:
             if value is None:
                 continue
             add(m.KIND_COUNT, value, x.start("n"), x.end(), ("count", singular(noun), *mods),
-                _sentence(text, x.start(), x.end()))
+                sentence_around(text, x.start(), x.end()))
             taken.add(x.start("n"))
         subjects: list[tuple[int, str]] = []
         for g, a, b in scan_values(text):
@@ -281,7 +273,7 @@ class RegexExtractor:
             else:
                 value = norm_id(raw)
                 if g in ("hashid", "snakeid") and (_PLACEHOLDER.match(value) or (
-                        not ic and _EXAMPLE.search(_sentence(text, a, b)))):
+                        not ic and examples and example_at(text, folded, a, b))):
                     continue  # an example of a format, not a claim
                 add(_GROUP_KIND[g], value, a, b)
                 if g != "path":
@@ -291,7 +283,7 @@ class RegexExtractor:
             for x in QUOTED_RE.finditer(text):
                 inner = next(g for g in x.groups() if g is not None)
                 if (_inside(x.start(), code) or not re.search(r"[^\W\d_]", inner) or len(inner.split()) > 12
-                        or _PLACEHOLDER.match(inner) or _EXAMPLE.search(_sentence(text, x.start(), x.end()))
+                        or _PLACEHOLDER.match(inner) or (examples and example_at(text, folded, x.start(), x.end()))
                         or norm_text(inner) in _TERMINATION):
                     continue
                 add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)
@@ -302,11 +294,22 @@ class RegexExtractor:
     def _statuses(self, text: str, step: int, base: str, code: list[tuple[int, int]],
                   subjects: list[tuple[int, str]], tool: str | None) -> Iterator[m.Mention]:
         low = text.casefold()
-        if not any(w in low for w in self.status_words) and not (
-                completion_possible(text) and COMPLETION_RE.search(text)):
-            return
-        literals = completion_literals(text)
-        for s, e in sentence_spans(text):
+        # a status needs a subject and a state word in its sentence (hence in the text)
+        status = bool(subjects) and any(w in low for w in self.status_words)
+        found = completion_leads(text)
+        if found is not None:
+            # only sentences holding a subject (when a state word occurs) or a completion's lead word can
+            # yield: the others are skipped (exact, see candidate_sentences)
+            folded, leads = found
+            if not status and not leads:
+                return
+            spans = candidate_sentences(text, [p for p, _ in subjects] if status else [], leads)
+        else:  # exotic case folding (ascii_fold): every sentence is tried, after a whole-text check
+            folded, leads = "", []
+            if not status and not COMPLETION_RE.search(text):
+                return
+            spans = sentence_spans(text)
+        for s, e in spans:
             if e <= s or _inside(s, code):
                 continue
             sentence = text[s:e]
@@ -324,7 +327,8 @@ class RegexExtractor:
                         yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
                                         value=w, text=text[s + a:s + b], slot=("status", sub),
                                         in_call=tool is not None, tool=tool, context=sentence.strip())
-            completions = list(COMPLETION_RE.finditer(sentence)) if holds_literal(literals, s, e) else []
+            possible = found is None or holds_completion(folded, leads, s, e)
+            completions = list(COMPLETION_RE.finditer(sentence)) if possible else []
             if not completions or _HYPOTHETICAL.search(sentence) is not None:
                 continue  # no completion, or a hypothetical sentence (tested only when it matters)
             for x in completions:

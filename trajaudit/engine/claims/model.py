@@ -114,7 +114,7 @@ class ClaimConfig:
         return tool_verb(name) in self.write_verbs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Mention:
     """One occurrence of a claim value in a decision step, as an extractor found it.
 
@@ -149,7 +149,7 @@ class Mention:
         return (self.value, *self.slot)
 
 
-@dataclass
+@dataclass(slots=True)
 class Claim:
     """One ledger entry (DRIFT §Claim Keeper): a value, where it entered, its support and its uses.
 

@@ -123,8 +123,32 @@ def norm_number(text: str) -> str | None:
 
 
 def _norm_number(text: str) -> str | None:
+    simple = plain_decimal(text)
+    if simple is not None:
+        return simple
     d = parse_number(text)
     return None if d is None else canon_decimal(d)
+
+
+_PLAIN_DECIMAL = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?")
+
+
+def plain_decimal(text: str) -> str | None:
+    """``canon_decimal(parse_number(text))`` computed on the string, for a plain ASCII decimal (an
+    optional ``-``, digits, an optional ``.`` and digits) of at most 28 digits; ``None`` for any other
+    text (the caller then takes the Decimal path). Exact: within the Decimal context's 28 digits
+    nothing is rounded, so the canonical form is the digits without leading integer zeros and
+    trailing fractional zeros, and ``-0`` is ``0`` (tests/test_claims_lazy.py checks it)."""
+    m = _PLAIN_DECIMAL.fullmatch(text)
+    if m is None:
+        return None
+    sign, whole, frac = m.groups()
+    if len(whole) + len(frac or "") > 28:
+        return None
+    whole = whole.lstrip("0") or "0"
+    frac = frac.rstrip("0") if frac else ""
+    out = f"{whole}.{frac}" if frac else whole
+    return sign + out if sign and out != "0" else out
 
 
 _UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
@@ -178,6 +202,9 @@ _DIGIT = re.compile(r"\d")
 
 def _norm_scalar(value: object) -> str | None:
     if isinstance(value, (int, float)):
+        simple = plain_decimal(str(value))  # the same result, without Decimal arithmetic
+        if simple is not None:
+            return simple
         try:
             return canon_decimal(Decimal(str(value)))
         except InvalidOperation:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS
+from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS, ascii_fold
 
 _DATE_TIME_ID = (
     r"(?P<date>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?(?!\d)|\d{1,2}/\d{1,2}/\d{2,4}(?!\d)"
@@ -43,6 +43,9 @@ _CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar")
 
 
 _ANCHOR_ASCII = re.compile(r"[0-9#$]")
+#: Where a match of ``_DIGIT_RE`` can begin in any text: its leading look-ahead's set (no character
+#: of it has another case, so the flag changes nothing; kept for fidelity).
+_ANCHOR_ANY = re.compile(r"[\d#$€£¥₹]", re.IGNORECASE)
 
 
 def _digit_re(text: str) -> re.Pattern[str]:
@@ -54,23 +57,87 @@ def _digit_re(text: str) -> re.Pattern[str]:
     return _DIGIT_FAST
 
 
-def _digit_matches(text: str) -> Iterator[re.Match[str]]:
-    """``_DIGIT_RE.finditer(text)``. In an ASCII text the matcher is only started where a match can
-    begin (``0-9``, ``#``, ``$``: a plain character set the regex engine skips to quickly), instead
-    of at every position."""
+#: A plain number (digits, optionally ``.`` and digits) at an anchor, and the ASCII characters after which
+#: no alternative of ``_DIGIT_RE`` can go on: not a letter, digit, space or one of ``-/:.,'%`` (every
+#: date, time, grouping, decimal, scale-word and unit continuation starts with one of those).
+_PLAIN_AT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_SPACE = frozenset(c for c in map(chr, range(128)) if re.match(r"\s", c))
+_STOP = frozenset(c for c in map(chr, range(128)) if not (c.isalnum() or c in _SPACE or c in "-/:.,'%"))
+_SPACE_RUN = re.compile(r"\s+")
+#: Every continuation of a number after spaces starts with one of these (a unit, a scale word, am/pm,
+#: a currency word, a month); glued to the digits also an ordinal suffix (``3rd May 2024``).
+_GOES_ON_WORDS = (r"(?:" + _UNITS + r"|(?:thousand|million|billion|trillion|bn|mn)\b|[kKmMbB]\b|[ap]\.?m\.?(?!\w)"
+                  r"|(?:USD|EUR|GBP|dollars?|euros?)\b|" + _MONTHS)
+_GOES_ON = re.compile(_GOES_ON_WORDS + ")", re.IGNORECASE)
+_GOES_ON_GLUED = re.compile(_GOES_ON_WORDS + "|st|nd|rd|th)", re.IGNORECASE)
+
+
+def _plain_end(text: str, a: int) -> int:
+    """The end of the ``number`` match of ``_DIGIT_RE`` at ASCII digit ``text[a]`` when it is the plain
+    number there (no alternative can continue past it), else -1 (run the regex). Any text: after the
+    digits a non-ASCII character (a Unicode digit or space, a letter) passes only when the regex
+    :data:`_GOES_ON_GLUED` says no word can start there, else -1. What may
+    continue, right after the digits: ``,``/``'`` + digit (grouping), ``.`` + digit (decimals,
+    grouping), ``-`` + digit after exactly 4 digits (ISO date), ``/`` + digit after 1–2 digits (d/m/y),
+    ``:`` (time), ``%`` (unit), or — glued or after spaces — a word :data:`_GOES_ON` can start
+    (month, unit, scale, ``pm``, currency; glued also ``3rd``)."""
+    q = _PLAIN_AT.match(text, a).end()
+    if q == len(text):
+        return q
+    c = text[q]
+    if c in _STOP:
+        return q
+    nxt = text[q + 1] if q + 1 < len(text) else ""
+    if c in ",'.":
+        return -1 if nxt.isdecimal() else q
+    if c == "-" or c == "/":
+        date = (q - a == 4) if c == "-" else (q - a <= 2)
+        return -1 if date and nxt.isdecimal() and "." not in text[a:q] else q
+    if c in _SPACE:
+        r = _SPACE_RUN.match(text, q).end()
+        return q if r == len(text) or _GOES_ON.match(text, r) is None else -1
+    if c.isalpha():
+        return q if _GOES_ON_GLUED.match(text, q) is None else -1
+    return -1
+
+
+def _digit_matches(text: str) -> Iterator[tuple[str, int, int]]:
+    """``(x.lastgroup or "number", x.start(), x.end())`` for ``x`` in ``_DIGIT_RE.finditer(text)``.
+
+    The matcher is only started where a match can begin (the set of the pattern's leading look-ahead:
+    a plain character set the regex engine skips to quickly; ``0-9#$`` in an ASCII text), instead of
+    at every position. And a plain number followed by a stop character (``54.04,`` or
+    ``9523456873"``, the numbers of JSON) is a ``number`` match spanning exactly that plain number:
+    every other alternative needs one of the non-stop characters right after its digits, and the
+    number alternative ends there too — so the ~100-way alternation is not run for it (see
+    :func:`_plain_end`)."""
     rx = _digit_re(text)
-    if not text.isascii():
-        yield from rx.finditer(text)
-        return
-    match, seek = rx.match, _ANCHOR_ASCII.search
+    match, plain_end = rx.match, _plain_end
+    seek = _ANCHOR_ASCII.search if text.isascii() else _ANCHOR_ANY.search
     pos = 0
     while (anchor := seek(text, pos)) is not None:
-        x = match(text, anchor.start())
+        a = anchor.start()
+        c = text[a]
+        if "0" <= c <= "9":
+            q = plain_end(text, a)
+            if q >= 0:
+                yield "number", a, q
+                pos = q
+                continue
+        elif c in "#$€£¥₹":
+            # a hash id needs a letter or digit next, an amount a space or digit: else no match here
+            nxt = text[a + 1: a + 2]
+            if not (nxt.isalnum() if c == "#" else nxt.isspace() or nxt.isdecimal()):
+                pos = a + 1
+                continue
+        x = match(text, a)
         if x is None:
-            pos = anchor.start() + 1
+            pos = a + 1
         else:
-            yield x
+            yield x.lastgroup or "number", a, x.end()
             pos = x.end()
+
+
 _MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\.?\s+$", re.IGNORECASE)
 _YEAR_AFTER = re.compile(r"(?:st|nd|rd|th)?,?\s+\d{4}(?!\d)")
 _EMAIL_RE = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
@@ -84,17 +151,40 @@ _PATH_FULL = re.compile(
 )
 _SNAKE_RE = re.compile(r"_\d{3,}(?!\w)")
 _SNAKE_FULL = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d{3,}")
-_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~/\\:")
-_EMAIL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-")
-_SNAKE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_PATH_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~/\\:"
+_EMAIL_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-"
+_SNAKE_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 
-def _back(text: str, i: int, chars: frozenset[str], limit: int) -> int:
-    j = i
+def _back(text: str, i: int, chars: str, limit: int) -> int:
+    """The start of the run of ``chars`` ending at ``i`` (at most ``limit`` long): ``str.rstrip`` of
+    the window, in C, instead of a step back per character."""
     stop = max(0, i - limit)
-    while j > stop and text[j - 1] in chars:
-        j -= 1
-    return j
+    return stop + len(text[stop:i].rstrip(chars))
+
+
+def _url_matches(text: str) -> list[re.Match[str]]:
+    """``list(_URL_RE.finditer(text))``: a match is a scheme right before a ``://``, so the regex is
+    tried only at the scheme start each ``://`` (found with ``str.find``) allows, left to right from
+    the end of the previous match (as ``finditer`` does), instead of at every position. The schemes
+    are read from the :func:`~.patterns.ascii_fold` of the text (IGNORECASE); a text that cannot be
+    folded takes ``finditer``."""
+    low = ascii_fold(text)
+    if low is None:
+        return list(_URL_RE.finditer(text))
+    out = []
+    end = 0
+    i = low.find("://")
+    while i >= 0:
+        for start, scheme in ((i - 5, "https"), (i - 4, "http"), (i - 3, "ftp")):
+            if start >= end and low.startswith(scheme, start):
+                x = _URL_RE.match(text, start)
+                if x is not None:
+                    out.append(x)
+                    end = x.end()
+                break
+        i = low.find("://", max(i + 1, end))
+    return out
 
 
 def scan_values(text: str) -> list[tuple[str, int, int]]:
@@ -106,7 +196,7 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
             if a < x.start():
                 found.append(("email", a, x.end()))
     if "://" in text:
-        for x in _URL_RE.finditer(text):
+        for x in _url_matches(text):
             a = x.start()
             if a and text[a - 1].isalnum():
                 continue
@@ -125,8 +215,7 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
             a = _back(text, x.start(), _SNAKE_CHARS, 80)
             if a < x.start() and _SNAKE_FULL.fullmatch(text, a, x.end()) and (a == 0 or not text[a - 1].isalnum()):
                 found.append(("snakeid", a, x.end()))
-    for x in _digit_matches(text):
-        g, a, b = x.lastgroup or "number", x.start(), x.end()
+    for g, a, b in _digit_matches(text):
         if g != "hashid" and a and (text[a - 1].isalnum() or text[a - 1] in "_."):
             continue
         if g == "number" and a and text[a - 1] == "-" and (a < 2 or not text[a - 2].isalnum()):

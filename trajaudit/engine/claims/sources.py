@@ -11,8 +11,8 @@ it for each source. Identical texts recur across runs of one batch (the tau poli
 Cache: a bounded LRU (``functools.lru_cache``, :data:`CACHE_SIZE` entries) keyed by the text itself
 (so a hit is exact, never a hash collision), its kind and the cap. Texts longer than
 :data:`MAX_CACHED_CHARS` are analysed without being cached (memory stays bounded: at most
-``CACHE_SIZE × MAX_CACHED_CHARS`` characters of keys plus their digests). Digests are immutable
-(tuples); collection members are plain dicts that callers must treat as read-only. Clear it with
+``CACHE_SIZE × MAX_CACHED_CHARS`` characters of keys plus their digests). Digests are shared
+and read-only (their dicts and collection members included). Clear it with
 :func:`clear_cache` (benchmarks do, between repetitions).
 """
 
@@ -25,6 +25,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from trajaudit.engine.claims.normalize import (
+    MEMO_MAX_CHARS,
     NUMBER_WORDS,
     norm_id,
     norm_number,
@@ -32,6 +33,7 @@ from trajaudit.engine.claims.normalize import (
     norm_text,
     singular,
 )
+from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
 from trajaudit.engine.claims.patterns import words_of
 from trajaudit.engine.claims.scan import scan_values
 
@@ -40,6 +42,7 @@ MAX_CACHED_CHARS = 100_000
 MAX_MEMBERS = 500
 NUMS_PER_SOURCE = 200
 
+_NUMBER_WORD_KEYS = frozenset(NUMBER_WORDS)
 _UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
 _ID_KEYS = re.compile(r"(?:^|_)id$|^(?:name|email|title)$", re.I)
 _MAPPING_KEY = re.compile(r"[\w#-]{3,}")
@@ -51,27 +54,25 @@ class Digest:
 
     Attributes:
         text: the analysed text.
-        values: ``(normalized value, suffix)``, the first occurrence of each value, in scan order.
-        words: the distinct case-folded words, in order of first occurrence.
-        numbers: ``(value, suffix)`` of the first :data:`NUMS_PER_SOURCE` numbers (for derivations).
-        facts: ``(object id, attribute, suffix, raw value)`` of JSON scalar leaves of identified objects.
-        objects: object ids with facts, in order of first fact.
+        values: ``{normalized value: suffix}`` of the first occurrence of each value, in scan order.
+        words: the distinct case-folded words (keys; values ``None``), in order of first occurrence.
+        numbers: ``(value, start, end)`` of the first :data:`NUMS_PER_SOURCE` numbers (for derivations;
+            the suffix is ``[start:end]``).
+        facts: slot facts of JSON scalar leaves of identified objects: ``{object id: {attribute:
+            (path, key, raw value)}}`` (the suffix is ``f"{path}.{key}"``), objects in order of their
+            first fact, each attribute holding its last leaf in document order (the one a "latest
+            fact" query returns). Read-only.
         collections: ``(suffix, singular key, size, members)`` of JSON lists and id-keyed mappings
             (:class:`Members`, flattened on first use).
     """
 
     text: str
-    values: tuple[tuple[str, str], ...]
-    words: tuple[str, ...]
-    numbers: tuple[tuple[float, str], ...]
-    facts: tuple[tuple[str, str, str, Any], ...]
-    objects: tuple[str, ...]
+    values: dict[str, str]
+    words: dict[str, None]
+    numbers: tuple[tuple[float, int, int], ...]
+    facts: dict[str, dict[str, tuple[str, str, Any]]]
     collections: tuple[tuple[str, str, int, Members], ...]
 
-    @cached_property
-    def value_map(self) -> dict[str, str]:
-        """``values`` as a mapping (read-only), built once per digest."""
-        return dict(self.values)
 
     @cached_property
     def normalized(self) -> str:
@@ -84,9 +85,8 @@ class _Builder:
 
     def __init__(self) -> None:
         self.values: dict[str, str] = {}
-        self.numbers: list[tuple[float, str]] = []
-        self.facts: list[tuple[str, str, str, Any]] = []
-        self.objects: dict[str, None] = {}
+        self.numbers: list[tuple[float, int, int]] = []
+        self.facts: dict[str, dict[str, tuple[str, str, Any]]] = {}
         self.collections: list[tuple[str, str, int, Members]] = []
 
     def value(self, key: str, suffix: str) -> None:
@@ -94,7 +94,8 @@ class _Builder:
 
     def walk(self, obj: Any, path: str, key: str, owner: str | None) -> None:
         """Index a parsed JSON value: scalar leaves as values (object leaves also as slot facts of the
-        enclosing identified object), lists and id-keyed mappings as collections."""
+        enclosing identified object), lists and id-keyed mappings as collections. (Hot loop: short
+        strings and numbers go straight to the memo of :func:`norm_scalar`, which is what it does.)"""
         values, walk = self.values, self.walk
         if isinstance(obj, dict):
             ident = _identity(obj, key) or owner
@@ -105,24 +106,34 @@ class _Builder:
                     values.setdefault(norm_id(str(k)), f"{path}.{k}")
                     walk(v, f"{path}.{k}", str(k), norm_id(str(k)))
                 return
-            facts, objects = self.facts, self.objects
+            slots = None  # the object's facts, filed at its first fact
             for k, v in obj.items():
-                sub = f"{path}.{k}"
-                if isinstance(v, (dict, list)):
-                    walk(v, sub, str(k), ident)
+                cls = v.__class__
+                if cls is str:
+                    val = _scalar_memo(v) if len(v) <= MEMO_MAX_CHARS else norm_scalar(v)
+                    if val is None:
+                        continue
+                elif v is True or v is False:
+                    val = "true" if v else "false"
+                elif cls is int or cls is float:
+                    val = _scalar_memo(v)
+                    if val is None:
+                        continue
+                elif v is None:
                     continue
-                if v is None:
+                elif isinstance(v, (dict, list)):
+                    walk(v, f"{path}.{k}", str(k), ident)
                     continue
-                if v is True or v is False:
-                    val: str | None = "true" if v else "false"
                 else:
                     val = norm_scalar(v)
                     if val is None:
                         continue
-                values.setdefault(val, sub)
+                if val not in values:  # (suffix strings only for first occurrences and facts)
+                    values[val] = f"{path}.{k}"
                 if ident is not None:
-                    facts.append((ident, str(k).casefold(), sub, v))
-                    objects.setdefault(ident, None)
+                    if slots is None:
+                        slots = self.facts.setdefault(ident, {})
+                    slots[str(k).casefold()] = (path, k, v)
         elif isinstance(obj, list):
             if obj:
                 self.collection(obj, path, key)
@@ -177,26 +188,27 @@ def _flatten(mem: dict[str, Any]) -> dict[str, Any]:
 def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
     b = _Builder()
     values = b.values
+    numbers = b.numbers
     for g, a, e in scan_values(text):
         raw = text[a:e]
-        suffix = f"[{a}:{e}]"
         if g == "number" or g == "money":
             core = raw.strip()
             key = core if len(core) >= 7 and core.isdigit() else norm_number(core)
             if key is None:
                 key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
-            if key is not None and len(b.numbers) < NUMS_PER_SOURCE:
-                b.numbers.append((float(key), suffix))
+            if key is not None and len(numbers) < NUMS_PER_SOURCE:
+                numbers.append((float(key), a, e))
         elif g == "date" or g == "time" or g == "url":
             key = norm_text(raw)
         else:
             key = norm_id(raw)
-        if key:
-            values.setdefault(key, suffix)
+        if key and key not in values:  # (the suffix string is made for the first occurrence only)
+            values[key] = f"[{a}:{e}]"
     words = dict.fromkeys(words_of(text.casefold()))
-    for w in words:
-        if w in NUMBER_WORDS:
-            values.setdefault(str(NUMBER_WORDS[w]), "")
+    if not _NUMBER_WORD_KEYS.isdisjoint(words):  # (a set test in C first: most texts hold none)
+        for w in words:
+            if w in NUMBER_WORDS:
+                values.setdefault(str(NUMBER_WORDS[w]), "")
     stripped = text.strip()
     if kind == "tool" and stripped[:1] in "{[" and len(stripped) <= max_json_chars:
         try:
@@ -207,8 +219,8 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
             b.walk(doc, "", "", None)
     elif kind in ("tool", "user") and 0 < len(stripped) <= 200:
         b.value(norm_id(stripped), "")  # a bare value such as a user id
-    return Digest(text=text, values=tuple(b.values.items()), words=tuple(words), numbers=tuple(b.numbers),
-                  facts=tuple(b.facts), objects=tuple(b.objects), collections=tuple(b.collections))
+    return Digest(text=text, values=b.values, words=words, numbers=tuple(b.numbers),
+                  facts=b.facts, collections=tuple(b.collections))
 
 
 _cached = lru_cache(maxsize=CACHE_SIZE)(_analyse)
@@ -227,6 +239,7 @@ def clear_cache() -> None:
     """Empty the digest cache and the key cache (for benchmarks and tests)."""
     _cached.cache_clear()
     _id_key.cache_clear()
+    _id_names.cache_clear()
 
 
 @lru_cache(maxsize=4096)
@@ -237,7 +250,7 @@ def _id_key(key: str) -> bool:
 
 def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
     """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first ``*_id``."""
-    keys = [k for k, v in obj.items() if isinstance(v, (str, int)) and not isinstance(v, bool) and _id_key(str(k))]
+    keys = [k for k in _id_names(tuple(obj)) if isinstance(obj[k], (str, int)) and not isinstance(obj[k], bool)]
     if not keys:
         return None
     want = f"{singular(parent_key)}_id" if parent_key else ""
@@ -245,3 +258,10 @@ def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
         if pick in keys:
             return norm_id(str(obj[pick]))
     return norm_id(str(obj[keys[0]]))
+
+
+@lru_cache(maxsize=4096)
+def _id_names(keys: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The keys (in order) whose name is an identity's (:func:`_id_key`): JSON objects of one kind share
+    their key tuple, so each object costs one lookup instead of one per key."""
+    return tuple(k for k in keys if _id_key(str(k)))

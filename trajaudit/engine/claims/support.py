@@ -43,7 +43,7 @@ _STATUS_VERBS = frozenset(("cancelled", "delivered", "returned", "exchanged", "r
 _NEGATED = {"unavailable": ("available", False), "not available": ("available", False)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Assessment:
     """The result of assessing one claim: status, evidence address and value, a short note."""
 
