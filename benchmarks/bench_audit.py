@@ -33,6 +33,7 @@ _T_START = time.process_time()
 
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
+import gc  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import pstats  # noqa: E402
@@ -87,13 +88,19 @@ def staged(path: Path, spec: AuditSpec) -> dict[str, float]:
         if any(dp.applies({n for s in t.steps for n in s.tool_names}) for t in runs):
             dp.rules  # noqa: B018 - compiles the pack
     out["load"], out["setup"] = t1 - t0, time.process_time() - t1
-    for t in runs:
-        bundle = gather(t, ctx)
-        t2 = time.process_time()
-        audit_one(t, spec.strategy, ctx)  # the judge reads the cached evidence
-        out["judge"] += time.process_time() - t2
-        out["rules"] += bundle.timings["rules"]
-        out["claims"] += bundle.timings["claims"]
+    kept = []  # the results, kept to the end as audit_trajectories keeps them
+    gc.freeze()  # the collector regime of audit_trajectories (pipeline._freeze_long_lived)
+    try:
+        for t in runs:
+            bundle = gather(t, ctx)
+            t2 = time.process_time()
+            kept.append(audit_one(t, spec.strategy, ctx))  # the judge reads the cached evidence
+            gc.freeze()
+            out["judge"] += time.process_time() - t2
+            out["rules"] += bundle.timings["rules"]
+            out["claims"] += bundle.timings["claims"]
+    finally:
+        gc.unfreeze()
     return out
 
 

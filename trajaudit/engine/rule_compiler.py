@@ -43,6 +43,7 @@ from trajaudit.errors import RulePackError
 
 Fn = Callable[[Env], Any]
 _NO = object()
+_CALL_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)
 
 # name -> static type. ``step``/``call``/``output`` are views; ranges are ``steps``.
 TOP_NAMES: dict[str, str] = {"step": "step", "call": "call", "output": "step", "content": "str",
@@ -272,7 +273,7 @@ class ExprCompiler(OperatorsMixin):
                 and root.id not in self.lets and keys and all(isinstance(k, str) for k in keys):
             return self._fast_path(root.id, keys, typ)
         generic = self._path_closure(base, keys, typ)
-        if isinstance(root, A.Name) and (root.id in scope or root.id in self.lets) and base.type in ("step", "call") \
+        if isinstance(root, A.Name) and (root.id in scope or root.id in self.lets) and base.type in ("step", "call", "any") \
                 and keys and all(isinstance(k, str) for k in keys):
             return _var_path(root.id, base.type, keys, generic)
         return generic
@@ -391,14 +392,29 @@ class ExprCompiler(OperatorsMixin):
         f = b.fn
         fname = node.func
 
-        def call_fn(env: Env) -> Any:
-            vals = [g(env) for g in fns]
-            try:
-                return f(env, *vals) if b.needs_env else f(*vals)
-            except EvalError:
-                raise
-            except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as e:
-                raise EvalError(f"{fname}() cannot take {', '.join(type_name(v) for v in vals)}: {e}") from None
+        def failed(vals: list[Any], e: Exception) -> EvalError:
+            return EvalError(f"{fname}() cannot take {', '.join(type_name(v) for v in vals)}: {e}")
+
+        if len(fns) == 1 and not b.needs_env:  # the commonest shape (lower(x), len(x) …): no argument list
+            g0 = fns[0]
+
+            def call_fn(env: Env) -> Any:
+                v = g0(env)
+                try:
+                    return f(v)
+                except EvalError:
+                    raise
+                except _CALL_ERRORS as e:
+                    raise failed([v], e) from None
+        else:
+            def call_fn(env: Env) -> Any:
+                vals = [g(env) for g in fns]
+                try:
+                    return f(env, *vals) if b.needs_env else f(*vals)
+                except EvalError:
+                    raise
+                except _CALL_ERRORS as e:
+                    raise failed(vals, e) from None
         rtype = "calls" if node.func == "calls" else "steps" if node.func == "since" else b.returns
         if not b.needs_env and all(a.const is not _NO for a in args):
             try:
@@ -452,26 +468,30 @@ class ExprCompiler(OperatorsMixin):
 
 
 def _var_path(name: str, typ: str, keys: list[str], generic: C) -> C:
-    """``v.f.x…`` on a variable statically typed step/call: when the value is a view of that kind, its
-    first field is read straight from the field table (what ``View.field`` does); anything else (null,
-    another type) takes ``generic``, the reference closure."""
+    """``v.f.x…`` on a variable (typed step, call or any): when the value is a step or call view whose
+    field table has the first key, that field is read straight from the table (what ``View.field``
+    does); anything else (null, JSON values, an unknown field) takes ``generic``, the reference closure."""
     from trajaudit.engine.rule_runtime import CALL_FIELDS, STEP_FIELDS, CallView, StepView
 
-    cls = StepView if typ == "step" else CallView
-    table = STEP_FIELDS if typ == "step" else CALL_FIELDS
-    if keys[0] not in table:
+    entries: dict[type, tuple[Any, str]] = {}
+    if typ in ("step", "any") and keys[0] in STEP_FIELDS:
+        entries[StepView] = STEP_FIELDS[keys[0]]
+    if typ in ("call", "any") and keys[0] in CALL_FIELDS:
+        entries[CallView] = CALL_FIELDS[keys[0]]
+    if not entries:
         return generic
-    getter, suffix = table[keys[0]]
     rest = keys[1:]
     gloc, gfn = generic.loc, generic.fn
     assert gloc is not None
+    lookup = entries.get
 
     def loc(env: Env) -> tuple[Any, str | None]:
         v = env.vars.get(name)
-        if v.__class__ is not cls:
+        entry = lookup(v.__class__)
+        if entry is None:
             return gloc(env)
-        val = getter(v)
-        addr = v.address + suffix
+        val = entry[0](v)
+        addr = v.address + entry[1]
         for k in rest:
             if val is None:
                 return None, None
@@ -485,10 +505,11 @@ def _var_path(name: str, typ: str, keys: list[str], generic: C) -> C:
     if not rest:
         def fn(env: Env) -> Any:
             v = env.vars.get(name)
-            if v.__class__ is not cls:
+            entry = lookup(v.__class__)
+            if entry is None:
                 return gfn(env)
-            val = getter(v)
-            env.seen.append((v.address + suffix, val, None))
+            val = entry[0](v)
+            env.seen.append((v.address + entry[1], val, None))
             return val
     else:
         def fn(env: Env) -> Any:
