@@ -21,7 +21,15 @@ from trajaudit.checkers.registry import CheckContext
 from trajaudit.checkers.semantic import NoLLMOracle, SemanticOracle
 from trajaudit.engine.compiled_rule import CompiledRule
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.rule_runtime import BudgetExceeded, CallView, Env, EvalError, TrajContext, json_safe
+from trajaudit.engine.rule_runtime import (
+    BudgetExceeded,
+    CallView,
+    Env,
+    EvalError,
+    StepView,
+    TrajContext,
+    json_safe,
+)
 from trajaudit.engine.validation_log import Evidence, LazyRecord, Record, ValidationLog
 
 log = logging.getLogger(__name__)
@@ -82,6 +90,7 @@ def _evidence(seen: list[tuple[str, Any, str | None]], call: CallView | None) ->
 
 
 _SCALARS = (bool, int, float)
+_VIEWS = frozenset({StepView, CallView})
 
 
 def _bindings(rule: CompiledRule, env: Env) -> dict[str, Any]:
@@ -112,7 +121,7 @@ def _run_one(rule: CompiledRule, env: Env) -> Record | None:
         env.vars[name] = v
         if addr is not None:
             env.addrs[name] = addr
-        address = getattr(v, "address", None) or addr
+        address = (v.address if v.__class__ in _VIEWS else None) or addr  # only views carry an address
         if address:
             env.seen.append((address, v, name))
     if rule.assertion is not None:
