@@ -183,6 +183,7 @@ def clear_caches(packs: bool = True) -> None:
         rule_parser.clear_memo()
         regex_safety.clear_memo()
         pack_cache.code_fingerprint.cache_clear()
+        regex_prefilter._INFO.clear()
     regex_prefilter._search_shared.cache_clear()
     rule_builtins.LOWER_MEMO.clear()
     clear_claims()
