@@ -23,6 +23,7 @@ from trajaudit.engine.regex_safety import nested_unbounded
 from trajaudit.engine.rule_builtins import BUILTINS, StepRange
 from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
+from trajaudit.engine.rule_paths import follow, recording, var_path
 from trajaudit.engine.rule_queries import (
     QuantPlan,
     closed_share_key,
@@ -275,7 +276,8 @@ class ExprCompiler(OperatorsMixin):
         generic = self._path_closure(base, keys, typ)
         if isinstance(root, A.Name) and (root.id in scope or root.id in self.lets) and base.type in ("step", "call", "any") \
                 and keys and all(isinstance(k, str) for k in keys):
-            return _var_path(root.id, base.type, keys, generic)
+            fast = var_path(root.id, base.type, keys, generic.fn, generic.loc)
+            return generic if fast is None else C(fast[0], generic.type, loc=fast[1])
         return generic
 
     def _fast_path(self, root: str, keys: list[str], typ: str) -> C:
@@ -290,17 +292,7 @@ class ExprCompiler(OperatorsMixin):
             view = env.step if is_step else env.call
             if view is None:
                 return None, None
-            v = getter(view)
-            addr = view.address + suffix
-            for k in rest:
-                if v is None:
-                    return None, None
-                if isinstance(v, View):
-                    v, addr = v.field(k)
-                else:
-                    v = child(v, k)
-                    addr = f"{addr}.{k}"
-            return v, addr
+            return follow(getter(view), view.address + suffix, rest)
 
         if not rest:
             def fn(env: Env) -> Any:
@@ -311,11 +303,7 @@ class ExprCompiler(OperatorsMixin):
                 env.seen.append((view.address + suffix, v, None))
                 return v
         else:
-            def fn(env: Env) -> Any:
-                v, addr = loc(env)
-                if addr is not None:
-                    env.seen.append((addr, v, None))
-                return v
+            fn = recording(loc)
         return C(fn, typ, loc=loc)
 
     def _field_type(self, node: A.Expr, typ: str, key: Any) -> str:
@@ -351,13 +339,7 @@ class ExprCompiler(OperatorsMixin):
                     addr = f"{addr}.{k}" if addr is not None else None
             return v, addr
 
-        def fn(env: Env) -> Any:
-            v, addr = loc(env)
-            if addr is not None:
-                env.seen.append((addr, v, None))
-            return v
-
-        return C(fn, typ, loc=loc)
+        return C(recording(loc), typ, loc=loc)
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -465,59 +447,6 @@ class ExprCompiler(OperatorsMixin):
         if len(fns) == 1:
             return fns[0]
         return lambda env: all(f(env) for f in fns)
-
-
-def _var_path(name: str, typ: str, keys: list[str], generic: C) -> C:
-    """``v.f.x…`` on a variable (typed step, call or any): when the value is a step or call view whose
-    field table has the first key, that field is read straight from the table (what ``View.field``
-    does); anything else (null, JSON values, an unknown field) takes ``generic``, the reference closure."""
-    from trajaudit.engine.rule_runtime import CALL_FIELDS, STEP_FIELDS, CallView, StepView
-
-    entries: dict[type, tuple[Any, str]] = {}
-    if typ in ("step", "any") and keys[0] in STEP_FIELDS:
-        entries[StepView] = STEP_FIELDS[keys[0]]
-    if typ in ("call", "any") and keys[0] in CALL_FIELDS:
-        entries[CallView] = CALL_FIELDS[keys[0]]
-    if not entries:
-        return generic
-    rest = keys[1:]
-    gloc, gfn = generic.loc, generic.fn
-    assert gloc is not None
-    lookup = entries.get
-
-    def loc(env: Env) -> tuple[Any, str | None]:
-        v = env.vars.get(name)
-        entry = lookup(v.__class__)
-        if entry is None:
-            return gloc(env)
-        val = entry[0](v)
-        addr = v.address + entry[1]
-        for k in rest:
-            if val is None:
-                return None, None
-            if isinstance(val, View):
-                val, addr = val.field(k)
-            else:
-                val = child(val, k)
-                addr = f"{addr}.{k}"
-        return val, addr
-
-    if not rest:
-        def fn(env: Env) -> Any:
-            v = env.vars.get(name)
-            entry = lookup(v.__class__)
-            if entry is None:
-                return gfn(env)
-            val = entry[0](v)
-            env.seen.append((v.address + entry[1], val, None))
-            return val
-    else:
-        def fn(env: Env) -> Any:
-            val, addr = loc(env)
-            if addr is not None:
-                env.seen.append((addr, val, None))
-            return val
-    return C(fn, generic.type, loc=loc)
 
 
 def _elem_type(seq_type: str) -> str:
