@@ -83,6 +83,15 @@ def detect(doc: Any, adapters: Registry[Adapter]) -> Adapter:
     raise TraceFormatError("no known trace format matches; tried " + "; ".join(reasons) + " (use --input-format or --mapping)")
 
 
+def _builtin_hint(doc: Any, adapters: Registry[Adapter]) -> str:
+    """``"; it looks like the built-in 'tau' format: …"`` when a built-in format matches ``doc``, else ``""``."""
+    try:
+        name = detect(doc, adapters).name
+    except TraceFormatError:
+        return ""
+    return f"; it looks like the built-in {name!r} format: read it without --mapping"
+
+
 def load_document(
     doc: Any,
     *,
@@ -124,6 +133,13 @@ def load_document(
             raise TraceFormatError(f"not in the {format!r} format: {sniff.reason}", file=file, record=line,
                                    adapter=format)
     runs = adapter.records(doc)
+    if mapping is not None and len(runs) <= 1:
+        sniff = mapping.sniff(doc)
+        if not sniff.ok:  # a file the mapping cannot read is reported, never silently dropped
+            raise TraceFormatError(f"does not match the mapping {mapping.origin}: {sniff.reason}{_builtin_hint(doc, adapters)}",
+                                   file=file, record=line, adapter=mapping.name)
+    if not runs:
+        raise TraceFormatError("the document holds no runs", file=file, record=line, adapter=adapter.name)
     result = LoadResult()
     if line is not None:
         indexed = [(line, r) for r in runs]

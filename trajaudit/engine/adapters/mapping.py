@@ -73,9 +73,11 @@ class MappingAdapter:
         if unknown_f:
             raise TraceFormatError(f"unknown mapping fields: {', '.join(sorted(unknown_f))}", file=origin)
         self._expr: dict[str, Any] = {}
+        self._source: dict[str, str] = {}
         for key in ("runs", "messages", "id", "task"):
             if spec.get(key):
                 self._expr[key] = self._compile(spec[key], key)
+                self._source[key] = str(spec[key])
         self._fields = {f: self._compile(fields.get(f, f), f"fields.{f}") for f in _FIELDS}
 
     def _compile(self, expr: Any, key: str) -> Any:
@@ -94,11 +96,21 @@ class MappingAdapter:
         return cls(spec, origin=str(path))
 
     def sniff(self, doc: Any) -> Sniff:
-        """Match when the ``messages`` expression yields a list (for the first run)."""
+        """Match when the document holds at least one run and the ``messages`` expression yields a
+        list for the first; else say which expression missed and what it yielded."""
         runs = self.records(doc)
-        if runs and isinstance(self._expr["messages"].search(runs[0]), list):
+        if not runs:
+            got = self._expr["runs"].search(doc) if "runs" in self._expr else doc
+            what = "an empty list" if got == [] else _kind(got)
+            return Sniff(False, f"the 'runs' expression {self._source.get('runs', '')!r} yields {what}, "
+                                "not a list of runs")
+        return self._messages_sniff(runs[0])
+
+    def _messages_sniff(self, run: Any) -> Sniff:
+        got = self._expr["messages"].search(run)
+        if isinstance(got, list):
             return Sniff(True)
-        return Sniff(False, "the mapping's 'messages' expression does not yield a list")
+        return Sniff(False, f"the 'messages' expression {self._source['messages']!r} yields {_kind(got)}, not a list")
 
     def records(self, doc: Any) -> list[Any]:
         """The runs of a document (``runs`` expression, else the document itself)."""
@@ -109,9 +121,10 @@ class MappingAdapter:
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Map one run to the IR."""
+        sniff = self._messages_sniff(run)
+        if not sniff.ok:
+            raise TraceFormatError(sniff.reason, adapter=self.name)
         messages = self._expr["messages"].search(run)
-        if not isinstance(messages, list):
-            raise TraceFormatError("'messages' expression does not yield a list", adapter=self.name)
         normalized = []
         for m in messages:
             if not isinstance(m, dict):
@@ -133,3 +146,12 @@ class MappingAdapter:
         src = Source(self.name, source.file, source.record, "0-based position in the mapped message list")
         first_user = next((s.content for s in steps if s.kind == "user"), "")
         return assemble(steps, id=tid, source=src, task=task if isinstance(task, str) else first_user)
+
+
+def _kind(value: Any) -> str:
+    """How a jmespath result is named in messages: ``null``, ``a string``, ``an object``, ..."""
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", dict: "an object",
+             list: "a list"}
+    return names.get(type(value), type(value).__name__)
