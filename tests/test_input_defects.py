@@ -67,3 +67,27 @@ def test_mapping_whose_messages_expression_misses_names_it(tmp_path):
     msg = str(e.value)
     assert msg.startswith(f"{EX / 'traces' / 'openai_chat.json'}: does not match the mapping {mapping}:")
     assert "the 'messages' expression 'events' yields null, not a list" in msg
+
+
+# --- 2. an unknown input format is a usage error ---------------------------------------------------
+
+@pytest.mark.parametrize("cmd", [
+    ["audit", "{f}", "-o", "-"], ["show", "{f}"], ["convert", "{f}", "-o", "{tmp}/x.json"],
+    ["claims", "{f}"], ["check", "{f}"], ["repair", "{f}", "-o", "{tmp}/r.json"],
+])
+@pytest.mark.parametrize("flag", ["--input-format", "--format"])
+def test_unknown_input_format_is_rejected_up_front(cmd, flag, tmp_path):
+    f = EX / "traces" / "openai_chat.json"
+    args = [a.format(f=f, tmp=tmp_path) for a in cmd]
+    if cmd[0] in ("claims", "check") and flag == "--format":
+        flag = "--input-format"  # these commands have only the new spelling
+    r = run(*args, flag, "json")
+    assert r.exit_code == 2, (cmd, r.stderr)
+    err = one_line(r.stderr)
+    assert "'json' is not one of" in err and all(n in err for n in KNOWN.split(", ")), err
+    assert "skipped" not in err
+
+
+def test_eval_trace_format_rejects_unknown_names(tmp_path):
+    r = run("eval", "--trace-format", "jsn", "--pred", tmp_path / "p.jsonl", "--gold", tmp_path / "g.json")
+    assert r.exit_code == 2 and "'jsn' is not one of" in one_line(r.stderr)

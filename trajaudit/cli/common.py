@@ -57,16 +57,19 @@ def report_problems(problems: list[Problem]) -> None:
         c.print(f"[yellow]skipped:[/] {escape(clip(p.message))}", markup=True, highlight=False)
 
 
-INPUT_FORMAT_HELP = "Force the input trace format (openai, tau, who_and_when, magentic, ir); default: auto-detect."
-
-
 def input_format_option(*aliases: str, dest: str = "fmt") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The ``--input-format NAME`` option, the same spelling on every command that reads traces.
 
     ``aliases`` are older spellings kept working (``--format`` on show/convert/audit/repair,
-    ``--trace-format`` on eval); ``--input-format`` is listed first in ``--help``.
+    ``--trace-format`` on eval); ``--input-format`` is listed first in ``--help``. NAME must be a
+    registered adapter (``click.Choice``): an unknown name is a usage error (exit 2) listing the
+    known formats, before any file is read.
     """
-    return click.option("--input-format", *aliases, dest, metavar="NAME", help=INPUT_FORMAT_HELP)
+    from trajaudit.engine.adapters import default_adapters
+
+    names = list(default_adapters())
+    return click.option("--input-format", *aliases, dest, type=click.Choice(names), metavar="NAME",
+                        help=f"Force the input trace format ({', '.join(names)}); default: auto-detect.")
 
 
 def warn_non_utf8(trajectories: Iterable[Any]) -> None:
