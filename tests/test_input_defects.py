@@ -91,3 +91,28 @@ def test_unknown_input_format_is_rejected_up_front(cmd, flag, tmp_path):
 def test_eval_trace_format_rejects_unknown_names(tmp_path):
     r = run("eval", "--trace-format", "jsn", "--pred", tmp_path / "p.jsonl", "--gold", tmp_path / "g.json")
     assert r.exit_code == 2 and "'jsn' is not one of" in one_line(r.stderr)
+
+
+# --- 3. skip lines name the file (and the record) --------------------------------------------------
+
+def test_skip_lines_name_the_file_and_record(tmp_path):
+    silent = [{"role": "system", "content": "You help."}, {"role": "user", "content": "hello"}]
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "run.json").write_text(json.dumps(silent))
+    multi = tmp_path / "c.jsonl"
+    multi.write_text(json.dumps({"messages": silent}) + "\n" + json.dumps({"messages": silent}) + "\n")
+    r = run("audit", tmp_path, "-q", "-o", "-")
+    assert r.exit_code == 1
+    expected = [
+        f"skipped: {tmp_path / 'a' / 'run.json'} (run run): run has no decision steps (no agent message): "
+        "nothing to diagnose",
+        f"skipped: {tmp_path / 'b' / 'run.json'} (run run): run has no decision steps (no agent message): "
+        "nothing to diagnose",
+        f"skipped: {multi}, record 0 (run c#0): run has no decision steps (no agent message): nothing to diagnose",
+        f"skipped: {multi}, record 1 (run c#1): run has no decision steps (no agent message): nothing to diagnose",
+    ]
+    assert one_line(r.stderr) == " ".join(expected)  # rich wraps long lines at spaces
+    # the same lines with worker processes
+    r2 = run("audit", tmp_path, "-q", "-j", "2", "-o", "-")
+    assert r2.exit_code == 1 and one_line(r2.stderr) == " ".join(expected)

@@ -158,6 +158,17 @@ def _worker_run(item: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any] |
                  "claims": r.claims}, None
 
 
+def _problem(t: Trajectory, message: str) -> Problem:
+    """The :class:`Problem` for a run that was loaded but could not be audited. The message names
+    where the run came from (``FILE, record N (run ID): …``; only ``ID: …`` for in-memory runs), so
+    two runs with the same id in different files are told apart."""
+    where = t.source.file or ""
+    if where and t.source.record is not None:
+        where += f", record {t.source.record}"
+    text = f"{where} (run {t.id}): {message}" if where else f"{t.id}: {message}"
+    return Problem(t.source.file or t.id, t.source.record, text)
+
+
 def _freeze_long_lived() -> bool:
     """Move every object alive now (the loaded runs, compiled rules, caches) out of the cyclic
     garbage collector's view for the batch (``gc.freeze``); the batch freezes again after each run,
@@ -201,11 +212,10 @@ def audit_trajectories(
                 except ConfigError:
                     raise
                 except (TrajauditError, LookupError) as e:
-                    out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {e}"))
+                    out.problems.append(_problem(t, str(e)))
                 except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
                     log.exception("audit of %s failed", t.id)
-                    out.problems.append(Problem(t.source.file or t.id, t.source.record,
-                                                f"{t.id}: internal error: {type(e).__name__}: {e}"))
+                    out.problems.append(_problem(t, f"internal error: {type(e).__name__}: {e}"))
                 if progress:
                     progress(i + 1)
         finally:
@@ -220,7 +230,7 @@ def audit_trajectories(
                                             chunksize=max(1, len(trajectories) // (jobs * 8))):
                 t = trajectories[idx]
                 if err is not None:
-                    out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {err}"))
+                    out.problems.append(_problem(t, err))
                 else:
                     assert payload is not None
                     results[idx] = AuditResult(
