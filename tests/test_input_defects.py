@@ -6,13 +6,14 @@ Every case goes through the CLI (click's runner) and asserts the exit code and t
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from trajaudit.cli import main
-from trajaudit.engine.loader import load_path
+from trajaudit.engine.loader import load_path, wide_encoding
 from trajaudit.errors import TraceFormatError
 
 EX = Path(__file__).resolve().parents[1] / "examples"
@@ -116,3 +117,52 @@ def test_skip_lines_name_the_file_and_record(tmp_path):
     # the same lines with worker processes
     r2 = run("audit", tmp_path, "-q", "-j", "2", "-o", "-")
     assert r2.exit_code == 1 and one_line(r2.stderr) == " ".join(expected)
+
+
+# --- 4. UTF-16/32 files and the non-UTF-8 warning of skipped runs ----------------------------------
+
+MSGS = [{"role": "system", "content": "You help."}, {"role": "user", "content": "Where is my order?"},
+        {"role": "assistant", "content": "Let me look."}]
+
+
+@pytest.mark.parametrize("encoding,label,name", [
+    ("utf-16", "UTF-16", "UTF-16"), ("utf-16-le", "UTF-16", "UTF-16LE"), ("utf-16-be", "UTF-16", "UTF-16BE"),
+    ("utf-32", "UTF-32", "UTF-32"), ("utf-32-le", "UTF-32", "UTF-32LE"), ("utf-32-be", "UTF-32", "UTF-32BE"),
+])
+def test_wide_encodings_are_named(tmp_path, encoding, label, name):
+    p = tmp_path / "wide.json"
+    p.write_bytes(json.dumps(MSGS).encode(encoding))
+    r = run("show", p)
+    assert r.exit_code == 2
+    assert one_line(r.stderr) == (f"error: {p}: looks {label} encoded; trajaudit reads UTF-8 "
+                                  f"(convert it, e.g. iconv -f {name} -t UTF-8 {p} > converted.json)")
+    r = run("audit", p, "-q", "-o", "-")
+    assert r.exit_code == 1 and f"skipped: {p}: looks {label} encoded" in one_line(r.stderr)
+
+
+def test_non_utf8_warning_is_printed_when_the_run_is_skipped(tmp_path):
+    silent = [{"role": "system", "content": "You help."}, {"role": "user", "content": "caf\udce9?"}]
+    bad = tmp_path / "runs" / "latin1.json"
+    bad.parent.mkdir()
+    bad.write_bytes(json.dumps(silent, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+    shutil.copy(EX / "traces" / "openai_chat.json", tmp_path / "runs" / "ok.json")
+    r = run("audit", tmp_path / "runs", "-q", "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 1
+    err = r.stderr.replace("\n", "")
+    assert err.count(f"warning: {bad} is not valid UTF-8; undecodable bytes were replaced") == 1
+    assert f"skipped: {bad} (run latin1): run has no decision steps" in err
+    # a file that is not valid UTF-8 and then fails to load says so in its skip line
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(b'{"messages": \xe9}')
+    r = run("audit", broken, "-q", "-o", "-")
+    assert r.exit_code == 1
+    assert f"skipped: {broken}: invalid JSON at line 1 column 14: Expecting value (the file is not valid UTF-8; " \
+        "undecodable bytes were replaced)" in one_line(r.stderr)
+
+
+def test_wide_encoding_detection_is_not_fooled_by_non_ascii_utf8():
+    text = json.dumps([{"role": "user", "content": "你好，订单在哪里？" * 5}], ensure_ascii=False)
+    assert wide_encoding(text.encode("utf-8")) is None
+    assert wide_encoding(text.encode("utf-16-le")) == ("UTF-16", "UTF-16LE")
+    assert wide_encoding(text.encode("utf-32-be")) == ("UTF-32", "UTF-32BE")
+    assert wide_encoding(b'{"messages": []}') is None

@@ -83,7 +83,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 
         batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping, progress=progress)
     report_problems(batch.problems)
-    warn_non_utf8(r.trajectory for r in batch.results)
+    warn_non_utf8((r.trajectory for r in batch.results), batch.problems)
     lines = "".join(r.diagnosis.to_json() + "\n" for r in batch.results)
     if output == "-":
         sys.stdout.write(lines)

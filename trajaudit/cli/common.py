@@ -72,13 +72,15 @@ def input_format_option(*aliases: str, dest: str = "fmt") -> Callable[[Callable[
                         help=f"Force the input trace format ({', '.join(names)}); default: auto-detect.")
 
 
-def warn_non_utf8(trajectories: Iterable[Any]) -> None:
+def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ()) -> None:
     """Print one ``warning: FILE is not valid UTF-8 …`` line to stderr per file whose runs carry the
     loader's ``non_utf8`` flag (bytes were replaced by U+FFFD, so quoted text may differ from the
-    original). The exit code is not affected."""
+    original), including runs that were then skipped (``problems`` whose ``details`` say
+    ``non_utf8``). The exit code is not affected."""
     from trajaudit.engine.loader import FLAG_NON_UTF8
 
     files = dict.fromkeys(t.source.file or t.id for t in trajectories if FLAG_NON_UTF8 in t.flags)
+    files.update(dict.fromkeys(p.file for p in problems if p.details.get(FLAG_NON_UTF8)))
     c = console(err=True)
     for f in files:
         c.print(f"[yellow]warning:[/] {escape(f)} is not valid UTF-8; undecodable bytes were replaced",

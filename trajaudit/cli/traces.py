@@ -28,7 +28,7 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
     """
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)
-    warn_non_utf8(res.trajectories)
+    warn_non_utf8(res.trajectories, res.problems)
     out = console()
     for t in res.trajectories:
         title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
@@ -61,7 +61,7 @@ def convert(file: str, output: str, record: int | None, fmt: str | None, mapping
     """Convert FILE to the trajaudit IR (validated against trajectory.schema.json)."""
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)
-    warn_non_utf8(res.trajectories)
+    warn_non_utf8(res.trajectories, res.problems)
     if not res.trajectories:
         fail(f"{file}: no trajectory could be loaded")
     dicts = [t.to_dict() for t in res.trajectories]

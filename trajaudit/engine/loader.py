@@ -7,9 +7,11 @@ raise :class:`~trajaudit.errors.TraceFormatError` naming the file.
 
 from __future__ import annotations
 
+import codecs
 import glob
 import json
 import os
+import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,13 +40,68 @@ class LoadResult:
         self.problems.extend(other.problems)
 
 
+_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32", "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32", "UTF-32"),
+         (codecs.BOM_UTF16_LE, "UTF-16", "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16", "UTF-16"))
+
+
+def wide_encoding(data: bytes) -> tuple[str, str] | None:
+    """``(family, iconv name)`` when ``data`` looks UTF-16 or UTF-32 encoded, else ``None``.
+
+    A byte-order mark decides; without one, NUL bytes decide: UTF-8 JSON never holds a NUL byte,
+    while UTF-16/32 text puts NULs beside (mostly ASCII) JSON characters, in the high-order bytes
+    of each 2- or 4-byte unit. Only the first 64 bytes are looked at.
+    """
+    for bom, family, name in _BOMS:  # UTF-32-LE's BOM starts with UTF-16-LE's: check UTF-32 first
+        if data.startswith(bom):
+            return family, name
+    head = data[:64]
+    if b"\x00" not in head:
+        return None
+    quads = max(1, len(head) // 4)
+    nul4 = [sum(1 for i in range(k, len(head), 4) if head[i] == 0) / quads for k in range(4)]
+    if nul4[2] >= 0.75 and nul4[3] >= 0.75:
+        return "UTF-32", "UTF-32LE"
+    if nul4[0] >= 0.75 and nul4[1] >= 0.75:
+        return "UTF-32", "UTF-32BE"
+    pairs = max(1, len(head) // 2)
+    even = sum(1 for i in range(0, len(head), 2) if head[i] == 0) / pairs
+    odd = sum(1 for i in range(1, len(head), 2) if head[i] == 0) / pairs
+    if odd >= 0.5 > even:
+        return "UTF-16", "UTF-16LE"
+    if even >= 0.5 > odd:
+        return "UTF-16", "UTF-16BE"
+    return None
+
+
 def _decode(data: bytes, file: str) -> tuple[str, bool]:
+    """Decode UTF-8 (BOM allowed); ``(text, lossy)`` where lossy means bytes were replaced.
+
+    Raises:
+        TraceFormatError: the file is empty, or UTF-16/32 encoded (the message gives an iconv command).
+    """
+    wide = wide_encoding(data)
+    if wide:
+        family, name = wide
+        raise TraceFormatError(f"looks {family} encoded; trajaudit reads UTF-8 (convert it, e.g. iconv -f {name} "
+                               f"-t UTF-8 {shlex.quote(file)} > converted.json)", file=file)
     if not data.strip():
         raise TraceFormatError("file is empty", file=file)
     try:
         return data.decode("utf-8-sig"), False
     except UnicodeDecodeError:
         return data.decode("utf-8", errors="replace"), True
+
+
+def _details(flags: tuple[str, ...]) -> dict[str, Any]:
+    """``Problem.details`` for a run of a file loaded with ``flags``: ``{"non_utf8": True}`` when
+    its bytes were not valid UTF-8 (so the CLI warns about the file even though the run was skipped)."""
+    return {FLAG_NON_UTF8: True} if FLAG_NON_UTF8 in flags else {}
+
+
+def _lossy_note(e: TraceFormatError) -> TraceFormatError:
+    """``e`` with a note that the file is not valid UTF-8 (a likely cause of a whole-file failure)."""
+    return TraceFormatError(f"{e.message} (the file is not valid UTF-8; undecodable bytes were replaced)",
+                            file=e.file, record=e.record, json_path=e.json_path, adapter=e.adapter)
 
 
 def _documents(text: str, file: str, jsonl: bool) -> list[tuple[int | None, Any, str | None]]:
@@ -164,7 +221,7 @@ def load_document(
         except TraceFormatError as e:
             err = e if e.adapter else TraceFormatError(e.message, json_path=e.json_path, adapter=adapter.name)
             located = err.located(file=file, record=rec)
-            result.problems.append(Problem(file or "<input>", rec, str(located)))
+            result.problems.append(Problem(file or "<input>", rec, str(located), _details(flags)))
     return result
 
 
@@ -201,14 +258,18 @@ def load_path(
     if isinstance(mapping, (str, os.PathLike)):
         mapping = MappingAdapter.from_file(mapping)
     jsonl = file.endswith((".jsonl", ".ndjson"))
-    docs = _documents(text, file, jsonl)
+    try:
+        docs = _documents(text, file, jsonl)
+    except TraceFormatError as e:
+        raise (_lossy_note(e) if lossy else e) from None
     result = LoadResult()
     multi = len(docs) > 1 or jsonl
     for line, doc, err in docs:
         if record is not None and multi and line != record:
             continue
         if err:
-            result.problems.append(Problem(file, line, str(TraceFormatError(err, file=file, record=line))))
+            result.problems.append(Problem(file, line, str(TraceFormatError(err, file=file, record=line)),
+                                           _details(flags)))
             continue
         try:
             result.extend(
@@ -218,8 +279,8 @@ def load_path(
             )
         except TraceFormatError as e:
             if not multi:
-                raise
-            result.problems.append(Problem(file, line, str(e.located(file=file, record=line))))
+                raise (_lossy_note(e) if lossy else e) from None
+            result.problems.append(Problem(file, line, str(e.located(file=file, record=line)), _details(flags)))
     if record is not None and multi and not result.trajectories and not result.problems:
         raise TraceFormatError(f"record {record} not found (records are 0-based JSONL line numbers)", file=file)
     return result

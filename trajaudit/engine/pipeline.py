@@ -19,7 +19,7 @@ from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import load, load_many
+from trajaudit.engine.loader import FLAG_NON_UTF8, load, load_many
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import ConfigError, Problem, TrajauditError
@@ -166,7 +166,7 @@ def _problem(t: Trajectory, message: str) -> Problem:
     if where and t.source.record is not None:
         where += f", record {t.source.record}"
     text = f"{where} (run {t.id}): {message}" if where else f"{t.id}: {message}"
-    return Problem(t.source.file or t.id, t.source.record, text)
+    return Problem(t.source.file or t.id, t.source.record, text, {FLAG_NON_UTF8: True} if FLAG_NON_UTF8 in t.flags else {})
 
 
 def _freeze_long_lived() -> bool:
