@@ -166,3 +166,24 @@ def test_wide_encoding_detection_is_not_fooled_by_non_ascii_utf8():
     assert wide_encoding(text.encode("utf-16-le")) == ("UTF-16", "UTF-16LE")
     assert wide_encoding(text.encode("utf-32-be")) == ("UTF-32", "UTF-32BE")
     assert wide_encoding(b'{"messages": []}') is None
+
+
+# --- 5. show --width and convert -o -------------------------------------------------------------
+
+@pytest.mark.parametrize("width", ["-5", "0", "9"])
+def test_show_rejects_widths_below_10(width):
+    r = run("show", EX / "traces" / "openai_chat.json", "--width", width)
+    assert r.exit_code == 2 and f"Invalid value for '--width': {width} is not in the range x>=10" in one_line(r.stderr)
+
+
+def test_show_accepts_width_10():
+    assert run("show", EX / "traces" / "openai_chat.json", "--width", "10").exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["x.txt", "x", "x.json.bak"])
+def test_convert_rejects_output_suffixes_other_than_json_and_jsonl(tmp_path, name):
+    out = tmp_path / name
+    r = run("convert", EX / "traces" / "openai_chat.json", "-o", out)
+    assert r.exit_code == 2
+    assert one_line(r.stderr) == f"error: -o/--output must end in .json, .jsonl or .ndjson, got {str(out)!r}"
+    assert not out.exists()

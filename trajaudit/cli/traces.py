@@ -11,13 +11,15 @@ from rich.table import Table
 from trajaudit.cli.common import console, fail, format_options, handle_errors, report_problems, warn_non_utf8
 from trajaudit.engine.loader import load_path
 
+_CONVERT_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
 
 
 @click.command("show")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--record", type=int, help="Show only this 0-based record of a multi-run file.")
-@click.option("--width", type=int, default=90, show_default=True, help="Preview width in characters.")
+@click.option("--width", type=click.IntRange(min=10), default=90, show_default=True,
+              help="Preview width in characters (at least 10).")
 @format_options
 @handle_errors
 def show(file: str, record: int | None, width: int, fmt: str | None, mapping: str | None) -> None:
@@ -58,7 +60,13 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
 @format_options
 @handle_errors
 def convert(file: str, output: str, record: int | None, fmt: str | None, mapping: str | None) -> None:
-    """Convert FILE to the trajaudit IR (validated against trajectory.schema.json)."""
+    """Convert FILE to the trajaudit IR (validated against trajectory.schema.json).
+
+    The output suffix chooses the layout: .json (one run, or a list of runs) or .jsonl/.ndjson
+    (one run per line); any other suffix is a usage error (exit 2), checked before FILE is read.
+    """
+    if not output.lower().endswith(_CONVERT_SUFFIXES):
+        fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)
     warn_non_utf8(res.trajectories, res.problems)
@@ -66,7 +74,7 @@ def convert(file: str, output: str, record: int | None, fmt: str | None, mapping
         fail(f"{file}: no trajectory could be loaded")
     dicts = [t.to_dict() for t in res.trajectories]
     out = Path(output)
-    if output.endswith((".jsonl", ".ndjson")):
+    if output.lower().endswith((".jsonl", ".ndjson")):
         out.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts), encoding="utf-8")
     else:
         out.write_text(json.dumps(dicts[0] if len(dicts) == 1 else dicts, ensure_ascii=False, indent=1), encoding="utf-8")
