@@ -1,0 +1,68 @@
+"""Defects a fresh user found in `eval` pairing and step ranges, `rules from-tools`, `claims` and
+`rules list` messages: each test fails on the old behaviour."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from trajaudit.cli import main
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.eval import evaluate, load_gold
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+# --- 1. predictions of another data set must not be paired by a bare numeric id ---------------------
+
+def test_who_and_when_gold_refuses_tau_runs_with_the_same_ids(ww_dir, tau_file, tmp_path):
+    # tau task ids 2, 3, 4 are also Who&When file stems 2.json, 3.json, 4.json: the files differ
+    pred = _jsonl(tmp_path / "tau.jsonl", [
+        {"trajectory_id": tid, "file": str(tau_file), "record": rec, "critical_step": 3, "strategy": "x"}
+        for rec, tid in enumerate(("2", "3", "4"))])
+    gold = load_gold(ww_dir)
+    d = Diagnosis.from_dict({"trajectory_id": "2", "file": str(tau_file), "record": 0, "critical_step": 3})
+    assert "2" in gold and gold.match(d) is None
+    r = run("eval", "--gold", ww_dir, "--pred", pred, "--format", "json", "--bootstrap", "10")
+    assert r.exit_code == 1, r.output
+    rep = json.loads(r.stdout)
+    assert rep["n_matched"] == 0
+    assert rep["problems"]["unmatched_predictions"][0] == "2 (its file trajectories.json is not the gold run's 2.json)"
+    err = " ".join(r.stderr.split())
+    assert ("warning: 3 of 3 predictions match no gold run in " in err
+            and "3 of them share an id with a gold run but name another trace file: the predictions come from a "
+                "different data set?" in err)
+
+
+def test_tau_gold_with_who_and_when_predictions_warns_and_exits_1(tau_file, ww_dir, tmp_path):
+    # the reported case: 126 Who&When diagnoses scored against tau ground truth (no files in the gold);
+    # the 29 whose file stems equal tau task ids used to count as matched with exit code 0
+    stems = sorted((p.stem for p in ww_dir.glob("*.json")), key=int)
+    pred = _jsonl(tmp_path / "ww.jsonl", [
+        {"trajectory_id": s, "file": f"elsewhere/{s}.json", "critical_step": 0, "strategy": "first"} for s in stems])
+    r = run("eval", "--gold", tau_file.parent / "ground_truth.json", "--pred", pred, "--format", "json",
+            "--bootstrap", "10")
+    assert r.exit_code == 1, r.output
+    rep = json.loads(r.stdout)
+    assert (rep["n_predictions"], rep["n_matched"], len(rep["problems"]["unmatched_predictions"])) == (126, 29, 97)
+    assert rep["problems"]["pairing"][0].startswith("97 of 126 predictions match no gold run in ")
+    assert "the predictions come from a different data set?" in " ".join(r.stderr.split())
+
+
+def test_a_few_unmatched_predictions_stay_a_note(tau_file, tmp_path):
+    pred = _jsonl(tmp_path / "p.jsonl", [
+        {"trajectory_id": "47", "file": str(tau_file), "record": 13, "critical_step": 18, "strategy": "x"},
+        {"trajectory_id": "80", "file": str(tau_file), "record": 21, "critical_step": 25, "strategy": "x"},
+        {"trajectory_id": "9999", "critical_step": 1, "strategy": "x"}])
+    rep = evaluate(load_gold(tau_file.parent / "ground_truth.json"), [json.loads(x) for x in pred.read_text().split("\n")
+                                                                      if x], resamples=10)
+    assert rep.n_matched == 2 and "pairing" not in rep.problems
+    assert rep.problems["unmatched_predictions"] == ["9999 (not in the gold set)"]
