@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from trajaudit.cli import main
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.eval import evaluate, load_gold
+from trajaudit.eval.runner import check_step_ranges
 
 
 def run(*args):
@@ -66,3 +68,36 @@ def test_a_few_unmatched_predictions_stay_a_note(tau_file, tmp_path):
                                                                       if x], resamples=10)
     assert rep.n_matched == 2 and "pairing" not in rep.problems
     assert rep.problems["unmatched_predictions"] == ["9999 (not in the gold set)"]
+
+
+# --- 2. out-of-range predicted steps: kept, warned, step wrong, category and agent scored -------------
+
+def test_negative_step_is_scored_wrong_but_its_category_counts(tau_file, tmp_path):
+    gold_path = tau_file.parent / "ground_truth.json"
+    g80 = load_gold(gold_path)["80"]
+    pred = _jsonl(tmp_path / "p.jsonl", [
+        {"trajectory_id": "80", "critical_step": -1, "category": g80.category, "agent": g80.agent, "strategy": "x"},
+        {"trajectory_id": "47", "critical_step": 999, "category": "system_failure", "strategy": "x"}])
+    r = run("eval", tau_file, "--gold", gold_path, "--pred", pred, "--format", "json", "--bootstrap", "10")
+    assert r.exit_code == 0, r.output  # the old code skipped the -1 line (exit 1) but kept 999 (exit 0)
+    err = " ".join(r.stderr.split())
+    assert "warning: run 80: critical_step -1 is outside the run's 26 steps (valid: 0..25); scored as wrong" in err
+    assert "warning: run 47: critical_step 999 is outside the run's" in err
+    m = json.loads(r.stdout)["metrics"]
+    assert m["category_critical"]["value"] == pytest.approx(1 / 29)
+    assert m["agent_exact"]["value"] == pytest.approx(1 / 29)
+    assert m["step_within_5"]["value"] == 0
+
+
+def test_negative_step_never_earns_a_tolerance_credit(tmp_path):
+    gold = load_gold(_jsonl(tmp_path / "g.jsonl", [{"id": "a", "critical_step": 0, "n_steps": 4}]))
+    # without check_step_ranges (library callers): -1 is 1 away from 0 but names no message
+    rep = evaluate(gold, [{"trajectory_id": "a", "critical_step": -1}], resamples=10)
+    assert rep.metrics["step_within_1"].value == 0
+    assert rep.problems["predictions"] == ["a: critical_step -1 is negative (counted wrong)"]
+    # the range check clears it even when the run's length is unknown
+    (d,), warnings = check_step_ranges(
+        [Diagnosis.from_dict({"trajectory_id": "b", "critical_step": -3})], gold)
+    assert d.critical_step is None
+    assert warnings == ["run b: critical_step -3 is outside the run (valid: 0 or more; steps are 0-based message "
+                        "indexes); scored as wrong"]

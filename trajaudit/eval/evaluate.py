@@ -164,11 +164,15 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
                 unknown_pred.add(d.category)
                 cat = d.category
         step = d.critical_step if d is not None else None
+        negative = step is not None and step < 0
+        if negative:  # no such message: wrong everywhere (a ±k tolerance must not credit it)
+            problems["predictions"].append(f"{key}: critical_step {step} is negative (counted wrong)")
+            step = None
         agent = (d.agent or _step_agent(t, step)) if d is not None else None
         runs.append(_Run(g, d, t, step, cat, agent))
         if d is None:
             problems["missing_predictions"].append(key)
-        elif step is None:
+        elif step is None and not negative:
             problems["predictions"].append(f"{key}: the prediction has no critical step (counted wrong)")
         if g.critical_step is None:
             problems["gold_without_critical_step"].append(f"{key}: {g.problem or 'no critical step'}")
