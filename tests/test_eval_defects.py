@@ -101,3 +101,21 @@ def test_negative_step_never_earns_a_tolerance_credit(tmp_path):
     assert d.critical_step is None
     assert warnings == ["run b: critical_step -3 is outside the run (valid: 0 or more; steps are 0-based message "
                         "indexes); scored as wrong"]
+
+
+# --- 3. rules from-tools validates tool parameters like audit/check/eval --------------------------
+
+def test_from_tools_rejects_an_invalid_parameter_type_like_check(tau_file, tmp_path):
+    tools = json.loads((tau_file.parent / "tools.json").read_text())
+    fn = tools[0].get("function", tools[0])
+    prop = next(iter(fn["parameters"]["properties"]))
+    fn["parameters"]["properties"][prop]["type"] = "strnig"
+    bad = tmp_path / "tools.json"
+    bad.write_text(json.dumps(tools))
+    r = run("rules", "from-tools", bad)
+    assert r.exit_code == 2, r.output
+    msg = " ".join(r.stderr.split())
+    assert msg.startswith(f"error: {bad}, element 0: tool {fn['name']!r}: invalid JSON Schema at "
+                          f"parameters.properties.{prop}.type: 'strnig' is not valid")
+    c = run("check", tau_file, "--tools", bad)
+    assert c.exit_code == 2 and " ".join(c.stderr.split()) == msg
