@@ -119,3 +119,21 @@ def test_from_tools_rejects_an_invalid_parameter_type_like_check(tau_file, tmp_p
                           f"parameters.properties.{prop}.type: 'strnig' is not valid")
     c = run("check", tau_file, "--tools", bad)
     assert c.exit_code == 2 and " ".join(c.stderr.split()) == msg
+
+
+# --- 4. messages: no Python None, no "<rules>" placeholder ------------------------------------------
+
+def test_claims_prints_none_in_words(tau_file):
+    r = run("claims", tau_file, "--record", "3")  # run 12: no claim is unsupported
+    assert r.exit_code == 0, r.output
+    assert "first error step: none" in r.stdout and "None" not in r.stdout
+    t = run("claims", tau_file, "--record", "3", "--format", "text")
+    assert "first error step: none" in t.stdout and "None" not in t.stdout
+
+
+def test_rules_list_unknown_pack_names_the_argument():
+    r = run("rules", "list", "nonexistent")
+    assert r.exit_code == 2
+    err = " ".join(r.stderr.split())
+    assert "<rules>" not in err
+    assert err.startswith("error: rules list nonexistent: rule pack 'nonexistent' not found")
