@@ -104,7 +104,7 @@ def test_extractor_protocol_and_pluggability(tau_runs):
 def test_cli_table_json_graphml(tau_file):
     r = CliRunner().invoke(main, ["claims", str(tau_file), "--record", "0", "--unsupported"])
     assert r.exit_code == 0, r.output
-    assert "first error step 6" in r.output and "CONFLICTING" in r.output and "11 available" in r.output
+    assert "first error step: 6" in r.output and "CONFLICTING" in r.output and "11 available" in r.output
     r = CliRunner().invoke(main, ["claims", str(tau_file), "--record", "0", "--format", "json"])
     doc = json.loads(r.output)
     assert doc["ledger"]["claims"][1]["status"] == "CONFLICTING"

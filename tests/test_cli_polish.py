@@ -29,33 +29,36 @@ def tau_one(tau_file, tmp_path_factory):
 
 # --- 1. eval --pred: negative steps and steps past the run's end ------------------------------------
 
-def test_eval_pred_negative_step_is_skipped_and_past_the_end_is_scored_wrong(tau_file, tmp_path):
+def test_eval_pred_steps_outside_the_run_are_kept_warned_and_scored_wrong(tau_file, tmp_path):
     gold = tau_file.parent / "ground_truth.json"
-    # run 80 has 26 steps and gold step 25: a prediction of 26 (no such message) was within ±1 before
+    # run 80 has 26 steps and gold step 25: a prediction of 26 (no such message) was within ±1 before;
+    # run 2's -1 used to drop the whole line (exit 1); both are now kept, warned, and the step is wrong
     pred = tmp_path / "d.jsonl"
     pred.write_text(json.dumps({"trajectory_id": "80", "critical_step": 26, "strategy": "x"}) + "\n"
                     + json.dumps({"trajectory_id": "2", "critical_step": -1, "strategy": "x"}) + "\n"
                     + json.dumps({"trajectory_id": "47", "critical_step": 18, "strategy": "x"}) + "\n")
     r = run("eval", tau_file, "--gold", gold, "--pred", pred, "--format", "json", "--bootstrap", "20")
-    assert r.exit_code == 1, r.output  # the negative line was skipped, as other bad lines are
-    assert f"{pred}: line 2: critical_step -1 is negative" in r.stderr.replace("\n", "")
-    assert "warning: run 80: critical_step 26 is beyond the run's 26 steps (0..25); scored as wrong" in r.stderr
+    assert r.exit_code == 0, r.output  # a warning, the same for both ends of the range
+    err = r.stderr.replace("\n", "")
+    assert "warning: run 80: critical_step 26 is outside the run's 26 steps (valid: 0..25); scored as wrong" in err
+    assert "warning: run 2: critical_step -1 is outside the run's 32 steps (valid: 0..31); scored as wrong" in err
     rep = json.loads(r.stdout)
-    assert rep["n_predictions"] == 2 and rep["n_matched"] == 2
+    assert rep["n_predictions"] == 3 and rep["n_matched"] == 3
     m = rep["metrics"]
     assert m["step_exact"]["value"] == pytest.approx(1 / 29)  # run 47 at its gold step 18
     assert m["step_within_1"]["value"] == pytest.approx(1 / 29)  # 26 no longer counts as 25 ± 1
 
 
-def test_read_diagnoses_reports_negative_step_with_line_number(tmp_path):
+def test_read_diagnoses_keeps_a_negative_step_for_the_range_check(tmp_path):
     from trajaudit.eval.runner import read_diagnoses
 
     p = tmp_path / "d.jsonl"
-    p.write_text('{"trajectory_id": "a", "critical_step": 3}\n\n{"trajectory_id": "b", "critical_step": -2}\n')
+    p.write_text('{"trajectory_id": "a", "critical_step": 3}\n\n{"trajectory_id": "b", "critical_step": -2}\n'
+                 '{"trajectory_id": "c", "critical_step": "4"}\n')
     diags, problems = read_diagnoses(p)
-    assert [d.trajectory_id for d in diags] == ["a"]
-    assert [(pr.record, pr.message.split(": ", 1)[1]) for pr in problems] == [
-        (3, "line 3: critical_step -2 is negative (steps are 0-based message indexes) (skipped)")]
+    assert [(d.trajectory_id, d.critical_step) for d in diags] == [("a", 3), ("b", -2)]
+    assert [pr.record for pr in problems] == [4]  # only the non-integer step is a bad line
+    assert "line 4: not a diagnosis (needs trajectory_id and an integer or null critical_step)" in problems[0].message
 
 
 # --- 2. --input-format on every command that reads traces -------------------------------------------

@@ -94,6 +94,9 @@ class RulePackError(TrajauditError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
+        if self.file is None and self.line is None:  # nothing to point at (a pack that was not found)
+            rid = f" (rule {self.rule_id})" if self.rule_id else ""
+            return f"{self.message}{rid}" + ("\n" + self.context if self.context else "")
         loc = self.file or "<rules>"
         if self.line is not None:
             loc += f":{self.line}"

@@ -69,8 +69,10 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
 
             click.echo(to_text(g, unsupported))
             continue
-        title = (f"{g.trajectory.id}: {len(g.claims)} claims · final answer at step {g.final_step} · "
-                 f"first error step {p.first_error_step} · error steps {list(p.error_steps)}")
+        final = "none" if g.final_step is None else g.final_step
+        first = "none" if p.first_error_step is None else p.first_error_step
+        title = (f"{g.trajectory.id}: {len(g.claims)} claims · final answer at step: {final} · "
+                 f"first error step: {first} · error steps {list(p.error_steps)}")
         table = Table(title=title, title_justify="left")
         for col, just in (("id", "right"), ("claim", "left"), ("kind", "left"), ("introduced at", "left"),
                           ("status", "left"), ("evidence", "left"), ("reused in", "left"), ("final", "left")):

@@ -157,9 +157,11 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         click.echo(text, nl=not text.endswith("\n"))
     else:
         report.render(console(), max_misses=max_misses)
+    for line in report.problems.get("pairing", []):
+        err.print(f"[bold yellow]warning:[/] {escape(line)}; exit code 1", markup=True, highlight=False)
     if skipped:
-        console(err=True).print(f"{skipped} run(s) or prediction line(s) were skipped (see above); exit code 1",
-                                highlight=False)
+        err.print(f"{skipped} run(s) or prediction line(s) were skipped (see above); exit code 1", highlight=False)
+    if skipped or report.problems.get("pairing"):
         sys.exit(1)
 
 

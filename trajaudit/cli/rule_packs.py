@@ -71,7 +71,15 @@ def list_packs(pack: str | None, show_rules: bool | None) -> None:
             t.add_row(name, *(str(c[k]) for k in _COUNT_COLS), incs, p.description)
         out.print(t)
         return
-    packs = [(pack, load_pack(pack))] if pack else [(n, p) for n, p, _ in shipped_rule_packs() if p is not None]
+    if pack:
+        try:
+            packs = [(pack, load_pack(pack))]
+        except RulePackError as e:
+            if e.file is None and e.line is None:  # no file to name: the pack itself was not found
+                fail(f"rules list {pack}: {e.message}")
+            raise
+    else:
+        packs = [(n, p) for n, p, _ in shipped_rule_packs() if p is not None]
     for name, p in packs:
         c = rule_counts(p)
         t = Table(title=f"{name}: {c['enabled']} rule(s) enabled of {len(p.rules)} "

@@ -322,6 +322,8 @@ class ExprCompiler(OperatorsMixin):
 
     def _path_closure(self, base: C, keys: list[Any], typ: str) -> C:
         bloc = base.loc or (lambda env: (base.fn(env), None))
+        if not keys:  # a bare name: its own (value, address), recorded
+            return C(recording(bloc), typ, loc=bloc)
 
         def loc(env: Env) -> tuple[Any, str | None]:
             v, addr = bloc(env)

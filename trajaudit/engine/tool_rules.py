@@ -80,10 +80,13 @@ class ToolRules:
 
 
 def read_tools_file(path: str | Path) -> list[dict[str, Any]]:
-    """Read a JSON tools file (a list of function schemas).
+    """Read a JSON tools file (a list of function schemas) and validate each tool's ``parameters``
+    with :func:`trajaudit.engine.evidence.check_tool_parameters` (the check ``audit``/``check``/``eval``
+    apply through ``load_tools``), so every command refuses the same files with the same message.
 
     Raises:
-        ToolSchemaError: unreadable file, invalid JSON, not a list of objects.
+        ToolSchemaError: unreadable file, invalid JSON, not a list of objects, or a tool whose
+            ``parameters`` is not a valid object JSON Schema (names file, element and tool).
     """
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -91,7 +94,10 @@ def read_tools_file(path: str | Path) -> list[dict[str, Any]]:
         raise ToolSchemaError(f"cannot read tool schemas: {e}", file=str(path)) from None
     except ValueError as e:
         raise ToolSchemaError(f"not valid JSON: {e}", file=str(path)) from None
-    functions(data, file=str(path))
+    from trajaudit.engine.evidence import check_tool_parameters  # evidence imports this module
+
+    for i, fn in enumerate(functions(data, file=str(path))):
+        check_tool_parameters(fn, file=str(path), index=i)
     return data
 
 

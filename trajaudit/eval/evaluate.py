@@ -1,7 +1,9 @@
 """Score diagnoses against gold: :func:`evaluate` -> :class:`~trajaudit.eval.report.EvalReport`.
 
 Matching: a diagnosis belongs to the gold run whose key equals its ``trajectory_id`` (else whose
-file name and record equal its ``file``/``record``). Every gold run is scored; a run without a
+file name and record equal its ``file``/``record``); an id match is refused when both name a trace
+file and the files differ (:meth:`GoldSet.match`). When more than half of the predictions match no
+gold run, ``EvalReport.problems["pairing"]`` says the predictions probably come from another data set. Every gold run is scored; a run without a
 prediction counts as wrong and is listed. Predictions for runs not in the gold, duplicates (the
 first is kept) and gold runs without a critical step are reported in ``EvalReport.problems``.
 Metric definitions and sources: :mod:`trajaudit.eval.metrics` and ``docs/eval.md``.
@@ -20,7 +22,7 @@ from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 from trajaudit.eval import metrics as M
-from trajaudit.eval.gold import GoldItem, GoldSet
+from trajaudit.eval.gold import GoldItem, GoldSet, other_file
 from trajaudit.eval.report import EvalReport, MetricValue, RunScore
 
 log = logging.getLogger(__name__)
@@ -133,14 +135,20 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
     preds: dict[str, Diagnosis] = {}
     dup: Counter[str] = Counter()
     diags = [_as_diagnosis(d) for d in diagnoses]
+    other_files = 0
     for d in diags:
         key = gs.match(d)
         if key is None:
-            problems["unmatched_predictions"].append(f"{d.trajectory_id} (not in the gold set)")
+            why = other_file(gs[d.trajectory_id], d) if d.trajectory_id in gs else None
+            other_files += why is not None
+            problems["unmatched_predictions"].append(f"{d.trajectory_id} ({why or 'not in the gold set'})")
         elif key in preds:
             dup[key] += 1
         else:
             preds[key] = d
+    if 2 * len(problems["unmatched_predictions"]) > len(diags):
+        problems["pairing"].append(_pairing_warning(len(problems["unmatched_predictions"]), len(diags), other_files,
+                                                    getattr(gold, "source", None)))
     problems["duplicate_predictions"] = [f"{k} ({n + 1} predictions; the first was scored)" for k, n in dup.items()]
     unknown_pred: set[str] = set()
     runs: list[_Run] = []
@@ -156,11 +164,15 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
                 unknown_pred.add(d.category)
                 cat = d.category
         step = d.critical_step if d is not None else None
+        negative = step is not None and step < 0
+        if negative:  # no such message: wrong everywhere (a ±k tolerance must not credit it)
+            problems["predictions"].append(f"{key}: critical_step {step} is negative (counted wrong)")
+            step = None
         agent = (d.agent or _step_agent(t, step)) if d is not None else None
         runs.append(_Run(g, d, t, step, cat, agent))
         if d is None:
             problems["missing_predictions"].append(key)
-        elif step is None:
+        elif step is None and not negative:
             problems["predictions"].append(f"{key}: the prediction has no critical step (counted wrong)")
         if g.critical_step is None:
             problems["gold_without_critical_step"].append(f"{key}: {g.problem or 'no critical step'}")
@@ -183,6 +195,15 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
     by_strategy = {name: _usage([d for d in diags if d.strategy == name]) for name in sorted({d.strategy for d in diags})}
     report.usage_by_strategy = {k: v for k, v in by_strategy.items() if v is not None}
     return report
+
+
+def _pairing_warning(unmatched: int, total: int, other_files: int, source: str | None) -> str:
+    """The warning for an evaluation where most predictions belong to no gold run."""
+    files = (f"; {other_files} of them share an id with a gold run but name another trace file"
+             if other_files else "")
+    gold = f" in {source}" if source else ""
+    return (f"{unmatched} of {total} predictions match no gold run{gold}{files}: the predictions come from a "
+            "different data set? Only runs paired by id (and by file, when both name one) are scored")
 
 
 def _metrics(report: EvalReport, runs: list[_Run], tax: Taxonomy | None, grader: RepairGrader | None,

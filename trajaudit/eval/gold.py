@@ -133,8 +133,13 @@ class GoldSet(dict[str, GoldItem]):
             self[item.key] = item
 
     def match(self, d: Diagnosis) -> str | None:
-        """The gold key a diagnosis belongs to: its ``trajectory_id``, else its (file name, record)."""
-        if d.trajectory_id in self:
+        """The gold key a diagnosis belongs to: its ``trajectory_id``, else its (file name, record).
+
+        An id match is refused when both sides name their trace file and the files differ
+        (:func:`other_file`): a numeric id such as ``"2"`` is shared by runs of many data sets.
+        """
+        it = self.get(d.trajectory_id)
+        if it is not None and other_file(it, d) is None:
             return d.trajectory_id
         if d.file:
             want = (Path(d.file).name, d.record)
@@ -142,6 +147,21 @@ class GoldSet(dict[str, GoldItem]):
                 if it.file and (Path(it.file).name, it.record) == want:
                     return k
         return None
+
+
+def other_file(item: GoldItem, d: Diagnosis) -> str | None:
+    """Why ``d`` cannot be the run of ``item`` although the ids may be equal, else ``None``.
+
+    Both must name a trace file: the file names (not the folders) differ, or both give a record
+    and the records differ. When either side names no file nothing can be said (``None``).
+    """
+    if not item.file or not d.file:
+        return None
+    if Path(item.file).name != Path(d.file).name:
+        return f"its file {Path(d.file).name} is not the gold run's {Path(item.file).name}"
+    if item.record is not None and d.record is not None and item.record != d.record:
+        return f"its record {d.record} is not the gold run's {item.record}"
+    return None
 
 
 def _int(value: Any) -> int | None:
@@ -381,4 +401,4 @@ def load_gold(path: str | os.PathLike[str], format: str = "auto", *, taxonomy: s
 
 
 __all__ = ["GOLD_FORMATS", "GoldFailure", "GoldFormatError", "GoldItem", "GoldSet", "detect_gold_format",
-           "load_agentrx_gold", "load_gold", "load_jsonl_gold", "load_who_and_when_gold", "who_and_when_item"]
+           "load_agentrx_gold", "load_gold", "load_jsonl_gold", "load_who_and_when_gold", "other_file", "who_and_when_item"]

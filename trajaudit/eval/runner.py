@@ -90,10 +90,10 @@ def run_on_paths(paths: Iterable[str | os.PathLike[str]], strategy: str | Strate
 def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[Problem]]:
     """Read a diagnoses JSONL file (one :class:`Diagnosis` dict per line; a JSON list is accepted too).
 
-    Lines that are not JSON objects with a ``trajectory_id`` and an integer-or-null ``critical_step``,
-    and lines whose ``critical_step`` is negative (steps are 0-based message indexes), are reported
-    (with their 1-based line number) and skipped. A step beyond the run's end is checked later, when
-    the run is known: :func:`check_step_ranges`.
+    Lines that are not JSON objects with a ``trajectory_id`` and an integer-or-null ``critical_step``
+    are reported (with their 1-based line number) and skipped. A step outside the run (negative, or
+    at or past its end) is a well-formed prediction that is wrong: it is kept, and
+    :func:`check_step_ranges` warns and clears it, so its category and agent are still scored.
 
     Raises:
         TrajauditError: the file cannot be read.
@@ -126,10 +126,6 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
             problems.append(Problem(str(p), n, f"{p}: line {n}: not a diagnosis (needs trajectory_id and an "
                                                "integer or null critical_step) (skipped)"))
             continue
-        if step is not None and step < 0:
-            problems.append(Problem(str(p), n, f"{p}: line {n}: critical_step {step} is negative (steps are 0-based "
-                                               "message indexes) (skipped)"))
-            continue
         try:
             out.append(Diagnosis.from_dict(d))
         except (TypeError, ValueError, KeyError, AttributeError) as e:
@@ -139,13 +135,14 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
 
 def check_step_ranges(diagnoses: Iterable[Diagnosis], gold: GoldSet,
                       trajectories: Iterable[Trajectory] = ()) -> tuple[list[Diagnosis], list[str]]:
-    """Clear predicted steps that lie beyond the end of their run, with one warning each.
+    """Clear predicted steps that lie outside their run, with one warning each.
 
     A run's length is its number of steps (messages) in the loaded trajectory (matched by id, else by
-    file name and record), else the gold's ``n_steps``; runs of unknown length are left alone. A
-    prediction at step ``>= length`` points at no message: its ``critical_step`` becomes ``None`` so
-    every step metric scores it wrong (a ±k tolerance must not credit a step past the end), and the
-    warning says so.
+    file name and record), else the gold's ``n_steps``. A prediction at a negative step, or at step
+    ``>= length``, points at no message: its ``critical_step`` becomes ``None`` so every step metric
+    scores it wrong (a ±k tolerance must not credit a step outside the run), and the warning says so
+    and gives the valid range. The rest of the prediction (category, agent) is kept and scored. A
+    negative step is cleared even when the run's length is unknown; a large one is then left alone.
 
     Args:
         diagnoses: the predictions (after :func:`read_diagnoses`).
@@ -154,7 +151,8 @@ def check_step_ranges(diagnoses: Iterable[Diagnosis], gold: GoldSet,
 
     Returns:
         ``(diagnoses, warnings)``: the diagnoses in input order (out-of-range steps cleared) and
-        ``"run R: critical_step S is beyond the run's N steps (0..N-1); scored as wrong"`` lines.
+        ``"run R: critical_step S is outside the run's N steps (valid: 0..N-1); scored as wrong"``
+        lines (``valid: 0 or more`` when the length is unknown).
     """
     by_id: dict[str, Trajectory] = {}
     by_file: dict[tuple[str, int | None], Trajectory] = {}
@@ -177,10 +175,11 @@ def check_step_ranges(diagnoses: Iterable[Diagnosis], gold: GoldSet,
         if t is None and d.file:
             t = by_file.get((Path(d.file).name, d.record))
         length = len(t.steps) if t is not None else (g.n_steps if g is not None else None)
-        if length is not None and step >= length:
+        if step < 0 or (length is not None and step >= length):
             run = key or d.trajectory_id
-            warnings.append(f"run {run}: critical_step {step} is beyond the run's {length} steps "
-                            f"(0..{length - 1}); scored as wrong")
+            where = (f"the run's {length} steps (valid: 0..{length - 1})" if length is not None
+                     else "the run (valid: 0 or more; steps are 0-based message indexes)")
+            warnings.append(f"run {run}: critical_step {step} is outside {where}; scored as wrong")
             d = dataclasses.replace(d, critical_step=None)
         out.append(d)
     return out, warnings

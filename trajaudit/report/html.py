@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from trajaudit.engine.pipeline import AuditResult
 from trajaudit.errors import Problem
+from trajaudit.report.markdown import evidence_text
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -102,7 +103,7 @@ def _run_section(i: int, r: AuditResult, preview_chars: int) -> str:
             f"<td>{_e(s.agent or '')}</td><td>{_e(tool)}</td><td>{badges}<div class='preview'>{_e(text)}</div></td></tr>"
         )
     ev = "".join(
-        f"<li>{_link_addresses(e.address, i)} {_e(e.note or '')}: <code>{_e(str(e.value)[:300])}</code></li>"
+        f"<li>{_link_addresses(e.address, i)} {_e(e.note or '')}: <code>{_e(evidence_text(e.value, 300))}</code></li>"
         for e in d.evidence
     )
     cands = "".join(

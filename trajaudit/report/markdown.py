@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 
 from trajaudit.engine.pipeline import AuditResult
 from trajaudit.errors import Problem
+
+
+def evidence_text(value: object, limit: int) -> str:
+    """An evidence value as a reader sees it (shared by the Markdown and HTML reports): text as is,
+    nothing for null, anything else as JSON (not a Python repr); cut at ``limit`` characters."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _cell(x: object) -> str:
@@ -40,7 +50,8 @@ def render_markdown(results: Sequence[AuditResult], problems: Sequence[Problem] 
         if d.repair:
             lines.append(f"- repair: {_cell(d.repair)}")
         for e in d.evidence[:10]:
-            lines.append(f"  - evidence `{e.address}` {_cell(e.note or '')}: {_cell(str(e.value)[:160])}")
+            value = evidence_text(e.value, 160)
+            lines.append(f"  - evidence `{e.address}` {_cell(e.note or '')}" + (f": {_cell(value)}" if value else ""))
         for c in d.candidates[1:5]:
             lines.append(f"  - alternative: step {c.step} ({c.category}, score {c.score:.2f}) — {_cell(c.reason)}")
         lines.append("")

@@ -59,7 +59,7 @@ def to_text(cg: ClaimGraph, only_unsupported: bool = False) -> str:
         lines.append(f"  {r['id']:>5} {r['status']:<11} {r['kind']:<8} {r['claim']!r} @ {r['introduced']}"
                      f"  evidence: {r['evidence']}  reused in: {r['reused_in']}  final: {r['final']}")
     p = cg.propagate()
-    lines.append(f"first error step: {p.first_error_step}")
+    lines.append(f"first error step: {'none' if p.first_error_step is None else p.first_error_step}")
     for s in p.error_steps:
         lines.append(f"  step {s} ({p.roles[s]}): {' → '.join(p.chains[s])}")
     for note in cg.incomplete:
