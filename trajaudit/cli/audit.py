@@ -36,7 +36,8 @@ from trajaudit.engine.strategy import AuditConfig, default_strategies
               help="Tool schemas (OpenAI function list) for SCHEMA rules.")
 @click.option("--taxonomy", default="agentrx", show_default=True, help="Taxonomy for the root-cause category.")
 @click.option("--strategy", default="offline", show_default=True,
-              help="How to diagnose: offline (no LLM), first, last, random, or an LLM strategy.")
+              help="How to diagnose: offline (no LLM), the baselines first, last, random, first-violation, or an "
+                   "LLM strategy (all-at-once, step-by-step, binary-search, agentrx, searchauditor, drift, hybrid).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="diagnoses.jsonl", show_default=True,
               help="Write one diagnosis per line (JSONL); '-' for stdout.")
 @click.option("--report", "report", type=click.Path(dir_okay=False),

@@ -117,7 +117,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
         rules += [r for r in compile_rules(rules_from_tools(tools)) if r.id not in taken]
     res = load_many(list(files), format=input_format, mapping=mapping)
     report_problems(res.problems)
-    warn_non_utf8(res.trajectories)
+    warn_non_utf8(res.trajectories, res.problems)
     if not res.trajectories:
         fail("no trajectory could be loaded from " + ", ".join(files))
     logs = [evaluate(t, rules, tools=tools) for t in res.trajectories]

@@ -47,7 +47,7 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
         fail("--max-claims-per-step must be at least 1")
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)
-    warn_non_utf8(res.trajectories)
+    warn_non_utf8(res.trajectories, res.problems)
     if not res.trajectories:
         fail(f"{file}: no trajectory could be loaded")
     cfg = ClaimConfig(max_claims_per_step=max_claims_per_step)
