@@ -249,3 +249,34 @@ def test_unconditioned_quantifiers_over_ranges_match_the_scan(tau_file, monkeypa
         seq_addr=addr if addr is not None else seq))
     assert fast == logs()
     assert any(r["verdict"] == "unknown" for log in fast for r in log["records"])  # the budget was hit
+
+
+def test_substring_quantifiers_match_the_scan(tau_file, ww_dir, monkeypatch):
+    """``exists s in earlier where X in lower(s.content)`` finds its witness by plain substring tests;
+    logs (evidence, witnesses, budget hits) equal the reference scan's."""
+    from trajaudit import load_path
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_compiler import ExprCompiler
+    from trajaudit.engine.rule_eval import evaluate
+    from trajaudit.engine.rule_pack import load_pack
+    from trajaudit.engine.strategy import AuditConfig
+
+    extra = {"pack": "t", "rules": [
+        {"id": "a", "type": "PROTOCOL", "guard": "step.is_decision",
+         "let": {"w": 'first s in earlier where "order" in lower(s.content)',
+                 "x": "latest s in earlier where lower(step.kind) in s.content",
+                 "y": "exists s in later where 7 in s.content",
+                 "z": "exists s in earlier where null in s.content"},
+         "assert": "w == null or x != null or y"}]}
+    packs = [load_pack(name) for name in ("generic", "tau_retail")] + [load_pack(extra)]
+    runs = load_path(tau_file).trajectories[:5] + [load_path(p).trajectories[0] for p in sorted(ww_dir.glob("*.json"))[:4]]
+
+    def logs():
+        rules = [r for p in packs for r in compile_rules(p)]
+        return [evaluate(t, rules, config=cfg).to_dict() for t in runs for cfg in (None, AuditConfig(rule_budget=60))]
+
+    fast = logs()
+    monkeypatch.setattr(ExprCompiler, "_substring_test", lambda self, *a: None)
+    slow = logs()
+    assert fast == slow
+    assert any(r["verdict"] == "unknown" for log in fast for r in log["records"])  # errors and budget hits too

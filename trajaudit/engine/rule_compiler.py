@@ -438,9 +438,31 @@ class ExprCompiler(OperatorsMixin):
         share = closed_share_key(et, node.var, closed_parts, node.body if body_closed else None, names) \
             if closed_parts or body_closed else None
         plan = QuantPlan(node.kind, node.var, seq.fn, seq.loc, closed, opened, body, body_closed,
-                         key=id(node), label=A.unparse(node), share=share)
+                         key=id(node), label=A.unparse(node), share=share,
+                         substring=self._substring_test(node, seq.type, closed_parts, open_parts, inner))
         typ = {"exists": "bool", "forall": "bool", "count": "num"}.get(node.kind, et)
         return C(plan.run, typ)
+
+    def _substring_test(self, node: A.Quant, seq_type: str, closed: list[A.Expr], opened: list[A.Expr],
+                        inner: dict[str, str]) -> tuple[Fn, bool] | None:
+        """For ``exists/first/latest v in STEPS where X in [lower(]v.content[)]`` (X not reading ``v`` and
+        nesting no quantifier): ``(X's closure, lowered)``, which lets :class:`QuantPlan` find the
+        witness with plain substring tests and evaluate the condition only on it; else ``None``."""
+        if node.kind not in ("exists", "first", "latest") or node.body is not None or closed or len(opened) != 1 \
+                or seq_type != "steps":
+            return None
+        e = opened[0]
+        if not (isinstance(e, A.Binary) and e.op == "in"):
+            return None
+        right, lowered = e.right, False
+        if isinstance(right, A.Call) and right.func == "lower" and len(right.args) == 1:
+            right, lowered = right.args[0], True
+        if not (isinstance(right, A.Attr) and right.name == "content" and isinstance(right.obj, A.Name)
+                and right.obj.id == node.var):
+            return None
+        if node.var in free_names(e.left) or any(isinstance(n, (A.Quant, A.Comprehension)) for n in e.left.walk()):
+            return None
+        return self.compile(e.left, inner).fn, lowered
 
     def _conj(self, parts: list[A.Expr], scope: dict[str, str]) -> Fn | None:
         if not parts:

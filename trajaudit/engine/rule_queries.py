@@ -17,8 +17,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from trajaudit.engine.rule_builtins import CallRange, StepRange, as_items
-from trajaudit.engine.rule_runtime import Env, EvalError
+from trajaudit.engine.rule_builtins import CallRange, StepRange, _lower, as_items
+from trajaudit.engine.rule_runtime import Env, EvalError, is_num, member
 
 Fn = Callable[[Env], Any]
 
@@ -53,6 +53,7 @@ class QuantPlan:
     key: int
     label: str
     share: int | None = None
+    substring: tuple[Fn, bool] | None = None
 
     def run(self, env: Env) -> Any:
         """Evaluate the quantifier in ``env``; binds the witness/counterexample in ``env.witness``."""
@@ -66,6 +67,10 @@ class QuantPlan:
         if self.closed is None and self.open is None and self.body is None and self.kind != "forall" \
                 and isinstance(seq, (StepRange, CallRange)):
             return self._bare(env, seq, addr)
+        if self.substring is not None and isinstance(seq, StepRange):
+            got = self._substring(env, seq, addr)
+            if got is not _MISSING:
+                return got
         items = as_items(env, seq)
         if addr is not None and isinstance(seq, dict):
             addrs = [f"{addr}.{k}" for k in seq]
@@ -98,6 +103,35 @@ class QuantPlan:
         env.witness[self.var] = item
         env.seen.append((item.address, item, self.var))
         return True if self.kind == "exists" else item
+
+    def _substring(self, env: Env, seq: StepRange, addr: str | None) -> Any:
+        """:attr:`substring` plans: the needle ``X`` does not depend on the element, so the witness is
+        the first (last) step whose content holds it, found with ``member`` on the (lowered) texts;
+        then :meth:`_scan` visits just that step, so its evidence and witness are the reference ones,
+        and the elements skipped are charged as the scan would charge them. ``_MISSING`` (take the
+        reference path) when ``X`` raises or is not text or a number — errors surface as the scan raises them."""
+        needle_fn, lowered = self.substring  # type: ignore[misc]
+        universe, lo, hi = self._universe(env, seq)
+        if hi <= lo:
+            return _MISSING
+        mark = len(env.seen)
+        try:
+            needle = needle_fn(env)
+        except EvalError:
+            return _MISSING
+        finally:
+            del env.seen[mark:]
+        if not (isinstance(needle, str) or is_num(needle)):
+            return _MISSING
+        order = range(hi - 1, lo - 1, -1) if self.kind == "latest" else range(lo, hi)
+        for visited, i in enumerate(order):
+            text = universe[i].step.content
+            if member(needle, _lower(text) if lowered and isinstance(text, str) else text):
+                if visited:
+                    env.tc.charge(visited)
+                return self._scan(env, range(i, i + 1), None, {}, universe, None, self.open, seq_addr=addr or seq)
+        env.tc.charge(hi - lo)
+        return self._scan(env, range(0), None, {}, universe, None, self.open, seq_addr=addr or seq)
 
     # -- indexed path --------------------------------------------------------------------------
 
