@@ -32,6 +32,7 @@ from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
     make_diagnosis,
+    no_decision_diagnosis,
     normalize_category,
     require_llm,
     snap_to_decision,
@@ -153,9 +154,7 @@ class AgentRx:
                                  f"{self.max_violations})")
             decisions = [s.index for s in trajectory.decision_steps]
             if not decisions:
-                return make_diagnosis(trajectory, context, strategy=self.name, step=None, category=INCONCLUSIVE,
-                                      confidence=0.0, rationale="the run has no decision step",
-                                      usage=usage.to_dict(), metadata=run.metadata())
+                return no_decision_diagnosis(trajectory, context, self.name, usage, run)
             messages, view = run.fitted(
                 client, "agentrx_judge", trajectory, "trajectory", range(len(trajectory.steps)),
                 focus=tuple(sorted({r["step"] for r in rows}))[:6], task=trajectory.task,

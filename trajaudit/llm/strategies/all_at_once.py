@@ -12,13 +12,14 @@ import copy
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
+from trajaudit.engine.strategy import AuditContext
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
     categories,
     categories_text,
     make_diagnosis,
+    no_decision_diagnosis,
     normalize_category,
     require_llm,
     snap_to_decision,
@@ -46,9 +47,7 @@ class AllAtOnce:
         decisions = [s.index for s in trajectory.decision_steps]
         with tracking() as usage:
             if not decisions:
-                return make_diagnosis(trajectory, context, strategy=self.name, step=None, category=INCONCLUSIVE,
-                                      confidence=0.0, rationale="the run has no decision step",
-                                      usage=usage.to_dict(), metadata=run.metadata())
+                return no_decision_diagnosis(trajectory, context, self.name, usage, run)
             messages, _ = run.fitted(
                 client, "all_at_once", trajectory, "trajectory", range(len(trajectory.steps)),
                 task=trajectory.task, categories=categories_text(cats),

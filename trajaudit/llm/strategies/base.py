@@ -180,3 +180,12 @@ def make_diagnosis(trajectory: Trajectory, context: AuditContext, *, strategy: s
                      critical_step=step, agent=agent, category=category, taxonomy=context.config.taxonomy,
                      confidence=confidence, rationale=rationale, evidence=evidence, candidates=cands,
                      strategy=strategy, usage=usage, metadata=metadata)
+
+
+def no_decision_diagnosis(trajectory: Trajectory, context: AuditContext, strategy: str, usage: Any,
+                          run: PromptRun, **meta: Any) -> Diagnosis:
+    """The answer of every LLM strategy for a run with no decision step (nothing to ask the model):
+    no critical step, category ``inconclusive``, confidence 0, the usage and prompt metadata so far."""
+    return make_diagnosis(trajectory, context, strategy=strategy, step=None, category=INCONCLUSIVE,
+                          confidence=0.0, rationale="the run has no decision step",
+                          usage=usage.to_dict(), metadata=run.metadata(**meta))

@@ -14,13 +14,14 @@ import copy
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
+from trajaudit.engine.strategy import AuditContext
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
     categories,
     categories_text,
     make_diagnosis,
+    no_decision_diagnosis,
     normalize_category,
     require_llm,
 )
@@ -49,9 +50,7 @@ class BinarySearch:
         path: list[dict] = []
         with tracking() as usage:
             if not d:
-                return make_diagnosis(trajectory, context, strategy=self.name, step=None, category=INCONCLUSIVE,
-                                      confidence=0.0, rationale="the run has no decision step",
-                                      usage=usage.to_dict(), metadata=run.metadata(path=path))
+                return no_decision_diagnosis(trajectory, context, self.name, usage, run, path=path)
             lo, hi = 0, len(d) - 1
             while lo < hi:
                 mid = (lo + hi) // 2

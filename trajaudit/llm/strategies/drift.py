@@ -30,13 +30,14 @@ from typing import Any
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
+from trajaudit.engine.strategy import AuditContext
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
     categories,
     categories_text,
     make_diagnosis,
+    no_decision_diagnosis,
     normalize_category,
     require_llm,
 )
@@ -106,9 +107,7 @@ class Drift:
         decisions = [s.index for s in t.decision_steps]
         with tracking() as usage:
             if not decisions:
-                return make_diagnosis(t, context, strategy=self.name, step=None, category=INCONCLUSIVE,
-                                      confidence=0.0, rationale="the run has no decision step",
-                                      usage=usage.to_dict(), metadata=run.metadata())
+                return no_decision_diagnosis(t, context, self.name, usage, run)
             whole = whole_chars(t)
             base = build_claim_graph(t, context.config)
             keeper = self._keep(client, t, run, st, whole, base.claims, decisions)

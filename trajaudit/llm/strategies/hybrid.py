@@ -23,7 +23,7 @@ from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
+from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import severity_rank
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
@@ -31,6 +31,7 @@ from trajaudit.llm.strategies.base import (
     categories,
     categories_text,
     make_diagnosis,
+    no_decision_diagnosis,
     normalize_category,
     require_llm,
 )
@@ -132,9 +133,7 @@ class Hybrid:
         t = trajectory
         with tracking() as usage:
             if not t.decision_steps:
-                return make_diagnosis(t, context, strategy=self.name, step=None, category=INCONCLUSIVE,
-                                      confidence=0.0, rationale="the run has no decision step",
-                                      usage=usage.to_dict(), metadata=run.metadata())
+                return no_decision_diagnosis(t, context, self.name, usage, run)
             log = compact_log(t, context, st)
             fin = final_answer_index(t)
             anchors = tuple(sorted(set(log["anchors"]) | ({fin} if fin is not None else set())))

@@ -33,7 +33,7 @@ from typing import Any
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
+from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import Evidence
 from trajaudit.errors import LLMError
 from trajaudit.llm.prompting import load_prompt
@@ -43,6 +43,7 @@ from trajaudit.llm.strategies.base import (
     categories,
     categories_text,
     make_diagnosis,
+    no_decision_diagnosis,
     normalize_category,
     require_llm,
 )
@@ -111,9 +112,7 @@ class SearchAuditor:
         decisions = [s.index for s in t.decision_steps]
         with tracking() as usage:
             if not decisions:
-                return make_diagnosis(t, context, strategy=self.name, step=None, category=INCONCLUSIVE,
-                                      confidence=0.0, rationale="the run has no decision step",
-                                      usage=usage.to_dict(), metadata=run.metadata())
+                return no_decision_diagnosis(t, context, self.name, usage, run)
             whole = whole_chars(t)
             final = final_answer_text(t, run.notes)
             common = {"task": t.task, "final_answer": final, "decision_steps": ", ".join(map(str, decisions))}
