@@ -172,7 +172,7 @@ def clear_caches(packs: bool = True) -> None:
     regex-safety memos (unless ``packs`` is false), memoized regex results of rules, the claim
     package's text analyses. Results never depend on them (benchmarks clear them to time a batch as a
     fresh process would run it; the on-disk pack cache is not touched: see ``TRAJAUDIT_NO_CACHE``)."""
-    from trajaudit.engine import regex_prefilter, rule_builtins
+    from trajaudit.engine import regex_prefilter
     from trajaudit.engine.claims import clear_caches as clear_claims
 
     if packs:
@@ -185,7 +185,7 @@ def clear_caches(packs: bool = True) -> None:
         pack_cache.code_fingerprint.cache_clear()
         regex_prefilter._INFO.clear()
     regex_prefilter._search_shared.cache_clear()
-    rule_builtins.LOWER_MEMO.clear()
+    regex_prefilter.LOWER_MEMO.clear()
     clear_claims()
 
 

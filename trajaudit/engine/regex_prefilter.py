@@ -160,7 +160,7 @@ def finditer_from(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
     info = info_of(rx)
     if info.lits is None and info.anchor is None:
         return rx.finditer(text)
-    low = text.lower()
+    low = lower_text(text)
     if info.lits is not None and not any(lit in low for lit in info.lits):
         return iter(())
     return rx.finditer(text, start_bound(info.anchor, low))
@@ -175,7 +175,7 @@ def cannot_match(rx: re.Pattern[str], text: str, lowered: str | None = None) -> 
     lits = required_literals(rx)
     if lits is None or not text.isascii():
         return False
-    low = lowered if lowered is not None else text.lower()
+    low = lowered if lowered is not None else lower_text(text)
     return not any(lit in low for lit in lits)
 
 
@@ -352,18 +352,35 @@ def _search_shared(info: RegexInfo, text: str, low: str | None = None) -> Span |
     return _search(info, text, low)
 
 
-def memo_search(rx: re.Pattern[str], text: str, memo: dict[Any, Span | None], lowered: dict[str, str]) -> Span | None:
+#: Lower-case forms of long texts, shared by the rule engine's ``lower()`` (rules lower every earlier
+#: step's content once per token they look up) and the literal prefilter. Keyed by the text itself, so
+#: a hit is exact; bounded (emptied when full), emptied by ``evidence.clear_caches``.
+LOWER_MEMO: dict[str, str] = {}
+_LOWER_MIN, _LOWER_MAX_ENTRIES = 256, 4096
+
+
+def lower_text(s: str) -> str:
+    """``s.lower()``, memoized for texts of at least 256 characters."""
+    if len(s) < _LOWER_MIN:
+        return s.lower()
+    got = LOWER_MEMO.get(s)
+    if got is None:
+        if len(LOWER_MEMO) >= _LOWER_MAX_ENTRIES:
+            LOWER_MEMO.clear()
+        got = LOWER_MEMO[s] = s.lower()
+    return got
+
+
+def memo_search(rx: re.Pattern[str], text: str, memo: dict[Any, Span | None]) -> Span | None:
     """:func:`span` of ``rx.search(text)``, memoized in ``memo`` (one run's) and, for short texts, across
-    runs; ``lowered`` keeps each ASCII text's lower-case form for the literal prefilter."""
+    runs; an ASCII text's lower-case form (:func:`lower_text`) serves the literal prefilter."""
     info = info_of(rx)
     key = (info, text)
     if key in memo:
         return memo[key]
     low = None
     if text.isascii():
-        low = lowered.get(text)
-        if low is None:
-            low = lowered[text] = text.lower()
+        low = lower_text(text)
         lits = info.lits
         if lits is not None and not any(lit in low for lit in lits):
             memo[key] = None

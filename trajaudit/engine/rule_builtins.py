@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import jmespath
 
-from trajaudit.engine.regex_prefilter import finditer_from
+from trajaudit.engine.regex_prefilter import finditer_from, lower_text
 from trajaudit.engine.rule_runtime import CallView, Env, EvalError, StepView, is_num, type_name
 
 
@@ -108,24 +108,6 @@ def _captures(text: Any, rx: re.Pattern[str]) -> list[str]:
     if not isinstance(text, str):
         raise EvalError(f"captures() needs a string, got {type_name(text)}")
     return [m.group(1) if rx.groups else m.group(0) for m in finditer_from(rx, text)]  # exact (regex_prefilter)
-
-
-#: Lower-case forms of long texts (rules lower every earlier step's content once per token they look
-#: up: ``exists s in earlier where lower(t) in lower(s.content)``). Keyed by the text itself, so a hit
-#: is exact; bounded (emptied when full), emptied by ``evidence.clear_caches``.
-LOWER_MEMO: dict[str, str] = {}
-_LOWER_MIN, _LOWER_MAX_ENTRIES = 256, 4096
-
-
-def _lower(s: str) -> str:
-    if len(s) < _LOWER_MIN:
-        return s.lower()
-    got = LOWER_MEMO.get(s)
-    if got is None:
-        if len(LOWER_MEMO) >= _LOWER_MAX_ENTRIES:
-            LOWER_MEMO.clear()
-        got = LOWER_MEMO[s] = s.lower()
-    return got
 
 
 def _len(x: Any) -> int:
@@ -315,7 +297,7 @@ def _b(fn: Callable[..., Any], kinds: str = "value", min_args: int | None = None
 
 BUILTINS: dict[str, Builtin] = {
     "len": _b(_len, returns="num", doc="length of a string, list or object"),
-    "lower": _b(lambda s: _lower(s) if isinstance(s, str) else s, returns="str", doc="lower-case"),
+    "lower": _b(lambda s: lower_text(s) if isinstance(s, str) else s, returns="str", doc="lower-case"),
     "upper": _b(lambda s: s.upper() if isinstance(s, str) else s, returns="str", doc="upper-case"),
     "trim": _b(lambda s: s.strip() if isinstance(s, str) else s, returns="str", doc="strip whitespace"),
     "str": _b(_str, returns="str", doc="text of a value (JSON for objects)"),

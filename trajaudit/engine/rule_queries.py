@@ -17,7 +17,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from trajaudit.engine.rule_builtins import CallRange, StepRange, _lower, as_items
+from trajaudit.engine.regex_prefilter import lower_text
+from trajaudit.engine.rule_builtins import CallRange, StepRange, as_items
 from trajaudit.engine.rule_runtime import Env, EvalError, is_num, member
 
 Fn = Callable[[Env], Any]
@@ -126,7 +127,7 @@ class QuantPlan:
         order = range(hi - 1, lo - 1, -1) if self.kind == "latest" else range(lo, hi)
         for visited, i in enumerate(order):
             text = universe[i].step.content
-            if member(needle, _lower(text) if lowered and isinstance(text, str) else text):
+            if member(needle, lower_text(text) if lowered and isinstance(text, str) else text):
                 if visited:
                     env.tc.charge(visited)
                 return self._scan(env, range(i, i + 1), None, {}, universe, None, self.open, seq_addr=addr or seq)

@@ -194,7 +194,6 @@ class TrajContext:
                     self._answer.setdefault(cid, s.index)
         self._json: dict[int, Any] = {}
         self._search: dict[tuple[re.Pattern[str], str], tuple[int, int, str] | None] = {}
-        self._lower: dict[str, str] = {}
         self._outputs_by_caller: dict[int, list[int]] | None = None
         self.cache: dict[Any, Any] = {}
         self.shared: dict[Any, Any] = {}  # run-wide values of expressions shared by rules (rule_queries)
@@ -206,7 +205,7 @@ class TrajContext:
 
     def release(self) -> None:
         """Drop the per-run query caches once every rule has run (views and indexes stay)."""
-        for d in (self._json, self._search, self._lower, self.cache, self.shared):
+        for d in (self._json, self._search, self.cache, self.shared):
             d.clear()
 
     def charge(self, n: int = 1) -> None:
@@ -223,7 +222,7 @@ class TrajContext:
         """``(start, end, matched text)`` of ``rx.search(text)`` or ``None``, memoized for the run: rules
         test the same step texts against the same patterns once per later step (``exists o in
         earlier where o.content ~ …``), which would otherwise rescan the run for every step."""
-        return memo_search(rx, text, self._search, self._lower)
+        return memo_search(rx, text, self._search)
 
     def json_of(self, i: int) -> Any:
         """The step's content parsed as JSON (``None`` when it is not JSON); cached."""
