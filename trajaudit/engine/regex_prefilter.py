@@ -335,8 +335,10 @@ def info_of(rx: re.Pattern[str]) -> RegexInfo:
     return info
 
 
-def _search(info: RegexInfo, text: str, low: str | None) -> Span | None:
-    if low is not None:
+def _search(info: RegexInfo, text: str) -> Span | None:
+    """``span(info.rx.search(text))``: on ASCII text through the branch plan or from the anchor bound."""
+    if text.isascii():
+        low = lower_text(text)
         if info.plan is not None:
             return _search_branches(info.plan, text, low)
         return span(info.rx.search(text, start_bound(info.anchor, low)))
@@ -344,12 +346,11 @@ def _search(info: RegexInfo, text: str, low: str | None) -> Span | None:
 
 
 @lru_cache(maxsize=4096)
-def _search_shared(info: RegexInfo, text: str, low: str | None = None) -> Span | None:
+def _search_shared(info: RegexInfo, text: str) -> Span | None:
     """Bounded per-process cache of regex results (keyed by the pattern and the text itself, so a hit
     is exact): runs of one batch share texts (a system prompt, repeated tool outputs) and rule packs
-    share patterns. At most 4096 texts of at most :data:`SHARED_SEARCH_MAX_CHARS` characters.
-    ``low`` is ``text.lower()`` for an ASCII text (then :func:`branch_plan` may answer), else ``None``."""
-    return _search(info, text, low)
+    share patterns. At most 4096 texts of at most :data:`SHARED_SEARCH_MAX_CHARS` characters."""
+    return _search(info, text)
 
 
 #: Lower-case forms of long texts, shared by the rule engine's ``lower()`` (rules lower every earlier
@@ -378,12 +379,11 @@ def memo_search(rx: re.Pattern[str], text: str, memo: dict[Any, Span | None]) ->
     key = (info, text)
     if key in memo:
         return memo[key]
-    low = None
-    if text.isascii():
+    lits = info.lits
+    if lits is not None and text.isascii():
         low = lower_text(text)
-        lits = info.lits
-        if lits is not None and not any(lit in low for lit in lits):
+        if not any(lit in low for lit in lits):
             memo[key] = None
             return None
-    got = memo[key] = _search_shared(info, text, low) if len(text) <= SHARED_SEARCH_MAX_CHARS else _search(info, text, low)
+    got = memo[key] = _search_shared(info, text) if len(text) <= SHARED_SEARCH_MAX_CHARS else _search(info, text)
     return got
