@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_mutation import json_values, mutate
 
 from trajaudit.engine import pack_cache, rule_parser
 from trajaudit.engine import rule_ast as A
@@ -234,22 +235,7 @@ def _pack_docs() -> list[dict]:
 
 
 _PACK_DOCS = _pack_docs()
-_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
-                     st.sampled_from(["", "error", "PROTOCOL", "x", "a.b", "1"]))
-_values = st.recursive(_scalars, lambda c: st.one_of(st.lists(c, max_size=2),
-                                                        st.dictionaries(st.sampled_from(["id", "x", "type"]), c,
-                                                                        max_size=2)), max_leaves=4)
-
-
-def _paths(doc, prefix: tuple = ()) -> list[tuple]:
-    out = [prefix]
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            out += _paths(v, prefix + (k,))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc[:4]):
-            out += _paths(v, prefix + (i,))
-    return out
+_values = json_values(["", "error", "PROTOCOL", "x", "a.b", "1"], ["id", "x", "type"])
 
 
 @settings(max_examples=200, deadline=None)
@@ -262,18 +248,7 @@ def test_schema_fast_path_agrees_on_mutated_packs_and_taxonomies(data):
     doc = copy.deepcopy(data.draw(st.sampled_from(_PACK_DOCS)))
     name = "taxonomy" if "categories" in doc else "rule_pack"
     extra = st.one_of(_values, st.sampled_from([datetime.date(2024, 1, 2), {1: "x"}, {None: 1}, b"raw", {"a", "b"}]))
-    for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from(_paths(doc)[1:]))
-        parent = doc
-        for p in path[:-1]:
-            parent = parent[p]
-        op = data.draw(st.sampled_from(["replace", "delete", "add"]))
-        if op == "replace":
-            parent[path[-1]] = data.draw(extra)
-        elif op == "delete":
-            del parent[path[-1]]
-        elif isinstance(parent[path[-1]], dict):
-            parent[path[-1]][data.draw(st.sampled_from(["extra", "id", "guard", "severity", 7]))] = data.draw(extra)
+    mutate(doc, data, extra, ["extra", "id", "guard", "severity", 7])
     assert not fast_accepts(name, doc) or validator(name).is_valid(doc)
 
 

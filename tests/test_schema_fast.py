@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from json_mutation import json_values, mutate
 
 from trajaudit import load_path
 from trajaudit.engine.adapters import LoadOptions
@@ -59,22 +59,7 @@ def test_rejections_are_reported_by_jsonschema(ir_docs):
     assert schema_errors("trajectory", d) == ["$.schema_version: 1 was expected"]
 
 
-_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
-                     st.sampled_from(["", "agent", "tool", "x", "a.b", "1"]))
-_values = st.recursive(_scalars, lambda c: st.one_of(st.lists(c, max_size=2),
-                                                        st.dictionaries(st.sampled_from(["name", "x", "is_error"]), c,
-                                                                        max_size=2)), max_leaves=4)
-
-
-def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
-    out = [prefix]
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            out += _paths(v, prefix + (k,))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc[:4]):
-            out += _paths(v, prefix + (i,))
-    return out
+_values = json_values(["", "agent", "tool", "x", "a.b", "1"], ["name", "x", "is_error"])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -83,18 +68,7 @@ def test_fast_path_agrees_with_jsonschema_on_mutated_runs(ir_docs, data):
     """Differential check: random edits (replace, delete, add a key) of real IR documents."""
     doc = copy.deepcopy(data.draw(st.sampled_from(ir_docs)))
     doc["steps"] = doc["steps"][:6]
-    for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from(_paths(doc)[1:]))
-        parent = doc
-        for p in path[:-1]:
-            parent = parent[p]
-        op = data.draw(st.sampled_from(["replace", "delete", "add"]))
-        if op == "replace":
-            parent[path[-1]] = data.draw(_values)
-        elif op == "delete":
-            del parent[path[-1]]
-        elif isinstance(parent[path[-1]], dict):
-            parent[path[-1]][data.draw(st.sampled_from(["extra", "kind", "name", "is_error"]))] = data.draw(_values)
+    mutate(doc, data, _values, ["extra", "kind", "name", "is_error"])
     assert _fast_ok("trajectory", doc) == validator("trajectory").is_valid(doc)
 
 
