@@ -6,46 +6,17 @@ text. The rule compiler refuses such patterns in every pack (hand-written or syn
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
+
+from trajaudit.engine.recording_memo import RecordingMemo
 
 MEMO_SIZE = 4096
 # verdicts of nested_unbounded (a pure function of the pattern), per process; ``pack_cache`` seeds
 # them from its on-disk entries and collects, with ``recording``, the verdicts a compile needed
-_MEMO: dict[str, bool] = {}
-_RECORDERS: list[dict[str, bool]] = []
-
-
-def _remember(pattern: str, verdict: bool) -> bool:
-    if len(_MEMO) >= MEMO_SIZE:
-        _MEMO.clear()
-    _MEMO[pattern] = verdict
-    for r in _RECORDERS:
-        r[pattern] = verdict
-    return verdict
-
-
-def seed(verdicts: dict[str, bool]) -> None:
-    """Add ``{pattern: nested_unbounded(pattern)}`` pairs to the memo."""
-    for pattern, verdict in verdicts.items():
-        _remember(pattern, verdict)
-
-
-@contextmanager
-def recording() -> Iterator[dict[str, bool]]:
-    """Collect ``{pattern: verdict}`` of every :func:`nested_unbounded` call inside the block."""
-    got: dict[str, bool] = {}
-    _RECORDERS.append(got)
-    try:
-        yield got
-    finally:  # by identity: two recorders may hold equal contents
-        del _RECORDERS[next(i for i, r in enumerate(_RECORDERS) if r is got)]
-
-
-def clear_memo() -> None:
-    """Empty the memo of verdicts."""
-    _MEMO.clear()
+_MEMO = RecordingMemo(MEMO_SIZE)
+seed = _MEMO.seed
+recording = _MEMO.recording
+clear_memo = _MEMO.clear
 
 
 def nested_unbounded(pattern: str) -> bool:
@@ -56,11 +27,9 @@ def nested_unbounded(pattern: str) -> bool:
     an audit on a long text. Memoized per process."""
     hit = _MEMO.get(pattern) if isinstance(pattern, str) else None
     if hit is not None:
-        for r in _RECORDERS:
-            r[pattern] = hit
         return hit
     verdict = _nested_unbounded(pattern)
-    return _remember(pattern, verdict) if isinstance(pattern, str) else verdict
+    return _MEMO.put(pattern, verdict) if isinstance(pattern, str) else verdict
 
 
 def _nested_unbounded(pattern: str) -> bool:

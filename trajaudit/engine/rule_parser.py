@@ -10,16 +10,14 @@ Python: strings are unescaped with ``json.loads``, never ``eval``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from trajaudit.engine import rule_ast as A
+from trajaudit.engine.recording_memo import RecordingMemo
 from trajaudit.errors import RulePackError
 
 MAX_EXPRESSION_CHARS = 20_000
@@ -240,40 +238,10 @@ def _hint(text: str, err: UnexpectedInput) -> str | None:
 # a hit builds new nodes, so every caller still gets its own AST objects (the compiler keys per-run
 # caches by node identity). ``pack_cache`` seeds the memo from its on-disk entries and collects, with
 # ``recording``, the expressions a compile used.
-_MEMO: dict[str, list[Any]] = {}
-_RECORDERS: list[dict[str, list[Any]]] = []
-
-
-def _remember(text: str, data: list[Any]) -> None:
-    if len(_MEMO) >= MEMO_SIZE:
-        _MEMO.clear()
-    _MEMO[text] = data
-    for r in _RECORDERS:
-        r[text] = data
-
-
-def seed(parsed: dict[str, list[Any]]) -> None:
-    """Add ``{expression text: rule_ast.to_data(AST)}`` pairs — exact results of
-    :func:`parse_expression` — to the memo."""
-    for text, data in parsed.items():
-        _remember(text, data)
-
-
-@contextmanager
-def recording() -> Iterator[dict[str, list[Any]]]:
-    """Collect ``{text: rule_ast.to_data(AST)}`` of every expression parsed (or found in the memo)
-    inside the block."""
-    got: dict[str, list[Any]] = {}
-    _RECORDERS.append(got)
-    try:
-        yield got
-    finally:  # by identity: two recorders may hold equal contents
-        del _RECORDERS[next(i for i, r in enumerate(_RECORDERS) if r is got)]
-
-
-def clear_memo() -> None:
-    """Empty the memo of parsed expressions."""
-    _MEMO.clear()
+_MEMO = RecordingMemo(MEMO_SIZE)
+seed = _MEMO.seed
+recording = _MEMO.recording
+clear_memo = _MEMO.clear
 
 
 def parse_expression(text: str, where: Where | None = None) -> A.Expr:
@@ -294,8 +262,6 @@ def parse_expression(text: str, where: Where | None = None) -> A.Expr:
     if isinstance(text, str):
         data = _MEMO.get(text)
         if data is not None:
-            for r in _RECORDERS:
-                r[text] = data
             return A.from_data(data)
     where = where or Where()
     if not isinstance(text, str):
@@ -344,7 +310,7 @@ def parse_expression(text: str, where: Where | None = None) -> A.Expr:
     try:
         data = A.to_data(ast)
         if A.same_data(A.to_data(A.from_data(data)), data):  # exact round trip, or not memoized
-            _remember(text, data)
+            _MEMO.put(text, data)
     except RecursionError:
         pass
     return ast
