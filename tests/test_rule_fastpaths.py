@@ -16,6 +16,7 @@ from trajaudit.engine.regex_prefilter import (
     _search_branches,
     branch_plan,
     cannot_match,
+    folded,
     memo_search,
     required_literals,
     span,
@@ -59,7 +60,8 @@ _fragments = st.sampled_from(["status", "STATUS code: 404", " 41", "#W12 is ship
                               "timed out", "TIMED OUT", "TimeoutError", "timeout", "x", " ", "\n", "-",
                               "exitcode: 124", "40", "3", "1", " Forbidden", "CLIENT ERROR", "socket.timeout",
                               "Traceback (most recent call last)", "abc", "yz", "foo", "bar", "naïve", "café",
-                              "Kelvin", "kelvin", "\u212aelvin", "captcha", "CAPTCHA", "access denied", "é"])
+                              "Kelvin", "kelvin", "\u212aelvin", "captcha", "CAPTCHA", "access denied", "é",
+                              "I’m", "—", "…", "“ok”", "ſtatus", "\u0130", "\u0131", "Straße", "°"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -88,8 +90,9 @@ def test_required_literals_of_examples():
 def test_branch_split_finds_exactly_the_match_of_the_alternation(text, data):
     rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
     plan = branch_plan(rx)
-    if plan is not None and text.isascii():
-        assert _search_branches(plan, text, text.lower()) == span(rx.search(text))
+    low = folded(text)
+    if plan is not None and low is not None:
+        assert _search_branches(plan, text, low) == span(rx.search(text))
 
 
 @settings(max_examples=400, deadline=None)
@@ -98,9 +101,23 @@ def test_anchored_search_and_finditer_start_where_no_match_is_skipped(text, data
     from trajaudit.engine.regex_prefilter import _anchor_of, finditer_from, start_bound
 
     rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
-    if text.isascii():
-        assert span(rx.search(text, start_bound(_anchor_of(rx), text.lower()))) == span(rx.search(text))
+    low = folded(text)
+    if low is not None:
+        assert span(rx.search(text, start_bound(_anchor_of(rx), low))) == span(rx.search(text))
     assert [m.span() for m in finditer_from(rx, text)] == [m.span() for m in rx.finditer(text)]
+
+
+def test_ascii_folding_set_is_every_non_ascii_match_of_an_ascii_character():
+    import sys
+
+    from trajaudit.engine.regex_prefilter import ASCII_FOLDING
+
+    others = "".join(chr(c) for c in range(128, sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    found = {m.group(0) for m in re.finditer(r"[\x00-\x7f]", others, re.IGNORECASE)}
+    for a in map(chr, range(128)):  # a literal compiles apart from a class: check each one alone
+        found |= {m.group(0) for m in re.finditer(re.escape(a), others, re.IGNORECASE)}
+    assert found == set(ASCII_FOLDING)
+    assert folded("I’m — “ok”…") == "i’m — “ok”…" and folded("\u017ftatus") is None and folded("\u0130") is None
 
 
 def test_anchor_examples():

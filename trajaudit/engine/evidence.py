@@ -184,8 +184,7 @@ def clear_caches(packs: bool = True) -> None:
         regex_safety.clear_memo()
         pack_cache.code_fingerprint.cache_clear()
         regex_prefilter._INFO.clear()
-    regex_prefilter._search_shared.cache_clear()
-    regex_prefilter.LOWER_MEMO.clear()
+    regex_prefilter.clear_shared()
     clear_claims()
 
 

@@ -8,13 +8,16 @@ union). The most selective set of a sequence is kept (the one whose shortest lit
 
 :func:`cannot_match` then answers "no match" without running the regex when the text is ASCII and
 holds none of the literals in lower case — exact, because on ASCII text ``re.IGNORECASE`` is ASCII
-case folding and a case-sensitive literal also occurs case-insensitively. Non-ASCII texts, and
-patterns without a usable set (shortest literal under 3 characters), always run the regex. The parse
+case folding and a case-sensitive literal also occurs case-insensitively. The same holds for other
+text when lower-casing keeps its length and none of the four non-ASCII characters ``re.IGNORECASE``
+matches to ASCII letters occurs (:func:`folded`: curly quotes and dashes are common in agent text).
+Other texts, and patterns without a usable set (shortest literal under 3 characters), always run
+the regex. The parse
 uses CPython's ``re._parser``; anything unexpected there just disables the prefilter for that pattern.
 
 A long alternation (``A|B|C…``, nested non-capturing groups flattened) whose union set is too
 common (one branch needs only ``status``) is also split into its branches (:func:`branch_plan`):
-on an ASCII text only the branches whose own literal set occurs are searched, and the match is the
+on such a text only the branches whose own literal set occurs are searched, and the match is the
 leftmost one, the earliest branch winning a tie — exactly what ``re`` does for an ordered
 alternation with nothing after it (at each start position it tries the branches in order). A branch
 alone is much cheaper to search than the whole alternation under ``re.IGNORECASE``.
@@ -155,12 +158,12 @@ def start_bound(anchor: Anchor | None, low: str) -> int:
 def finditer_from(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
     """``rx.finditer(text)``, started where the first match can begin (exact: no match starts before
     :func:`start_bound`), and empty at once when the literal prefilter proves there is no match."""
-    if not text.isascii():
-        return rx.finditer(text)
     info = info_of(rx)
     if info.lits is None and info.anchor is None:
         return rx.finditer(text)
-    low = lower_text(text)
+    low = folded(text)
+    if low is None:
+        return rx.finditer(text)
     if info.lits is not None and not any(lit in low for lit in info.lits):
         return iter(())
     return rx.finditer(text, start_bound(info.anchor, low))
@@ -173,10 +176,10 @@ def cannot_match(rx: re.Pattern[str], text: str, lowered: str | None = None) -> 
         lowered: ``text.lower()`` when the caller has it (saves recomputing it per pattern).
     """
     lits = required_literals(rx)
-    if lits is None or not text.isascii():
+    if lits is None:
         return False
-    low = lowered if lowered is not None else lower_text(text)
-    return not any(lit in low for lit in lits)
+    low = folded(text) if lowered is None else lowered if folds_like_ascii(text, lowered) else None
+    return low is not None and not any(lit in low for lit in lits)
 
 
 #: Texts up to this size share regex results across the runs of a process (:func:`_search_shared`).
@@ -336,9 +339,10 @@ def info_of(rx: re.Pattern[str]) -> RegexInfo:
 
 
 def _search(info: RegexInfo, text: str) -> Span | None:
-    """``span(info.rx.search(text))``: on ASCII text through the branch plan or from the anchor bound."""
-    if text.isascii():
-        low = lower_text(text)
+    """``span(info.rx.search(text))``: on text that folds like ASCII (:func:`folded`) through the branch
+    plan or from the anchor bound."""
+    low = folded(text)
+    if low is not None:
         if info.plan is not None:
             return _search_branches(info.plan, text, low)
         return span(info.rx.search(text, start_bound(info.anchor, low)))
@@ -372,6 +376,54 @@ def lower_text(s: str) -> str:
     return got
 
 
+def _captures(rx: re.Pattern[str], text: str) -> tuple[str | None, ...]:
+    g = 1 if rx.groups else 0
+    return tuple(m.group(g) for m in finditer_from(rx, text))
+
+
+@lru_cache(maxsize=4096)
+def _captures_shared(info: RegexInfo, text: str) -> tuple[str | None, ...]:
+    """Bounded per-process memo of :func:`captures` (keyed by the pattern's info and the text itself, so
+    a hit is exact): a run's texts go through the same token patterns in several rules (an agent
+    message in the id, URL and path rules; a call's argument values once per rule that reads them)."""
+    return _captures(info.rx, text)
+
+
+def captures(rx: re.Pattern[str], text: str) -> list[str | None]:
+    """``[m.group(1) if rx.groups else m.group(0) for m in rx.finditer(text)]`` (a new list), through
+    :func:`finditer_from` and, for texts up to :data:`SHARED_SEARCH_MAX_CHARS`, a per-process memo."""
+    if len(text) <= SHARED_SEARCH_MAX_CHARS:
+        return list(_captures_shared(info_of(rx), text))
+    return list(_captures(rx, text))
+
+
+def clear_shared() -> None:
+    """Empty the per-process memos of regex results and lower-cased texts (not the pattern analyses)."""
+    _search_shared.cache_clear()
+    _captures_shared.cache_clear()
+    LOWER_MEMO.clear()
+
+
+#: The non-ASCII characters that ``re.IGNORECASE`` matches to ASCII letters (İ ı ſ K; a test recomputes
+#: the set over all of Unicode).
+ASCII_FOLDING = frozenset("\u0130\u0131\u017f\u212a")
+
+
+def folds_like_ascii(text: str, low: str) -> bool:
+    """Whether ``low`` (``text.lower()``) shows, position by position, where a pattern's ASCII literals
+    can match in ``text``: always for ASCII text; for other text when lower-casing keeps the length (so
+    one character for one: positions agree) and no character of :data:`ASCII_FOLDING` occurs (so a
+    match of an ASCII literal, case-insensitive or not, spans ASCII characters equal to it in lower case)."""
+    return text.isascii() or (len(low) == len(text) and not any(c in text for c in ASCII_FOLDING))
+
+
+def folded(text: str) -> str | None:
+    """:func:`lower_text` of ``text`` when it :func:`folds_like_ascii` (the literal prefilter, the anchor
+    bound and the branch plan then hold as on ASCII text), else ``None`` (the plain regex runs)."""
+    low = lower_text(text)
+    return low if folds_like_ascii(text, low) else None
+
+
 def memo_search(rx: re.Pattern[str], text: str, memo: dict[Any, Span | None]) -> Span | None:
     """:func:`span` of ``rx.search(text)``, memoized in ``memo`` (one run's) and, for short texts, across
     runs; an ASCII text's lower-case form (:func:`lower_text`) serves the literal prefilter."""
@@ -380,9 +432,9 @@ def memo_search(rx: re.Pattern[str], text: str, memo: dict[Any, Span | None]) ->
     if key in memo:
         return memo[key]
     lits = info.lits
-    if lits is not None and text.isascii():
-        low = lower_text(text)
-        if not any(lit in low for lit in lits):
+    if lits is not None:
+        low = folded(text)
+        if low is not None and not any(lit in low for lit in lits):
             memo[key] = None
             return None
     got = memo[key] = _search_shared(info, text) if len(text) <= SHARED_SEARCH_MAX_CHARS else _search(info, text)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import jmespath
 
-from trajaudit.engine.regex_prefilter import finditer_from, lower_text
+from trajaudit.engine.regex_prefilter import captures, lower_text
 from trajaudit.engine.rule_runtime import CallView, Env, EvalError, StepView, is_num, type_name
 
 
@@ -107,7 +107,7 @@ def _captures(text: Any, rx: re.Pattern[str]) -> list[str]:
         return []
     if not isinstance(text, str):
         raise EvalError(f"captures() needs a string, got {type_name(text)}")
-    return [m.group(1) if rx.groups else m.group(0) for m in finditer_from(rx, text)]  # exact (regex_prefilter)
+    return captures(rx, text)  # exact: prefiltered and memoized (regex_prefilter)
 
 
 def _len(x: Any) -> int:
