@@ -188,7 +188,22 @@ def test_lazy_pass_records_equal_eager_ones(tau_file, monkeypatch):
     rules = [r for name in ("generic", "tau_retail") for r in compile_rules(load_pack(name))]
     got = rule_eval.evaluate(run, rules)
     assert sum(isinstance(r, LazyRecord) for r in got.records) > 100
-    monkeypatch.setattr(rule_eval, "LazyRecord", lambda *a, thunk: Record(*a, *thunk()))
+    # the same instance dict, field order included, from the shared fields as from the constructor
+    thunk = lambda: ((), {})  # noqa: E731
+    fields = LazyRecord.pass_fields("p.r", "warning", "PROTOCOL", ("x",), "t")
+    built = LazyRecord.passed(fields, 3, thunk)
+    assert built.__dict__ == LazyRecord(3, "p.r", "pass", "warning", "PROTOCOL", ("x",), "t", thunk=thunk).__dict__
+    assert list(built.__dict__) == list(LazyRecord(3, "p.r", "pass", thunk=thunk).__dict__) and fields["step"] is None
+
+    class Eager:  # what the evaluator built before pass records were lazy
+        pass_fields = staticmethod(LazyRecord.pass_fields)
+
+        @staticmethod
+        def passed(f, step, thunk):
+            return Record(step, f["rule_id"], "pass", f["severity"], f["rule_type"], f["targets"], f["message"],
+                          *thunk())
+
+    monkeypatch.setattr(rule_eval, "LazyRecord", Eager)
     want = rule_eval.evaluate(run, rules)
     assert not any(isinstance(r, LazyRecord) for r in want.records)
     assert got.records == want.records and got.to_dict() == want.to_dict()

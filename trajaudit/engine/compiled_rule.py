@@ -45,6 +45,9 @@ class CompiledRule:
         tool_only: the rule mentions ``output`` (only tool-output steps are visited).
         plan: the guard's :class:`IndexPlan`.
         asts: parsed expressions by field (``guard``, ``assert``, ``let.NAME``) for lint/explain.
+        let_steps: ``lets`` as the evaluator runs them, ``[(name, loc, fn)]``: a let that knows its
+            address has its ``loc`` (``env -> (value, address)``), the others their value closure
+            ``fn`` (``loc`` is then ``None``; ``lets`` wraps it to give ``(value, None)``).
     """
 
     spec: RuleSpec
@@ -57,6 +60,7 @@ class CompiledRule:
     tool_only: bool
     plan: IndexPlan
     asts: dict[str, A.Expr] = field(default_factory=dict)
+    let_steps: list[tuple[str, Any, Any]] = field(default_factory=list)
 
     id = property(lambda self: self.spec.id)
     type = property(lambda self: self.spec.type)
@@ -139,6 +143,7 @@ def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:
         guard = comp.compile(asts["guard"]).fn
         uses |= comp.uses
     lets: list[tuple[str, Fn]] = []
+    let_steps: list[tuple[str, Any, Any]] = []
     let_types: dict[str, str] = {}
     witnesses: set[str] = set()
     for name, text in spec.let:
@@ -151,6 +156,7 @@ def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:
         c = comp.compile(e)
         uses |= comp.uses
         lets.append((name, c.loc if c.loc is not None else _loc_of(c.fn)))
+        let_steps.append((name, c.loc, None) if c.loc is not None else (name, None, c.fn))
         let_types[name] = c.type
         witnesses |= {n.var for n in e.walk() if isinstance(n, A.Quant)}
     assertion = None
@@ -169,7 +175,7 @@ def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:
     per_call = "call" in uses or (check is not None and check[0] == "checker" and check[1].per_call)
     tool_only = "output" in uses
     return CompiledRule(spec, guard, lets, assertion, check, message, per_call, tool_only,
-                        _plan(asts.get("guard"), params), asts)
+                        _plan(asts.get("guard"), params), asts, let_steps)
 
 
 def _loc_of(fn: Fn) -> Callable[[Env], tuple[Any, str | None]]:

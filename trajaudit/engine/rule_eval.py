@@ -110,29 +110,49 @@ def _record(rule: CompiledRule, k: int, verdict: str, message: str = "", evidenc
                   origin=origin, reason=reason)
 
 
+_PASS_FIELDS: dict[int, tuple[CompiledRule, dict[str, Any]]] = {}
+
+
+def _pass_fields(rule: CompiledRule) -> dict[str, Any]:
+    """The fields every pass record of ``rule`` shares (:meth:`LazyRecord.passed`), built once per rule
+    (keyed by identity; the entry holds the rule, so an id is not reused while it is cached)."""
+    got = _PASS_FIELDS.get(id(rule))
+    if got is None or got[0] is not rule:
+        if len(_PASS_FIELDS) >= 4096:
+            _PASS_FIELDS.clear()
+        s = rule.spec
+        got = _PASS_FIELDS[id(rule)] = (rule, LazyRecord.pass_fields(s.id, s.severity, s.type, s.targets, s.title))
+    return got[1]
+
+
 def _run_one(rule: CompiledRule, env: Env) -> Record | None:
     """Evaluate one unit; ``None`` when the guard is false (a skip)."""
     k = env.k
     if rule.guard is not None and not rule.guard(env):
         return None
-    env.seen.clear()
-    for name, loc in rule.lets:
+    seen = env.seen
+    seen.clear()
+    values = env.vars
+    for name, loc, fn in rule.let_steps:
+        if loc is None:  # a let without an address of its own (as if ``loc`` gave ``(value, None)``)
+            v = values[name] = fn(env)
+            if v.__class__ in _VIEWS and v.address:  # only views carry an address
+                seen.append((v.address, v, name))
+            continue
         v, addr = loc(env)
-        env.vars[name] = v
+        values[name] = v
         if addr is not None:
             env.addrs[name] = addr
-        address = (v.address if v.__class__ in _VIEWS else None) or addr  # only views carry an address
+        address = (v.address if v.__class__ in _VIEWS else None) or addr
         if address:
-            env.seen.append((address, v, name))
+            seen.append((address, v, name))
     if rule.assertion is not None:
         result = rule.assertion(env)
         if result is None:
             return _record(rule, k, "unknown", evidence=_evidence(env.seen, env.call), bindings=_bindings(rule, env),
                            reason="the assertion evaluated to null (missing data)")
         if result:  # a pass: its evidence is rendered only if someone reads it (LazyRecord)
-            s = rule.spec
-            return LazyRecord(k, s.id, "pass", s.severity, s.type, s.targets, s.title,  # type: ignore[arg-type]
-                              thunk=lambda: (_evidence(env.seen, env.call), _bindings(rule, env)))
+            return LazyRecord.passed(_pass_fields(rule), k, lambda: (_evidence(env.seen, env.call), _bindings(rule, env)))
         msg = rule.message(env) if rule.spec.message else f"assertion failed: {rule.spec.assertion}"
         return _record(rule, k, "fail", msg, _evidence(env.seen, env.call), _bindings(rule, env))
     return _run_check(rule, env)
@@ -191,6 +211,8 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Seman
     tc = TrajContext(trajectory, budget=cfg.rule_budget, oracle=oracle, tools=tools)
     vlog = ValidationLog(trajectory.id)
     n = len(trajectory.steps)
+    records = vlog.records
+    budget = tc.budget
     for rule in rules:
         tc.ops = 0
         units = candidates(rule, tc)
@@ -198,7 +220,9 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Seman
         for pos, (k, call) in enumerate(units):
             env = Env(tc, k, call)
             try:
-                tc.charge()
+                tc.ops += 1  # tc.charge(), inlined
+                if tc.ops > budget:
+                    raise BudgetExceeded(f"evaluation budget of {budget} operations exceeded")
                 rec = _run_one(rule, env)
             except BudgetExceeded as e:
                 left = len(units) - pos - 1
@@ -218,6 +242,8 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Seman
             visited += 1
             if rec is None:
                 vlog.skipped += 1
+            elif rec.__class__ is LazyRecord:  # a pass (vlog.add, which stores every verdict but skip)
+                records.append(rec)
             else:
                 vlog.add(rec)
         vlog.skipped += max(0, n - len({k for k, _ in units}))

@@ -159,6 +159,25 @@ class LazyRecord(Record):
         if thunk is None:
             self.__dict__["_lazy"] = (evidence, bindings if bindings is not None else {})
 
+    @staticmethod
+    def pass_fields(rule_id: str, severity: str, rule_type: str, targets: tuple[str, ...],
+                    message: str) -> dict[str, Any]:
+        """The instance fields of a ``pass`` record of one rule, but its step and thunk, in the order
+        ``__init__`` writes them (for :meth:`passed`)."""
+        return dict(step=None, rule_id=rule_id, verdict="pass", severity=severity, rule_type=rule_type,
+                    targets=targets, message=message, origin="rules", reason=None, _thunk=None)
+
+    @classmethod
+    def passed(cls, fields: dict[str, Any], step: int, thunk: Any) -> LazyRecord:
+        """``LazyRecord(step, rule_id, "pass", severity, rule_type, targets, message, thunk=thunk)`` from
+        :meth:`pass_fields` (the same instance dict, one copy instead of ten keyword arguments)."""
+        rec = cls.__new__(cls)
+        d = rec.__dict__
+        d.update(fields)
+        d["step"] = step
+        d["_thunk"] = thunk
+        return rec
+
     def _force(self) -> tuple[tuple[Evidence, ...], dict[str, Any]]:
         d = self.__dict__
         got = d.get("_lazy")
