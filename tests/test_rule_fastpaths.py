@@ -229,10 +229,51 @@ def test_select_type_shortcut_is_jmespath_type(value):
 @given(_json, st.none() | st.booleans() | st.text(max_size=3))
 def test_comparison_with_a_plain_constant_is_equal(value, const):
     """``x == "s"`` / ``x != null`` compile to Python's ==; the reference is rule_runtime.equal."""
-    from trajaudit.engine.rule_runtime import equal
+    from trajaudit.engine.rule_runtime import equal_reference as equal
 
     assert (value == const) == equal(value, const) == (const == value)
     assert (value != const) == (not equal(value, const))
+
+
+def _views() -> list:
+    from trajaudit.engine.rule_runtime import CallView, StepView
+
+    return [object.__new__(StepView), object.__new__(CallView)]  # compared by identity only
+
+
+_values = _json | st.sampled_from(_views()) | st.lists(_json | st.sampled_from(_views()), max_size=4)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_values, _values, st.text(max_size=3))
+def test_equal_and_member_shortcuts_match_the_reference(a, b, s):
+    """A string equals only an equal string: ``equal``'s shortcut and ``member``'s ``in`` on lists."""
+    from trajaudit.engine.rule_runtime import equal, equal_reference, member
+
+    assert equal(a, b) == equal_reference(a, b) and equal(b, a) == equal_reference(b, a)
+    assert equal(s, a) == equal_reference(s, a) and equal(a, s) == equal_reference(a, s)
+    for container in (b, [b], [a, s], [1, 1.0000000001, s]) if isinstance(b, list) else ([b], [a, b, s]):
+        assert member(s, container) == any(equal_reference(s, y) for y in container)
+    assert member(1, [1.0000000001]) and not member("1", [1])
+
+
+def test_conjunctions_of_two_or_three_parts_are_all():
+    """``_conj``'s unrolled forms: short-circuit in order and a bool, as ``all(f(env) for f in fns)``."""
+    import itertools
+
+    from trajaudit.engine.rule_compiler import ExprCompiler
+    from trajaudit.engine.rule_parser import Where
+
+    for n in (2, 3, 4):
+        for vals in itertools.product([0, 1, [], [0], "x", None], repeat=n):
+            calls: list[int] = []
+            comp = ExprCompiler("", Where(), {})
+            comp.compile = lambda part, scope, v=vals, c=calls: type("C", (), {"fn": staticmethod(
+                lambda env, i=part: c.append(i) or v[i])})
+            got = comp._conj(list(range(n)), {})(None)
+            want_calls: list[int] = []
+            want = all(want_calls.append(i) or vals[i] for i in range(n))
+            assert got is want and calls == want_calls
 
 
 def test_outputs_of_is_the_comprehension_it_replaces(tau_file, ww_dir):

@@ -339,10 +339,12 @@ def info_of(rx: re.Pattern[str]) -> RegexInfo:
 
 
 def _search(info: RegexInfo, text: str) -> Span | None:
-    """``span(info.rx.search(text))``: on text that folds like ASCII (:func:`folded`) through the branch
-    plan or from the anchor bound."""
+    """``span(info.rx.search(text))``: on text that folds like ASCII (:func:`folded`) ``None`` at once
+    when none of the required literals occurs, else through the branch plan or from the anchor bound."""
     low = folded(text)
     if low is not None:
+        if info.lits is not None and not any(lit in low for lit in info.lits):
+            return None
         if info.plan is not None:
             return _search_branches(info.plan, text, low)
         return span(info.rx.search(text, start_bound(info.anchor, low)))
@@ -426,16 +428,11 @@ def folded(text: str) -> str | None:
 
 def memo_search(rx: re.Pattern[str], text: str, memo: dict[Any, Span | None]) -> Span | None:
     """:func:`span` of ``rx.search(text)``, memoized in ``memo`` (one run's) and, for short texts, across
-    runs; an ASCII text's lower-case form (:func:`lower_text`) serves the literal prefilter."""
+    runs (the literal prefilter's verdict too: each run repeats the system prompt, and testing ~30
+    literals against its 6k characters per pattern and run added up)."""
     info = info_of(rx)
     key = (info, text)
     if key in memo:
         return memo[key]
-    lits = info.lits
-    if lits is not None:
-        low = folded(text)
-        if low is not None and not any(lit in low for lit in lits):
-            memo[key] = None
-            return None
     got = memo[key] = _search_shared(info, text) if len(text) <= SHARED_SEARCH_MAX_CHARS else _search(info, text)
     return got

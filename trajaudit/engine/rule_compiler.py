@@ -390,6 +390,19 @@ class ExprCompiler(OperatorsMixin):
                     raise
                 except _CALL_ERRORS as e:
                     raise failed([v], e) from None
+        elif len(fns) == 2 and not b.needs_env and args[1].const is not _NO:
+            # f(x, CONST) (captures(content, params.id_token), default(x, "") …): the constant is not
+            # re-read through its closure, and no argument list is built
+            g0, c1 = fns[0], args[1].const
+
+            def call_fn(env: Env) -> Any:
+                v = g0(env)
+                try:
+                    return f(v, c1)
+                except EvalError:
+                    raise
+                except _CALL_ERRORS as e:
+                    raise failed([v, c1], e) from None
         else:
             def call_fn(env: Env) -> Any:
                 vals = [g(env) for g in fns]
@@ -470,6 +483,12 @@ class ExprCompiler(OperatorsMixin):
         fns = [self.compile(p, scope).fn for p in parts]
         if len(fns) == 1:
             return fns[0]
+        if len(fns) == 2:  # all() of two or three, without the generator: same order, short-circuit, bool
+            f0, f1 = fns
+            return lambda env: True if f0(env) and f1(env) else False
+        if len(fns) == 3:
+            f0, f1, f2 = fns
+            return lambda env: True if f0(env) and f1(env) and f2(env) else False
         return lambda env: all(f(env) for f in fns)
 
 

@@ -306,6 +306,17 @@ def is_num(x: Any) -> bool:
 
 def equal(a: Any, b: Any) -> bool:
     """``==``: numbers compare with a float tolerance (1e-9 relative and absolute); views by identity."""
+    if a.__class__ is str or b.__class__ is str:  # what the general case gives: a string equals only
+        return a == b                               # an equal string (no number, view or other value)
+    if is_num(a) and is_num(b):
+        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(a, View) or isinstance(b, View):
+        return a is b
+    return a == b
+
+
+def equal_reference(a: Any, b: Any) -> bool:
+    """:func:`equal` without its string shortcut (the definition; tests check that they agree)."""
     if is_num(a) and is_num(b):
         return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
     if isinstance(a, View) or isinstance(b, View):
@@ -338,6 +349,8 @@ def member(x: Any, container: Any) -> bool:
                 raise EvalError(f"cannot look for {type_name(x)} in a string")
         return x in container
     if isinstance(container, (list, tuple)):
+        if x.__class__ is str:  # equal(x, y) is x == y for a string x (see equal): the C-level scan
+            return x in container
         return any(equal(x, y) for y in container)
     if isinstance(container, dict):
         return isinstance(x, str) and x in container
