@@ -269,7 +269,7 @@ def test_conjunctions_of_two_or_three_parts_are_all():
             calls: list[int] = []
             comp = ExprCompiler("", Where(), {})
             comp.compile = lambda part, scope, v=vals, c=calls: type("C", (), {"fn": staticmethod(
-                lambda env, i=part: c.append(i) or v[i])})
+                lambda env, j=part: c.append(j) or v[j])})
             got = comp._conj(list(range(n)), {})(None)
             want_calls: list[int] = []
             want = all(want_calls.append(i) or vals[i] for i in range(n))
