@@ -120,6 +120,50 @@ def test_ascii_folding_set_is_every_non_ascii_match_of_an_ascii_character():
     assert folded("I’m — “ok”…") == "i’m — “ok”…" and folded("\u017ftatus") is None and folded("\u0130") is None
 
 
+def test_ascii_mode_agrees_with_unicode_mode_on_every_ascii_character():
+    """What the ASCII twins rest on (engine/regex_ascii.py): classes and case folding, char by char."""
+    chars = [chr(c) for c in range(128)]
+    for cls in (r"\w", r"\W", r"\d", r"\D", r".", r"[^\w.-]", r"(?s).", r"\S", r"\s"):
+        uni, asc = re.compile(cls), re.compile(cls, re.ASCII)
+        differ = [c for c in chars if bool(uni.fullmatch(c)) != bool(asc.fullmatch(c))]
+        assert differ == ([] if "s" not in cls.lower().replace("(?s)", "") else ["\x1c", "\x1d", "\x1e", "\x1f"])
+    for a in chars:
+        uni, asc = re.compile(re.escape(a), re.I), re.compile(re.escape(a), re.I | re.ASCII)
+        ucls, acls = re.compile(f"[{re.escape(a)}]", re.I), re.compile(f"[{re.escape(a)}]", re.I | re.ASCII)
+        for b in chars:
+            assert bool(uni.fullmatch(b)) == bool(asc.fullmatch(b)) and bool(ucls.fullmatch(b)) == bool(acls.fullmatch(b))
+    for text in ("a_b c", "x1 y", "é", "", "ab"):
+        assert [m.span() for m in re.finditer(r"\b", text)] == [m.span() for m in re.finditer(r"\b", text, re.A)] \
+            or not text.isascii()
+
+
+def test_ascii_twin_examples():
+    from trajaudit.engine.regex_ascii import ascii_twin, twin_for
+
+    assert ascii_twin(re.compile(r"(?i)\u212aelvin|kelvins"))[0] is None  # a non-ASCII literal folds to "k"
+    assert ascii_twin(re.compile(r"caf[e\u00e9]"))[0] is None
+    twin, space = ascii_twin(re.compile(r"(?i)\bstatus\s+\w+"))
+    assert twin is not None and twin.flags & re.ASCII and space
+    rx = re.compile(r"a\sb")
+    assert twin_for(rx, ascii_twin(rx), "a\x1cb") is rx and twin_for(rx, ascii_twin(rx), "a b") is not rx
+    assert twin_for(rx, ascii_twin(rx), "a\u00a0b") is rx  # non-ASCII text: the pattern itself
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_fragments | st.sampled_from(["\x1c", "\x1f x", "\t", "_a1", "a-b.c/d", "x@y.com"]),
+                max_size=10).map("".join), st.data())
+def test_ascii_twins_match_exactly_what_the_patterns_match(text, data):
+    from trajaudit.engine.regex_ascii import ascii_twin, twin_for
+    from trajaudit.engine.regex_prefilter import info_of
+
+    rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
+    got = twin_for(rx, ascii_twin(rx), text)
+    assert [(m.span(), m.groups()) for m in got.finditer(text)] == [(m.span(), m.groups()) for m in rx.finditer(text)]
+    info, low = info_of(rx), folded(text)
+    if info.plan is not None and low is not None:
+        assert _search_branches(info.plan_for(text), text, low) == span(rx.search(text))
+
+
 def test_anchor_examples():
     from trajaudit.engine.regex_prefilter import _anchor_of, start_bound
 

@@ -30,6 +30,8 @@ import re
 from functools import lru_cache
 from typing import Any, Iterator
 
+from trajaudit.engine.regex_ascii import ascii_twin, has_separators, twin_for
+
 log = logging.getLogger(__name__)
 
 MIN_LITERAL = 3
@@ -160,13 +162,13 @@ def finditer_from(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
     :func:`start_bound`), and empty at once when the literal prefilter proves there is no match."""
     info = info_of(rx)
     if info.lits is None and info.anchor is None:
-        return rx.finditer(text)
+        return info.pattern_for(text).finditer(text)
     low = folded(text)
     if low is None:
         return rx.finditer(text)
     if info.lits is not None and not any(lit in low for lit in info.lits):
         return iter(())
-    return rx.finditer(text, start_bound(info.anchor, low))
+    return info.pattern_for(text).finditer(text, start_bound(info.anchor, low))
 
 
 def cannot_match(rx: re.Pattern[str], text: str, lowered: str | None = None) -> bool:
@@ -304,12 +306,33 @@ class RegexInfo:
     (:func:`required_literals`) and branch plan (:func:`branch_plan`). Hashed by identity: hashing an
     ``re.Pattern`` hashes its whole compiled code (~1.5 us for a long alternation) on every lookup."""
 
-    __slots__ = ("rx", "lits", "anchor", "_plan")
+    __slots__ = ("rx", "lits", "anchor", "_plan", "_twin", "_ascii_plan")
 
     def __init__(self, rx: re.Pattern[str]) -> None:
         self.rx = rx
         self.lits, self.anchor = _analyse(rx)
         self._plan: Any = _NOT_YET
+        self._twin: Any = None
+        self._ascii_plan: Any = _NOT_YET
+
+    def pattern_for(self, text: str) -> re.Pattern[str]:
+        """``rx``, or its ASCII twin when that is exact on ``text`` (:mod:`regex_ascii`)."""
+        twin = self._twin
+        if twin is None:
+            twin = self._twin = ascii_twin(self.rx)
+        return twin_for(self.rx, twin, text)
+
+    def plan_for(self, text: str) -> tuple[Branch, ...] | None:
+        """:attr:`plan`, its branches replaced by their ASCII twins when those are exact on ``text``."""
+        plan = self.plan
+        if plan is None or not text.isascii():
+            return plan
+        if self._ascii_plan is _NOT_YET:
+            twins = [ascii_twin(br[0]) for br in plan]
+            self._ascii_plan = (tuple((t or br[0], br[1], br[2]) for br, (t, _) in zip(plan, twins, strict=True)),
+                                any(space for _, space in twins))
+        twinned, space = self._ascii_plan
+        return plan if space and has_separators(text) else twinned
 
     @property
     def plan(self) -> tuple[Branch, ...] | None:
@@ -346,8 +369,8 @@ def _search(info: RegexInfo, text: str) -> Span | None:
         if info.lits is not None and not any(lit in low for lit in info.lits):
             return None
         if info.plan is not None:
-            return _search_branches(info.plan, text, low)
-        return span(info.rx.search(text, start_bound(info.anchor, low)))
+            return _search_branches(info.plan_for(text), text, low)
+        return span(info.pattern_for(text).search(text, start_bound(info.anchor, low)))
     return span(info.rx.search(text))
 
 
