@@ -164,6 +164,40 @@ def test_ascii_twins_match_exactly_what_the_patterns_match(text, data):
         assert _search_branches(info.plan_for(text), text, low) == span(rx.search(text))
 
 
+_token_text = st.text(alphabet="aZ_1x9@./-#: \n\x1cé٣", max_size=30)
+_TOKEN_PATTERNS = [r"\d{3,}", r"(?i)[A-C]x|_[a-z]\d", r"a(?:/|@)b|[0-9]", r"(?:x|\d)+\.(?:é|y)", r"[^/]@?", r"\w+/\w"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(_token_text, st.data())
+def test_required_chars_never_hide_a_match(text, data):
+    from trajaudit.engine.regex_chars import lacks_required, required_chars
+    from trajaudit.engine.regex_prefilter import finditer_from
+
+    rx = re.compile(data.draw(st.sampled_from(_TOKEN_PATTERNS + PATTERNS + _shipped_regexes())))
+    sets = required_chars(rx)
+    if sets is not None and lacks_required(sets, text, text.lower()):
+        assert rx.search(text) is None
+    assert [m.span() for m in finditer_from(rx, text)] == [m.span() for m in rx.finditer(text)]
+    assert memo_search(rx, text, {}) == span(rx.search(text))
+
+
+def test_required_chars_of_examples():
+    from trajaudit.engine.regex_chars import lacks_required, required_chars
+
+    token = _shipped_params()
+    assert required_chars(re.compile(token["id_token"])) == (frozenset("0123456789@_"),)
+    assert required_chars(re.compile(token["path_token"])) == (frozenset("."), frozenset("/"))
+    assert required_chars(re.compile(r"\w+|x")) is None  # a branch with nothing required
+    sets = required_chars(re.compile(r"\d{2}"))
+    assert lacks_required(sets, "no digits", "no digits") and not lacks_required(sets, "\u0663\u0663", "\u0663\u0663")
+
+
+def _shipped_params() -> dict:
+    params = yaml.safe_load(Path(resolve_pack("generic.provenance")).read_text(encoding="utf-8"))["params"]
+    return {k: v for k, v in params.items() if isinstance(v, str)}
+
+
 def test_anchor_examples():
     from trajaudit.engine.regex_prefilter import _anchor_of, start_bound
 

@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from trajaudit.engine.regex_ascii import ascii_twin, has_separators, twin_for
+from trajaudit.engine.regex_chars import Chars, chars_of_tree, lacks_required
 
 log = logging.getLogger(__name__)
 
@@ -137,15 +138,22 @@ def _anchor_of(rx: re.Pattern[str]) -> Anchor | None:
 
 def _analyse(rx: re.Pattern[str]) -> tuple[frozenset[str] | None, Anchor | None]:
     """``(required literals, anchor)`` of ``rx`` from one parse; ``(None, None)`` when unavailable."""
+    return _analyse_all(rx)[:2]  # type: ignore[return-value]
+
+
+def _analyse_all(rx: re.Pattern[str]) -> tuple[frozenset[str] | None, Anchor | None, tuple[Chars, ...] | None]:
+    """:func:`_analyse` and, for a pattern without required literals, its required characters
+    (:mod:`regex_chars`), from one parse."""
     if _p is None or not isinstance(rx.pattern, str):
-        return None, None
+        return None, None, None
     try:
         tree = _p.parse(rx.pattern, rx.flags)
         got = _required(tree)
-        return (got if got and min(map(len, got)) >= MIN_LITERAL else None), _anchor(tree)
+        lits = got if got and min(map(len, got)) >= MIN_LITERAL else None
+        return lits, _anchor(tree), (chars_of_tree(tree) if lits is None else None)
     except Exception as e:  # noqa: BLE001 - the prefilter is optional; the regex stays the authority
         log.debug("no literal prefilter for %r: %s", rx.pattern[:80], e)
-        return None, None
+        return None, None, None
 
 
 def start_bound(anchor: Anchor | None, low: str) -> int:
@@ -161,12 +169,14 @@ def finditer_from(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
     """``rx.finditer(text)``, started where the first match can begin (exact: no match starts before
     :func:`start_bound`), and empty at once when the literal prefilter proves there is no match."""
     info = info_of(rx)
-    if info.lits is None and info.anchor is None:
+    if info.lits is None and info.anchor is None and info.chars is None:
         return info.pattern_for(text).finditer(text)
     low = folded(text)
     if low is None:
         return rx.finditer(text)
     if info.lits is not None and not any(lit in low for lit in info.lits):
+        return iter(())
+    if info.chars is not None and lacks_required(info.chars, text, low):
         return iter(())
     return info.pattern_for(text).finditer(text, start_bound(info.anchor, low))
 
@@ -306,11 +316,11 @@ class RegexInfo:
     (:func:`required_literals`) and branch plan (:func:`branch_plan`). Hashed by identity: hashing an
     ``re.Pattern`` hashes its whole compiled code (~1.5 us for a long alternation) on every lookup."""
 
-    __slots__ = ("rx", "lits", "anchor", "_plan", "_twin", "_ascii_plan")
+    __slots__ = ("rx", "lits", "anchor", "chars", "_plan", "_twin", "_ascii_plan")
 
     def __init__(self, rx: re.Pattern[str]) -> None:
         self.rx = rx
-        self.lits, self.anchor = _analyse(rx)
+        self.lits, self.anchor, self.chars = _analyse_all(rx)
         self._plan: Any = _NOT_YET
         self._twin: Any = None
         self._ascii_plan: Any = _NOT_YET
@@ -367,6 +377,8 @@ def _search(info: RegexInfo, text: str) -> Span | None:
     low = folded(text)
     if low is not None:
         if info.lits is not None and not any(lit in low for lit in info.lits):
+            return None
+        if info.chars is not None and lacks_required(info.chars, text, low):
             return None
         if info.plan is not None:
             return _search_branches(info.plan_for(text), text, low)
