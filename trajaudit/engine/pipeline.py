@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -136,17 +137,21 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(spec: AuditSpec) -> None:
+def _worker_init(spec: AuditSpec, runs: Sequence[Trajectory] | None) -> None:
+    """Build the worker's context. ``runs``: the batch itself when the pool forks (the children
+    inherit the parent's memory, so items are indices and nothing is serialized), else ``None``."""
     from multiprocessing.util import Finalize
 
     _WORKER["spec"] = spec
+    _WORKER["runs"] = runs
     _WORKER["ctx"] = build_context(spec)
     Finalize(None, close_context, args=(_WORKER["ctx"],), exitpriority=10)  # runs at worker exit
+    _freeze_long_lived()  # the inherited batch and the compiled packs: out of the collector's way
 
 
-def _worker_run(item: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any] | None, str | None]:
+def _worker_run(item: tuple[int, dict[str, Any] | None]) -> tuple[int, dict[str, Any] | None, str | None]:
     idx, tdict = item
-    t = Trajectory.from_dict(tdict)
+    t = _WORKER["runs"][idx] if tdict is None else Trajectory.from_dict(tdict)
     try:
         r = audit_one(t, _WORKER["spec"].strategy, _WORKER["ctx"])
     except (TrajauditError, LookupError) as e:
@@ -154,7 +159,7 @@ def _worker_run(item: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any] |
     except Exception as e:  # noqa: BLE001 - a bug in one run must not sink the batch; reported
         log.exception("audit of %s failed", t.id)
         return idx, None, f"internal error: {type(e).__name__}: {e}"
-    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_dict() if r.log else None,
+    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_rows() if r.log else None,
                  "claims": r.claims}, None
 
 
@@ -200,47 +205,81 @@ def audit_trajectories(
     """
     out = BatchResult()
     results: dict[int, AuditResult] = {}
-    if jobs <= 1 or len(trajectories) < 2:
-        ctx = build_context(spec)
-        frozen = _freeze_long_lived()
-        try:
-            for i, t in enumerate(trajectories):
-                try:
-                    results[i] = audit_one(t, spec.strategy, ctx)
-                    if frozen:
-                        gc.freeze()  # the result lives to the end of the batch: out of the collector's way
-                except ConfigError:
-                    raise
-                except (TrajauditError, LookupError) as e:
-                    out.problems.append(_problem(t, str(e)))
-                except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
-                    log.exception("audit of %s failed", t.id)
-                    out.problems.append(_problem(t, f"internal error: {type(e).__name__}: {e}"))
-                if progress:
-                    progress(i + 1)
-        finally:
+    done = [0]
+
+    def finished(i: int, result: AuditResult | None, error: str | None) -> None:
+        if result is not None:
+            results[i] = result
             if frozen:
-                gc.unfreeze()
-            close_context(ctx)
-    else:
-        close_context(build_context(spec))  # fail fast in the parent on bad rules/tools/LLM config
-        done = 0
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(spec,)) as ex:
-            for idx, payload, err in ex.map(_worker_run, [(i, t.to_dict()) for i, t in enumerate(trajectories)],
-                                            chunksize=max(1, len(trajectories) // (jobs * 8))):
-                t = trajectories[idx]
-                if err is not None:
-                    out.problems.append(_problem(t, err))
-                else:
-                    assert payload is not None
-                    results[idx] = AuditResult(
-                        t, Diagnosis.from_dict(payload["diagnosis"]),
-                        ValidationLog.from_dict(payload["log"]) if payload["log"] else None, payload["claims"])
-                done += 1
-                if progress:
-                    progress(done)
+                gc.freeze()  # the result lives to the end of the batch: out of the collector's way
+        else:
+            out.problems.append(_problem(trajectories[i], error or "not audited"))
+        done[0] += 1
+        if progress:
+            progress(done[0])
+
+    frozen = _freeze_long_lived()
+    try:
+        if jobs <= 1 or len(trajectories) < 2:
+            _audit_serial(trajectories, range(len(trajectories)), spec, finished)
+        else:
+            _audit_parallel(trajectories, spec, jobs, finished)
+    finally:
+        if frozen:
+            gc.unfreeze()
     out.results = [results[i] for i in sorted(results)]
     return out
+
+
+_Done = Callable[[int, "AuditResult | None", "str | None"], None]
+
+
+def _audit_serial(trajectories: Sequence[Trajectory], indices: Iterable[int], spec: AuditSpec, finished: _Done) -> None:
+    """Audit ``trajectories[i]`` for each ``i`` in this process; ``finished(i, result, error)`` after each."""
+    ctx = build_context(spec)
+    try:
+        for i in indices:
+            t = trajectories[i]
+            try:
+                result = audit_one(t, spec.strategy, ctx)
+            except ConfigError:
+                raise
+            except (TrajauditError, LookupError) as e:
+                finished(i, None, str(e))
+                continue
+            except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
+                log.exception("audit of %s failed", t.id)
+                finished(i, None, f"internal error: {type(e).__name__}: {e}")
+                continue
+            finished(i, result, None)
+    finally:
+        close_context(ctx)
+
+
+def _audit_parallel(trajectories: Sequence[Trajectory], spec: AuditSpec, jobs: int, finished: _Done) -> None:
+    """Audit in ``jobs`` worker processes. With the ``fork`` start method the first run is audited
+    here first: it fails fast on a bad rule/tools/LLM set-up and does the one-time work (lazy imports,
+    compiling the packs the runs select, regex analyses) once, for the children to inherit; they then
+    read the runs from the inherited batch (only indices travel). Otherwise the context is built once
+    here to fail fast and the runs are shipped as dicts. Logs come back as rows
+    (:meth:`ValidationLog.to_rows`)."""
+    mp = multiprocessing.get_context()
+    forked = mp.get_start_method() == "fork"
+    if forked:
+        _audit_serial(trajectories, [0], spec, finished)
+        items: list[tuple[int, dict[str, Any] | None]] = [(i, None) for i in range(1, len(trajectories))]
+    else:
+        close_context(build_context(spec))
+        items = [(i, t.to_dict()) for i, t in enumerate(trajectories)]
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=_worker_init,
+                             initargs=(spec, trajectories if forked else None)) as ex:
+        for idx, payload, err in ex.map(_worker_run, items, chunksize=max(1, len(items) // (jobs * 8))):
+            if payload is None:
+                finished(idx, None, err)
+            else:
+                finished(idx, AuditResult(trajectories[idx], Diagnosis.from_dict(payload["diagnosis"]),
+                                          ValidationLog.from_rows(payload["log"]) if payload["log"] else None,
+                                          payload["claims"]), None)
 
 
 def audit_paths(

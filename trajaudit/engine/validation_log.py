@@ -253,6 +253,26 @@ class ValidationLog:
         """Serialize to a JSON string."""
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent, default=str)
 
+    def to_rows(self) -> tuple[Any, ...]:
+        """A compact form for shipping the log between processes (``audit --jobs``): nested tuples of
+        the records' fields, evidence as ``(address, value, note)``; values are not converted (unlike
+        :meth:`to_dict`, whose form is JSON), so :meth:`from_rows` gives back an equal log. Reads
+        every record's evidence (forces lazy pass records). Not a storage format: use :meth:`to_dict`."""
+        return (self.trajectory_id, self.skipped, tuple(self.incomplete),
+                tuple((r.step, r.rule_id, r.verdict, r.severity, r.rule_type, r.targets, r.message,
+                       tuple((e.address, e.value, e.note) for e in r.evidence), r.bindings, r.origin, r.reason)
+                      for r in self.records))
+
+    @classmethod
+    def from_rows(cls, rows: tuple[Any, ...]) -> ValidationLog:
+        """Inverse of :meth:`to_rows`: equal records, in the same order."""
+        trajectory_id, skipped, incomplete, records = rows
+        return cls(trajectory_id, [
+            Record(step, rule_id, verdict, severity, rule_type, targets, message,
+                   tuple([Evidence(*e) for e in evidence]), bindings, origin, reason)
+            for step, rule_id, verdict, severity, rule_type, targets, message, evidence, bindings, origin, reason
+            in records], skipped, list(incomplete))
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ValidationLog:
         """Inverse of :meth:`to_dict`."""
