@@ -26,13 +26,19 @@ def _same(serial, parallel):
 
 
 def test_forked_workers_give_the_serial_results(tau_file):
-    runs = load_path(tau_file).trajectories[:6]
+    runs = load_path(tau_file).trajectories
     spec = AuditSpec(tools=str(tau_file.parent / "tools.json"))
     serial = audit_trajectories(runs, spec)
     parallel = audit_trajectories(runs, spec, jobs=2)
-    assert len(serial.results) == 6 and not parallel.problems
-    assert sum(len(r.log.violations()) for r in serial.results) > 0  # failures and passes both travel
+    assert len(serial.results) == 29 and not parallel.problems
+    assert sum(len(r.log.violations()) for r in serial.results) > 29  # failures and passes both travel
+    # the workers' pass records came without evidence (run 0 was audited in the parent): derived on read
+    shipped_bare = [rec for r in parallel.results[1:] for rec in r.log.records
+                    if isinstance(rec, LazyRecord) and not rec.rendered]
+    assert len(shipped_bare) > 28 * 100
+    assert all(rec.verdict == "pass" and rec.origin == "rules" for rec in shipped_bare)
     _same(serial, parallel)
+    assert all(rec.rendered for rec in shipped_bare)
 
 
 def test_spawned_workers_get_the_runs_as_dicts_and_give_the_serial_results(tau_file, monkeypatch):
@@ -63,6 +69,22 @@ def test_log_rows_round_trip_keeps_every_field_and_type():
     assert back == log and back.skipped == 7 and back.incomplete == ["cut"]
     assert back.records[1].evidence[0].value == ("a", 1)  # a tuple stays a tuple (to_dict would list it)
     assert back.records[0].evidence[0].value == {"k": 1.5} and back.records[2].reason == "budget"
+
+
+def test_log_rows_ship_deferred_pass_records_bare_and_derive_them_on_read():
+    def lazy(step, ev):
+        return LazyRecord(step, "p.r", "pass", thunk=lambda: ((Evidence(f"steps.{step}", ev),), {"x": ev}))
+    log = ValidationLog("run-2", [lazy(1, "a"), Record(2, "p.r", "fail", message="m"), lazy(3, "b"),
+                                  lazy(4, "c")])
+    log.records[3].evidence  # rendered already: travels with its evidence
+    rows = log.to_rows(deferred={"p.r"})
+    assert [r[7] is None for r in rows[3]] == [True, False, True, False]
+    assert [r[8] for r in rows[3] if r[7] is None] == [0, 2]  # ordinals among the rule's records
+    with pytest.raises(ValueError, match="run-2: record p.r at step 1 has no evidence to derive"):
+        ValidationLog.from_rows(rows)
+    asked = []
+    back = ValidationLog.from_rows(rows, lambda rid, k: asked.append((rid, k)) or log.records[k]._force())
+    assert asked == [] and back == log and asked == [("p.r", 0), ("p.r", 2)]
 
 
 def test_llm_strategies_are_listed_without_being_imported():

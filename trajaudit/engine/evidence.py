@@ -254,24 +254,36 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     return always, domains
 
 
-def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
-    """Compute (or fetch from the context's cache) the evidence for ``trajectory``."""
-    cached = context.extra.get("_evidence")
-    if cached is not None and cached[0] is trajectory:
-        return cached[1]
-    t0 = time.process_time()
+def rules_for(trajectory: Trajectory, context: AuditContext) -> tuple[list[Any], list[str]]:
+    """The compiled rules applied to ``trajectory``: the context's rules, then those of the domain
+    packs its tools select (compiled on first use). Returns ``(rules, applied domain pack names)``."""
     rules = list(context.rules)
     called = {name for s in trajectory.steps for name in s.tool_names}
     applied = [dp.name for dp in context.extra.get("domain_packs", ()) if dp.applies(called)]
     for dp in context.extra.get("domain_packs", ()):
         if dp.name in applied:
             rules.extend(dp.rules)
-    log = ValidationLog(trajectory.id)
-    if rules:
-        from trajaudit.engine.rule_eval import evaluate
+    return rules, applied
 
-        log = evaluate(trajectory, rules, oracle=context.extra.get("oracle"), config=context.config,
-                       tools=context.tools)
+
+def evaluate_rules(trajectory: Trajectory, rules: list[Any], context: AuditContext) -> ValidationLog:
+    """:func:`~trajaudit.engine.rule_eval.evaluate` with the context's oracle, budget and tools."""
+    if not rules:
+        return ValidationLog(trajectory.id)
+    from trajaudit.engine.rule_eval import evaluate
+
+    return evaluate(trajectory, rules, oracle=context.extra.get("oracle"), config=context.config,
+                    tools=context.tools)
+
+
+def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
+    """Compute (or fetch from the context's cache) the evidence for ``trajectory``."""
+    cached = context.extra.get("_evidence")
+    if cached is not None and cached[0] is trajectory:
+        return cached[1]
+    t0 = time.process_time()
+    rules, applied = rules_for(trajectory, context)
+    log = evaluate_rules(trajectory, rules, context)
     from trajaudit.engine.claims import build_claim_graph
 
     t1 = time.process_time()

@@ -12,6 +12,7 @@ import gc
 import logging
 import multiprocessing
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -159,7 +160,8 @@ def _worker_run(item: tuple[int, dict[str, Any] | None]) -> tuple[int, dict[str,
     except Exception as e:  # noqa: BLE001 - a bug in one run must not sink the batch; reported
         log.exception("audit of %s failed", t.id)
         return idx, None, f"internal error: {type(e).__name__}: {e}"
-    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_rows() if r.log else None,
+    ctx = _WORKER["ctx"]
+    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_rows(_deferrable(t, ctx)) if r.log else None,
                  "claims": r.claims}, None
 
 
@@ -238,48 +240,89 @@ def _audit_serial(trajectories: Sequence[Trajectory], indices: Iterable[int], sp
     """Audit ``trajectories[i]`` for each ``i`` in this process; ``finished(i, result, error)`` after each."""
     ctx = build_context(spec)
     try:
-        for i in indices:
-            t = trajectories[i]
-            try:
-                result = audit_one(t, spec.strategy, ctx)
-            except ConfigError:
-                raise
-            except (TrajauditError, LookupError) as e:
-                finished(i, None, str(e))
-                continue
-            except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
-                log.exception("audit of %s failed", t.id)
-                finished(i, None, f"internal error: {type(e).__name__}: {e}")
-                continue
-            finished(i, result, None)
+        _audit_with(ctx, trajectories, indices, spec.strategy, finished)
     finally:
         close_context(ctx)
 
 
+def _audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: Iterable[int], strategy: str,
+                finished: _Done) -> None:
+    for i in indices:
+        t = trajectories[i]
+        try:
+            result = audit_one(t, strategy, ctx)
+        except ConfigError:
+            raise
+        except (TrajauditError, LookupError) as e:
+            finished(i, None, str(e))
+            continue
+        except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
+            log.exception("audit of %s failed", t.id)
+            finished(i, None, f"internal error: {type(e).__name__}: {e}")
+            continue
+        finished(i, result, None)
+
+
+class _PassEvidence:
+    """The evidence of a pass record a worker shipped without it (``ValidationLog.to_rows(deferred)``):
+    derived, when first read, by evaluating that one rule on the run again in this process. Exact: rule
+    evaluation is deterministic, each rule's budget is its own (a rule evaluated alone is charged what
+    it is charged among the others, shared results included), and a rule's records keep their order.
+    Rendering every pass's evidence in the workers was ~a quarter of their time; the CLI never reads it."""
+
+    def __init__(self, trajectory: Trajectory, context: AuditContext) -> None:
+        self.trajectory, self.context = trajectory, context
+        self._records: dict[str, list[Any]] = {}
+
+    def __call__(self, rule_id: str, ordinal: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        from trajaudit.engine.evidence import evaluate_rules, rules_for
+
+        recs = self._records.get(rule_id)
+        if recs is None:
+            rule = next(r for r in rules_for(self.trajectory, self.context)[0] if r.id == rule_id)
+            recs = self._records[rule_id] = [r for r in evaluate_rules(self.trajectory, [rule], self.context).records
+                                             if r.rule_id == rule_id]
+        rec = recs[ordinal]
+        return rec.evidence, rec.bindings
+
+
+def _deferrable(trajectory: Trajectory, context: AuditContext) -> frozenset[str]:
+    """Rule ids the parent can evaluate again by id for ``trajectory`` (ids used by one rule only)."""
+    from trajaudit.engine.evidence import rules_for
+
+    ids = Counter(r.id for r in rules_for(trajectory, context)[0])
+    return frozenset(i for i, n in ids.items() if n == 1)
+
+
 def _audit_parallel(trajectories: Sequence[Trajectory], spec: AuditSpec, jobs: int, finished: _Done) -> None:
-    """Audit in ``jobs`` worker processes. With the ``fork`` start method the first run is audited
-    here first: it fails fast on a bad rule/tools/LLM set-up and does the one-time work (lazy imports,
-    compiling the packs the runs select, regex analyses) once, for the children to inherit; they then
-    read the runs from the inherited batch (only indices travel). Otherwise the context is built once
-    here to fail fast and the runs are shipped as dicts. Logs come back as rows
-    (:meth:`ValidationLog.to_rows`)."""
+    """Audit in ``jobs`` worker processes. The parent builds the context first (fails fast on a bad
+    rule/tools/LLM set-up; derives pass evidence later, see :class:`_PassEvidence`). With the ``fork``
+    start method it audits the first run itself, doing the one-time work (lazy imports, compiling the
+    packs the runs select, regex analyses) once for the children to inherit, and the children read the
+    runs from the inherited batch (only indices travel); otherwise runs are shipped as dicts. Logs
+    come back as rows (:meth:`ValidationLog.to_rows`), pass records without their evidence."""
     mp = multiprocessing.get_context()
     forked = mp.get_start_method() == "fork"
-    if forked:
-        _audit_serial(trajectories, [0], spec, finished)
-        items: list[tuple[int, dict[str, Any] | None]] = [(i, None) for i in range(1, len(trajectories))]
-    else:
-        close_context(build_context(spec))
-        items = [(i, t.to_dict()) for i, t in enumerate(trajectories)]
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=_worker_init,
-                             initargs=(spec, trajectories if forked else None)) as ex:
-        for idx, payload, err in ex.map(_worker_run, items, chunksize=max(1, len(items) // (jobs * 8))):
-            if payload is None:
-                finished(idx, None, err)
-            else:
-                finished(idx, AuditResult(trajectories[idx], Diagnosis.from_dict(payload["diagnosis"]),
-                                          ValidationLog.from_rows(payload["log"]) if payload["log"] else None,
+    ctx = build_context(spec)
+    try:
+        if forked:
+            _audit_with(ctx, trajectories, [0], spec.strategy, finished)
+            items: list[tuple[int, dict[str, Any] | None]] = [(i, None) for i in range(1, len(trajectories))]
+        else:
+            items = [(i, t.to_dict()) for i, t in enumerate(trajectories)]
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=_worker_init,
+                                 initargs=(spec, trajectories if forked else None)) as ex:
+            for idx, payload, err in ex.map(_worker_run, items, chunksize=max(1, len(items) // (jobs * 8))):
+                if payload is None:
+                    finished(idx, None, err)
+                    continue
+                t = trajectories[idx]
+                rows = payload["log"]
+                finished(idx, AuditResult(t, Diagnosis.from_dict(payload["diagnosis"]),
+                                          ValidationLog.from_rows(rows, _PassEvidence(t, ctx)) if rows else None,
                                           payload["claims"]), None)
+    finally:
+        close_context(ctx)
 
 
 def audit_paths(
