@@ -82,6 +82,17 @@ def render_table(vlog: ValidationLog, show_pass: bool) -> Table:
     return t
 
 
+def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
+    """``(rule id, unknown records, first reason)`` for each rule that applied somewhere in ``logs`` but was
+    ``unknown`` at every such step (e.g. ``len(null)``): it can never report a violation."""
+    seen: dict[str, list[Any]] = {}
+    for lg in logs:
+        for r in lg.records:
+            if r.verdict in ("pass", "fail", "unknown"):
+                seen.setdefault(r.rule_id, []).append(r)
+    return [(rid, len(rs), rs[0].reason or "-") for rid, rs in seen.items() if all(r.verdict == "unknown" for r in rs)]
+
+
 @click.command("check")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
@@ -140,5 +151,9 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
     total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
     console(err=True).print(f"{len(logs)} run(s), {len(rules)} rule(s): {total_fail} violation(s), "
                             f"{bad} at or above {fail_on}", highlight=False)
+    for rid, n, reason in never_evaluated(logs):  # a warning only: exit codes stay about violations
+        console(err=True).print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
+                                f"(never pass or fail; first reason: {reason})", markup=False, highlight=False,
+                                soft_wrap=True)
     if bad:
         raise SystemExit(EXIT_FINDINGS)
