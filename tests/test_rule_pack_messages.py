@@ -20,7 +20,7 @@ from trajaudit.engine.compiled_rule import compile_rules
 from trajaudit.engine.pack_cache import CODE_FILES
 from trajaudit.engine.rule_lint import lint_pack
 from trajaudit.engine.rule_pack import load_pack
-from trajaudit.errors import RulePackError
+from trajaudit.errors import RulePackError, TrajauditError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "rules" / "tau_retail_example.yaml"
@@ -41,9 +41,12 @@ def test_unknown_api_param_is_an_error_with_a_suggestion():
 
 
 @pytest.mark.parametrize("bad", [["yes_words"], "yes_words=x", 3])
-def test_params_that_is_not_a_mapping_is_a_rule_pack_error(bad):
-    with pytest.raises(RulePackError, match="params must be a mapping of parameter names to values, got"):
+def test_params_that_is_not_a_mapping_is_a_clear_error(bad):
+    # main's API argument checks (api_args) raise ArgumentTypeError, a TrajauditError, for this
+    with pytest.raises(TrajauditError, match=r"load_pack\(\): argument 'params' must be None or a mapping"):
         load_pack(EXAMPLE, params=bad)
+    with pytest.raises(RulePackError, match=r"params: parameter names are strings, got \['1'\]"):
+        load_pack(EXAMPLE, params={1: "x"})
 
 
 def test_unknown_include_param_suggests_and_points_at_the_key():

@@ -60,14 +60,24 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise TrajauditError(f"{path}: cannot read tool schemas: {e}") from None
+    return tool_schemas(data, str(path))
+
+
+def tool_schemas(data: Any, origin: str = "tools") -> list[dict[str, Any]]:
+    """The function objects of an in-memory OpenAI function-schema list, checked as :func:`load_tools`
+    checks a file's (``origin`` names the source in messages).
+
+    Raises:
+        TrajauditError: not a list of function schemas. ToolSchemaError: a bad ``parameters``.
+    """
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
-        raise TrajauditError(f"{path}: tool schemas must be a JSON list of function objects")
+        raise TrajauditError(f"{origin}: tool schemas must be a JSON list of function objects")
     out = []
     for i, x in enumerate(data):
         fn = x.get("function", x)
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise TrajauditError(f"{path}: element {i} is not a function schema (no 'name')")
-        check_tool_parameters(fn, file=str(path), index=i)
+            raise TrajauditError(f"{origin}: element {i} is not a function schema (no 'name')")
+        check_tool_parameters(fn, file=origin, index=i)
         out.append(fn)
     return out
 
@@ -107,8 +117,11 @@ def check_tool_parameters(fn: dict[str, Any], *, file: str | None = None, index:
                               file=file, index=index) from None
 
 
-def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] | None) -> list[Any]:
-    """Compile the named rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
+def load_rules(packs: tuple[Any, ...] | list[Any], tools: list[dict[str, Any]] | None) -> list[Any]:
+    """Compile the rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
+
+    Args:
+        packs: pack paths or shipped names (``str``), or loaded ``RulePack`` objects.
 
     Raises:
         RulePackError: a pack is missing, invalid, or a rule does not compile.
@@ -117,7 +130,7 @@ def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] |
 
     rules: list[Any] = []
     seen: set[str] = set()
-    compiled = [_compiled(p)[1] for p in packs]
+    compiled = [_compiled(p)[1] if isinstance(p, str) else tuple(compile_rules(p)) for p in packs]
     if tools:
         from trajaudit.engine.tool_rules import rules_from_tools
 

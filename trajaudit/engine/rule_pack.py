@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -287,11 +286,11 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
     Raises:
         RulePackError: YAML syntax error, schema violation (unknown field, bad severity …), missing
             include, include cycle, duplicate rule id, unknown id in ``disable``/``overrides``, unknown
-            parameter override (including one in ``params``; ``params`` that is not a mapping) — each with
+            parameter override (including one in ``params``, with a did-you-mean) — each with
             file:line:col and a caret where known.
+        ArgumentTypeError: ``source`` or ``params`` of the wrong type (``params`` not a mapping).
     """
-    if params is not None and not isinstance(params, Mapping):
-        raise RulePackError(f"params must be a mapping of parameter names to values, got {type(params).__name__}")
+    _check_arguments(source, params)
     if params and not all(isinstance(k, str) for k in params):
         raise RulePackError(f"params: parameter names are strings, got {sorted(map(repr, params))}")
     overrides = dict(params or {})
@@ -317,6 +316,16 @@ def _names_hint(unknown: list[str], known: set[str]) -> str:
 
 def _order(loc: SourceLoc) -> tuple[int, int]:
     return (loc.line or 0, loc.column or 0)
+
+
+def _check_arguments(source: Any, params: Any) -> None:
+    """:func:`load_pack`'s argument types (raises ``ArgumentTypeError``); values are checked later."""
+    from trajaudit.api_args import check_mapping, is_path
+    from trajaudit.errors import ArgumentTypeError
+
+    if not (is_path(source) or isinstance(source, dict)):
+        raise ArgumentTypeError("load_pack", "source", source, "a path, a shipped pack name, YAML text, or a dict")
+    check_mapping("load_pack", "params", params)
 
 
 def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...],
