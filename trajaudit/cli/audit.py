@@ -66,6 +66,12 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 
     LLM strategies (all-at-once, step-by-step, binary-search, agentrx, ...) need an endpoint: the
     --base-url/--model options or their environment variables, or --llm-config.
+
+    \b
+    Examples:
+      trajaudit audit runs/ -o diagnoses.jsonl --report report.html
+      trajaudit audit runs.json --rules my_pack.yaml --tools tools.json --jobs 4
+      trajaudit audit runs.json --strategy all-at-once --base-url http://localhost:8000/v1 --model M
     """
     try:
         chosen = default_strategies().get(strategy)

@@ -106,6 +106,12 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
     when an input (a file or a run in it) could not be read and was skipped (listed as `skipped:`),
     so a broken trace does not pass a CI gate; 2 on usage or input errors (an unreadable pack, a
     rule that does not compile, a rule id defined by two packs, no loadable run at all).
+
+    \b
+    Examples:
+      trajaudit check runs.json --rules generic
+      trajaudit check runs.json --rules generic --rules tau_retail --tools tools.json --fail-on warning
+      trajaudit check runs/*.json --rules my_pack.yaml --format json -o logs.json
     """
     if not packs and not tools_file:
         fail("give at least one --rules PACK or --tools TOOLS.json")

@@ -33,7 +33,7 @@ from trajaudit.errors import TrajauditError
 @click.option("--template", "use_template", is_flag=True,
               help="Use the deterministic template directive even when an LLM endpoint is configured.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Where to write the resumed run (JSON).")
+              help="Where to write the resumed run (a .json file).")
 @format_options
 @llm_options
 @handle_errors
@@ -46,12 +46,23 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
 
     The directive: the one already in the diagnosis (from `audit --repair`), else synthesized by the
     LLM when an endpoint is configured, else a template built from the diagnosis and labelled so.
+    The output is one JSON document: -o must end in .json (checked before FILE is read). A
+    --diagnosis line is used only when it is about this run: same trajectory id, and not naming
+    another trace file or record (ids such as "2" recur across data sets; the rule `eval` pairs by).
     Exit 0 on success, 2 on usage or input errors.
+
+    \b
+    Examples:
+      trajaudit audit runs.json -o d.jsonl
+      trajaudit repair runs.json --record 0 --diagnosis d.jsonl -o resumed.json
+      trajaudit repair run.json --strategy offline --template -o resumed.json
     """
     from trajaudit.engine.repair import resume_document, template_directive
 
     if diagnoses and strategy:
         raise TrajauditError("give --diagnosis or --strategy, not both")
+    if not output.lower().endswith(".json"):
+        raise TrajauditError(f"-o/--output must end in .json (the resumed run is one JSON document), got {output!r}")
     t = _load_one(file, record, fmt, mapping)
     client = None
     try:
