@@ -71,7 +71,7 @@ def load_run(path: str | Path, *, mapping: str | Path | None = None) -> Citation
     """
     doc = read_json(path)
     if mapping is None:
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        if not isinstance(doc, dict) or (doc.get("format") != FORMAT and "invocations" not in doc):
             raise _err(f'not a citation run: expected a JSON object with "format": "{FORMAT}" and "invocations" '
                        f"(docs/citation.md), found {describe_document(doc)}. For another trace format, pass "
                        "--mapping M.yaml (Python: mapping=), a jmespath mapping onto the citation-run form",

@@ -31,7 +31,7 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
     \b
     Examples:
       trajaudit show examples/data/tau_retail_sample.json --record 0
-      trajaudit show run.json --input-format who_and_when --width 120
+      trajaudit show run.json --width 120
     """
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)
