@@ -206,10 +206,21 @@ def compile_rules(pack: RulePack | list[RuleSpec] | Any, *, checkers: Any = None
 
     Raises:
         RulePackError: the first rule that does not compile (``rules lint`` reports them all).
+        ArgumentTypeError: ``pack`` is none of those, or a list holds something else than RuleSpecs.
     """
+    from trajaudit.errors import ArgumentTypeError
+
     if not isinstance(pack, (RulePack, list, tuple)):
         from trajaudit.engine.rule_pack import load_pack
 
+        if not isinstance(pack, (str, dict)) and not hasattr(pack, "__fspath__"):
+            raise ArgumentTypeError("compile_rules", "pack", pack, "a RulePack, a list of RuleSpecs, or a pack "
+                                    "path/name/YAML text/dict (for load_pack)")
         pack = load_pack(pack)
+    elif not isinstance(pack, RulePack):
+        for i, s in enumerate(pack):
+            if not isinstance(s, RuleSpec):
+                raise ArgumentTypeError("compile_rules", f"pack[{i}]", s, "a RuleSpec (a list item must be a rule "
+                                        "spec; load a pack by name with load_pack(name))")
     specs = pack.enabled_rules if isinstance(pack, RulePack) else [s for s in pack if not s.disabled]
     return [compile_rule(s, checkers) for s in specs]

@@ -7,10 +7,12 @@ Serialized form is validated by ``trajaudit/schemas/diagnosis.schema.json``. ``c
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.validation_log import Evidence
+from trajaudit.errors import ArgumentTypeError, DiagnosisFormatError
 
 DIAGNOSIS_SCHEMA_VERSION = 1
 
@@ -118,7 +120,25 @@ class Diagnosis:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Diagnosis:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ArgumentTypeError: ``d`` is not a mapping.
+            DiagnosisFormatError (a KeyError and a ValueError): ``trajectory_id`` is missing, or a
+                field has the wrong type.
+        """
+        if not isinstance(d, Mapping):
+            raise ArgumentTypeError("Diagnosis.from_dict", "d", d, "a mapping (Diagnosis.to_dict()'s form)")
+        if "trajectory_id" not in d:
+            raise DiagnosisFormatError(f"not a diagnosis: no 'trajectory_id' (keys: {sorted(map(str, d))[:12]})")
+        try:
+            return cls._from_dict(d)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            raise DiagnosisFormatError(f"not a diagnosis (trajectory_id {d['trajectory_id']!r}): "
+                                       f"{type(e).__name__}: {e}") from None
+
+    @classmethod
+    def _from_dict(cls, d: Mapping[str, Any]) -> Diagnosis:
         span = d.get("tolerance_span")
         return cls(
             trajectory_id=str(d["trajectory_id"]),

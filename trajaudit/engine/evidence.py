@@ -60,14 +60,24 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise TrajauditError(f"{path}: cannot read tool schemas: {e}") from None
+    return tool_schemas(data, str(path))
+
+
+def tool_schemas(data: Any, origin: str = "tools") -> list[dict[str, Any]]:
+    """The function objects of an in-memory OpenAI function-schema list, checked as :func:`load_tools`
+    checks a file's (``origin`` names the source in messages).
+
+    Raises:
+        TrajauditError: not a list of function schemas. ToolSchemaError: a bad ``parameters``.
+    """
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
-        raise TrajauditError(f"{path}: tool schemas must be a JSON list of function objects")
+        raise TrajauditError(f"{origin}: tool schemas must be a JSON list of function objects")
     out = []
     for i, x in enumerate(data):
         fn = x.get("function", x)
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise TrajauditError(f"{path}: element {i} is not a function schema (no 'name')")
-        check_tool_parameters(fn, file=str(path), index=i)
+            raise TrajauditError(f"{origin}: element {i} is not a function schema (no 'name')")
+        check_tool_parameters(fn, file=origin, index=i)
         out.append(fn)
     return out
 
@@ -107,16 +117,17 @@ def check_tool_parameters(fn: dict[str, Any], *, file: str | None = None, index:
                               file=file, index=index) from None
 
 
-def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] | None, *,
+def load_rules(packs: tuple[Any, ...] | list[Any], tools: list[dict[str, Any]] | None, *,
                defaults: tuple[str, ...] | list[str] = (), domains: tuple[Any, ...] | list[Any] = ()) -> list[Any]:
-    """Compile the named rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
+    """Compile the rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
 
     A rule id defined by two of ``packs`` is an error (:func:`unique_rules`, the check ``trajaudit
     check`` makes too): keeping one silently would make the diagnosis depend on the packs' order. A
     tool-schema rule whose id a pack already defines is left out (the pack's version is kept).
 
     Args:
-        packs: pack files or shipped names, in order (a pack named twice is read once).
+        packs: pack paths or shipped names (``str``; a file named twice is read once), or loaded
+            ``RulePack`` objects (named by their ``name`` in errors), in order.
         tools: function schemas for SCHEMA rules, or ``None``.
         defaults: which of ``packs`` were added as default packs (named so in the error).
         domains: the default domain packs (:func:`default_packs`); an id of theirs that ``packs``
@@ -128,7 +139,8 @@ def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] |
     """
     from trajaudit.engine.compiled_rule import compile_rules
 
-    groups = [(p, _compiled(p)[1]) for p in distinct_packs(packs)]
+    groups = [(p, _compiled(p)[1]) if isinstance(p, str) else (f"pack {p.name}", tuple(compile_rules(p)))
+              for p in distinct_packs(packs)]
     hint = ("; {} is a default pack: turn the default packs off (--no-default-packs, AuditSpec.default_packs="
             "False) to use only your version")
     rules, owner = unique_rules(groups, hint={p: hint.format(p) for p in defaults})
@@ -170,13 +182,17 @@ def unique_rules(groups: list[tuple[str, Any]], *, hint: dict[str, str] | None =
     return rules, owner
 
 
-def distinct_packs(packs: tuple[str, ...] | list[str]) -> list[str]:
-    """``packs`` without refs naming a pack file already listed (the same pack given twice)."""
+def distinct_packs(packs: tuple[Any, ...] | list[Any]) -> list[Any]:
+    """``packs`` without refs naming a pack file already listed (the same pack given twice); loaded
+    ``RulePack`` objects are kept as given."""
     from trajaudit.engine.rule_pack import resolve_pack
 
-    out: list[str] = []
+    out: list[Any] = []
     seen: set[Path] = set()
     for p in packs:
+        if not isinstance(p, str):
+            out.append(p)
+            continue
         path = resolve_pack(p).resolve()
         if path not in seen:
             seen.add(path)

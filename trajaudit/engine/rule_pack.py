@@ -286,6 +286,7 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
             include, include cycle, duplicate rule id, unknown id in ``disable``/``overrides``, unknown
             parameter override — each with file:line:col and a caret where known.
     """
+    _check_arguments(source, params)
     if isinstance(source, dict):
         text = yaml.safe_dump(source, sort_keys=False, allow_unicode=True)
         return _load_text(text, None, params or {}, (), None)
@@ -294,6 +295,16 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
         return _load_text(s, None, params or {}, (), None)
     path = resolve_pack(s)
     return _load_file(path, params or {}, ())
+
+
+def _check_arguments(source: Any, params: Any) -> None:
+    """:func:`load_pack`'s argument types (raises ``ArgumentTypeError``); values are checked later."""
+    from trajaudit.api_args import check_mapping, is_path
+    from trajaudit.errors import ArgumentTypeError
+
+    if not (is_path(source) or isinstance(source, dict)):
+        raise ArgumentTypeError("load_pack", "source", source, "a path, a shipped pack name, YAML text, or a dict")
+    check_mapping("load_pack", "params", params)
 
 
 def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...]) -> RulePack:
