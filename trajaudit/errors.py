@@ -161,6 +161,14 @@ class LLMError(TrajauditError):
     """An LLM call failed after its retries, or its answer never matched the required schema."""
 
 
+class LLMUnreachableError(LLMError):
+    """The LLM endpoint cannot be reached at all: no connection could be made (refused, unknown host,
+    no route) even after the client's retries. Every further call would fail the same way, so a batch
+    stops at the first one (``trajaudit audit``/``eval`` exit 2) instead of failing each run in turn;
+    code that degrades on an :class:`LLMError` (a lost semantic check, a template repair) re-raises
+    this one. Timeouts, HTTP 429/5xx and bad answers stay plain :class:`LLMError` (per-run)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """A reported (not raised) problem with one input: it was skipped, the batch went on.

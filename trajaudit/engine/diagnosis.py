@@ -159,3 +159,31 @@ class Diagnosis:
             usage=dict(d.get("usage", {})),
             metadata=dict(d.get("metadata", {})),
         )
+
+
+def other_run(d: Diagnosis, file: str | None, record: int | None, *, whose: str = "the run's") -> str | None:
+    """Why diagnosis ``d`` cannot be about the run read from ``file`` (record ``record``), else ``None``.
+
+    Trajectory ids are not unique across data sets (tau task ``"2"`` and Who&When file ``2.json``
+    share the id ``"2"``), so an id match is refused when both sides name their trace file and the
+    file names (not the folders) differ, or both give a record and the records differ. When either
+    side names no file nothing can be said (``None``). Used by ``eval`` pairing
+    (:func:`trajaudit.eval.gold.other_file`) and ``repair --diagnosis``.
+
+    Args:
+        d: the diagnosis (its ``file``/``record`` as written by ``audit``).
+        file, record: where the run came from (``Source.file``/``Source.record``, or a gold item's).
+        whose: how the message names the run (``"the gold run's"``).
+
+    Returns:
+        ``"its file A.json is not <whose> B.json"``, ``"its record 1 is not <whose> 0"``, or ``None``.
+    """
+    from pathlib import Path
+
+    if not file or not d.file:
+        return None
+    if Path(file).name != Path(d.file).name:
+        return f"its file {Path(d.file).name} is not {whose} {Path(file).name}"
+    if record is not None and d.record is not None and record != d.record:
+        return f"its record {d.record} is not {whose} {record}"
+    return None

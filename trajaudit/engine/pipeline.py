@@ -24,7 +24,7 @@ from trajaudit.engine.loader import FLAG_NON_UTF8, load_checked, load_many
 from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
 from trajaudit.engine.validation_log import ValidationLog
-from trajaudit.errors import ConfigError, Problem, TrajauditError, UnknownStrategyError
+from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,8 @@ def build_context(spec: AuditSpec) -> AuditContext:
         tools = load_tools(spec.tools) if spec.tools else None
     named = [p if isinstance(p, str) else p.name for p in spec.rules]  # a RulePack counts by its name
     always, domains = default_packs(named) if spec.default_packs else ([], [])
-    return AuditContext(config=spec.config, rules=load_rules(tuple(always) + tuple(spec.rules), tools),
+    rules = load_rules(tuple(always) + tuple(spec.rules), tools, defaults=always, domains=domains)
+    return AuditContext(config=spec.config, rules=rules,
                         tools=tools, llm=llm, extra={"domain_packs": domains, "repair": spec.repair})
 
 
@@ -208,6 +209,8 @@ def audit_trajectories(
 
     Raises:
         TrajauditError: the context (rules, tools, LLM) cannot be built — nothing can run.
+        LLMUnreachableError: no connection to the LLM endpoint could be made (the batch stops at the
+            first such run; in worker processes, only the parent's first run is checked so).
     """
     out = BatchResult()
     results: dict[int, AuditResult] = {}
@@ -255,7 +258,7 @@ def _audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: 
         t = trajectories[i]
         try:
             result = audit_one(t, strategy, ctx)
-        except ConfigError:
+        except (ConfigError, LLMUnreachableError):  # every further run would fail the same way
             raise
         except (TrajauditError, LookupError) as e:
             finished(i, None, str(e))

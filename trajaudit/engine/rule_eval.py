@@ -31,6 +31,7 @@ from trajaudit.engine.rule_runtime import (
     json_safe,
 )
 from trajaudit.engine.validation_log import Evidence, LazyRecord, Record, ValidationLog
+from trajaudit.errors import LLMUnreachableError
 
 log = logging.getLogger(__name__)
 MAX_EVIDENCE = 12
@@ -216,6 +217,8 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule] | Any, *, oracle:
                               reason=f"evaluation error: {e}")
             except RecursionError:
                 rec = _record(rule, k, "unknown", "evaluation nested too deeply", reason="evaluation error: recursion")
+            except LLMUnreachableError:  # a semantic check's endpoint is down: the audit stops, no "unknown"s
+                raise
             except Exception as e:  # noqa: BLE001 - a faulty rule/checker must not stop the others
                 log.warning("rule %s raised at step %d of %s: %r", rule.id, k, trajectory.id, e)
                 rec = _record(rule, k, "unknown", f"rule raised {type(e).__name__}: {e}",
