@@ -228,3 +228,22 @@ def test_help_has_examples_and_no_seed_jargon(cmd):
     out = run(cmd, "--help").output
     assert "Examples:\n    trajaudit " in out  # \b keeps the lines as written
     assert "seed 003" not in out
+
+
+def test_a_pack_including_generic_with_overrides_replaces_the_default_generic(tmp_path, ww_dir):
+    from trajaudit import load_path
+    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+
+    pack = tmp_path / "my.yaml"
+    pack.write_text("pack: my\nversion: 1\ninclude:\n  - pack: generic\n    params: {closing: 'bye'}\n"
+                    "overrides:\n  generic.provenance.claim-values-grounded: {severity: info}\n"
+                    "disable: [generic.system.tool-traceback]\nrules: []\n", encoding="utf-8")
+    runs = load_path(ww_dir / "1.json").trajectories
+    res = audit_trajectories(runs, AuditSpec(rules=(str(pack),)))
+    assert not res.problems
+    recs = res.results[0].log.records
+    ids = {r.rule_id for r in recs}
+    assert "generic.system.tool-traceback" not in ids and "generic.system.tool-system-error" in ids
+    assert {r.severity for r in recs if r.rule_id == "generic.provenance.claim-values-grounded"} == {"info"}
+    r = run("audit", ww_dir / "1.json", "--rules", pack, "-o", tmp_path / "o.jsonl", "-q")
+    assert r.exit_code == 0, r.output

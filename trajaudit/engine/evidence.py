@@ -296,10 +296,26 @@ class DomainPack:
         return len(called & self.tools) / len(called) >= self.min_overlap
 
 
+def included_files(packs: tuple[Any, ...] | list[Any]) -> list[str]:
+    """The files the given packs include directly (``RulePack.includes``): a shipped pack a user's
+    pack includes — e.g. ``include: [{pack: generic, params: …}]`` with ``overrides:`` — is applied
+    through that pack (with the user's parameters and overrides), not again as a default pack.
+
+    Raises:
+        RulePackError: a pack is missing or invalid.
+    """
+    out: list[str] = []
+    for p in packs:
+        pack = _compiled(p)[0] if isinstance(p, str) else p
+        out.extend(pack.includes)
+    return out
+
+
 def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], list[DomainPack]]:
     """The shipped packs applied by default: the always-on generic pack, and the domain packs
     (those declaring ``metadata.applies_to_tools``) that the run's tools select. Packs named in
-    ``explicit`` are left out (they are applied unconditionally by :func:`load_rules`).
+    ``explicit`` — by name or by the resolved path of their file — are left out (they are applied
+    unconditionally by :func:`load_rules`, or a user's pack includes them: see :func:`included_files`).
 
     Returns:
         ``(always_on_pack_names, domain_packs)``.
@@ -310,10 +326,12 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     from trajaudit.engine.rule_pack import resolve_pack, shipped_packs
 
     names = shipped_packs()
-    always = [GENERIC_PACK] if GENERIC_PACK in names and GENERIC_PACK not in explicit else []
+    given = set(explicit)
+    skip = {n for n in names if n in given or str(resolve_pack(n)) in given}
+    always = [GENERIC_PACK] if GENERIC_PACK in names and GENERIC_PACK not in skip else []
     domains = []
     for n in names:
-        if n in explicit or n == GENERIC_PACK or n.startswith(GENERIC_PACK + "."):
+        if n in skip or n == GENERIC_PACK or n.startswith(GENERIC_PACK + "."):
             continue
         path = str(resolve_pack(n))
         pack = _loaded_shipped(path).pack

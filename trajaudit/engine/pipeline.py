@@ -85,7 +85,7 @@ def build_context(spec: AuditSpec) -> AuditContext:
     Raises:
         TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup.
     """
-    from trajaudit.engine.evidence import default_packs, load_rules, load_tools, tool_schemas
+    from trajaudit.engine.evidence import default_packs, included_files, load_rules, load_tools, tool_schemas
 
     llm = None
     if spec.llm is not None:
@@ -100,6 +100,8 @@ def build_context(spec: AuditSpec) -> AuditContext:
     else:
         tools = load_tools(spec.tools) if spec.tools else None
     named = [p if isinstance(p, str) else p.name for p in spec.rules]  # a RulePack counts by its name
+    if spec.default_packs:  # a shipped pack a user's pack includes applies through it, not twice
+        named += included_files(spec.rules)
     always, domains = default_packs(named) if spec.default_packs else ([], [])
     rules = load_rules(tuple(always) + tuple(spec.rules), tools, defaults=always, domains=domains)
     return AuditContext(config=spec.config, rules=rules,
