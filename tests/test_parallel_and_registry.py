@@ -76,7 +76,7 @@ def test_log_rows_ship_deferred_pass_records_bare_and_derive_them_on_read():
         return LazyRecord(step, "p.r", "pass", thunk=lambda: ((Evidence(f"steps.{step}", ev),), {"x": ev}))
     log = ValidationLog("run-2", [lazy(1, "a"), Record(2, "p.r", "fail", message="m"), lazy(3, "b"),
                                   lazy(4, "c")])
-    log.records[3].evidence  # rendered already: travels with its evidence
+    _ = log.records[3].evidence  # rendered already: travels with its evidence
     rows = log.to_rows(deferred={"p.r"})
     assert [r[7] is None for r in rows[3]] == [True, False, True, False]
     assert [r[8] for r in rows[3] if r[7] is None] == [0, 2]  # ordinals among the rule's records

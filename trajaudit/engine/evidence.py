@@ -17,7 +17,7 @@ from trajaudit.engine import safe_json
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import ValidationLog
-from trajaudit.errors import TrajauditError
+from trajaudit.errors import RulePackError, TrajauditError
 
 
 @dataclass
@@ -61,14 +61,24 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
         data = safe_json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise TrajauditError(f"{path}: cannot read tool schemas: {e}") from None
+    return tool_schemas(data, str(path))
+
+
+def tool_schemas(data: Any, origin: str = "tools") -> list[dict[str, Any]]:
+    """The function objects of an in-memory OpenAI function-schema list, checked as :func:`load_tools`
+    checks a file's (``origin`` names the source in messages).
+
+    Raises:
+        TrajauditError: not a list of function schemas. ToolSchemaError: a bad ``parameters``.
+    """
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
-        raise TrajauditError(f"{path}: tool schemas must be a JSON list of function objects")
+        raise TrajauditError(f"{origin}: tool schemas must be a JSON list of function objects")
     out = []
     for i, x in enumerate(data):
         fn = x.get("function", x)
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise TrajauditError(f"{path}: element {i} is not a function schema (no 'name')")
-        check_tool_parameters(fn, file=str(path), index=i)
+            raise TrajauditError(f"{origin}: element {i} is not a function schema (no 'name')")
+        check_tool_parameters(fn, file=origin, index=i)
         out.append(fn)
     return out
 
@@ -108,27 +118,87 @@ def check_tool_parameters(fn: dict[str, Any], *, file: str | None = None, index:
                               file=file, index=index) from None
 
 
-def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] | None) -> list[Any]:
-    """Compile the named rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
+def load_rules(packs: tuple[Any, ...] | list[Any], tools: list[dict[str, Any]] | None, *,
+               defaults: tuple[str, ...] | list[str] = (), domains: tuple[Any, ...] | list[Any] = ()) -> list[Any]:
+    """Compile the rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
+
+    A rule id defined by two of ``packs`` is an error (:func:`unique_rules`, the check ``trajaudit
+    check`` makes too): keeping one silently would make the diagnosis depend on the packs' order. A
+    tool-schema rule whose id a pack already defines is left out (the pack's version is kept).
+
+    Args:
+        packs: pack paths or shipped names (``str``; a file named twice is read once), or loaded
+            ``RulePack`` objects (named by their ``name`` in errors), in order.
+        tools: function schemas for SCHEMA rules, or ``None``.
+        defaults: which of ``packs`` were added as default packs (named so in the error).
+        domains: the default domain packs (:func:`default_packs`); an id of theirs that ``packs``
+            define is an error too (both would apply to the runs calling the domain's tools).
 
     Raises:
-        RulePackError: a pack is missing, invalid, or a rule does not compile.
+        RulePackError: a pack is missing, invalid, a rule does not compile, or two packs define the
+            same rule id.
     """
     from trajaudit.engine.compiled_rule import compile_rules
 
-    rules: list[Any] = []
-    seen: set[str] = set()
-    compiled = [_compiled(p)[1] for p in packs]
+    groups = [(p, _compiled(p)[1]) if isinstance(p, str) else (f"pack {p.name}", tuple(compile_rules(p)))
+              for p in distinct_packs(packs)]
+    hint = ("; {} is a default pack: turn the default packs off (--no-default-packs, AuditSpec.default_packs="
+            "False) to use only your version")
+    rules, owner = unique_rules(groups, hint={p: hint.format(p) for p in defaults})
+    for dp in domains:
+        for spec in _loaded_shipped(dp.path).pack.enabled_rules:
+            if spec.id in owner:
+                raise RulePackError(f"rule id {spec.id} is defined by both {owner[spec.id]} and {dp.name}"
+                                    + hint.format(f"{dp.name} (applied to runs calling its tools)"))
     if tools:
         from trajaudit.engine.tool_rules import rules_from_tools
 
-        compiled.append(compile_rules(rules_from_tools(tools)))
-    for group in compiled:
-        for r in group:
-            if r.id not in seen:
-                seen.add(r.id)
-                rules.append(r)
+        rules += [r for r in compile_rules(rules_from_tools(tools)) if r.id not in owner]
     return rules
+
+
+def unique_rules(groups: list[tuple[str, Any]], *, hint: dict[str, str] | None = None) -> tuple[list[Any], dict[str, str]]:
+    """Concatenate the compiled rules of several packs, refusing a rule id two packs define.
+
+    Args:
+        groups: ``[(pack name as given, compiled rules)]`` in order.
+        hint: text appended to the error when the first definer is the named pack.
+
+    Returns:
+        ``(rules, {rule id: pack name})``.
+
+    Raises:
+        RulePackError: ``rule id X is defined by both A and B`` (the first two packs defining it).
+    """
+    rules: list[Any] = []
+    owner: dict[str, str] = {}
+    for name, group in groups:
+        for r in group:
+            if r.id in owner:
+                first = owner[r.id]
+                raise RulePackError(f"rule id {r.id} is defined by both {first} and {name}"
+                                    + (hint or {}).get(first, ""))
+            owner[r.id] = name
+            rules.append(r)
+    return rules, owner
+
+
+def distinct_packs(packs: tuple[Any, ...] | list[Any]) -> list[Any]:
+    """``packs`` without refs naming a pack file already listed (the same pack given twice); loaded
+    ``RulePack`` objects are kept as given."""
+    from trajaudit.engine.rule_pack import resolve_pack
+
+    out: list[Any] = []
+    seen: set[Path] = set()
+    for p in packs:
+        if not isinstance(p, str):
+            out.append(p)
+            continue
+        path = resolve_pack(p).resolve()
+        if path not in seen:
+            seen.add(path)
+            out.append(p)
+    return out
 
 
 def _compiled(ref: str) -> tuple[Any, tuple[Any, ...]]:

@@ -16,15 +16,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import FLAG_NON_UTF8, load, load_many
+from trajaudit.engine.loader import FLAG_NON_UTF8, load_checked, load_many
+from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
 from trajaudit.engine.validation_log import ValidationLog
-from trajaudit.errors import ConfigError, Problem, TrajauditError
+from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,8 @@ class AuditSpec:
 
     Attributes:
         strategy: strategy name.
-        rules: rule pack paths or shipped pack names.
-        tools: path of an OpenAI function-schema list, or ``None``.
+        rules: rule pack paths or shipped pack names (``str``), or loaded ``RulePack`` objects.
+        tools: path of an OpenAI function-schema list, the list itself (a tuple of dicts), or ``None``.
         config: the :class:`AuditConfig`.
         llm: an LLM configuration object (``trajaudit.llm``) or ``None``.
         default_packs: also apply the shipped generic pack, and the shipped domain packs whose tools
@@ -71,8 +71,8 @@ class AuditSpec:
     """
 
     strategy: str = "offline"
-    rules: tuple[str, ...] = ()
-    tools: str | None = None
+    rules: tuple[Any, ...] = ()
+    tools: str | tuple[dict[str, Any], ...] | None = None
     config: AuditConfig = field(default_factory=AuditConfig)
     llm: Any = None
     default_packs: bool = True
@@ -85,7 +85,7 @@ def build_context(spec: AuditSpec) -> AuditContext:
     Raises:
         TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup.
     """
-    from trajaudit.engine.evidence import default_packs, load_rules, load_tools
+    from trajaudit.engine.evidence import default_packs, load_rules, load_tools, tool_schemas
 
     llm = None
     if spec.llm is not None:
@@ -95,9 +95,14 @@ def build_context(spec: AuditSpec) -> AuditContext:
     from trajaudit.engine.taxonomy import load_taxonomy
 
     load_taxonomy(spec.config.taxonomy)  # an unknown taxonomy is a usage error, before any run
-    tools = load_tools(spec.tools) if spec.tools else None
-    always, domains = default_packs(spec.rules) if spec.default_packs else ([], [])
-    return AuditContext(config=spec.config, rules=load_rules(tuple(always) + tuple(spec.rules), tools),
+    if isinstance(spec.tools, tuple):
+        tools = tool_schemas(list(spec.tools), "the tools argument") if spec.tools else None
+    else:
+        tools = load_tools(spec.tools) if spec.tools else None
+    named = [p if isinstance(p, str) else p.name for p in spec.rules]  # a RulePack counts by its name
+    always, domains = default_packs(named) if spec.default_packs else ([], [])
+    rules = load_rules(tuple(always) + tuple(spec.rules), tools, defaults=always, domains=domains)
+    return AuditContext(config=spec.config, rules=rules,
                         tools=tools, llm=llm, extra={"domain_packs": domains, "repair": spec.repair})
 
 
@@ -204,6 +209,8 @@ def audit_trajectories(
 
     Raises:
         TrajauditError: the context (rules, tools, LLM) cannot be built — nothing can run.
+        LLMUnreachableError: no connection to the LLM endpoint could be made (the batch stops at the
+            first such run; in worker processes, only the parent's first run is checked so).
     """
     out = BatchResult()
     results: dict[int, AuditResult] = {}
@@ -251,7 +258,7 @@ def _audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: 
         t = trajectories[i]
         try:
             result = audit_one(t, strategy, ctx)
-        except ConfigError:
+        except (ConfigError, LLMUnreachableError):  # every further run would fail the same way
             raise
         except (TrajauditError, LookupError) as e:
             finished(i, None, str(e))
@@ -350,8 +357,8 @@ def audit_paths(
 def audit(
     trajectory: Trajectory | str | os.PathLike[str] | dict | list,
     *,
-    rules: Sequence[str] = (),
-    tools: str | None = None,
+    rules: str | os.PathLike[str] | RulePack | Iterable[str | os.PathLike[str] | RulePack] | None = (),
+    tools: str | os.PathLike[str] | Sequence[dict[str, Any]] | None = None,
     strategy: str = "offline",
     taxonomy: str = "agentrx",
     llm: Any = None,
@@ -361,21 +368,35 @@ def audit(
     """Audit one run and return its :class:`Diagnosis` (the Python API).
 
     Args:
-        trajectory: a :class:`Trajectory`, a trace path, or a parsed trace document.
-        rules: rule pack paths or shipped pack names (the default packs are always applied).
-        tools: path to the run's tool schemas (OpenAI function list) for SCHEMA rules.
+        trajectory: a :class:`Trajectory`, a trace path (``str``/``os.PathLike``), or a parsed trace
+            document (``dict``/``list``).
+        rules: extra rule packs: one pack (a path, a shipped pack name, or a ``RulePack`` from
+            ``load_pack``) or a list of them; ``None`` for none (the default packs are always applied).
+        tools: the run's tool schemas for SCHEMA rules: a path to an OpenAI function-schema JSON
+            file, or that list itself (``[{"type": "function", "function": {...}}, ...]``).
         strategy: ``offline`` (default, no LLM), a baseline, or an LLM strategy (needs ``llm``).
         taxonomy: taxonomy id for the category.
-        llm: an ``trajaudit.llm.LLMConfig`` for LLM strategies.
-        record: which run of a multi-run file.
+        llm: a :class:`trajaudit.llm.LLMConfig` for LLM strategies (``trajaudit.llm.build_config``).
+        record: which run (0-based ``int``) of a multi-run file.
         repair: also fill ``Diagnosis.repair`` (LLM directive with ``llm``, else the template).
 
     Raises:
         TraceFormatError: the input cannot be read; RulePackError: a pack is invalid;
-        ConfigError: the strategy needs an LLM and none is configured; LookupError: unknown strategy.
+        ConfigError: the strategy needs an LLM and none is configured;
+        UnknownStrategyError (a ConfigError and a LookupError): unknown strategy name;
+        ArgumentTypeError (a TrajauditError and a TypeError): an argument of the wrong type.
     """
-    t = load(trajectory if not isinstance(trajectory, Path) else str(trajectory), record=record)
-    spec = AuditSpec(strategy=strategy, rules=tuple(rules), tools=tools, config=AuditConfig(taxonomy=taxonomy), llm=llm,
+    from trajaudit.api_args import check_llm, check_name, check_packs, check_tools
+
+    check_name("audit", "strategy", strategy)
+    check_name("audit", "taxonomy", taxonomy)
+    try:
+        default_strategies().get(strategy)
+    except LookupError as e:
+        raise UnknownStrategyError(str(e.args[0]) if e.args else str(e)) from None
+    packs, tool_arg, llm = check_packs("audit", rules), check_tools("audit", tools), check_llm("audit", llm)
+    t = load_checked(trajectory, format=None, record=record, function="audit", argument="trajectory")
+    spec = AuditSpec(strategy=strategy, rules=packs, tools=tool_arg, config=AuditConfig(taxonomy=taxonomy), llm=llm,
                      repair=repair)
     ctx = build_context(spec)
     try:

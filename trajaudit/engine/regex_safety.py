@@ -269,7 +269,7 @@ def _walk(items: Any, follow: int, mult: float) -> str:
         bits, nullable = _first_one(op, av)
         after = bits | (after if nullable else 0)
     afters.reverse()
-    for (op, av), after in zip(items, afters):
+    for (op, av), after in zip(items, afters, strict=True):
         if op in _REPEATS:
             count = _count(av)
             inner = mult * count if count else 0

@@ -204,11 +204,13 @@ def attach_repair(diagnosis: Diagnosis, trajectory: Trajectory, llm: Any = None)
                                                                    "source": "strategy"}})
     note = None
     if llm is not None:
-        from trajaudit.errors import LLMError
+        from trajaudit.errors import LLMError, LLMUnreachableError
         from trajaudit.llm.repair import synthesize_repair
 
         try:
             r = synthesize_repair(llm, trajectory, diagnosis)
+        except LLMUnreachableError:  # the endpoint is down: stop, do not degrade
+            raise
         except LLMError as e:
             note = f"LLM repair failed ({e}); the template directive is used"
         else:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit.engine import safe_json
-from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.diagnosis import Diagnosis, other_run
 from trajaudit.engine.loader import expand_paths
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
@@ -154,15 +154,10 @@ def other_file(item: GoldItem, d: Diagnosis) -> str | None:
     """Why ``d`` cannot be the run of ``item`` although the ids may be equal, else ``None``.
 
     Both must name a trace file: the file names (not the folders) differ, or both give a record
-    and the records differ. When either side names no file nothing can be said (``None``).
+    and the records differ. When either side names no file nothing can be said (``None``). The rule
+    is :func:`trajaudit.engine.diagnosis.other_run` (shared with ``repair --diagnosis``).
     """
-    if not item.file or not d.file:
-        return None
-    if Path(item.file).name != Path(d.file).name:
-        return f"its file {Path(d.file).name} is not the gold run's {Path(item.file).name}"
-    if item.record is not None and d.record is not None and item.record != d.record:
-        return f"its record {d.record} is not the gold run's {item.record}"
-    return None
+    return other_run(d, item.file, item.record, whose="the gold run's")
 
 
 def _int(value: Any) -> int | None:
