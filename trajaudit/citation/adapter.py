@@ -30,6 +30,8 @@ from trajaudit.citation.model import (
     extract_markers,
     sentences_with_citations,
 )
+from trajaudit.engine import safe_json
+from trajaudit.engine.regex_safety import regex_risk
 from trajaudit.engine.schema import validator
 from trajaudit.errors import TraceFormatError
 
@@ -53,7 +55,9 @@ def read_json(path: str | Path) -> Any:
     if not text.strip():
         raise TraceFormatError("file is empty", file=p, adapter=ADAPTER)
     try:
-        return json.loads(text)
+        return safe_json.loads(text)
+    except safe_json.NestedTooDeep as e:
+        raise TraceFormatError(str(e), file=p, adapter=ADAPTER) from None
     except json.JSONDecodeError as e:
         raise TraceFormatError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=p,
                                adapter=ADAPTER) from None
@@ -181,6 +185,10 @@ def _compile_pattern(src: str | None, file: str | None) -> re.Pattern[str]:
         pat = re.compile(src or DEFAULT_CITATION_PATTERN)
     except re.error as e:
         raise _err(f"invalid citation_pattern: {e}", "$.citation_pattern", file) from None
+    risk = regex_risk(pat.pattern)
+    if risk:
+        raise _err(f"citation_pattern {risk} (catastrophic backtracking on long texts); rewrite it without that "
+                   "shape (docs/rules.md, Regex safety)", "$.citation_pattern", file)
     if pat.groups < 1:
         raise _err("citation_pattern needs a capturing group holding the ids", "$.citation_pattern", file)
     return pat

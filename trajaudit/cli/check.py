@@ -18,6 +18,7 @@ from trajaudit.cli.common import (
     report_problems,
     warn_non_utf8,
 )
+from trajaudit.engine import safe_json
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.rule_eval import evaluate
@@ -52,7 +53,7 @@ def read_tools(path: str | None) -> list[dict[str, Any]] | None:
 
     load_tools(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = safe_json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         fail(f"{path}: cannot read tool schemas: {e}")
     if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):

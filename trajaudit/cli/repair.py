@@ -18,6 +18,7 @@ from trajaudit.cli.common import (
     llm_config_for,
     llm_options,
 )
+from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.errors import TrajauditError
@@ -134,7 +135,7 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
         if not line.strip():
             continue
         try:
-            d = Diagnosis.from_dict(json.loads(line))
+            d = Diagnosis.from_dict(safe_json.loads(line))
         except (ValueError, KeyError, TypeError) as e:
             raise TrajauditError(f"{path}:{n}: not a diagnosis: {e}") from None
         if d.trajectory_id != t.id:

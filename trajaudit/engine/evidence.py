@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from trajaudit.engine import safe_json
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import ValidationLog
@@ -57,7 +58,7 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
             the element, the tool and the problem).
     """
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = safe_json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise TrajauditError(f"{path}: cannot read tool schemas: {e}") from None
     return tool_schemas(data, str(path))

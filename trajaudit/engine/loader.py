@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit.api_args import check_path, check_paths, check_record, check_source
+from trajaudit.engine import safe_json
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
@@ -109,7 +110,9 @@ def _documents(text: str, file: str, jsonl: bool) -> list[tuple[int | None, Any,
     """Parse text into ``[(line_or_None, doc, error)]``; JSONL when asked or when the JSON has extra lines."""
     if not jsonl:
         try:
-            return [(None, json.loads(text), None)]
+            return [(None, safe_json.loads(text), None)]
+        except safe_json.NestedTooDeep as e:
+            raise TraceFormatError(str(e), file=file) from None
         except json.JSONDecodeError as e:
             if not (e.msg.startswith("Extra data") and "\n" in text.strip()):
                 raise TraceFormatError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=file) from None
@@ -118,7 +121,9 @@ def _documents(text: str, file: str, jsonl: bool) -> list[tuple[int | None, Any,
         if not line.strip():
             continue
         try:
-            out.append((n, json.loads(line), None))
+            out.append((n, safe_json.loads(line), None))
+        except safe_json.NestedTooDeep as e:
+            out.append((n, None, f"JSON on line {n + 1} {e}"))
         except json.JSONDecodeError as e:
             out.append((n, None, f"invalid JSON on line {n + 1} column {e.colno}: {e.msg}"))
     if not out:

@@ -113,7 +113,7 @@ class LoadedPack:
     key: str | None = None
     deps: list[Any] = field(default_factory=list)
     parsed: dict[str, list[Any]] | None = None
-    regex: dict[str, bool] | None = None
+    regex: dict[str, str] | None = None
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis, other_run
 from trajaudit.engine.loader import expand_paths
 from trajaudit.engine.schema import schema_errors
@@ -183,10 +184,10 @@ def _category(label: Any, tax: Taxonomy | None, where: str, problems: list[str])
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
+        return safe_json.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as e:
         raise GoldFormatError(f"cannot read: {e.strerror or e}", file=str(path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except ValueError as e:  # JSONDecodeError, NestedTooDeep, UnicodeDecodeError
         raise GoldFormatError(f"not valid JSON: {e}", file=str(path)) from None
 
 
@@ -312,7 +313,10 @@ def load_jsonl_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy | Non
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
+            d = safe_json.loads(line)
+        except safe_json.NestedTooDeep as e:
+            gold.problems.append(f"line {ln}: {e} (skipped)")
+            continue
         except json.JSONDecodeError as e:
             gold.problems.append(f"line {ln}: invalid JSON ({e.msg}) (skipped)")
             continue

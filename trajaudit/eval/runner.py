@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import load_many
@@ -112,14 +113,16 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            docs = list(enumerate(json.loads(text), 1))
-        except json.JSONDecodeError as e:
+            docs = list(enumerate(safe_json.loads(text), 1))
+        except ValueError as e:  # JSONDecodeError, NestedTooDeep
             raise TrajauditError(f"{p}: not valid JSON: {e}") from None
     else:
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    docs.append((n, json.loads(line)))
+                    docs.append((n, safe_json.loads(line)))
+                except safe_json.NestedTooDeep as e:
+                    problems.append(Problem(str(p), n, f"{p}: line {n}: {e} (skipped)"))
                 except json.JSONDecodeError as e:
                     problems.append(Problem(str(p), n, f"{p}: line {n}: invalid JSON ({e.msg}) (skipped)"))
     out = []
