@@ -57,6 +57,12 @@ def loads(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
         doc = json.loads(text)
     except RecursionError:
         raise NestedTooDeep(limit) from None
+    if type(doc) is not dict and type(doc) is not list:
+        return doc
+    # a document cannot nest deeper than it has opening brackets: most texts (tool outputs, arguments)
+    # are decided by two C-level counts, without walking the parsed value
+    if isinstance(text, str) and text.count("[") + text.count("{") <= limit:
+        return doc
     if too_deep(doc, limit):
         raise NestedTooDeep(limit)
     return doc
