@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from trajaudit import load_path
-from trajaudit.engine import pipeline
+from trajaudit.engine import parallel as parallel_mod
 from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
 from trajaudit.engine.strategy import LLM_STRATEGIES, default_strategies
 from trajaudit.engine.validation_log import Evidence, LazyRecord, Record, ValidationLog
@@ -46,10 +46,10 @@ def test_spawned_workers_get_the_runs_as_dicts_and_give_the_serial_results(tau_f
         pytest.skip("no spawn start method on this platform")
     runs = load_path(tau_file).trajectories[:2]
     shipped = []
-    real = pipeline.Trajectory.to_dict
-    monkeypatch.setattr(pipeline.Trajectory, "to_dict", lambda self: shipped.append(self.id) or real(self))
+    real = parallel_mod.Trajectory.to_dict
+    monkeypatch.setattr(parallel_mod.Trajectory, "to_dict", lambda self: shipped.append(self.id) or real(self))
     spawn = multiprocessing.get_context("spawn")
-    monkeypatch.setattr(pipeline.multiprocessing, "get_context", lambda: spawn)
+    monkeypatch.setattr(parallel_mod.multiprocessing, "get_context", lambda: spawn)
     parallel = audit_trajectories(runs, AuditSpec(), jobs=2)
     assert shipped == [r.id for r in runs]
     monkeypatch.undo()
