@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from trajaudit.engine.pack_messages import did_you_mean, schema_problems
 from trajaudit.engine.rule_parser import Where
 from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import RulePackError
@@ -276,7 +277,8 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
         source: a path, a shipped pack's short name (``trajaudit/rules/NAME.yaml``), YAML text (any
             string containing a newline or starting with ``pack:``), or an already parsed dict
             (e.g. an LLM-synthesized pack).
-        params: parameter overrides applied like an including pack's ``params`` (by name).
+        params: parameter overrides applied like an including pack's ``params`` (by name); every name
+            must be a parameter of the pack or of a pack it includes.
 
     Returns:
         The :class:`RulePack`; rules are not compiled yet (see ``compile_rules``).
@@ -284,19 +286,50 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
     Raises:
         RulePackError: YAML syntax error, schema violation (unknown field, bad severity …), missing
             include, include cycle, duplicate rule id, unknown id in ``disable``/``overrides``, unknown
-            parameter override — each with file:line:col and a caret where known.
+            parameter override (including one in ``params``, with a did-you-mean) — each with
+            file:line:col and a caret where known.
+        ArgumentTypeError: ``source`` or ``params`` of the wrong type (``params`` not a mapping).
     """
+    _check_arguments(source, params)
+    if params and not all(isinstance(k, str) for k in params):
+        raise RulePackError(f"params: parameter names are strings, got {sorted(map(repr, params))}")
+    overrides = dict(params or {})
     if isinstance(source, dict):
         text = yaml.safe_dump(source, sort_keys=False, allow_unicode=True)
-        return _load_text(text, None, params or {}, (), None)
-    s = str(source)
-    if isinstance(source, str) and ("\n" in s or s.lstrip().startswith("pack:")):
-        return _load_text(s, None, params or {}, (), None)
-    path = resolve_pack(s)
-    return _load_file(path, params or {}, ())
+        pack = _load_text(text, None, overrides, (), None)
+    elif isinstance(source, str) and ("\n" in source or source.lstrip().startswith("pack:")):
+        pack = _load_text(source, None, overrides, (), None)
+    else:
+        pack = _load_file(resolve_pack(str(source)), overrides, ())
+    unknown = [k for k in overrides if k not in _all_params(pack)]
+    if unknown:
+        raise RulePackError(f"params: pack {pack.name} has no parameter(s) {_names_hint(unknown, _all_params(pack))}",
+                            file=pack.file)
+    return pack
 
 
-def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...]) -> RulePack:
+def _names_hint(unknown: list[str], known: set[str]) -> str:
+    """``a (did you mean 'b'?), c (known: b, d)`` for unknown parameter names."""
+    listed = ", ".join(k + did_you_mean(k, known) for k in unknown)
+    return f"{listed} (known: {', '.join(sorted(known)) or 'none'})"
+
+
+def _order(loc: SourceLoc) -> tuple[int, int]:
+    return (loc.line or 0, loc.column or 0)
+
+
+def _check_arguments(source: Any, params: Any) -> None:
+    """:func:`load_pack`'s argument types (raises ``ArgumentTypeError``); values are checked later."""
+    from trajaudit.api_args import check_mapping, is_path
+    from trajaudit.errors import ArgumentTypeError
+
+    if not (is_path(source) or isinstance(source, dict)):
+        raise ArgumentTypeError("load_pack", "source", source, "a path, a shipped pack name, YAML text, or a dict")
+    check_mapping("load_pack", "params", params)
+
+
+def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...],
+               locs: dict[str, SourceLoc] | None = None) -> RulePack:
     key = str(path.resolve())
     if key in chain:
         names = " → ".join(Path(c).name for c in chain + (key,))
@@ -312,38 +345,30 @@ def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...]) ->
 
         for r in _DEP_RECORDERS:
             r.append(("file", str(path), None, sha256(text.encode("utf-8", "surrogatepass")).hexdigest()))
-    return _load_text(text, str(path), overrides, chain + (key,), key)
+    return _load_text(text, str(path), overrides, chain + (key,), key, locs)
 
 
 def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tuple[str, ...],
-               key: str | None) -> RulePack:
+               key: str | None, locs: dict[str, SourceLoc] | None = None) -> RulePack:
+    """Load one pack's text; ``overrides`` are parameter values from including packs (or the API) and
+    ``locs`` where an including pack set them (kept in the rules' ``field_locs["params.NAME"]`` so a
+    compile error an override causes can be reported at the override)."""
+    locs = locs or {}
     doc = _Doc(text, file)
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
-    errors = [] if fast_accepts("rule_pack", data) else sorted(
-        validator("rule_pack").iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
-    if errors:
-        from jsonschema.exceptions import best_match
-
-        e = best_match(errors)
-        path = tuple(e.absolute_path)
-        rid = _rule_id_at(data, path)
-        msg = e.message
-        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
-            allowed = sorted(e.schema.get("properties", {}))
-            msg += f" (allowed: {', '.join(allowed)})"
-            bad = [k for k in e.instance if k not in e.schema.get("properties", {})]
-            if bad:
-                path = path + (("key", bad[0]),)
-        elif e.validator == "type" and "string" in str(e.validator_value) and not isinstance(e.instance, str):
-            msg += " (YAML read this as a non-string: quote it)"
-        elif e.validator == "oneOf" and path[:1] == ("rules",) and len(path) == 2:
-            msg = "a rule needs exactly one of 'assert' or 'check'"
-        raise doc.error(f"schema: {msg}", path, rid)
+    if not fast_accepts("rule_pack", data):
+        problems = schema_problems(validator("rule_pack").iter_errors(data), data)
+        if problems:
+            first = min(problems, key=lambda p: _order(doc.loc(p.path)))
+            more = f" (and {len(problems) - 1} more problem(s): `trajaudit rules lint` lists them all)" \
+                if len(problems) > 1 else ""
+            raise doc.error(f"schema: {first.message}{more}", first.path, _rule_id_at(data, first.path))
     name = data["pack"]
     own_params = dict(data.get("params") or {})
     params = {**own_params, **{k: v for k, v in overrides.items() if k in own_params}}
+    param_locs = {k: locs[k] for k in params if k in overrides and k in locs}
     rules: list[RuleSpec] = []
     seen: dict[str, RuleSpec] = {}
     includes: list[str] = []
@@ -355,13 +380,19 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
             raise doc.error(e.message, ("include", i)) from None
         for r in _DEP_RECORDERS:
             r.append(("include", entry["pack"], file, str(ipath)))
-        down = {**params, **(entry.get("params") or {}), **overrides}
-        sub = _load_file(ipath, down, chain)
-        if entry.get("params"):
-            unknown = [k for k in entry["params"] if k not in _all_params(sub)]
-            if unknown:
-                raise doc.error(f"include {entry['pack']}: unknown parameter(s) {', '.join(unknown)} "
-                                f"(known: {', '.join(sorted(_all_params(sub))) or 'none'})", ("include", i))
+        entry_params = entry.get("params") or {}
+        down = {**params, **entry_params, **overrides}
+        down_locs = {**{k: param_locs.get(k, doc.loc(("params", k))) for k in params},
+                     **{k: doc.loc(("include", i, "params", k)) for k in entry_params}}
+        down_locs.update((k, locs[k]) for k in overrides if k in locs)
+        for k in overrides:
+            if k not in locs:  # given through the API: no file position
+                down_locs.pop(k, None)
+        sub = _load_file(ipath, down, chain, down_locs)
+        unknown = [k for k in entry_params if k not in _all_params(sub)]
+        if unknown:
+            raise doc.error(f"include {entry['pack']}: unknown parameter(s) {_names_hint(unknown, _all_params(sub))}",
+                            ("include", i, "params", ("key", unknown[0])))
         includes.append(str(ipath))
         sub_rules = list(sub.rules)
         sub_rules = _apply(doc, sub_rules, entry.get("disable") or [], {k: {"severity": v} for k, v in
@@ -375,7 +406,7 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
             seen[r.id] = r
             rules.append(r)
     for i, rd in enumerate(data.get("rules") or []):
-        r = _rule(doc, rd, ("rules", i), name, params)
+        r = _rule(doc, rd, ("rules", i), name, params, param_locs)
         if r.id in seen:
             raise doc.error(f"duplicate rule id {r.id!r} (also at {seen[r.id].loc})", ("rules", i, "id"), r.id)
         seen[r.id] = r
@@ -401,13 +432,16 @@ def _rule_id_at(data: dict[str, Any], path: tuple[Any, ...]) -> str | None:
     return None
 
 
-def _rule(doc: _Doc, rd: dict[str, Any], path: tuple[Any, ...], pack: str, params: dict[str, Any]) -> RuleSpec:
+def _rule(doc: _Doc, rd: dict[str, Any], path: tuple[Any, ...], pack: str, params: dict[str, Any],
+          param_locs: dict[str, SourceLoc]) -> RuleSpec:
     rid = rd["id"] if "." in rd["id"] else f"{pack}.{rd['id']}"
     locs = {f: doc.loc(path + (f,)) for f in ("guard", "assert", "message") if f in rd}
     for name in rd.get("let") or {}:
         locs[f"let.{name}"] = doc.loc(path + ("let", name))
     for j, _ex in enumerate(rd.get("examples") or []):
         locs[f"examples.{j}"] = doc.loc(path + ("examples", j))
+    for name, loc in param_locs.items():  # set by an including pack: compile errors they cause go there
+        locs[f"params.{name}"] = loc
     return RuleSpec(
         id=rid, type=rd["type"], severity=rd.get("severity", "error"), targets=tuple(rd.get("targets") or ()),
         title=rd.get("title", ""), description=rd.get("description", ""), message=rd.get("message", ""),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from trajaudit.engine import safe_json
 from trajaudit.engine.ir import (
     FLAG_MALFORMED_ARGUMENTS,
     FLAG_NON_TEXT_CONTENT,
@@ -160,7 +161,7 @@ def parse_tool_call(raw: Any, path: str) -> tuple[ToolCall, bool]:
     call_id = str(call_id) if call_id is not None else None
     if isinstance(args, str):
         try:
-            parsed = json.loads(args) if args.strip() else {}
+            parsed = safe_json.loads(args) if args.strip() else {}
         except ValueError as e:
             return ToolCall(name=name, id=call_id, raw_arguments=args, arguments_error=f"invalid JSON: {e}"), True
         return ToolCall(name=name, arguments=parsed, id=call_id, raw_arguments=args), False
