@@ -56,18 +56,21 @@ class QuantPlan:
     share: int | None = None
     substring: tuple[Fn, bool] | None = None
 
+    def __post_init__(self) -> None:
+        # which path a range takes, decided once (run() is called ~300 times per run)
+        self._ranged = ("indexed" if self.closed is not None or (self.kind == "forall" and self.body_closed)
+                        else "bare" if self.open is None and self.body is None and self.kind != "forall"
+                        else None)
+
     def run(self, env: Env) -> Any:
         """Evaluate the quantifier in ``env``; binds the witness/counterexample in ``env.witness``."""
         if self.seq_loc is not None:
             seq, addr = self.seq_loc(env)
         else:
             seq, addr = self.seq(env), None
-        if isinstance(seq, (StepRange, CallRange)) and (self.closed is not None or
-                                                        (self.kind == "forall" and self.body_closed)):
-            return self._indexed(env, seq)
-        if self.closed is None and self.open is None and self.body is None and self.kind != "forall" \
-                and isinstance(seq, (StepRange, CallRange)):
-            return self._bare(env, seq, addr)
+        ranged = self._ranged
+        if ranged is not None and seq.__class__ in _RANGES:
+            return self._indexed(env, seq) if ranged == "indexed" else self._bare(env, seq, addr)
         if self.substring is not None and isinstance(seq, StepRange):
             got = self._substring(env, seq, addr)
             if got is not _MISSING:
@@ -278,6 +281,7 @@ class QuantPlan:
 
 
 _MISSING = object()
+_RANGES = (StepRange, CallRange)  # final classes (frozen dataclasses nobody subclasses)
 
 
 def _range_addr(seq: Any) -> str:
