@@ -83,6 +83,10 @@ def test_required_literals_of_examples():
     assert cannot_match(rx, "all good") and not cannot_match(rx, "TRACEBACK (MOST RECENT CALL LAST)")
     assert not cannot_match(re.compile(r"(?i)kelvins"), "\u212aELVINS")  # non-ASCII text: the regex decides
     assert all(required_literals(re.compile(p)) is not None for p in _shipped_regexes()[:3])
+    from trajaudit.engine.regex_prefilter import info_of
+
+    info = info_of(re.compile(PATTERNS[0]))  # "timeoute" contains "timeout": testing the latter suffices
+    assert info.probe == ("exitcode: 124", "timed out", "timeout")
 
 
 @settings(max_examples=400, deadline=None)

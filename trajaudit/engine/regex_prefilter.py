@@ -174,7 +174,7 @@ def finditer_from(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
     low = folded(text)
     if low is None:
         return rx.finditer(text)
-    if info.lits is not None and not any(lit in low for lit in info.lits):
+    if info.probe is not None and not any(lit in low for lit in info.probe):
         return iter(())
     if info.chars is not None and lacks_required(info.chars, text, low):
         return iter(())
@@ -316,11 +316,15 @@ class RegexInfo:
     (:func:`required_literals`) and branch plan (:func:`branch_plan`). Hashed by identity: hashing an
     ``re.Pattern`` hashes its whole compiled code (~1.5 us for a long alternation) on every lookup."""
 
-    __slots__ = ("rx", "lits", "anchor", "chars", "_plan", "_twin", "_ascii_plan")
+    __slots__ = ("rx", "lits", "probe", "anchor", "chars", "_plan", "_twin", "_ascii_plan")
 
     def __init__(self, rx: re.Pattern[str]) -> None:
         self.rx = rx
         self.lits, self.anchor, self.chars = _analyse_all(rx)
+        # what "one of lits occurs" tests: the literals containing no other one (if a longer literal
+        # occurs, so does the shorter one inside it), e.g. "forbidden" and not "403 forbidden"
+        self.probe = None if self.lits is None else tuple(sorted(
+            lit for lit in self.lits if not any(o != lit and o in lit for o in self.lits)))
         self._plan: Any = _NOT_YET
         self._twin: Any = None
         self._ascii_plan: Any = _NOT_YET
@@ -376,7 +380,7 @@ def _search(info: RegexInfo, text: str) -> Span | None:
     when none of the required literals occurs, else through the branch plan or from the anchor bound."""
     low = folded(text)
     if low is not None:
-        if info.lits is not None and not any(lit in low for lit in info.lits):
+        if info.probe is not None and not any(lit in low for lit in info.probe):
             return None
         if info.chars is not None and lacks_required(info.chars, text, low):
             return None
