@@ -20,6 +20,7 @@ from trajaudit.engine.rule_pack import RulePack, RuleSpec
 from trajaudit.engine.rule_parser import Where, parse_expression
 from trajaudit.engine.rule_runtime import Env
 from trajaudit.engine.rule_template import compile_template
+from trajaudit.engine.validation_log import LazyRecord
 from trajaudit.errors import RulePackError
 
 Fn = Callable[[Env], Any]
@@ -47,6 +48,7 @@ class CompiledRule:
         tool_only: the rule mentions ``output`` (only tool-output steps are visited).
         plan: the guard's :class:`IndexPlan`.
         asts: parsed expressions by field (``guard``, ``assert``, ``let.NAME``) for lint/explain.
+        pass_fields: the instance fields its pass records share (:meth:`LazyRecord.pass_fields`).
         let_steps: ``lets`` as the evaluator runs them, ``[(name, loc, fn)]``: a let that knows its
             address has its ``loc`` (``env -> (value, address)``), the others their value closure
             ``fn`` (``loc`` is then ``None``; ``lets`` wraps it to give ``(value, None)``).
@@ -63,6 +65,11 @@ class CompiledRule:
     plan: IndexPlan
     asts: dict[str, A.Expr] = field(default_factory=dict)
     let_steps: list[tuple[str, Any, Any]] = field(default_factory=list)
+    pass_fields: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        s = self.spec  # the fields every pass record of the rule shares (LazyRecord.passed)
+        self.pass_fields = LazyRecord.pass_fields(s.id, s.severity, s.type, s.targets, s.title)
 
     id = property(lambda self: self.spec.id)
     type = property(lambda self: self.spec.type)

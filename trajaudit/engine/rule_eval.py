@@ -111,21 +111,6 @@ def _record(rule: CompiledRule, k: int, verdict: str, message: str = "", evidenc
                   origin=origin, reason=reason)
 
 
-_PASS_FIELDS: dict[int, tuple[CompiledRule, dict[str, Any]]] = {}
-
-
-def _pass_fields(rule: CompiledRule) -> dict[str, Any]:
-    """The fields every pass record of ``rule`` shares (:meth:`LazyRecord.passed`), built once per rule
-    (keyed by identity; the entry holds the rule, so an id is not reused while it is cached)."""
-    got = _PASS_FIELDS.get(id(rule))
-    if got is None or got[0] is not rule:
-        if len(_PASS_FIELDS) >= 4096:
-            _PASS_FIELDS.clear()
-        s = rule.spec
-        got = _PASS_FIELDS[id(rule)] = (rule, LazyRecord.pass_fields(s.id, s.severity, s.type, s.targets, s.title))
-    return got[1]
-
-
 def _run_one(rule: CompiledRule, env: Env) -> Record | None:
     """Evaluate one unit; ``None`` when the guard is false (a skip)."""
     k = env.k
@@ -153,7 +138,7 @@ def _run_one(rule: CompiledRule, env: Env) -> Record | None:
             return _record(rule, k, "unknown", evidence=_evidence(env.seen, env.call), bindings=_bindings(rule, env),
                            reason="the assertion evaluated to null (missing data)")
         if result:  # a pass: its evidence is rendered only if someone reads it (LazyRecord)
-            return LazyRecord.passed(_pass_fields(rule), k, lambda: (_evidence(env.seen, env.call), _bindings(rule, env)))
+            return LazyRecord.passed(rule.pass_fields, k, lambda: (_evidence(env.seen, env.call), _bindings(rule, env)))
         msg = rule.message(env) if rule.spec.message else f"assertion failed: {rule.spec.assertion}"
         return _record(rule, k, "fail", msg, _evidence(env.seen, env.call), _bindings(rule, env))
     return _run_check(rule, env)
