@@ -141,6 +141,25 @@ def test_ascii_mode_agrees_with_unicode_mode_on_every_ascii_character():
             or not text.isascii()
 
 
+def test_ascii_mode_agrees_with_unicode_mode_on_every_inert_character():
+    """Twins also run on text whose non-ASCII characters are inert (regex_ascii.ascii_like): no ASCII
+    class, category or literal tells such a character apart in the two modes, case-insensitive or not."""
+    import sys
+
+    from trajaudit.engine.regex_ascii import ascii_like, inert
+
+    others = "".join(chr(c) for c in range(128, sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    chars = "".join(c for c in re.sub(r"[\w\s]", "", others) if c.lower() == c == c.upper())  # what inert() says
+    assert all(inert(c) for c in chars[::997]) and not any(inert(c) for c in "é٣\u00a0Kſ")
+    assert "\u2019" in chars and "\u2014" in chars and "\u00e9" not in chars and "\u0663" not in chars
+    pats = [(p, f) for p in (r"\w", r"\W", r"\d", r"\D", r"\s", r"\S", r".", r"[^a-z]", r"[\x00-\x7f]", r"\b.", r".\b")
+            for f in (0, re.IGNORECASE)]
+    pats += [(chr(a), re.IGNORECASE) for a in range(ord("a"), ord("z") + 1)]  # a literal compiles apart from a class
+    for p, flags in pats:  # the same characters removed in both modes
+        assert re.sub(p, "", chars, flags=flags) == re.sub(p, "", chars, flags=flags | re.ASCII), (p, flags)
+    assert ascii_like("I’m — “ok”… 5°") and not ascii_like("café") and not ascii_like("x\u00a0y")
+
+
 def test_ascii_twin_examples():
     from trajaudit.engine.regex_ascii import ascii_twin, twin_for
 

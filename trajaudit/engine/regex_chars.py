@@ -13,10 +13,11 @@ character sets such that every match contains a character of *each* set (a conju
 - an alternation gives one set: the union of one set per branch (the smallest of each branch's
   sets), or nothing when a branch has none.
 
-Sets are lower-cased, so the test runs on the lower-cased text. It is exact on ASCII text only:
-there ``re.IGNORECASE`` is ASCII case folding and ``\\d`` is ``[0-9]`` (on other text ``\\d`` also
-matches other scripts' digits), so :func:`lacks_required` answers "no match" only for ASCII texts
-missing every character of some set. E.g. every ``path_token`` match holds ``/`` and ``.``; every
+Sets are lower-cased, so the test runs on the lower-cased text. It is exact on ASCII text: there
+``re.IGNORECASE`` is ASCII case folding and ``\\d`` is ``[0-9]`` (on other text ``\\d`` also matches
+other scripts' digits), and on text whose other characters are inert (caseless, no letter, digit
+or space: :func:`~trajaudit.engine.regex_ascii.ascii_like`); :func:`lacks_required` answers "no
+match" only for such texts missing every character of some set. E.g. every ``path_token`` match holds ``/`` and ``.``; every
 ``id_token`` match holds ``@``, ``_`` or a digit.
 """
 
@@ -25,6 +26,8 @@ from __future__ import annotations
 import logging
 import re
 from typing import Any
+
+from trajaudit.engine.regex_ascii import ascii_like
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +110,9 @@ def chars_of_tree(tree: Any) -> tuple[Chars, ...] | None:
 
 
 def lacks_required(sets: tuple[Chars, ...], text: str, low: str) -> bool:
-    """True when ``text`` is ASCII and its lower-cased form ``low`` misses every character of one of
-    ``sets`` (then the pattern cannot match)."""
-    if not text.isascii():
+    """True when ``text`` is ASCII (or :func:`~trajaudit.engine.regex_ascii.ascii_like`: its other
+    characters are caseless and neither digits, letters nor spaces) and its lower-cased form ``low``
+    misses every character of one of ``sets`` (then the pattern cannot match)."""
+    if not ascii_like(text):
         return False
     return any(not any(c in low for c in s) for s in sets)

@@ -30,7 +30,8 @@ import re
 from functools import lru_cache
 from typing import Any, Iterator
 
-from trajaudit.engine.regex_ascii import ascii_twin, has_separators, twin_for
+from trajaudit.engine.regex_ascii import ascii_like, ascii_twin, has_separators, twin_for
+from trajaudit.engine.regex_ascii import clear_memo as _clear_ascii_memo
 from trajaudit.engine.regex_chars import Chars, chars_of_tree, lacks_required
 from trajaudit.engine.regex_split import flatten as _flatten
 
@@ -276,7 +277,7 @@ class RegexInfo:
     def plan_for(self, text: str) -> tuple[Branch, ...] | None:
         """:attr:`plan`, its branches replaced by their ASCII twins when those are exact on ``text``."""
         plan = self.plan
-        if plan is None or not text.isascii():
+        if plan is None or not ascii_like(text):
             return plan
         if self._ascii_plan is _NOT_YET:
             twins = [ascii_twin(br[0]) for br in plan]
@@ -379,6 +380,7 @@ def clear_shared() -> None:
     """Empty the per-process memos of regex results and lower-cased texts (not the pattern analyses)."""
     _search_shared.cache_clear()
     _captures_shared.cache_clear()
+    _clear_ascii_memo()
     LOWER_MEMO.clear()
 
 
