@@ -240,6 +240,7 @@ def clear_cache() -> None:
     _cached.cache_clear()
     _id_key.cache_clear()
     _id_names.cache_clear()
+    _id_order.cache_clear()
 
 
 @lru_cache(maxsize=4096)
@@ -249,7 +250,19 @@ def _id_key(key: str) -> bool:
 
 
 def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
-    """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first ``*_id``."""
+    """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first
+    ``*_id``; only keys holding a string or an integer count (:func:`_identity_reference` is the
+    definition). The keys to try, in that order, depend only on the object's key tuple and the parent
+    key (:func:`_id_order`, memoized): the first whose value counts is the id."""
+    for k in _id_order(tuple(obj), parent_key):
+        v = obj[k]
+        if isinstance(v, (str, int)) and not isinstance(v, bool):
+            return norm_id(str(v))
+    return None
+
+
+def _identity_reference(obj: dict[str, Any], parent_key: str) -> str | None:
+    """The definition of :func:`_identity` (kept for the equivalence test)."""
     keys = [k for k in _id_names(tuple(obj)) if isinstance(obj[k], (str, int)) and not isinstance(obj[k], bool)]
     if not keys:
         return None
@@ -258,6 +271,19 @@ def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
         if pick in keys:
             return norm_id(str(obj[pick]))
     return norm_id(str(obj[keys[0]]))
+
+
+@lru_cache(maxsize=4096)
+def _id_order(keys: tuple[Any, ...], parent_key: str) -> tuple[Any, ...]:
+    """The id keys of ``keys`` (:func:`_id_names`) in the order :func:`_identity` tries them:
+    ``<singular parent>_id`` and ``id`` first when present, then all of them in key order (a key whose
+    value does not count falls through to the next, as the definition's filtered list does)."""
+    names = _id_names(keys)
+    if not names:
+        return ()
+    want = f"{singular(parent_key)}_id" if parent_key else ""
+    first = tuple(k for k in (want, "id") if k in names)
+    return first + names
 
 
 @lru_cache(maxsize=4096)
