@@ -126,3 +126,34 @@ def test_words_of_equals_the_word_regex(text):
     from trajaudit.engine.claims.patterns import WORD_RE, words_of
 
     assert words_of(text) == WORD_RE.findall(text)
+
+
+_id_keys = st.sampled_from(["id", "item_id", "order_id", "user_id", "name", "email", "title", "price", "ID", "x_id"])
+_id_values = st.one_of(st.sampled_from(["W1", "#W2", "", "a b"]), st.integers(-3, 3), st.booleans(), st.none(),
+                       st.floats(0, 2), st.just({}), st.just([]))
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.dictionaries(_id_keys, _id_values, max_size=6), st.sampled_from(["", "items", "item", "orders", "xs", "id"]))
+def test_identity_equals_its_definition(obj, parent):
+    from trajaudit.engine.claims.sources import _identity, _identity_reference
+
+    assert _identity(obj, parent) == _identity_reference(obj, parent)
+
+
+def test_str_split_cuts_where_the_whitespace_regex_matches():
+    """``norm_text`` joins ``str.split()``: its whitespace is ``\\s`` of ``re``, over all of Unicode."""
+    import re
+    import sys
+
+    chars = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert "".join(re.findall(r"\s", chars)) == "".join(c for c in chars if not c.split())
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from([" ", "  ", "\t", "\n", "\x1c", "\u00a0", "\u2009", "\u3000", "\x85", ".", ",", "(",
+                                 "“", "A", "b", "ß", "ﬁ", "İ", "Ⅻ", "*", "_", "x y", "1.5"]), max_size=12).map("".join))
+def test_norm_text_equals_its_definition(text):
+    from trajaudit.engine.claims.normalize import _norm_text, _norm_text_reference
+
+    assert _norm_text(text) == _norm_text_reference(text)
