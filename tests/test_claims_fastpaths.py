@@ -157,3 +157,32 @@ def test_norm_text_equals_its_definition(text):
     from trajaudit.engine.claims.normalize import _norm_text, _norm_text_reference
 
     assert _norm_text(text) == _norm_text_reference(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(["not ", "NOT", "found", "FOUND", "No such", " file", "FILE", "404", "40", "does",
+                                 " not exist", "cannot", " find", "can't", "CAN'T", "FileNotFound", "ſ", "K", "İ",
+                                 "ı", "é", " ", "\n"]), max_size=10).map("".join))
+def test_not_found_equals_the_regex(text):
+    from trajaudit.engine.claims.support import _NOT_FOUND, not_found
+
+    assert not_found(text) == (_NOT_FOUND.search(text) is not None)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(["```", "``", "`", "a", "\n", "```py\n", "x = 1"]), max_size=12).map("".join))
+def test_code_ranges_equal_the_code_regex(text):
+    from trajaudit.engine.claims.patterns import CODE_RE, code_ranges
+
+    assert code_ranges(text) == [x.span() for x in CODE_RE.finditer(text)]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["May", "mAY", "sept", "ſep", "Dec.", "june", "JUL", "x", " ", "\t", "\n", ".", "3",
+                                 "İ", "K", "é", "oct ", "nov\u00a0"]), max_size=10).map("".join))
+def test_month_before_equals_the_regex(text):
+    from trajaudit.engine.claims.scan import _MONTH_BEFORE, _month_before
+
+    for a in range(len(text) + 1):
+        got, want = _month_before(text, a), _MONTH_BEFORE.search(text, max(0, a - 12), a)
+        assert (got and got.span()) == (want and want.span())

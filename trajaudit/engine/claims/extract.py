@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.claims import model as m
@@ -34,12 +35,12 @@ from trajaudit.engine.claims.normalize import (
 from trajaudit.engine.claims.patterns import (
     _EXAMPLE_WORDS,
     _UNITS,
-    CODE_RE,
     COMPLETION_RE,
     QUOTED_RE,
     VALUE_RE,
     ascii_fold,
     candidate_sentences,
+    code_ranges,
     completion_leads,
     count_matches,
     example_at,
@@ -117,12 +118,20 @@ class ClaimExtractor(Protocol):
     def extract(self, trajectory: Trajectory, step: Step, config: m.ClaimConfig) -> Iterator[m.Mention]: ...
 
 
-def _ranges(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
-    return [(x.start(), x.end()) for x in pattern.finditer(text)]
-
-
 def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
     return bool(ranges) and any(a <= pos < b for a, b in ranges)
+
+
+_LONG_DIGITS = re.compile(r"\d{7,}")
+_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@lru_cache(maxsize=4096)
+def _value_group(value: str) -> str | None:
+    """The group of ``VALUE_RE.fullmatch(value)`` (``"number"`` when it names none), or ``None`` when it
+    does not match. Memoized (a pure function of short argument values; ids recur across calls)."""
+    hit = VALUE_RE.fullmatch(value)
+    return None if hit is None else hit.lastgroup or "number"
 
 
 def _glued(text: str, a: int, b: int) -> bool:
@@ -208,11 +217,11 @@ class RegexExtractor:
         if value is None:
             return
         kind = m.KIND_ARGUMENT
-        hit = VALUE_RE.fullmatch(raw.strip()) if isinstance(leaf, str) else None
-        if hit is not None and not re.fullmatch(r"\d{7,}", raw.strip()):
-            kind = _GROUP_KIND[hit.lastgroup or "number"]
-        elif isinstance(leaf, (int, float)) or re.fullmatch(r"-?\d+(?:\.\d+)?", raw.strip()):
-            kind = m.KIND_ID if re.fullmatch(r"\d{7,}", raw.strip()) else m.KIND_NUMBER
+        group = _value_group(raw.strip()) if isinstance(leaf, str) else None
+        if group is not None and not _LONG_DIGITS.fullmatch(raw.strip()):
+            kind = _GROUP_KIND[group]
+        elif isinstance(leaf, (int, float)) or _DECIMAL.fullmatch(raw.strip()):
+            kind = m.KIND_ID if _LONG_DIGITS.fullmatch(raw.strip()) else m.KIND_NUMBER
         if kind in (m.KIND_NUMBER, m.KIND_DATE) and _number_mention("number", raw.strip(), False) is None:
             return  # small bare integers (quantities such as 1) are not claims
         yield m.Mention(step=step, address=address, kind=kind, value=value, text=raw, in_call=True, tool=tool,
@@ -223,7 +232,7 @@ class RegexExtractor:
         """Mentions in free text; addresses are ``{base}[start:end]``."""
         if not text:
             return
-        code = [(0, len(text))] if in_code else _ranges(CODE_RE, text) if "```" in text else []
+        code = [(0, len(text))] if in_code else code_ranges(text)
         markers = list_markers(text)
         folded = ascii_fold(text)
         examples = folded is None or any(w in folded for w in _EXAMPLE_WORDS)  # else no example sentence

@@ -161,6 +161,20 @@ def example_at(text: str, folded: str | None, a: int, b: int) -> bool:
 #: Fenced code blocks (``` … ```); an unclosed fence runs to the end of the text.
 CODE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
+
+def code_ranges(text: str) -> list[tuple[int, int]]:
+    """``[x.span() for x in CODE_RE.finditer(text)]`` with ``str.find``: a match is an opening fence
+    and the lazy ``.*?`` (any character) up to the first fence after it, or to the end of the text;
+    the next match is searched from its end (a match is never empty)."""
+    out = []
+    i = text.find("```")
+    while i >= 0:
+        j = text.find("```", i + 3)
+        end = len(text) if j < 0 else j + 3
+        out.append((i, end))
+        i = text.find("```", end)
+    return out
+
 #: Sentence / line boundaries for slot checks (the reference definition; :func:`sentence_spans` is
 #: the fast equivalent used by the extractor).
 SENTENCE_RE = re.compile(r"[^\n.!?]*(?:[.!?](?!\d)|\n|$)")
