@@ -302,9 +302,11 @@ class RegexExtractor:
 
     def _statuses(self, text: str, step: int, base: str, code: list[tuple[int, int]],
                   subjects: list[tuple[int, str]], tool: str | None) -> Iterator[m.Mention]:
-        low = text.casefold()
         # a status needs a subject and a state word in its sentence (hence in the text)
-        status = bool(subjects) and any(w in low for w in self.status_words)
+        status = False
+        if subjects:  # (the text is case-folded only then)
+            low = text.casefold()
+            status = any(w in low for w in self.status_words)
         found = completion_leads(text)
         if found is not None:
             # only sentences holding a subject (when a state word occurs) or a completion's lead word can

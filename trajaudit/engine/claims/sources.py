@@ -99,7 +99,9 @@ class _Builder:
         values, walk = self.values, self.walk
         if isinstance(obj, dict):
             ident = _identity(obj, key) or owner
-            if len(obj) >= 2 and all(isinstance(v, dict) for v in obj.values()) and all(
+            # (the first value is tested before the generator is made: most objects fail there)
+            if len(obj) >= 2 and isinstance(next(iter(obj.values())), dict) and all(
+                    isinstance(v, dict) for v in obj.values()) and all(
                     _MAPPING_KEY.fullmatch(str(k)) and any(ch.isdigit() for ch in str(k)) for k in obj):
                 self.collection(list(obj.values()), path, key)  # an id-keyed mapping (tau "variants")
                 for k, v in obj.items():
@@ -142,8 +144,8 @@ class _Builder:
                     walk(v, f"{path}.{i}", key, owner)
                 else:
                     val = norm_scalar(v)
-                    if val is not None:
-                        values.setdefault(val, f"{path}.{i}")
+                    if val is not None and val not in values:
+                        values[val] = f"{path}.{i}"
 
     def collection(self, members: list[Any], path: str, key: str) -> None:
         self.collections.append((path, singular(key) if key else "", len(members), Members(tuple(members[:MAX_MEMBERS]))))
