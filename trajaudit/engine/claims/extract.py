@@ -237,6 +237,7 @@ class RegexExtractor:
         folded = ascii_fold(text)
         examples = folded is None or any(w in folded for w in _EXAMPLE_WORDS)  # else no example sentence
         found: list[m.Mention] = []
+        starts: list[int] = []  # found[i] starts at starts[i] (its address ends with [start:end])
         taken: set[int] = set()
         call = tool is not None
 
@@ -244,6 +245,7 @@ class RegexExtractor:
             found.append(m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=kind, value=value,
                                    text=text[a:b], slot=slot, in_code=_inside(a, code), in_call=call,
                                    tool=tool, context=ctx))
+            starts.append(a)
 
         for x in count_matches(text):
             noun = x.group("noun").casefold()
@@ -287,7 +289,8 @@ class RegexExtractor:
                 add(_GROUP_KIND[g], value, a, b)
                 if g != "path":
                     subjects.append((a, value))
-        subjects.extend((mm_a, v) for mm_a, v in _long_ids(found))
+        subjects.extend((a, x.value) for a, x in zip(starts, found, strict=True)
+                        if x.kind == m.KIND_ID and x.value.isdigit())
         if not in_code:
             for x in QUOTED_RE.finditer(text):
                 inner = next(g for g in x.groups() if g is not None)
@@ -296,9 +299,11 @@ class RegexExtractor:
                         or norm_text(inner) in _TERMINATION):
                     continue
                 add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)
-            found.extend(self._statuses(text, step, base, code, subjects, tool))
-        found.sort(key=lambda mm: _start(mm.address))
-        yield from found
+            for x in self._statuses(text, step, base, code, subjects, tool):
+                found.append(x)
+                starts.append(_start(x.address))
+        # in order of start (a stable sort, as sorting by the addresses' starts)
+        yield from (found[i] for i in sorted(range(len(found)), key=starts.__getitem__))
 
     def _statuses(self, text: str, step: int, base: str, code: list[tuple[int, int]],
                   subjects: list[tuple[int, str]], tool: str | None) -> Iterator[m.Mention]:
@@ -355,10 +360,6 @@ class RegexExtractor:
                 yield m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=m.KIND_STATUS, value=verb,
                                 text=text[a:b], slot=("done", target), in_call=tool is not None, tool=tool,
                                 context=sentence.strip())
-
-
-def _long_ids(found: list[m.Mention]) -> list[tuple[int, str]]:
-    return [(_start(x.address), x.value) for x in found if x.kind == m.KIND_ID and x.value.isdigit()]
 
 
 def _start(address: str) -> int:

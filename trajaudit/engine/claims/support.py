@@ -38,6 +38,7 @@ from trajaudit.engine.ir import Trajectory
 _AFFIRM = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|that'?s (?:right|correct)|"
                      r"please (?:go ahead|proceed)|go ahead|proceed)\b", re.I)
 _NUMERIC = re.compile(r"-?[\d.,]+")
+_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
 #: Phrases of a failed access (lower case); ``_NOT_FOUND`` finds any of them, ignoring case.
 _NOT_FOUND_WORDS = ("no such file", "not found", "404", "does not exist", "cannot find", "can't find", "filenotfound")
 _NOT_FOUND = re.compile("|".join(_NOT_FOUND_WORDS), re.I)
@@ -170,7 +171,7 @@ class SupportSeeker:
         if hit is not None:
             return Assessment(m.Support.DIRECT, hit.address, mn.value, "value shown before")
         if mn.kind in (m.KIND_QUOTED, m.KIND_ARGUMENT, m.KIND_DATE, m.KIND_TIME, m.KIND_URL, m.KIND_PATH,
-                       m.KIND_EMAIL) or not re.fullmatch(r"-?\d+(?:\.\d+)?", mn.value):
+                       m.KIND_EMAIL) or not _DECIMAL.fullmatch(mn.value):
             exact, partial = self.ix.phrase(mn.value, before)
             if exact is not None:
                 return Assessment(m.Support.DIRECT, exact.address, mn.value, "phrase shown before")
@@ -208,9 +209,10 @@ class SupportSeeker:
             i, j, op = pair
             a, b = near[i][0], near[j][0]
             return Assessment(m.Support.WEAK, near[i][1].address, [a, b], f"derivable: {a:g} {op} {b:g}")
+        at = _start(mn.address)
         own = [float(o.value) for o in step_mentions
-               if o is not mn and o.kind in (m.KIND_MONEY, m.KIND_NUMBER) and re.fullmatch(r"-?\d+(?:\.\d+)?", o.value)
-               and _start(o.address) < _start(mn.address)]
+               if o is not mn and o.kind in (m.KIND_MONEY, m.KIND_NUMBER) and _DECIMAL.fullmatch(o.value)
+               and _start(o.address) < at]
         if len(own) >= 2 and abs(sum(own) - x) < 0.005:
             return Assessment(m.Support.WEAK, None, own, "the sum of the step's preceding amounts")
         return Assessment(m.Support.MISSING, note="number not shown or derivable")
