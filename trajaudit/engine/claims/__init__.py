@@ -26,10 +26,11 @@ from trajaudit.engine.claims.model import (
 
 def clear_caches() -> None:
     """Empty the claim package's memo caches (text analyses, normalized values); results are unchanged."""
-    from trajaudit.engine.claims import extract, normalize, patterns, sources
+    from trajaudit.engine.claims import extract, model, normalize, patterns, sources
 
     sources.clear_cache()
     extract._value_group.cache_clear()
+    model.tool_verb.cache_clear()
     normalize.clear_caches()
     patterns.ascii_fold.cache_clear()
 

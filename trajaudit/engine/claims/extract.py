@@ -123,6 +123,7 @@ def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
 
 
 _LONG_DIGITS = re.compile(r"\d{7,}")
+_LETTER = re.compile(r"[^\W\d_]")
 _DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -294,7 +295,7 @@ class RegexExtractor:
         if not in_code:
             for x in QUOTED_RE.finditer(text):
                 inner = next(g for g in x.groups() if g is not None)
-                if (_inside(x.start(), code) or not re.search(r"[^\W\d_]", inner) or len(inner.split()) > 12
+                if (_inside(x.start(), code) or not _LETTER.search(inner) or len(inner.split()) > 12
                         or _PLACEHOLDER.match(inner) or (examples and example_at(text, folded, x.start(), x.end()))
                         or norm_text(inner) in _TERMINATION):
                     continue

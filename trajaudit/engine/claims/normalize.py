@@ -41,6 +41,7 @@ _CUR_TAIL = re.compile(r"\s*(?:usd|eur|gbp|dollars?|euros?|%|percent)$")
 _SCALE_TAIL = re.compile(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn|k|m|b)$")
 _NUMERIC = re.compile(r"[\d.,]+")
 _PLAIN_INT = re.compile(r"\d+")
+_NOT_DIGIT = re.compile(r"\D")
 
 
 def canon_decimal(d: Decimal) -> str:
@@ -168,7 +169,7 @@ def number_key(raw: str) -> str | None:
 
 def significant_digits(value: str) -> int:
     """Significant digits of a canonical number string (``"100"`` → 1, ``"259.81"`` → 5, ``"0.05"`` → 1)."""
-    return len(re.sub(r"\D", "", value).strip("0"))
+    return len(_NOT_DIGIT.sub("", value).strip("0"))
 
 
 def norm_text(text: str) -> str:

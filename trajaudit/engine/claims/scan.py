@@ -152,6 +152,7 @@ def _month_before(text: str, a: int) -> re.Match[str] | None:
     if low is not None and not any(m in low for m in _MONTH_STEMS):
         return None
     return _MONTH_BEFORE.search(text, lo, a)
+_SHORT_INT = re.compile(r"\d{1,4}")
 _YEAR_AFTER = re.compile(r"(?:st|nd|rd|th)?,?\s+\d{4}(?!\d)")
 _EMAIL_RE = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
 _URL_RE = re.compile(r"(?=[hf])(?:https?|ftp)://[^\s<>\"'`)\]]{2,2000}", re.IGNORECASE)
@@ -235,7 +236,7 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
             a -= 1  # a sign
         if g in ("number", "date") and a > 1 and text[a - 1] in " \t" and (text[a - 2].isalpha() or text[a - 2] == "."):
             pre = _month_before(text, a)
-            if pre is not None and (g == "date" or re.fullmatch(r"\d{1,4}", text[a:b])):
+            if pre is not None and (g == "date" or _SHORT_INT.fullmatch(text[a:b])):
                 if g == "number" and len(text[a:b]) <= 2:
                     post = _YEAR_AFTER.match(text, b)
                     if post is None:
