@@ -129,8 +129,9 @@ _EXAMPLE = re.compile(r"\b(?:e\.g\.|for example|for instance|such as|something l
 
 def sentence_bounds(text: str, a: int, b: int) -> tuple[int, int]:
     """The bounds of the sentence (or line) around text[a:b], before stripping."""
-    lo = max(text.rfind(ch, max(0, a - 400), a) for ch in ".!?\n") + 1
-    hi = [i for i in (text.find(ch, b, b + 400) for ch in "!?\n") if i >= 0]
+    w = max(0, a - 400)  # (each call spelled out: no generator per call)
+    lo = max(text.rfind(".", w, a), text.rfind("!", w, a), text.rfind("?", w, a), text.rfind("\n", w, a)) + 1
+    hi = [i for i in (text.find("!", b, b + 400), text.find("?", b, b + 400), text.find("\n", b, b + 400)) if i >= 0]
     dot = _SENT_END.search(text, b, b + 400)
     if dot is not None:
         hi.append(dot.start())
@@ -215,7 +216,7 @@ def candidate_sentences(text: str, positions: list[int], lead: list[tuple[int, i
     that terminator is a ``.!?`` followed by a digit."""
     picked: set[tuple[int, int]] = set()
     for p, end in [(p, p + 1) for p in positions] + [(a, max(b, a + 1)) for a, b in lead]:
-        s = max(text.rfind(ch, 0, p) for ch in "\n.!?") + 1
+        s = max(text.rfind("\n", 0, p), text.rfind(".", 0, p), text.rfind("!", 0, p), text.rfind("?", 0, p)) + 1
         m = _TERMINATOR.search(text, p)
         if m is None:
             e = len(text)
