@@ -408,9 +408,10 @@ def extract_mentions(trajectory: Trajectory, config: m.ClaimConfig,
         seen: set[tuple[str, tuple[str, ...]]] = set()
         for ex in extractors:
             for mention in ex.extract(trajectory, step, config):
-                if (mention.address, mention.key) in seen:
+                at = (mention.address, mention.key)
+                if at in seen:
                     continue
-                seen.add((mention.address, mention.key))
+                seen.add(at)
                 if len(got) >= cap:
                     incomplete.append(f"steps.{step.index}: claim cap {cap} (max_claims_per_step) reached; "
                                       "later claims in this step were not extracted")

@@ -110,7 +110,8 @@ def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExt
     for step in sorted(led.mentions):
         ms = led.mentions[step]
         for mn in ms:
-            claim = led.by_key.get(mn.key)
+            key = mn.key
+            claim = led.by_key.get(key)
             if claim is not None:
                 if step > claim.step and step not in claim.reused_in:
                     claim.reused_in.append(step)
@@ -119,7 +120,7 @@ def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExt
                 claim = m.Claim(id=f"c{len(led.claims) + 1}", kind=mn.kind, value=mn.value, text=mn.text,
                                 address=mn.address, step=step, agent=t.steps[step].agent, mention=mn,
                                 status=a.status, evidence_address=a.address, evidence_value=a.value, note=a.note)
-                led.by_key[mn.key] = claim
+                led.by_key[key] = claim
                 led.claims.append(claim)
             if _finalizing(mn, led, config) and step not in claim.final_steps:
                 claim.final_steps.append(step)
