@@ -361,8 +361,11 @@ def words_of(text: str) -> list[str]:
     without ``-`` is one token, and only runs with ``-`` go through the regex."""
     if not text.isascii():
         return WORD_RE.findall(text)
+    runs = text.translate(_NOT_WORD_ASCII).split()
+    if "-" not in text:  # (then no run holds one: every run is a token)
+        return runs
     out: list[str] = []
-    for run in text.translate(_NOT_WORD_ASCII).split():
+    for run in runs:
         if "-" in run:
             out.extend(WORD_RE.findall(run))
         else:
