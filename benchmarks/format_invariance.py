@@ -11,6 +11,8 @@ not on the run. Variants (built in a temporary folder, never written next to the
   ``assistant`` messages with their ``name``, ``Computer_terminal`` output as ``tool`` messages.
 - ``Who&When as openai, executor as user``: the same, but the executor's output as ``user``
   messages with ``name`` (how AutoGen-style group chats log it).
+- ``Who&When as openai, roles as logged``: every message keeps the role Who&When logged (other
+  agents often appear as named ``user`` messages) — a known limit (docs/judge.md).
 
 Who&When variants have one more message (the question), so their steps are compared shifted by one.
 Gold labels are read only here, to score (``mistake_step``); the audit never sees them.
@@ -42,14 +44,16 @@ def steps(paths: list[Path], tools: str | None, key) -> dict[str, int | None]:
 
 
 def ww_variant(src: Path, out: Path, executor_role: str) -> None:
+    """Who&When files as OpenAI messages; ``executor_role`` "logged" keeps every logged role."""
     out.mkdir()
     for f in sorted(src.glob("*.json")):
         w = json.loads(f.read_text(encoding="utf-8"))
         msgs = [{"role": "user", "content": w["question"]}]
         for m in w["history"]:
             name = m.get("name")
-            msgs.append({"role": executor_role if name == "Computer_terminal" else "assistant", "name": name,
-                         "content": m.get("content")})
+            role = (m.get("role") if executor_role == "logged"
+                    else executor_role if name == "Computer_terminal" else "assistant")
+            msgs.append({"role": role, "name": name, "content": m.get("content")})
         (out / f.name).write_text(json.dumps({"messages": msgs}), encoding="utf-8")
 
 
@@ -72,7 +76,8 @@ def main() -> None:
         base = steps([ww], None, lambda d: Path(d.file).name)
         base_acc = sum(base.get(k) == v for k, v in gold.items())
         for label, role in (("Who&When as openai, executor as tool", "tool"),
-                            ("Who&When as openai, executor as user", "user")):
+                            ("Who&When as openai, executor as user", "user"),
+                            ("Who&When as openai, roles as logged", "logged")):
             ww_variant(ww, t / role, role)
             other = {k: (v - 1 if v is not None else None)
                      for k, v in steps([t / role], None, lambda d: Path(d.file).name).items()}
