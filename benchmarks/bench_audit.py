@@ -89,7 +89,7 @@ def staged(path: Path, spec: AuditSpec) -> dict[str, float]:
             dp.rules  # noqa: B018 - compiles the pack
     out["load"], out["setup"] = t1 - t0, time.process_time() - t1
     kept = []  # the results, kept to the end as audit_trajectories keeps them
-    gc.freeze()  # the collector regime of audit_trajectories (pipeline._freeze_long_lived)
+    gc.freeze()  # the collector regime of audit_trajectories (pipeline.freeze_long_lived)
     try:
         for t in runs:
             bundle = gather(t, ctx)

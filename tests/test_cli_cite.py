@@ -112,5 +112,6 @@ def test_llm_judge_without_endpoint_or_with_one_down_is_a_clear_error(tmp_path):
     cfg.write_text(f"llm:\n  base_url: {url}\n  model: m\n  max_retries: 0\n  timeout: 2\n")
     r = run_llm("cite", EX / "ev_market.json", "--llm", "--llm-config", cfg, "--no-cache")
     assert r.exit_code == 2 and "Traceback" not in r.output
-    assert "error: the LLM judge failed on all 18 sentences; first: judge failed: citation.need-citation: " \
-           f"cannot reach {url}" in r.stderr.replace("\n", "")
+    # a closed port stops at the first sentence (LLMUnreachableError), instead of failing all 18 in turn
+    assert f"error: citation.need-citation: cannot reach {url} (after 0 retries): [Errno 111] Connection refused" \
+           in r.stderr.replace("\n", "")

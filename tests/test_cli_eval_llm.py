@@ -60,7 +60,7 @@ def test_eval_with_an_llm_strategy_and_no_endpoint_says_what_to_set(tau_file):
     assert "use --strategy offline" in res.stderr
 
 
-def test_eval_with_an_endpoint_that_is_down_reports_each_run_and_goes_on(tmp_path, ww_dir):
+def test_eval_with_an_endpoint_that_is_down_stops_at_the_first_run(tmp_path, ww_dir):
     from llm_server import ScriptedLLMServer
 
     with ScriptedLLMServer() as gone:
@@ -69,7 +69,7 @@ def test_eval_with_an_endpoint_that_is_down_reports_each_run_and_goes_on(tmp_pat
     cfg.write_text(f"llm:\n  base_url: {url}\n  model: m\n  max_retries: 0\n  timeout: 2\n")
     res = run(ww_dir / "1.json", ww_dir / "10.json", "--gold", ww_dir, "-s", "drift", "--llm-config", cfg,
               "--no-cache", "--format", "json", "--bootstrap", "10")
-    # every run is reported, and with nothing diagnosed there is nothing to score: a usage error, not 0%
+    # a closed port fails every run the same way: the batch stops at the first (exit 2), one message
     assert res.exit_code == 2 and "Traceback" not in res.output
-    assert res.stderr.count(f"drift-keeper: cannot reach {url}") == 2
-    assert "no run could be diagnosed with strategy 'drift' (2 skipped)" in res.stderr
+    assert res.stderr.count(f"drift-keeper: cannot reach {url}") == 1
+    assert "Connection refused" in res.stderr

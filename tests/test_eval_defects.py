@@ -137,3 +137,19 @@ def test_rules_list_unknown_pack_names_the_argument():
     err = " ".join(r.stderr.split())
     assert "<rules>" not in err
     assert err.startswith("error: rules list nonexistent: rule pack 'nonexistent' not found")
+
+
+# --- a DATASET trace that cannot be read is reported, not silently dropped ---------------------------
+
+def test_eval_pred_reports_unreadable_dataset_traces(ww_dir, tmp_path):
+    good = ww_dir / "2.json"
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"history": [', encoding="utf-8")
+    pred = _jsonl(tmp_path / "p.jsonl", [
+        {"trajectory_id": "2", "file": str(good), "critical_step": 0, "strategy": "first"}])
+    r = run("eval", "--gold", ww_dir, "--pred", pred, "--format", "json", "--bootstrap", "10", good, broken)
+    assert r.exit_code == 1, r.output
+    err = " ".join(r.stderr.split())
+    assert "skipped:" in err and "broken.json" in err
+    assert "1 run(s) or prediction line(s) were skipped" in err
+    assert json.loads(r.stdout)["n_matched"] == 1

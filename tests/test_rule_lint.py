@@ -41,8 +41,8 @@ def test_clean_and_broken_packs():
     assert lint_pack(ok) == []
     bad_schema = "pack: b\nrules:\n  - id: a\n    type: NOPE\n    colour: red\n    assert: x\n"
     found = lint_pack(bad_schema)
-    assert [(f.code, f.location) for f in found] == [("schema", "<rules>:3:5"), ("schema", "<rules>:4:11")]
-    assert "'colour' was unexpected" in found[0].message and "'NOPE' is not one of" in found[1].message
+    assert [(f.code, f.location) for f in found] == [("schema", "<rules>:4:11"), ("schema", "<rules>:5:5")]
+    assert "type 'NOPE' is not one of" in found[0].message and "unknown field 'colour'" in found[1].message
     (f,) = lint_pack("pack: [unclosed\n")
     assert f.code == "yaml"
 

@@ -67,9 +67,9 @@ rules:
 
 
 @pytest.mark.parametrize("text,where,message", [
-    ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n    asert: x\n", (5, 5), "'asert' was unexpected"),
+    ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n    asert: x\n", (5, 5), "unknown field 'asert' (did you mean 'assert'?)"),
     ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n    severity: fatal\n    assert: x\n", (5, 15), "'fatal' is not one of"),
-    ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n", (3, 5), "exactly one of 'assert' or 'check'"),
+    ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n", (3, 5), "rule 'a': give exactly one of assert: or check:"),
     ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n    assert: x\n  - id: a\n    type: PROTOCOL\n    assert: y\n",
      (6, 9), "duplicate rule id 'p.a'"),
     ("pack: p\ndisable: [nope]\nrules: []\n", (2, 11), "unknown rule id 'nope'"),

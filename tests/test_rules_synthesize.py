@@ -44,7 +44,7 @@ def test_check_rule_accepts_a_good_rule_and_normalizes_it():
     ({"assert": "call.name.startswith('get')"}, "lint", "compile"),
     ({"guard": 'step.kind == "agent" and step.kind == "tool"'}, "lint", "unsatisfiable-guard"),
     ({"assert": "true"}, "lint", "tautology"),
-    ({"rationale": "because"}, "parse", "'rationale' was unexpected"),
+    ({"rationale": "because"}, "parse", "unknown field 'rationale'"),
     ({"type": "POLICY"}, "parse", "schema"),
     ({"targets": ["made_up"]}, "targets", "unknown target(s) 'made_up'"),
     ({"assert": "not (content ~ /(\\w+\\s?)*$/)"}, "regex", "catastrophic backtracking"),

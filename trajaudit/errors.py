@@ -122,8 +122,51 @@ class ConfigError(TrajauditError):
     """Bad configuration: a missing endpoint, an unknown strategy, an unreadable option file."""
 
 
+class ArgumentTypeError(TrajauditError, TypeError):
+    """A public API function got an argument of the wrong type (``audit(42)``, ``record="1"``,
+    ``tools=5``). Derives from :class:`TypeError` too, so code catching the built-in type still works.
+
+    Attributes:
+        function: the public function, e.g. ``"audit"``.
+        argument: the argument's name, e.g. ``"tools"``.
+        expected: what is accepted, in words.
+        given: a short description of the value given (its type and a shortened repr).
+    """
+
+    def __init__(self, function: str, argument: str, value: object, expected: str) -> None:
+        import reprlib
+
+        self.function = function
+        self.argument = argument
+        self.expected = expected
+        self.given = f"{type(value).__name__} {reprlib.repr(value)}"
+        super().__init__(f"{function}(): argument {argument!r} must be {expected}; got {self.given}")
+
+
+class UnknownStrategyError(ConfigError, LookupError):
+    """An unknown strategy name; the message suggests close names and lists the known ones.
+    Derives from :class:`LookupError` too (what the strategy registry raised before)."""
+
+
+class DiagnosisFormatError(TrajauditError, KeyError, ValueError):
+    """A dict is not a serialized :class:`~trajaudit.engine.diagnosis.Diagnosis` (a missing
+    ``trajectory_id``, a field of the wrong type). Derives from :class:`KeyError` (what a missing
+    field raised before) and :class:`ValueError` too."""
+
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
 class LLMError(TrajauditError):
     """An LLM call failed after its retries, or its answer never matched the required schema."""
+
+
+class LLMUnreachableError(LLMError):
+    """The LLM endpoint cannot be reached at all: no connection could be made (refused, unknown host,
+    no route) even after the client's retries. Every further call would fail the same way, so a batch
+    stops at the first one (``trajaudit audit``/``eval`` exit 2) instead of failing each run in turn;
+    code that degrades on an :class:`LLMError` (a lost semantic check, a template repair) re-raises
+    this one. Timeouts, HTTP 429/5xx and bad answers stay plain :class:`LLMError` (per-run)."""
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,15 @@
 """A small typed name registry (one per kind: adapter, checker, judge, strategy).
 
 Lookups of unknown names raise :class:`LookupError` with close-match suggestions; duplicate
-registrations raise :class:`ValueError`. Registries are plain objects passed explicitly, not
+registrations raise :class:`ValueError`. An entry may be registered *lazily* (a factory called on
+its first lookup), so that a name can be listed without importing what it stands for. Registries are plain objects passed explicitly, not
 module-global state.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -24,6 +25,7 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._factories: dict[str, Callable[[], T]] = {}
 
     def register(self, name: str, obj: T) -> T:
         """Register ``obj`` under ``name``; raises ``ValueError`` if the name is taken."""
@@ -32,10 +34,31 @@ class Registry(Generic[T]):
         self._items[name] = obj
         return obj
 
+    def register_lazy(self, name: str, factory: Callable[[], T]) -> None:
+        """Register ``name`` now and build its object with ``factory()`` on its first lookup.
+
+        Raises:
+            ValueError: the name is taken (at registration); the built object's ``name`` attribute,
+                when it has one, differs from ``name`` (at the first lookup).
+        """
+        if name in self._items:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._items[name] = None  # type: ignore[assignment] - a placeholder keeping registration order
+        self._factories[name] = factory
+
+    def _built(self, name: str) -> T:
+        factory = self._factories.pop(name, None)
+        if factory is not None:
+            obj = factory()
+            if getattr(obj, "name", name) != name:
+                raise ValueError(f"{self.kind} {name!r}: its factory built {obj.name!r}")
+            self._items[name] = obj
+        return self._items[name]
+
     def get(self, name: str) -> T:
         """Return the object named ``name``; raises ``LookupError`` suggesting close names."""
         try:
-            return self._items[name]
+            return self._built(name)
         except KeyError:
             close = difflib.get_close_matches(name, list(self._items), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -49,8 +72,8 @@ class Registry(Generic[T]):
         return iter(self._items)
 
     def items(self) -> list[tuple[str, T]]:
-        """All (name, object) pairs in registration order."""
-        return list(self._items.items())
+        """All (name, object) pairs in registration order (builds the lazy entries)."""
+        return [(name, self._built(name)) for name in list(self._items)]
 
     def __len__(self) -> int:
         return len(self._items)

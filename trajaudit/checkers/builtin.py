@@ -19,6 +19,8 @@ import jmespath
 import jsonschema
 
 from trajaudit.checkers.registry import CheckContext, Checker, CheckResult, register_checker
+from trajaudit.engine import safe_json
+from trajaudit.engine.regex_safety import regex_risk
 from trajaudit.engine.validation_log import Evidence
 from trajaudit.registry import Registry
 
@@ -38,6 +40,10 @@ def _check_regex(args: dict[str, Any], key: str = "pattern") -> None:
         _rx(args[key], args.get("flags", ""))
     except re.error as e:
         raise ValueError(f"invalid regex {args[key]!r} in args.{key}: {e}") from None
+    risk = regex_risk(args[key])
+    if risk:
+        raise ValueError(f"regex {args[key]!r} in args.{key} {risk} (catastrophic backtracking on long texts: "
+                         "an audit could hang); rewrite it without that shape (docs/rules.md, Regex safety)")
 
 
 def tool_args_schema(ctx: CheckContext, tools: list[dict[str, Any]] | None = None) -> CheckResult:
@@ -114,7 +120,7 @@ def list_count_matches_claim(ctx: CheckContext, tool: str, list: str, claim: str
     if out is None:
         return CheckResult("unknown", (span,), f"no earlier output of {tool}")
     try:
-        data = json.loads(out.content)
+        data = safe_json.loads(out.content)
     except ValueError:
         return CheckResult("unknown", (span, Evidence(out.address + ".content", out.content[:200], "not JSON")),
                            f"the output of {tool} is not JSON")

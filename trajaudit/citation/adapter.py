@@ -30,6 +30,8 @@ from trajaudit.citation.model import (
     extract_markers,
     sentences_with_citations,
 )
+from trajaudit.engine import safe_json
+from trajaudit.engine.regex_safety import regex_risk
 from trajaudit.engine.schema import validator
 from trajaudit.errors import TraceFormatError
 
@@ -53,7 +55,9 @@ def read_json(path: str | Path) -> Any:
     if not text.strip():
         raise TraceFormatError("file is empty", file=p, adapter=ADAPTER)
     try:
-        return json.loads(text)
+        return safe_json.loads(text)
+    except safe_json.NestedTooDeep as e:
+        raise TraceFormatError(str(e), file=p, adapter=ADAPTER) from None
     except json.JSONDecodeError as e:
         raise TraceFormatError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=p,
                                adapter=ADAPTER) from None
@@ -71,6 +75,11 @@ def load_run(path: str | Path, *, mapping: str | Path | None = None) -> Citation
     """
     doc = read_json(path)
     if mapping is None:
+        if not isinstance(doc, dict) or (doc.get("format") != FORMAT and "invocations" not in doc):
+            raise _err(f'not a citation run: expected a JSON object with "format": "{FORMAT}" and "invocations" '
+                       f"(docs/citation.md), found {describe_document(doc)}. For another trace format, pass "
+                       "--mapping M.yaml (Python: mapping=), a jmespath mapping onto the citation-run form",
+                       "$", str(path))
         return run_from_dict(doc, file=str(path))
     from trajaudit.citation.mapping import CitationMapping
 
@@ -83,6 +92,25 @@ def load_run(path: str | Path, *, mapping: str | Path | None = None) -> Citation
                                json_path=e.json_path, adapter=m.name) from None
 
 
+def describe_document(doc: Any) -> str:
+    """The shape of a parsed JSON document in a few words (its top-level keys, never its content):
+    ``a JSON list of 6 items (objects with keys task_id, reward, traj)``,
+    ``a JSON object with keys history, question (no "format")``."""
+    def keys(d: dict[str, Any]) -> str:
+        names = [str(k)[:40] for k in list(d)[:8]]
+        return ", ".join(names) + (f", … ({len(d)} keys)" if len(d) > 8 else "") if names else "no keys"
+
+    if isinstance(doc, dict):
+        fmt = doc.get("format")
+        what = f'"format": {json.dumps(fmt)[:60]}' if fmt is not None else 'no "format"'
+        return f"a JSON object with keys {keys(doc)} ({what})" if doc else "an empty JSON object"
+    if isinstance(doc, list):
+        first = doc[0] if doc else None
+        inner = f" (the first an object with keys {keys(first)})" if isinstance(first, dict) else ""
+        return f"a JSON list of {len(doc)} item(s){inner}"
+    return f"a JSON {type(doc).__name__.replace('str', 'string').replace('NoneType', 'null')}"
+
+
 def run_from_dict(doc: Any, *, file: str | None = None, format: str = FORMAT) -> CitationRun:
     """Build a :class:`CitationRun` from the native JSON form (already parsed).
 
@@ -92,7 +120,11 @@ def run_from_dict(doc: Any, *, file: str | None = None, format: str = FORMAT) ->
     errors = list(validator("citation_run").iter_errors(doc))
     if errors:
         e = best_match(errors)
-        raise _err(e.message, e.json_path, file)
+        message = e.message
+        if len(message) > 300:  # jsonschema quotes the whole offending value (a document can be MBs)
+            message = (f"{describe_document(e.instance)} fails the schema's {e.validator!r} constraint "
+                       f"{json.dumps(e.validator_value, default=str)[:120]}")
+        raise _err(message, e.json_path, file)
     pattern = _compile_pattern(doc.get("citation_pattern"), file)
     docs: dict[str, Document] = {}
     for i, d in enumerate(doc.get("documents", [])):
@@ -153,6 +185,10 @@ def _compile_pattern(src: str | None, file: str | None) -> re.Pattern[str]:
         pat = re.compile(src or DEFAULT_CITATION_PATTERN)
     except re.error as e:
         raise _err(f"invalid citation_pattern: {e}", "$.citation_pattern", file) from None
+    risk = regex_risk(pat.pattern)
+    if risk:
+        raise _err(f"citation_pattern {risk} (catastrophic backtracking on long texts); rewrite it without that "
+                   "shape (docs/rules.md, Regex safety)", "$.citation_pattern", file)
     if pat.groups < 1:
         raise _err("citation_pattern needs a capturing group holding the ids", "$.citation_pattern", file)
     return pat

@@ -29,7 +29,7 @@ from typing import Any
 
 from trajaudit.citation.judge import CitationJudge
 from trajaudit.citation.model import CitationRun, Invocation, OutputRef, OutputUnit, Span
-from trajaudit.errors import LLMError
+from trajaudit.errors import LLMError, LLMUnreachableError
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +153,9 @@ def evaluate_output(run: CitationRun, inv: Invocation, out: OutputUnit, judge: C
     Returns:
         A :class:`SentenceResult`; ``unknown`` (with the error text as reason) when the judge raised
         :class:`~trajaudit.errors.LLMError`.
+
+    Raises:
+        LLMUnreachableError: the judge's endpoint cannot be connected to (no sentence could be judged).
     """
 
     def result(verdict: str, spans: list[Span] | tuple[Span, ...] = (), reason: str = "") -> SentenceResult:
@@ -163,6 +166,8 @@ def evaluate_output(run: CitationRun, inv: Invocation, out: OutputUnit, judge: C
         if not needs:
             return result(NOT_NEEDED, reason="states nothing that needs a citation")
         verdict, spans, reason = (_snippet if out.kind == "snippet" else _synthesized)(judge, inv, out)
+    except LLMUnreachableError:  # the endpoint is down: stop, do not judge 'unknown'
+        raise
     except LLMError as e:
         log.warning("citation judge failed on %s: %s", out.ref.address, e)
         return result(UNKNOWN, reason=f"judge failed: {e}")

@@ -31,7 +31,7 @@ from trajaudit.citation.local import (
     evaluate_run,
 )
 from trajaudit.citation.model import CitationRun, OutputRef
-from trajaudit.errors import LLMError
+from trajaudit.errors import LLMError, LLMUnreachableError
 
 log = logging.getLogger(__name__)
 
@@ -255,6 +255,8 @@ def _global(run: CitationRun, r: SentenceResult, judge: CitationJudge) -> FinalS
     if r.verdict == UNKNOWN and explicit is None:  # the local test failed: was it on the need-citation test?
         try:
             needs = judge.needs_citation(r.text, run.task)
+        except LLMUnreachableError:  # the endpoint is down: stop, do not judge 'unknown'
+            raise
         except LLMError:
             return FinalSentence(r.ref, r.text, r.citations, True, None)
     if not needs:
@@ -268,6 +270,8 @@ def _global(run: CitationRun, r: SentenceResult, judge: CitationJudge) -> FinalS
             alone = bool(ts) and judge.entails(ts, r.text)
             rest = [t for k, v in texts.items() if k != c for t in v]
             relevant[c] = alone or (supported and bool(ts) and not (rest and judge.entails(rest, r.text)))
+    except LLMUnreachableError:  # the endpoint is down: stop, do not judge 'unknown'
+        raise
     except LLMError as e:
         log.warning("global citation check failed on %s: %s", r.ref.address, e)
         return FinalSentence(r.ref, r.text, r.citations, True, None)

@@ -24,6 +24,7 @@ from trajaudit.cli.common import (
 )
 from trajaudit.engine.pipeline import AuditSpec, audit_paths
 from trajaudit.engine.strategy import AuditConfig, default_strategies
+from trajaudit.errors import LLMUnreachableError
 
 
 @click.command("audit")
@@ -59,10 +60,18 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     Each diagnosis names the critical step (0-based index of the message in the input file's
     message list), the root-cause category, the responsible agent, a confidence, a rationale citing
     evidence addresses, and ranked alternative candidates. Runs that cannot be read or audited are
-    reported and skipped; the exit code is 1 when any run was skipped, 2 on usage errors.
+    reported and skipped; the exit code is 1 when any run was skipped, 2 on usage errors and when
+    the LLM endpoint cannot be connected to (the batch stops at the first such failure, after the
+    client's retries, instead of failing every run in turn; timeouts and HTTP errors fail one run).
 
     LLM strategies (all-at-once, step-by-step, binary-search, agentrx, ...) need an endpoint: the
     --base-url/--model options or their environment variables, or --llm-config.
+
+    \b
+    Examples:
+      trajaudit audit runs/ -o diagnoses.jsonl --report report.html
+      trajaudit audit runs.json --rules my_pack.yaml --tools tools.json --jobs 4
+      trajaudit audit runs.json --strategy all-at-once --base-url http://localhost:8000/v1 --model M
     """
     try:
         chosen = default_strategies().get(strategy)
@@ -82,7 +91,11 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping, progress=progress)
+        try:
+            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping, progress=progress)
+        except LLMUnreachableError as e:
+            fail(f"{e}\nthe batch was stopped (every further run would fail the same way): no diagnosis was written (answers already "
+                 "received are in the LLM cache, so a re-run does not ask for them again)")
     report_problems(batch.problems)
     warn_non_utf8((r.trajectory for r in batch.results), batch.problems)
     lines = "".join(r.diagnosis.to_json() + "\n" for r in batch.results)

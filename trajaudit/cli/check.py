@@ -18,6 +18,7 @@ from trajaudit.cli.common import (
     report_problems,
     warn_non_utf8,
 )
+from trajaudit.engine import safe_json
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.rule_eval import evaluate
@@ -28,17 +29,15 @@ _VERDICT_STYLE = {"fail": "bold red", "unknown": "yellow", "pass": "green"}
 
 
 def load_rules(packs: tuple[str, ...]) -> list[CompiledRule]:
-    """Load and compile every ``--rules`` pack; rule ids must be unique across packs."""
-    rules: list[CompiledRule] = []
-    seen: dict[str, str] = {}
-    for p in packs:
-        pack = load_pack(p)
-        for r in compile_rules(pack):
-            if r.id in seen:
-                fail(f"rule id {r.id} is defined by both {seen[r.id]} and {p}")
-            seen[r.id] = p
-            rules.append(r)
-    return rules
+    """Load and compile every ``--rules`` pack; rule ids must be unique across packs (the check
+    ``audit`` makes: :func:`trajaudit.engine.evidence.unique_rules`; a pack given twice is read once).
+
+    Raises:
+        RulePackError: an invalid pack, or ``rule id X is defined by both A and B``.
+    """
+    from trajaudit.engine.evidence import distinct_packs, unique_rules
+
+    return unique_rules([(p, compile_rules(load_pack(p))) for p in distinct_packs(packs)])[0]
 
 
 def read_tools(path: str | None) -> list[dict[str, Any]] | None:
@@ -54,7 +53,7 @@ def read_tools(path: str | None) -> list[dict[str, Any]] | None:
 
     load_tools(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = safe_json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         fail(f"{path}: cannot read tool schemas: {e}")
     if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
@@ -82,6 +81,17 @@ def render_table(vlog: ValidationLog, show_pass: bool) -> Table:
     return t
 
 
+def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
+    """``(rule id, unknown records, first reason)`` for each rule that applied somewhere in ``logs`` but was
+    ``unknown`` at every such step (e.g. ``len(null)``): it can never report a violation."""
+    seen: dict[str, list[Any]] = {}
+    for lg in logs:
+        for r in lg.records:
+            if r.verdict in ("pass", "fail", "unknown"):
+                seen.setdefault(r.rule_id, []).append(r)
+    return [(rid, len(rs), rs[0].reason or "-") for rid, rs in seen.items() if all(r.verdict == "unknown" for r in rs)]
+
+
 @click.command("check")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
@@ -89,7 +99,8 @@ def render_table(vlog: ValidationLog, show_pass: bool) -> Table:
 @click.option("--format", "out_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="Output: a table per run, or a JSON list of validation logs.")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "critical"]), default="error",
-              show_default=True, help="Exit 1 when a violation at or above this severity exists.")
+              show_default=True,
+              help="Exit 1 when a violation at or above this severity exists (exit 1 also when an input was skipped).")
 @click.option("--tools", "tools_file", type=click.Path(dir_okay=False),
               help="JSON list of OpenAI function schemas: adds the SCHEMA rules of `rules from-tools` "
                    "and is given to checkers that validate tool calls.")
@@ -103,8 +114,16 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
           show_pass: bool, input_format: str | None, mapping: str | None, output: str | None) -> None:
     """Evaluate rule packs on every run in FILES and print the validation logs.
 
-    Exit code 0 when no violation reaches --fail-on, 1 when one does, 2 on usage or input errors
-    (an unreadable pack, a rule that does not compile, no loadable run).
+    Exit code 0 when no violation reaches --fail-on and every input was read; 1 when one does, or
+    when an input (a file or a run in it) could not be read and was skipped (listed as `skipped:`),
+    so a broken trace does not pass a CI gate; 2 on usage or input errors (an unreadable pack, a
+    rule that does not compile, a rule id defined by two packs, no loadable run at all).
+
+    \b
+    Examples:
+      trajaudit check runs.json --rules generic
+      trajaudit check runs.json --rules generic --rules tau_retail --tools tools.json --fail-on warning
+      trajaudit check runs/*.json --rules my_pack.yaml --format json -o logs.json
     """
     if not packs and not tools_file:
         fail("give at least one --rules PACK or --tools TOOLS.json")
@@ -138,7 +157,12 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
     floor = severity_rank(fail_on)
     bad = sum(1 for lg in logs for r in lg.records if r.verdict == "fail" and severity_rank(r.severity) >= floor)
     total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
+    skipped = f"; {len(res.problems)} input(s) skipped (listed above)" if res.problems else ""
     console(err=True).print(f"{len(logs)} run(s), {len(rules)} rule(s): {total_fail} violation(s), "
-                            f"{bad} at or above {fail_on}", highlight=False)
-    if bad:
+                            f"{bad} at or above {fail_on}{skipped}", highlight=False)
+    for rid, n, reason in never_evaluated(logs):  # a warning only: exit codes stay about violations
+        console(err=True).print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
+                                f"(never pass or fail; first reason: {reason})", markup=False, highlight=False,
+                                soft_wrap=True)
+    if bad or res.problems:
         raise SystemExit(EXIT_FINDINGS)

@@ -1,4 +1,6 @@
-"""``trajaudit cite``: citation and faithfulness tracing of a multi-agent deep-research run (seed 003)."""
+"""``trajaudit cite``: citation and faithfulness tracing of a multi-agent deep-research run (Hirsch et
+al., *Who is the Agent to Blame? Localizing Faithfulness and Citation Mistakes in Agentic Deep
+Research*: docs/citation.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,15 @@ from trajaudit.cli.common import (
 )
 
 
+def _cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters at a word boundary when one is near, with "…" when cut."""
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space >= width // 2 else head).rstrip() + "…"
+
+
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
@@ -34,7 +45,7 @@ def _pct(x: float | None) -> str:
 @click.option("--log", "log_out", type=click.Path(dir_okay=False),
               help="Also write the validation log (JSON) of the audit.")
 @click.option("--llm", "use_llm", is_flag=True,
-              help="Judge with an LLM (seed 003's prompts) instead of the approximate offline judge; needs an "
+              help="Judge with an LLM (the prompts of the citation-faithfulness tracing paper, docs/citation.md) instead of the approximate offline judge; needs an "
                    "endpoint (--base-url/--model or TRAJAUDIT_BASE_URL/TRAJAUDIT_MODEL, or --llm-config).")
 @llm_options
 @handle_errors
@@ -51,6 +62,12 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
     answers cached like every trajaudit LLM call; sentences it cannot judge are `unknown`, and a judge
     that fails on every sentence (endpoint down, model ignoring the schema) is an error. Exit code 1
     when any error is found, 2 on bad input or an unusable LLM.
+
+    \b
+    Examples:
+      trajaudit cite examples/citation/ev_market.json --html cite.html
+      trajaudit cite trace.json --mapping examples/citation/mappings/aiq_like.yaml --format json
+      trajaudit cite run.json --llm --base-url http://localhost:8000/v1 --model M
     """
     from trajaudit.citation import (
         LLMJudge,
@@ -132,5 +149,5 @@ def _print_tables(report) -> None:  # noqa: ANN001 (CitationReport, imported laz
         for e in report.traced:
             o = e.origin
             tr.add_row(str(e.sentence), str(o.ref) if o else e.status, o.verdict if o else "–",
-                       " → ".join(h.ref.invocation for h in e.chain), e.text[:100])
+                       " → ".join(h.ref.invocation for h in e.chain), _cut(e.text, 100))
         out.print(tr)

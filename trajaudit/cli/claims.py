@@ -42,6 +42,11 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
 
     Step numbers are 0-based positions in the file's message list. Exit code 0 (the ledger is a
     report, not a check); 2 on unreadable input.
+
+    \b
+    Examples:
+      trajaudit claims examples/data/tau_retail_sample.json --record 0 --unsupported
+      trajaudit claims run.json --format graphml > claims.graphml
     """
     if max_claims_per_step < 1:
         fail("--max-claims-per-step must be at least 1")

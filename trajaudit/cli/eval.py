@@ -130,6 +130,9 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
             paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
         res = load_many(paths, format=trace_format) if paths else None
         trajectories = res.trajectories if res else []
+        if res is not None and res.problems:  # a trace that cannot be read gives no preview or run length
+            report_problems(res.problems)
+            skipped += len(res.problems)
     diagnoses, warnings = check_step_ranges(diagnoses, gold_set, trajectories)
     for w in warnings:
         err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)

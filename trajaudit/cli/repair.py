@@ -18,6 +18,7 @@ from trajaudit.cli.common import (
     llm_config_for,
     llm_options,
 )
+from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.errors import TrajauditError
@@ -33,7 +34,7 @@ from trajaudit.errors import TrajauditError
 @click.option("--template", "use_template", is_flag=True,
               help="Use the deterministic template directive even when an LLM endpoint is configured.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Where to write the resumed run (JSON).")
+              help="Where to write the resumed run (a .json file).")
 @format_options
 @llm_options
 @handle_errors
@@ -46,12 +47,23 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
 
     The directive: the one already in the diagnosis (from `audit --repair`), else synthesized by the
     LLM when an endpoint is configured, else a template built from the diagnosis and labelled so.
+    The output is one JSON document: -o must end in .json (checked before FILE is read). A
+    --diagnosis line is used only when it is about this run: same trajectory id, and not naming
+    another trace file or record (ids such as "2" recur across data sets; the rule `eval` pairs by).
     Exit 0 on success, 2 on usage or input errors.
+
+    \b
+    Examples:
+      trajaudit audit runs.json -o d.jsonl
+      trajaudit repair runs.json --record 0 --diagnosis d.jsonl -o resumed.json
+      trajaudit repair run.json --strategy offline --template -o resumed.json
     """
     from trajaudit.engine.repair import resume_document, template_directive
 
     if diagnoses and strategy:
         raise TrajauditError("give --diagnosis or --strategy, not both")
+    if not output.lower().endswith(".json"):
+        raise TrajauditError(f"-o/--output must end in .json (the resumed run is one JSON document), got {output!r}")
     t = _load_one(file, record, fmt, mapping)
     client = None
     try:
@@ -103,7 +115,18 @@ def _load_one(file: str, record: int | None, fmt: str | None, mapping: str | Non
 
 
 def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
+    """The diagnosis of run ``t`` in the JSONL file ``path``: same ``trajectory_id`` and not naming
+    another trace file or record (:func:`~trajaudit.engine.diagnosis.other_run`, the rule ``eval``
+    pairs by: ids such as ``"2"`` are shared by runs of different data sets).
+
+    Raises:
+        TrajauditError: unreadable file, a line that is not a diagnosis, or no diagnosis for ``t``
+            (saying which lines had its id but named another run).
+    """
+    from trajaudit.engine.diagnosis import other_run
+
     matches: list[Diagnosis] = []
+    refused: list[str] = []
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
@@ -112,14 +135,27 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
         if not line.strip():
             continue
         try:
-            d = Diagnosis.from_dict(json.loads(line))
+            d = Diagnosis.from_dict(safe_json.loads(line))
         except (ValueError, KeyError, TypeError) as e:
             raise TrajauditError(f"{path}:{n}: not a diagnosis: {e}") from None
-        if d.trajectory_id == t.id:
+        if d.trajectory_id != t.id:
+            continue
+        why = other_run(d, t.source.file, t.source.record)
+        if why is None:
             matches.append(d)
+        else:
+            refused.append(f"line {n}: {why}")
     exact = [d for d in matches if d.record == t.source.record] or matches
     if not exact:
-        raise TrajauditError(f"{path}: no diagnosis for run {t.id!r} ({len(lines)} line(s) read)")
+        where = Path(t.source.file).name if t.source.file else "the input"
+        if t.source.record is not None:
+            where += f", record {t.source.record}"
+        msg = f"{path}: no diagnosis for run {t.id!r} ({where}; {len(lines)} line(s) read)"
+        if refused:
+            more = f" (+{len(refused) - 3} more)" if len(refused) > 3 else ""
+            msg += (f"; {len(refused)} diagnosis(es) with that id are about another trace, not used: "
+                    + "; ".join(refused[:3]) + more)
+        raise TrajauditError(msg)
     return exact[0]
 
 

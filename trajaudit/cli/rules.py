@@ -9,11 +9,12 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from trajaudit.cli.common import EXIT_FINDINGS, console, handle_errors
+from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors
 from trajaudit.engine.compiled_rule import compile_rule, compile_rules
 from trajaudit.engine.rule_lint import lint_pack
-from trajaudit.engine.rule_pack import load_pack
+from trajaudit.engine.rule_pack import load_pack, resolve_pack
 from trajaudit.engine.rule_testing import run_examples
+from trajaudit.errors import RulePackError
 
 
 @click.group("rules")
@@ -27,7 +28,9 @@ def rules() -> None:
 @handle_errors
 def lint(pack: str, strict: bool) -> None:
     """Report schema and compile errors, unsatisfiable guards, assertions that always or never hold,
-    and pairs of rules that contradict (z3). Exit 1 when an error (or, with --strict, a warning) is found."""
+    and pairs of rules that contradict (z3). Exit 1 when an error (or, with --strict, a warning) is found,
+    2 when PACK cannot be read (no such file or shipped pack, not UTF-8 text)."""
+    _readable(pack)
     findings = lint_pack(pack)
     out = console()
     for f in findings:
@@ -42,16 +45,37 @@ def lint(pack: str, strict: bool) -> None:
         raise SystemExit(EXIT_FINDINGS)
 
 
+def _readable(pack: str) -> None:
+    """Exit 2 (``PACK: cannot read …``) unless ``pack`` is YAML text or a readable pack file/name: the pack
+    itself is an input, not a finding (problems inside it, including a missing include, are findings)."""
+    if "\n" in pack or pack.lstrip().startswith("pack:"):
+        return
+    try:
+        resolve_pack(pack).read_text(encoding="utf-8")
+    except RulePackError as e:
+        fail(f"{pack}: cannot read: {e.message}")
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"{pack}: cannot read: {getattr(e, 'strerror', None) or e}")
+
+
 @rules.command("test")
 @click.argument("pack")
 @click.option("-k", "select", help="Only rules whose id contains this text.")
 @handle_errors
 def test(pack: str, select: str | None) -> None:
-    """Run every rule's pass/fail examples (pytest-like output). Exit 1 when an example fails."""
+    """Run every rule's pass/fail examples (pytest-like output). Exit 1 when an example fails, or when
+    -k selects no example (a test run that tests nothing is not a pass)."""
     compiled = compile_rules(load_pack(pack))
+    total = len(compiled)
     if select:
         compiled = [r for r in compiled if select in r.id]
     results = run_examples(compiled)
+    if select and not results:
+        why = f"no rule id contains {select!r} ({total} rule(s))" if not compiled else \
+            f"{len(compiled)} rule(s) match but none has examples"
+        console().print(f"[bold red]no example matched -k {escape(select)}: {escape(why)}[/]", markup=True,
+                        highlight=False, soft_wrap=True)
+        raise SystemExit(EXIT_FINDINGS)
     out = console()
     for r in results:
         mark = "[green]PASSED[/]" if r.ok else "[bold red]FAILED[/]"

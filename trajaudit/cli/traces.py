@@ -27,6 +27,11 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
 
     The index is the 0-based position of the message in the file's message list (the index that
     diagnoses and gold labels use).
+
+    \b
+    Examples:
+      trajaudit show examples/data/tau_retail_sample.json --record 0
+      trajaudit show run.json --width 120
     """
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)

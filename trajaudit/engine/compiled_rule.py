@@ -8,11 +8,13 @@ step kinds, called tools and output tools its guard's top-level conjuncts allow 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.ir import STEP_KINDS
+from trajaudit.engine.pack_messages import relocate_param_error
 from trajaudit.engine.rule_compiler import _NO, TOP_NAMES, ExprCompiler, conjuncts
 from trajaudit.engine.rule_pack import RulePack, RuleSpec
 from trajaudit.engine.rule_parser import Where, parse_expression
@@ -85,9 +87,28 @@ class CompiledRule:
         lines.append(f"  index: {', '.join(x for x in idx if x) or 'all steps'}")
         if s.message:
             lines.append(f"  message: {s.message}")
-        if s.params:
-            lines.append(f"  params: {', '.join(sorted(s.params))}")
+        used = _params_used(self)
+        if used:
+            lines.append(f"  params: {', '.join(used)}")
         return "\n".join(lines)
+
+
+def _params_used(rule: CompiledRule) -> list[str]:
+    """The pack parameters the rule reads (``params.x``, ``params["x"]`` in its expressions or message);
+    all of them when it reads ``params`` as a whole."""
+    names: set[str] = set()
+    for e in rule.asts.values():
+        parents = {id(n.obj) for n in e.walk() if isinstance(n, (A.Attr, A.Index))}
+        for n in e.walk():
+            if isinstance(n, A.Attr) and isinstance(n.obj, A.Name) and n.obj.id == "params":
+                names.add(n.name)
+            elif isinstance(n, A.Index) and isinstance(n.obj, A.Name) and n.obj.id == "params" \
+                    and isinstance(n.key, A.Literal) and isinstance(n.key.value, str):
+                names.add(n.key.value)
+            elif isinstance(n, A.Name) and n.id == "params" and id(n) not in parents:
+                return sorted(rule.spec.params)
+    names |= set(re.findall(r"\bparams\s*\.\s*([A-Za-z_]\w*)", rule.spec.message))
+    return sorted(n for n in names if n in rule.spec.params)
 
 
 def _plan(guard: A.Expr | None, params: dict[str, Any]) -> IndexPlan:
@@ -205,11 +226,29 @@ def compile_rules(pack: RulePack | list[RuleSpec] | Any, *, checkers: Any = None
     """Compile every enabled rule of a pack (or a list of specs, or a path/name/YAML given to ``load_pack``).
 
     Raises:
-        RulePackError: the first rule that does not compile (``rules lint`` reports them all).
+        RulePackError: the first rule that does not compile (``rules lint`` reports them all); located
+            at an including pack's parameter override when that override caused it.
+        ArgumentTypeError: ``pack`` is none of those, or a list holds something else than RuleSpecs.
     """
+    from trajaudit.errors import ArgumentTypeError
+
     if not isinstance(pack, (RulePack, list, tuple)):
         from trajaudit.engine.rule_pack import load_pack
 
+        if not isinstance(pack, (str, dict)) and not hasattr(pack, "__fspath__"):
+            raise ArgumentTypeError("compile_rules", "pack", pack, "a RulePack, a list of RuleSpecs, or a pack "
+                                    "path/name/YAML text/dict (for load_pack)")
         pack = load_pack(pack)
+    elif not isinstance(pack, RulePack):
+        for i, s in enumerate(pack):
+            if not isinstance(s, RuleSpec):
+                raise ArgumentTypeError("compile_rules", f"pack[{i}]", s, "a RuleSpec (a list item must be a rule "
+                                        "spec; load a pack by name with load_pack(name))")
     specs = pack.enabled_rules if isinstance(pack, RulePack) else [s for s in pack if not s.disabled]
-    return [compile_rule(s, checkers) for s in specs]
+    out = []
+    for s in specs:
+        try:
+            out.append(compile_rule(s, checkers))
+        except RulePackError as e:  # caused by an including pack's params override? report it there
+            raise relocate_param_error(s, e) from None
+    return out

@@ -7,10 +7,12 @@ Serialized form is validated by ``trajaudit/schemas/diagnosis.schema.json``. ``c
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.validation_log import Evidence
+from trajaudit.errors import ArgumentTypeError, DiagnosisFormatError
 
 DIAGNOSIS_SCHEMA_VERSION = 1
 
@@ -118,7 +120,25 @@ class Diagnosis:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Diagnosis:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ArgumentTypeError: ``d`` is not a mapping.
+            DiagnosisFormatError (a KeyError and a ValueError): ``trajectory_id`` is missing, or a
+                field has the wrong type.
+        """
+        if not isinstance(d, Mapping):
+            raise ArgumentTypeError("Diagnosis.from_dict", "d", d, "a mapping (Diagnosis.to_dict()'s form)")
+        if "trajectory_id" not in d:
+            raise DiagnosisFormatError(f"not a diagnosis: no 'trajectory_id' (keys: {sorted(map(str, d))[:12]})")
+        try:
+            return cls._from_dict(d)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            raise DiagnosisFormatError(f"not a diagnosis (trajectory_id {d['trajectory_id']!r}): "
+                                       f"{type(e).__name__}: {e}") from None
+
+    @classmethod
+    def _from_dict(cls, d: Mapping[str, Any]) -> Diagnosis:
         span = d.get("tolerance_span")
         return cls(
             trajectory_id=str(d["trajectory_id"]),
@@ -139,3 +159,31 @@ class Diagnosis:
             usage=dict(d.get("usage", {})),
             metadata=dict(d.get("metadata", {})),
         )
+
+
+def other_run(d: Diagnosis, file: str | None, record: int | None, *, whose: str = "the run's") -> str | None:
+    """Why diagnosis ``d`` cannot be about the run read from ``file`` (record ``record``), else ``None``.
+
+    Trajectory ids are not unique across data sets (tau task ``"2"`` and Who&When file ``2.json``
+    share the id ``"2"``), so an id match is refused when both sides name their trace file and the
+    file names (not the folders) differ, or both give a record and the records differ. When either
+    side names no file nothing can be said (``None``). Used by ``eval`` pairing
+    (:func:`trajaudit.eval.gold.other_file`) and ``repair --diagnosis``.
+
+    Args:
+        d: the diagnosis (its ``file``/``record`` as written by ``audit``).
+        file, record: where the run came from (``Source.file``/``Source.record``, or a gold item's).
+        whose: how the message names the run (``"the gold run's"``).
+
+    Returns:
+        ``"its file A.json is not <whose> B.json"``, ``"its record 1 is not <whose> 0"``, or ``None``.
+    """
+    from pathlib import Path
+
+    if not file or not d.file:
+        return None
+    if Path(file).name != Path(d.file).name:
+        return f"its file {Path(d.file).name} is not {whose} {Path(file).name}"
+    if record is not None and d.record is not None and record != d.record:
+        return f"its record {d.record} is not {whose} {record}"
+    return None

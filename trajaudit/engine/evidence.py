@@ -13,10 +13,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from trajaudit.engine import safe_json
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import ValidationLog
-from trajaudit.errors import TrajauditError
+from trajaudit.errors import RulePackError, TrajauditError
 
 
 @dataclass
@@ -57,17 +58,27 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
             the element, the tool and the problem).
     """
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = safe_json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise TrajauditError(f"{path}: cannot read tool schemas: {e}") from None
+    return tool_schemas(data, str(path))
+
+
+def tool_schemas(data: Any, origin: str = "tools") -> list[dict[str, Any]]:
+    """The function objects of an in-memory OpenAI function-schema list, checked as :func:`load_tools`
+    checks a file's (``origin`` names the source in messages).
+
+    Raises:
+        TrajauditError: not a list of function schemas. ToolSchemaError: a bad ``parameters``.
+    """
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
-        raise TrajauditError(f"{path}: tool schemas must be a JSON list of function objects")
+        raise TrajauditError(f"{origin}: tool schemas must be a JSON list of function objects")
     out = []
     for i, x in enumerate(data):
         fn = x.get("function", x)
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise TrajauditError(f"{path}: element {i} is not a function schema (no 'name')")
-        check_tool_parameters(fn, file=str(path), index=i)
+            raise TrajauditError(f"{origin}: element {i} is not a function schema (no 'name')")
+        check_tool_parameters(fn, file=origin, index=i)
         out.append(fn)
     return out
 
@@ -107,27 +118,87 @@ def check_tool_parameters(fn: dict[str, Any], *, file: str | None = None, index:
                               file=file, index=index) from None
 
 
-def load_rules(packs: tuple[str, ...] | list[str], tools: list[dict[str, Any]] | None) -> list[Any]:
-    """Compile the named rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
+def load_rules(packs: tuple[Any, ...] | list[Any], tools: list[dict[str, Any]] | None, *,
+               defaults: tuple[str, ...] | list[str] = (), domains: tuple[Any, ...] | list[Any] = ()) -> list[Any]:
+    """Compile the rule packs (plus tool-schema rules when ``tools`` is given — issue 4).
+
+    A rule id defined by two of ``packs`` is an error (:func:`unique_rules`, the check ``trajaudit
+    check`` makes too): keeping one silently would make the diagnosis depend on the packs' order. A
+    tool-schema rule whose id a pack already defines is left out (the pack's version is kept).
+
+    Args:
+        packs: pack paths or shipped names (``str``; a file named twice is read once), or loaded
+            ``RulePack`` objects (named by their ``name`` in errors), in order.
+        tools: function schemas for SCHEMA rules, or ``None``.
+        defaults: which of ``packs`` were added as default packs (named so in the error).
+        domains: the default domain packs (:func:`default_packs`); an id of theirs that ``packs``
+            define is an error too (both would apply to the runs calling the domain's tools).
 
     Raises:
-        RulePackError: a pack is missing, invalid, or a rule does not compile.
+        RulePackError: a pack is missing, invalid, a rule does not compile, or two packs define the
+            same rule id.
     """
     from trajaudit.engine.compiled_rule import compile_rules
 
-    rules: list[Any] = []
-    seen: set[str] = set()
-    compiled = [_compiled(p)[1] for p in packs]
+    groups = [(p, _compiled(p)[1]) if isinstance(p, str) else (f"pack {p.name}", tuple(compile_rules(p)))
+              for p in distinct_packs(packs)]
+    hint = ("; {} is a default pack: turn the default packs off (--no-default-packs, AuditSpec.default_packs="
+            "False) to use only your version")
+    rules, owner = unique_rules(groups, hint={p: hint.format(p) for p in defaults})
+    for dp in domains:
+        for spec in _loaded_shipped(dp.path).pack.enabled_rules:
+            if spec.id in owner:
+                raise RulePackError(f"rule id {spec.id} is defined by both {owner[spec.id]} and {dp.name}"
+                                    + hint.format(f"{dp.name} (applied to runs calling its tools)"))
     if tools:
         from trajaudit.engine.tool_rules import rules_from_tools
 
-        compiled.append(compile_rules(rules_from_tools(tools)))
-    for group in compiled:
-        for r in group:
-            if r.id not in seen:
-                seen.add(r.id)
-                rules.append(r)
+        rules += [r for r in compile_rules(rules_from_tools(tools)) if r.id not in owner]
     return rules
+
+
+def unique_rules(groups: list[tuple[str, Any]], *, hint: dict[str, str] | None = None) -> tuple[list[Any], dict[str, str]]:
+    """Concatenate the compiled rules of several packs, refusing a rule id two packs define.
+
+    Args:
+        groups: ``[(pack name as given, compiled rules)]`` in order.
+        hint: text appended to the error when the first definer is the named pack.
+
+    Returns:
+        ``(rules, {rule id: pack name})``.
+
+    Raises:
+        RulePackError: ``rule id X is defined by both A and B`` (the first two packs defining it).
+    """
+    rules: list[Any] = []
+    owner: dict[str, str] = {}
+    for name, group in groups:
+        for r in group:
+            if r.id in owner:
+                first = owner[r.id]
+                raise RulePackError(f"rule id {r.id} is defined by both {first} and {name}"
+                                    + (hint or {}).get(first, ""))
+            owner[r.id] = name
+            rules.append(r)
+    return rules, owner
+
+
+def distinct_packs(packs: tuple[Any, ...] | list[Any]) -> list[Any]:
+    """``packs`` without refs naming a pack file already listed (the same pack given twice); loaded
+    ``RulePack`` objects are kept as given."""
+    from trajaudit.engine.rule_pack import resolve_pack
+
+    out: list[Any] = []
+    seen: set[Path] = set()
+    for p in packs:
+        if not isinstance(p, str):
+            out.append(p)
+            continue
+        path = resolve_pack(p).resolve()
+        if path not in seen:
+            seen.add(path)
+            out.append(p)
+    return out
 
 
 def _compiled(ref: str) -> tuple[Any, tuple[Any, ...]]:
@@ -226,10 +297,26 @@ class DomainPack:
         return len(called & self.tools) / len(called) >= self.min_overlap
 
 
+def included_files(packs: tuple[Any, ...] | list[Any]) -> list[str]:
+    """The files the given packs include directly (``RulePack.includes``): a shipped pack a user's
+    pack includes — e.g. ``include: [{pack: generic, params: …}]`` with ``overrides:`` — is applied
+    through that pack (with the user's parameters and overrides), not again as a default pack.
+
+    Raises:
+        RulePackError: a pack is missing or invalid.
+    """
+    out: list[str] = []
+    for p in packs:
+        pack = _compiled(p)[0] if isinstance(p, str) else p
+        out.extend(pack.includes)
+    return out
+
+
 def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], list[DomainPack]]:
     """The shipped packs applied by default: the always-on generic pack, and the domain packs
     (those declaring ``metadata.applies_to_tools``) that the run's tools select. Packs named in
-    ``explicit`` are left out (they are applied unconditionally by :func:`load_rules`).
+    ``explicit`` — by name or by the resolved path of their file — are left out (they are applied
+    unconditionally by :func:`load_rules`, or a user's pack includes them: see :func:`included_files`).
 
     Returns:
         ``(always_on_pack_names, domain_packs)``.
@@ -240,10 +327,12 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     from trajaudit.engine.rule_pack import resolve_pack, shipped_packs
 
     names = shipped_packs()
-    always = [GENERIC_PACK] if GENERIC_PACK in names and GENERIC_PACK not in explicit else []
+    given = set(explicit)
+    skip = {n for n in names if n in given or str(resolve_pack(n)) in given}
+    always = [GENERIC_PACK] if GENERIC_PACK in names and GENERIC_PACK not in skip else []
     domains = []
     for n in names:
-        if n in explicit or n == GENERIC_PACK or n.startswith(GENERIC_PACK + "."):
+        if n in skip or n == GENERIC_PACK or n.startswith(GENERIC_PACK + "."):
             continue
         path = str(resolve_pack(n))
         pack = _loaded_shipped(path).pack
@@ -254,24 +343,36 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     return always, domains
 
 
-def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
-    """Compute (or fetch from the context's cache) the evidence for ``trajectory``."""
-    cached = context.extra.get("_evidence")
-    if cached is not None and cached[0] is trajectory:
-        return cached[1]
-    t0 = time.process_time()
+def rules_for(trajectory: Trajectory, context: AuditContext) -> tuple[list[Any], list[str]]:
+    """The compiled rules applied to ``trajectory``: the context's rules, then those of the domain
+    packs its tools select (compiled on first use). Returns ``(rules, applied domain pack names)``."""
     rules = list(context.rules)
     called = {name for s in trajectory.steps for name in s.tool_names}
     applied = [dp.name for dp in context.extra.get("domain_packs", ()) if dp.applies(called)]
     for dp in context.extra.get("domain_packs", ()):
         if dp.name in applied:
             rules.extend(dp.rules)
-    log = ValidationLog(trajectory.id)
-    if rules:
-        from trajaudit.engine.rule_eval import evaluate
+    return rules, applied
 
-        log = evaluate(trajectory, rules, oracle=context.extra.get("oracle"), config=context.config,
-                       tools=context.tools)
+
+def evaluate_rules(trajectory: Trajectory, rules: list[Any], context: AuditContext) -> ValidationLog:
+    """:func:`~trajaudit.engine.rule_eval.evaluate` with the context's oracle, budget and tools."""
+    if not rules:
+        return ValidationLog(trajectory.id)
+    from trajaudit.engine.rule_eval import evaluate
+
+    return evaluate(trajectory, rules, oracle=context.extra.get("oracle"), config=context.config,
+                    tools=context.tools)
+
+
+def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
+    """Compute (or fetch from the context's cache) the evidence for ``trajectory``."""
+    cached = context.extra.get("_evidence")
+    if cached is not None and cached[0] is trajectory:
+        return cached[1]
+    t0 = time.process_time()
+    rules, applied = rules_for(trajectory, context)
+    log = evaluate_rules(trajectory, rules, context)
     from trajaudit.engine.claims import build_claim_graph
 
     t1 = time.process_time()

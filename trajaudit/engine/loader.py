@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajaudit.api_args import check_path, check_paths, check_record, check_source
+from trajaudit.engine import safe_json
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
@@ -108,7 +110,9 @@ def _documents(text: str, file: str, jsonl: bool) -> list[tuple[int | None, Any,
     """Parse text into ``[(line_or_None, doc, error)]``; JSONL when asked or when the JSON has extra lines."""
     if not jsonl:
         try:
-            return [(None, json.loads(text), None)]
+            return [(None, safe_json.loads(text), None)]
+        except safe_json.NestedTooDeep as e:
+            raise TraceFormatError(str(e), file=file) from None
         except json.JSONDecodeError as e:
             if not (e.msg.startswith("Extra data") and "\n" in text.strip()):
                 raise TraceFormatError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=file) from None
@@ -117,7 +121,9 @@ def _documents(text: str, file: str, jsonl: bool) -> list[tuple[int | None, Any,
         if not line.strip():
             continue
         try:
-            out.append((n, json.loads(line), None))
+            out.append((n, safe_json.loads(line), None))
+        except safe_json.NestedTooDeep as e:
+            out.append((n, None, f"JSON on line {n + 1} {e}"))
         except json.JSONDecodeError as e:
             out.append((n, None, f"invalid JSON on line {n + 1} column {e.colno}: {e.msg}"))
     if not out:
@@ -247,7 +253,10 @@ def load_path(
 
     Raises:
         TraceFormatError: the file is unreadable, empty, not JSON, or matches no format.
+        ArgumentTypeError: ``path`` is not a ``str``/``os.PathLike``, or ``record`` is not an int.
     """
+    check_path("load_path", "path", path)
+    check_record("load_path", record)
     file = str(path)
     try:
         data = Path(path).read_bytes()
@@ -326,7 +335,16 @@ def load_many(
     mapping: str | os.PathLike[str] | MappingAdapter | None = None,
     options: LoadOptions | None = None,
 ) -> LoadResult:
-    """Load every run of every file under ``paths``; whole-file failures become problems too."""
+    """Load every run of every file under ``paths``; whole-file failures become problems too.
+
+    Args:
+        paths: files, folders (searched recursively) and glob patterns; a single ``str`` or
+            ``os.PathLike`` is one path.
+
+    Raises:
+        ArgumentTypeError: ``paths`` is neither a path nor an iterable of paths.
+    """
+    paths = check_paths("load_many", "paths", paths)
     if isinstance(mapping, (str, os.PathLike)):
         mapping = MappingAdapter.from_file(mapping)
     result = LoadResult()
@@ -346,9 +364,28 @@ def load(
 ) -> Trajectory:
     """Load exactly one trajectory from a path, a parsed document, or pass a Trajectory through.
 
+    Args:
+        source: a :class:`Trajectory` (returned as is), a trace path (``str``/``os.PathLike``), or a
+            parsed trace document (``dict`` or ``list``, e.g. ``json.loads(text)``).
+        format: force a format by name.
+        record: which run (0-based) of a multi-run input.
+
     Raises:
-        TraceFormatError: nothing loadable, or the input holds several runs and ``record`` is not given.
+        TraceFormatError: nothing loadable, or the input holds several runs and ``record`` is not
+            given, or ``source`` is a string of JSON text rather than a path.
+        ArgumentTypeError: ``source`` or ``record`` has a type not listed above.
     """
+    return load_checked(source, format=format, record=record, function="load", argument="source")
+
+
+def load_checked(source: Any, *, format: str | None, record: Any, function: str, argument: str) -> Trajectory:
+    """:func:`load`, with argument errors naming ``function`` and ``argument`` (``audit``'s own names)."""
+    source = check_source(function, argument, source)
+    record = check_record(function, record)
+    text = source.strip() if isinstance(source, str) else ""
+    if text[:1] + text[-1:] in ("{}", "[]") and not os.path.exists(source):
+        raise TraceFormatError(f"{function}(): argument {argument!r} looks like JSON text, not a file path; "
+                               "pass the parsed document instead (json.loads(text))")
     if isinstance(source, Trajectory):
         return source
     if isinstance(source, (dict, list)):

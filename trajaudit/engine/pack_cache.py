@@ -48,8 +48,8 @@ FORMAT = 2
 MAGIC = "trajaudit-pack-cache"
 MAX_ENTRIES = 128
 # sources whose behaviour decides the stored data (relative to the trajaudit package)
-CODE_FILES = ("engine/rule_pack.py", "engine/rule_parser.py", "engine/rules.lark", "engine/rule_ast.py",
-              "engine/regex_safety.py", "engine/pack_cache.py", "engine/schema.py",
+CODE_FILES = ("engine/rule_pack.py", "engine/pack_yaml.py", "engine/pack_messages.py", "engine/rule_parser.py", "engine/rules.lark",
+              "engine/rule_ast.py", "engine/regex_safety.py", "engine/pack_cache.py", "engine/schema.py",
               "schemas/rule_pack.schema.json")
 # (the compiler is not among them: it runs on every load; if it comes to parse an expression or check
 # a regex that an entry lacks, the entry is completed — see compile_loaded)
@@ -113,7 +113,7 @@ class LoadedPack:
     key: str | None = None
     deps: list[Any] = field(default_factory=list)
     parsed: dict[str, list[Any]] | None = None
-    regex: dict[str, bool] | None = None
+    regex: dict[str, str] | None = None
 
 
 @contextmanager

@@ -12,17 +12,16 @@ import gc
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import FLAG_NON_UTF8, load, load_many
+from trajaudit.engine.loader import FLAG_NON_UTF8, load_checked, load_many
+from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
 from trajaudit.engine.validation_log import ValidationLog
-from trajaudit.errors import ConfigError, Problem, TrajauditError
+from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +57,8 @@ class AuditSpec:
 
     Attributes:
         strategy: strategy name.
-        rules: rule pack paths or shipped pack names.
-        tools: path of an OpenAI function-schema list, or ``None``.
+        rules: rule pack paths or shipped pack names (``str``), or loaded ``RulePack`` objects.
+        tools: path of an OpenAI function-schema list, the list itself (a tuple of dicts), or ``None``.
         config: the :class:`AuditConfig`.
         llm: an LLM configuration object (``trajaudit.llm``) or ``None``.
         default_packs: also apply the shipped generic pack, and the shipped domain packs whose tools
@@ -69,8 +68,8 @@ class AuditSpec:
     """
 
     strategy: str = "offline"
-    rules: tuple[str, ...] = ()
-    tools: str | None = None
+    rules: tuple[Any, ...] = ()
+    tools: str | tuple[dict[str, Any], ...] | None = None
     config: AuditConfig = field(default_factory=AuditConfig)
     llm: Any = None
     default_packs: bool = True
@@ -83,7 +82,7 @@ def build_context(spec: AuditSpec) -> AuditContext:
     Raises:
         TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup.
     """
-    from trajaudit.engine.evidence import default_packs, load_rules, load_tools
+    from trajaudit.engine.evidence import default_packs, included_files, load_rules, load_tools, tool_schemas
 
     llm = None
     if spec.llm is not None:
@@ -93,9 +92,16 @@ def build_context(spec: AuditSpec) -> AuditContext:
     from trajaudit.engine.taxonomy import load_taxonomy
 
     load_taxonomy(spec.config.taxonomy)  # an unknown taxonomy is a usage error, before any run
-    tools = load_tools(spec.tools) if spec.tools else None
-    always, domains = default_packs(spec.rules) if spec.default_packs else ([], [])
-    return AuditContext(config=spec.config, rules=load_rules(tuple(always) + tuple(spec.rules), tools),
+    if isinstance(spec.tools, tuple):
+        tools = tool_schemas(list(spec.tools), "the tools argument") if spec.tools else None
+    else:
+        tools = load_tools(spec.tools) if spec.tools else None
+    named = [p if isinstance(p, str) else p.name for p in spec.rules]  # a RulePack counts by its name
+    if spec.default_packs:  # a shipped pack a user's pack includes applies through it, not twice
+        named += included_files(spec.rules)
+    always, domains = default_packs(named) if spec.default_packs else ([], [])
+    rules = load_rules(tuple(always) + tuple(spec.rules), tools, defaults=always, domains=domains)
+    return AuditContext(config=spec.config, rules=rules,
                         tools=tools, llm=llm, extra={"domain_packs": domains, "repair": spec.repair})
 
 
@@ -132,32 +138,6 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
     return AuditResult(trajectory, diagnosis, bundle.log, bundle.claim_rows)
 
 
-# --- worker-process plumbing (module-level so it pickles) ---------------------------------------
-_WORKER: dict[str, Any] = {}
-
-
-def _worker_init(spec: AuditSpec) -> None:
-    from multiprocessing.util import Finalize
-
-    _WORKER["spec"] = spec
-    _WORKER["ctx"] = build_context(spec)
-    Finalize(None, close_context, args=(_WORKER["ctx"],), exitpriority=10)  # runs at worker exit
-
-
-def _worker_run(item: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any] | None, str | None]:
-    idx, tdict = item
-    t = Trajectory.from_dict(tdict)
-    try:
-        r = audit_one(t, _WORKER["spec"].strategy, _WORKER["ctx"])
-    except (TrajauditError, LookupError) as e:
-        return idx, None, str(e)
-    except Exception as e:  # noqa: BLE001 - a bug in one run must not sink the batch; reported
-        log.exception("audit of %s failed", t.id)
-        return idx, None, f"internal error: {type(e).__name__}: {e}"
-    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_dict() if r.log else None,
-                 "claims": r.claims}, None
-
-
 def _problem(t: Trajectory, message: str) -> Problem:
     """The :class:`Problem` for a run that was loaded but could not be audited. The message names
     where the run came from (``FILE, record N (run ID): …``; only ``ID: …`` for in-memory runs), so
@@ -169,7 +149,7 @@ def _problem(t: Trajectory, message: str) -> Problem:
     return Problem(t.source.file or t.id, t.source.record, text, {FLAG_NON_UTF8: True} if FLAG_NON_UTF8 in t.flags else {})
 
 
-def _freeze_long_lived() -> bool:
+def freeze_long_lived() -> bool:
     """Move every object alive now (the loaded runs, compiled rules, caches) out of the cyclic
     garbage collector's view for the batch (``gc.freeze``); the batch freezes again after each run,
     so the results it keeps (diagnosis, validation log) join them. Full collections, triggered by the
@@ -197,50 +177,74 @@ def audit_trajectories(
 
     Raises:
         TrajauditError: the context (rules, tools, LLM) cannot be built — nothing can run.
+        LLMUnreachableError: no connection to the LLM endpoint could be made (the batch stops at the
+            first such run; in worker processes, only the parent's first run is checked so).
     """
     out = BatchResult()
     results: dict[int, AuditResult] = {}
-    if jobs <= 1 or len(trajectories) < 2:
-        ctx = build_context(spec)
-        frozen = _freeze_long_lived()
-        try:
-            for i, t in enumerate(trajectories):
-                try:
-                    results[i] = audit_one(t, spec.strategy, ctx)
-                    if frozen:
-                        gc.freeze()  # the result lives to the end of the batch: out of the collector's way
-                except ConfigError:
-                    raise
-                except (TrajauditError, LookupError) as e:
-                    out.problems.append(_problem(t, str(e)))
-                except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
-                    log.exception("audit of %s failed", t.id)
-                    out.problems.append(_problem(t, f"internal error: {type(e).__name__}: {e}"))
-                if progress:
-                    progress(i + 1)
-        finally:
+    done = [0]
+
+    def finished(i: int, result: AuditResult | None, error: str | None) -> None:
+        if result is not None:
+            results[i] = result
             if frozen:
-                gc.unfreeze()
-            close_context(ctx)
-    else:
-        close_context(build_context(spec))  # fail fast in the parent on bad rules/tools/LLM config
-        done = 0
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(spec,)) as ex:
-            for idx, payload, err in ex.map(_worker_run, [(i, t.to_dict()) for i, t in enumerate(trajectories)],
-                                            chunksize=max(1, len(trajectories) // (jobs * 8))):
-                t = trajectories[idx]
-                if err is not None:
-                    out.problems.append(_problem(t, err))
-                else:
-                    assert payload is not None
-                    results[idx] = AuditResult(
-                        t, Diagnosis.from_dict(payload["diagnosis"]),
-                        ValidationLog.from_dict(payload["log"]) if payload["log"] else None, payload["claims"])
-                done += 1
-                if progress:
-                    progress(done)
+                gc.freeze()  # the result lives to the end of the batch: out of the collector's way
+        else:
+            out.problems.append(_problem(trajectories[i], error or "not audited"))
+        done[0] += 1
+        if progress:
+            progress(done[0])
+
+    frozen = freeze_long_lived()
+    try:
+        if jobs <= 1 or len(trajectories) < 2:
+            _audit_serial(trajectories, range(len(trajectories)), spec, finished)
+        else:
+            from trajaudit.engine.parallel import audit_parallel
+
+            audit_parallel(trajectories, spec, jobs, finished)
+    finally:
+        if frozen:
+            gc.unfreeze()
     out.results = [results[i] for i in sorted(results)]
     return out
+
+
+#: ``finished(index, result, error)``: called once per run of a batch, in completion order.
+Done = Callable[[int, "AuditResult | None", "str | None"], None]
+
+
+def _audit_serial(trajectories: Sequence[Trajectory], indices: Iterable[int], spec: AuditSpec, finished: Done) -> None:
+    """Audit ``trajectories[i]`` for each ``i`` in this process; ``finished(i, result, error)`` after each."""
+    ctx = build_context(spec)
+    try:
+        audit_with(ctx, trajectories, indices, spec.strategy, finished)
+    finally:
+        close_context(ctx)
+
+
+def audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: Iterable[int], strategy: str,
+               finished: Done) -> None:
+    """Audit ``trajectories[i]`` for each ``i`` with ``ctx``; a run that cannot be audited is reported
+    through ``finished(i, None, message)`` and the batch goes on.
+
+    Raises:
+        ConfigError: the strategy cannot run at all (no LLM configured); nothing else does.
+    """
+    for i in indices:
+        t = trajectories[i]
+        try:
+            result = audit_one(t, strategy, ctx)
+        except (ConfigError, LLMUnreachableError):  # every further run would fail the same way
+            raise
+        except (TrajauditError, LookupError) as e:
+            finished(i, None, str(e))
+            continue
+        except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
+            log.exception("audit of %s failed", t.id)
+            finished(i, None, f"internal error: {type(e).__name__}: {e}")
+            continue
+        finished(i, result, None)
 
 
 def audit_paths(
@@ -268,8 +272,8 @@ def audit_paths(
 def audit(
     trajectory: Trajectory | str | os.PathLike[str] | dict | list,
     *,
-    rules: Sequence[str] = (),
-    tools: str | None = None,
+    rules: str | os.PathLike[str] | RulePack | Iterable[str | os.PathLike[str] | RulePack] | None = (),
+    tools: str | os.PathLike[str] | Sequence[dict[str, Any]] | None = None,
     strategy: str = "offline",
     taxonomy: str = "agentrx",
     llm: Any = None,
@@ -279,21 +283,35 @@ def audit(
     """Audit one run and return its :class:`Diagnosis` (the Python API).
 
     Args:
-        trajectory: a :class:`Trajectory`, a trace path, or a parsed trace document.
-        rules: rule pack paths or shipped pack names (the default packs are always applied).
-        tools: path to the run's tool schemas (OpenAI function list) for SCHEMA rules.
+        trajectory: a :class:`Trajectory`, a trace path (``str``/``os.PathLike``), or a parsed trace
+            document (``dict``/``list``).
+        rules: extra rule packs: one pack (a path, a shipped pack name, or a ``RulePack`` from
+            ``load_pack``) or a list of them; ``None`` for none (the default packs are always applied).
+        tools: the run's tool schemas for SCHEMA rules: a path to an OpenAI function-schema JSON
+            file, or that list itself (``[{"type": "function", "function": {...}}, ...]``).
         strategy: ``offline`` (default, no LLM), a baseline, or an LLM strategy (needs ``llm``).
         taxonomy: taxonomy id for the category.
-        llm: an ``trajaudit.llm.LLMConfig`` for LLM strategies.
-        record: which run of a multi-run file.
+        llm: a :class:`trajaudit.llm.LLMConfig` for LLM strategies (``trajaudit.llm.build_config``).
+        record: which run (0-based ``int``) of a multi-run file.
         repair: also fill ``Diagnosis.repair`` (LLM directive with ``llm``, else the template).
 
     Raises:
         TraceFormatError: the input cannot be read; RulePackError: a pack is invalid;
-        ConfigError: the strategy needs an LLM and none is configured; LookupError: unknown strategy.
+        ConfigError: the strategy needs an LLM and none is configured;
+        UnknownStrategyError (a ConfigError and a LookupError): unknown strategy name;
+        ArgumentTypeError (a TrajauditError and a TypeError): an argument of the wrong type.
     """
-    t = load(trajectory if not isinstance(trajectory, Path) else str(trajectory), record=record)
-    spec = AuditSpec(strategy=strategy, rules=tuple(rules), tools=tools, config=AuditConfig(taxonomy=taxonomy), llm=llm,
+    from trajaudit.api_args import check_llm, check_name, check_packs, check_tools
+
+    check_name("audit", "strategy", strategy)
+    check_name("audit", "taxonomy", taxonomy)
+    try:
+        default_strategies().get(strategy)
+    except LookupError as e:
+        raise UnknownStrategyError(str(e.args[0]) if e.args else str(e)) from None
+    packs, tool_arg, llm = check_packs("audit", rules), check_tools("audit", tools), check_llm("audit", llm)
+    t = load_checked(trajectory, format=None, record=record, function="audit", argument="trajectory")
+    spec = AuditSpec(strategy=strategy, rules=packs, tools=tool_arg, config=AuditConfig(taxonomy=taxonomy), llm=llm,
                      repair=repair)
     ctx = build_context(spec)
     try:

@@ -30,6 +30,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.errors import TrajauditError
@@ -130,10 +131,10 @@ def _raw_run(trajectory: Trajectory) -> Any:
         text = path.read_text(encoding="utf-8")
         if path.suffix.lower() in (".jsonl", ".ndjson"):
             line = [ln for n, ln in enumerate(text.splitlines()) if n == src.record]
-            doc = json.loads(line[0]) if line else None
+            doc = safe_json.loads(line[0]) if line else None
             record = None
         else:
-            doc = json.loads(text)
+            doc = safe_json.loads(text)
             record = src.record
     except (OSError, UnicodeDecodeError, ValueError):
         return None
@@ -203,11 +204,13 @@ def attach_repair(diagnosis: Diagnosis, trajectory: Trajectory, llm: Any = None)
                                                                    "source": "strategy"}})
     note = None
     if llm is not None:
-        from trajaudit.errors import LLMError
+        from trajaudit.errors import LLMError, LLMUnreachableError
         from trajaudit.llm.repair import synthesize_repair
 
         try:
             r = synthesize_repair(llm, trajectory, diagnosis)
+        except LLMUnreachableError:  # the endpoint is down: stop, do not degrade
+            raise
         except LLMError as e:
             note = f"LLM repair failed ({e}); the template directive is used"
         else:

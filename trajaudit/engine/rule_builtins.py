@@ -160,10 +160,10 @@ def _json(env: Env, x: Any) -> Any:
         return None
     if not isinstance(x, str):
         return x
-    import json
+    from trajaudit.engine import safe_json
 
     try:
-        return json.loads(x)
+        return safe_json.loads(x)
     except ValueError:
         return None
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import jmespath
 
 from trajaudit.engine import rule_ast as A
-from trajaudit.engine.regex_safety import nested_unbounded
+from trajaudit.engine.regex_safety import regex_risk
 from trajaudit.engine.rule_builtins import BUILTINS, StepRange
 from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
@@ -118,9 +118,10 @@ def compile_regex(pattern: Any, flags: str, err: Callable[[str], RulePackError])
     f = 0
     for ch in flags:
         f |= REGEX_FLAGS[ch]
-    if nested_unbounded(pattern):
-        raise err(f"regex {pattern!r} repeats a group that itself repeats without bound (catastrophic "
-                  "backtracking on long texts: an audit could hang); write it without nested unbounded quantifiers")
+    risk = regex_risk(pattern)
+    if risk:
+        raise err(f"regex {pattern!r} {risk} (catastrophic backtracking on long texts: an audit could hang); "
+                  "rewrite it without that shape (docs/rules.md, Regex safety)")
     try:
         return re.compile(pattern, f)
     except re.error as e:

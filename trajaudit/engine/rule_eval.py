@@ -31,6 +31,7 @@ from trajaudit.engine.rule_runtime import (
     json_safe,
 )
 from trajaudit.engine.validation_log import Evidence, LazyRecord, Record, ValidationLog
+from trajaudit.errors import LLMUnreachableError
 
 log = logging.getLogger(__name__)
 MAX_EVIDENCE = 12
@@ -168,13 +169,13 @@ def _run_check(rule: CompiledRule, env: Env) -> Record | None:
                    reason=res.message if res.verdict == "unknown" else None)
 
 
-def evaluate(trajectory: Trajectory, rules: list[CompiledRule], *, oracle: SemanticOracle | None = None,
+def evaluate(trajectory: Trajectory, rules: list[CompiledRule] | Any, *, oracle: SemanticOracle | None = None,
              config: Any = None, tools: list[dict[str, Any]] | None = None) -> ValidationLog:
     """Evaluate every rule at every step where its guard holds.
 
     Args:
-        trajectory: the run (IR).
-        rules: compiled rules (``compile_rules``).
+        trajectory: the run (IR; ``trajaudit.load(path)`` reads one).
+        rules: compiled rules (``compile_rules``), or a ``RulePack`` (compiled here).
         oracle: answers ``check: {semantic: …}`` rules; default :class:`NoLLMOracle` (``unknown``,
             "no LLM configured").
         config: an :class:`~trajaudit.engine.strategy.AuditConfig` (its ``rule_budget`` is used).
@@ -184,9 +185,14 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Seman
         The :class:`ValidationLog`: records ordered by step (rule order within a step), ``skipped``
         = (unit, rule) pairs whose guard was false or that the index excluded, ``incomplete`` notes.
         Never raises for a rule's run-time failure: such a step gets an ``unknown`` record.
+
+    Raises:
+        ArgumentTypeError: ``trajectory`` is not a Trajectory, ``rules`` not compiled rules nor a
+            RulePack, or ``tools`` not ``None``/a list of dicts.
     """
     from trajaudit.engine.strategy import AuditConfig
 
+    rules = _check_arguments(trajectory, rules, tools)
     cfg = config or AuditConfig()
     tc = TrajContext(trajectory, budget=cfg.rule_budget, oracle=oracle, tools=tools)
     vlog = ValidationLog(trajectory.id)
@@ -211,6 +217,8 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Seman
                               reason=f"evaluation error: {e}")
             except RecursionError:
                 rec = _record(rule, k, "unknown", "evaluation nested too deeply", reason="evaluation error: recursion")
+            except LLMUnreachableError:  # a semantic check's endpoint is down: the audit stops, no "unknown"s
+                raise
             except Exception as e:  # noqa: BLE001 - a faulty rule/checker must not stop the others
                 log.warning("rule %s raised at step %d of %s: %r", rule.id, k, trajectory.id, e)
                 rec = _record(rule, k, "unknown", f"rule raised {type(e).__name__}: {e}",
@@ -224,6 +232,28 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Seman
     tc.release()  # lazy pass records keep views and values, not the run's query caches
     vlog.sort()
     return vlog
+
+
+def _check_arguments(trajectory: Any, rules: Any, tools: Any) -> list[CompiledRule]:
+    """:func:`evaluate`'s arguments checked; returns the rules as a list (a RulePack compiled)."""
+    from trajaudit.api_args import check_tool_list
+    from trajaudit.engine.compiled_rule import compile_rules
+    from trajaudit.engine.rule_pack import RulePack
+    from trajaudit.errors import ArgumentTypeError
+
+    if not isinstance(trajectory, Trajectory):
+        raise ArgumentTypeError("evaluate", "trajectory", trajectory, "a Trajectory (read one with trajaudit.load(path))")
+    check_tool_list("evaluate", tools)
+    if isinstance(rules, RulePack):
+        return compile_rules(rules)
+    expected = "a list of compiled rules (trajaudit.compile_rules(pack)) or a RulePack"
+    if isinstance(rules, (str, bytes, dict)) or not hasattr(rules, "__iter__"):
+        raise ArgumentTypeError("evaluate", "rules", rules, expected)
+    rules = rules if isinstance(rules, list) else list(rules)
+    for i, r in enumerate(rules):
+        if not isinstance(r, CompiledRule):
+            raise ArgumentTypeError("evaluate", f"rules[{i}]", r, "a CompiledRule (trajaudit.compile_rules(pack))")
+    return rules
 
 
 def evaluate_many(trajectories: list[Trajectory], rules: list[CompiledRule], **kw: Any) -> list[ValidationLog]:

@@ -3,7 +3,7 @@
 Reports, each with the rule id and file:line:col:
 
 - ``yaml`` / ``schema``: the pack does not parse or violates ``rule_pack.schema.json`` (every schema
-  error is listed, not only the first);
+  problem is listed, not only the first, in plain words: :mod:`trajaudit.engine.pack_messages`);
 - ``compile``: an expression does not parse, names an unknown name/field/function/parameter, has a
   type error, a regex or jmespath that does not compile, or an unknown checker / bad checker args;
 - ``unsatisfiable-guard``: the guard can never hold (the rule never applies);
@@ -34,8 +34,10 @@ import z3
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rule
 from trajaudit.engine.ir import STEP_KINDS
+from trajaudit.engine.pack_messages import relocate_param_error, schema_problems
+from trajaudit.engine.pack_yaml import YamlDoc
 from trajaudit.engine.rule_compiler import _NO, ExprCompiler
-from trajaudit.engine.rule_pack import RulePack, _Doc, load_pack
+from trajaudit.engine.rule_pack import RulePack, _rule_id_at, load_pack
 from trajaudit.engine.rule_parser import Where
 from trajaudit.engine.schema import validator
 from trajaudit.errors import RulePackError
@@ -216,19 +218,37 @@ def _schema_findings(source: Any) -> list[LintFinding]:
 
     try:
         if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("pack:")):
-            doc = _Doc(source, None)
+            doc = YamlDoc(source, None)
         elif isinstance(source, (str, Path)):
             path = resolve_pack(str(source))
-            doc = _Doc(path.read_text(encoding="utf-8"), str(path))
+            doc = YamlDoc(path.read_text(encoding="utf-8"), str(path))
         else:
             return []
     except (RulePackError, OSError, UnicodeDecodeError):
         return []
     out = []
-    for e in validator("rule_pack").iter_errors(doc.data):
-        loc = doc.loc(tuple(e.absolute_path))
-        out.append(LintFinding("error", "schema", f"{e.json_path}: {e.message}", None, str(loc)))
-    return sorted(out, key=lambda f: f.location)
+    for p in schema_problems(validator("rule_pack").iter_errors(doc.data), doc.data):
+        err = doc.error(p.message, p.path, _rule_id_at(doc.data, p.path))
+        out.append(LintFinding("error", "schema", _with_caret(err), err.rule_id, _where(err)))
+    return out
+
+
+def _where(e: RulePackError) -> str:
+    return f"{e.file or '<rules>'}:{e.line or 1}:{e.column or 1}"
+
+
+def _with_caret(e: RulePackError) -> str:
+    return e.message + ("\n" + e.context if e.context else "")
+
+
+def _position(f: LintFinding) -> tuple[str, int, int]:
+    """Sort key: file, then line and column as numbers (``a.yaml:9`` before ``a.yaml:10``)."""
+    file, _, rest = f.location.rpartition(":")
+    file2, _, line = file.rpartition(":")
+    try:
+        return (file2, int(line), int(rest))
+    except ValueError:
+        return (f.location, 0, 0)
 
 
 def _target_findings(pack: RulePack) -> list[LintFinding]:
@@ -257,23 +277,31 @@ def _target_findings(pack: RulePack) -> list[LintFinding]:
 
 
 def lint_pack(source: Any) -> list[LintFinding]:
-    """Lint a pack (path, shipped name, YAML text, dict or :class:`RulePack`); never raises for bad packs."""
+    """Lint a pack (path, shipped name, YAML text, dict or :class:`RulePack`); never raises for bad packs.
+
+    Returns:
+        The findings, sorted by file, line and column; one per problem (schema problems in the words
+        of :mod:`trajaudit.engine.pack_messages`, each at its own line with a caret).
+    """
+    return sorted(_lint(source), key=_position)
+
+
+def _lint(source: Any) -> list[LintFinding]:
     try:
         pack = source if isinstance(source, RulePack) else load_pack(source)
     except RulePackError as e:
-        found = _schema_findings(source) if "schema:" in e.message else []
-        loc = f"{e.file or '<rules>'}:{e.line or 1}:{e.column or 1}"
-        code = "yaml" if "YAML" in e.message else "schema" if "schema:" in e.message else "pack"
-        return found or [LintFinding("error", code, e.message, e.rule_id, loc)]
+        found = _schema_findings(source) if e.message.startswith("schema:") else []
+        code = "yaml" if "YAML" in e.message else "schema" if e.message.startswith("schema:") else "pack"
+        return found or [LintFinding("error", code, _with_caret(e), e.rule_id, _where(e))]
     findings: list[LintFinding] = _target_findings(pack)
     compiled: list[CompiledRule] = []
     for spec in pack.enabled_rules:
         try:
             compiled.append(compile_rule(spec))
         except RulePackError as e:
+            e = relocate_param_error(spec, e)  # an including pack's override caused it: report it there
             loc = f"{e.file or '<rules>'}:{e.line or '?'}:{e.column or '?'}"
-            findings.append(LintFinding("error", "compile", e.message + ("\n" + e.context if e.context else ""),
-                                        spec.id, loc))
+            findings.append(LintFinding("error", "compile", _with_caret(e), spec.id, loc))
     sk = Skeleton()
     forms: list[tuple[CompiledRule, Any, Any]] = []
     for r in compiled:

@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from trajaudit.engine.pack_messages import did_you_mean, schema_problems
+from trajaudit.engine.pack_yaml import SourceLoc, YamlDoc, caret, is_shipped_file  # noqa: F401 - re-exported
 from trajaudit.engine.rule_parser import Where
 from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import RulePackError
@@ -29,24 +31,6 @@ MAX_INCLUDE_DEPTH = 16
 # What a load read, for ``pack_cache`` (which must re-check it before reusing a stored pack): every
 # ``("file", path, sha256 of the text)`` and ``("include", ref, including file, resolved path)``.
 _DEP_RECORDERS: list[list[tuple[str, str | None, str | None, str]]] = []
-
-
-@dataclass(frozen=True)
-class SourceLoc:
-    """Where something is in a pack file (1-based line/column); ``indent`` for block scalars."""
-
-    file: str | None = None
-    line: int | None = None
-    column: int | None = None
-    indent: int | None = None
-
-    def __str__(self) -> str:
-        s = self.file or "<rules>"
-        if self.line is not None:
-            s += f":{self.line}"
-            if self.column is not None:
-                s += f":{self.column}"
-        return s
 
 
 @dataclass(frozen=True)
@@ -135,101 +119,6 @@ class RulePack:
         raise LookupError(f"no rule {rule_id!r} in pack {self.name}{hint}")
 
 
-# ---- YAML with positions ---------------------------------------------------------------------
-
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def is_shipped_file(file: str | os.PathLike[str]) -> bool:
-    """Whether ``file`` is one of the packs shipped in ``trajaudit/rules/`` (package data)."""
-    try:
-        return Path(file).resolve().is_relative_to(Path(str(resources.files("trajaudit.rules"))).resolve())
-    except (OSError, ValueError):
-        return False
-
-class _Doc:
-    """Parsed YAML data plus ``marks[path] = SourceLoc`` for every node."""
-
-    def __init__(self, text: str, file: str | None) -> None:
-        self.file = file
-        self.lines = text.splitlines()
-        # shipped packs (valid, tested) are read with libyaml's parser when present: the same nodes,
-        # marks and data (tests/test_schema_fast.py), ~10x faster; user files keep the pure-Python
-        # parser, whose error messages the error paths are written for
-        loader = _FAST_LOADER if file is not None and is_shipped_file(file) else yaml.SafeLoader
-        # one loader composes the node tree (for the marks) and then constructs the data from that same
-        # tree, as ``get_single_data`` would — the text is parsed once, not twice
-        ld = None
-        try:
-            ld = loader(text)  # the reader may already reject the text (e.g. a control character)
-            node = ld.get_single_node()
-        except yaml.YAMLError as e:
-            if ld is not None:
-                ld.dispose()
-            mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-            line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
-            ctx = _caret(self.lines, line, col)
-            problem = getattr(e, "problem", None) or str(e)
-            raise RulePackError(f"YAML syntax error: {problem}", file=file, line=line, column=col, context=ctx) from None
-        except RecursionError:
-            if ld is not None:
-                ld.dispose()
-            raise RulePackError("YAML nested too deeply", file=file) from None
-        try:
-            if node is None:
-                raise RulePackError("empty rule pack", file=file, line=1, column=1)
-            self.marks: dict[tuple[Any, ...], SourceLoc] = {}
-            self._walk(node, ())  # before constructing: merge keys (<<) rewrite the tree while constructing
-            try:
-                self.data = ld.construct_document(node)
-            except yaml.YAMLError as e:  # e.g. a bad tag: composing worked, constructing did not
-                raise RulePackError(f"YAML error: {e}", file=file) from None
-        finally:
-            ld.dispose()
-
-    def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
-        m = node.start_mark
-        loc = SourceLoc(self.file, m.line + 1, m.column + 1)
-        if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
-            first = m.line + 1
-            while first < len(self.lines) and not self.lines[first].strip():
-                first += 1
-            if first < len(self.lines):
-                indent = len(self.lines[first]) - len(self.lines[first].lstrip())
-                loc = SourceLoc(self.file, first + 1, indent + 1, indent)
-        elif isinstance(node, yaml.ScalarNode) and node.style in ("'", '"'):
-            loc = SourceLoc(self.file, m.line + 1, m.column + 2, m.column + 1)
-        elif isinstance(node, yaml.ScalarNode):
-            loc = SourceLoc(self.file, m.line + 1, m.column + 1, m.column)
-        self.marks[path] = loc
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                key = k.value if isinstance(k, yaml.ScalarNode) else str(k.start_mark)
-                self.marks[path + (("key", key),)] = SourceLoc(self.file, k.start_mark.line + 1, k.start_mark.column + 1)
-                self._walk(v, path + (key,))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, v in enumerate(node.value):
-                self._walk(v, path + (i,))
-
-    def loc(self, path: tuple[Any, ...]) -> SourceLoc:
-        """The location of ``path`` or of its nearest ancestor."""
-        while path and path not in self.marks:
-            path = path[:-1]
-        return self.marks.get(path, SourceLoc(self.file, 1, 1))
-
-    def error(self, message: str, path: tuple[Any, ...], rule_id: str | None = None) -> RulePackError:
-        """A :class:`RulePackError` at ``path`` with a caret."""
-        loc = self.loc(path)
-        return RulePackError(message, file=self.file, line=loc.line, column=loc.column, rule_id=rule_id,
-                             context=_caret(self.lines, loc.line, loc.column))
-
-
-def _caret(lines: list[str], line: int | None, col: int | None) -> str | None:
-    if line is None or not (1 <= line <= len(lines)):
-        return None
-    return f"    {lines[line - 1]}\n    {' ' * max((col or 1) - 1, 0)}^"
-
-
 # ---- loading ---------------------------------------------------------------------------------
 
 def _shipped(name: str) -> Path | None:
@@ -276,7 +165,8 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
         source: a path, a shipped pack's short name (``trajaudit/rules/NAME.yaml``), YAML text (any
             string containing a newline or starting with ``pack:``), or an already parsed dict
             (e.g. an LLM-synthesized pack).
-        params: parameter overrides applied like an including pack's ``params`` (by name).
+        params: parameter overrides applied like an including pack's ``params`` (by name); every name
+            must be a parameter of the pack or of a pack it includes.
 
     Returns:
         The :class:`RulePack`; rules are not compiled yet (see ``compile_rules``).
@@ -284,19 +174,50 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
     Raises:
         RulePackError: YAML syntax error, schema violation (unknown field, bad severity …), missing
             include, include cycle, duplicate rule id, unknown id in ``disable``/``overrides``, unknown
-            parameter override — each with file:line:col and a caret where known.
+            parameter override (including one in ``params``, with a did-you-mean) — each with
+            file:line:col and a caret where known.
+        ArgumentTypeError: ``source`` or ``params`` of the wrong type (``params`` not a mapping).
     """
+    _check_arguments(source, params)
+    if params and not all(isinstance(k, str) for k in params):
+        raise RulePackError(f"params: parameter names are strings, got {sorted(map(repr, params))}")
+    overrides = dict(params or {})
     if isinstance(source, dict):
         text = yaml.safe_dump(source, sort_keys=False, allow_unicode=True)
-        return _load_text(text, None, params or {}, (), None)
-    s = str(source)
-    if isinstance(source, str) and ("\n" in s or s.lstrip().startswith("pack:")):
-        return _load_text(s, None, params or {}, (), None)
-    path = resolve_pack(s)
-    return _load_file(path, params or {}, ())
+        pack = _load_text(text, None, overrides, (), None)
+    elif isinstance(source, str) and ("\n" in source or source.lstrip().startswith("pack:")):
+        pack = _load_text(source, None, overrides, (), None)
+    else:
+        pack = _load_file(resolve_pack(str(source)), overrides, ())
+    unknown = [k for k in overrides if k not in _all_params(pack)]
+    if unknown:
+        raise RulePackError(f"params: pack {pack.name} has no parameter(s) {_names_hint(unknown, _all_params(pack))}",
+                            file=pack.file)
+    return pack
 
 
-def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...]) -> RulePack:
+def _names_hint(unknown: list[str], known: set[str]) -> str:
+    """``a (did you mean 'b'?), c (known: b, d)`` for unknown parameter names."""
+    listed = ", ".join(k + did_you_mean(k, known) for k in unknown)
+    return f"{listed} (known: {', '.join(sorted(known)) or 'none'})"
+
+
+def _order(loc: SourceLoc) -> tuple[int, int]:
+    return (loc.line or 0, loc.column or 0)
+
+
+def _check_arguments(source: Any, params: Any) -> None:
+    """:func:`load_pack`'s argument types (raises ``ArgumentTypeError``); values are checked later."""
+    from trajaudit.api_args import check_mapping, is_path
+    from trajaudit.errors import ArgumentTypeError
+
+    if not (is_path(source) or isinstance(source, dict)):
+        raise ArgumentTypeError("load_pack", "source", source, "a path, a shipped pack name, YAML text, or a dict")
+    check_mapping("load_pack", "params", params)
+
+
+def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...],
+               locs: dict[str, SourceLoc] | None = None) -> RulePack:
     key = str(path.resolve())
     if key in chain:
         names = " → ".join(Path(c).name for c in chain + (key,))
@@ -312,38 +233,30 @@ def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...]) ->
 
         for r in _DEP_RECORDERS:
             r.append(("file", str(path), None, sha256(text.encode("utf-8", "surrogatepass")).hexdigest()))
-    return _load_text(text, str(path), overrides, chain + (key,), key)
+    return _load_text(text, str(path), overrides, chain + (key,), key, locs)
 
 
 def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tuple[str, ...],
-               key: str | None) -> RulePack:
-    doc = _Doc(text, file)
+               key: str | None, locs: dict[str, SourceLoc] | None = None) -> RulePack:
+    """Load one pack's text; ``overrides`` are parameter values from including packs (or the API) and
+    ``locs`` where an including pack set them (kept in the rules' ``field_locs["params.NAME"]`` so a
+    compile error an override causes can be reported at the override)."""
+    locs = locs or {}
+    doc = YamlDoc(text, file)
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
-    errors = [] if fast_accepts("rule_pack", data) else sorted(
-        validator("rule_pack").iter_errors(data), key=lambda e: (len(e.absolute_path), str(e.path)))
-    if errors:
-        from jsonschema.exceptions import best_match
-
-        e = best_match(errors)
-        path = tuple(e.absolute_path)
-        rid = _rule_id_at(data, path)
-        msg = e.message
-        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
-            allowed = sorted(e.schema.get("properties", {}))
-            msg += f" (allowed: {', '.join(allowed)})"
-            bad = [k for k in e.instance if k not in e.schema.get("properties", {})]
-            if bad:
-                path = path + (("key", bad[0]),)
-        elif e.validator == "type" and "string" in str(e.validator_value) and not isinstance(e.instance, str):
-            msg += " (YAML read this as a non-string: quote it)"
-        elif e.validator == "oneOf" and path[:1] == ("rules",) and len(path) == 2:
-            msg = "a rule needs exactly one of 'assert' or 'check'"
-        raise doc.error(f"schema: {msg}", path, rid)
+    if not fast_accepts("rule_pack", data):
+        problems = schema_problems(validator("rule_pack").iter_errors(data), data)
+        if problems:
+            first = min(problems, key=lambda p: _order(doc.loc(p.path)))
+            more = f" (and {len(problems) - 1} more problem(s): `trajaudit rules lint` lists them all)" \
+                if len(problems) > 1 else ""
+            raise doc.error(f"schema: {first.message}{more}", first.path, _rule_id_at(data, first.path))
     name = data["pack"]
     own_params = dict(data.get("params") or {})
     params = {**own_params, **{k: v for k, v in overrides.items() if k in own_params}}
+    param_locs = {k: locs[k] for k in params if k in overrides and k in locs}
     rules: list[RuleSpec] = []
     seen: dict[str, RuleSpec] = {}
     includes: list[str] = []
@@ -355,13 +268,19 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
             raise doc.error(e.message, ("include", i)) from None
         for r in _DEP_RECORDERS:
             r.append(("include", entry["pack"], file, str(ipath)))
-        down = {**params, **(entry.get("params") or {}), **overrides}
-        sub = _load_file(ipath, down, chain)
-        if entry.get("params"):
-            unknown = [k for k in entry["params"] if k not in _all_params(sub)]
-            if unknown:
-                raise doc.error(f"include {entry['pack']}: unknown parameter(s) {', '.join(unknown)} "
-                                f"(known: {', '.join(sorted(_all_params(sub))) or 'none'})", ("include", i))
+        entry_params = entry.get("params") or {}
+        down = {**params, **entry_params, **overrides}
+        down_locs = {**{k: param_locs.get(k, doc.loc(("params", k))) for k in params},
+                     **{k: doc.loc(("include", i, "params", k)) for k in entry_params}}
+        down_locs.update((k, locs[k]) for k in overrides if k in locs)
+        for k in overrides:
+            if k not in locs:  # given through the API: no file position
+                down_locs.pop(k, None)
+        sub = _load_file(ipath, down, chain, down_locs)
+        unknown = [k for k in entry_params if k not in _all_params(sub)]
+        if unknown:
+            raise doc.error(f"include {entry['pack']}: unknown parameter(s) {_names_hint(unknown, _all_params(sub))}",
+                            ("include", i, "params", ("key", unknown[0])))
         includes.append(str(ipath))
         sub_rules = list(sub.rules)
         sub_rules = _apply(doc, sub_rules, entry.get("disable") or [], {k: {"severity": v} for k, v in
@@ -375,7 +294,7 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
             seen[r.id] = r
             rules.append(r)
     for i, rd in enumerate(data.get("rules") or []):
-        r = _rule(doc, rd, ("rules", i), name, params)
+        r = _rule(doc, rd, ("rules", i), name, params, param_locs)
         if r.id in seen:
             raise doc.error(f"duplicate rule id {r.id!r} (also at {seen[r.id].loc})", ("rules", i, "id"), r.id)
         seen[r.id] = r
@@ -401,13 +320,16 @@ def _rule_id_at(data: dict[str, Any], path: tuple[Any, ...]) -> str | None:
     return None
 
 
-def _rule(doc: _Doc, rd: dict[str, Any], path: tuple[Any, ...], pack: str, params: dict[str, Any]) -> RuleSpec:
+def _rule(doc: YamlDoc, rd: dict[str, Any], path: tuple[Any, ...], pack: str, params: dict[str, Any],
+          param_locs: dict[str, SourceLoc]) -> RuleSpec:
     rid = rd["id"] if "." in rd["id"] else f"{pack}.{rd['id']}"
     locs = {f: doc.loc(path + (f,)) for f in ("guard", "assert", "message") if f in rd}
     for name in rd.get("let") or {}:
         locs[f"let.{name}"] = doc.loc(path + ("let", name))
     for j, _ex in enumerate(rd.get("examples") or []):
         locs[f"examples.{j}"] = doc.loc(path + ("examples", j))
+    for name, loc in param_locs.items():  # set by an including pack: compile errors they cause go there
+        locs[f"params.{name}"] = loc
     return RuleSpec(
         id=rid, type=rd["type"], severity=rd.get("severity", "error"), targets=tuple(rd.get("targets") or ()),
         title=rd.get("title", ""), description=rd.get("description", ""), message=rd.get("message", ""),
@@ -417,7 +339,7 @@ def _rule(doc: _Doc, rd: dict[str, Any], path: tuple[Any, ...], pack: str, param
         field_locs=locs, disabled=bool(rd.get("disabled", False)))
 
 
-def _apply(doc: _Doc, rules: list[RuleSpec], disable: list[str], overrides: dict[str, dict[str, Any]],
+def _apply(doc: YamlDoc, rules: list[RuleSpec], disable: list[str], overrides: dict[str, dict[str, Any]],
            path: tuple[Any, ...]) -> list[RuleSpec]:
     """Apply ``disable`` and per-id ``overrides``; unknown ids are errors (typos must not pass silently)."""
     def find(rid: str, where: tuple[Any, ...]) -> int:

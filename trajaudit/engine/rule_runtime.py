@@ -18,6 +18,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from typing import Any
 
+from trajaudit.engine import safe_json
 from trajaudit.engine.ir import Step, Trajectory
 from trajaudit.engine.regex_prefilter import memo_search
 
@@ -231,7 +232,7 @@ class TrajContext:
             val = None
             if text[:1] in ("{", "[", '"') or text[:1].isdigit() or text[:1] == "-":
                 try:
-                    val = json.loads(text)
+                    val = safe_json.loads(text)
                 except ValueError:
                     val = None
             self._json[i] = val

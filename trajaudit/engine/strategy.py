@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -126,17 +127,33 @@ class RandomDecisionStep:
                           f"baseline: random decision step (1 of {len(ds)})", confidence=1 / len(ds))
 
 
+#: The LLM strategies: registry name -> class name in :mod:`trajaudit.llm.strategies`.
+LLM_STRATEGIES: dict[str, str] = {
+    "all-at-once": "AllAtOnce", "step-by-step": "StepByStep", "binary-search": "BinarySearch",
+    "agentrx": "AgentRx", "searchauditor": "SearchAuditor", "drift": "Drift", "hybrid": "Hybrid",
+}
+
+
+def _llm_strategy(class_name: str) -> Callable[[], Strategy]:
+    def build() -> Strategy:
+        from trajaudit.llm import strategies
+
+        return getattr(strategies, class_name)()
+    return build
+
+
 def default_strategies() -> Registry[Strategy]:
     """A fresh registry of the built-in strategies: offline judges, baselines, LLM strategies.
 
-    The LLM strategies are imported here, lazily; importing them does not import ``openai`` (only
-    constructing an ``LLMClient`` does), so the core stays usable without it.
+    The LLM strategies are registered lazily: their modules (prompts, views, the LLM client's
+    module — not ``openai``, which only constructing an ``LLMClient`` imports) load on the first
+    lookup of one of them, so an offline audit never imports them.
     """
     from trajaudit.engine.judge import FirstViolation, OfflineJudge  # judge imports this module
-    from trajaudit.llm.strategies import llm_strategies
 
     reg: Registry[Strategy] = Registry("strategy")
-    for s in (OfflineJudge(), FirstDecisionStep(), LastDecisionStep(), RandomDecisionStep(), FirstViolation(),
-              *llm_strategies()):
+    for s in (OfflineJudge(), FirstDecisionStep(), LastDecisionStep(), RandomDecisionStep(), FirstViolation()):
         reg.register(s.name, s)
+    for name, class_name in LLM_STRATEGIES.items():
+        reg.register_lazy(name, _llm_strategy(class_name))
     return reg

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import Any, Literal
 
 Verdict = Literal["pass", "fail", "unknown", "skip"]
@@ -159,6 +161,11 @@ class LazyRecord(Record):
         if thunk is None:
             self.__dict__["_lazy"] = (evidence, bindings if bindings is not None else {})
 
+    @property
+    def rendered(self) -> bool:
+        """True once the evidence and bindings exist (read, or given)."""
+        return "_lazy" in self.__dict__
+
     def _force(self) -> tuple[tuple[Evidence, ...], dict[str, Any]]:
         d = self.__dict__
         got = d.get("_lazy")
@@ -252,6 +259,58 @@ class ValidationLog:
     def to_json(self, indent: int | None = 1) -> str:
         """Serialize to a JSON string."""
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent, default=str)
+
+    def to_rows(self, deferred: Collection[str] = ()) -> tuple[Any, ...]:
+        """A compact form for shipping the log between processes (``audit --jobs``): nested tuples of
+        the records' fields, evidence as ``(address, value, note)``; values are not converted (unlike
+        :meth:`to_dict`, whose form is JSON), so :meth:`from_rows` gives back an equal log. Not a
+        storage format: use :meth:`to_dict`.
+
+        Args:
+            deferred: rule ids whose not yet rendered lazy pass records travel without evidence and
+                bindings (their slots hold ``None`` and the record's ordinal among the rule's records),
+                for the receiver to derive again (see :meth:`from_rows`). Every other record's
+                evidence is read (lazy records are rendered).
+        """
+        rows = []
+        seen: Counter[str] = Counter()
+        for r in self.records:
+            ordinal = seen[r.rule_id]
+            seen[r.rule_id] += 1
+            if r.rule_id in deferred and isinstance(r, LazyRecord) and not r.rendered:
+                evidence, bindings = None, ordinal
+            else:
+                evidence, bindings = tuple((e.address, e.value, e.note) for e in r.evidence), r.bindings
+            rows.append((r.step, r.rule_id, r.verdict, r.severity, r.rule_type, r.targets, r.message,
+                         evidence, bindings, r.origin, r.reason))
+        return self.trajectory_id, self.skipped, tuple(self.incomplete), tuple(rows)
+
+    @classmethod
+    def from_rows(cls, rows: tuple[Any, ...],
+                  derive: Callable[[str, int], tuple[tuple[Evidence, ...], dict[str, Any]]] | None = None
+                  ) -> ValidationLog:
+        """Inverse of :meth:`to_rows`: equal records, in the same order.
+
+        Args:
+            derive: ``(rule_id, ordinal) -> (evidence, bindings)`` of that rule's ``ordinal``-th record
+                (0-based, in log order), for records shipped without them; called when such a
+                record's evidence is first read (the record is a :class:`LazyRecord`).
+
+        Raises:
+            ValueError: a record was shipped without evidence and no ``derive`` was given.
+        """
+        trajectory_id, skipped, incomplete, records = rows
+        out: list[Record] = []
+        for step, rule_id, verdict, severity, rule_type, targets, message, evidence, bindings, origin, reason in records:
+            if evidence is None:
+                if derive is None:
+                    raise ValueError(f"{trajectory_id}: record {rule_id} at step {step} has no evidence to derive")
+                out.append(LazyRecord(step, rule_id, verdict, severity, rule_type, targets, message, origin=origin,
+                                      reason=reason, thunk=partial(derive, rule_id, bindings)))
+            else:
+                out.append(Record(step, rule_id, verdict, severity, rule_type, targets, message,
+                                  tuple([Evidence(*e) for e in evidence]), bindings, origin, reason))
+        return cls(trajectory_id, out, skipped, list(incomplete))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ValidationLog:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine import safe_json
+from trajaudit.engine.diagnosis import Diagnosis, other_run
 from trajaudit.engine.loader import expand_paths
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
@@ -153,15 +154,10 @@ def other_file(item: GoldItem, d: Diagnosis) -> str | None:
     """Why ``d`` cannot be the run of ``item`` although the ids may be equal, else ``None``.
 
     Both must name a trace file: the file names (not the folders) differ, or both give a record
-    and the records differ. When either side names no file nothing can be said (``None``).
+    and the records differ. When either side names no file nothing can be said (``None``). The rule
+    is :func:`trajaudit.engine.diagnosis.other_run` (shared with ``repair --diagnosis``).
     """
-    if not item.file or not d.file:
-        return None
-    if Path(item.file).name != Path(d.file).name:
-        return f"its file {Path(d.file).name} is not the gold run's {Path(item.file).name}"
-    if item.record is not None and d.record is not None and item.record != d.record:
-        return f"its record {d.record} is not the gold run's {item.record}"
-    return None
+    return other_run(d, item.file, item.record, whose="the gold run's")
 
 
 def _int(value: Any) -> int | None:
@@ -188,10 +184,10 @@ def _category(label: Any, tax: Taxonomy | None, where: str, problems: list[str])
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
+        return safe_json.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as e:
         raise GoldFormatError(f"cannot read: {e.strerror or e}", file=str(path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except ValueError as e:  # JSONDecodeError, NestedTooDeep, UnicodeDecodeError
         raise GoldFormatError(f"not valid JSON: {e}", file=str(path)) from None
 
 
@@ -317,7 +313,10 @@ def load_jsonl_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy | Non
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
+            d = safe_json.loads(line)
+        except safe_json.NestedTooDeep as e:
+            gold.problems.append(f"line {ln}: {e} (skipped)")
+            continue
         except json.JSONDecodeError as e:
             gold.problems.append(f"line {ln}: invalid JSON ({e.msg}) (skipped)")
             continue

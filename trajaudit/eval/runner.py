@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.strategy import AuditContext, Strategy, default_strategies
-from trajaudit.errors import ConfigError, Problem, TrajauditError
+from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError
 from trajaudit.eval.gold import GoldSet
 from trajaudit.registry import Registry
 
@@ -55,6 +56,8 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
     Raises:
         LookupError: unknown strategy name (with close-match suggestions).
         ConfigError: the strategy needs an LLM and ``context.llm`` is ``None``.
+        LLMUnreachableError: no connection to the LLM endpoint could be made (the batch stops at the
+            first run that finds it; other errors are reported per run and the batch goes on).
     """
     strat = (registry or default_strategies()).get(strategy) if isinstance(strategy, str) else strategy
     ctx = context or AuditContext()
@@ -65,6 +68,8 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
         out.trajectories.append(t)
         try:
             out.diagnoses.append(strat.diagnose(t, ctx))
+        except LLMUnreachableError:  # every further run would fail the same way: stop the batch
+            raise
         except TrajauditError as e:
             out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {e}"))
         except Exception as e:  # noqa: BLE001 - one failing run must not stop the batch; logged with traceback
@@ -108,14 +113,16 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            docs = list(enumerate(json.loads(text), 1))
-        except json.JSONDecodeError as e:
+            docs = list(enumerate(safe_json.loads(text), 1))
+        except ValueError as e:  # JSONDecodeError, NestedTooDeep
             raise TrajauditError(f"{p}: not valid JSON: {e}") from None
     else:
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    docs.append((n, json.loads(line)))
+                    docs.append((n, safe_json.loads(line)))
+                except safe_json.NestedTooDeep as e:
+                    problems.append(Problem(str(p), n, f"{p}: line {n}: {e} (skipped)"))
                 except json.JSONDecodeError as e:
                     problems.append(Problem(str(p), n, f"{p}: line {n}: invalid JSON ({e.msg}) (skipped)"))
     out = []

@@ -7,7 +7,8 @@ OpenAI-compatible endpoint (hosted APIs, vLLM, llama.cpp's ``llama-server``, Oll
   with the schema in the prompt), validates the answer with jsonschema, and on invalid JSON or a
   schema violation re-asks ONCE with the validation error quoted back; then raises ``LLMError``.
 - timeouts and retries on 408/409/429/5xx/connection errors are the ``openai`` client's own
-  (``max_retries``, exponential backoff honouring ``Retry-After``), not a loop here.
+  (``max_retries``, exponential backoff honouring ``Retry-After``), not a loop here. A connection
+  that cannot be made at all after them raises ``LLMUnreachableError`` (a batch stops on it).
 - answers are cached on disk (:mod:`trajaudit.llm.cache`); usage is counted (:mod:`trajaudit.llm.usage`).
 - a refusal (``message.refusal``) raises ``LLMError`` with the refusal text.
 
@@ -29,7 +30,7 @@ from typing import Any, TypeVar
 import jsonschema
 from jsonschema.exceptions import best_match
 
-from trajaudit.errors import ConfigError, LLMError
+from trajaudit.errors import ConfigError, LLMError, LLMUnreachableError
 from trajaudit.llm.cache import ResponseCache, request_key
 from trajaudit.llm.config import LLMConfig
 from trajaudit.llm.prompting import render_prompt
@@ -136,7 +137,8 @@ class LLMClient:
 
         Raises:
             LLMError: the request failed after the client's retries, the model refused, or the answer
-                was invalid twice (the first error is quoted back once).
+                was invalid twice (the first error is quoted back once); LLMUnreachableError (a
+                subclass) when no connection to the endpoint could be made.
         """
         try:
             validator = jsonschema.Draft202012Validator(schema)
@@ -176,7 +178,8 @@ class LLMClient:
             The answer text (non-empty).
 
         Raises:
-            LLMError: the request failed, the model refused, or the answer was empty.
+            LLMError: the request failed, the model refused, or the answer was empty;
+                LLMUnreachableError when no connection to the endpoint could be made.
         """
         key = request_key(self.config.model, messages, self._params(), None)
         cached = self._cache_get(key, use_cache)
@@ -201,7 +204,8 @@ class LLMClient:
 
         Args:
             return_exceptions: put a ``TrajauditError`` raised for one item in its result slot instead
-                of raising it (a bad item in a batch is reported, the batch goes on).
+                of raising it (a bad item in a batch is reported, the batch goes on); an
+                :class:`~trajaudit.errors.LLMUnreachableError` is raised all the same.
         """
         from trajaudit.errors import TrajauditError
 
@@ -209,7 +213,7 @@ class LLMClient:
             try:
                 return fn(item)
             except TrajauditError as e:
-                if return_exceptions:
+                if return_exceptions and not isinstance(e, LLMUnreachableError):
                     return e
                 raise
 
@@ -227,7 +231,7 @@ class LLMClient:
         try:
             return [m.id for m in self._api.models.list()]
         except self._openai.OpenAIError as e:
-            raise LLMError(self._describe(e, "list models")) from None
+            raise self._error(e, "list models") from None
 
     def ping(self) -> dict[str, Any]:
         """Check the endpoint: list its models and make one tiny uncached chat call.
@@ -324,7 +328,7 @@ class LLMClient:
             except oa.OpenAIError as e:
                 record(self.usage, calls=1, requests=1, failures=1, input_chars=in_chars,
                        latency_s=time.perf_counter() - t0)
-                raise LLMError(self._describe(e, name)) from None
+                raise self._error(e, name) from None
             latency = time.perf_counter() - t0
         usage = getattr(resp, "usage", None)
         choice = resp.choices[0] if resp.choices else None
@@ -345,6 +349,15 @@ class LLMClient:
             log.warning("%s: the answer hit max_tokens=%d and may be cut off", name, self.config.max_tokens)
         return content
 
+    def _error(self, e: Exception, what: str) -> LLMError:
+        """The :class:`LLMError` for a failed request: :class:`LLMUnreachableError` when no connection
+        could be made at all (after the openai client's retries), which stops a batch."""
+        if _no_connection(e, self._openai):
+            return LLMUnreachableError(f"{what}: cannot reach {self.config.base_url} (after "
+                                       f"{self.config.max_retries} retries): {_short(str(e.__cause__))}; is an "
+                                       "OpenAI-compatible server running there? (`trajaudit llm ping`)")
+        return LLMError(self._describe(e, what))
+
     def _describe(self, e: Exception, what: str) -> str:
         oa = self._openai
         where = self.config.base_url
@@ -357,6 +370,17 @@ class LLMClient:
             body = e.body.get("message") if isinstance(e.body, dict) else None
             return f"{what}: {where} answered HTTP {e.status_code}: {_short(str(body or e.message))}"
         return f"{what}: {type(e).__name__}: {_short(str(e))}"
+
+
+def _no_connection(e: Exception, oa: Any) -> bool:
+    """Whether ``e`` is a connection that could not be made (refused, unknown host, no route): an
+    ``APIConnectionError`` (not a timeout) caused by the HTTP library's ``ConnectError``. Matched by
+    class name along the cause's MRO, as openai releases bundle different httpx distributions. A
+    connection dropped mid-answer, a timeout or an HTTP status is not one."""
+    if not isinstance(e, oa.APIConnectionError) or isinstance(e, oa.APITimeoutError):
+        return False
+    cause = e.__cause__
+    return cause is not None and any(c.__name__ == "ConnectError" for c in type(cause).__mro__)
 
 
 class _Unsupported(Exception):

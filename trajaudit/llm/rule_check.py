@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from trajaudit.engine.regex_safety import nested_unbounded
+from trajaudit.engine.regex_safety import regex_risk
 from trajaudit.engine.rule_lint import LintFinding, lint_pack
 from trajaudit.engine.rule_pack import load_pack
 from trajaudit.engine.taxonomy import Taxonomy
@@ -132,9 +132,9 @@ _REGEX_TOKEN = re.compile(r"/((?:\\.|[^/\\\n])+)/[imsx]*")  # the grammar's REGE
 _STRING_TOKEN = re.compile(r'"((?:\\.|[^"\\\n])*)"' + r"|'((?:\\.|[^'\\\n])*)'")
 
 
-def risky_regex(rule: dict[str, Any]) -> str | None:
-    """The first regex (``/…/`` literal or string literal) in the rule's expressions that nests
-    unbounded quantifiers, or ``None``."""
+def risky_regex(rule: dict[str, Any]) -> tuple[str, str] | None:
+    """``(pattern, reason)`` of the first regex (``/…/`` literal or string literal) in the rule's
+    expressions that :func:`~trajaudit.engine.regex_safety.regex_risk` refuses, or ``None``."""
     texts = [rule.get("guard"), rule.get("assert"), *((rule.get("let") or {}).values()
                                                       if isinstance(rule.get("let"), dict) else [])]
     for text in texts:
@@ -144,8 +144,9 @@ def risky_regex(rule: dict[str, Any]) -> str | None:
         candidates += [(m.group(1) or m.group(2) or "").replace("\\\\", "\\")  # "\\w" in a string is \w
                        for m in _STRING_TOKEN.finditer(text)]
         for pat in candidates:
-            if nested_unbounded(pat):
-                return pat
+            why = regex_risk(pat)
+            if why:
+                return pat, why
     return None
 
 
@@ -173,9 +174,8 @@ def check_rule(raw: Any, *, pack: str, taxonomy: Taxonomy) -> tuple[dict[str, An
         return None, RejectedRule(raw, why or "invalid", stage)
     risky = risky_regex(rule)
     if risky is not None:
-        return None, RejectedRule(raw, f"regex {risky!r} repeats a group that itself repeats without bound "
-                                       "(catastrophic backtracking on long texts); write it without nested "
-                                       "unbounded quantifiers", "regex")
+        return None, RejectedRule(raw, f"regex {risky[0]!r} {risky[1]} (catastrophic backtracking on long "
+                                       "texts); rewrite it without that shape", "regex")
     doc = one_rule_pack(rule, pack, taxonomy.id)
     try:
         loaded = load_pack(doc)

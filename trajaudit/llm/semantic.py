@@ -14,7 +14,7 @@ from typing import Any
 
 from trajaudit.checkers.semantic import SemanticAnswer
 from trajaudit.engine.ir import Step, Trajectory
-from trajaudit.errors import LLMError
+from trajaudit.errors import LLMError, LLMUnreachableError
 from trajaudit.llm.client import LLMClient, messages_chars
 from trajaudit.llm.evidence import fit_steps
 from trajaudit.llm.prompting import load_prompt
@@ -62,6 +62,8 @@ class LLMSemanticOracle:
         messages = prompt.render(**data, context=view.records)
         try:
             answer = self.client.chat_json(messages, prompt.schema or {}, name="semantic-check")
+        except LLMUnreachableError:  # the endpoint is down: stop, do not degrade
+            raise
         except LLMError as e:
             log.info("semantic check at %s unanswered: %s", step.address, e)
             return SemanticAnswer("unknown", (), f"LLM error: {e}")

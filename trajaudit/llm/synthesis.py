@@ -27,7 +27,7 @@ from typing import Any
 
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
-from trajaudit.errors import LLMError
+from trajaudit.errors import LLMError, LLMUnreachableError
 from trajaudit.llm.client import LLMClient, messages_chars
 from trajaudit.llm.evidence import cut_text
 from trajaudit.llm.prompting import load_prompt
@@ -216,6 +216,8 @@ class RuleSynthesizer:
                 else:
                     try:
                         added = self._collect(res, messages, "rule-synthesis-dynamic", scope=k)
+                    except LLMUnreachableError:  # the endpoint is down: stop, do not degrade
+                        raise
                     except LLMError as e:  # one prefix lost, the others still count
                         res.notes.append(f"prefix {k}: synthesis failed ({e})")
                         continue
@@ -288,6 +290,8 @@ class RuleSynthesizer:
         if to_fix and self.repair:
             try:
                 fixed = self._repair(res, to_fix, taken)
+            except LLMUnreachableError:  # the endpoint is down: stop, do not degrade
+                raise
             except LLMError as e:
                 res.notes.append(f"the repair round failed ({e}); its rules stay rejected")
         if fixed is not None:
@@ -340,6 +344,8 @@ class RuleSynthesizer:
         try:
             answer = self.client.chat_json(messages, load_prompt("rule_reflection").schema or {},
                                            name="rule-reflection")
+        except LLMUnreachableError:  # the endpoint is down: stop, do not degrade
+            raise
         except LLMError as e:
             res.notes.append(f"the reflection pass failed ({e}); every rule kept")
             return

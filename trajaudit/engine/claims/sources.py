@@ -18,12 +18,12 @@ and read-only (their dicts and collection members included). Clear it with
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
+from trajaudit.engine import safe_json
 from trajaudit.engine.claims.normalize import (
     MEMO_MAX_CHARS,
     NUMBER_WORDS,
@@ -214,8 +214,8 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
     stripped = text.strip()
     if kind == "tool" and stripped[:1] in "{[" and len(stripped) <= max_json_chars:
         try:
-            doc = json.loads(stripped)
-        except (ValueError, RecursionError):
+            doc = safe_json.loads(stripped)
+        except ValueError:  # not JSON, or nested too deeply to walk (safe_json.NestedTooDeep)
             doc = None
         if doc is not None:
             b.walk(doc, "", "", None)

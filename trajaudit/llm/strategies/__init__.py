@@ -5,6 +5,8 @@ The Who&When baselines (Zhang et al., ICML 2025, §4; SearchAuditor seed 000 §5
 the staged strategies ``searchauditor`` (seed 000 §4), ``drift`` (seed 001) and ``hybrid`` (offline
 evidence + one LLM judge call).
 Importing this package does not import ``openai`` (the client imports it when constructed).
+``trajaudit.engine.strategy.default_strategies`` registers them by name (``LLM_STRATEGIES``) and
+imports this package on the first lookup of one of them.
 """
 
 from __future__ import annotations
@@ -17,12 +19,6 @@ from trajaudit.llm.strategies.hybrid import Hybrid, HybridSettings
 from trajaudit.llm.strategies.searchauditor import SearchAuditor, SearchAuditorSettings
 from trajaudit.llm.strategies.step_by_step import StepByStep
 
-
-def llm_strategies() -> list[object]:
-    """Fresh instances of the LLM strategies, for :func:`trajaudit.engine.strategy.default_strategies`."""
-    return [AllAtOnce(), StepByStep(), BinarySearch(), AgentRx(), SearchAuditor(), Drift(), Hybrid()]
-
-
 __all__ = [
     "AgentRx",
     "AllAtOnce",
@@ -34,5 +30,4 @@ __all__ = [
     "SearchAuditor",
     "SearchAuditorSettings",
     "StepByStep",
-    "llm_strategies",
 ]

@@ -26,7 +26,7 @@ from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.ir import Step, Trajectory
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
-from trajaudit.errors import LLMError
+from trajaudit.errors import LLMError, LLMUnreachableError
 from trajaudit.llm.evidence import cut_text
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
@@ -138,6 +138,8 @@ class AgentRx:
                                           repair=self.repair_rules)
             try:
                 synth = synthesizer.from_run(trajectory, mode=mode, known_rules=known)
+            except LLMUnreachableError:  # the endpoint is down: stop, do not degrade
+                raise
             except LLMError as e:  # the pack rules and the judge still work: degrade, and say so
                 synth = SynthesisResult("synthesized.run", taxonomy.id, model=client.config.model,
                                         notes=[f"synthesis failed: {e}"])

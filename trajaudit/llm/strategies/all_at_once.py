@@ -15,13 +15,11 @@ from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import AuditContext
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
-    PromptRun,
-    categories,
     categories_text,
     make_diagnosis,
     no_decision_diagnosis,
     normalize_category,
-    require_llm,
+    setup,
     snap_to_decision,
 )
 from trajaudit.llm.usage import tracking
@@ -41,9 +39,7 @@ class AllAtOnce:
             ConfigError: no LLM client in ``context``.
             LLMError: the call failed or its answer was invalid twice.
         """
-        client = require_llm(context, self.name)
-        cats = categories(context.config.taxonomy)
-        run = PromptRun()
+        client, cats, run = setup(context, self.name)
         decisions = [s.index for s in trajectory.decision_steps]
         with tracking() as usage:
             if not decisions:

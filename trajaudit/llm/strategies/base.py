@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -180,6 +180,24 @@ def make_diagnosis(trajectory: Trajectory, context: AuditContext, *, strategy: s
                      critical_step=step, agent=agent, category=category, taxonomy=context.config.taxonomy,
                      confidence=confidence, rationale=rationale, evidence=evidence, candidates=cands,
                      strategy=strategy, usage=usage, metadata=metadata)
+
+
+class Setup(NamedTuple):
+    """What every LLM strategy starts a run with (see :func:`setup`)."""
+
+    client: LLMClient
+    cats: list[tuple[str, str]]
+    run: PromptRun
+
+
+def setup(context: AuditContext, strategy: str) -> Setup:
+    """The context's client, the categories of its taxonomy (:func:`categories`) and a fresh
+    :class:`PromptRun`.
+
+    Raises:
+        ConfigError: no LLM client in ``context`` (see :func:`require_llm`), or an unknown taxonomy.
+    """
+    return Setup(require_llm(context, strategy), categories(context.config.taxonomy), PromptRun())
 
 
 def no_decision_diagnosis(trajectory: Trajectory, context: AuditContext, strategy: str, usage: Any,

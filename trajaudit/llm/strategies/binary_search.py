@@ -17,13 +17,11 @@ from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import AuditContext
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
-    PromptRun,
-    categories,
     categories_text,
     make_diagnosis,
     no_decision_diagnosis,
     normalize_category,
-    require_llm,
+    setup,
 )
 from trajaudit.llm.usage import tracking
 
@@ -42,9 +40,7 @@ class BinarySearch:
             ConfigError: no LLM client in ``context``.
             LLMError: a call failed or its answer was invalid twice.
         """
-        client = require_llm(context, self.name)
-        cats = categories(context.config.taxonomy)
-        run = PromptRun()
+        client, cats, run = setup(context, self.name)
         d = [s.index for s in trajectory.decision_steps]
         n_steps = len(trajectory.steps)
         path: list[dict] = []

@@ -34,12 +34,11 @@ from trajaudit.engine.strategy import AuditContext
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
-    categories,
     categories_text,
     make_diagnosis,
     no_decision_diagnosis,
     normalize_category,
-    require_llm,
+    setup,
 )
 from trajaudit.llm.strategies.views import (
     final_answer_index,
@@ -99,10 +98,8 @@ class Drift:
         from trajaudit.engine.claims import RegexExtractor, build_claim_graph
         from trajaudit.engine.claims.propagate import propagate
 
-        client = require_llm(context, self.name)
+        client, cats, run = setup(context, self.name)
         st = strategy_settings(self.settings, context, self.name)
-        cats = categories(context.config.taxonomy)
-        run = PromptRun()
         t = trajectory
         decisions = [s.index for s in t.decision_steps]
         with tracking() as usage:

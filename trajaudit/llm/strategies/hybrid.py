@@ -27,13 +27,11 @@ from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import severity_rank
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
-    PromptRun,
-    categories,
     categories_text,
     make_diagnosis,
     no_decision_diagnosis,
     normalize_category,
-    require_llm,
+    setup,
 )
 from trajaudit.llm.strategies.views import (
     final_answer_index,
@@ -126,10 +124,8 @@ class Hybrid:
             ConfigError: no LLM client in ``context``, or bad options in ``context.extra``.
             LLMError: the call failed or its answer was invalid twice.
         """
-        client = require_llm(context, self.name)
+        client, cats, run = setup(context, self.name)
         st = strategy_settings(self.settings, context, self.name)
-        cats = categories(context.config.taxonomy)
-        run = PromptRun()
         t = trajectory
         with tracking() as usage:
             if not t.decision_steps:

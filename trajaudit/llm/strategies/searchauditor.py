@@ -40,12 +40,11 @@ from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.adjudication import Proposal, cluster_proposals, disagreement_summary
 from trajaudit.llm.strategies.base import (
     PromptRun,
-    categories,
     categories_text,
     make_diagnosis,
     no_decision_diagnosis,
     normalize_category,
-    require_llm,
+    setup,
 )
 from trajaudit.llm.strategies.views import (
     categories_brief,
@@ -104,10 +103,8 @@ class SearchAuditor:
             ConfigError: no LLM client in ``context``, or bad options in ``context.extra``.
             LLMError: every audit report failed, or the adjudication (or repair) call failed.
         """
-        client = require_llm(context, self.name)
+        client, cats, run = setup(context, self.name)
         st = strategy_settings(self.settings, context, self.name)
-        cats = categories(context.config.taxonomy)
-        run = PromptRun()
         t = trajectory
         decisions = [s.index for s in t.decision_steps]
         with tracking() as usage:

@@ -16,12 +16,10 @@ from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.llm.evidence import step_record
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
-    PromptRun,
-    categories,
     categories_text,
     make_diagnosis,
     normalize_category,
-    require_llm,
+    setup,
 )
 from trajaudit.llm.usage import tracking
 
@@ -43,11 +41,9 @@ class StepByStep:
             ConfigError: no LLM client in ``context``.
             LLMError: a call failed or its answer was invalid twice.
         """
-        client = require_llm(context, self.name)
-        cats = categories(context.config.taxonomy)
+        client, cats, run = setup(context, self.name)
         schema = copy.deepcopy(load_prompt("step_by_step").schema)
         schema["properties"]["category"]["enum"] = [c for c, _ in cats]
-        run = PromptRun()
         decisions = [s.index for s in trajectory.decision_steps]
         judged: list[dict] = []
         with tracking() as usage:
