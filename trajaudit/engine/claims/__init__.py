@@ -25,7 +25,8 @@ from trajaudit.engine.claims.model import (
 
 
 def clear_caches() -> None:
-    """Empty the claim package's memo caches (text analyses, normalized values); results are unchanged."""
+    """Empty the claim package's memo caches (text analyses, normalized values, id-key orders, argument
+    classifications, tool verbs, folded texts); results are unchanged."""
     from trajaudit.engine.claims import extract, model, normalize, patterns, sources
 
     sources.clear_cache()
