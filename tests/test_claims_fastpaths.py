@@ -126,3 +126,63 @@ def test_words_of_equals_the_word_regex(text):
     from trajaudit.engine.claims.patterns import WORD_RE, words_of
 
     assert words_of(text) == WORD_RE.findall(text)
+
+
+_id_keys = st.sampled_from(["id", "item_id", "order_id", "user_id", "name", "email", "title", "price", "ID", "x_id"])
+_id_values = st.one_of(st.sampled_from(["W1", "#W2", "", "a b"]), st.integers(-3, 3), st.booleans(), st.none(),
+                       st.floats(0, 2), st.just({}), st.just([]))
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.dictionaries(_id_keys, _id_values, max_size=6), st.sampled_from(["", "items", "item", "orders", "xs", "id"]))
+def test_identity_equals_its_definition(obj, parent):
+    from trajaudit.engine.claims.sources import _identity, _identity_reference
+
+    assert _identity(obj, parent) == _identity_reference(obj, parent)
+
+
+def test_str_split_cuts_where_the_whitespace_regex_matches():
+    """``norm_text`` joins ``str.split()``: its whitespace is ``\\s`` of ``re``, over all of Unicode."""
+    import re
+    import sys
+
+    chars = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert "".join(re.findall(r"\s", chars)) == "".join(c for c in chars if not c.split())
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from([" ", "  ", "\t", "\n", "\x1c", "\u00a0", "\u2009", "\u3000", "\x85", ".", ",", "(",
+                                 "“", "A", "b", "ß", "ﬁ", "İ", "Ⅻ", "*", "_", "x y", "1.5"]), max_size=12).map("".join))
+def test_norm_text_equals_its_definition(text):
+    from trajaudit.engine.claims.normalize import _norm_text, _norm_text_reference
+
+    assert _norm_text(text) == _norm_text_reference(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(["not ", "NOT", "found", "FOUND", "No such", " file", "FILE", "404", "40", "does",
+                                 " not exist", "cannot", " find", "can't", "CAN'T", "FileNotFound", "ſ", "K", "İ",
+                                 "ı", "é", " ", "\n"]), max_size=10).map("".join))
+def test_not_found_equals_the_regex(text):
+    from trajaudit.engine.claims.support import _NOT_FOUND, not_found
+
+    assert not_found(text) == (_NOT_FOUND.search(text) is not None)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(["```", "``", "`", "a", "\n", "```py\n", "x = 1"]), max_size=12).map("".join))
+def test_code_ranges_equal_the_code_regex(text):
+    from trajaudit.engine.claims.patterns import CODE_RE, code_ranges
+
+    assert code_ranges(text) == [x.span() for x in CODE_RE.finditer(text)]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["May", "mAY", "sept", "ſep", "Dec.", "june", "JUL", "x", " ", "\t", "\n", ".", "3",
+                                 "İ", "K", "é", "oct ", "nov\u00a0"]), max_size=10).map("".join))
+def test_month_before_equals_the_regex(text):
+    from trajaudit.engine.claims.scan import _MONTH_BEFORE, _month_before
+
+    for a in range(len(text) + 1):
+        got, want = _month_before(text, a), _MONTH_BEFORE.search(text, max(0, a - 12), a)
+        assert (got and got.span()) == (want and want.span())

@@ -77,7 +77,7 @@ def _no_parsing(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("parsed although the cache holds the pack")
     monkeypatch.setattr(rule_parser, "grammar", boom)
-    monkeypatch.setattr(RP, "_Doc", boom)
+    monkeypatch.setattr(RP, "YamlDoc", boom)
 
 
 @pytest.mark.parametrize("name", ["generic", "tau_retail"])
@@ -267,7 +267,7 @@ def test_cache_location_follows_xdg_and_never_lands_in_the_working_directory(tmp
 
 
 def test_yaml_is_parsed_once_with_the_same_errors_and_merge_keys():
-    """_Doc constructs the data from the tree it composed for the marks (one parse of the text)."""
+    """YamlDoc constructs the data from the tree it composed for the marks (one parse of the text)."""
     with pytest.raises(RulePackError, match="YAML syntax error: unacceptable character #x0007"):
         RP.load_pack("pack: x\nrules: []\n\x07")
     with pytest.raises(RulePackError, match="YAML error: could not determine a constructor"):

@@ -105,17 +105,18 @@ def test_shipped_taxonomies_read_the_same_with_libyaml():
 def test_shipped_packs_read_the_same_with_libyaml(monkeypatch):
     from pathlib import Path
 
-    from trajaudit.engine import rule_pack
-    from trajaudit.engine.rule_pack import _Doc, resolve_pack, shipped_packs
+    from trajaudit.engine import pack_yaml
+    from trajaudit.engine.pack_yaml import YamlDoc
+    from trajaudit.engine.rule_pack import resolve_pack, shipped_packs
 
     assert shipped_packs()
     for name in shipped_packs():
         path = resolve_pack(name)
-        assert rule_pack.is_shipped_file(path)
+        assert pack_yaml.is_shipped_file(path)
         text = Path(path).read_text(encoding="utf-8")
-        fast = _Doc(text, str(path))
-        monkeypatch.setattr(rule_pack, "_FAST_LOADER", rule_pack.yaml.SafeLoader)
-        slow = _Doc(text, str(path))
+        fast = YamlDoc(text, str(path))
+        monkeypatch.setattr(pack_yaml, "_FAST_LOADER", pack_yaml.yaml.SafeLoader)
+        slow = YamlDoc(text, str(path))
         monkeypatch.undo()
         assert fast.data == slow.data and fast.marks == slow.marks, name
-    assert not rule_pack.is_shipped_file(__file__)
+    assert not pack_yaml.is_shipped_file(__file__)

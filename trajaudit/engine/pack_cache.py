@@ -48,7 +48,7 @@ FORMAT = 2
 MAGIC = "trajaudit-pack-cache"
 MAX_ENTRIES = 128
 # sources whose behaviour decides the stored data (relative to the trajaudit package)
-CODE_FILES = ("engine/rule_pack.py", "engine/pack_messages.py", "engine/rule_parser.py", "engine/rules.lark",
+CODE_FILES = ("engine/rule_pack.py", "engine/pack_yaml.py", "engine/pack_messages.py", "engine/rule_parser.py", "engine/rules.lark",
               "engine/rule_ast.py", "engine/regex_safety.py", "engine/pack_cache.py", "engine/schema.py",
               "schemas/rule_pack.schema.json")
 # (the compiler is not among them: it runs on every load; if it comes to parse an expression or check

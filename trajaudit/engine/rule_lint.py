@@ -35,8 +35,9 @@ from trajaudit.engine import rule_ast as A
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rule
 from trajaudit.engine.ir import STEP_KINDS
 from trajaudit.engine.pack_messages import relocate_param_error, schema_problems
+from trajaudit.engine.pack_yaml import YamlDoc
 from trajaudit.engine.rule_compiler import _NO, ExprCompiler
-from trajaudit.engine.rule_pack import RulePack, _Doc, _rule_id_at, load_pack
+from trajaudit.engine.rule_pack import RulePack, _rule_id_at, load_pack
 from trajaudit.engine.rule_parser import Where
 from trajaudit.engine.schema import validator
 from trajaudit.errors import RulePackError
@@ -217,10 +218,10 @@ def _schema_findings(source: Any) -> list[LintFinding]:
 
     try:
         if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("pack:")):
-            doc = _Doc(source, None)
+            doc = YamlDoc(source, None)
         elif isinstance(source, (str, Path)):
             path = resolve_pack(str(source))
-            doc = _Doc(path.read_text(encoding="utf-8"), str(path))
+            doc = YamlDoc(path.read_text(encoding="utf-8"), str(path))
         else:
             return []
     except (RulePackError, OSError, UnicodeDecodeError):

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from trajaudit.engine.pack_messages import did_you_mean, schema_problems
+from trajaudit.engine.pack_yaml import SourceLoc, YamlDoc, caret, is_shipped_file  # noqa: F401 - re-exported
 from trajaudit.engine.rule_parser import Where
 from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import RulePackError
@@ -30,24 +31,6 @@ MAX_INCLUDE_DEPTH = 16
 # What a load read, for ``pack_cache`` (which must re-check it before reusing a stored pack): every
 # ``("file", path, sha256 of the text)`` and ``("include", ref, including file, resolved path)``.
 _DEP_RECORDERS: list[list[tuple[str, str | None, str | None, str]]] = []
-
-
-@dataclass(frozen=True)
-class SourceLoc:
-    """Where something is in a pack file (1-based line/column); ``indent`` for block scalars."""
-
-    file: str | None = None
-    line: int | None = None
-    column: int | None = None
-    indent: int | None = None
-
-    def __str__(self) -> str:
-        s = self.file or "<rules>"
-        if self.line is not None:
-            s += f":{self.line}"
-            if self.column is not None:
-                s += f":{self.column}"
-        return s
 
 
 @dataclass(frozen=True)
@@ -134,101 +117,6 @@ class RulePack:
         close = difflib.get_close_matches(rule_id, [r.id for r in self.rules], n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise LookupError(f"no rule {rule_id!r} in pack {self.name}{hint}")
-
-
-# ---- YAML with positions ---------------------------------------------------------------------
-
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def is_shipped_file(file: str | os.PathLike[str]) -> bool:
-    """Whether ``file`` is one of the packs shipped in ``trajaudit/rules/`` (package data)."""
-    try:
-        return Path(file).resolve().is_relative_to(Path(str(resources.files("trajaudit.rules"))).resolve())
-    except (OSError, ValueError):
-        return False
-
-class _Doc:
-    """Parsed YAML data plus ``marks[path] = SourceLoc`` for every node."""
-
-    def __init__(self, text: str, file: str | None) -> None:
-        self.file = file
-        self.lines = text.splitlines()
-        # shipped packs (valid, tested) are read with libyaml's parser when present: the same nodes,
-        # marks and data (tests/test_schema_fast.py), ~10x faster; user files keep the pure-Python
-        # parser, whose error messages the error paths are written for
-        loader = _FAST_LOADER if file is not None and is_shipped_file(file) else yaml.SafeLoader
-        # one loader composes the node tree (for the marks) and then constructs the data from that same
-        # tree, as ``get_single_data`` would — the text is parsed once, not twice
-        ld = None
-        try:
-            ld = loader(text)  # the reader may already reject the text (e.g. a control character)
-            node = ld.get_single_node()
-        except yaml.YAMLError as e:
-            if ld is not None:
-                ld.dispose()
-            mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-            line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
-            ctx = _caret(self.lines, line, col)
-            problem = getattr(e, "problem", None) or str(e)
-            raise RulePackError(f"YAML syntax error: {problem}", file=file, line=line, column=col, context=ctx) from None
-        except RecursionError:
-            if ld is not None:
-                ld.dispose()
-            raise RulePackError("YAML nested too deeply", file=file) from None
-        try:
-            if node is None:
-                raise RulePackError("empty rule pack", file=file, line=1, column=1)
-            self.marks: dict[tuple[Any, ...], SourceLoc] = {}
-            self._walk(node, ())  # before constructing: merge keys (<<) rewrite the tree while constructing
-            try:
-                self.data = ld.construct_document(node)
-            except yaml.YAMLError as e:  # e.g. a bad tag: composing worked, constructing did not
-                raise RulePackError(f"YAML error: {e}", file=file) from None
-        finally:
-            ld.dispose()
-
-    def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
-        m = node.start_mark
-        loc = SourceLoc(self.file, m.line + 1, m.column + 1)
-        if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
-            first = m.line + 1
-            while first < len(self.lines) and not self.lines[first].strip():
-                first += 1
-            if first < len(self.lines):
-                indent = len(self.lines[first]) - len(self.lines[first].lstrip())
-                loc = SourceLoc(self.file, first + 1, indent + 1, indent)
-        elif isinstance(node, yaml.ScalarNode) and node.style in ("'", '"'):
-            loc = SourceLoc(self.file, m.line + 1, m.column + 2, m.column + 1)
-        elif isinstance(node, yaml.ScalarNode):
-            loc = SourceLoc(self.file, m.line + 1, m.column + 1, m.column)
-        self.marks[path] = loc
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                key = k.value if isinstance(k, yaml.ScalarNode) else str(k.start_mark)
-                self.marks[path + (("key", key),)] = SourceLoc(self.file, k.start_mark.line + 1, k.start_mark.column + 1)
-                self._walk(v, path + (key,))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, v in enumerate(node.value):
-                self._walk(v, path + (i,))
-
-    def loc(self, path: tuple[Any, ...]) -> SourceLoc:
-        """The location of ``path`` or of its nearest ancestor."""
-        while path and path not in self.marks:
-            path = path[:-1]
-        return self.marks.get(path, SourceLoc(self.file, 1, 1))
-
-    def error(self, message: str, path: tuple[Any, ...], rule_id: str | None = None) -> RulePackError:
-        """A :class:`RulePackError` at ``path`` with a caret."""
-        loc = self.loc(path)
-        return RulePackError(message, file=self.file, line=loc.line, column=loc.column, rule_id=rule_id,
-                             context=_caret(self.lines, loc.line, loc.column))
-
-
-def _caret(lines: list[str], line: int | None, col: int | None) -> str | None:
-    if line is None or not (1 <= line <= len(lines)):
-        return None
-    return f"    {lines[line - 1]}\n    {' ' * max((col or 1) - 1, 0)}^"
 
 
 # ---- loading ---------------------------------------------------------------------------------
@@ -354,7 +242,7 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
     ``locs`` where an including pack set them (kept in the rules' ``field_locs["params.NAME"]`` so a
     compile error an override causes can be reported at the override)."""
     locs = locs or {}
-    doc = _Doc(text, file)
+    doc = YamlDoc(text, file)
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
@@ -432,7 +320,7 @@ def _rule_id_at(data: dict[str, Any], path: tuple[Any, ...]) -> str | None:
     return None
 
 
-def _rule(doc: _Doc, rd: dict[str, Any], path: tuple[Any, ...], pack: str, params: dict[str, Any],
+def _rule(doc: YamlDoc, rd: dict[str, Any], path: tuple[Any, ...], pack: str, params: dict[str, Any],
           param_locs: dict[str, SourceLoc]) -> RuleSpec:
     rid = rd["id"] if "." in rd["id"] else f"{pack}.{rd['id']}"
     locs = {f: doc.loc(path + (f,)) for f in ("guard", "assert", "message") if f in rd}
@@ -451,7 +339,7 @@ def _rule(doc: _Doc, rd: dict[str, Any], path: tuple[Any, ...], pack: str, param
         field_locs=locs, disabled=bool(rd.get("disabled", False)))
 
 
-def _apply(doc: _Doc, rules: list[RuleSpec], disable: list[str], overrides: dict[str, dict[str, Any]],
+def _apply(doc: YamlDoc, rules: list[RuleSpec], disable: list[str], overrides: dict[str, dict[str, Any]],
            path: tuple[Any, ...]) -> list[RuleSpec]:
     """Apply ``disable`` and per-id ``overrides``; unknown ids are errors (typos must not pass silently)."""
     def find(rid: str, where: tuple[Any, ...]) -> int:

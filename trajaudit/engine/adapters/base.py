@@ -249,10 +249,21 @@ def build_steps(
     return steps
 
 
-def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant") -> Classified:
-    """Classify a standard OpenAI chat message (system/developer/user/assistant/tool/function)."""
+def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant", *,
+                    tool_agents: re.Pattern[str] | None = None) -> Classified:
+    """Classify a standard OpenAI chat message (system/developer/user/assistant/tool/function).
+
+    Args:
+        tool_agents: names of code/tool runners (``LoadOptions.tool_agent_pattern``): a ``user`` or
+            ``assistant`` message without tool calls whose ``name`` matches is that runner's output
+            (kind ``tool``, agent = the name) — multi-agent frameworks (AutoGen group chats) log a
+            code executor's output as a named ``user`` message, as the Who&When adapter reads it.
+    """
     role = msg.get("role")
     name = msg.get("name") if isinstance(msg.get("name"), str) else None
+    if (tool_agents is not None and name and role in ("user", "assistant") and not msg.get("tool_calls")
+            and tool_agents.match(name.strip())):
+        return Classified("tool", "tool", name.strip())
     if role in ("system", "developer"):
         return Classified("system", "system", None)
     if role == "user":

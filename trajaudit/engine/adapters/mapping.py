@@ -136,7 +136,7 @@ class MappingAdapter:
             normalized.append({k: v for k, v in out.items() if v is not None})
 
         def classify(msg: dict[str, Any], i: int) -> Classified:
-            return classify_openai(msg, i)
+            return classify_openai(msg, i, tool_agents=options.tool_agent_pattern)
 
         steps = build_steps(normalized, classify, options=options, path="$.messages")
         rid = self._expr["id"].search(run) if "id" in self._expr else None

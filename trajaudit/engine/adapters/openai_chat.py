@@ -6,6 +6,7 @@ Accepted documents: a list of messages; ``{"messages": [...]}``; a list of ``{"m
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from trajaudit.engine.adapters.base import (
@@ -81,7 +82,8 @@ class OpenAIChatAdapter:
             messages, path = run, "$"
         if not isinstance(messages, list):
             raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
-        steps = build_steps(messages, classify_openai, options=options, path=path)
+        steps = build_steps(messages, partial(classify_openai, tool_agents=options.tool_agent_pattern),
+                            options=options, path=path)
         tid = str(rid) if rid is not None else _default_id(source)
         task = run.get("task") if isinstance(run, dict) and isinstance(run.get("task"), str) else first_user_text(messages)
         return assemble(steps, id=tid, source=source, task=task, metadata=meta)

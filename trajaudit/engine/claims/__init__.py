@@ -25,10 +25,13 @@ from trajaudit.engine.claims.model import (
 
 
 def clear_caches() -> None:
-    """Empty the claim package's memo caches (text analyses, normalized values); results are unchanged."""
-    from trajaudit.engine.claims import normalize, patterns, sources
+    """Empty the claim package's memo caches (text analyses, normalized values, id-key orders, argument
+    classifications, tool verbs, folded texts); results are unchanged."""
+    from trajaudit.engine.claims import extract, model, normalize, patterns, sources
 
     sources.clear_cache()
+    extract._value_group.cache_clear()
+    model.tool_verb.cache_clear()
     normalize.clear_caches()
     patterns.ascii_fold.cache_clear()
 

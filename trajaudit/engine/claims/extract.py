@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.claims import model as m
@@ -34,12 +35,12 @@ from trajaudit.engine.claims.normalize import (
 from trajaudit.engine.claims.patterns import (
     _EXAMPLE_WORDS,
     _UNITS,
-    CODE_RE,
     COMPLETION_RE,
     QUOTED_RE,
     VALUE_RE,
     ascii_fold,
     candidate_sentences,
+    code_ranges,
     completion_leads,
     count_matches,
     example_at,
@@ -117,12 +118,21 @@ class ClaimExtractor(Protocol):
     def extract(self, trajectory: Trajectory, step: Step, config: m.ClaimConfig) -> Iterator[m.Mention]: ...
 
 
-def _ranges(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
-    return [(x.start(), x.end()) for x in pattern.finditer(text)]
-
-
 def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
     return bool(ranges) and any(a <= pos < b for a, b in ranges)
+
+
+_LONG_DIGITS = re.compile(r"\d{7,}")
+_LETTER = re.compile(r"[^\W\d_]")
+_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@lru_cache(maxsize=4096)
+def _value_group(value: str) -> str | None:
+    """The group of ``VALUE_RE.fullmatch(value)`` (``"number"`` when it names none), or ``None`` when it
+    does not match. Memoized (a pure function of short argument values; ids recur across calls)."""
+    hit = VALUE_RE.fullmatch(value)
+    return None if hit is None else hit.lastgroup or "number"
 
 
 def _glued(text: str, a: int, b: int) -> bool:
@@ -208,11 +218,11 @@ class RegexExtractor:
         if value is None:
             return
         kind = m.KIND_ARGUMENT
-        hit = VALUE_RE.fullmatch(raw.strip()) if isinstance(leaf, str) else None
-        if hit is not None and not re.fullmatch(r"\d{7,}", raw.strip()):
-            kind = _GROUP_KIND[hit.lastgroup or "number"]
-        elif isinstance(leaf, (int, float)) or re.fullmatch(r"-?\d+(?:\.\d+)?", raw.strip()):
-            kind = m.KIND_ID if re.fullmatch(r"\d{7,}", raw.strip()) else m.KIND_NUMBER
+        group = _value_group(raw.strip()) if isinstance(leaf, str) else None
+        if group is not None and not _LONG_DIGITS.fullmatch(raw.strip()):
+            kind = _GROUP_KIND[group]
+        elif isinstance(leaf, (int, float)) or _DECIMAL.fullmatch(raw.strip()):
+            kind = m.KIND_ID if _LONG_DIGITS.fullmatch(raw.strip()) else m.KIND_NUMBER
         if kind in (m.KIND_NUMBER, m.KIND_DATE) and _number_mention("number", raw.strip(), False) is None:
             return  # small bare integers (quantities such as 1) are not claims
         yield m.Mention(step=step, address=address, kind=kind, value=value, text=raw, in_call=True, tool=tool,
@@ -223,11 +233,12 @@ class RegexExtractor:
         """Mentions in free text; addresses are ``{base}[start:end]``."""
         if not text:
             return
-        code = [(0, len(text))] if in_code else _ranges(CODE_RE, text) if "```" in text else []
+        code = [(0, len(text))] if in_code else code_ranges(text)
         markers = list_markers(text)
         folded = ascii_fold(text)
         examples = folded is None or any(w in folded for w in _EXAMPLE_WORDS)  # else no example sentence
         found: list[m.Mention] = []
+        starts: list[int] = []  # found[i] starts at starts[i] (its address ends with [start:end])
         taken: set[int] = set()
         call = tool is not None
 
@@ -235,6 +246,7 @@ class RegexExtractor:
             found.append(m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=kind, value=value,
                                    text=text[a:b], slot=slot, in_code=_inside(a, code), in_call=call,
                                    tool=tool, context=ctx))
+            starts.append(a)
 
         for x in count_matches(text):
             noun = x.group("noun").casefold()
@@ -278,24 +290,29 @@ class RegexExtractor:
                 add(_GROUP_KIND[g], value, a, b)
                 if g != "path":
                     subjects.append((a, value))
-        subjects.extend((mm_a, v) for mm_a, v in _long_ids(found))
+        subjects.extend((a, x.value) for a, x in zip(starts, found, strict=True)
+                        if x.kind == m.KIND_ID and x.value.isdigit())
         if not in_code:
             for x in QUOTED_RE.finditer(text):
                 inner = next(g for g in x.groups() if g is not None)
-                if (_inside(x.start(), code) or not re.search(r"[^\W\d_]", inner) or len(inner.split()) > 12
+                if (_inside(x.start(), code) or not _LETTER.search(inner) or len(inner.split()) > 12
                         or _PLACEHOLDER.match(inner) or (examples and example_at(text, folded, x.start(), x.end()))
                         or norm_text(inner) in _TERMINATION):
                     continue
                 add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)
-            found.extend(self._statuses(text, step, base, code, subjects, tool))
-        found.sort(key=lambda mm: _start(mm.address))
-        yield from found
+            for x in self._statuses(text, step, base, code, subjects, tool):
+                found.append(x)
+                starts.append(_start(x.address))
+        # in order of start (a stable sort, as sorting by the addresses' starts)
+        yield from (found[i] for i in sorted(range(len(found)), key=starts.__getitem__))
 
     def _statuses(self, text: str, step: int, base: str, code: list[tuple[int, int]],
                   subjects: list[tuple[int, str]], tool: str | None) -> Iterator[m.Mention]:
-        low = text.casefold()
         # a status needs a subject and a state word in its sentence (hence in the text)
-        status = bool(subjects) and any(w in low for w in self.status_words)
+        status = False
+        if subjects:  # (the text is case-folded only then)
+            low = text.casefold()
+            status = any(w in low for w in self.status_words)
         found = completion_leads(text)
         if found is not None:
             # only sentences holding a subject (when a state word occurs) or a completion's lead word can
@@ -346,10 +363,6 @@ class RegexExtractor:
                                 context=sentence.strip())
 
 
-def _long_ids(found: list[m.Mention]) -> list[tuple[int, str]]:
-    return [(_start(x.address), x.value) for x in found if x.kind == m.KIND_ID and x.value.isdigit()]
-
-
 def _start(address: str) -> int:
     i = address.rfind("[")
     return int(address[i + 1: address.index(":", i)]) if i >= 0 else 0
@@ -395,9 +408,10 @@ def extract_mentions(trajectory: Trajectory, config: m.ClaimConfig,
         seen: set[tuple[str, tuple[str, ...]]] = set()
         for ex in extractors:
             for mention in ex.extract(trajectory, step, config):
-                if (mention.address, mention.key) in seen:
+                at = (mention.address, mention.key)
+                if at in seen:
                     continue
-                seen.add((mention.address, mention.key))
+                seen.add(at)
                 if len(got) >= cap:
                     incomplete.append(f"steps.{step.index}: claim cap {cap} (max_claims_per_step) reached; "
                                       "later claims in this step were not extracted")

@@ -110,7 +110,8 @@ def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExt
     for step in sorted(led.mentions):
         ms = led.mentions[step]
         for mn in ms:
-            claim = led.by_key.get(mn.key)
+            key = mn.key
+            claim = led.by_key.get(key)
             if claim is not None:
                 if step > claim.step and step not in claim.reused_in:
                     claim.reused_in.append(step)
@@ -119,7 +120,7 @@ def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExt
                 claim = m.Claim(id=f"c{len(led.claims) + 1}", kind=mn.kind, value=mn.value, text=mn.text,
                                 address=mn.address, step=step, agent=t.steps[step].agent, mention=mn,
                                 status=a.status, evidence_address=a.address, evidence_value=a.value, note=a.note)
-                led.by_key[mn.key] = claim
+                led.by_key[key] = claim
                 led.claims.append(claim)
             if _finalizing(mn, led, config) and step not in claim.final_steps:
                 claim.final_steps.append(step)
@@ -163,7 +164,7 @@ def _producer(t: Trajectory, tool_pos: int) -> int | None:
 
 def _derive(t: Trajectory, led: Ledger) -> None:
     """Fill ``derived_from`` and push ``final_steps`` from derived claims back to their sources."""
-    inputs: dict[int, list[m.Claim]] = {}
+    inputs: dict[int, list[str]] = {}
     for claim in led.claims:
         addr = claim.evidence_address or ""
         if claim.status not in (m.Support.DIRECT, m.Support.WEAK) or not addr.startswith("steps."):
@@ -174,13 +175,15 @@ def _derive(t: Trajectory, led: Ledger) -> None:
         prod = _producer(t, pos)
         if prod is None:
             continue
-        if prod not in inputs:
-            inputs[prod] = [led.by_key[mn.key] for mn in led.mentions.get(prod, [])
-                            if (mn.in_call or mn.in_code) and mn.key in led.by_key]
-        claim.derived_from = sorted({c.id for c in inputs[prod] if c is not claim and c.step <= prod},
-                                    key=lambda i: int(i[1:]))
+        if prod not in inputs:  # the ids of the claims the producing step passed, ascending (once per step)
+            passed = [led.by_key[mn.key] for mn in led.mentions.get(prod, [])
+                      if (mn.in_call or mn.in_code) and mn.key in led.by_key]
+            inputs[prod] = sorted({c.id for c in passed if c.step <= prod}, key=lambda i: int(i[1:]))
+        claim.derived_from = [i for i in inputs[prod] if i != claim.id]  # (ids are unique per claim)
     by_id = {c.id: c for c in led.claims}
     for claim in reversed(led.claims):
+        if not claim.final_steps:
+            continue  # nothing to push (final_steps lists are kept sorted and unique)
         for src in claim.derived_from:
             d = by_id[src]
             d.final_steps = sorted(set(d.final_steps) | set(claim.final_steps))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 # Claim kinds (``Claim.kind``). A value keeps its first kind; later mentions of the same value with
@@ -67,10 +68,14 @@ DEFAULT_WRITE_VERBS: tuple[str, ...] = (
 )
 
 
+_NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+@lru_cache(maxsize=1024)
 def tool_verb(name: str) -> str:
     """The first word of a tool name, lower-cased (``return_delivered_order_items`` → ``return``,
-    ``createIssue`` → ``create``)."""
-    parts = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name or "")
+    ``createIssue`` → ``create``). Memoized (a pure function of the name; asked per call argument)."""
+    parts = _NAME_PART.findall(name or "")
     return parts[0].casefold() if parts else ""
 
 

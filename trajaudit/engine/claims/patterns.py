@@ -129,8 +129,9 @@ _EXAMPLE = re.compile(r"\b(?:e\.g\.|for example|for instance|such as|something l
 
 def sentence_bounds(text: str, a: int, b: int) -> tuple[int, int]:
     """The bounds of the sentence (or line) around text[a:b], before stripping."""
-    lo = max(text.rfind(ch, max(0, a - 400), a) for ch in ".!?\n") + 1
-    hi = [i for i in (text.find(ch, b, b + 400) for ch in "!?\n") if i >= 0]
+    w = max(0, a - 400)  # (each call spelled out: no generator per call)
+    lo = max(text.rfind(".", w, a), text.rfind("!", w, a), text.rfind("?", w, a), text.rfind("\n", w, a)) + 1
+    hi = [i for i in (text.find("!", b, b + 400), text.find("?", b, b + 400), text.find("\n", b, b + 400)) if i >= 0]
     dot = _SENT_END.search(text, b, b + 400)
     if dot is not None:
         hi.append(dot.start())
@@ -160,6 +161,20 @@ def example_at(text: str, folded: str | None, a: int, b: int) -> bool:
 
 #: Fenced code blocks (``` … ```); an unclosed fence runs to the end of the text.
 CODE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+
+def code_ranges(text: str) -> list[tuple[int, int]]:
+    """``[x.span() for x in CODE_RE.finditer(text)]`` with ``str.find``: a match is an opening fence
+    and the lazy ``.*?`` (any character) up to the first fence after it, or to the end of the text;
+    the next match is searched from its end (a match is never empty)."""
+    out = []
+    i = text.find("```")
+    while i >= 0:
+        j = text.find("```", i + 3)
+        end = len(text) if j < 0 else j + 3
+        out.append((i, end))
+        i = text.find("```", end)
+    return out
 
 #: Sentence / line boundaries for slot checks (the reference definition; :func:`sentence_spans` is
 #: the fast equivalent used by the extractor).
@@ -201,7 +216,7 @@ def candidate_sentences(text: str, positions: list[int], lead: list[tuple[int, i
     that terminator is a ``.!?`` followed by a digit."""
     picked: set[tuple[int, int]] = set()
     for p, end in [(p, p + 1) for p in positions] + [(a, max(b, a + 1)) for a, b in lead]:
-        s = max(text.rfind(ch, 0, p) for ch in "\n.!?") + 1
+        s = max(text.rfind("\n", 0, p), text.rfind(".", 0, p), text.rfind("!", 0, p), text.rfind("?", 0, p)) + 1
         m = _TERMINATOR.search(text, p)
         if m is None:
             e = len(text)
@@ -346,8 +361,11 @@ def words_of(text: str) -> list[str]:
     without ``-`` is one token, and only runs with ``-`` go through the regex."""
     if not text.isascii():
         return WORD_RE.findall(text)
+    runs = text.translate(_NOT_WORD_ASCII).split()
+    if "-" not in text:  # (then no run holds one: every run is a token)
+        return runs
     out: list[str] = []
-    for run in text.translate(_NOT_WORD_ASCII).split():
+    for run in runs:
         if "-" in run:
             out.extend(WORD_RE.findall(run))
         else:

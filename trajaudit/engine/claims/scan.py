@@ -139,6 +139,20 @@ def _digit_matches(text: str) -> Iterator[tuple[str, int, int]]:
 
 
 _MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\.?\s+$", re.IGNORECASE)
+#: Every ``_MONTHS`` alternative starts with one of these.
+_MONTH_STEMS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _month_before(text: str, a: int) -> re.Match[str] | None:
+    """``_MONTH_BEFORE.search(text, max(0, a - 12), a)``, run only when the window holds a month's
+    first three letters: in the window's :func:`~.patterns.ascii_fold` (where the IGNORECASE matches
+    of ASCII words are plain ones), or always when it cannot be folded."""
+    lo = max(0, a - 12)
+    low = ascii_fold.__wrapped__(text[lo:a])
+    if low is not None and not any(m in low for m in _MONTH_STEMS):
+        return None
+    return _MONTH_BEFORE.search(text, lo, a)
+_SHORT_INT = re.compile(r"\d{1,4}")
 _YEAR_AFTER = re.compile(r"(?:st|nd|rd|th)?,?\s+\d{4}(?!\d)")
 _EMAIL_RE = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
 _URL_RE = re.compile(r"(?=[hf])(?:https?|ftp)://[^\s<>\"'`)\]]{2,2000}", re.IGNORECASE)
@@ -221,8 +235,8 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
         if g == "number" and a and text[a - 1] == "-" and (a < 2 or not text[a - 2].isalnum()):
             a -= 1  # a sign
         if g in ("number", "date") and a > 1 and text[a - 1] in " \t" and (text[a - 2].isalpha() or text[a - 2] == "."):
-            pre = _MONTH_BEFORE.search(text, max(0, a - 12), a)
-            if pre is not None and (g == "date" or re.fullmatch(r"\d{1,4}", text[a:b])):
+            pre = _month_before(text, a)
+            if pre is not None and (g == "date" or _SHORT_INT.fullmatch(text[a:b])):
                 if g == "number" and len(text[a:b]) <= 2:
                     post = _YEAR_AFTER.match(text, b)
                     if post is None:

@@ -99,7 +99,9 @@ class _Builder:
         values, walk = self.values, self.walk
         if isinstance(obj, dict):
             ident = _identity(obj, key) or owner
-            if len(obj) >= 2 and all(isinstance(v, dict) for v in obj.values()) and all(
+            # (the first value is tested before the generator is made: most objects fail there)
+            if len(obj) >= 2 and isinstance(next(iter(obj.values())), dict) and all(
+                    isinstance(v, dict) for v in obj.values()) and all(
                     _MAPPING_KEY.fullmatch(str(k)) and any(ch.isdigit() for ch in str(k)) for k in obj):
                 self.collection(list(obj.values()), path, key)  # an id-keyed mapping (tau "variants")
                 for k, v in obj.items():
@@ -142,8 +144,8 @@ class _Builder:
                     walk(v, f"{path}.{i}", key, owner)
                 else:
                     val = norm_scalar(v)
-                    if val is not None:
-                        values.setdefault(val, f"{path}.{i}")
+                    if val is not None and val not in values:
+                        values[val] = f"{path}.{i}"
 
     def collection(self, members: list[Any], path: str, key: str) -> None:
         self.collections.append((path, singular(key) if key else "", len(members), Members(tuple(members[:MAX_MEMBERS]))))
@@ -240,6 +242,7 @@ def clear_cache() -> None:
     _cached.cache_clear()
     _id_key.cache_clear()
     _id_names.cache_clear()
+    _id_order.cache_clear()
 
 
 @lru_cache(maxsize=4096)
@@ -249,7 +252,19 @@ def _id_key(key: str) -> bool:
 
 
 def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
-    """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first ``*_id``."""
+    """The object's id: ``<parent>_id`` (an ``items`` member's ``item_id``), else ``id``, else the first
+    ``*_id``; only keys holding a string or an integer count (:func:`_identity_reference` is the
+    definition). The keys to try, in that order, depend only on the object's key tuple and the parent
+    key (:func:`_id_order`, memoized): the first whose value counts is the id."""
+    for k in _id_order(tuple(obj), parent_key):
+        v = obj[k]
+        if isinstance(v, (str, int)) and not isinstance(v, bool):
+            return norm_id(str(v))
+    return None
+
+
+def _identity_reference(obj: dict[str, Any], parent_key: str) -> str | None:
+    """The definition of :func:`_identity` (kept for the equivalence test)."""
     keys = [k for k in _id_names(tuple(obj)) if isinstance(obj[k], (str, int)) and not isinstance(obj[k], bool)]
     if not keys:
         return None
@@ -258,6 +273,19 @@ def _identity(obj: dict[str, Any], parent_key: str) -> str | None:
         if pick in keys:
             return norm_id(str(obj[pick]))
     return norm_id(str(obj[keys[0]]))
+
+
+@lru_cache(maxsize=4096)
+def _id_order(keys: tuple[Any, ...], parent_key: str) -> tuple[Any, ...]:
+    """The id keys of ``keys`` (:func:`_id_names`) in the order :func:`_identity` tries them:
+    ``<singular parent>_id`` and ``id`` first when present, then all of them in key order (a key whose
+    value does not count falls through to the next, as the definition's filtered list does)."""
+    names = _id_names(keys)
+    if not names:
+        return ()
+    want = f"{singular(parent_key)}_id" if parent_key else ""
+    first = tuple(k for k in (want, "id") if k in names)
+    return first + names
 
 
 @lru_cache(maxsize=4096)

@@ -32,12 +32,16 @@ from typing import Any
 from trajaudit.engine.claims import model as m
 from trajaudit.engine.claims.evidence import Collection, EvidenceIndex
 from trajaudit.engine.claims.normalize import norm_text, singular
+from trajaudit.engine.claims.patterns import ascii_fold
 from trajaudit.engine.ir import Trajectory
 
 _AFFIRM = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|that'?s (?:right|correct)|"
                      r"please (?:go ahead|proceed)|go ahead|proceed)\b", re.I)
 _NUMERIC = re.compile(r"-?[\d.,]+")
-_NOT_FOUND = re.compile(r"no such file|not found|404|does not exist|cannot find|can't find|filenotfound", re.I)
+_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
+#: Phrases of a failed access (lower case); ``_NOT_FOUND`` finds any of them, ignoring case.
+_NOT_FOUND_WORDS = ("no such file", "not found", "404", "does not exist", "cannot find", "can't find", "filenotfound")
+_NOT_FOUND = re.compile("|".join(_NOT_FOUND_WORDS), re.I)
 #: Completion verbs that are also object states ("#W1 has been cancelled" is a claim about its status).
 _STATUS_VERBS = frozenset(("cancelled", "delivered", "returned", "exchanged", "refunded", "shipped"))
 _NEGATED = {"unavailable": ("available", False), "not available": ("available", False)}
@@ -151,12 +155,12 @@ class SupportSeeker:
                 return None
             if step.kind != "tool":
                 continue
-            if not (step.tool_output and step.tool_output.is_error) and not _NOT_FOUND.search(step.content[:5000]):
+            if not (step.tool_output and step.tool_output.is_error) and not not_found(step.content[:5000]):
                 return Assessment(m.Support.WEAK, f"steps.{step.index}.content", None,
                                   "accessed successfully by the step's own call")
             base = mn.value.rstrip("/").rsplit("/", 1)[-1]
             low = step.content[:20000].casefold()
-            if _NOT_FOUND.search(low) and (base and base in low or mn.value in low):
+            if not_found(low) and (base and base in low or mn.value in low):
                 return Assessment(m.Support.CONFLICTING, f"steps.{step.index}.content", None,
                                   "the access failed: not found")
         return None
@@ -167,7 +171,7 @@ class SupportSeeker:
         if hit is not None:
             return Assessment(m.Support.DIRECT, hit.address, mn.value, "value shown before")
         if mn.kind in (m.KIND_QUOTED, m.KIND_ARGUMENT, m.KIND_DATE, m.KIND_TIME, m.KIND_URL, m.KIND_PATH,
-                       m.KIND_EMAIL) or not re.fullmatch(r"-?\d+(?:\.\d+)?", mn.value):
+                       m.KIND_EMAIL) or not _DECIMAL.fullmatch(mn.value):
             exact, partial = self.ix.phrase(mn.value, before)
             if exact is not None:
                 return Assessment(m.Support.DIRECT, exact.address, mn.value, "phrase shown before")
@@ -205,9 +209,10 @@ class SupportSeeker:
             i, j, op = pair
             a, b = near[i][0], near[j][0]
             return Assessment(m.Support.WEAK, near[i][1].address, [a, b], f"derivable: {a:g} {op} {b:g}")
+        at = _start(mn.address)
         own = [float(o.value) for o in step_mentions
-               if o is not mn and o.kind in (m.KIND_MONEY, m.KIND_NUMBER) and re.fullmatch(r"-?\d+(?:\.\d+)?", o.value)
-               and _start(o.address) < _start(mn.address)]
+               if o is not mn and o.kind in (m.KIND_MONEY, m.KIND_NUMBER) and _DECIMAL.fullmatch(o.value)
+               and _start(o.address) < at]
         if len(own) >= 2 and abs(sum(own) - x) < 0.005:
             return Assessment(m.Support.WEAK, None, own, "the sum of the step's preceding amounts")
         return Assessment(m.Support.MISSING, note="number not shown or derivable")
@@ -222,6 +227,17 @@ class SupportSeeker:
                 if _AFFIRM.match(self.t.steps[nxt].content or ""):
                     return Assessment(m.Support.WEAK, f"steps.{nxt}.content", None, "affirmed by the user's reply")
         return got
+
+
+def not_found(text: str) -> bool:
+    """``_NOT_FOUND.search(text) is not None``: a pattern of plain words ignoring case matches where
+    the lower-cased words occur in the :func:`~.patterns.ascii_fold` of the text (substring tests in C
+    instead of trying the case-insensitive alternation at every position); a text that cannot be
+    folded takes the regex. (Not memoized: these are one-off slices of tool outputs.)"""
+    low = ascii_fold.__wrapped__(text)
+    if low is None:
+        return _NOT_FOUND.search(text) is not None
+    return any(w in low for w in _NOT_FOUND_WORDS)
 
 
 def _start(address: str) -> int:
