@@ -15,7 +15,8 @@ from typing import Any, Callable
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.ir import STEP_KINDS
 from trajaudit.engine.pack_messages import relocate_param_error
-from trajaudit.engine.rule_compiler import _NO, TOP_NAMES, ExprCompiler, conjuncts
+from trajaudit.engine.rule_compile_base import _NO, TOP_NAMES
+from trajaudit.engine.rule_compiler import ExprCompiler, conjuncts
 from trajaudit.engine.rule_pack import RulePack, RuleSpec
 from trajaudit.engine.rule_parser import Where, parse_expression
 from trajaudit.engine.rule_runtime import Env

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import jmespath
 
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.regex_safety import regex_risk
-from trajaudit.engine.rule_builtins import BUILTINS, StepRange
+from trajaudit.engine.rule_builtins import BUILTINS
+from trajaudit.engine.rule_compile_base import _NO, C, Fn, _const
+from trajaudit.engine.rule_compile_paths import PathsMixin
 from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
-from trajaudit.engine.rule_paths import follow, recording, var_path
 from trajaudit.engine.rule_queries import (
     QuantPlan,
     closed_share_key,
@@ -32,48 +32,15 @@ from trajaudit.engine.rule_queries import (
     shared_comprehension,
 )
 from trajaudit.engine.rule_runtime import (
-    CALL_FIELD_TYPES,
-    STEP_FIELD_TYPES,
     Env,
     EvalError,
-    View,
-    child,
     type_name,
 )
 from trajaudit.errors import RulePackError
 
-Fn = Callable[[Env], Any]
-_NO = object()
 _CALL_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)
 
-# name -> static type. ``step``/``call``/``output`` are views; ranges are ``steps``.
-TOP_NAMES: dict[str, str] = {"step": "step", "call": "call", "output": "step", "content": "str",
-                             "earlier": "steps", "later": "steps", "steps": "steps", "traj": "any",
-                             "params": "any"}
-STEP_DEPENDENT = {"step", "call", "output", "content", "earlier", "later"}
 REGEX_FLAGS = {"i": re.I, "m": re.M, "s": re.S, "x": re.X}
-
-
-@dataclass
-class C:
-    """A compiled sub-expression: closure, static type, constant value (``_NO`` if not constant)."""
-
-    fn: Fn
-    type: str = "any"
-    const: Any = _NO
-    loc: Callable[[Env], tuple[Any, str | None]] | None = None
-
-
-def _const(v: Any, t: str | None = None) -> C:
-    return C(lambda env: v, t or _type_of(v), v)
-
-
-const_ = _const
-NO = _NO
-
-
-def _type_of(v: Any) -> str:
-    return {"null": "null", "boolean": "bool", "number": "num", "string": "str", "list": "list"}.get(type_name(v), "any")
 
 
 def conjuncts(e: A.Expr) -> list[A.Expr]:
@@ -128,7 +95,7 @@ def compile_regex(pattern: Any, flags: str, err: Callable[[str], RulePackError])
         raise err(f"invalid regex {pattern!r}: {e}") from None
 
 
-class ExprCompiler(OperatorsMixin):
+class ExprCompiler(PathsMixin, OperatorsMixin):
     """Compiles expressions of one rule field.
 
     Args:
@@ -187,162 +154,6 @@ class ExprCompiler(OperatorsMixin):
             fn = lambda env: comprehension(env, var, sfn(env), where, elt)  # noqa: E731
             return C(shared_comprehension(node, fn) if shareable(node, scope, self.lets) else fn, "list")
         raise self.error(node, f"unsupported expression {type(node).__name__}")
-
-    # -- names and paths ---------------------------------------------------------------------------
-
-    def _root(self, node: A.Name, scope: dict[str, str]) -> C:
-        name = node.id
-        if name in scope:
-            return C(lambda env: env.vars.get(name), scope[name],
-                     loc=lambda env: (env.vars.get(name), env.addrs.get(name)))
-        if name in self.lets:
-            return C(lambda env: env.vars.get(name), self.lets[name],
-                     loc=lambda env: (env.vars.get(name), env.addrs.get(name)))
-        if name in self.witnesses:
-            return C(lambda env: env.witness.get(name), "any")
-        if name not in TOP_NAMES:
-            known = sorted(set(TOP_NAMES) | set(scope) | set(self.lets) | self.witnesses)
-            close = difflib.get_close_matches(name, known + list(BUILTINS), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise self.error(node, f"unknown name {name!r}{hint} (names: {', '.join(known)})")
-        self.uses.add(name)
-        if name == "params":
-            return _const(self.params, "any")
-        if name == "step":
-            return C(lambda env: env.step, "step", loc=lambda env: (env.step, env.step.address))
-        if name == "call":
-            return C(lambda env: env.call, "call", loc=lambda env: (env.call, env.call.address if env.call else None))
-        if name == "output":
-            def out(env: Env) -> Any:
-                return env.step if env.step.step.kind == "tool" else None
-            return C(out, "step", loc=lambda env: (out(env), env.step.address))
-        if name == "content":
-            def content(env: Env) -> Any:
-                v = env.step.step.content
-                env.seen.append((env.step.address + ".content", v, None))
-                return v
-            return C(content, "str", loc=lambda env: (env.step.step.content, env.step.address + ".content"))
-        if name == "earlier":
-            return C(lambda env: StepRange(0, env.k), "steps")
-        if name == "later":
-            return C(lambda env: StepRange(env.k + 1, len(env.tc.views)), "steps")
-        if name == "steps":
-            return C(lambda env: StepRange(0, len(env.tc.views)), "steps")
-        return C(_traj_info, "any")
-
-    def _path(self, node: A.Expr, scope: dict[str, str]) -> C:
-        segs: list[tuple[A.Expr, Any]] = []
-        root = node
-        while isinstance(root, (A.Attr, A.Index)):
-            if isinstance(root, A.Attr):
-                segs.append((root, root.name))
-            else:
-                segs.append((root, self.compile(root.key, scope)))
-            root = root.obj
-        segs.reverse()
-        base = self._root(root, scope) if isinstance(root, A.Name) else self.compile(root, scope)
-        typ = base.type
-        const = base.const
-        keys: list[Any] = []
-        for seg_node, key in segs:
-            if isinstance(key, C):
-                kconst = key.const
-                if typ in ("step", "call"):
-                    raise self.error(seg_node, f"a {typ} is read with .field, not [key]")
-                keys.append(key.fn if kconst is _NO else kconst)
-                key_val = kconst
-            else:
-                keys.append(key)
-                key_val = key
-            if const is not _NO:
-                if key_val is _NO:
-                    const = _NO
-                else:
-                    if isinstance(root, A.Name) and root.id == "params" and isinstance(const, dict) \
-                            and key_val not in const and const is self.params:
-                        close = difflib.get_close_matches(str(key_val), list(self.params), n=3)
-                        hint = f"; did you mean {', '.join(close)}?" if close else ""
-                        known = ", ".join(sorted(self.params)) or "none"
-                        raise self.error(seg_node, f"unknown pack parameter {key_val!r}{hint} (parameters: {known})")
-                    try:
-                        const = child(const, key_val)
-                    except EvalError as e:
-                        raise self.error(seg_node, str(e)) from None
-            typ = self._field_type(seg_node, typ, key_val)
-        if const is not _NO:
-            return _const(const, typ if typ != "any" else None)
-        if isinstance(root, A.Name) and root.id in ("step", "call") and root.id not in scope \
-                and root.id not in self.lets and keys and all(isinstance(k, str) for k in keys):
-            return self._fast_path(root.id, keys, typ)
-        generic = self._path_closure(base, keys, typ)
-        if isinstance(root, A.Name) and (root.id in scope or root.id in self.lets) and base.type in ("step", "call", "any") \
-                and keys and all(isinstance(k, str) for k in keys):
-            fast = var_path(root.id, base.type, keys, generic.fn, generic.loc)
-            return generic if fast is None else C(fast[0], generic.type, loc=fast[1])
-        return generic
-
-    def _fast_path(self, root: str, keys: list[str], typ: str) -> C:
-        """``step.f.x…`` / ``call.f.x…`` with constant keys: the first field read straight from the table."""
-        from trajaudit.engine.rule_runtime import CALL_FIELDS, STEP_FIELDS
-
-        getter, suffix = (STEP_FIELDS if root == "step" else CALL_FIELDS)[keys[0]]
-        rest = keys[1:]
-        is_step = root == "step"
-
-        def loc(env: Env) -> tuple[Any, str | None]:
-            view = env.step if is_step else env.call
-            if view is None:
-                return None, None
-            return follow(getter(view), view.address + suffix, rest)
-
-        if not rest:
-            def fn(env: Env) -> Any:
-                view = env.step if is_step else env.call
-                if view is None:
-                    return None
-                v = getter(view)
-                env.seen.append((view.address + suffix, v, None))
-                return v
-        else:
-            fn = recording(loc)
-        return C(fn, typ, loc=loc)
-
-    def _field_type(self, node: A.Expr, typ: str, key: Any) -> str:
-        if typ in ("step", "call"):
-            table = STEP_FIELD_TYPES if typ == "step" else CALL_FIELD_TYPES
-            if key not in table:
-                close = difflib.get_close_matches(str(key), list(table), n=3)
-                hint = f"; did you mean {', '.join(close)}?" if close else ""
-                raise self.error(node, f"a {typ} has no field {key!r}{hint} (fields: {', '.join(table)})")
-            return table[key]
-        if typ in ("steps", "calls", "seq"):
-            raise self.error(node, "a sequence of steps has no fields; use a quantifier (exists/count/latest …)")
-        if typ in ("num", "bool") and isinstance(key, str):
-            raise self.error(node, f"a {typ} has no field {key!r}")
-        return "any"
-
-    def _path_closure(self, base: C, keys: list[Any], typ: str) -> C:
-        bloc = base.loc or (lambda env: (base.fn(env), None))
-        if not keys:  # a bare name: its own (value, address), recorded
-            return C(recording(bloc), typ, loc=bloc)
-
-        def loc(env: Env) -> tuple[Any, str | None]:
-            v, addr = bloc(env)
-            for k in keys:
-                if callable(k):
-                    k = k(env)
-                if v is None:
-                    return None, None
-                if isinstance(v, View):
-                    if not isinstance(k, str):
-                        raise EvalError(f"a {type_name(v)} is read with .field, not [{k!r}]")
-                    v, addr = v.field(k)
-                else:
-                    v = child(v, k)
-                    addr = f"{addr}.{k}" if addr is not None else None
-            return v, addr
-
-        return C(recording(loc), typ, loc=loc)
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -495,13 +306,3 @@ class ExprCompiler(OperatorsMixin):
 
 def _elem_type(seq_type: str) -> str:
     return {"steps": "step", "calls": "call"}.get(seq_type, "any")
-
-
-def _traj_info(env: Env) -> dict[str, Any]:
-    t = env.tc.traj
-    info = env.tc.cache.get("traj_info")
-    if info is None:
-        info = {"id": t.id, "task": t.task, "final_answer": t.final_answer, "agents": list(t.agents),
-                "length": len(t.steps), "source": t.source.format}
-        env.tc.cache["traj_info"] = info
-    return info

@@ -11,21 +11,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trajaudit.engine import rule_ast as A
+from trajaudit.engine import rule_compile_base as _c
 from trajaudit.engine.ir import STEP_KINDS
 from trajaudit.engine.regex_prefilter import span as _span
 from trajaudit.engine.rule_builtins import _str
 from trajaudit.engine.rule_runtime import Env, EvalError, equal, is_num, member, order, type_name
 
 if TYPE_CHECKING:
-    from trajaudit.engine.rule_compiler import C, Fn
+    from trajaudit.engine.rule_compile_base import C, Fn
 
 
 class OperatorsMixin:
     """``_unary``, ``_binary`` and ``_match`` for :class:`ExprCompiler` (uses its ``compile``/``error``)."""
 
     def _unary(self, node: A.Unary, scope: dict[str, str]) -> C:
-        from trajaudit.engine import rule_compiler as _c
-
         x = self.compile(node.operand, scope)
         if node.op == "not":
             if x.const is not _c.NO:
@@ -48,8 +47,6 @@ class OperatorsMixin:
         return _c.C(neg, "num")
 
     def _binary(self, node: A.Binary, scope: dict[str, str]) -> C:
-        from trajaudit.engine import rule_compiler as _c
-
         op = node.op
         if op in ("~", "!~"):
             return self._match(node, scope)
@@ -97,8 +94,6 @@ class OperatorsMixin:
         return _c.C(fn, typ)
 
     def _check_kind_literal(self, node: A.Binary, lc: C, rc: C) -> None:
-        from trajaudit.engine import rule_compiler as _c
-
         if node.op not in ("==", "!=", "in", "not in"):
             return
         side, other = node.left, rc
@@ -118,8 +113,6 @@ class OperatorsMixin:
             raise self.error(node, f"operator {node.op} between a number and a string")
 
     def _match(self, node: A.Binary, scope: dict[str, str]) -> C:
-        from trajaudit.engine import rule_compiler as _c
-
         rx = self._regex_arg(node.right, scope)
         lc = self.compile(node.left, scope)
         negate = node.op == "!~"
@@ -143,8 +136,6 @@ class OperatorsMixin:
 
 def _plain_const(c: C) -> bool:
     """``c`` is a constant string, null or boolean (not a number: numbers compare with a tolerance)."""
-    from trajaudit.engine import rule_compiler as _c
-
     return c.const is not _c.NO and (c.const is None or type(c.const) in (str, bool))
 
 
