@@ -194,3 +194,14 @@ def test_compile_rules_argument_types():
         compile_rules(["generic"])
     with pytest.raises(ArgumentTypeError, match=r"compile_rules\(\): argument 'pack' .* got int 7"):
         compile_rules(7)
+
+
+def test_in_memory_runs_without_an_id_get_distinct_reproducible_ids():
+    import trajaudit
+
+    a = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]
+    b = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "y"}]
+    ida, idb = trajaudit.load(a).id, trajaudit.load(b).id
+    assert ida.startswith("trajectory-") and len(ida) == len("trajectory-") + 10
+    assert ida != idb and trajaudit.load(list(a)).id == ida
+    assert trajaudit.load({"id": "r7", "messages": a}).id == "r7"

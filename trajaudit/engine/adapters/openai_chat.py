@@ -84,13 +84,21 @@ class OpenAIChatAdapter:
             raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
         steps = build_steps(messages, partial(classify_openai, tool_agents=options.tool_agent_pattern),
                             options=options, path=path)
-        tid = str(rid) if rid is not None else _default_id(source)
+        tid = str(rid) if rid is not None else _default_id(source, messages)
         task = run.get("task") if isinstance(run, dict) and isinstance(run.get("task"), str) else first_user_text(messages)
         return assemble(steps, id=tid, source=source, task=task, metadata=meta)
 
 
-def _default_id(source: Source) -> str:
+def _default_id(source: Source, messages: list[Any]) -> str:
+    """A run without an ``id``: the file's stem (``stem#record`` in a multi-run file); an in-memory
+    run (no file): ``trajectory-`` and 10 hex digits of a SHA-256 of its messages, so that distinct
+    runs audited together get distinct, reproducible ids."""
+    import hashlib
+    import json
     from pathlib import Path
 
-    stem = Path(source.file).stem if source.file else "trajectory"
-    return f"{stem}#{source.record}" if source.record is not None else stem
+    if source.file:
+        stem = Path(source.file).stem
+        return f"{stem}#{source.record}" if source.record is not None else stem
+    text = json.dumps(messages, sort_keys=True, ensure_ascii=False, default=str)
+    return "trajectory-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
