@@ -173,35 +173,40 @@ def llm_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-#: The library's no-endpoint message ends with this advice; it only fits commands that have ``--strategy``.
-_STRATEGY_ADVICE = "Without an LLM, use --strategy offline."
+#: The library's no-endpoint message ends with this advice; the CLI replaces it with its own (below, or per command).
+_STRATEGY_ADVICE = ('Without an LLM, use the offline strategy (--strategy offline; strategy="offline" in the '
+                    'Python API).')
+_CLI_STRATEGY_ADVICE = "Without an LLM, use --strategy offline."
 
 
 def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True, without_llm: str | None = None) -> Any:
     """The :class:`~trajaudit.llm.config.LLMConfig` for ``opts``.
 
     Args:
-        without_llm: the advice for running without an LLM on this command, replacing the default
-            ``--strategy offline`` advice (which only fits commands that have ``--strategy``);
-            ``""`` drops the advice.
+        without_llm: the advice for running without an LLM on this command, replacing the library's
+            (which also names the Python API); ``None``: "use --strategy offline" (commands that have
+            ``--strategy``); ``""`` drops the advice.
 
     Raises:
         ConfigError: no endpoint configured (the message names the flags and variables and the way
             to run without an LLM), or a bad config file.
     """
+    from trajaudit.errors import ConfigError
+
+    try:
+        return _llm_config(opts, use_cache)
+    except ConfigError as e:
+        msg = str(e)
+        if _STRATEGY_ADVICE not in msg:
+            raise
+        advice = _CLI_STRATEGY_ADVICE if without_llm is None else without_llm
+        raise ConfigError(" ".join(msg.replace(_STRATEGY_ADVICE, advice).split())) from None
+
+
+def _llm_config(opts: LLMOptions, use_cache: bool) -> Any:
     import os
 
-    from trajaudit.errors import ConfigError
     from trajaudit.llm.config import build_config, load_config_file
-
-    if without_llm is not None:
-        try:
-            return llm_config_from_options(opts, use_cache=use_cache)
-        except ConfigError as e:
-            msg = str(e)
-            if _STRATEGY_ADVICE not in msg:
-                raise
-            raise ConfigError(" ".join(msg.replace(_STRATEGY_ADVICE, without_llm).split())) from None
 
     file_values = load_config_file(opts.config_file) if opts.config_file else {}
     if opts.no_cache or not use_cache:

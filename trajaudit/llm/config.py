@@ -22,7 +22,8 @@ StructuredMode = Literal["auto", "json_schema", "json_object"]
 NO_ENDPOINT_HELP = (
     "no LLM endpoint configured: pass --base-url URL and --model NAME (or set TRAJAUDIT_BASE_URL and "
     "TRAJAUDIT_MODEL, or give --llm-config FILE with base_url and model); the API key comes from "
-    "--api-key or OPENAI_API_KEY. Without an LLM, use --strategy offline."
+    "--api-key or OPENAI_API_KEY. Without an LLM, use the offline strategy (--strategy offline; "
+    "strategy=\"offline\" in the Python API)."
 )
 
 
