@@ -83,8 +83,8 @@ def test_log_rows_ship_deferred_pass_records_bare_and_derive_them_on_read():
     with pytest.raises(ValueError, match="run-2: record p.r at step 1 has no evidence to derive"):
         ValidationLog.from_rows(rows)
     asked = []
-    back = ValidationLog.from_rows(rows, lambda rid, k: asked.append((rid, k)) or log.records[k]._force())
-    assert asked == [] and back == log and asked == [("p.r", 0), ("p.r", 2)]
+    back = ValidationLog.from_rows(rows, lambda rid, k, step: asked.append((rid, k, step)) or log.records[k]._force())
+    assert asked == [] and back == log and asked == [("p.r", 0, 1), ("p.r", 2, 3)]
 
 
 def test_llm_strategies_are_listed_without_being_imported():
@@ -117,3 +117,21 @@ def test_lazy_registration_errors():
         reg.get("a")
     with pytest.raises(LookupError, match="unknown thing 'c'"):
         reg.get("c")
+
+
+def test_pass_evidence_is_derived_only_when_it_matches_and_never_for_llm_strategies(tau_file):
+    from trajaudit.engine.evidence import gather
+    from trajaudit.engine.parallel import _deferrable, _PassEvidence
+    from trajaudit.engine.pipeline import build_context
+    from trajaudit.errors import TrajauditError
+
+    t = load_path(tau_file).trajectories[0]
+    ctx = build_context(AuditSpec())
+    log = gather(t, ctx).log
+    rec = next(r for r in log.records if isinstance(r, LazyRecord) and r.rule_id.startswith("generic."))
+    ordinal = [r for r in log.records if r.rule_id == rec.rule_id].index(rec)
+    derive = _PassEvidence(t, ctx)
+    assert derive(rec.rule_id, ordinal, rec.step) == (rec.evidence, rec.bindings)
+    with pytest.raises(TrajauditError, match=f"the evidence of {rec.rule_id} at step {rec.step + 1} could not"):
+        derive(rec.rule_id, ordinal, rec.step + 1)
+    assert rec.rule_id in _deferrable(t, ctx, "offline") and _deferrable(t, ctx, "agentrx") == frozenset()

@@ -27,7 +27,7 @@ from trajaudit.engine.pipeline import (
     close_context,
     freeze_long_lived,
 )
-from trajaudit.engine.strategy import AuditContext
+from trajaudit.engine.strategy import AuditContext, default_strategies
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import TrajauditError
 
@@ -60,7 +60,7 @@ def _worker_run(item: tuple[int, dict[str, Any] | None]) -> tuple[int, dict[str,
         log.exception("audit of %s failed", t.id)
         return idx, None, f"internal error: {type(e).__name__}: {e}"
     ctx = _WORKER["ctx"]
-    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_rows(_deferrable(t, ctx)) if r.log else None,
+    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_rows(_deferrable(t, ctx, _WORKER["spec"].strategy)) if r.log else None,
                  "claims": r.claims}, None
 
 
@@ -75,7 +75,7 @@ class _PassEvidence:
         self.trajectory, self.context = trajectory, context
         self._records: dict[str, list[Any]] = {}
 
-    def __call__(self, rule_id: str, ordinal: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def __call__(self, rule_id: str, ordinal: int, step: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
         from trajaudit.engine.evidence import evaluate_rules, rules_for
 
         recs = self._records.get(rule_id)
@@ -83,14 +83,21 @@ class _PassEvidence:
             rule = next(r for r in rules_for(self.trajectory, self.context)[0] if r.id == rule_id)
             recs = self._records[rule_id] = [r for r in evaluate_rules(self.trajectory, [rule], self.context).records
                                              if r.rule_id == rule_id]
-        rec = recs[ordinal]
+        rec = recs[ordinal] if ordinal < len(recs) else None
+        if rec is None or rec.step != step or rec.verdict != "pass":
+            raise TrajauditError(f"{self.trajectory.id}: the evidence of {rule_id} at step {step} could not be "
+                                 "derived again (the rule gave another record); audit without --jobs")
         return rec.evidence, rec.bindings
 
 
-def _deferrable(trajectory: Trajectory, context: AuditContext) -> frozenset[str]:
-    """Rule ids the parent can evaluate again by id for ``trajectory`` (ids used by one rule only)."""
+def _deferrable(trajectory: Trajectory, context: AuditContext, strategy: str) -> frozenset[str]:
+    """Rule ids the parent can evaluate again by id for ``trajectory``: ids used by one rule only, and
+    none for strategies that need an LLM (AgentRx merges the records of rules it synthesized into the
+    log: a synthesized id could shadow a pack rule's and shift its records' ordinals)."""
     from trajaudit.engine.evidence import rules_for
 
+    if getattr(default_strategies().get(strategy), "needs_llm", False):
+        return frozenset()
     ids = Counter(r.id for r in rules_for(trajectory, context)[0])
     return frozenset(i for i, n in ids.items() if n == 1)
 

@@ -306,13 +306,13 @@ class ValidationLog:
 
     @classmethod
     def from_rows(cls, rows: tuple[Any, ...],
-                  derive: Callable[[str, int], tuple[tuple[Evidence, ...], dict[str, Any]]] | None = None
+                  derive: Callable[[str, int, int], tuple[tuple[Evidence, ...], dict[str, Any]]] | None = None
                   ) -> ValidationLog:
         """Inverse of :meth:`to_rows`: equal records, in the same order.
 
         Args:
-            derive: ``(rule_id, ordinal) -> (evidence, bindings)`` of that rule's ``ordinal``-th record
-                (0-based, in log order), for records shipped without them; called when such a
+            derive: ``(rule_id, ordinal, step) -> (evidence, bindings)`` of that rule's ``ordinal``-th
+                record (0-based, in log order; at ``step``), for records shipped without them; called when such a
                 record's evidence is first read (the record is a :class:`LazyRecord`).
 
         Raises:
@@ -325,7 +325,7 @@ class ValidationLog:
                 if derive is None:
                     raise ValueError(f"{trajectory_id}: record {rule_id} at step {step} has no evidence to derive")
                 out.append(LazyRecord(step, rule_id, verdict, severity, rule_type, targets, message, origin=origin,
-                                      reason=reason, thunk=partial(derive, rule_id, bindings)))
+                                      reason=reason, thunk=partial(derive, rule_id, bindings, step)))
             else:
                 out.append(Record(step, rule_id, verdict, severity, rule_type, targets, message,
                                   tuple([Evidence(*e) for e in evidence]), bindings, origin, reason))
