@@ -115,8 +115,21 @@ def test_lazy_registration_errors():
         reg.register("a", object())
     with pytest.raises(ValueError, match="its factory built 'b'"):
         reg.get("a")
+    with pytest.raises(ValueError, match="its factory built 'b'"):
+        reg.get("a")  # still refused on the next lookup, not a None left behind
     with pytest.raises(LookupError, match="unknown thing 'c'"):
         reg.get("c")
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("first build fails")
+        return type("D", (), {"name": "d"})()
+    reg.register_lazy("d", flaky)
+    with pytest.raises(RuntimeError):
+        reg.get("d")
+    assert reg.get("d").name == "d" and len(calls) == 2
 
 
 def test_pass_evidence_is_derived_only_when_it_matches_and_never_for_llm_strategies(tau_file):

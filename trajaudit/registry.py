@@ -47,12 +47,13 @@ class Registry(Generic[T]):
         self._factories[name] = factory
 
     def _built(self, name: str) -> T:
-        factory = self._factories.pop(name, None)
-        if factory is not None:
+        factory = self._factories.get(name)
+        if factory is not None:  # the factory stays registered until it has built a valid object
             obj = factory()
             if getattr(obj, "name", name) != name:
                 raise ValueError(f"{self.kind} {name!r}: its factory built {obj.name!r}")
             self._items[name] = obj
+            del self._factories[name]
         return self._items[name]
 
     def get(self, name: str) -> T:
