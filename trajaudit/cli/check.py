@@ -18,7 +18,6 @@ from trajaudit.cli.common import (
     report_problems,
     warn_non_utf8,
 )
-from trajaudit.engine import safe_json
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.rule_eval import evaluate
@@ -47,18 +46,9 @@ def read_tools(path: str | None) -> list[dict[str, Any]] | None:
         TrajauditError: as :func:`~trajaudit.engine.evidence.load_tools` (which validates every
             tool's ``parameters`` against the JSON Schema metaschema).
     """
-    if path is None:
-        return None
-    from trajaudit.engine.evidence import load_tools
+    from trajaudit.engine.evidence import read_tool_list
 
-    load_tools(path)
-    try:
-        data = safe_json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        fail(f"{path}: cannot read tool schemas: {e}")
-    if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
-        fail(f"{path}: tool schemas must be a JSON list of function schemas")
-    return data
+    return None if path is None else read_tool_list(path)
 
 
 def render_table(vlog: ValidationLog, show_pass: bool) -> Table:

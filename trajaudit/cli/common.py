@@ -173,10 +173,8 @@ def llm_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-#: The library's no-endpoint message ends with this advice; the CLI replaces it with its own (below, or per command).
-_STRATEGY_ADVICE = ('Without an LLM, use the offline strategy (--strategy offline; strategy="offline" in the '
-                    'Python API).')
-_CLI_STRATEGY_ADVICE = "Without an LLM, use --strategy offline."
+#: What the CLI says instead of the library's OFFLINE_ADVICE on commands that have --strategy.
+_CLI_OFFLINE_ADVICE = "Without an LLM, use --strategy offline."
 
 
 def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True, without_llm: str | None = None) -> Any:
@@ -192,15 +190,16 @@ def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True, without
             to run without an LLM), or a bad config file.
     """
     from trajaudit.errors import ConfigError
+    from trajaudit.llm.config import OFFLINE_ADVICE
 
     try:
         return _llm_config(opts, use_cache)
     except ConfigError as e:
         msg = str(e)
-        if _STRATEGY_ADVICE not in msg:
+        if OFFLINE_ADVICE not in msg:
             raise
-        advice = _CLI_STRATEGY_ADVICE if without_llm is None else without_llm
-        raise ConfigError(" ".join(msg.replace(_STRATEGY_ADVICE, advice).split())) from None
+        advice = _CLI_OFFLINE_ADVICE if without_llm is None else without_llm
+        raise ConfigError(" ".join(msg.replace(OFFLINE_ADVICE, advice).split())) from None
 
 
 def _llm_config(opts: LLMOptions, use_cache: bool) -> Any:

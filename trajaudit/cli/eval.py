@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -24,21 +23,6 @@ from trajaudit.engine.strategy import default_strategies
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_paths
-
-
-def _read_tools(path: str | None) -> list[dict] | None:
-    if not path:
-        return None
-    try:
-        tools = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        fail(f"{path}: cannot read tool schemas: {e}")
-    if not isinstance(tools, list):
-        fail(f"{path}: tool schemas must be a JSON list of OpenAI function schemas")
-    from trajaudit.engine.evidence import load_tools
-
-    load_tools(path)  # validates each tool's parameters against the JSON Schema metaschema
-    return tools
 
 
 @click.command("eval")
@@ -102,7 +86,6 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         from trajaudit.engine.strategy import AuditConfig
 
         strat = default_strategies().get(strategy)
-        _read_tools(tools)  # clear message for a bad tools file
         ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
                                       default_packs=not no_default_packs))
         if getattr(strat, "needs_llm", False):

@@ -9,9 +9,8 @@ import click
 from rich.table import Table
 
 from trajaudit.cli.common import console, fail, format_options, handle_errors, report_problems, warn_non_utf8
-from trajaudit.engine.loader import load_path
+from trajaudit.engine.loader import TRACE_SUFFIXES, load_path
 
-_CONVERT_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
 
 
@@ -70,7 +69,7 @@ def convert(file: str, output: str, record: int | None, fmt: str | None, mapping
     The output suffix chooses the layout: .json (one run, or a list of runs) or .jsonl/.ndjson
     (one run per line); any other suffix is a usage error (exit 2), checked before FILE is read.
     """
-    if not output.lower().endswith(_CONVERT_SUFFIXES):
+    if not output.lower().endswith(TRACE_SUFFIXES):
         fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_problems(res.problems)

@@ -57,11 +57,26 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
         ToolSchemaError: a tool's ``parameters`` is not a valid object JSON Schema (names the file,
             the element, the tool and the problem).
     """
+    return tool_schemas(_tools_json(path), str(path))
+
+
+def read_tool_list(path: str | Path) -> list[dict[str, Any]]:
+    """The file's schema list as written (wrapped ``{"type": "function", …}`` or bare functions),
+    after the checks of :func:`load_tools`; the file is read once.
+
+    Raises:
+        TrajauditError, ToolSchemaError: as :func:`load_tools`.
+    """
+    data = _tools_json(path)
+    tool_schemas(data, str(path))
+    return data
+
+
+def _tools_json(path: str | Path) -> Any:
     try:
-        data = safe_json.loads(Path(path).read_text(encoding="utf-8"))
+        return safe_json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise TrajauditError(f"{path}: cannot read tool schemas: {e}") from None
-    return tool_schemas(data, str(path))
 
 
 def tool_schemas(data: Any, origin: str = "tools") -> list[dict[str, Any]]:

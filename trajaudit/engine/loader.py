@@ -94,7 +94,7 @@ def _decode(data: bytes, file: str) -> tuple[str, bool]:
         return data.decode("utf-8", errors="replace"), True
 
 
-def _details(flags: tuple[str, ...]) -> dict[str, Any]:
+def problem_details(flags: tuple[str, ...]) -> dict[str, Any]:
     """``Problem.details`` for a run of a file loaded with ``flags``: ``{"non_utf8": True}`` when
     its bytes were not valid UTF-8 (so the CLI warns about the file even though the run was skipped)."""
     return {FLAG_NON_UTF8: True} if FLAG_NON_UTF8 in flags else {}
@@ -227,7 +227,7 @@ def load_document(
         except TraceFormatError as e:
             err = e if e.adapter else TraceFormatError(e.message, json_path=e.json_path, adapter=adapter.name)
             located = err.located(file=file, record=rec)
-            result.problems.append(Problem(file or "<input>", rec, str(located), _details(flags)))
+            result.problems.append(Problem(file or "<input>", rec, str(located), problem_details(flags)))
     return result
 
 
@@ -278,7 +278,7 @@ def load_path(
             continue
         if err:
             result.problems.append(Problem(file, line, str(TraceFormatError(err, file=file, record=line)),
-                                           _details(flags)))
+                                           problem_details(flags)))
             continue
         try:
             result.extend(
@@ -289,7 +289,7 @@ def load_path(
         except TraceFormatError as e:
             if not multi:
                 raise (_lossy_note(e) if lossy else e) from None
-            result.problems.append(Problem(file, line, str(e.located(file=file, record=line)), _details(flags)))
+            result.problems.append(Problem(file, line, str(e.located(file=file, record=line)), problem_details(flags)))
     if record is not None and multi and not result.trajectories and not result.problems:
         raise TraceFormatError(f"record {record} not found (records are 0-based JSONL line numbers)", file=file)
     return result

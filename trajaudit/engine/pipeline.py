@@ -17,7 +17,7 @@ from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import FLAG_NON_UTF8, load_checked, load_many
+from trajaudit.engine.loader import load_checked, load_many, problem_details
 from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
 from trajaudit.engine.validation_log import ValidationLog
@@ -146,7 +146,7 @@ def _problem(t: Trajectory, message: str) -> Problem:
     if where and t.source.record is not None:
         where += f", record {t.source.record}"
     text = f"{where} (run {t.id}): {message}" if where else f"{t.id}: {message}"
-    return Problem(t.source.file or t.id, t.source.record, text, {FLAG_NON_UTF8: True} if FLAG_NON_UTF8 in t.flags else {})
+    return Problem(t.source.file or t.id, t.source.record, text, problem_details(t.flags))
 
 
 def freeze_long_lived() -> bool:

@@ -19,11 +19,12 @@ from trajaudit.errors import ConfigError
 
 StructuredMode = Literal["auto", "json_schema", "json_object"]
 
+#: The last sentence of :data:`NO_ENDPOINT_HELP` (the CLI replaces it with per-command advice).
+OFFLINE_ADVICE = 'Without an LLM, use the offline strategy (--strategy offline; strategy="offline" in the Python API).'
 NO_ENDPOINT_HELP = (
     "no LLM endpoint configured: pass --base-url URL and --model NAME (or set TRAJAUDIT_BASE_URL and "
     "TRAJAUDIT_MODEL, or give --llm-config FILE with base_url and model); the API key comes from "
-    "--api-key or OPENAI_API_KEY. Without an LLM, use the offline strategy (--strategy offline; "
-    "strategy=\"offline\" in the Python API)."
+    "--api-key or OPENAI_API_KEY. " + OFFLINE_ADVICE
 )
 
 
