@@ -55,7 +55,11 @@ def _as_diagnosis(d: Diagnosis | Mapping[str, Any]) -> Diagnosis:
     return d if isinstance(d, Diagnosis) else Diagnosis.from_dict(dict(d))
 
 
-def _index_trajectories(trajectories: Iterable[Trajectory] | Mapping[str, Trajectory] | None):
+RunIndex = tuple[dict[str, Trajectory], dict[tuple[str, int | None], Trajectory]]
+
+
+def index_trajectories(trajectories: Iterable[Trajectory] | Mapping[str, Trajectory] | None) -> RunIndex:
+    """``(by id, by (file name, record))`` of the loaded runs (the first run wins on a repeated key)."""
     by_id: dict[str, Trajectory] = {}
     by_file: dict[tuple[str, int | None], Trajectory] = {}
     items = trajectories.values() if isinstance(trajectories, Mapping) else (trajectories or [])
@@ -64,6 +68,18 @@ def _index_trajectories(trajectories: Iterable[Trajectory] | Mapping[str, Trajec
         if t.source.file:
             by_file.setdefault((Path(t.source.file).name, t.source.record), t)
     return by_id, by_file
+
+
+def find_run(index: RunIndex, key: str | None, g: Any, d: Diagnosis | None) -> Trajectory | None:
+    """The loaded run of gold run ``key``: by id, else by the gold run's file and record, else by
+    the prediction's (``g``/``d`` may be ``None``)."""
+    by_id, by_file = index
+    t = by_id.get(key) if key is not None else None
+    if t is None and g is not None and g.file:
+        t = by_file.get((Path(g.file).name, g.record))
+    if t is None and d is not None and d.file:
+        t = by_file.get((Path(d.file).name, d.record))
+    return t
 
 
 def _preview(t: Trajectory | None, step: int | None, width: int = 90) -> str:
@@ -129,7 +145,7 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
             to read files with per-line error reporting).
     """
     tax = _taxonomy_for(gold, taxonomy)
-    by_id, by_file = _index_trajectories(trajectories)
+    index = index_trajectories(trajectories)
     gs = gold if isinstance(gold, GoldSet) else GoldSet(gold.values())
     problems: dict[str, list[str]] = defaultdict(list)
     preds: dict[str, Diagnosis] = {}
@@ -154,9 +170,7 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
     runs: list[_Run] = []
     for key, g in gold.items():
         d = preds.get(key)
-        t = by_id.get(key) or (by_file.get((Path(g.file).name, g.record)) if g.file else None)
-        if t is None and d is not None and d.file:
-            t = by_file.get((Path(d.file).name, d.record))
+        t = find_run(index, key, g, d)
         cat = None
         if d is not None and d.category:
             cat = tax.try_normalize(d.category) if tax else d.category
@@ -186,7 +200,7 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
         n_matched=sum(1 for r in runs if r.diag is not None),
         problems={k: v for k, v in problems.items() if v})
     _metrics(report, runs, tax, grader, resamples, seed)
-    report.expected_random = _expected_random(runs, resamples, seed) if by_id or by_file else None
+    report.expected_random = _expected_random(runs, resamples, seed) if index[0] or index[1] else None
     if report.expected_random is None:
         report.notes.append("no trajectories given: previews, normalized distance and the random baseline's "
                             "expected value are left out")

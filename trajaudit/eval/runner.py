@@ -23,6 +23,7 @@ from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.strategy import AuditContext, Strategy, default_strategies
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError
+from trajaudit.eval.evaluate import find_run, index_trajectories
 from trajaudit.eval.gold import GoldSet
 from trajaudit.registry import Registry
 
@@ -161,12 +162,7 @@ def check_step_ranges(diagnoses: Iterable[Diagnosis], gold: GoldSet,
         ``"run R: critical_step S is outside the run's N steps (valid: 0..N-1); scored as wrong"``
         lines (``valid: 0 or more`` when the length is unknown).
     """
-    by_id: dict[str, Trajectory] = {}
-    by_file: dict[tuple[str, int | None], Trajectory] = {}
-    for t in trajectories:
-        by_id.setdefault(t.id, t)
-        if t.source.file:
-            by_file.setdefault((Path(t.source.file).name, t.source.record), t)
+    index = index_trajectories(trajectories)
     out: list[Diagnosis] = []
     warnings: list[str] = []
     for d in diagnoses:
@@ -176,11 +172,7 @@ def check_step_ranges(diagnoses: Iterable[Diagnosis], gold: GoldSet,
             continue
         key = gold.match(d)
         g = gold.get(key) if key is not None else None
-        t = by_id.get(key or d.trajectory_id)
-        if t is None and g is not None and g.file:
-            t = by_file.get((Path(g.file).name, g.record))
-        if t is None and d.file:
-            t = by_file.get((Path(d.file).name, d.record))
+        t = find_run(index, key or d.trajectory_id, g, d)
         length = len(t.steps) if t is not None else (g.n_steps if g is not None else None)
         if step < 0 or (length is not None and step >= length):
             run = key or d.trajectory_id
