@@ -319,10 +319,15 @@ def included_files(packs: tuple[Any, ...] | list[Any]) -> list[str]:
     Raises:
         RulePackError: a pack is missing or invalid.
     """
+    from trajaudit.engine import pack_cache
+    from trajaudit.engine.rule_pack import is_shipped_file, resolve_pack
+
     out: list[str] = []
     for p in packs:
-        pack = _compiled(p)[0] if isinstance(p, str) else p
-        out.extend(pack.includes)
+        if isinstance(p, str):  # loaded only (the includes are all it needs): load_rules compiles it
+            path = resolve_pack(p)
+            p = (_loaded_shipped(str(path)) if is_shipped_file(path) else pack_cache.load(path)).pack
+        out.extend(p.includes)
     return out
 
 
