@@ -11,6 +11,8 @@ import re
 from bisect import bisect_left
 from functools import lru_cache
 
+from trajaudit.engine.regex_prefilter import ASCII_FOLDING, folds_like_ascii  # noqa: F401 - ASCII_FOLDING re-exported
+
 #: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
 #: ``1.234,56`` (both separators), or plain with an optional decimal point. A lone decimal comma
 #: (``21,6``) is read as two numbers: in English prose and in code it is a list.
@@ -250,22 +252,15 @@ def _spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
 
 #: The non-ASCII characters ``re.IGNORECASE`` matches to an ASCII letter (dotted and dotless i, long
 #: s, Kelvin sign); tests/test_claims_lazy.py recomputes the set over all of Unicode.
-ASCII_FOLDING = frozenset("\u0130\u0131\u017f\u212a")
-
-
 @lru_cache(maxsize=8)
 def ascii_fold(text: str) -> str | None:
     """``text.lower()`` when, position by position, it shows exactly where ``re.IGNORECASE`` matches
-    ASCII letters in ``text``: always for ASCII text; for other text when lower-casing keeps the length
-    (one character for one) and no character of :data:`ASCII_FOLDING` occurs. ``None`` otherwise (the
-    callers then take the plain regex path). Memoized for the last few texts: the passes over one
+    ASCII letters in ``text`` (:func:`~trajaudit.engine.regex_prefilter.folds_like_ascii`: ASCII text,
+    or lower-casing keeps the length and no character of ``ASCII_FOLDING`` occurs); ``None`` otherwise
+    (the callers then take the plain regex path). Memoized for the last few texts: the passes over one
     agent text each ask for it."""
     low = text.lower()
-    if text.isascii():
-        return low
-    if len(low) != len(text) or any(c in text for c in ASCII_FOLDING):
-        return None
-    return low
+    return low if folds_like_ascii(text, low) else None
 
 
 def completion_literals(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
