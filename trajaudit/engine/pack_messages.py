@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajaudit.engine.pack_yaml import caret
 from trajaudit.errors import RulePackError
 
 _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
@@ -272,6 +273,4 @@ def _source_caret(loc: Any) -> str | None:
         lines = Path(loc.file).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return None
-    if not 1 <= loc.line <= len(lines):
-        return None
-    return f"    {lines[loc.line - 1]}\n    {' ' * max((loc.column or 1) - 1, 0)}^"
+    return caret(lines, loc.line, loc.column)
