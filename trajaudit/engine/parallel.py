@@ -45,6 +45,8 @@ def _worker_init(spec: AuditSpec, runs: Sequence[Trajectory] | None) -> None:
     _WORKER["spec"] = spec
     _WORKER["runs"] = runs
     _WORKER["ctx"] = build_context(spec)
+    _WORKER["defer"] = _defers(spec.strategy)
+    _WORKER["deferrable"] = {}  # applied domain packs -> rule ids used once (the rules a run gets)
     Finalize(None, close_context, args=(_WORKER["ctx"],), exitpriority=10)  # runs at worker exit
     freeze_long_lived()  # the inherited batch and the compiled packs: out of the collector's way
 
@@ -59,8 +61,8 @@ def _worker_run(item: tuple[int, dict[str, Any] | None]) -> tuple[int, dict[str,
     except Exception as e:  # noqa: BLE001 - a bug in one run must not sink the batch; reported
         log.exception("audit of %s failed", t.id)
         return idx, None, f"internal error: {type(e).__name__}: {e}"
-    ctx = _WORKER["ctx"]
-    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_rows(_deferrable(t, ctx, _WORKER["spec"].strategy)) if r.log else None,
+    deferred = _deferrable(t, _WORKER["ctx"], _WORKER["deferrable"]) if _WORKER["defer"] else frozenset()
+    return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_rows(deferred) if r.log else None,
                  "claims": r.claims}, None
 
 
@@ -90,16 +92,25 @@ class _PassEvidence:
         return rec.evidence, rec.bindings
 
 
-def _deferrable(trajectory: Trajectory, context: AuditContext, strategy: str) -> frozenset[str]:
-    """Rule ids the parent can evaluate again by id for ``trajectory``: ids used by one rule only, and
-    none for strategies that need an LLM (AgentRx merges the records of rules it synthesized into the
-    log: a synthesized id could shadow a pack rule's and shift its records' ordinals)."""
+def _defers(strategy: str) -> bool:
+    """Whether workers of ``strategy`` ship pass records without evidence: not for strategies that
+    need an LLM (AgentRx merges the records of rules it synthesized into the log: a synthesized id
+    could shadow a pack rule's and shift its records' ordinals)."""
+    return not getattr(default_strategies().get(strategy), "needs_llm", False)
+
+
+def _deferrable(trajectory: Trajectory, context: AuditContext, memo: dict[tuple[str, ...], frozenset[str]]
+                ) -> frozenset[str]:
+    """Rule ids the parent can evaluate again by id for ``trajectory``: ids used by one rule only
+    (memoized per set of applied domain packs); see :func:`_defers` for the strategies that defer."""
     from trajaudit.engine.evidence import rules_for
 
-    if getattr(default_strategies().get(strategy), "needs_llm", False):
-        return frozenset()
-    ids = Counter(r.id for r in rules_for(trajectory, context)[0])
-    return frozenset(i for i, n in ids.items() if n == 1)
+    rules, applied = rules_for(trajectory, context)
+    got = memo.get(tuple(applied))
+    if got is None:
+        ids = Counter(r.id for r in rules)
+        got = memo[tuple(applied)] = frozenset(i for i, n in ids.items() if n == 1)
+    return got
 
 
 def audit_parallel(trajectories: Sequence[Trajectory], spec: AuditSpec, jobs: int, finished: Done) -> None:
