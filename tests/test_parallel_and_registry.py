@@ -41,7 +41,7 @@ def test_forked_workers_give_the_serial_results(tau_file):
     assert all(rec.rendered for rec in shipped_bare)
 
 
-def test_spawned_workers_get_the_runs_as_dicts_and_give_the_serial_results(tau_file):
+def test_spawned_workers_get_the_runs_as_dicts_and_give_the_serial_results(tau_file, monkeypatch):
     if "spawn" not in multiprocessing.get_all_start_methods():
         pytest.skip("no spawn start method on this platform")
     runs = load_path(tau_file).trajectories[:2]
@@ -132,7 +132,7 @@ def test_lazy_registration_errors():
     assert reg.get("d").name == "d" and len(calls) == 2
 
 
-def test_pass_evidence_is_derived_only_when_it_matches_and_never_for_llm_strategies(tau_file, monkeypatch):
+def test_pass_evidence_is_derived_only_when_it_matches_and_never_for_llm_strategies(tau_file):
     from trajaudit.engine.evidence import gather
     from trajaudit.engine.parallel import _deferrable, _PassEvidence
     from trajaudit.engine.pipeline import build_context
