@@ -94,10 +94,6 @@ def required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
     return info_of(rx).lits
 
 
-def _required_literals(rx: re.Pattern[str]) -> frozenset[str] | None:
-    return _analyse(rx)[0]
-
-
 #: A width at or above this is treated as unbounded (``re`` reports ``MAXREPEAT`` for ``+``/``*``).
 _UNBOUNDED = 1 << 16
 

@@ -16,7 +16,6 @@ NO = _NO
 TOP_NAMES: dict[str, str] = {"step": "step", "call": "call", "output": "step", "content": "str",
                              "earlier": "steps", "later": "steps", "steps": "steps", "traj": "any",
                              "params": "any"}
-STEP_DEPENDENT = {"step", "call", "output", "content", "earlier", "later"}
 
 
 @dataclass

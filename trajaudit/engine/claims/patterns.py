@@ -181,7 +181,6 @@ def code_ranges(text: str) -> list[tuple[int, int]]:
 #: Sentence / line boundaries for slot checks (the reference definition; :func:`sentence_spans` is
 #: the fast equivalent used by the extractor).
 SENTENCE_RE = re.compile(r"[^\n.!?]*(?:[.!?](?!\d)|\n|$)")
-_RUN_RE = re.compile(r"[^\n.!?]*(?:[\n.!?]|$)")
 _TERMINATOR = re.compile(r"[\n.!?]")
 _DIGIT_AT = re.compile(r"\d")
 
@@ -193,7 +192,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     (``3.5``) and retries from the next position, which is quadratic in the run's length; its next
     match always starts right after that terminator. So: take each run up to and including its
     terminator (or the end), and drop the runs whose terminator is followed by a digit. The runs of
-    ``_RUN_RE.finditer`` are cut at each terminator, then come the rest up to the end (if any) and
+    ``re.finditer(r"[^\n.!?]*(?:[\n.!?]|$)", text)`` are cut at each terminator, then come the rest up to the end (if any) and
     an empty run at the end, so they follow from the terminators' positions.
     """
     out = []
