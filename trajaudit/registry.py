@@ -8,7 +8,6 @@ module-global state.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -61,8 +60,9 @@ class Registry(Generic[T]):
         try:
             return self._built(name)
         except KeyError:
-            close = difflib.get_close_matches(name, list(self._items), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            from trajaudit.engine.pack_messages import close_hint
+
+            hint = close_hint(name, list(self._items))
             known = ", ".join(sorted(self._items)) or "none"
             raise LookupError(f"unknown {self.kind} {name!r}{hint} (known: {known})") from None
 

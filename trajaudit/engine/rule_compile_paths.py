@@ -5,10 +5,10 @@ closures that read them while recording what they saw (evidence addresses)."""
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from trajaudit.engine import rule_ast as A
+from trajaudit.engine.pack_messages import close_hint
 from trajaudit.engine.rule_builtins import BUILTINS, StepRange
 from trajaudit.engine.rule_compile_base import _NO, TOP_NAMES, C, _const, traj_info
 from trajaudit.engine.rule_paths import follow, recording, var_path
@@ -39,8 +39,7 @@ class PathsMixin:
             return C(lambda env: env.witness.get(name), "any")
         if name not in TOP_NAMES:
             known = sorted(set(TOP_NAMES) | set(scope) | set(self.lets) | self.witnesses)
-            close = difflib.get_close_matches(name, known + list(BUILTINS), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            hint = close_hint(name, known + list(BUILTINS))
             raise self.error(node, f"unknown name {name!r}{hint} (names: {', '.join(known)})")
         self.uses.add(name)
         if name == "params":
@@ -97,8 +96,7 @@ class PathsMixin:
                 else:
                     if isinstance(root, A.Name) and root.id == "params" and isinstance(const, dict) \
                             and key_val not in const and const is self.params:
-                        close = difflib.get_close_matches(str(key_val), list(self.params), n=3)
-                        hint = f"; did you mean {', '.join(close)}?" if close else ""
+                        hint = close_hint(str(key_val), list(self.params))
                         known = ", ".join(sorted(self.params)) or "none"
                         raise self.error(seg_node, f"unknown pack parameter {key_val!r}{hint} (parameters: {known})")
                     try:
@@ -148,8 +146,7 @@ class PathsMixin:
         if typ in ("step", "call"):
             table = STEP_FIELD_TYPES if typ == "step" else CALL_FIELD_TYPES
             if key not in table:
-                close = difflib.get_close_matches(str(key), list(table), n=3)
-                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                hint = close_hint(str(key), list(table))
                 raise self.error(node, f"a {typ} has no field {key!r}{hint} (fields: {', '.join(table)})")
             return table[key]
         if typ in ("steps", "calls", "seq"):

@@ -11,13 +11,13 @@ parameters are folded to constants, and obviously ill-typed literals are rejecte
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any, Callable
 
 import jmespath
 
 from trajaudit.engine import rule_ast as A
+from trajaudit.engine.pack_messages import close_hint
 from trajaudit.engine.regex_safety import regex_risk
 from trajaudit.engine.rule_builtins import BUILTINS
 from trajaudit.engine.rule_compile_base import _NO, C, Fn, _const
@@ -160,8 +160,7 @@ class ExprCompiler(PathsMixin, OperatorsMixin):
     def _call(self, node: A.Call, scope: dict[str, str]) -> C:
         b = BUILTINS.get(node.func)
         if b is None:
-            close = difflib.get_close_matches(node.func, list(BUILTINS), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            hint = close_hint(node.func, list(BUILTINS))
             raise self.error(node, f"unknown function {node.func!r}{hint}")
         n = len(node.args)
         if n < b.min_args or (n > len(b.arg_kinds) and not b.variadic):

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from trajaudit.engine.pack_messages import did_you_mean, schema_problems
+from trajaudit.engine.pack_messages import close_hint, did_you_mean, schema_problems
 from trajaudit.engine.pack_yaml import SourceLoc, YamlDoc, caret, is_shipped_file  # noqa: F401 - re-exported
 from trajaudit.engine.rule_parser import Where
 from trajaudit.engine.schema import fast_accepts, validator
@@ -112,10 +112,8 @@ class RulePack:
         short = [r for r in self.rules if r.id in (f"{r.pack}.{rule_id}",) or r.id.rsplit(".", 1)[-1] == rule_id]
         if len(short) == 1:
             return short[0]
-        import difflib
 
-        close = difflib.get_close_matches(rule_id, [r.id for r in self.rules], n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        hint = close_hint(rule_id, [r.id for r in self.rules])
         raise LookupError(f"no rule {rule_id!r} in pack {self.name}{hint}")
 
 
@@ -349,10 +347,8 @@ def _apply(doc: YamlDoc, rules: list[RuleSpec], disable: list[str], overrides: d
         short = [i for i, r in enumerate(rules) if r.id == f"{r.pack}.{rid}" or r.id.rsplit(".", 1)[-1] == rid]
         if len(short) == 1:
             return short[0]
-        import difflib
 
-        close = difflib.get_close_matches(rid, [r.id for r in rules], n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        hint = close_hint(rid, [r.id for r in rules])
         raise doc.error(f"unknown rule id {rid!r}{hint}", where)
     for j, rid in enumerate(disable):
         i = find(rid, path + ("disable", j) if not path else path)
