@@ -42,7 +42,10 @@ class CompiledRule:
 
     Attributes:
         spec: the :class:`RuleSpec` it came from (id, type, severity, targets, source location …).
-        guard, lets, assertion: closures (``None`` when absent); ``lets`` is ``[(name, fn)]``.
+        guard, assertion: closures (``None`` when absent).
+        lets: ``[(name, loc, fn)]`` in order: a let that knows its address has its ``loc``
+            (``env -> (value, address)``, ``fn`` is ``None``), the others their value closure ``fn``
+            (``loc`` is ``None``).
         check: for ``check:`` rules, ``("checker", Checker, args)`` or ``("semantic", predicate)``.
         message: closure rendering the message template.
         per_call: the rule is evaluated once per tool call (it mentions ``call`` or uses a per-call checker).
@@ -50,14 +53,11 @@ class CompiledRule:
         plan: the guard's :class:`IndexPlan`.
         asts: parsed expressions by field (``guard``, ``assert``, ``let.NAME``) for lint/explain.
         pass_fields: the instance fields its pass records share (:meth:`LazyRecord.pass_fields`).
-        let_steps: ``lets`` as the evaluator runs them, ``[(name, loc, fn)]``: a let that knows its
-            address has its ``loc`` (``env -> (value, address)``), the others their value closure
-            ``fn`` (``loc`` is then ``None``; ``lets`` wraps it to give ``(value, None)``).
     """
 
     spec: RuleSpec
     guard: Fn | None
-    lets: list[tuple[str, Fn]]
+    lets: list[tuple[str, Any, Any]]
     assertion: Fn | None
     check: tuple[Any, ...] | None
     message: Fn
@@ -65,7 +65,6 @@ class CompiledRule:
     tool_only: bool
     plan: IndexPlan
     asts: dict[str, A.Expr] = field(default_factory=dict)
-    let_steps: list[tuple[str, Any, Any]] = field(default_factory=list)
     pass_fields: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -171,8 +170,7 @@ def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:
         comp = ExprCompiler(spec.guard, spec.where("guard"), params)
         guard = comp.compile(asts["guard"]).fn
         uses |= comp.uses
-    lets: list[tuple[str, Fn]] = []
-    let_steps: list[tuple[str, Any, Any]] = []
+    lets: list[tuple[str, Any, Any]] = []
     let_types: dict[str, str] = {}
     witnesses: set[str] = set()
     for name, text in spec.let:
@@ -184,8 +182,7 @@ def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:
         comp = ExprCompiler(text, w, params, dict(let_types))
         c = comp.compile(e)
         uses |= comp.uses
-        lets.append((name, c.loc if c.loc is not None else _loc_of(c.fn)))
-        let_steps.append((name, c.loc, None) if c.loc is not None else (name, None, c.fn))
+        lets.append((name, c.loc, None) if c.loc is not None else (name, None, c.fn))
         let_types[name] = c.type
         witnesses |= {n.var for n in e.walk() if isinstance(n, A.Quant)}
     assertion = None
@@ -204,11 +201,7 @@ def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:
     per_call = "call" in uses or (check is not None and check[0] == "checker" and check[1].per_call)
     tool_only = "output" in uses
     return CompiledRule(spec, guard, lets, assertion, check, message, per_call, tool_only,
-                        _plan(asts.get("guard"), params), asts, let_steps)
-
-
-def _loc_of(fn: Fn) -> Callable[[Env], tuple[Any, str | None]]:
-    return lambda env: (fn(env), None)
+                        _plan(asts.get("guard"), params), asts)
 
 
 def _compile_check(spec: RuleSpec, checkers: Any) -> tuple[Any, ...]:

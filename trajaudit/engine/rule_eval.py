@@ -97,7 +97,7 @@ _VIEWS = frozenset({StepView, CallView})
 def _bindings(rule: CompiledRule, env: Env) -> dict[str, Any]:
     if not rule.lets and not env.witness:
         return {}
-    b = {name: json_safe(env.vars.get(name), 200) for name, _ in rule.lets}
+    b = {name: json_safe(env.vars.get(name), 200) for name, _, _ in rule.lets}
     for name, v in env.witness.items():
         b.setdefault(name, json_safe(v, 200))
     return b
@@ -119,7 +119,7 @@ def _run_one(rule: CompiledRule, env: Env) -> Record | None:
     seen = env.seen
     seen.clear()
     values = env.vars
-    for name, loc, fn in rule.let_steps:
+    for name, loc, fn in rule.lets:
         if loc is None:  # a let without an address of its own (as if ``loc`` gave ``(value, None)``)
             v = values[name] = fn(env)
             if v.__class__ in _VIEWS and v.address:  # only views carry an address
