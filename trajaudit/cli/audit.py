@@ -19,8 +19,7 @@ from trajaudit.cli.common import (
     handle_errors,
     llm_config_for,
     llm_options,
-    report_problems,
-    warn_non_utf8,
+    report_load,
 )
 from trajaudit.engine.pipeline import AuditSpec, audit_paths
 from trajaudit.engine.strategy import AuditConfig, default_strategies
@@ -96,8 +95,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         except LLMUnreachableError as e:
             fail(f"{e}\nthe batch was stopped (every further run would fail the same way): no diagnosis was written (answers already "
                  "received are in the LLM cache, so a re-run does not ask for them again)")
-    report_problems(batch.problems)
-    warn_non_utf8((r.trajectory for r in batch.results), batch.problems)
+    report_load((r.trajectory for r in batch.results), batch.problems)
     lines = "".join(r.diagnosis.to_json() + "\n" for r in batch.results)
     if output == "-":
         sys.stdout.write(lines)

@@ -15,8 +15,7 @@ from trajaudit.cli.common import (
     fail,
     handle_errors,
     input_format_option,
-    report_problems,
-    warn_non_utf8,
+    report_load,
 )
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
 from trajaudit.engine.loader import load_many
@@ -125,8 +124,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
         taken = {r.id for r in rules}
         rules += [r for r in compile_rules(rules_from_tools(tools)) if r.id not in taken]
     res = load_many(list(files), format=input_format, mapping=mapping)
-    report_problems(res.problems)
-    warn_non_utf8(res.trajectories, res.problems)
+    report_load(res.trajectories, res.problems)
     if not res.trajectories:
         fail("no trajectory could be loaded from " + ", ".join(files))
     logs = [evaluate(t, rules, tools=tools) for t in res.trajectories]

@@ -14,8 +14,7 @@ from trajaudit.cli.common import (
     fail,
     handle_errors,
     input_format_option,
-    report_problems,
-    warn_non_utf8,
+    report_load,
 )
 from trajaudit.engine.claims import ClaimConfig, build_claim_graph
 from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link
@@ -51,8 +50,7 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
     if max_claims_per_step < 1:
         fail("--max-claims-per-step must be at least 1")
     res = load_path(file, format=fmt, mapping=mapping, record=record)
-    report_problems(res.problems)
-    warn_non_utf8(res.trajectories, res.problems)
+    report_load(res.trajectories, res.problems)
     if not res.trajectories:
         fail(f"{file}: no trajectory could be loaded")
     cfg = ClaimConfig(max_claims_per_step=max_claims_per_step)

@@ -87,6 +87,13 @@ def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ())
                 markup=True, highlight=False)
 
 
+def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:
+    """After reading traces: the skipped runs (:func:`report_problems`), then the files that were not
+    valid UTF-8 (:func:`warn_non_utf8`), on stderr."""
+    report_problems(problems)
+    warn_non_utf8(trajectories, problems)
+
+
 def format_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Add the ``--input-format`` (alias ``--format``) and ``--mapping`` input options to a command."""
     f = click.option("--mapping", "mapping", type=click.Path(exists=True, dir_okay=False),

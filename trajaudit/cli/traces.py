@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from trajaudit.cli.common import console, fail, format_options, handle_errors, report_problems, warn_non_utf8
+from trajaudit.cli.common import console, fail, format_options, handle_errors, report_load
 from trajaudit.engine.loader import TRACE_SUFFIXES, load_path
 
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
@@ -33,8 +33,7 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
       trajaudit show run.json --width 120
     """
     res = load_path(file, format=fmt, mapping=mapping, record=record)
-    report_problems(res.problems)
-    warn_non_utf8(res.trajectories, res.problems)
+    report_load(res.trajectories, res.problems)
     out = console()
     for t in res.trajectories:
         title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
@@ -72,8 +71,7 @@ def convert(file: str, output: str, record: int | None, fmt: str | None, mapping
     if not output.lower().endswith(TRACE_SUFFIXES):
         fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
     res = load_path(file, format=fmt, mapping=mapping, record=record)
-    report_problems(res.problems)
-    warn_non_utf8(res.trajectories, res.problems)
+    report_load(res.trajectories, res.problems)
     if not res.trajectories:
         fail(f"{file}: no trajectory could be loaded")
     dicts = [t.to_dict() for t in res.trajectories]
