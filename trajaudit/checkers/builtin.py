@@ -20,7 +20,7 @@ import jsonschema
 
 from trajaudit.checkers.registry import CheckContext, Checker, CheckResult, register_checker
 from trajaudit.engine import safe_json
-from trajaudit.engine.regex_safety import regex_risk
+from trajaudit.engine.regex_safety import refusal, regex_risk
 from trajaudit.engine.validation_log import Evidence
 from trajaudit.registry import Registry
 
@@ -42,8 +42,7 @@ def _check_regex(args: dict[str, Any], key: str = "pattern") -> None:
         raise ValueError(f"invalid regex {args[key]!r} in args.{key}: {e}") from None
     risk = regex_risk(args[key])
     if risk:
-        raise ValueError(f"regex {args[key]!r} in args.{key} {risk} (catastrophic backtracking on long texts: "
-                         "an audit could hang); rewrite it without that shape (docs/rules.md, Regex safety)")
+        raise ValueError(refusal(f"regex {args[key]!r} in args.{key}", risk))
 
 
 def tool_args_schema(ctx: CheckContext, tools: list[dict[str, Any]] | None = None) -> CheckResult:

@@ -31,7 +31,7 @@ from trajaudit.citation.model import (
     sentences_with_citations,
 )
 from trajaudit.engine import safe_json
-from trajaudit.engine.regex_safety import regex_risk
+from trajaudit.engine.regex_safety import refusal, regex_risk
 from trajaudit.engine.schema import validator
 from trajaudit.errors import TraceFormatError
 
@@ -187,8 +187,7 @@ def _compile_pattern(src: str | None, file: str | None) -> re.Pattern[str]:
         raise _err(f"invalid citation_pattern: {e}", "$.citation_pattern", file) from None
     risk = regex_risk(pat.pattern)
     if risk:
-        raise _err(f"citation_pattern {risk} (catastrophic backtracking on long texts); rewrite it without that "
-                   "shape (docs/rules.md, Regex safety)", "$.citation_pattern", file)
+        raise _err(refusal("citation_pattern", risk), "$.citation_pattern", file)
     if pat.groups < 1:
         raise _err("citation_pattern needs a capturing group holding the ids", "$.citation_pattern", file)
     return pat

@@ -61,6 +61,14 @@ ALL = (1 << len(_SAMPLE)) - 1
 INF = float("inf")
 
 
+def refusal(subject: str, risk: str) -> str:
+    """The message refusing a regex: ``"{subject} {risk} (catastrophic backtracking on long texts: an
+    audit could hang); rewrite it without that shape (docs/rules.md, Regex safety)"`` (``risk`` from
+    :func:`regex_risk`; ``subject`` names the regex, e.g. ``regex '(a|a)*'``)."""
+    return (f"{subject} {risk} (catastrophic backtracking on long texts: an audit could hang); "
+            "rewrite it without that shape (docs/rules.md, Regex safety)")
+
+
 def regex_risk(pattern: str) -> str:
     """Why ``pattern`` risks catastrophic backtracking (one of the three shapes of the module doc, as a
     phrase naming the offending subpattern's shape), or ``""`` when it is considered safe. Not a regex

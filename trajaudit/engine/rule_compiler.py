@@ -18,7 +18,7 @@ import jmespath
 
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.pack_messages import close_hint
-from trajaudit.engine.regex_safety import regex_risk
+from trajaudit.engine.regex_safety import refusal, regex_risk
 from trajaudit.engine.rule_builtins import BUILTINS
 from trajaudit.engine.rule_compile_base import _NO, C, Fn, _const
 from trajaudit.engine.rule_compile_paths import PathsMixin
@@ -87,8 +87,7 @@ def compile_regex(pattern: Any, flags: str, err: Callable[[str], RulePackError])
         f |= REGEX_FLAGS[ch]
     risk = regex_risk(pattern)
     if risk:
-        raise err(f"regex {pattern!r} {risk} (catastrophic backtracking on long texts: an audit could hang); "
-                  "rewrite it without that shape (docs/rules.md, Regex safety)")
+        raise err(refusal(f"regex {pattern!r}", risk))
     try:
         return re.compile(pattern, f)
     except re.error as e:

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from trajaudit.engine.regex_safety import regex_risk
+from trajaudit.engine.regex_safety import refusal, regex_risk
 from trajaudit.engine.rule_lint import LintFinding, lint_pack
 from trajaudit.engine.rule_pack import load_pack
 from trajaudit.engine.taxonomy import Taxonomy
@@ -174,8 +174,7 @@ def check_rule(raw: Any, *, pack: str, taxonomy: Taxonomy) -> tuple[dict[str, An
         return None, RejectedRule(raw, why or "invalid", stage)
     risky = risky_regex(rule)
     if risky is not None:
-        return None, RejectedRule(raw, f"regex {risky[0]!r} {risky[1]} (catastrophic backtracking on long "
-                                       "texts); rewrite it without that shape", "regex")
+        return None, RejectedRule(raw, refusal(f"regex {risky[0]!r}", risky[1]), "regex")
     doc = one_rule_pack(rule, pack, taxonomy.id)
     try:
         loaded = load_pack(doc)
