@@ -12,7 +12,7 @@ from rich.markup import escape
 from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors
 from trajaudit.engine.compiled_rule import compile_rule, compile_rules
 from trajaudit.engine.rule_lint import lint_pack
-from trajaudit.engine.rule_pack import load_pack, resolve_pack
+from trajaudit.engine.rule_pack import is_pack_text, load_pack, resolve_pack
 from trajaudit.engine.rule_testing import run_examples
 from trajaudit.errors import RulePackError
 
@@ -48,7 +48,7 @@ def lint(pack: str, strict: bool) -> None:
 def _readable(pack: str) -> None:
     """Exit 2 (``PACK: cannot read …``) unless ``pack`` is YAML text or a readable pack file/name: the pack
     itself is an input, not a finding (problems inside it, including a missing include, are findings)."""
-    if "\n" in pack or pack.lstrip().startswith("pack:"):
+    if is_pack_text(pack):
         return
     try:
         resolve_pack(pack).read_text(encoding="utf-8")

@@ -214,10 +214,10 @@ def _val(v: Any) -> Any:
 
 
 def _schema_findings(source: Any) -> list[LintFinding]:
-    from trajaudit.engine.rule_pack import resolve_pack
+    from trajaudit.engine.rule_pack import is_pack_text, resolve_pack
 
     try:
-        if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("pack:")):
+        if is_pack_text(source):
             doc = YamlDoc(source, None)
         elif isinstance(source, (str, Path)):
             path = resolve_pack(str(source))

@@ -156,6 +156,12 @@ def resolve_pack(ref: str, relative_to: str | None = None) -> Path:
     raise RulePackError(f"rule pack {ref!r} not found (not a file; shipped packs: {known})", file=relative_to)
 
 
+def is_pack_text(source: Any) -> bool:
+    """Whether ``source`` is a pack's YAML text (a string with a newline or starting with ``pack:``),
+    not a file path or a shipped pack name."""
+    return isinstance(source, str) and ("\n" in source or source.lstrip().startswith("pack:"))
+
+
 def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[str, Any] | None = None) -> RulePack:
     """Load a rule pack and everything it includes.
 
@@ -183,7 +189,7 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
     if isinstance(source, dict):
         text = yaml.safe_dump(source, sort_keys=False, allow_unicode=True)
         pack = _load_text(text, None, overrides, (), None)
-    elif isinstance(source, str) and ("\n" in source or source.lstrip().startswith("pack:")):
+    elif is_pack_text(source):
         pack = _load_text(source, None, overrides, (), None)
     else:
         pack = _load_file(resolve_pack(str(source)), overrides, ())
