@@ -93,10 +93,6 @@ def code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def _text_hash(text: str) -> str:
-    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 @dataclass
 class LoadedPack:
     """A loaded pack plus what the cache knows about it.
@@ -104,7 +100,7 @@ class LoadedPack:
     Attributes:
         pack: the :class:`RulePack`.
         key: the entry's key (``None``: cache off or not applicable).
-        deps: what the load read (see ``rule_pack._DEP_RECORDERS``).
+        deps: what the load read (see ``rule_pack.recording_deps``).
         parsed: ``{expression text: AST data}`` from the entry, or ``None`` (not compiled yet).
         regex: ``{pattern: verdict}`` from the entry, or ``None``.
     """
@@ -146,12 +142,8 @@ def _load(path: Path) -> LoadedPack:
         hit = _read(key)
         if hit is not None:
             return hit
-    deps: list[Any] = []
-    RP._DEP_RECORDERS.append(deps)
-    try:
+    with RP.recording_deps() as deps:
         pack = RP.load_pack(path)
-    finally:  # by identity: two recorders may hold equal contents
-        del RP._DEP_RECORDERS[next(i for i, r in enumerate(RP._DEP_RECORDERS) if r is deps)]
     loaded = LoadedPack(pack, key, deps)
     if key is not None:
         _write(loaded)
@@ -208,7 +200,7 @@ def _key(path: Path) -> str | None:
     try:
         text = path.read_text(encoding="utf-8")
         resolved = str(path.resolve())
-        return sha256(json.dumps([code_fingerprint(), str(path), resolved, _text_hash(text)]).encode()).hexdigest()
+        return sha256(json.dumps([code_fingerprint(), str(path), resolved, RP.text_hash(text)]).encode()).hexdigest()
     except (OSError, UnicodeDecodeError, ValueError) as e:
         log.debug("pack cache: no key for %s: %s", path, e)
         return None
@@ -228,7 +220,7 @@ def _deps_hold(deps: list[Any]) -> bool:
             except RP.RulePackError:
                 return False
         elif kind == "file":
-            if _text_hash(Path(a).read_text(encoding="utf-8")) != c:
+            if RP.text_hash(Path(a).read_text(encoding="utf-8")) != c:
                 return False
         else:
             return False

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from hashlib import sha256
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,25 @@ MAX_INCLUDE_DEPTH = 16
 
 # What a load read, for ``pack_cache`` (which must re-check it before reusing a stored pack): every
 # ``("file", path, sha256 of the text)`` and ``("include", ref, including file, resolved path)``.
-_DEP_RECORDERS: list[list[tuple[str, str | None, str | None, str]]] = []
+Dep = tuple[str, str | None, str | None, str]
+_DEP_RECORDERS: list[list[Dep]] = []
+
+
+@contextmanager
+def recording_deps() -> Iterator[list[Dep]]:
+    """Collect, in a list, what every pack load inside the block reads (files with the SHA-256 of
+    their text — :func:`text_hash` — and resolved includes), for ``pack_cache`` to re-check."""
+    deps: list[Dep] = []
+    _DEP_RECORDERS.append(deps)
+    try:
+        yield deps
+    finally:  # by identity: two recorders may hold equal contents
+        del _DEP_RECORDERS[next(i for i, r in enumerate(_DEP_RECORDERS) if r is deps)]
+
+
+def text_hash(text: str) -> str:
+    """SHA-256 (hex) of ``text`` as UTF-8 (lone surrogates kept)."""
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -233,10 +254,9 @@ def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...],
     except (OSError, UnicodeDecodeError) as e:
         raise RulePackError(f"cannot read rule pack: {e}", file=str(path)) from None
     if _DEP_RECORDERS:
-        from hashlib import sha256
-
+        digest = text_hash(text)
         for r in _DEP_RECORDERS:
-            r.append(("file", str(path), None, sha256(text.encode("utf-8", "surrogatepass")).hexdigest()))
+            r.append(("file", str(path), None, digest))
     return _load_text(text, str(path), overrides, chain + (key,), key, locs)
 
 
