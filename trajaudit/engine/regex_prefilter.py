@@ -172,11 +172,16 @@ def finditer_from(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
     low = folded(text)
     if low is None:
         return rx.finditer(text)
-    if info.probe is not None and not any(lit in low for lit in info.probe):
-        return iter(())
-    if info.chars is not None and lacks_required(info.chars, text, low):
+    if ruled_out(info, text, low):
         return iter(())
     return info.pattern_for(text).finditer(text, start_bound(info.anchor, low))
+
+
+def ruled_out(info: RegexInfo, text: str, low: str) -> bool:
+    """True when ``info``'s pattern certainly does not match ``text`` (``low``: its :func:`folded`
+    form): none of the literals every match contains occurs, or a required character is missing."""
+    return ((info.probe is not None and not any(lit in low for lit in info.probe))
+            or (info.chars is not None and lacks_required(info.chars, text, low)))
 
 
 def cannot_match(rx: re.Pattern[str], text: str, lowered: str | None = None) -> bool:
@@ -314,9 +319,7 @@ def _search(info: RegexInfo, text: str) -> Span | None:
     when none of the required literals occurs, else through the branch plan or from the anchor bound."""
     low = folded(text)
     if low is not None:
-        if info.probe is not None and not any(lit in low for lit in info.probe):
-            return None
-        if info.chars is not None and lacks_required(info.chars, text, low):
+        if ruled_out(info, text, low):
             return None
         if info.plan is not None:
             return _search_branches(info.plan_for(text), text, low)
