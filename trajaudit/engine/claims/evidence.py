@@ -211,10 +211,8 @@ class EvidenceIndex:
         each source keeps its first 200 numbers, recorded while indexing)."""
         out: dict[float, Hit] = {}
         taken = 0
-        for sid in range(len(self.sources) - 1, -1, -1):
+        for sid in self._before(before):
             src = self.sources[sid]
-            if src.pos >= before:
-                continue
             for v, a, e in self._digest(sid).numbers:
                 if len(out) >= limit:
                     break
