@@ -12,7 +12,8 @@ not on the run. Variants (built in a temporary folder, never written next to the
 - ``Who&When as openai, executor as user``: the same, but the executor's output as ``user``
   messages with ``name`` (how AutoGen-style group chats log it).
 - ``Who&When as openai, roles as logged``: every message keeps the role Who&When logged (other
-  agents often appear as named ``user`` messages) — a known limit (docs/judge.md).
+  agents appear as named ``user`` messages; the adapter's group-chat detection reads them as agent
+  turns, docs/judge.md).
 
 Who&When variants have one more message (the question), so their steps are compared shifted by one.
 Gold labels are read only here, to score (``mistake_step``); the audit never sees them.

@@ -20,7 +20,7 @@ MESSAGES = [
     {"role": "user", "content": "How many rows does data.csv have?"},
     {"role": "assistant", "name": "Coder", "content": "```python\nprint(len(open('data.csv').readlines()))\n```"},
     {"role": "user", "name": "Computer_terminal", "content": "exitcode: 1 (execution failed)\nFileNotFoundError"},
-    {"role": "user", "name": "alice", "content": "the file is in /data"},
+    {"role": "user", "name": "Admin", "content": "the file is in /data"},
     {"role": "assistant", "name": "executor", "content": "", "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}]},
     {"role": "tool", "tool_call_id": "c1", "content": "ok"},
@@ -38,6 +38,111 @@ def test_named_code_runner_messages_are_tool_outputs(tmp_path):
 
 
 def test_the_runner_names_come_from_the_load_options(tmp_path):
-    t = load_path(_write(tmp_path, MESSAGES), options=LoadOptions(tool_agent_pattern=re.compile(r"^alice$"))
+    t = load_path(_write(tmp_path, MESSAGES), options=LoadOptions(tool_agent_pattern=re.compile(r"^admin$", re.I))
                   ).trajectories[0]
     assert [s.kind for s in t.steps][2:4] == ["user", "tool"]
+
+
+# --- group chats logged from one agent's side (LoadOptions.named_users, base.group_chat_agents) ---
+
+GROUP = [
+    {"role": "user", "content": "Which year had the most rainfall?"},
+    {"role": "assistant", "name": "Planner", "content": "DataAnalysis_Expert, please load the data."},
+    {"role": "user", "name": "DataAnalysis_Expert", "content": "```python\nprint(max_year())\n```"},
+    {"role": "user", "name": "Computer_terminal", "content": "exitcode: 0 (execution succeeded)\n1998"},
+    {"role": "user", "name": "Verification_Expert", "content": "1998 is confirmed. TERMINATE"},
+]
+
+
+def _kinds(tmp_path, messages, **options):
+    t = load_path(_write(tmp_path, messages), options=LoadOptions(**options)).trajectories[0]
+    return [(s.kind, s.agent) for s in t.steps], t
+
+
+def test_other_agents_logged_as_named_user_messages_are_agent_turns(tmp_path):
+    kinds, t = _kinds(tmp_path, GROUP)
+    assert kinds == [("user", None), ("agent", "Planner"), ("agent", "DataAnalysis_Expert"),
+                     ("tool", "Computer_terminal"), ("agent", "Verification_Expert")]
+    assert t.steps[2].role == "assistant" and t.steps[2].metadata["logged_role"] == "user"
+    assert [s.index for s in t.decision_steps] == [1, 2, 4]
+    assert set(t.agents) >= {"Planner", "DataAnalysis_Expert", "Verification_Expert"}
+
+
+def test_one_expert_beside_a_code_runner_is_a_group_chat(tmp_path):
+    # two names on user messages (the runner counts): the expert is an agent
+    kinds, _ = _kinds(tmp_path, GROUP[:4])
+    assert kinds[2] == ("agent", "DataAnalysis_Expert")
+
+
+def test_a_single_named_user_stays_a_user(tmp_path):
+    msgs = [{"role": "user", "name": "alice", "content": "refund my order"},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "name": "alice", "content": "thanks"}]
+    kinds, _ = _kinds(tmp_path, msgs)
+    assert kinds == [("user", None), ("agent", "assistant"), ("user", None)]
+    # forced either way by the load options
+    assert _kinds(tmp_path, msgs, named_users="agent")[0][0] == ("agent", "alice")
+    assert _kinds(tmp_path, GROUP, named_users="user")[0][2] == ("user", None)
+
+
+def test_a_name_that_also_speaks_as_assistant_is_an_agent(tmp_path):
+    msgs = [{"role": "user", "content": "task"},
+            {"role": "assistant", "name": "Coder", "content": "draft"},
+            {"role": "user", "name": "Coder", "content": "revised draft"}]
+    assert _kinds(tmp_path, msgs)[0][2] == ("agent", "Coder")
+
+
+def test_human_names_never_make_a_group(tmp_path):
+    msgs = [{"role": "user", "name": "user", "content": "task"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "name": "alice", "content": "go on"},
+            {"role": "user", "name": "Admin", "content": "approved"}]
+    kinds, _ = _kinds(tmp_path, msgs)
+    assert [k for k, _ in kinds] == ["user", "agent", "user", "user"]
+
+
+def test_named_users_must_be_a_known_mode():
+    import pytest
+
+    from trajaudit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="named_users must be one of auto, agent, user"):
+        LoadOptions(named_users="agents")
+
+
+def test_mapping_format_reads_group_chats_too(tmp_path):
+    from trajaudit.engine.adapters.mapping import MappingAdapter
+
+    doc = {"log": [{"speaker": m.get("name"), "kind": m["role"], "text": m["content"]} for m in GROUP]}
+    p = tmp_path / "chat.json"
+    p.write_text(json.dumps(doc), encoding="utf-8")
+    adapter = MappingAdapter({"messages": "log", "fields": {"role": "kind", "content": "text", "name": "speaker"}})
+    t = load_path(p, mapping=adapter).trajectories[0]
+    assert [(s.kind, s.agent) for s in t.steps][2:] == [("agent", "DataAnalysis_Expert"), ("tool", "Computer_terminal"),
+                                                        ("agent", "Verification_Expert")]
+
+
+def test_who_and_when_logs_as_openai_messages_read_like_the_who_and_when_adapter(tmp_path):
+    """All 126 Who&When runs rewritten with the roles they were logged with: the steps' kinds and agents
+    equal the Who&When adapter's (shifted by the prepended question) in 125 runs; the one left has a
+    single expert on the user side and no code runner, which stays a user turn."""
+    from pathlib import Path
+
+    import pytest
+
+    from trajaudit import load
+
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "who_and_when" / "algorithm_generated"
+    if not data.is_dir():
+        pytest.skip(f"the Who&When data is not at {data}")
+    same, differ = 0, []
+    for f in sorted(data.glob("*.json")):
+        w = json.loads(f.read_text(encoding="utf-8"))
+        msgs = [{"role": "user", "content": w["question"]}] + [
+            {"role": m["role"], "name": m.get("name"), "content": m["content"]} for m in w["history"]]
+        t = load_path(_write(tmp_path, msgs, name=f.name)).trajectories[0]
+        if [(s.kind, s.agent) for s in load(f).steps] == [(s.kind, s.agent) for s in t.steps[1:]]:
+            same += 1
+        else:
+            differ.append(f.name)
+    assert (same, differ) == (125, ["55.json"])

@@ -27,9 +27,13 @@ from trajaudit.engine.ir import (
     ToolOutput,
     Trajectory,
 )
-from trajaudit.errors import TraceFormatError
+from trajaudit.errors import ConfigError, TraceFormatError
 
 OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+# Speaker names that denote the human side of a conversation, not an agent (AutoGen's human proxies
+# are conventionally "user_proxy" or "Admin").
+HUMAN_NAMES = frozenset({"human", "user", "customer", "client", "user_proxy", "userproxy", "admin"})
 
 # Agent names that are really tool/code runners (their messages are tool outputs, not decisions).
 TOOL_AGENT_RE = re.compile(r"^(computer_?terminal|code_?executor|executor|terminal|tool|python_?repl)$", re.I)
@@ -71,11 +75,68 @@ class LoadOptions:
             ``metadata.original_length`` (default 1,000,000 characters).
         validate: validate every trajectory against ``trajectory.schema.json``.
         tool_agent_pattern: regex of agent names whose messages are tool outputs (code runners).
+        named_users: how chat formats (OpenAI, ``--mapping``) read a ``user`` message that carries a
+            ``name``: ``"auto"`` (default) — as another agent's message when the run is a group chat
+            (:func:`group_chat_agents`), else as a user turn; ``"agent"`` — always another agent's
+            message; ``"user"`` — always a user turn.
     """
 
     max_content_chars: int = 1_000_000
     validate: bool = True
     tool_agent_pattern: re.Pattern[str] = TOOL_AGENT_RE
+    named_users: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.named_users not in NAMED_USERS:
+            raise ConfigError(f"LoadOptions.named_users must be one of {', '.join(NAMED_USERS)}, "
+                              f"not {self.named_users!r}")
+
+
+NAMED_USERS = ("auto", "agent", "user")
+
+
+def group_chat_agents(messages: list[Any], options: LoadOptions) -> frozenset[str]:
+    """The speaker names of a chat run's ``user`` messages that are other agents, not the user.
+
+    Multi-agent frameworks log a group chat from one agent's side: its own turns are ``assistant``
+    messages, every other agent's turn a ``user`` message carrying the speaker's ``name`` (AutoGen;
+    Who&When's raw logs do this for 216 speakers; the code executor speaks there as a named ``user``
+    too). A human user, by contrast, speaks under one name at most. So, with
+    ``options.named_users == "auto"``, a name on ``user`` messages is an agent when the run's ``user``
+    messages carry two or more distinct names (a code runner's name counts: it makes the user side
+    a group), or when the same name also speaks as ``assistant``. Never agents: names matching
+    ``options.tool_agent_pattern`` (those messages are tool outputs) and :data:`HUMAN_NAMES`
+    (``user``, ``human``, ``customer``, ``client``, ``user_proxy``, ``admin``, any case; they do not
+    count towards the two names either).
+
+    Args:
+        messages: the raw message objects (non-objects are ignored here; ``build_steps`` reports them).
+        options: the load options (``named_users``: ``"auto"``, ``"agent"``: every such name,
+            ``"user"``: none).
+
+    Returns:
+        The names (stripped), empty when named ``user`` messages are user turns.
+    """
+    if options.named_users == "user":
+        return frozenset()
+    users: dict[str, None] = {}  # candidate agents, in order of appearance
+    user_names: set[str] = set()  # every non-human name on a user message (code runners included)
+    speakers: set[str] = set()
+    for m in messages:
+        if not isinstance(m, dict) or not isinstance(m.get("name"), str):
+            continue
+        name = m["name"].strip()
+        if not name:
+            continue
+        if m.get("role") == "assistant":
+            speakers.add(name)
+        elif m.get("role") == "user" and name.lower() not in HUMAN_NAMES:
+            user_names.add(name)
+            if not options.tool_agent_pattern.match(name):
+                users[name] = None
+    if options.named_users == "agent" or len(user_names) >= 2:
+        return frozenset(users)
+    return frozenset(n for n in users if n in speakers)
 
 
 @dataclass(frozen=True)
@@ -250,7 +311,8 @@ def build_steps(
 
 
 def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant", *,
-                    tool_agents: re.Pattern[str] | None = None) -> Classified:
+                    tool_agents: re.Pattern[str] | None = None,
+                    agent_users: frozenset[str] = frozenset()) -> Classified:
     """Classify a standard OpenAI chat message (system/developer/user/assistant/tool/function).
 
     Args:
@@ -258,6 +320,9 @@ def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant
             ``assistant`` message without tool calls whose ``name`` matches is that runner's output
             (kind ``tool``, agent = the name) — multi-agent frameworks (AutoGen group chats) log a
             code executor's output as a named ``user`` message, as the Who&When adapter reads it.
+        agent_users: names whose ``user`` messages are other agents' turns in a group chat
+            (:func:`group_chat_agents`): kind ``agent``, role ``assistant``, agent = the name,
+            ``metadata.logged_role = "user"``.
     """
     role = msg.get("role")
     name = msg.get("name") if isinstance(msg.get("name"), str) else None
@@ -267,6 +332,8 @@ def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant
     if role in ("system", "developer"):
         return Classified("system", "system", None)
     if role == "user":
+        if name and agent_users and name.strip() in agent_users:
+            return Classified("agent", "assistant", name.strip(), metadata={"logged_role": "user"})
         return Classified("user", "user", None)
     if role == "assistant":
         return Classified("agent", "assistant", name or default_agent)

@@ -39,6 +39,7 @@ from trajaudit.engine.adapters.base import (
     assemble,
     build_steps,
     classify_openai,
+    group_chat_agents,
 )
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
@@ -135,8 +136,10 @@ class MappingAdapter:
             out["role"] = self.roles.get(str(role), role)
             normalized.append({k: v for k, v in out.items() if v is not None})
 
+        agent_users = group_chat_agents(normalized, options)
+
         def classify(msg: dict[str, Any], i: int) -> Classified:
-            return classify_openai(msg, i, tool_agents=options.tool_agent_pattern)
+            return classify_openai(msg, i, tool_agents=options.tool_agent_pattern, agent_users=agent_users)
 
         steps = build_steps(normalized, classify, options=options, path="$.messages")
         rid = self._expr["id"].search(run) if "id" in self._expr else None

@@ -1,7 +1,9 @@
 """Plain OpenAI chat-completions message lists, with or without tool calls.
 
 Accepted documents: a list of messages; ``{"messages": [...]}``; a list of ``{"messages": [...]}``
-(one run per element). Step numbering: 0-based position in the message list.
+(one run per element). Step numbering: 0-based position in the message list. In a group chat
+logged from one agent's side (other agents as named ``user`` messages, AutoGen style) those
+messages are the other agents' turns (``LoadOptions.named_users``, ``base.group_chat_agents``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from trajaudit.engine.adapters.base import (
     build_steps,
     classify_openai,
     first_user_text,
+    group_chat_agents,
 )
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
@@ -82,8 +85,9 @@ class OpenAIChatAdapter:
             messages, path = run, "$"
         if not isinstance(messages, list):
             raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
-        steps = build_steps(messages, partial(classify_openai, tool_agents=options.tool_agent_pattern),
-                            options=options, path=path)
+        classify = partial(classify_openai, tool_agents=options.tool_agent_pattern,
+                           agent_users=group_chat_agents(messages, options))
+        steps = build_steps(messages, classify, options=options, path=path)
         tid = str(rid) if rid is not None else _default_id(source, messages)
         task = run.get("task") if isinstance(run, dict) and isinstance(run.get("task"), str) else first_user_text(messages)
         return assemble(steps, id=tid, source=source, task=task, metadata=meta)

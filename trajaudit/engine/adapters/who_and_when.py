@@ -20,12 +20,19 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine.adapters.base import OPENAI_ROLES, Classified, LoadOptions, Sniff, assemble, build_steps
+from trajaudit.engine.adapters.base import (
+    HUMAN_NAMES,
+    OPENAI_ROLES,
+    Classified,
+    LoadOptions,
+    Sniff,
+    assemble,
+    build_steps,
+)
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 
 _ROLE_RE = re.compile(r"^\s*([^()]+?)\s*\((.*)\)\s*$")
-_USER_NAMES = frozenset({"human", "user"})
 
 
 def classify_speaker(label: str, options: LoadOptions) -> Classified:
@@ -40,7 +47,7 @@ def classify_speaker(label: str, options: LoadOptions) -> Classified:
         else:
             meta["phase"] = inner
     low = agent.lower()
-    if low in _USER_NAMES:
+    if low in HUMAN_NAMES:
         return Classified("user", "user", None, metadata=meta)
     if low == "system":
         return Classified("system", "system", None, metadata=meta)
