@@ -12,11 +12,15 @@ Step numbering: ``Step.index`` is the 0-based position of the message in the sou
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
 SCHEMA_VERSION = 1
+
+# A Markdown code fence opening a line: code sent to a code runner.
+_FENCE = re.compile(r"^[ \t]{0,3}```", re.M)
 
 StepKind = Literal["system", "user", "agent", "tool"]
 STEP_KINDS: tuple[str, ...] = ("system", "user", "agent", "tool")
@@ -260,6 +264,27 @@ class Trajectory:
             for j, c in enumerate(s.tool_calls):
                 if c.id is not None:
                     out.setdefault(c.id, (s.index, j))
+        return out
+
+    @cached_property
+    def code_authors(self) -> dict[int, int]:
+        """``{tool-output index: index of the decision step whose code it ran}`` for code-runner outputs.
+
+        A code runner's output answers no call id. Its code is the latest decision step carrying a
+        fenced code block (a line opening with ```) since the previous tool output — in Magentic-One
+        the Assistant writes the code and the Orchestrator then tells ComputerTerminal to run it, so
+        the step right before the output is an instruction, not the code. Outputs with a call id, or
+        with no such step, are absent (callers fall back to the step before the output).
+        """
+        out: dict[int, int] = {}
+        author: int | None = None
+        for s in self.steps:
+            if s.kind == "tool":
+                if author is not None and (s.tool_output is None or s.tool_output.call_id is None):
+                    out[s.index] = author
+                author = None
+            elif s.is_decision and _FENCE.search(s.content):
+                author = s.index
         return out
 
     def call_for(self, step: Step) -> tuple[Step, ToolCall] | None:

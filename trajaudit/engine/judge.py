@@ -59,7 +59,9 @@ PROPAGATION_RULE = "claims.propagates-unsupported"
 _WRITE_VERB = re.compile(
     r"^(cancel|modify|update|exchange|return|book|send|delete|remove|create|transfer|pay|refund|submit|"
     r"write|post|put|place|purchase|buy|order|set|add|edit|change|reserve|schedule|execute|run)", re.I)
-_CODE = re.compile(r"```|^\s*(import |def |SELECT |curl |pip install)", re.M)
+# Code to execute: a Markdown fence opening a line (an inline ``` in prose, as in Magentic-One's
+# team description "provided to it quoted in ```python code blocks", is not code) or a code-like line.
+_CODE = re.compile(r"^[ \t]{0,3}```|^\s*(import |def |SELECT |curl |pip install)", re.M)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ def blame(t: Trajectory, rec: Record) -> int | None:
         hit = t.call_for(s)
         if hit is not None:
             return hit[0].index
+        if k in t.code_authors:  # a code runner's output: the step whose code it ran
+            return t.code_authors[k]
         earlier = [d.index for d in t.steps[:k] if d.is_decision]
         return earlier[-1] if earlier else None
     if s.kind == "user" and USER_CAUSED & set(rec.targets):

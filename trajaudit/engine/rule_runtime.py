@@ -20,6 +20,7 @@ from typing import Any
 
 from trajaudit.engine import safe_json
 from trajaudit.engine.ir import Step, Trajectory
+from trajaudit.engine.observation import split_observation
 from trajaudit.engine.regex_prefilter import memo_search
 
 
@@ -126,6 +127,8 @@ STEP_FIELDS: dict[str, tuple[Any, str]] = {
     "source_number": (lambda v: v.step.source_number, ".source_number"),
     "metadata": (lambda v: v.step.metadata, ".metadata"),
     "address": (lambda v: v.address, ""),
+    "said": (lambda v: split_observation(v.step.content)[0], ".content"),
+    "observed": (lambda v: split_observation(v.step.content)[1], ".content"),
 }
 
 CALL_FIELDS: dict[str, tuple[Any, str]] = {
@@ -146,7 +149,8 @@ CALL_FIELDS: dict[str, tuple[Any, str]] = {
 STEP_FIELD_TYPES = {"index": "num", "kind": "str", "role": "str", "agent": "str", "content": "str", "json": "any",
                     "tool": "str", "name": "str", "is_error": "bool", "call_id": "str", "calls": "list",
                     "tools": "list", "call": "call", "is_decision": "bool", "flags": "list",
-                    "source_number": "any", "metadata": "any", "address": "str"}
+                    "source_number": "any", "metadata": "any", "address": "str", "said": "str",
+                    "observed": "str"}
 CALL_FIELD_TYPES = {"name": "str", "args": "any", "arguments": "any", "raw": "str", "error": "str", "id": "str",
                     "position": "num", "index": "num", "step": "step", "output": "step", "address": "str"}
 
@@ -258,16 +262,19 @@ class TrajContext:
 
     def outputs_of(self, k: int) -> list[StepView]:
         """The tool outputs after step ``k`` that answer one of its calls (``o.call.step == step``), and
-        the output right after it when that output answers no known call — i.e. ``[o for o in later
-        where o.kind == "tool" and ((o.call != null and o.call.step == step) or (o.call == null and
-        o.index == step.index + 1))]``, from an index built once per run."""
+        the outputs that answer no known call and ran its code (``Trajectory.code_authors``: the
+        latest step with a fenced code block since the previous tool output) or, when no step wrote
+        code, come right after it — from an index built once per run."""
         idx = self._outputs_by_caller
         if idx is None:
             idx = self._outputs_by_caller = defaultdict(list)
+            authors = self.traj.code_authors
             for i in self.by_kind.get("tool", ()):
                 c = self.calling_call(i)
                 if c is None:
-                    if i >= 1:
+                    if i in authors:  # a code runner's output: the step that wrote the code
+                        idx[authors[i]].append(i)
+                    elif i >= 1:
                         idx[i - 1].append(i)  # an output with no known call: the step before it
                 elif c.step.index < i:
                     idx[c.step.index].append(i)

@@ -1,8 +1,10 @@
 """The per-run evidence index (DRIFT §Support Seeker): built once, queried per claim.
 
 Evidence is everything an agent could see that no agent produced: the task, per-agent system prompts
-(position -1, visible from the start), and every system, user and tool step. Agent messages are not
-evidence: a value first written by an agent is a claim there, and later mentions are reuses.
+(position -1, visible from the start), every system, user and tool step, and the observation a
+browsing or file agent's message embeds (:mod:`trajaudit.engine.observation`: the page or file it was
+shown, visible to that step's own claims and later ones). Agent messages are otherwise not evidence:
+a value first written by an agent is a claim there, and later mentions are reuses.
 
 The index answers (a) where a normalized value occurs (identifiers, numbers, dates, URLs and paths
 found by the extraction patterns and by walking tool outputs parsed as JSON), (b) which sources hold
@@ -25,6 +27,7 @@ from typing import Any, NamedTuple
 from trajaudit.engine.claims.patterns import WORD_RE
 from trajaudit.engine.claims.sources import Digest, Members, digest
 from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.observation import observation_start
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +94,7 @@ class EvidenceIndex:
         self.user_positions: list[int] = []
         self._digests: list[Digest | None] = []  # computed on first use (_digest)
         self._collections: dict[int, list[Collection]] = {}
-        self._pos: list[int] = []  # source positions, nondecreasing in source order
+        self._pos: list[float] = []  # source positions (observations: step - 0.5), nondecreasing
         self.max_json_chars = max_json_chars
         if trajectory.task:
             self._add(Source(-1, "task", trajectory.task, "task"))
@@ -99,7 +102,15 @@ class EvidenceIndex:
             if isinstance(prompt, str) and prompt:
                 self._add(Source(-1, f"system_prompts.{agent}", prompt, "system"))
         for step in trajectory.steps:
-            if step.is_decision or not step.content:
+            if step.is_decision:
+                k = observation_start(step.content)
+                if k is not None:  # an observation embedded in the agent's message (engine/observation.py)
+                    # (the said part blanked, so offsets in the digest stay offsets in the content;
+                    # sorted just before the step: its own claims see it)
+                    self._add(Source(step.index, f"steps.{step.index}.content",
+                                     " " * k + step.content[k:], "tool"), key=step.index - 0.5)
+                continue
+            if not step.content:
                 continue
             err = bool(step.tool_output and step.tool_output.is_error)
             self._add(Source(step.index, f"steps.{step.index}.content", step.content, step.kind, err))
@@ -107,13 +118,13 @@ class EvidenceIndex:
                 self.user_positions.append(step.index)
 
     # -- building ---------------------------------------------------------------------------------
-    def _add(self, src: Source) -> None:
+    def _add(self, src: Source, key: float | None = None) -> None:
         """File one source; its (memoized, position-free) :func:`~.sources.digest` is computed when a
         query first looks at it. Nothing is replayed per value or word: queries look values, words and
         facts up in the digests of the sources they may see (a few dozen per run), so a run pays only
         for what its claims ask — evidence after a run's last claim is never analysed."""
         self.sources.append(src)
-        self._pos.append(src.pos)
+        self._pos.append(src.pos if key is None else key)
         self._digests.append(None)
 
     def _digest(self, sid: int) -> Digest:

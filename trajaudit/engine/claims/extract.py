@@ -45,6 +45,7 @@ from trajaudit.engine.claims.patterns import (
     count_matches,
     example_at,
     holds_completion,
+    json_ranges,
     list_markers,
     sentence_around,
     sentence_spans,
@@ -52,6 +53,7 @@ from trajaudit.engine.claims.patterns import (
 )
 from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.ir import Step, Trajectory
+from trajaudit.engine.observation import observation_start
 from trajaudit.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -192,7 +194,8 @@ class RegexExtractor:
 
     def extract(self, trajectory: Trajectory, step: Step, config: m.ClaimConfig) -> Iterator[m.Mention]:
         """Mentions in ``step.content`` then in each tool call's arguments (see the module docstring)."""
-        text = step.content[: config.max_text_chars]
+        said = observation_start(step.content)  # an embedded observation is evidence, not claims
+        text = step.content[: config.max_text_chars if said is None else min(said, config.max_text_chars)]
         yield from self.text_mentions(text, step.index, f"steps.{step.index}.content")
         for j, call in enumerate(step.tool_calls):
             base = f"steps.{step.index}.tool_calls.{j}.arguments"
@@ -293,9 +296,10 @@ class RegexExtractor:
         subjects.extend((a, x.value) for a, x in zip(starts, found, strict=True)
                         if x.kind == m.KIND_ID and x.value.isdigit())
         if not in_code:
+            syntax = json_ranges(text) if '"' in text else []  # quotes there are JSON syntax
             for x in QUOTED_RE.finditer(text):
                 inner = next(g for g in x.groups() if g is not None)
-                if (_inside(x.start(), code) or not _LETTER.search(inner) or len(inner.split()) > 12
+                if (_inside(x.start(), code) or _inside(x.start(), syntax) or not _LETTER.search(inner) or len(inner.split()) > 12
                         or _PLACEHOLDER.match(inner) or (examples and example_at(text, folded, x.start(), x.end()))
                         or norm_text(inner) in _TERMINATION):
                     continue

@@ -7,6 +7,7 @@ MBs of HTML or binary-looking text).
 
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_left
 from functools import lru_cache
@@ -177,6 +178,40 @@ def code_ranges(text: str) -> list[tuple[int, int]]:
         out.append((i, end))
         i = text.find("```", end)
     return out
+
+#: A line that opens a JSON object or array (the candidates :func:`json_ranges` tries).
+_JSON_OPEN = re.compile(r"^[ \t]*[{\[]", re.M)
+_JSON = json.JSONDecoder()
+MAX_JSON_TRIES = 50
+
+
+def json_ranges(text: str) -> list[tuple[int, int]]:
+    """Spans of the JSON objects and arrays a message embeds, each opening at a line start.
+
+    Agents log structured state as JSON inside their prose (Magentic-One's Orchestrator writes an
+    "Updated Ledger" object every turn). Inside such a span double quotes are JSON syntax, not
+    quotation: keys are field names and string values are prose (scanned for values like any text).
+    Each span is a successful ``json.JSONDecoder.raw_decode`` from a line starting with ``{`` or ``[``
+    that yields a non-empty object or array; at most :data:`MAX_JSON_TRIES` openings are tried.
+    """
+    out: list[tuple[int, int]] = []
+    end = tries = 0
+    for x in _JSON_OPEN.finditer(text):
+        a = x.end() - 1
+        if a < end:
+            continue
+        tries += 1
+        if tries > MAX_JSON_TRIES:
+            break
+        try:
+            obj, b = _JSON.raw_decode(text, a)
+        except ValueError:
+            continue
+        if isinstance(obj, (dict, list)) and obj:
+            out.append((a, b))
+            end = b
+    return out
+
 
 #: Sentence / line boundaries for slot checks (the reference definition; :func:`sentence_spans` is
 #: the fast equivalent used by the extractor).
