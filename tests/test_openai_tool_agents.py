@@ -146,3 +146,23 @@ def test_who_and_when_logs_as_openai_messages_read_like_the_who_and_when_adapter
         else:
             differ.append(f.name)
     assert (same, differ) == (125, ["55.json"])
+
+
+def test_a_mapping_file_can_force_the_reading_of_named_user_messages(tmp_path):
+    from trajaudit.engine.adapters.mapping import MappingAdapter
+    from trajaudit.errors import TraceFormatError
+
+    msgs = [{"role": "user", "content": "task"}, {"role": "assistant", "name": "Planner", "content": "plan"},
+            {"role": "user", "name": "Researcher", "content": "found it"}]  # one name: a user turn by default
+    p = _write(tmp_path, msgs)
+    m = tmp_path / "m.yaml"
+    m.write_text("messages: messages\nnamed_users: agent\n", encoding="utf-8")
+    t = load_path(p, mapping=MappingAdapter.from_file(m)).trajectories[0]
+    assert (t.steps[2].kind, t.steps[2].agent) == ("agent", "Researcher")
+    m.write_text("messages: messages\n", encoding="utf-8")
+    assert load_path(p, mapping=MappingAdapter.from_file(m)).trajectories[0].steps[2].kind == "user"
+    m.write_text("messages: messages\nnamed_users: agents\n", encoding="utf-8")
+    import pytest
+
+    with pytest.raises(TraceFormatError, match="named_users must be one of auto, agent, user"):
+        MappingAdapter.from_file(m)
