@@ -166,3 +166,17 @@ def test_a_mapping_file_can_force_the_reading_of_named_user_messages(tmp_path):
 
     with pytest.raises(TraceFormatError, match="named_users must be one of auto, agent, user"):
         MappingAdapter.from_file(m)
+
+
+def test_swarm_sender_names_the_agent_of_assistant_messages(tmp_path):
+    """OpenAI Swarm logs hand-offs between agents with the speaker in ``sender``, not ``name``."""
+    msgs = [{"role": "user", "content": "I want a refund for order 7"},
+            {"role": "assistant", "sender": "Triage Agent", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "transfer_to_refunds", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "tool_name": "transfer_to_refunds", "content": "Refunds Agent"},
+            {"role": "assistant", "sender": "Refunds Agent", "content": "Refund issued for order 7."},
+            {"role": "assistant", "name": "Auditor", "sender": "Refunds Agent", "content": "ok"}]
+    kinds, t = _kinds(tmp_path, msgs)
+    assert kinds == [("user", None), ("agent", "Triage Agent"), ("tool", None), ("agent", "Refunds Agent"),
+                     ("agent", "Auditor")]  # name wins over sender
+    assert "Triage Agent" in t.agents and "Refunds Agent" in t.agents
