@@ -103,3 +103,25 @@ def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamab
     steps = list(t.steps) + [Step(9, "user", "user", "hello? are you there?")]
     t2 = Trajectory(id="t2", steps=tuple(steps), source=Source("openai"))
     assert blame(t2, _rec(9, "generic.protocol.run-ends-on-open-request", targets=("system_failure",))) == 9
+
+
+def test_fallback_category_in_a_dialogue_is_the_users_request():
+    """No evidence against the agent, and the user spoke again after the agent's first step: the first
+    consequential action stays the critical step, the category is underspecified_user_intent and the
+    request it carried out is quoted; without such a turn (the user only posed the task) it stays
+    intent_plan_misalignment; JudgeSettings(user_prior=False) turns the prior off."""
+    from dataclasses import replace
+
+    from trajaudit.engine.judge import JudgeSettings
+
+    base = _traj()
+    steps = list(base.steps)
+    steps[4:4] = [Step(4, "agent", "assistant", "Which order do you mean?", "assistant"),
+                  Step(5, "user", "user", "the pending one, cancel it", None)]
+    steps = [replace(s, index=i) for i, s in enumerate(steps)]
+    t = Trajectory(id="d", steps=tuple(steps), source=Source("openai"))
+    step, cat, conf, ev, why = OfflineJudge()._prior(t)
+    assert (step, cat, conf) == (8, "underspecified_user_intent", 0.2)
+    assert [e.address for e in ev] == ["steps.8", "steps.5"] and "the pending one, cancel it" in why
+    assert OfflineJudge(JudgeSettings(user_prior=False))._prior(t)[:2] == (8, "intent_plan_misalignment")
+    assert OfflineJudge()._prior(base)[:2] == (6, "intent_plan_misalignment")  # the task only: no dialogue

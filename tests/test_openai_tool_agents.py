@@ -146,3 +146,37 @@ def test_who_and_when_logs_as_openai_messages_read_like_the_who_and_when_adapter
         else:
             differ.append(f.name)
     assert (same, differ) == (125, ["55.json"])
+
+
+def test_a_mapping_file_can_force_the_reading_of_named_user_messages(tmp_path):
+    from trajaudit.engine.adapters.mapping import MappingAdapter
+    from trajaudit.errors import TraceFormatError
+
+    msgs = [{"role": "user", "content": "task"}, {"role": "assistant", "name": "Planner", "content": "plan"},
+            {"role": "user", "name": "Researcher", "content": "found it"}]  # one name: a user turn by default
+    p = _write(tmp_path, msgs)
+    m = tmp_path / "m.yaml"
+    m.write_text("messages: messages\nnamed_users: agent\n", encoding="utf-8")
+    t = load_path(p, mapping=MappingAdapter.from_file(m)).trajectories[0]
+    assert (t.steps[2].kind, t.steps[2].agent) == ("agent", "Researcher")
+    m.write_text("messages: messages\n", encoding="utf-8")
+    assert load_path(p, mapping=MappingAdapter.from_file(m)).trajectories[0].steps[2].kind == "user"
+    m.write_text("messages: messages\nnamed_users: agents\n", encoding="utf-8")
+    import pytest
+
+    with pytest.raises(TraceFormatError, match="named_users must be one of auto, agent, user"):
+        MappingAdapter.from_file(m)
+
+
+def test_swarm_sender_names_the_agent_of_assistant_messages(tmp_path):
+    """OpenAI Swarm logs hand-offs between agents with the speaker in ``sender``, not ``name``."""
+    msgs = [{"role": "user", "content": "I want a refund for order 7"},
+            {"role": "assistant", "sender": "Triage Agent", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "transfer_to_refunds", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "tool_name": "transfer_to_refunds", "content": "Refunds Agent"},
+            {"role": "assistant", "sender": "Refunds Agent", "content": "Refund issued for order 7."},
+            {"role": "assistant", "name": "Auditor", "sender": "Refunds Agent", "content": "ok"}]
+    kinds, t = _kinds(tmp_path, msgs)
+    assert kinds == [("user", None), ("agent", "Triage Agent"), ("tool", None), ("agent", "Refunds Agent"),
+                     ("agent", "Auditor")]  # name wins over sender
+    assert "Triage Agent" in t.agents and "Refunds Agent" in t.agents

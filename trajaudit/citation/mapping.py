@@ -39,6 +39,7 @@ import jmespath.exceptions
 import yaml
 
 from trajaudit.citation.adapter import FORMAT
+from trajaudit.engine import safe_yaml
 from trajaudit.errors import TraceFormatError
 
 _TOP = ("id", "task", "final", "aliases", "documents", "invocations")
@@ -104,7 +105,7 @@ class CitationMapping:
     def from_file(cls, path: str | Path) -> CitationMapping:
         """Read a mapping YAML file; raises :class:`TraceFormatError` naming the file."""
         try:
-            spec = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            spec = safe_yaml.load(Path(path).read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
             raise TraceFormatError(f"cannot read mapping: {e}", file=str(path), adapter="citation-mapping") from None
         return cls(spec, origin=str(path))

@@ -24,7 +24,9 @@ offline judge implements that definition deterministically:
    where a plan becomes irreversible), then to the last decision step — each fallback lowers the
    confidence and says so in the rationale.
 6. **Category.** A weighted vote over the targets of the findings at the chosen step; ties are broken
-   by ``CATEGORY_PRECEDENCE`` (most specific, most actionable first).
+   by ``CATEGORY_PRECEDENCE`` (most specific, most actionable first). The first-action fallback says
+   ``intent_plan_misalignment``, or ``underspecified_user_intent`` in a dialogue with a user
+   (:func:`_dialogue_request`).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class JudgeSettings:
     propagation_bonus: float = 0.5
     max_candidates: int = 10
     weak_before_prior: bool = False
+    user_prior: bool = True
 
 
 @dataclass
@@ -251,12 +254,40 @@ class OfflineJudge:
             return None, INCONCLUSIVE, 0.0, (), "no decision step"
         act = next((s for s in ds if is_consequential_action(s)), None)
         if act is not None:
-            return (act.index, "intent_plan_misalignment", 0.2, (Evidence(act.address, act.preview(120), "first action"),),
-                    f"no rule or claim evidence; fallback: the first consequential action (step {act.index}: "
-                    f"{act.preview(80)}) is where the plan became irreversible")
+            evidence = (Evidence(act.address, act.preview(120), "first action"),)
+            why = (f"no rule or claim evidence; fallback: the first consequential action (step {act.index}: "
+                   f"{act.preview(80)}) is where the plan became irreversible")
+            request = _dialogue_request(t, act) if self.settings.user_prior else None
+            if request is None:
+                return act.index, "intent_plan_misalignment", 0.2, evidence, why
+            evidence += (Evidence(request.address, request.preview(120), "the user's request it carried out"),)
+            return (act.index, "underspecified_user_intent", 0.2, evidence,
+                    f"{why}; in a dialogue with a user and with nothing wrong found on the agent's side, the "
+                    f"likeliest root cause is the request it carried out (step {request.index}: "
+                    f"{request.preview(80)}): underspecified user intent")
         last = ds[-1]
         return (last.index, INCONCLUSIVE, 0.1, (Evidence(last.address, last.preview(120), "last decision"),),
                 "no evidence and no consequential action; fallback: the last decision step")
+
+
+def _dialogue_request(t: Trajectory, act: Step) -> Step | None:
+    """The user turn a consequential action carried out, when the run is a dialogue with a user.
+
+    A dialogue: the user speaks again after the agent's first decision step (a user simulator or a
+    customer), not only to pose the task (Who&When, Magentic-One, most tool-use runs). The request is
+    the last user turn before ``act`` that follows the first decision step; ``None`` otherwise.
+
+    Used by the fallback category (AgentRx §5: in conversations with a user, "Underspecified User
+    Intent" is the most frequent root cause, a third of tau-bench's failures): when the audit finds
+    no fault on the agent's side — no rule violation, no unsupported claim — the agent did what it
+    was asked, and what it was asked is the likeliest cause. The critical step stays the first
+    consequential action, where that request became irreversible: placing it on the user turn
+    instead lost exact steps when no domain pack applies (tau with the generic pack only:
+    11 -> 7 of 29), where the first action is often the agent's own mistake.
+    """
+    ds = t.decision_steps
+    first = ds[0].index if ds else act.index
+    return next((s for s in reversed(t.steps[first + 1: act.index]) if s.kind == "user"), None)
 
 
 def _context_taxonomy_ids(context: AuditContext) -> frozenset[str] | None:

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 from jsonschema.exceptions import best_match
 
+from trajaudit.engine import safe_yaml
 from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import TrajauditError
 
@@ -237,7 +238,7 @@ def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = yaml.Sa
         TaxonomyError: with file, line and JSON path of the first problem.
     """
     try:
-        doc = yaml.load(text, Loader=_loader)  # noqa: S506 - a safe loader (SafeLoader or CSafeLoader)
+        doc = safe_yaml.load(text, _loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise TaxonomyError(f"invalid YAML: {getattr(e, 'problem', None) or e}", file=file,

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
+from trajaudit.engine import safe_yaml
 from trajaudit.errors import ConfigError
 
 StructuredMode = Literal["auto", "json_schema", "json_object"]
@@ -113,9 +114,11 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     except OSError as e:
         raise ConfigError(f"{p}: cannot read the LLM config file: {e.strerror or e}") from None
     try:
-        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else yaml.safe_load(text)
+        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else safe_yaml.load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
         raise ConfigError(f"{p}: not valid {'TOML' if p.suffix.lower() == '.toml' else 'YAML'}: {e}") from None
+    except RecursionError:  # tomllib recurses per level of nesting (YAML is guarded by safe_yaml)
+        raise ConfigError(f"{p}: not valid TOML: nested too deeply") from None
     if data is None:
         data = {}
     if isinstance(data, dict) and isinstance(data.get("llm"), dict):

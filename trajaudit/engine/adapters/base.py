@@ -323,6 +323,9 @@ def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant
         agent_users: names whose ``user`` messages are other agents' turns in a group chat
             (:func:`group_chat_agents`): kind ``agent``, role ``assistant``, agent = the name,
             ``metadata.logged_role = "user"``.
+
+    The agent of an ``assistant`` message is its ``name``, else its ``sender`` (OpenAI Swarm's
+    multi-agent logs), else ``default_agent``.
     """
     role = msg.get("role")
     name = msg.get("name") if isinstance(msg.get("name"), str) else None
@@ -336,6 +339,9 @@ def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant
             return Classified("agent", "assistant", name.strip(), metadata={"logged_role": "user"})
         return Classified("user", "user", None)
     if role == "assistant":
+        if not name:  # OpenAI Swarm names the speaking agent of an assistant message in ``sender``
+            sender = msg.get("sender")
+            name = sender.strip() if isinstance(sender, str) and sender.strip() else None
         return Classified("agent", "assistant", name or default_agent)
     if role in ("tool", "function"):
         return Classified("tool", "tool", None)

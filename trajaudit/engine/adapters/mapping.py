@@ -18,6 +18,8 @@ Mapping file (all expressions are jmespath, evaluated on the parsed JSON documen
       bot: assistant
       human: user
       function: tool
+    named_users: auto             # optional: user messages with a name are other agents' turns in
+                                  # a group chat (auto), always (agent) or never (user)
 
 Roles not listed keep their value (system/user/assistant/tool are recognised as is); any other role
 is kept as an agent and flagged ``unknown_role``.
@@ -25,6 +27,7 @@ is kept as an agent and flagged ``unknown_role``.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,9 @@ import jmespath
 import jmespath.exceptions
 import yaml
 
+from trajaudit.engine import safe_yaml
 from trajaudit.engine.adapters.base import (
+    NAMED_USERS,
     Classified,
     LoadOptions,
     Sniff,
@@ -45,7 +50,7 @@ from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 
 _FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id")
-_KEYS = {"name", "runs", "messages", "id", "task", "fields", "roles", "description"}
+_KEYS = {"name", "runs", "messages", "id", "task", "fields", "roles", "description", "named_users"}
 
 
 class MappingAdapter:
@@ -69,6 +74,10 @@ class MappingAdapter:
         bad_roles = {v for v in self.roles.values() if v not in ("system", "user", "assistant", "tool")}
         if bad_roles:
             raise TraceFormatError(f"roles may map only to system/user/assistant/tool, not {sorted(bad_roles)}", file=origin)
+        self.named_users = spec.get("named_users")
+        if self.named_users is not None and self.named_users not in NAMED_USERS:
+            raise TraceFormatError(f"named_users must be one of {', '.join(NAMED_USERS)}, not {self.named_users!r}",
+                                   file=origin)
         fields = dict(spec.get("fields") or {})
         unknown_f = set(fields) - set(_FIELDS)
         if unknown_f:
@@ -91,7 +100,7 @@ class MappingAdapter:
     def from_file(cls, path: str | Path) -> MappingAdapter:
         """Read a mapping YAML file; raises :class:`TraceFormatError` naming the file."""
         try:
-            spec = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            spec = safe_yaml.load(Path(path).read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
             raise TraceFormatError(f"cannot read mapping: {e}", file=str(path)) from None
         return cls(spec, origin=str(path))
@@ -136,6 +145,8 @@ class MappingAdapter:
             out["role"] = self.roles.get(str(role), role)
             normalized.append({k: v for k, v in out.items() if v is not None})
 
+        if self.named_users is not None:
+            options = dataclasses.replace(options, named_users=self.named_users)
         agent_users = group_chat_agents(normalized, options)
 
         def classify(msg: dict[str, Any], i: int) -> Classified:
