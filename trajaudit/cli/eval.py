@@ -42,6 +42,8 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
 @click.option("--no-default-packs", is_flag=True,
               help="With --strategy: do not apply the shipped generic and domain packs (as `trajaudit audit`).")
 @input_format_option("--trace-format", dest="trace_format")
+@click.option("--mapping", "mapping", type=click.Path(exists=True, dir_okay=False),
+              help="YAML mapping of jmespath expressions for a custom trace format (as for `trajaudit audit`).")
 @click.option("--format", "out_format", type=click.Choice(["table", "json", "markdown"]), default="table",
               show_default=True, help="Report format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
@@ -53,7 +55,7 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategy: str | None,
              taxonomy: str | None, tools: str | None, rules: tuple[str, ...], no_default_packs: bool,
-             trace_format: str | None, out_format: str, output: str | None, save_pred: str | None, misses: int,
+             trace_format: str | None, mapping: str | None, out_format: str, output: str | None, save_pred: str | None, misses: int,
              seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
     """Score diagnoses against gold labels with the metrics of AgentRx, SearchAuditor, Who&When and DRIFT.
 
@@ -91,7 +93,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         if getattr(strat, "needs_llm", False):
             ctx.llm = client_from_options(llm_opts)
         try:
-            out = run_on_paths(paths, strategy, context=ctx, format=trace_format)
+            out = run_on_paths(paths, strategy, context=ctx, format=trace_format, mapping=mapping)
         finally:
             if ctx.llm is not None:
                 ctx.llm.close()
@@ -111,7 +113,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
             fail(f"{pred}: no diagnosis could be read: nothing to score")
         if not paths:
             paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
-        res = load_many(paths, format=trace_format) if paths else None
+        res = load_many(paths, format=trace_format, mapping=mapping) if paths else None
         trajectories = res.trajectories if res else []
         if res is not None and res.problems:  # a trace that cannot be read gives no preview or run length
             report_problems(res.problems)

@@ -82,12 +82,13 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
 
 def run_on_paths(paths: Iterable[str | os.PathLike[str]], strategy: str | Strategy, *,
                  context: AuditContext | None = None, registry: Registry[Strategy] | None = None,
-                 format: str | None = None) -> RunOutput:
-    """Load ``paths`` (files, folders, globs) with :func:`load_many` and run :func:`run_strategy`.
+                 format: str | None = None, mapping: str | os.PathLike[str] | None = None) -> RunOutput:
+    """Load ``paths`` (files, folders, globs) with :func:`load_many` (``format``/``mapping`` as for
+    ``trajaudit audit``) and run :func:`run_strategy`.
 
     Loading problems are included in the result's ``problems``.
     """
-    res = load_many(paths, format=format)
+    res = load_many(paths, format=format, mapping=mapping)
     out = run_strategy(res.trajectories, strategy, context=context, registry=registry)
     out.problems = list(res.problems) + out.problems
     return out

@@ -32,8 +32,17 @@ from trajaudit.errors import ConfigError, TraceFormatError
 OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 # Speaker names that denote the human side of a conversation, not an agent (AutoGen's human proxies
-# are conventionally "user_proxy" or "Admin").
-HUMAN_NAMES = frozenset({"human", "user", "customer", "client", "user_proxy", "userproxy", "admin"})
+# are conventionally "user_proxy", "human_proxy" or "Admin"). Compared by :func:`is_human_name`: any
+# case, spaces/underscores/hyphens ignored ("User Proxy", "user-proxy", "UserProxy").
+HUMAN_NAMES = frozenset({"human", "user", "customer", "client", "user_proxy", "userproxy", "human_proxy", "admin"})
+_SEPARATORS = re.compile(r"[\s_\-]+")
+_HUMAN_KEYS = frozenset(_SEPARATORS.sub("", n) for n in HUMAN_NAMES)
+
+
+def is_human_name(name: str) -> bool:
+    """Whether the speaker name ``name`` is one of :data:`HUMAN_NAMES` (any case; spaces,
+    underscores and hyphens ignored)."""
+    return _SEPARATORS.sub("", name.casefold()) in _HUMAN_KEYS
 
 # Agent names that are really tool/code runners (their messages are tool outputs, not decisions).
 TOOL_AGENT_RE = re.compile(r"^(computer_?terminal|code_?executor|executor|terminal|tool|python_?repl)$", re.I)
@@ -95,6 +104,25 @@ class LoadOptions:
 NAMED_USERS = ("auto", "agent", "user")
 
 
+def human_speakers(messages: list[Any], options: LoadOptions) -> frozenset[str]:
+    """The names (stripped) of ``assistant`` messages that are the human's turns: the log is written
+    from the human proxy's side.
+
+    AutoGen records a chat in each participant's own terms: the initiator's history (``user_proxy``'s
+    ``chat_messages``, which ``initiate_chat(...).chat_history`` returns) gives the human proxy's turns
+    as ``assistant`` messages named ``user_proxy`` and the LLM agent's turns as ``user`` messages
+    named after it. An ``assistant`` message without tool calls whose ``name`` is a human name
+    (:func:`is_human_name`) is therefore the user's turn, and every other speaker the log names on a
+    ``user`` message is an agent (:func:`group_chat_agents`). Empty with
+    ``options.named_users == "user"`` (no message is read against its logged role).
+    """
+    if options.named_users == "user":
+        return frozenset()
+    return frozenset(m["name"].strip() for m in messages
+                     if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("name"), str)
+                     and not m.get("tool_calls") and is_human_name(m["name"]))
+
+
 def group_chat_agents(messages: list[Any], options: LoadOptions) -> frozenset[str]:
     """The speaker names of a chat run's ``user`` messages that are other agents, not the user.
 
@@ -104,10 +132,16 @@ def group_chat_agents(messages: list[Any], options: LoadOptions) -> frozenset[st
     too). A human user, by contrast, speaks under one name at most. So, with
     ``options.named_users == "auto"``, a name on ``user`` messages is an agent when the run's ``user``
     messages carry two or more distinct names (a code runner's name counts: it makes the user side
-    a group), or when the same name also speaks as ``assistant``. Never agents: names matching
-    ``options.tool_agent_pattern`` (those messages are tool outputs) and :data:`HUMAN_NAMES`
-    (``user``, ``human``, ``customer``, ``client``, ``user_proxy``, ``admin``, any case; they do not
-    count towards the two names either).
+    a group), when the same name also speaks as ``assistant``, or when the log is the human proxy's
+    (:func:`human_speakers`). Names are compared ignoring case and surrounding spaces ("Alice" and
+    "alice " are one speaker). Never agents: names matching ``options.tool_agent_pattern`` (those
+    messages are tool outputs) and human names (:func:`is_human_name`: ``user``, ``human``,
+    ``customer``, ``client``, ``user_proxy``, ``human_proxy``, ``admin``; they do not count towards the
+    two names either).
+
+    Known limit: a human who gives a name *and* a separately named code runner on ``user`` messages
+    read as a group (the runner makes two names); a mapping file's ``named_users: user`` forces the
+    human reading.
 
     Args:
         messages: the raw message objects (non-objects are ignored here; ``build_steps`` reports them).
@@ -115,13 +149,14 @@ def group_chat_agents(messages: list[Any], options: LoadOptions) -> frozenset[st
             ``"user"``: none).
 
     Returns:
-        The names (stripped), empty when named ``user`` messages are user turns.
+        The names (stripped, as spelled in the messages), empty when named ``user`` messages are user
+        turns.
     """
     if options.named_users == "user":
         return frozenset()
     users: dict[str, None] = {}  # candidate agents, in order of appearance
-    user_names: set[str] = set()  # every non-human name on a user message (code runners included)
-    speakers: set[str] = set()
+    user_keys: set[str] = set()  # every non-human name on a user message (code runners included), case-folded
+    speakers: set[str] = set()  # case-folded names of assistant messages
     for m in messages:
         if not isinstance(m, dict) or not isinstance(m.get("name"), str):
             continue
@@ -129,14 +164,14 @@ def group_chat_agents(messages: list[Any], options: LoadOptions) -> frozenset[st
         if not name:
             continue
         if m.get("role") == "assistant":
-            speakers.add(name)
-        elif m.get("role") == "user" and name.lower() not in HUMAN_NAMES:
-            user_names.add(name)
+            speakers.add(name.casefold())
+        elif m.get("role") == "user" and not is_human_name(name):
+            user_keys.add(name.casefold())
             if not options.tool_agent_pattern.match(name):
                 users[name] = None
-    if options.named_users == "agent" or len(user_names) >= 2:
+    if options.named_users == "agent" or len(user_keys) >= 2 or human_speakers(messages, options):
         return frozenset(users)
-    return frozenset(n for n in users if n in speakers)
+    return frozenset(n for n in users if n.casefold() in speakers)
 
 
 @dataclass(frozen=True)
@@ -312,7 +347,8 @@ def build_steps(
 
 def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant", *,
                     tool_agents: re.Pattern[str] | None = None,
-                    agent_users: frozenset[str] = frozenset()) -> Classified:
+                    agent_users: frozenset[str] = frozenset(),
+                    user_speakers: frozenset[str] = frozenset()) -> Classified:
     """Classify a standard OpenAI chat message (system/developer/user/assistant/tool/function).
 
     Args:
@@ -323,22 +359,28 @@ def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant
         agent_users: names whose ``user`` messages are other agents' turns in a group chat
             (:func:`group_chat_agents`): kind ``agent``, role ``assistant``, agent = the name,
             ``metadata.logged_role = "user"``.
+        user_speakers: names whose ``assistant`` messages without tool calls are the user's turns, in
+            a log written from the human proxy's side (:func:`human_speakers`): kind ``user``,
+            ``metadata.logged_role = "assistant"``.
 
     The agent of an ``assistant`` message is its ``name``, else its ``sender`` (OpenAI Swarm's
-    multi-agent logs), else ``default_agent``.
+    multi-agent logs), else ``default_agent``; names are stripped of surrounding whitespace, and a
+    blank one counts as absent.
     """
     role = msg.get("role")
-    name = msg.get("name") if isinstance(msg.get("name"), str) else None
+    name = msg.get("name").strip() or None if isinstance(msg.get("name"), str) else None
     if (tool_agents is not None and name and role in ("user", "assistant") and not msg.get("tool_calls")
-            and tool_agents.match(name.strip())):
-        return Classified("tool", "tool", name.strip())
+            and tool_agents.match(name)):
+        return Classified("tool", "tool", name)
     if role in ("system", "developer"):
         return Classified("system", "system", None)
     if role == "user":
-        if name and agent_users and name.strip() in agent_users:
-            return Classified("agent", "assistant", name.strip(), metadata={"logged_role": "user"})
+        if name and name in agent_users:
+            return Classified("agent", "assistant", name, metadata={"logged_role": "user"})
         return Classified("user", "user", None)
     if role == "assistant":
+        if name and name in user_speakers and not msg.get("tool_calls"):
+            return Classified("user", "user", None, metadata={"logged_role": "assistant"})
         if not name:  # OpenAI Swarm names the speaking agent of an assistant message in ``sender``
             sender = msg.get("sender")
             name = sender.strip() if isinstance(sender, str) and sender.strip() else None

@@ -45,6 +45,7 @@ from trajaudit.engine.adapters.base import (
     build_steps,
     classify_openai,
     group_chat_agents,
+    human_speakers,
 )
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
@@ -148,9 +149,11 @@ class MappingAdapter:
         if self.named_users is not None:
             options = dataclasses.replace(options, named_users=self.named_users)
         agent_users = group_chat_agents(normalized, options)
+        user_speakers = human_speakers(normalized, options)
 
         def classify(msg: dict[str, Any], i: int) -> Classified:
-            return classify_openai(msg, i, tool_agents=options.tool_agent_pattern, agent_users=agent_users)
+            return classify_openai(msg, i, tool_agents=options.tool_agent_pattern, agent_users=agent_users,
+                                   user_speakers=user_speakers)
 
         steps = build_steps(normalized, classify, options=options, path="$.messages")
         rid = self._expr["id"].search(run) if "id" in self._expr else None

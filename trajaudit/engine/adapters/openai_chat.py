@@ -3,7 +3,9 @@
 Accepted documents: a list of messages; ``{"messages": [...]}``; a list of ``{"messages": [...]}``
 (one run per element). Step numbering: 0-based position in the message list. In a group chat
 logged from one agent's side (other agents as named ``user`` messages, AutoGen style) those
-messages are the other agents' turns (``LoadOptions.named_users``, ``base.group_chat_agents``).
+messages are the other agents' turns (``LoadOptions.named_users``, ``base.group_chat_agents``); in
+a log written from the human proxy's side (AutoGen's ``chat_history`` of ``user_proxy``) the proxy's
+named ``assistant`` messages are the user's turns (``base.human_speakers``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from trajaudit.engine.adapters.base import (
     classify_openai,
     first_user_text,
     group_chat_agents,
+    human_speakers,
 )
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
@@ -86,10 +89,15 @@ class OpenAIChatAdapter:
         if not isinstance(messages, list):
             raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
         classify = partial(classify_openai, tool_agents=options.tool_agent_pattern,
-                           agent_users=group_chat_agents(messages, options))
+                           agent_users=group_chat_agents(messages, options),
+                           user_speakers=human_speakers(messages, options))
         steps = build_steps(messages, classify, options=options, path=path)
         tid = str(rid) if rid is not None else _default_id(source, messages)
-        task = run.get("task") if isinstance(run, dict) and isinstance(run.get("task"), str) else first_user_text(messages)
+        task = run.get("task") if isinstance(run, dict) and isinstance(run.get("task"), str) else None
+        if task is None:  # the first user turn (as classified: a proxy's log has it as an assistant message)
+            task = next((s.content for s in steps if s.kind == "user"), None)
+        if task is None:
+            task = first_user_text(messages)
         return assemble(steps, id=tid, source=source, task=task, metadata=meta)
 
 

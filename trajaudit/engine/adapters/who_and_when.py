@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit.engine.adapters.base import (
-    HUMAN_NAMES,
     OPENAI_ROLES,
     Classified,
     LoadOptions,
     Sniff,
     assemble,
     build_steps,
+    is_human_name,
 )
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
@@ -47,7 +47,7 @@ def classify_speaker(label: str, options: LoadOptions) -> Classified:
         else:
             meta["phase"] = inner
     low = agent.lower()
-    if low in HUMAN_NAMES:
+    if is_human_name(agent):
         return Classified("user", "user", None, metadata=meta)
     if low == "system":
         return Classified("system", "system", None, metadata=meta)
