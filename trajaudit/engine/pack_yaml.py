@@ -2,7 +2,9 @@
 errors point at the exact character and every expression knows where it starts.
 
 Loading never executes anything: the safe loader (libyaml's for shipped packs, the pure-Python one,
-whose messages the error paths are written for, for users' files).
+whose messages the error paths are written for, for users' files). Aliases that would expand the
+pack by more than ``safe_yaml.MAX_ALIAS_NODES`` nodes are refused before the position walk, which
+visits every expanded node (``safe_yaml.check_aliases``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from trajaudit.engine.safe_yaml import YAMLAliasBomb, check_aliases
 from trajaudit.errors import RulePackError
 
 
@@ -63,6 +66,11 @@ class YamlDoc:
         try:
             ld = loader(text)  # the reader may already reject the text (e.g. a control character)
             node = ld.get_single_node()
+            check_aliases(node)
+        except YAMLAliasBomb as e:
+            if ld is not None:
+                ld.dispose()
+            raise RulePackError(str(e), file=file) from None
         except yaml.YAMLError as e:
             if ld is not None:
                 ld.dispose()

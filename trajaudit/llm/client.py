@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import jsonschema
 from jsonschema.exceptions import best_match
 
+from trajaudit.engine import safe_json
 from trajaudit.errors import ConfigError, LLMError, LLMUnreachableError
 from trajaudit.llm.cache import ResponseCache, request_key
 from trajaudit.llm.config import LLMConfig
@@ -65,7 +66,9 @@ def messages_chars(messages: Iterable[dict[str, Any]]) -> int:
 def parse_json_answer(content: str | None, validator: Any) -> tuple[dict[str, Any] | None, str | None]:
     """Parse a model answer as one JSON object and validate it.
 
-    A single surrounding Markdown code fence is tolerated. Nothing in the answer is executed.
+    A single surrounding Markdown code fence is tolerated. Nothing in the answer is executed. An
+    answer nested more than ``safe_json.MAX_DEPTH`` levels (a model stuck repeating ``[``) is an
+    invalid answer like any other, not a ``RecursionError``.
 
     Returns:
         ``(value, None)`` when valid, else ``(None, error text)``.
@@ -77,7 +80,9 @@ def parse_json_answer(content: str | None, validator: Any) -> tuple[dict[str, An
     if not text:
         return None, "the answer was empty"
     try:
-        value = json.loads(text)
+        value = safe_json.loads(text)
+    except safe_json.NestedTooDeep as e:
+        return None, f"the answer is not usable JSON: {e}"
     except json.JSONDecodeError as e:
         return None, f"the answer is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
     if not isinstance(value, dict):

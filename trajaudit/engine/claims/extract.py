@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
@@ -121,7 +122,14 @@ class ClaimExtractor(Protocol):
 
 
 def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
-    return bool(ranges) and any(a <= pos < b for a, b in ranges)
+    """Whether ``pos`` lies in one of ``ranges``: sorted, disjoint ``(start, end)`` spans, as
+    ``code_ranges`` and ``json_ranges`` return them. A binary search: a message of thousands of code
+    fences (JSON strings that hold code) made the scan of every span per mention quadratic."""
+    k = bisect_right(ranges, (pos, _INF)) - 1
+    return k >= 0 and pos < ranges[k][1]
+
+
+_INF = float("inf")
 
 
 _LONG_DIGITS = re.compile(r"\d{7,}")

@@ -192,7 +192,9 @@ def json_ranges(text: str) -> list[tuple[int, int]]:
     "Updated Ledger" object every turn). Inside such a span double quotes are JSON syntax, not
     quotation: keys are field names and string values are prose (scanned for values like any text).
     Each span is a successful ``json.JSONDecoder.raw_decode`` from a line starting with ``{`` or ``[``
-    that yields a non-empty object or array; at most :data:`MAX_JSON_TRIES` openings are tried.
+    that yields a non-empty object or array; at most :data:`MAX_JSON_TRIES` openings are tried. An
+    opening nested too deeply for the parser (a line of thousands of ``[``, as a model stuck
+    repeating a character writes) is not JSON: ``raw_decode``'s ``RecursionError`` skips it.
     """
     out: list[tuple[int, int]] = []
     end = tries = 0
@@ -205,7 +207,7 @@ def json_ranges(text: str) -> list[tuple[int, int]]:
             break
         try:
             obj, b = _JSON.raw_decode(text, a)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, (dict, list)) and obj:
             out.append((a, b))
