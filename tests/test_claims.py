@@ -104,3 +104,25 @@ def test_benign_unsupported_claim_is_not_an_error():
 ])
 def test_number_normalization(text, value):
     assert norm_number(text) == value
+
+
+def test_a_completion_after_only_look_ups_is_not_supported_by_them():
+    """"has been processed" after a get_order that succeeded: a look-up shows state, it does not do what
+    the claim says was done — the claim is not DIRECT through it (it was, citing the look-up); after a
+    successful write-like call it is."""
+    from trajaudit import load
+
+    def run(tool):
+        return load([
+            {"role": "user", "content": "Please refund order 7."},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": tool, "arguments": '{"order_id": "7"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "name": tool, "content": '{"order_id": "7", "status": "pending"}'},
+            {"role": "assistant", "content": "Your refund has been processed successfully."},
+        ])
+
+    looked = [c for c in build_claim_graph(run("get_order")).claims if c.step == 3 and c.value == "processed"]
+    assert looked and all(c.status is not Support.DIRECT for c in looked), [(c.value, c.status) for c in looked]
+    assert "only read-only tools succeeded (get_order)" in looked[0].note
+    done = [c for c in build_claim_graph(run("refund_order")).claims if c.step == 3 and c.value == "processed"]
+    assert done and done[0].status is Support.DIRECT and done[0].evidence_address == "steps.2.content"

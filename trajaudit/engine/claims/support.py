@@ -10,8 +10,9 @@ Order of checks, each a general policy:
    - an object status ("#W1 … delivered") against the object's latest ``status`` (or a boolean
      attribute of that name) in tool outputs: equal → DIRECT, different → CONFLICTING.
    - a completion ("successfully processed", "saved to x.csv") against the tool outputs since the
-     agent's previous message: a successful one → DIRECT, only failed ones → CONFLICTING, none →
-     MISSING (completion claimed with no action).
+     agent's previous message: a successful action → DIRECT, only failed ones → CONFLICTING, none →
+     MISSING (completion claimed with no action); only read-only look-ups (``get_…``, ``find_…``,
+     ``list…``, ``search…``) succeeded → MISSING too: a look-up shows state, it does not do the work.
 2. Values: the normalized value in the value index → DIRECT; a phrase found in one source (quoted
    names, free-text arguments) → DIRECT, all its words in one source → WEAK; a number equal after
    rounding to the claim's precision, as a percentage/fraction, or derivable by one sum/difference of
@@ -44,6 +45,14 @@ _NOT_FOUND_WORDS = ("no such file", "not found", "404", "does not exist", "canno
 _NOT_FOUND = re.compile("|".join(_NOT_FOUND_WORDS), re.I)
 #: Completion verbs that are also object states ("#W1 has been cancelled" is a claim about its status).
 _STATUS_VERBS = frozenset(("cancelled", "delivered", "returned", "exchanged", "refunded", "shipped"))
+# Tool names that only read (look-ups): their success shows state, it does not perform an action.
+_READ_ONLY = re.compile(r"^(?:get|find|list|search|read|lookup|look_up|fetch|query|view|show|describe|retrieve)"
+                        r"(?:_|[A-Z]|$)")
+
+
+def _read_only(name: str | None) -> bool:
+    """Whether a tool's name says it only reads (``get_order_details``, ``listFiles``, ``search``)."""
+    return bool(name) and _READ_ONLY.match(name) is not None
 _NEGATED = {"unavailable": ("available", False), "not available": ("available", False)}
 
 
@@ -138,12 +147,24 @@ class SupportSeeker:
                                   f"no tool output since {where}; an earlier one succeeded (a recap?)")
             return Assessment(m.Support.MISSING, note=f"{mn.value!r} claimed with no successful tool output before it")
         ok = [s for s in outputs if not (s.tool_output and s.tool_output.is_error)]
-        if ok:
-            name = ok[0].tool_output.name if ok[0].tool_output else None
-            return Assessment(m.Support.DIRECT, f"steps.{ok[0].index}.content", None,
+        acted = [s for s in ok if not _read_only(self._tool_name(s))]
+        if acted:
+            name = self._tool_name(acted[0])
+            return Assessment(m.Support.DIRECT, f"steps.{acted[0].index}.content", None,
                               f"a tool output since {where} succeeded ({name or 'tool'})")
+        if ok:  # only look-ups succeeded: they show state, they do not do what the claim says was done
+            name = self._tool_name(ok[0])
+            return Assessment(m.Support.MISSING, f"steps.{ok[0].index}.content", None,
+                              f"{mn.value!r} claimed, but since {where} only read-only tools succeeded ({name})")
         return Assessment(m.Support.CONFLICTING, f"steps.{outputs[0].index}.content", None,
                           f"every tool output since {where} reports an error")
+
+    def _tool_name(self, step: Any) -> str | None:
+        """The name of the tool whose output ``step`` is: the output's own name, else its call's."""
+        if step.tool_output is not None and step.tool_output.name:
+            return step.tool_output.name
+        hit = self.t.call_for(step)
+        return hit[1].name if hit is not None else None
 
     def access(self, mn: m.Mention, at: int | None = None) -> Assessment | None:
         """A URL or path that step ``at`` (default: the mention's step) used: the tool output that step
