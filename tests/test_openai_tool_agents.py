@@ -180,3 +180,48 @@ def test_swarm_sender_names_the_agent_of_assistant_messages(tmp_path):
     assert kinds == [("user", None), ("agent", "Triage Agent"), ("tool", None), ("agent", "Refunds Agent"),
                      ("agent", "Auditor")]  # name wins over sender
     assert "Triage Agent" in t.agents and "Refunds Agent" in t.agents
+
+
+def test_named_user_turns_keep_their_speaker_and_load_takes_options_and_mappings(tmp_path):
+    from trajaudit import LoadOptions, load
+    from trajaudit.errors import ConfigError
+
+    p = _write(tmp_path, GROUP)
+    t = load(p, options=LoadOptions(named_users="user"))
+    assert [s.kind for s in t.steps] == ["user", "agent", "user", "tool", "user"]
+    assert t.steps[2].metadata["name"] == "DataAnalysis_Expert"  # the speaker is kept, not dropped
+    assert load(p).steps[2].kind == "agent"
+    m = tmp_path / "m.yaml"
+    m.write_text('messages: "messages || @"\nnamed_users: user\n', encoding="utf-8")
+    assert load(p, mapping=m).steps[2].kind == "user"
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(GROUP), encoding="utf-8")
+    assert load(bare, mapping=m).steps[4].metadata["name"] == "Verification_Expert"
+    import pytest
+
+    with pytest.raises(ConfigError, match="either an input format .* or a mapping, not both"):
+        load(p, format="openai", mapping=m)
+
+
+def test_a_mapping_reads_swarm_senders_by_default(tmp_path):
+    from trajaudit import load
+
+    msgs = [{"role": "user", "content": "refund order 7"},
+            {"role": "assistant", "sender": "Triage Agent", "content": "Passing you to refunds."},
+            {"role": "assistant", "sender": "Refunds Agent", "content": "Done."}]
+    m = tmp_path / "m.yaml"
+    m.write_text('messages: "messages || @"\n', encoding="utf-8")
+    t = load(_write(tmp_path, msgs), mapping=m)
+    assert [s.agent for s in t.steps] == [None, "Triage Agent", "Refunds Agent"]
+
+
+def test_cli_refuses_a_forced_format_with_a_mapping(tmp_path):
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+
+    m = tmp_path / "m.yaml"
+    m.write_text("messages: messages\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["show", str(_write(tmp_path, GROUP)), "--mapping", str(m),
+                                    "--input-format", "openai"])
+    assert res.exit_code == 2 and "not both" in res.output

@@ -5,6 +5,7 @@ who (the responsible agent), with an auditable validation log of evidence.
 """
 
 from trajaudit.checkers.registry import default_checkers, register_checker
+from trajaudit.engine.adapters.base import LoadOptions
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
@@ -20,6 +21,7 @@ __all__ = [
     "Diagnosis",
     "audit",
     "CompiledRule",
+    "LoadOptions",
     "LoadResult",
     "RulePack",
     "Source",

@@ -60,7 +60,7 @@ class TraceFormatError(TrajauditError):
         if self.json_path:
             where.append(self.json_path)
         prefix = ": ".join([", ".join(where)]) + ": " if where else ""
-        via = f" [{self.adapter}]" if self.adapter else ""
+        via = f" (format: {self.adapter})" if self.adapter else ""
         return f"{prefix}{self.message}{via}"
 
 

@@ -118,7 +118,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 def _summary(batch, output: str, report: str | None) -> None:
     out = console(err=True)
     if not batch.results:
-        out.print("no run could be audited", highlight=False)
+        if batch.problems:  # with neither, the caller says "no trace files found"
+            out.print("no run could be audited", highlight=False)
         return
     table = Table(title=f"{len(batch.results)} run(s) audited, {len(batch.problems)} skipped", title_justify="left")
     for col in ("run", "step", "agent", "category", "conf.", "preview"):

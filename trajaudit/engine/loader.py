@@ -231,6 +231,15 @@ def load_document(
     return result
 
 
+def _format_or_mapping(format: str | None, mapping: Any) -> None:
+    """A mapping *is* the format: forcing a built-in format as well would be silently ignored."""
+    if format and mapping is not None:
+        from trajaudit.errors import ConfigError
+
+        raise ConfigError(f"give either an input format ({format!r}) or a mapping, not both: "
+                          "a mapping describes its own format")
+
+
 def load_path(
     path: str | os.PathLike[str],
     *,
@@ -254,9 +263,11 @@ def load_path(
     Raises:
         TraceFormatError: the file is unreadable, empty, not JSON, or matches no format.
         ArgumentTypeError: ``path`` is not a ``str``/``os.PathLike``, or ``record`` is not an int.
+        ConfigError: both ``format`` and ``mapping`` are given.
     """
     check_path("load_path", "path", path)
     check_record("load_path", record)
+    _format_or_mapping(format, mapping)
     file = str(path)
     try:
         data = Path(path).read_bytes()
@@ -343,8 +354,10 @@ def load_many(
 
     Raises:
         ArgumentTypeError: ``paths`` is neither a path nor an iterable of paths.
+        ConfigError: both ``format`` and ``mapping`` are given.
     """
     paths = check_paths("load_many", "paths", paths)
+    _format_or_mapping(format, mapping)
     if isinstance(mapping, (str, os.PathLike)):
         mapping = MappingAdapter.from_file(mapping)
     result = LoadResult()
@@ -361,6 +374,8 @@ def load(
     *,
     format: str | None = None,
     record: int | None = None,
+    mapping: str | os.PathLike[str] | MappingAdapter | None = None,
+    options: LoadOptions | None = None,
 ) -> Trajectory:
     """Load exactly one trajectory from a path, a parsed document, or pass a Trajectory through.
 
@@ -369,19 +384,29 @@ def load(
             parsed trace document (``dict`` or ``list``, e.g. ``json.loads(text)``).
         format: force a format by name.
         record: which run (0-based) of a multi-run input.
+        mapping: a mapping YAML file (or adapter) for a custom format (instead of ``format``).
+        options: :class:`LoadOptions` (content cap, validation, code-runner names, how named
+            ``user`` messages are read: ``LoadOptions(named_users="user")``).
 
     Raises:
         TraceFormatError: nothing loadable, or the input holds several runs and ``record`` is not
             given, or ``source`` is a string of JSON text rather than a path.
         ArgumentTypeError: ``source`` or ``record`` has a type not listed above.
+        ConfigError: both ``format`` and ``mapping`` are given.
     """
-    return load_checked(source, format=format, record=record, function="load", argument="source")
+    return load_checked(source, format=format, record=record, function="load", argument="source",
+                        mapping=mapping, options=options)
 
 
-def load_checked(source: Any, *, format: str | None, record: Any, function: str, argument: str) -> Trajectory:
+def load_checked(source: Any, *, format: str | None, record: Any, function: str, argument: str,
+                 mapping: str | os.PathLike[str] | MappingAdapter | None = None,
+                 options: LoadOptions | None = None) -> Trajectory:
     """:func:`load`, with argument errors naming ``function`` and ``argument`` (``audit``'s own names)."""
     source = check_source(function, argument, source)
     record = check_record(function, record)
+    _format_or_mapping(format, mapping)
+    if isinstance(mapping, (str, os.PathLike)):
+        mapping = MappingAdapter.from_file(mapping)
     text = source.strip() if isinstance(source, str) else ""
     if text[:1] + text[-1:] in ("{}", "[]") and not os.path.exists(source):
         raise TraceFormatError(f"{function}(): argument {argument!r} looks like JSON text, not a file path; "
@@ -389,9 +414,9 @@ def load_checked(source: Any, *, format: str | None, record: Any, function: str,
     if isinstance(source, Trajectory):
         return source
     if isinstance(source, (dict, list)):
-        res = load_document(source, format=format, record=record)
+        res = load_document(source, format=format, record=record, mapping=mapping, options=options)
     else:
-        res = load_path(source, format=format, record=record)
+        res = load_path(source, format=format, record=record, mapping=mapping, options=options)
     if res.problems and not res.trajectories:
         raise TraceFormatError(res.problems[0].message)
     if len(res.trajectories) != 1:

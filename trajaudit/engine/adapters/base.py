@@ -377,7 +377,7 @@ def classify_openai(msg: dict[str, Any], i: int, default_agent: str = "assistant
     if role == "user":
         if name and name in agent_users:
             return Classified("agent", "assistant", name, metadata={"logged_role": "user"})
-        return Classified("user", "user", None)
+        return Classified("user", "user", None, metadata={"name": name} if name else {})
     if role == "assistant":
         if name and name in user_speakers and not msg.get("tool_calls"):
             return Classified("user", "user", None, metadata={"logged_role": "assistant"})

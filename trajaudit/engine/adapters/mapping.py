@@ -11,7 +11,7 @@ Mapping file (all expressions are jmespath, evaluated on the parsed JSON documen
     fields:                       # per message (defaults in brackets)
       role: "actor"               # [role]
       content: "text"             # [content]
-      name: "agent"               # [name]   agent name
+      name: "agent"               # [name || sender]   agent name
       tool_calls: "calls"         # [tool_calls]  OpenAI or flat {id, name, arguments} calls
       tool_call_id: "reply_to"    # [tool_call_id]
     roles:                        # raw role value -> system | user | assistant | tool
@@ -51,6 +51,7 @@ from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 
 _FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id")
+_DEFAULT_FIELDS = {"name": "name || sender"}
 _KEYS = {"name", "runs", "messages", "id", "task", "fields", "roles", "description", "named_users"}
 
 
@@ -89,7 +90,8 @@ class MappingAdapter:
             if spec.get(key):
                 self._expr[key] = self._compile(spec[key], key)
                 self._source[key] = str(spec[key])
-        self._fields = {f: self._compile(fields.get(f, f), f"fields.{f}") for f in _FIELDS}
+        # a message's speaker: ``name``, else Swarm's ``sender`` (as the OpenAI adapter reads it)
+        self._fields = {f: self._compile(fields.get(f, _DEFAULT_FIELDS.get(f, f)), f"fields.{f}") for f in _FIELDS}
 
     def _compile(self, expr: Any, key: str) -> Any:
         try:
