@@ -308,14 +308,21 @@ def _count_slot(col: Collection, n: int, mn: m.Mention) -> Assessment | None:
     return Assessment(status, col.address, expected, f"latest tool output has {expected} {what}; claim says {n}")
 
 
+def _pair_op(a: float, b: float, x: float) -> str | None:
+    """The exact pair test: ``"+"`` when ``|a + b - x| < 0.005``, else ``"-"`` when ``||a - b| - x| < 0.005``."""
+    if abs(a + b - x) < 0.005:
+        return "+"
+    if abs(abs(a - b) - x) < 0.005:
+        return "-"
+    return None
+
+
 def _pairs_brute(vals: list[float], x: float) -> tuple[int, int, str] | None:
     for i, a in enumerate(vals):
         for j in range(i + 1, len(vals)):
-            b = vals[j]
-            if abs(a + b - x) < 0.005:
-                return i, j, "+"
-            if abs(abs(a - b) - x) < 0.005:
-                return i, j, "-"
+            op = _pair_op(a, vals[j], x)
+            if op is not None:
+                return i, j, op
     return None
 
 
@@ -337,9 +344,7 @@ def first_pair(vals: list[float], x: float) -> tuple[int, int, str] | None:
         for t in (x - a, a - x, a + x):
             cands.update(order[bisect_left(svals, t - margin):bisect_right(svals, t + margin)])
         for j in sorted(c for c in cands if c > i):
-            b = vals[j]
-            if abs(a + b - x) < 0.005:
-                return i, j, "+"
-            if abs(abs(a - b) - x) < 0.005:
-                return i, j, "-"
+            op = _pair_op(a, vals[j], x)
+            if op is not None:
+                return i, j, op
     return None

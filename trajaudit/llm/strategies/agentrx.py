@@ -16,7 +16,6 @@ rules' records (origin ``synthesized``) join the context's evidence cache, so th
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import re
 from typing import Any
@@ -28,9 +27,9 @@ from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
 from trajaudit.errors import LLMError, LLMUnreachableError
 from trajaudit.llm.evidence import cut_text
-from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
     PromptRun,
+    category_schema,
     make_diagnosis,
     no_decision_diagnosis,
     normalize_category,
@@ -163,9 +162,7 @@ class AgentRx:
                 violations=rows or [{"note": "no check failed"}], checklist=checklist_text(taxonomy),
                 labeling_policy=" ".join(taxonomy.labeling_policy.split()) or "(none)",
                 decision_steps=", ".join(map(str, decisions)), agents=", ".join(trajectory.agents) or "(unnamed)")
-            schema = copy.deepcopy(load_prompt("agentrx_judge").schema)
-            schema["properties"]["category"]["enum"] = list(taxonomy.ids)
-            answer = client.chat_json(messages, schema, name=self.name)
+            answer = client.chat_json(messages, category_schema("agentrx_judge", taxonomy.ids), name=self.name)
         run.versions.update(synth.prompts)
         step, snap_note = snap_to_decision(trajectory, answer["critical_step"])
         cats = [(c.id, c.definition) for c in taxonomy.categories]

@@ -8,57 +8,38 @@ The gold answer is never shown (the "without ground truth" setting).
 
 from __future__ import annotations
 
-import copy
-
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import AuditContext
-from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
+    LLMStrategy,
+    StrategyRun,
     categories_text,
-    make_diagnosis,
-    no_decision_diagnosis,
     normalize_category,
-    setup,
     snap_to_decision,
 )
-from trajaudit.llm.usage import tracking
 
 
-class AllAtOnce:
+class AllAtOnce(LLMStrategy):
     """Who&When all-at-once: a single holistic judge call (1 call per run)."""
 
     name = "all-at-once"
     description = "LLM (Who&When baseline): one call over the whole run names the step, agent and category"
-    needs_llm = True
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
-        """Diagnose ``trajectory`` with one ``chat_json`` call.
-
-        Raises:
-            ConfigError: no LLM client in ``context``.
-            LLMError: the call failed or its answer was invalid twice.
-        """
-        client, cats, run = setup(context, self.name)
+    def _diagnose(self, r: StrategyRun) -> Diagnosis:
+        """Diagnose the run with one ``chat_json`` call."""
+        trajectory, run = r.trajectory, r.run
         decisions = [s.index for s in trajectory.decision_steps]
-        with tracking() as usage:
-            if not decisions:
-                return no_decision_diagnosis(trajectory, context, self.name, usage, run)
-            messages, _ = run.fitted(
-                client, "all_at_once", trajectory, "trajectory", range(len(trajectory.steps)),
-                task=trajectory.task, categories=categories_text(cats),
-                decision_steps=", ".join(map(str, decisions)), agents=", ".join(trajectory.agents) or "(unnamed)")
-            schema = copy.deepcopy(load_prompt("all_at_once").schema)
-            schema["properties"]["category"]["enum"] = [c for c, _ in cats]
-            answer = client.chat_json(messages, schema, name=self.name)
+        messages, _ = run.fitted(
+            r.client, "all_at_once", trajectory, "trajectory", range(len(trajectory.steps)),
+            task=trajectory.task, categories=categories_text(r.cats),
+            decision_steps=", ".join(map(str, decisions)), agents=", ".join(trajectory.agents) or "(unnamed)")
+        answer = r.client.chat_json(messages, r.schema("all_at_once"), name=self.name)
         step, snap_note = snap_to_decision(trajectory, answer["critical_step"])
-        category, cat_note = normalize_category(answer["category"], cats)
+        category, cat_note = normalize_category(answer["category"], r.cats)
         for note in (snap_note, cat_note):
             if note:
                 run.notes.append(note)
         step_agent = trajectory.steps[step].agent if step is not None else None
         if answer["agent"] != step_agent:
             run.notes.append(f"model named agent {answer['agent']!r}; step {step} was produced by {step_agent!r}")
-        return make_diagnosis(trajectory, context, strategy=self.name, step=step, category=category,
-                              confidence=answer["confidence"], rationale=answer["reason"], usage=usage.to_dict(),
-                              metadata=run.metadata(model_step=answer["critical_step"], model_agent=answer["agent"]))
+        return r.diagnosis(step=step, category=category, confidence=answer["confidence"], rationale=answer["reason"],
+                           model_step=answer["critical_step"], model_agent=answer["agent"])

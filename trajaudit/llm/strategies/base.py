@@ -1,11 +1,14 @@
-"""Shared parts of the LLM strategies: the client check, categories, step snapping, fitted prompts.
+"""Shared parts of the LLM strategies: the client check, categories, step snapping, fitted prompts,
+and the frame every strategy but ``agentrx`` runs in (:class:`LLMStrategy`, :class:`StrategyRun`).
 
 Nothing here imports ``openai``; the client does, when it is constructed.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -21,6 +24,7 @@ from trajaudit.errors import ConfigError
 from trajaudit.llm.client import LLMClient, messages_chars
 from trajaudit.llm.evidence import EvidenceView, cut_text, fit_steps, merge_reports
 from trajaudit.llm.prompting import load_prompt
+from trajaudit.llm.usage import Usage, tracking
 
 log = logging.getLogger(__name__)
 
@@ -207,3 +211,96 @@ def no_decision_diagnosis(trajectory: Trajectory, context: AuditContext, strateg
     return make_diagnosis(trajectory, context, strategy=strategy, step=None, category=INCONCLUSIVE,
                           confidence=0.0, rationale="the run has no decision step",
                           usage=usage.to_dict(), metadata=run.metadata(**meta))
+
+
+def category_schema(prompt: str, ids: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``prompt``'s answer schema whose ``category`` property may only be one of ``ids``.
+
+    Raises:
+        ConfigError: no such prompt (:func:`~trajaudit.llm.prompting.load_prompt`).
+    """
+    schema = copy.deepcopy(load_prompt(prompt).schema)
+    schema["properties"]["category"]["enum"] = list(ids)
+    return schema
+
+
+@dataclass
+class StrategyRun:
+    """One diagnosis by an :class:`LLMStrategy`, as its ``diagnose`` hands it to the strategy's own steps.
+
+    Attributes:
+        trajectory, context: the run being diagnosed and the audit context.
+        strategy: the strategy's name (``Diagnosis.strategy``).
+        client: the context's LLM client.
+        cats: ``[(category id, one-line definition)]`` of the context's taxonomy (:func:`categories`).
+        run: the prompt bookkeeping (:class:`PromptRun`).
+        settings: the strategy's options with ``context.extra[strategy]`` applied, or ``None`` for a
+            strategy without options.
+        usage: the counters of the requests made for this diagnosis (:func:`~trajaudit.llm.usage.tracking`).
+    """
+
+    trajectory: Trajectory
+    context: AuditContext
+    strategy: str
+    client: LLMClient
+    cats: list[tuple[str, str]]
+    run: PromptRun
+    settings: Any
+    usage: Usage
+
+    def schema(self, prompt: str) -> dict[str, Any]:
+        """``prompt``'s answer schema with ``category`` restricted to the taxonomy's ids (:func:`category_schema`)."""
+        return category_schema(prompt, [c for c, _ in self.cats])
+
+    def diagnosis(self, *, step: int | None, category: str, confidence: float, rationale: str, note: str = "",
+                  **meta: Any) -> Diagnosis:
+        """:func:`make_diagnosis` with this run's strategy, usage so far and prompt metadata plus ``meta``."""
+        return make_diagnosis(self.trajectory, self.context, strategy=self.strategy, step=step, category=category,
+                              confidence=confidence, rationale=rationale, usage=self.usage.to_dict(),
+                              metadata=self.run.metadata(**meta), note=note)
+
+
+class LLMStrategy:
+    """The frame of an LLM strategy (implements the ``Strategy`` protocol of :mod:`trajaudit.engine.strategy`).
+
+    :meth:`diagnose` takes the client, the taxonomy's categories and a fresh :class:`PromptRun`
+    (:func:`setup`) and the options (:attr:`settings` with the overrides of ``context.extra[name]``,
+    :func:`~trajaudit.llm.strategies.views.strategy_settings`); then, counting the requests
+    (:func:`~trajaudit.llm.usage.tracking`), it answers a run without decision steps with
+    :meth:`_no_decision` (nothing to ask a model) and hands any other run to :meth:`_diagnose`.
+
+    Subclasses set ``name`` and ``description``, ``settings`` (a frozen options dataclass) when they
+    take options, and implement :meth:`_diagnose`.
+    """
+
+    name: str = ""
+    description: str = ""
+    needs_llm: bool = True
+    settings: Any = None
+
+    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
+        """Diagnose ``trajectory`` as the strategy's class docstring says (a run without decision steps:
+        :meth:`_no_decision`, no call).
+
+        Raises:
+            ConfigError: no LLM client in ``context``, an unknown taxonomy, or bad options in ``context.extra``.
+            LLMError: a call failed or its answer was invalid twice (unless the strategy's docstring
+                says how it degrades).
+        """
+        client, cats, run = setup(context, self.name)
+        settings = None
+        if self.settings is not None:
+            from trajaudit.llm.strategies.views import strategy_settings  # views imports this module
+
+            settings = strategy_settings(self.settings, context, self.name)
+        with tracking() as usage:
+            r = StrategyRun(trajectory, context, self.name, client, cats, run, settings, usage)
+            return self._diagnose(r) if trajectory.decision_steps else self._no_decision(r)
+
+    def _diagnose(self, r: StrategyRun) -> Diagnosis:
+        """The strategy's calls and its diagnosis of a run with decision steps."""
+        raise NotImplementedError
+
+    def _no_decision(self, r: StrategyRun) -> Diagnosis:
+        """The diagnosis of a run without decision steps: :func:`no_decision_diagnosis`."""
+        return no_decision_diagnosis(r.trajectory, r.context, self.name, r.usage, r.run)

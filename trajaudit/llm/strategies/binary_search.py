@@ -10,68 +10,54 @@ n decision steps.
 
 from __future__ import annotations
 
-import copy
-
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import AuditContext
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
+    LLMStrategy,
+    StrategyRun,
     categories_text,
-    make_diagnosis,
     no_decision_diagnosis,
     normalize_category,
-    setup,
 )
-from trajaudit.llm.usage import tracking
 
 
-class BinarySearch:
+class BinarySearch(LLMStrategy):
     """Who&When binary search over the decision steps, then one labelling call."""
 
     name = "binary-search"
     description = "LLM (Who&When baseline): halve the run until one decision step remains, then label it"
-    needs_llm = True
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
-        """Localize by halving, then classify the chosen step.
-
-        Raises:
-            ConfigError: no LLM client in ``context``.
-            LLMError: a call failed or its answer was invalid twice.
-        """
-        client, cats, run = setup(context, self.name)
+    def _diagnose(self, r: StrategyRun) -> Diagnosis:
+        """Localize by halving, then classify the chosen step."""
+        trajectory, client, run = r.trajectory, r.client, r.run
         d = [s.index for s in trajectory.decision_steps]
         n_steps = len(trajectory.steps)
         path: list[dict] = []
-        with tracking() as usage:
-            if not d:
-                return no_decision_diagnosis(trajectory, context, self.name, usage, run, path=path)
-            lo, hi = 0, len(d) - 1
-            while lo < hi:
-                mid = (lo + hi) // 2
-                seg_lo = 0 if lo == 0 else d[lo]
-                seg_hi = d[hi + 1] - 1 if hi + 1 < len(d) else n_steps - 1
-                split = d[mid + 1]
-                messages, _ = run.fitted(client, "binary_search", trajectory, "segment", range(seg_lo, seg_hi + 1),
-                                         anchor=split, task=trajectory.task, first_lo=str(seg_lo),
-                                         first_hi=str(split - 1), second_lo=str(split), second_hi=str(seg_hi))
-                answer = client.chat_json(messages, load_prompt("binary_search").schema, name=self.name)
-                path.append({"segment": [seg_lo, seg_hi], "split": split, "half": answer["half"]})
-                lo, hi = (lo, mid) if answer["half"] == "first" else (mid + 1, hi)
-            k = d[lo]
-            step = trajectory.steps[k]
-            window_lo = d[max(0, lo - 2)] if lo > 0 else 0
-            window_hi = d[lo + 1] - 1 if lo + 1 < len(d) else n_steps - 1
-            schema = copy.deepcopy(load_prompt("classify_step").schema)
-            schema["properties"]["category"]["enum"] = [c for c, _ in cats]
-            messages, _ = run.fitted(client, "classify_step", trajectory, "context", range(window_lo, window_hi + 1),
-                                     focus=(k,), anchor=k, task=trajectory.task, categories=categories_text(cats),
-                                     step=str(k), agent=step.agent or "the agent")
-            answer = client.chat_json(messages, schema, name=f"{self.name}-classify")
-        category, note = normalize_category(answer["category"], cats)
+        lo, hi = 0, len(d) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            seg_lo = 0 if lo == 0 else d[lo]
+            seg_hi = d[hi + 1] - 1 if hi + 1 < len(d) else n_steps - 1
+            split = d[mid + 1]
+            messages, _ = run.fitted(client, "binary_search", trajectory, "segment", range(seg_lo, seg_hi + 1),
+                                     anchor=split, task=trajectory.task, first_lo=str(seg_lo),
+                                     first_hi=str(split - 1), second_lo=str(split), second_hi=str(seg_hi))
+            answer = client.chat_json(messages, load_prompt("binary_search").schema, name=self.name)
+            path.append({"segment": [seg_lo, seg_hi], "split": split, "half": answer["half"]})
+            lo, hi = (lo, mid) if answer["half"] == "first" else (mid + 1, hi)
+        k = d[lo]
+        step = trajectory.steps[k]
+        window_lo = d[max(0, lo - 2)] if lo > 0 else 0
+        window_hi = d[lo + 1] - 1 if lo + 1 < len(d) else n_steps - 1
+        messages, _ = run.fitted(client, "classify_step", trajectory, "context", range(window_lo, window_hi + 1),
+                                 focus=(k,), anchor=k, task=trajectory.task, categories=categories_text(r.cats),
+                                 step=str(k), agent=step.agent or "the agent")
+        answer = client.chat_json(messages, r.schema("classify_step"), name=f"{self.name}-classify")
+        category, note = normalize_category(answer["category"], r.cats)
         if note:
             run.notes.append(note)
-        return make_diagnosis(trajectory, context, strategy=self.name, step=k, category=category,
-                              confidence=answer["confidence"], rationale=answer["reason"], usage=usage.to_dict(),
-                              metadata=run.metadata(path=path))
+        return r.diagnosis(step=k, category=category, confidence=answer["confidence"], rationale=answer["reason"],
+                           path=path)
+
+    def _no_decision(self, r: StrategyRun) -> Diagnosis:
+        return no_decision_diagnosis(r.trajectory, r.context, self.name, r.usage, r.run, path=[])

@@ -30,26 +30,23 @@ from typing import Any
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import AuditContext
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
+    LLMStrategy,
     PromptRun,
+    StrategyRun,
     categories_text,
-    make_diagnosis,
-    no_decision_diagnosis,
+    category_schema,
     normalize_category,
-    setup,
 )
 from trajaudit.llm.strategies.views import (
     final_answer_index,
     final_answer_text,
     outline_view,
     snap_step,
-    strategy_settings,
     whole_chars,
     window_indices,
 )
-from trajaudit.llm.usage import tracking
 
 
 @dataclass(frozen=True)
@@ -76,42 +73,31 @@ class DriftSettings:
     radius: int = 1
 
 
-class Drift:
+class Drift(LLMStrategy):
     """DRIFT: claim keeper, support seeker and dependency backtrace (2–3 calls), span-level output."""
 
     name = "drift"
     description = ("LLM (DRIFT): claim ledger (regex + LLM keeper) → LLM support check of unconfirmed claims → "
                    "dependency backtrace; error spans and the first error step")
-    needs_llm = True
 
     def __init__(self, settings: DriftSettings | None = None) -> None:
         self.settings = settings or DriftSettings()
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
-        """Keep, check and trace the claims of ``trajectory``.
-
-        Raises:
-            ConfigError: no LLM client in ``context``, or bad options in ``context.extra``.
-            LLMError: a call failed or its answer was invalid twice.
-        """
+    def _diagnose(self, r: StrategyRun) -> Diagnosis:
+        """Keep, check and trace the claims of the run."""
         # the claim graph (and networkx) load only when a run is audited, not when strategies are listed
         from trajaudit.engine.claims import RegexExtractor, build_claim_graph
         from trajaudit.engine.claims.propagate import propagate
 
-        client, cats, run = setup(context, self.name)
-        st = strategy_settings(self.settings, context, self.name)
-        t = trajectory
+        t, client, cats, run, st = r.trajectory, r.client, r.cats, r.run, r.settings
         decisions = [s.index for s in t.decision_steps]
-        with tracking() as usage:
-            if not decisions:
-                return no_decision_diagnosis(t, context, self.name, usage, run)
-            whole = whole_chars(t)
-            base = build_claim_graph(t, context.config)
-            keeper = self._keep(client, t, run, st, whole, base.claims, decisions)
-            cg = build_claim_graph(t, context.config, extractors=[RegexExtractor(), keeper])
-            changes, checked = self._support(client, t, run, st, whole, cg.claims)
-            prop = propagate(cg.claims, cg.brief_step)
-            answer = self._backtrace(client, t, run, st, whole, cg.claims, prop, cats)
+        whole = whole_chars(t)
+        base = build_claim_graph(t, r.context.config)
+        keeper = self._keep(client, t, run, st, whole, base.claims, decisions)
+        cg = build_claim_graph(t, r.context.config, extractors=[RegexExtractor(), keeper])
+        changes, checked = self._support(client, t, run, st, whole, cg.claims)
+        prop = propagate(cg.claims, cg.brief_step)
+        answer = self._backtrace(client, t, run, st, whole, cg.claims, prop, cats)
         snapped = [snap_step(t, k) for k in [answer["first_error_step"], *answer["error_steps"]]]
         run.notes.extend(f"backtrace: {n}" for _, n in snapped if n)
         errors = sorted({k for k, _ in snapped if k is not None})
@@ -122,11 +108,9 @@ class Drift:
         ledger = {"claims": len(cg.claims), "llm_claims": len(keeper.kept), "regex_claims": len(base.claims),
                   "checked": checked, "changed": changes, "keeper": keeper.kept,
                   "traced_error_steps": list(prop.error_steps), "roles": {str(k): v for k, v in prop.roles.items()}}
-        d = make_diagnosis(t, context, strategy=self.name, step=first, category=category,
-                           confidence=answer["confidence"], rationale=answer["reason"], usage=usage.to_dict(),
-                           note="first error step (DRIFT backtrace)",
-                           metadata=run.metadata(ledger=ledger, model_first_error=answer["first_error_step"],
-                                                 model_error_steps=list(answer["error_steps"])))
+        d = r.diagnosis(step=first, category=category, confidence=answer["confidence"], rationale=answer["reason"],
+                        note="first error step (DRIFT backtrace)", ledger=ledger,
+                        model_first_error=answer["first_error_step"], model_error_steps=list(answer["error_steps"]))
         cands = d.candidates + tuple(
             Candidate(step=k, category=category, score=round(float(answer["confidence"]) * 0.5, 3),
                       agent=t.steps[k].agent,
@@ -203,8 +187,7 @@ class Drift:
         outline, report = outline_view(t, max(2000, client.config.context_chars // 4), anchors)
         if report["mode"] != "full":
             run.notes.append(f"outline {report['mode']}: previews cut to {report['cap']} chars")
-        schema = copy.deepcopy(load_prompt("drift_backtrace").schema)
-        schema["properties"]["category"]["enum"] = [c for c, _ in cats]
+        schema = category_schema("drift_backtrace", [c for c, _ in cats])
         messages, _ = run.fitted(client, "drift_backtrace", t, "windows", window_indices(t, anchors, st.radius),
                                  focus=anchors, anchor=anchors[0] if anchors else None,
                                  budget_chars=max(st.min_budget, int(st.window_share * whole)),

@@ -16,7 +16,6 @@ inform the judge, which decides). One call per run.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -25,24 +24,15 @@ from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import severity_rank
-from trajaudit.llm.prompting import load_prompt
-from trajaudit.llm.strategies.base import (
-    categories_text,
-    make_diagnosis,
-    no_decision_diagnosis,
-    normalize_category,
-    setup,
-)
+from trajaudit.llm.strategies.base import LLMStrategy, StrategyRun, categories_text, normalize_category
 from trajaudit.llm.strategies.views import (
     final_answer_index,
     final_answer_text,
     outline_view,
     snap_step,
-    strategy_settings,
     whole_chars,
     window_indices,
 )
-from trajaudit.llm.usage import tracking
 
 
 @dataclass(frozen=True)
@@ -106,56 +96,40 @@ def compact_log(t: Trajectory, context: AuditContext, st: HybridSettings) -> dic
                        "offline_candidates": len(offline.candidates)}}
 
 
-class Hybrid:
+class Hybrid(LLMStrategy):
     """Offline evidence → compact log → one LLM judge call over an outline and windows."""
 
     name = "hybrid"
     description = ("LLM + offline evidence: validation log, unsupported claims and offline candidates as a "
                    "compact log for one judge call over an outline and windows")
-    needs_llm = True
 
     def __init__(self, settings: HybridSettings | None = None) -> None:
         self.settings = settings or HybridSettings()
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
-        """Gather the offline evidence, then one ``chat_json`` call decides.
-
-        Raises:
-            ConfigError: no LLM client in ``context``, or bad options in ``context.extra``.
-            LLMError: the call failed or its answer was invalid twice.
-        """
-        client, cats, run = setup(context, self.name)
-        st = strategy_settings(self.settings, context, self.name)
-        t = trajectory
-        with tracking() as usage:
-            if not t.decision_steps:
-                return no_decision_diagnosis(t, context, self.name, usage, run)
-            log = compact_log(t, context, st)
-            fin = final_answer_index(t)
-            anchors = tuple(sorted(set(log["anchors"]) | ({fin} if fin is not None else set())))
-            outline, report = outline_view(t, max(2000, client.config.context_chars // 4), anchors)
-            if report["mode"] != "full":
-                run.notes.append(f"outline {report['mode']}: previews cut to {report['cap']} chars")
-            schema = copy.deepcopy(load_prompt("hybrid").schema)
-            schema["properties"]["category"]["enum"] = [c for c, _ in cats]
-            messages, _ = run.fitted(
-                client, "hybrid", t, "windows", window_indices(t, anchors, st.radius), focus=anchors,
-                anchor=anchors[0], budget_chars=max(st.min_budget, int(st.window_share * whole_chars(t))),
-                task=t.task, final_answer=final_answer_text(t, run.notes), offline=log["offline"],
-                violations=log["violations"], claims=log["claims"], outline=outline, categories=categories_text(cats))
-            answer = client.chat_json(messages, schema, name=self.name)
+    def _diagnose(self, r: StrategyRun) -> Diagnosis:
+        """Gather the offline evidence, then one ``chat_json`` call decides."""
+        t, client, cats, run, st = r.trajectory, r.client, r.cats, r.run, r.settings
+        log = compact_log(t, r.context, st)
+        fin = final_answer_index(t)
+        anchors = tuple(sorted(set(log["anchors"]) | ({fin} if fin is not None else set())))
+        outline, report = outline_view(t, max(2000, client.config.context_chars // 4), anchors)
+        if report["mode"] != "full":
+            run.notes.append(f"outline {report['mode']}: previews cut to {report['cap']} chars")
+        messages, _ = run.fitted(
+            client, "hybrid", t, "windows", window_indices(t, anchors, st.radius), focus=anchors,
+            anchor=anchors[0], budget_chars=max(st.min_budget, int(st.window_share * whole_chars(t))),
+            task=t.task, final_answer=final_answer_text(t, run.notes), offline=log["offline"],
+            violations=log["violations"], claims=log["claims"], outline=outline, categories=categories_text(cats))
+        answer = client.chat_json(messages, r.schema("hybrid"), name=self.name)
         step, snap = snap_step(t, answer["critical_step"])
         category, note = normalize_category(answer["category"], cats)
         run.notes.extend(x for x in (snap, note) if x)
         offline: Diagnosis = log["offline_diagnosis"]
-        d = make_diagnosis(t, context, strategy=self.name, step=step, category=category,
-                           confidence=answer["confidence"], rationale=answer["reason"], usage=usage.to_dict(),
-                           note="critical step chosen by the LLM judge over the offline evidence",
-                           metadata=run.metadata(model_step=answer["critical_step"], offline_step=offline.critical_step,
-                                                 offline_category=offline.category,
-                                                 agrees_with_offline=step == offline.critical_step,
-                                                 model_says_agrees=answer["agrees_with_offline"],
-                                                 evidence_counts=log["counts"]))
+        d = r.diagnosis(step=step, category=category, confidence=answer["confidence"], rationale=answer["reason"],
+                        note="critical step chosen by the LLM judge over the offline evidence",
+                        model_step=answer["critical_step"], offline_step=offline.critical_step,
+                        offline_category=offline.category, agrees_with_offline=step == offline.critical_step,
+                        model_says_agrees=answer["agrees_with_offline"], evidence_counts=log["counts"])
         others = tuple(dataclasses.replace(c, reason=f"offline: {c.reason}"[:300])
                        for c in offline.candidates[: st.max_candidates] if c.step != step)
         return dataclasses.replace(d, candidates=d.candidates + others)

@@ -26,25 +26,23 @@ decides the category, gets the full definitions. Calls: 4 (5 with repair). See
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import Evidence
 from trajaudit.errors import LLMError
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.adjudication import Proposal, cluster_proposals, disagreement_summary
 from trajaudit.llm.strategies.base import (
+    LLMStrategy,
     PromptRun,
+    StrategyRun,
     categories_text,
-    make_diagnosis,
-    no_decision_diagnosis,
+    category_schema,
     normalize_category,
-    setup,
 )
 from trajaudit.llm.strategies.views import (
     categories_brief,
@@ -52,11 +50,9 @@ from trajaudit.llm.strategies.views import (
     final_answer_text,
     outline_view,
     snap_step,
-    strategy_settings,
     whole_chars,
     window_indices,
 )
-from trajaudit.llm.usage import tracking
 
 BRANCHES = ("holistic", "backward", "forward")
 
@@ -83,49 +79,39 @@ class SearchAuditorSettings:
     repair: bool = False
 
 
-class SearchAuditor:
-    """SearchAuditor: three parallel audits, clustering, adjudication, optional repair (4–5 calls)."""
+class SearchAuditor(LLMStrategy):
+    """SearchAuditor: three parallel audits, clustering, adjudication, optional repair (4–5 calls).
+
+    One failed audit report is noted and the others go on; ``LLMError`` is raised when every audit
+    report failed, or the adjudication (or repair) call failed.
+    """
 
     name = "searchauditor"
     description = ("LLM (SearchAuditor): holistic, backward-constraint and forward-timeline audits in parallel, "
                    "then evidence-grounded adjudication over an outline and windows")
-    needs_llm = True
 
     def __init__(self, settings: SearchAuditorSettings | None = None) -> None:
         self.settings = settings or SearchAuditorSettings()
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
-        """Audit, organise, adjudicate (and repair when enabled).
-
-        One failed report is noted and the others go on; all three failing raises.
-
-        Raises:
-            ConfigError: no LLM client in ``context``, or bad options in ``context.extra``.
-            LLMError: every audit report failed, or the adjudication (or repair) call failed.
-        """
-        client, cats, run = setup(context, self.name)
-        st = strategy_settings(self.settings, context, self.name)
-        t = trajectory
+    def _diagnose(self, r: StrategyRun) -> Diagnosis:
+        """Audit, organise, adjudicate (and repair when enabled)."""
+        t, client, cats, run, st = r.trajectory, r.client, r.cats, r.run, r.settings
         decisions = [s.index for s in t.decision_steps]
-        with tracking() as usage:
-            if not decisions:
-                return no_decision_diagnosis(t, context, self.name, usage, run)
-            whole = whole_chars(t)
-            final = final_answer_text(t, run.notes)
-            common = {"task": t.task, "final_answer": final, "decision_steps": ", ".join(map(str, decisions))}
-            proposals = self._audit(client, t, run, st, whole, common, cats)
-            clusters = cluster_proposals(proposals, decisions, st.cluster_gap)
-            summary = disagreement_summary(proposals, clusters)
-            answer, step, category = self._adjudicate(client, t, run, st, whole, proposals, summary, cats)
-            repair = self._repair(client, t, run, st, whole, step, category, answer["reason"], final) \
-                if st.repair else None
+        whole = whole_chars(t)
+        final = final_answer_text(t, run.notes)
+        common = {"task": t.task, "final_answer": final, "decision_steps": ", ".join(map(str, decisions))}
+        proposals = self._audit(client, t, run, st, whole, common, cats)
+        clusters = cluster_proposals(proposals, decisions, st.cluster_gap)
+        summary = disagreement_summary(proposals, clusters)
+        answer, step, category = self._adjudicate(client, t, run, st, whole, proposals, summary, cats)
+        repair = self._repair(client, t, run, st, whole, step, category, answer["reason"], final) \
+            if st.repair else None
         supporting = sorted({s for s in (snap_step(t, k)[0] for k in answer["supporting_steps"]) if s is not None})
-        d = make_diagnosis(
-            t, context, strategy=self.name, step=step, category=category, confidence=answer["confidence"],
-            rationale=answer["reason"], usage=usage.to_dict(), note="critical step chosen by the adjudicator",
-            metadata=run.metadata(reports=[p.to_dict() for p in proposals], clusters=clusters, disagreement=summary,
-                                  adjudication={"model_step": answer["critical_step"], "supporting_steps": supporting,
-                                                "sources": list(answer["sources"])}))
+        d = r.diagnosis(step=step, category=category, confidence=answer["confidence"], rationale=answer["reason"],
+                        note="critical step chosen by the adjudicator",
+                        reports=[p.to_dict() for p in proposals], clusters=clusters, disagreement=summary,
+                        adjudication={"model_step": answer["critical_step"], "supporting_steps": supporting,
+                                      "sources": list(answer["sources"])})
         evidence = d.evidence + tuple(Evidence(t.steps[k].address, t.steps[k].preview(160), "cited by the adjudicator")
                                       for k in supporting if k != step)
         others: dict[int, list[Proposal]] = {}
@@ -152,8 +138,7 @@ class SearchAuditor:
             prompt = f"sa_{branch}"
             messages, _ = run.fitted(client, prompt, t, "trajectory", range(n), focus=focus, budget_chars=limit,
                                      categories=categories_brief(cats), **common)
-            schema = copy.deepcopy(load_prompt(prompt).schema)
-            schema["properties"]["category"]["enum"] = [c for c, _ in cats]
+            schema = category_schema(prompt, [c for c, _ in cats])
             jobs.append((branch, messages, schema))
         answers = client.map(lambda job: client.chat_json(job[1], job[2], name=f"{self.name}-{job[0]}"), jobs,
                              return_exceptions=True)
@@ -183,8 +168,7 @@ class SearchAuditor:
         if report["mode"] != "full":
             run.notes.append(f"outline {report['mode']}: previews cut to {report['cap']} chars"
                              + (f", {len(report['omitted_steps'])} rows left out" if report["omitted_steps"] else ""))
-        schema = copy.deepcopy(load_prompt("sa_adjudicate").schema)
-        schema["properties"]["category"]["enum"] = [c for c, _ in cats]
+        schema = category_schema("sa_adjudicate", [c for c, _ in cats])
         schema["properties"]["sources"]["items"] = {"enum": [p.source for p in proposals]}
         messages, _ = run.fitted(
             client, "sa_adjudicate", t, "windows", window_indices(t, anchors, st.radius), focus=anchors,

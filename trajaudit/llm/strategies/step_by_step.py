@@ -8,65 +8,54 @@ says whether k is the decisive mistake. Calls: one per decision step up to the f
 
 from __future__ import annotations
 
-import copy
-
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
+from trajaudit.engine.strategy import INCONCLUSIVE
 from trajaudit.llm.evidence import step_record
-from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.strategies.base import (
+    LLMStrategy,
+    StrategyRun,
     categories_text,
-    make_diagnosis,
+    no_decision_diagnosis,
     normalize_category,
-    setup,
 )
-from trajaudit.llm.usage import tracking
 
 
-class StepByStep:
-    """Who&When step-by-step: one call per decision step until one is judged decisive."""
+class StepByStep(LLMStrategy):
+    """Who&When step-by-step: one call per decision step until one is judged decisive.
+
+    When no step is judged decisive, the last decision step is returned with confidence 0 and
+    category ``inconclusive`` (noted in the metadata).
+    """
 
     name = "step-by-step"
     description = "LLM (Who&When baseline): judge each decision step in order; the first decisive one wins"
-    needs_llm = True
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
-        """Walk the decision steps in order.
-
-        When no step is judged decisive, the last decision step is returned with confidence 0 and
-        category ``inconclusive`` (noted in the metadata).
-
-        Raises:
-            ConfigError: no LLM client in ``context``.
-            LLMError: a call failed or its answer was invalid twice.
-        """
-        client, cats, run = setup(context, self.name)
-        schema = copy.deepcopy(load_prompt("step_by_step").schema)
-        schema["properties"]["category"]["enum"] = [c for c, _ in cats]
+    def _diagnose(self, r: StrategyRun) -> Diagnosis:
+        """Walk the decision steps in order."""
+        trajectory, client, run = r.trajectory, r.client, r.run
+        schema = r.schema("step_by_step")
         decisions = [s.index for s in trajectory.decision_steps]
         judged: list[dict] = []
-        with tracking() as usage:
-            for k in decisions:
-                step = trajectory.steps[k]
-                current, cut = step_record(step, cap=client.config.context_chars // 3)
-                if cut:
-                    run.notes.append(f"step {k} shown cut to {cut['kept_chars']} of {cut['original_chars']} chars")
-                messages, _ = run.fitted(client, "step_by_step", trajectory, "history", range(k),
-                                         task=trajectory.task, categories=categories_text(cats), step=str(k),
-                                         agent=step.agent or "the agent", current=current)
-                answer = client.chat_json(messages, schema, name=self.name)
-                judged.append({"step": k, "decisive": answer["decisive"], "confidence": answer["confidence"]})
-                if answer["decisive"]:
-                    category, note = normalize_category(answer["category"], cats)
-                    if note:
-                        run.notes.append(note)
-                    return make_diagnosis(trajectory, context, strategy=self.name, step=k, category=category,
-                                          confidence=answer["confidence"], rationale=answer["reason"],
-                                          usage=usage.to_dict(), metadata=run.metadata(judged=judged))
-        last = decisions[-1] if decisions else None
-        why = "no decision step was judged decisive; the last decision step is reported" if decisions \
-            else "the run has no decision step"
+        for k in decisions:
+            step = trajectory.steps[k]
+            current, cut = step_record(step, cap=client.config.context_chars // 3)
+            if cut:
+                run.notes.append(f"step {k} shown cut to {cut['kept_chars']} of {cut['original_chars']} chars")
+            messages, _ = run.fitted(client, "step_by_step", trajectory, "history", range(k),
+                                     task=trajectory.task, categories=categories_text(r.cats), step=str(k),
+                                     agent=step.agent or "the agent", current=current)
+            answer = client.chat_json(messages, schema, name=self.name)
+            judged.append({"step": k, "decisive": answer["decisive"], "confidence": answer["confidence"]})
+            if answer["decisive"]:
+                category, note = normalize_category(answer["category"], r.cats)
+                if note:
+                    run.notes.append(note)
+                return r.diagnosis(step=k, category=category, confidence=answer["confidence"],
+                                   rationale=answer["reason"], judged=judged)
+        why = "no decision step was judged decisive; the last decision step is reported"
         run.notes.append(why)
-        return make_diagnosis(trajectory, context, strategy=self.name, step=last, category=INCONCLUSIVE,
-                              confidence=0.0, rationale=why, usage=usage.to_dict(), metadata=run.metadata(judged=judged))
+        return r.diagnosis(step=decisions[-1], category=INCONCLUSIVE, confidence=0.0, rationale=why, judged=judged)
+
+    def _no_decision(self, r: StrategyRun) -> Diagnosis:
+        r.run.notes.append("the run has no decision step")
+        return no_decision_diagnosis(r.trajectory, r.context, self.name, r.usage, r.run, judged=[])
