@@ -143,3 +143,21 @@ def test_who_and_when_page_views_are_observations(ww_dir):
     assert observation_start(t.steps[1].content) == 0
     cg = build_claim_graph(t)
     assert not [c for c in cg.claims if c.step == 1]
+
+
+def test_runner_output_derives_from_the_code_that_produced_it():
+    """A value the runner printed derives from the values the code's author passed (claim graph), as
+    judge.blame attributes the output: not from the Orchestrator's "please run it" in between."""
+    t = load({"question": "Add 1520 and 2480.", "history": [
+        {"role": "human", "content": "Add 1520 and 2480."},
+        {"role": "Orchestrator (-> Assistant)", "content": "Write code that adds the two numbers."},
+        {"role": "Assistant", "content": "```python\nprint(1520 + 2480)\n```"},
+        {"role": "Orchestrator (-> ComputerTerminal)", "content": "Please run the script."},
+        {"role": "ComputerTerminal", "content": "The script ran, then exited with code 0\nIts output was:\n4000"},
+        {"role": "Orchestrator (final answer)", "content": "FINAL ANSWER: 4000"}]})
+    assert t.code_authors == {4: 2}
+    by_value = {c.value: c for c in build_claim_graph(t).claims}
+    total = by_value["4000"]
+    assert (total.step, total.status, total.evidence_address[:15]) == (5, Support.DIRECT, "steps.4.content")
+    assert total.derived_from == [by_value["1520"].id, by_value["2480"].id]
+    assert by_value["1520"].final_steps == [5]  # the final answer's step, pushed back to the code's inputs

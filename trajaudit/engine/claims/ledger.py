@@ -151,11 +151,15 @@ def _finalizing(mn: m.Mention, led: Ledger, config: m.ClaimConfig) -> bool:
 
 
 def _producer(t: Trajectory, tool_pos: int) -> int | None:
-    """The decision step whose call or code produced the tool output at ``tool_pos``."""
+    """The decision step whose call or code produced the tool output at ``tool_pos``: the caller, else
+    the code's author (``Trajectory.code_authors``, as ``judge.blame`` attributes it), else the latest
+    decision step before it."""
     step = t.steps[tool_pos]
     hit = t.call_for(step)
     if hit is not None:
         return hit[0].index
+    if tool_pos in t.code_authors:  # a code runner's output: the step that wrote the code
+        return t.code_authors[tool_pos]
     for s in reversed(t.steps[:tool_pos]):
         if s.is_decision:
             return s.index
