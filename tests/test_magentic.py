@@ -18,6 +18,7 @@ from trajaudit.engine.claims import build_claim_graph
 from trajaudit.engine.claims.model import Support
 from trajaudit.engine.judge import is_consequential_action
 from trajaudit.engine.observation import observation_start, split_observation
+from trajaudit.llm.strategies.views import snap_step
 
 MAG = Path(__file__).resolve().parent / "data" / "magentic"
 RUNS = sorted(p.stem for p in (MAG / "who_and_when").glob("*.json"))
@@ -161,3 +162,12 @@ def test_runner_output_derives_from_the_code_that_produced_it():
     assert (total.step, total.status, total.evidence_address[:15]) == (5, Support.DIRECT, "steps.4.content")
     assert total.derived_from == [by_value["1520"].id, by_value["2480"].id]
     assert by_value["1520"].final_steps == [5]  # the final answer's step, pushed back to the code's inputs
+
+
+def test_llm_step_on_runner_output_snaps_to_the_code_author():
+    """A model naming the runner's output step is attributed the code's author, not the nearest step
+    (the Orchestrator's "please run it")."""
+    t = _ww("m4_code_never_fixed")
+    assert snap_step(t, 10) == (7, "model named tool output step 10; attributed to step 7, which wrote the code it ran")
+    assert snap_step(t, 16)[0] == 13
+    assert snap_step(t, 9) == (9, None)

@@ -71,9 +71,10 @@ def final_answer_text(trajectory: Trajectory, notes: list[str] | None = None) ->
 def snap_step(trajectory: Trajectory, step: Any) -> tuple[int | None, str | None]:
     """Map a step named by a model onto a decision step (SearchAuditor adjudication rule iii).
 
-    A tool output goes to the decision step that issued its call (``Trajectory.call_for``), "never the
-    tool message itself"; anything else not a decision step goes to the nearest decision step
-    (:func:`~trajaudit.llm.strategies.base.snap_to_decision`).
+    A tool output goes to the decision step that issued its call (``Trajectory.call_for``), or, for a
+    code runner's output, to the step that wrote the code (``Trajectory.code_authors``, as
+    ``judge.blame`` attributes it), "never the tool message itself"; anything else not a decision step
+    goes to the nearest decision step (:func:`~trajaudit.llm.strategies.base.snap_to_decision`).
 
     Returns:
         ``(decision step or None when the run has none, note or None when unchanged)``.
@@ -85,6 +86,10 @@ def snap_step(trajectory: Trajectory, step: Any) -> tuple[int | None, str | None
             if hit is not None and hit[0].is_decision:
                 return hit[0].index, (f"model named tool output step {step}; attributed to step {hit[0].index}, "
                                       "which issued the call")
+            author = trajectory.code_authors.get(step) if hit is None else None
+            if author is not None:
+                return author, (f"model named tool output step {step}; attributed to step {author}, "
+                                "which wrote the code it ran")
     return snap_to_decision(trajectory, step)
 
 
