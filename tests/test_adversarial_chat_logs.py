@@ -100,3 +100,26 @@ def test_eval_reads_the_dataset_with_the_same_mapping_as_audit(tmp_path):
         rows[bool(extra)] = json.loads(res.stdout)["rows"][0]
     assert (rows[False]["pred_step"], rows[False]["pred_agent"]) == (1, "assistant")  # the LLM's first turn
     assert (rows[True]["pred_step"], rows[True]["pred_agent"]) == (0, "user_proxy")  # as `audit --mapping` reads it
+
+
+def test_a_group_chat_without_a_user_turn_has_no_task_from_an_agent(tmp_path):
+    """Every named ``user`` message is another agent's turn (or a runner's output): none is the task,
+    in the OpenAI adapter as in a mapping, so the Planner's value is its claim, not given evidence."""
+    from trajaudit.engine.claims import build_claim_graph
+    from trajaudit.engine.claims.model import Support
+
+    msgs = [
+        {"role": "user", "name": "Planner", "content": "Refund order 98765 to the card."},
+        {"role": "assistant", "name": "Clerk", "content": "Refunding order 98765 now."},
+        {"role": "user", "name": "Computer_terminal", "content": "exitcode: 0"},
+        {"role": "user", "name": "Critic", "content": "Looks done."},
+    ]
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text("name: chat\nmessages: '@'\n", encoding="utf-8")
+    a = load_path(_write(tmp_path, msgs)).trajectories[0]
+    b = load_path(_write(tmp_path, msgs), mapping=str(mapping)).trajectories[0]
+    assert [(s.kind, s.agent) for s in a.steps] == [("agent", "Planner"), ("agent", "Clerk"),
+                                                    ("tool", "Computer_terminal"), ("agent", "Critic")]
+    assert a.task == b.task == ""
+    order = next(c for c in build_claim_graph(a).claims if c.value == "98765")
+    assert (order.step, order.agent, order.status) == (0, "Planner", Support.MISSING)

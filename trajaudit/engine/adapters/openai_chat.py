@@ -96,8 +96,10 @@ class OpenAIChatAdapter:
         task = run.get("task") if isinstance(run, dict) and isinstance(run.get("task"), str) else None
         if task is None:  # the first user turn (as classified: a proxy's log has it as an assistant message)
             task = next((s.content for s in steps if s.kind == "user"), None)
-        if task is None:
-            task = first_user_text(messages)
+        if task is None:  # no user turn: a "human" message (an unknown role, kept as an agent step), else
+            # none — a named ``user`` message read as another agent's turn or a runner's output is not
+            # the task (it would be evidence for that agent's own claims); as the mapping adapter reads it
+            task = first_user_text([m for m in messages if isinstance(m, dict) and m.get("role") == "human"])
         return assemble(steps, id=tid, source=source, task=task, metadata=meta)
 
 
