@@ -171,3 +171,19 @@ def test_llm_step_on_runner_output_snaps_to_the_code_author():
     assert snap_step(t, 10) == (7, "model named tool output step 10; attributed to step 7, which wrote the code it ran")
     assert snap_step(t, 16)[0] == 13
     assert snap_step(t, 9) == (9, None)
+
+
+def test_observation_memo_is_bounded_and_cleared_with_the_other_caches():
+    """perf.md: every per-process cache is bounded by text size and emptied by clear_caches()."""
+    from trajaudit.engine import observation
+    from trajaudit.engine.evidence import clear_caches
+
+    clear_caches(packs=False)
+    page = "I opened it.\nAddress: file:///a.txt\nViewport position: Showing page 1 of 1.\n"
+    huge = "x" * (observation.MEMO_MAX_CHARS + 1) + "\n" + page
+    assert observation_start(huge) == observation.MEMO_MAX_CHARS + 1 + len("\nI opened it.\n")
+    assert observation._memo.cache_info().currsize == 0  # a long message is searched, not pinned
+    assert observation_start(page) == len("I opened it.\n")
+    assert observation._memo.cache_info().currsize == 1
+    clear_caches(packs=False)
+    assert observation._memo.cache_info().currsize == 0

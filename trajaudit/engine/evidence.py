@@ -255,10 +255,11 @@ def _compiled_shipped(path: str) -> tuple[Any, tuple[Any, ...]]:
 
 def clear_caches(packs: bool = True) -> None:
     """Empty the per-process caches of the audit: loaded and compiled shipped packs, the parse and
-    regex-safety memos (unless ``packs`` is false), memoized regex results of rules, the claim
-    package's text analyses. Results never depend on them (benchmarks clear them to time a batch as a
-    fresh process would run it; the on-disk pack cache is not touched: see ``TRAJAUDIT_NO_CACHE``)."""
-    from trajaudit.engine import regex_prefilter
+    regex-safety memos (unless ``packs`` is false), memoized regex results of rules, embedded-observation
+    offsets, the claim package's text analyses. Results never depend on them (benchmarks clear them to
+    time a batch as a fresh process would run it; the on-disk pack cache is not touched: see
+    ``TRAJAUDIT_NO_CACHE``)."""
+    from trajaudit.engine import observation, regex_prefilter
     from trajaudit.engine.claims import clear_caches as clear_claims
 
     if packs:
@@ -271,6 +272,7 @@ def clear_caches(packs: bool = True) -> None:
         pack_cache.code_fingerprint.cache_clear()
         regex_prefilter._INFO.clear()
     regex_prefilter.clear_shared()
+    observation.clear_memo()
     clear_claims()
 
 

@@ -35,12 +35,30 @@ OBSERVATION_HEADINGS: tuple[str, ...] = (
 _HEADING_RE = re.compile("^(?:" + "|".join(f"(?:{h})" for h in OBSERVATION_HEADINGS) + ")", re.M)
 
 
-@lru_cache(maxsize=4096)
+#: Texts up to this length are memoized (4096 of them, keyed by the text itself, so hits are exact);
+#: longer ones are searched each time, so the memo never pins megabytes of message text.
+MEMO_MAX_CHARS = 20_000
+
+
+def _search(content: str) -> int | None:
+    m = _HEADING_RE.search(content)
+    return m.start() if m else None
+
+
+_memo = lru_cache(maxsize=4096)(_search)
+
+
+def clear_memo() -> None:
+    """Empty the per-process memo of :func:`observation_start` (results are unchanged)."""
+    _memo.cache_clear()
+
+
 def observation_start(content: str) -> int | None:
     """The offset where ``content``'s embedded observation begins, or ``None`` when it has none.
 
     Args:
-        content: a message text (any length; the search is one linear regex pass).
+        content: a message text (any length; the search is one linear regex pass, memoized for texts
+            of at most :data:`MEMO_MAX_CHARS` characters).
 
     Returns:
         The character offset of the first heading in :data:`OBSERVATION_HEADINGS` found at a line
@@ -48,8 +66,7 @@ def observation_start(content: str) -> int | None:
     """
     if not content:
         return None
-    m = _HEADING_RE.search(content)
-    return m.start() if m else None
+    return _memo(content) if len(content) <= MEMO_MAX_CHARS else _search(content)
 
 
 def split_observation(content: str) -> tuple[str, str]:
