@@ -68,7 +68,13 @@ _CODE = re.compile(r"^[ \t]{0,3}```|^\s*(import |def |SELECT |curl |pip install)
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    """Weights of the offline judge (see the module docstring for their roles)."""
+    """Weights of the offline judge (see the module docstring for their roles).
+
+    Attributes:
+        user_prior: in a dialogue with a user, the first-action fallback's category is
+            ``underspecified_user_intent`` (:func:`_dialogue_request`, AgentRx §5); ``False`` keeps
+            ``intent_plan_misalignment``.
+    """
 
     threshold: float = 2.0
     recovered_factor: float = 0.25

@@ -87,7 +87,11 @@ class LoadOptions:
         named_users: how chat formats (OpenAI, ``--mapping``) read a ``user`` message that carries a
             ``name``: ``"auto"`` (default) — as another agent's message when the run is a group chat
             (:func:`group_chat_agents`), else as a user turn; ``"agent"`` — always another agent's
-            message; ``"user"`` — always a user turn.
+            message; ``"user"`` — always a user turn. A mapping file's ``named_users:`` key overrides
+            it for the runs that mapping reads.
+
+    Raises:
+        ConfigError: ``named_users`` is not one of :data:`NAMED_USERS`.
     """
 
     max_content_chars: int = 1_000_000
