@@ -126,3 +126,9 @@ def test_a_completion_after_only_look_ups_is_not_supported_by_them():
     assert "only read-only tools succeeded (get_order)" in looked[0].note
     done = [c for c in build_claim_graph(run("refund_order")).claims if c.step == 3 and c.value == "processed"]
     assert done and done[0].status is Support.DIRECT and done[0].evidence_address == "steps.2.content"
+    # names split as ClaimConfig.is_write_tool splits them: PascalCase, upper case, kebab-case
+    for tool in ("GetOrder", "GET_ORDER", "fetch-order"):
+        looked = [c for c in build_claim_graph(run(tool)).claims if c.step == 3 and c.value == "processed"]
+        assert looked and looked[0].status is Support.MISSING, (tool, [(c.value, c.status) for c in looked])
+    done = [c for c in build_claim_graph(run("RefundOrder")).claims if c.step == 3 and c.value == "processed"]
+    assert done and done[0].status is Support.DIRECT

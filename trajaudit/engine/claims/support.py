@@ -45,14 +45,17 @@ _NOT_FOUND_WORDS = ("no such file", "not found", "404", "does not exist", "canno
 _NOT_FOUND = re.compile("|".join(_NOT_FOUND_WORDS), re.I)
 #: Completion verbs that are also object states ("#W1 has been cancelled" is a claim about its status).
 _STATUS_VERBS = frozenset(("cancelled", "delivered", "returned", "exchanged", "refunded", "shipped"))
-# Tool names that only read (look-ups): their success shows state, it does not perform an action.
-_READ_ONLY = re.compile(r"^(?:get|find|list|search|read|lookup|look_up|fetch|query|view|show|describe|retrieve)"
-                        r"(?:_|[A-Z]|$)")
+# First words of tool names that only read (look-ups): their success shows state, it does not perform
+# an action ("look" as in look_up_user).
+_READ_VERBS = frozenset(("get", "find", "list", "search", "read", "lookup", "look", "fetch", "query", "view",
+                         "show", "describe", "retrieve"))
 
 
 def _read_only(name: str | None) -> bool:
-    """Whether a tool's name says it only reads (``get_order_details``, ``listFiles``, ``search``)."""
-    return bool(name) and _READ_ONLY.match(name) is not None
+    """Whether a tool's name says it only reads: its first word (:func:`~.model.tool_verb`, as
+    ``ClaimConfig.is_write_tool`` splits names: ``get_order_details``, ``listFiles``, ``GetOrder``,
+    ``fetch-page``) is a read verb."""
+    return bool(name) and m.tool_verb(name) in _READ_VERBS
 _NEGATED = {"unavailable": ("available", False), "not available": ("available", False)}
 
 
