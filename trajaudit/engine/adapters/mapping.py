@@ -44,9 +44,8 @@ from trajaudit.engine.adapters.base import (
     assemble,
     build_steps,
     classify_openai,
-    group_chat_agents,
-    human_speakers,
 )
+from trajaudit.engine.adapters.speakers import group_chat_agents, human_speakers
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 

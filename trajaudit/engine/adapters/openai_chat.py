@@ -3,9 +3,9 @@
 Accepted documents: a list of messages; ``{"messages": [...]}``; a list of ``{"messages": [...]}``
 (one run per element). Step numbering: 0-based position in the message list. In a group chat
 logged from one agent's side (other agents as named ``user`` messages, AutoGen style) those
-messages are the other agents' turns (``LoadOptions.named_users``, ``base.group_chat_agents``); in
+messages are the other agents' turns (``LoadOptions.named_users``, ``speakers.group_chat_agents``); in
 a log written from the human proxy's side (AutoGen's ``chat_history`` of ``user_proxy``) the proxy's
-named ``assistant`` messages are the user's turns (``base.human_speakers``).
+named ``assistant`` messages are the user's turns (``speakers.human_speakers``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from trajaudit.engine.adapters.base import (
     build_steps,
     classify_openai,
     first_user_text,
-    group_chat_agents,
-    human_speakers,
 )
+from trajaudit.engine.adapters.speakers import group_chat_agents, human_speakers
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 

@@ -27,8 +27,8 @@ from trajaudit.engine.adapters.base import (
     Sniff,
     assemble,
     build_steps,
-    is_human_name,
 )
+from trajaudit.engine.adapters.speakers import is_human_name
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 
