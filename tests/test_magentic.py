@@ -116,6 +116,9 @@ def test_inline_fence_is_not_code_and_runner_output_goes_to_the_code():
     ("m1_blocked_pricing", 4, "WebSurfer", "guardrails_triggered"),
     ("m2_misread_population", 10, "WebSurfer", "invention_of_new_information"),
     ("m5_invented_year", 11, "Orchestrator", "invention_of_new_information"),
+    # the download path the Orchestrator assumed (step 11), which FileSurfer then reports missing
+    # (generic.provenance.invented-resource-not-found), not the later invented figure (step 17)
+    ("m7_missing_file", 11, "Orchestrator", "invention_of_new_information"),
 ])
 def test_offline_judge_on_fixtures(name, step, agent, category):
     d = audit(_ww(name))
@@ -131,9 +134,9 @@ def test_eval_scores_magentic_agents(tmp_path):
                                  str(MAG / "agentrx"), "--format", "json", "--bootstrap", "10"])
     assert r.exit_code == 0, r.output
     metrics = json.loads(r.output)["metrics"]
-    # steps: m1, m2, m5 exact; agents: all seven (m4's failing code is blamed on the Assistant that
+    # steps: m1, m2, m5, m7 exact; agents: all seven (m4's failing code is blamed on the Assistant that
     # wrote it, not on the Orchestrator's "please run it"; 6 of 7 before code_authors)
-    assert round(metrics["step_exact"]["value"] * 7) == 3
+    assert round(metrics["step_exact"]["value"] * 7) == 4
     assert round(metrics["agent_exact"]["value"] * 7) == 7
 
 
