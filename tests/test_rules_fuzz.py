@@ -96,8 +96,11 @@ def test_random_expressions_compile_or_fail_cleanly_and_never_crash_evaluation(e
     log = evaluate(TRACE, rules)
     for rec in log.records:
         assert rec.verdict in ("pass", "fail", "unknown")
-        if rec.verdict == "unknown":
-            assert rec.reason.startswith(("evaluation error:", "the assertion evaluated to null")), (expr, rec.reason)
+        if rec.verdict == "unknown":  # a budget overrun (nested quantifiers over text) is a clean outcome too
+            assert rec.reason.startswith(("evaluation error:", "the assertion evaluated to null",
+                                          "evaluation budget of")), (expr, rec.reason)
+            if rec.reason.startswith("evaluation budget of"):
+                assert log.incomplete, "a budget overrun must say which candidate steps were not evaluated"
 
 
 @FAST
