@@ -132,3 +132,22 @@ def test_a_completion_after_only_look_ups_is_not_supported_by_them():
         assert looked and looked[0].status is Support.MISSING, (tool, [(c.value, c.status) for c in looked])
     done = [c for c in build_claim_graph(run("RefundOrder")).claims if c.step == 3 and c.value == "processed"]
     assert done and done[0].status is Support.DIRECT
+
+
+def test_a_number_with_two_adjacent_digits_swapped_conflicts_with_the_number_shown():
+    from trajaudit import load
+    from trajaudit.engine.claims.support import transposed
+
+    assert transposed(12483, 12843) and transposed(2013, 2031)
+    assert not transposed(12483, 12483)       # the same number is support, not a misreading
+    assert not transposed(123, 213)           # under 4 digits: too easy a coincidence
+    assert not transposed(12483, 12348)       # a rotation, not one adjacent swap
+    assert not transposed(12483, 12883)       # a different digit, not a swap
+    assert not transposed(1248.5, 1284.5) and not transposed(-12483, 12843)
+    t = load([{"role": "user", "content": "What was the 2020 population of Harlow Creek?"},
+              {"role": "assistant", "content": None, "tool_calls": [
+                  {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "Harlow Creek"}'}}]},
+              {"role": "tool", "tool_call_id": "c1", "name": "search", "content": "Population (2020): 12,483"},
+              {"role": "assistant", "content": "The population was 12,843 in 2020."}])
+    c = _claim(build_claim_graph(t), 3, "12843")
+    assert c.status is Support.CONFLICTING and c.evidence_value == 12483 and "swapped" in c.note

@@ -74,7 +74,8 @@ def test_embedded_observations_are_evidence_not_claims():
     t = _ww("m2_misread_population")
     cg = build_claim_graph(t)
     bad = [c for c in cg.claims if c.value == "12843"]
-    assert [(c.step, c.agent, c.status) for c in bad] == [(10, "WebSurfer", Support.MISSING)]
+    # ... and it conflicts with the page: two adjacent digits swapped (claims.support.transposed)
+    assert [(c.step, c.agent, c.status, c.evidence_value) for c in bad] == [(10, "WebSurfer", Support.CONFLICTING, 12483)]
     assert not [c for c in cg.claims if c.value == "12483"]
 
 
@@ -114,7 +115,8 @@ def test_inline_fence_is_not_code_and_runner_output_goes_to_the_code():
 
 @pytest.mark.parametrize("name,step,agent,category", [
     ("m1_blocked_pricing", 4, "WebSurfer", "guardrails_triggered"),
-    ("m2_misread_population", 10, "WebSurfer", "invention_of_new_information"),
+    # 12,843 stated where the page shows 12,483: a misreading (claims.support.transposed), not an invention
+    ("m2_misread_population", 10, "WebSurfer", "misinterpretation_of_tool_output"),
     ("m5_invented_year", 11, "Orchestrator", "invention_of_new_information"),
     # the download path the Orchestrator assumed (step 11), which FileSurfer then reports missing
     # (generic.provenance.invented-resource-not-found), not the later invented figure (step 17)

@@ -16,7 +16,8 @@ Order of checks, each a general policy:
 2. Values: the normalized value in the value index → DIRECT; a phrase found in one source (quoted
    names, free-text arguments) → DIRECT, all its words in one source → WEAK; a number equal after
    rounding to the claim's precision, as a percentage/fraction, or derivable by one sum/difference of
-   nearby evidence numbers (or the sum of the other amounts of the same step) → WEAK.
+   nearby evidence numbers (or the sum of the other amounts of the same step) → WEAK; a nearby number
+   with two adjacent digits swapped (4+ digits: 12,483 shown, 12,843 stated) → CONFLICTING (misread).
 3. Confirmation: a value still MISSING that a later user turn restates → DIRECT (the user confirmed
    it); one the user's next turn affirms with a bare "yes" → WEAK.
 """
@@ -239,6 +240,10 @@ class SupportSeeker:
                and _start(o.address) < at]
         if len(own) >= 2 and abs(sum(own) - x) < 0.005:
             return Assessment(m.Support.WEAK, None, own, "the sum of the step's preceding amounts")
+        for v, h in near:
+            if transposed(v, x):
+                return Assessment(m.Support.CONFLICTING, h.address, v,
+                                  f"{v:g} shown, with two adjacent digits swapped: a misreading")
         return Assessment(m.Support.MISSING, note="number not shown or derivable")
 
     def _confirmed(self, mn: m.Mention, got: Assessment) -> Assessment:
@@ -251,6 +256,23 @@ class SupportSeeker:
                 if _AFFIRM.match(self.t.steps[nxt].content or ""):
                     return Assessment(m.Support.WEAK, f"steps.{nxt}.content", None, "affirmed by the user's reply")
         return got
+
+
+def transposed(shown: float, claimed: float) -> bool:
+    """Whether ``claimed`` is ``shown`` with two adjacent, different digits swapped (12,843 for 12,483).
+
+    The signature of a misread figure (AgentRx: Misinterpretation of Tool Output), not a different
+    value: both are integers of the same sign with at least 4 digits, and their digit strings differ
+    in exactly two neighbouring positions holding each other's digits. With 4+ digits a coincidence
+    is rare; shorter numbers (counts, small amounts) are never matched.
+    """
+    if shown == claimed or not (float(shown).is_integer() and float(claimed).is_integer()) or (shown < 0) != (claimed < 0):
+        return False
+    a, b = str(abs(int(shown))), str(abs(int(claimed)))
+    if len(a) != len(b) or len(a) < 4:
+        return False
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
 
 
 def not_found(text: str) -> bool:
