@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 SCHEMA_VERSION = 1
 
-# A Markdown code fence opening a line: code sent to a code runner.
-_FENCE = re.compile(r"^[ \t]{0,3}```", re.M)
+# A Markdown code fence opening a line: code sent to a code runner (an inline ``` in prose is not).
+FENCE_RE = re.compile(r"^[ \t]{0,3}```", re.M)
 
 StepKind = Literal["system", "user", "agent", "tool"]
 STEP_KINDS: tuple[str, ...] = ("system", "user", "agent", "tool")
@@ -283,7 +283,7 @@ class Trajectory:
                 if author is not None and (s.tool_output is None or s.tool_output.call_id is None):
                     out[s.index] = author
                 author = None
-            elif s.is_decision and _FENCE.search(s.content):
+            elif s.is_decision and FENCE_RE.search(s.content):
                 author = s.index
         return out
 
@@ -295,6 +295,16 @@ class Trajectory:
         if hit is None:
             return None
         return self.steps[hit[0]], self.steps[hit[0]].tool_calls[hit[1]]
+
+    def output_tool_name(self, step: Step) -> str | None:
+        """The name of the tool a tool-output step answers: the output's own ``name``, else the name of
+        the call it answers (:meth:`call_for`), else ``None``."""
+        if step.tool_output is None:
+            return None
+        if step.tool_output.name:
+            return step.tool_output.name
+        hit = self.call_for(step)
+        return hit[1].name if hit is not None else None
 
     def outline(self, width: int = 80) -> list[dict[str, Any]]:
         """The outline a person or judge reads: one row per step.

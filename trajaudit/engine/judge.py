@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.evidence import gather
-from trajaudit.engine.ir import Step, Trajectory
+from trajaudit.engine.ir import FENCE_RE, Step, Trajectory
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence, Record, severity_rank
 
@@ -63,7 +63,7 @@ _WRITE_VERB = re.compile(
     r"write|post|put|place|purchase|buy|order|set|add|edit|change|reserve|schedule|execute|run)", re.I)
 # Code to execute: a Markdown fence opening a line (an inline ``` in prose, as in Magentic-One's
 # team description "provided to it quoted in ```python code blocks", is not code) or a code-like line.
-_CODE = re.compile(r"^[ \t]{0,3}```|^\s*(import |def |SELECT |curl |pip install)", re.M)
+_CODE = re.compile(FENCE_RE.pattern + r"|^\s*(import |def |SELECT |curl |pip install)", re.M)
 
 
 @dataclass(frozen=True)

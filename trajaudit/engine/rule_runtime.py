@@ -187,10 +187,7 @@ class TrajContext:
             for j, c in enumerate(s.tool_calls):
                 self.by_call_name[c.name].append((s.index, j))
             if s.tool_output is not None:
-                name = s.tool_output.name
-                if name is None:
-                    hit = traj.call_for(s)
-                    name = hit[1].name if hit else None
+                name = traj.output_tool_name(s)
                 self._out_name[s.index] = name
                 if name is not None:
                     self.by_output_name[name].append(s.index)

@@ -151,24 +151,17 @@ class SupportSeeker:
                                   f"no tool output since {where}; an earlier one succeeded (a recap?)")
             return Assessment(m.Support.MISSING, note=f"{mn.value!r} claimed with no successful tool output before it")
         ok = [s for s in outputs if not (s.tool_output and s.tool_output.is_error)]
-        acted = [s for s in ok if not _read_only(self._tool_name(s))]
+        acted = [s for s in ok if not _read_only(self.t.output_tool_name(s))]
         if acted:
-            name = self._tool_name(acted[0])
+            name = self.t.output_tool_name(acted[0])
             return Assessment(m.Support.DIRECT, f"steps.{acted[0].index}.content", None,
                               f"a tool output since {where} succeeded ({name or 'tool'})")
         if ok:  # only look-ups succeeded: they show state, they do not do what the claim says was done
-            name = self._tool_name(ok[0])
+            name = self.t.output_tool_name(ok[0])
             return Assessment(m.Support.MISSING, f"steps.{ok[0].index}.content", None,
                               f"{mn.value!r} claimed, but since {where} only read-only tools succeeded ({name})")
         return Assessment(m.Support.CONFLICTING, f"steps.{outputs[0].index}.content", None,
                           f"every tool output since {where} reports an error")
-
-    def _tool_name(self, step: Any) -> str | None:
-        """The name of the tool whose output ``step`` is: the output's own name, else its call's."""
-        if step.tool_output is not None and step.tool_output.name:
-            return step.tool_output.name
-        hit = self.t.call_for(step)
-        return hit[1].name if hit is not None else None
 
     def access(self, mn: m.Mention, at: int | None = None) -> Assessment | None:
         """A URL or path that step ``at`` (default: the mention's step) used: the tool output that step
