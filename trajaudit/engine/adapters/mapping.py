@@ -45,7 +45,7 @@ from trajaudit.engine.adapters.base import (
     build_steps,
     classify_openai,
 )
-from trajaudit.engine.adapters.speakers import group_chat_agents, human_speakers
+from trajaudit.engine.adapters.speakers import speaker_sets
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 
@@ -149,8 +149,7 @@ class MappingAdapter:
 
         if self.named_users is not None:
             options = dataclasses.replace(options, named_users=self.named_users)
-        agent_users = group_chat_agents(normalized, options)
-        user_speakers = human_speakers(normalized, options)
+        agent_users, user_speakers = speaker_sets(normalized, options)
 
         def classify(msg: dict[str, Any], i: int) -> Classified:
             return classify_openai(msg, i, tool_agents=options.tool_agent_pattern, agent_users=agent_users,

@@ -22,7 +22,7 @@ from trajaudit.engine.adapters.base import (
     classify_openai,
     first_user_text,
 )
-from trajaudit.engine.adapters.speakers import group_chat_agents, human_speakers
+from trajaudit.engine.adapters.speakers import speaker_sets
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 
@@ -87,9 +87,9 @@ class OpenAIChatAdapter:
             messages, path = run, "$"
         if not isinstance(messages, list):
             raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
-        classify = partial(classify_openai, tool_agents=options.tool_agent_pattern,
-                           agent_users=group_chat_agents(messages, options),
-                           user_speakers=human_speakers(messages, options))
+        agent_users, user_speakers = speaker_sets(messages, options)
+        classify = partial(classify_openai, tool_agents=options.tool_agent_pattern, agent_users=agent_users,
+                           user_speakers=user_speakers)
         steps = build_steps(messages, classify, options=options, path=path)
         tid = str(rid) if rid is not None else _default_id(source, messages)
         task = run.get("task") if isinstance(run, dict) and isinstance(run.get("task"), str) else None

@@ -49,7 +49,15 @@ def human_speakers(messages: list[Any], options: LoadOptions) -> frozenset[str]:
                      and not m.get("tool_calls") and is_human_name(m["name"]))
 
 
-def group_chat_agents(messages: list[Any], options: LoadOptions) -> frozenset[str]:
+def speaker_sets(messages: list[Any], options: LoadOptions) -> tuple[frozenset[str], frozenset[str]]:
+    """``(agent_users, user_speakers)`` of a chat run — :func:`group_chat_agents` and
+    :func:`human_speakers`, the latter computed once for both — as ``base.classify_openai`` takes them."""
+    proxies = human_speakers(messages, options)
+    return group_chat_agents(messages, options, proxies=proxies), proxies
+
+
+def group_chat_agents(messages: list[Any], options: LoadOptions, *,
+                      proxies: frozenset[str] | None = None) -> frozenset[str]:
     """The speaker names of a chat run's ``user`` messages that are other agents, not the user.
 
     Multi-agent frameworks log a group chat from one agent's side: its own turns are ``assistant``
@@ -73,6 +81,7 @@ def group_chat_agents(messages: list[Any], options: LoadOptions) -> frozenset[st
         messages: the raw message objects (non-objects are ignored here; ``build_steps`` reports them).
         options: the load options (``named_users``: ``"auto"``, ``"agent"``: every such name,
             ``"user"``: none).
+        proxies: :func:`human_speakers` of the same messages, when the caller has it (else computed).
 
     Returns:
         The names (stripped, as spelled in the messages), empty when named ``user`` messages are user
@@ -95,6 +104,8 @@ def group_chat_agents(messages: list[Any], options: LoadOptions) -> frozenset[st
             user_keys.add(name.casefold())
             if not options.tool_agent_pattern.match(name):
                 users[name] = None
-    if options.named_users == "agent" or len(user_keys) >= 2 or human_speakers(messages, options):
+    if proxies is None:
+        proxies = human_speakers(messages, options)
+    if options.named_users == "agent" or len(user_keys) >= 2 or proxies:
         return frozenset(users)
     return frozenset(n for n in users if n.casefold() in speakers)
