@@ -22,7 +22,7 @@ from trajaudit.engine import safe_json
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
-from trajaudit.errors import Problem, TraceFormatError
+from trajaudit.errors import ConfigError, Problem, TraceFormatError
 from trajaudit.registry import Registry
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -231,13 +231,17 @@ def load_document(
     return result
 
 
-def _format_or_mapping(format: str | None, mapping: Any) -> None:
-    """A mapping *is* the format: forcing a built-in format as well would be silently ignored."""
-    if format and mapping is not None:
-        from trajaudit.errors import ConfigError
+def _mapping_for(format: str | None, mapping: str | os.PathLike[str] | MappingAdapter | None) -> MappingAdapter | None:
+    """The mapping adapter to read with (a mapping file is read here), refusing a forced ``format``
+    beside it: a mapping *is* the format, and the forced one would be silently ignored.
 
+    Raises:
+        ConfigError: both are given. TraceFormatError: the mapping file cannot be read.
+    """
+    if format and mapping is not None:
         raise ConfigError(f"give either an input format ({format!r}) or a mapping, not both: "
                           "a mapping describes its own format")
+    return MappingAdapter.from_file(mapping) if isinstance(mapping, (str, os.PathLike)) else mapping
 
 
 def load_path(
@@ -267,7 +271,7 @@ def load_path(
     """
     check_path("load_path", "path", path)
     check_record("load_path", record)
-    _format_or_mapping(format, mapping)
+    mapping = _mapping_for(format, mapping)
     file = str(path)
     try:
         data = Path(path).read_bytes()
@@ -275,8 +279,6 @@ def load_path(
         raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
     text, lossy = _decode(data, file)
     flags = (FLAG_NON_UTF8,) if lossy else ()
-    if isinstance(mapping, (str, os.PathLike)):
-        mapping = MappingAdapter.from_file(mapping)
     jsonl = file.endswith((".jsonl", ".ndjson"))
     try:
         docs = _documents(text, file, jsonl)
@@ -357,9 +359,7 @@ def load_many(
         ConfigError: both ``format`` and ``mapping`` are given.
     """
     paths = check_paths("load_many", "paths", paths)
-    _format_or_mapping(format, mapping)
-    if isinstance(mapping, (str, os.PathLike)):
-        mapping = MappingAdapter.from_file(mapping)
+    mapping = _mapping_for(format, mapping)
     result = LoadResult()
     for p in expand_paths(paths):
         try:
@@ -404,9 +404,7 @@ def load_checked(source: Any, *, format: str | None, record: Any, function: str,
     """:func:`load`, with argument errors naming ``function`` and ``argument`` (``audit``'s own names)."""
     source = check_source(function, argument, source)
     record = check_record(function, record)
-    _format_or_mapping(format, mapping)
-    if isinstance(mapping, (str, os.PathLike)):
-        mapping = MappingAdapter.from_file(mapping)
+    mapping = _mapping_for(format, mapping)
     text = source.strip() if isinstance(source, str) else ""
     if text[:1] + text[-1:] in ("{}", "[]") and not os.path.exists(source):
         raise TraceFormatError(f"{function}(): argument {argument!r} looks like JSON text, not a file path; "
