@@ -12,9 +12,12 @@ from trajaudit.errors import Problem
 
 def evidence_text(value: object, limit: int) -> str:
     """An evidence value as a reader sees it (shared by the Markdown and HTML reports): text as is,
-    nothing for null, anything else as JSON (not a Python repr); cut at ``limit`` characters."""
+    nothing for null, a step (``{"address", "preview"}``, its address is shown beside) as its preview,
+    anything else as JSON (not a Python repr); cut at ``limit`` characters."""
     if value is None:
         return ""
+    if isinstance(value, dict) and value.keys() == {"address", "preview"}:
+        value = value["preview"]
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
