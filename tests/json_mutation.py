@@ -3,6 +3,7 @@ test_pack_cache): replace a value, delete a key or item, or add a key somewhere 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hypothesis import strategies as st
@@ -30,16 +31,23 @@ def paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
 
 
 def mutate(doc: Any, data: Any, values: st.SearchStrategy[Any], new_keys: list[Any]) -> None:
-    """Apply 1–3 random edits to ``doc`` in place (``data``: hypothesis's ``st.data()``)."""
+    """Apply 1–3 random edits to ``doc`` in place (``data``: hypothesis's ``st.data()``).
+
+    Every inserted value is a deep copy: ``st.sampled_from`` hands out the same object each time, and
+    inserting it as is let an "add" put a dict inside itself (a cycle) and let one example's edits
+    leak into the next (hypothesis then reports the test as flaky)."""
     for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from(paths(doc)[1:]))
+        inner = paths(doc)[1:]
+        if not inner:  # every key deleted
+            return
+        path = data.draw(st.sampled_from(inner))
         parent = doc
         for p in path[:-1]:
             parent = parent[p]
         op = data.draw(st.sampled_from(["replace", "delete", "add"]))
         if op == "replace":
-            parent[path[-1]] = data.draw(values)
+            parent[path[-1]] = copy.deepcopy(data.draw(values))
         elif op == "delete":
             del parent[path[-1]]
         elif isinstance(parent[path[-1]], dict):
-            parent[path[-1]][data.draw(st.sampled_from(new_keys))] = data.draw(values)
+            parent[path[-1]][data.draw(st.sampled_from(new_keys))] = copy.deepcopy(data.draw(values))
