@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw fresh random examples on every local run (they keep finding new inputs). CI sets
+# HYPOTHESIS_PROFILE=ci: the same examples every run, no example database, no per-example deadline, so
+# a red CI always means a reproducible failure, never an unlucky draw or a slow machine.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -22,8 +30,6 @@ def _need(path: Path) -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def _pack_cache_dir(tmp_path_factory):
     """Tests never write to the user's cache: the on-disk pack cache lives in a session temp dir."""
-    import os
-
     old = os.environ.get("TRAJAUDIT_CACHE_DIR")
     os.environ["TRAJAUDIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("pack-cache"))
     yield
