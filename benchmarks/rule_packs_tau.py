@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's trajaudit, not an installed one
 
-from trajaudit import compile_rules, evaluate, load_pack, load_path  # noqa: E402
-from trajaudit.engine.tool_rules import rules_from_tools  # noqa: E402
+from trajaudit import evaluate, load_path  # noqa: E402
+from trajaudit.engine.evidence import load_rules  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "tau_retail"
 OUT = ROOT / "benchmarks" / "rule_packs_tau.md"
@@ -48,8 +48,8 @@ def short(rule_id: str) -> str:
 
 def main() -> int:
     tools = json.loads((DATA / "tools.json").read_text(encoding="utf-8"))
-    rules = (compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail"))
-             + compile_rules(rules_from_tools(tools)))
+    # as the audit combines them (a tau_retail rule supersedes the generic one it makes precise)
+    rules = load_rules(("generic", "tau_retail"), tools)
     runs = load_path(DATA / "trajectories.json").trajectories
     gold = gold_steps()
     t0 = time.process_time()

@@ -14,8 +14,13 @@ SHIPPED = ["generic", "generic.protocol", "generic.system", "generic.guardrails"
 
 @pytest.fixture(scope="module")
 def tau_rules():
-    """What the audit pipeline applies to a retail run: the generic packs and the policy pack."""
-    return compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail"))
+    """What the audit pipeline applies to a retail run: the generic packs and the policy pack (whose
+    explicit-yes-before-write supersedes the generic confirmation-before-write)."""
+    from trajaudit.engine.evidence import load_rules
+
+    rules = load_rules(("generic", "tau_retail"), None)
+    assert "generic.protocol.confirmation-before-write" not in {r.id for r in rules}
+    return rules
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +52,7 @@ def test_shipped_packs_load_by_short_name_and_every_example_passes():
             if not spec.disabled:
                 assert {e["expect"] for e in spec.examples} & {"fail", "skip"}, spec.id
     results = run_examples(compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail")))
-    assert len(results) == 104 and [r.detail for r in results if not r.ok] == []
+    assert len(results) == 108 and [r.detail for r in results if not r.ok] == []
     assert load_pack("tau_retail").metadata["applies_to_tools"][0] == "calculate"
 
 
@@ -195,4 +200,44 @@ def test_the_override_example_in_the_docs_loads():
     assert not pack.rule("one-action-per-turn").disabled and pack.rule("tool-traceback").disabled
     assert pack.rule("claim-values-grounded").severity == "info"
     assert pack.rule("status-claim-matches").params["status_field"] == "state"
-    assert len(compile_rules(pack)) == 23
+    assert len(compile_rules(pack)) == 24
+
+
+GENERIC_CONFIRM = "generic.protocol.confirmation-before-write"
+
+
+def test_generic_confirmation_rule_applies_where_the_instructions_require_it(tau_runs, generic_rules, ww_runs):
+    """Without a domain pack (an unseen domain), the retail policy's sentence in the system prompt is
+    enough: run 12's return without any confirmation fails at its gold step 18; earlier writes of
+    other runs that followed a yes pass; no Who&When run states such a policy (the guard never holds)."""
+    rec = record(evaluate(tau_runs["12"], generic_rules), 18, GENERIC_CONFIRM)
+    assert rec.verdict == "fail" and rec.targets == ("instruction_adherence_failure",)
+    assert "return_delivered_order_items" in rec.message and "(steps.15)" in rec.message
+    assert record(evaluate(tau_runs["2"], generic_rules), 28, GENERIC_CONFIRM).verdict == "pass"
+    fails = {i: [r.step for r in evaluate(t, generic_rules).records if r.rule_id == GENERIC_CONFIRM
+                 and r.verdict == "fail"] for i, t in tau_runs.items()}
+    assert {i: s for i, s in fails.items() if s} == {"12": [18], "105": [42]}
+    assert not [i for i, t in ww_runs.items() if any(r.rule_id == GENERIC_CONFIRM for r in evaluate(t, generic_rules).records)]
+
+
+def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, tmp_path):
+    """tau_retail.explicit-yes-before-write declares metadata.supersedes: the audit of a retail run
+    (domain pack chosen by its tools) and explicitly named packs keep one record, not two; a user's
+    pack can do the same."""
+    from trajaudit.engine.evidence import load_rules, superseded_ids
+    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+
+    res = audit_trajectories([tau_runs["12"]], AuditSpec()).results[0]
+    ids_at_18 = {r.rule_id for r in res.log.records if r.step == 18 and r.verdict == "fail"}
+    assert "tau_retail.explicit-yes-before-write" in ids_at_18 and GENERIC_CONFIRM not in ids_at_18
+    assert not [r for r in res.log.records if r.rule_id == GENERIC_CONFIRM]
+    assert res.diagnosis.critical_step == 18
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("pack: mine\nrules:\n  - id: stricter\n    type: PROTOCOL\n    assert: 'true'\n"
+                    "    metadata: {supersedes: [generic.protocol.tool-traceback, mine.stricter]}\n")
+    rules = load_rules(("generic", str(mine)), None)
+    ids = {r.id for r in rules}
+    assert "generic.system.tool-traceback" in ids  # a wrong id supersedes nothing
+    assert "mine.stricter" in ids and superseded_ids(rules) == frozenset({"generic.protocol.tool-traceback"})
+    mine.write_text(mine.read_text().replace("generic.protocol.tool-traceback", "generic.system.tool-traceback"))
+    assert "generic.system.tool-traceback" not in {r.id for r in load_rules(("generic", str(mine)), None)}

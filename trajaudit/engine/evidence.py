@@ -160,6 +160,9 @@ def load_rules(packs: tuple[Any, ...] | list[Any], tools: list[dict[str, Any]] |
     hint = ("; {} is a default pack: turn the default packs off (--no-default-packs, AuditSpec.default_packs="
             "False) to use only your version")
     rules, owner = unique_rules(groups, hint={p: hint.format(p) for p in defaults})
+    drop = superseded_ids(rules)
+    if drop:
+        rules = [r for r in rules if r.id not in drop]
     for dp in domains:
         for spec in _loaded_shipped(dp.path).pack.enabled_rules:
             if spec.id in owner:
@@ -367,13 +370,37 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 def rules_for(trajectory: Trajectory, context: AuditContext) -> tuple[list[Any], list[str]]:
     """The compiled rules applied to ``trajectory``: the context's rules, then those of the domain
     packs its tools select (compiled on first use). Returns ``(rules, applied domain pack names)``."""
-    rules = list(context.rules)
     called = {name for s in trajectory.steps for name in s.tool_names}
-    applied = [dp.name for dp in context.extra.get("domain_packs", ()) if dp.applies(called)]
-    for dp in context.extra.get("domain_packs", ()):
-        if dp.name in applied:
-            rules.extend(dp.rules)
-    return rules, applied
+    domains = [dp for dp in context.extra.get("domain_packs", ()) if dp.applies(called)]
+    if not domains:
+        return list(context.rules), []
+    drop = frozenset().union(*(superseded_ids(dp.rules) for dp in domains))
+    rules = [r for r in context.rules if r.id not in drop] if drop else list(context.rules)
+    for dp in domains:
+        rules.extend(dp.rules)
+    return rules, [dp.name for dp in domains]
+
+
+def superseded_ids(rules: list[Any] | tuple[Any, ...]) -> frozenset[str]:
+    """Rule ids that a rule among ``rules`` replaces (its ``metadata.supersedes``: a list of full rule
+    ids): a domain pack that states a generic policy more precisely — e.g. the tau_retail pack's
+    ``explicit-yes-before-write`` with the domain's write tools by name, for the generic
+    ``confirmation-before-write`` that recognizes writes by their verb — keeps one record per
+    violation, not two. Applied wherever packs are combined (:func:`load_rules`, :func:`rules_for`);
+    a rule never supersedes itself.
+
+    Args:
+        rules: compiled rules (each with ``spec.metadata``).
+
+    Returns:
+        The ids to leave out (empty when no rule declares any).
+    """
+    out: set[str] = set()
+    for r in rules:
+        names = r.spec.metadata.get("supersedes") if r.spec.metadata else None
+        if names:
+            out.update(str(n) for n in (names if isinstance(names, list) else [names]) if str(n) != r.id)
+    return frozenset(out)
 
 
 def evaluate_rules(trajectory: Trajectory, rules: list[Any], context: AuditContext) -> ValidationLog:
