@@ -52,7 +52,7 @@ def test_shipped_packs_load_by_short_name_and_every_example_passes():
             if not spec.disabled:
                 assert {e["expect"] for e in spec.examples} & {"fail", "skip"}, spec.id
     results = run_examples(compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail")))
-    assert len(results) == 108 and [r.detail for r in results if not r.ok] == []
+    assert len(results) == 111 and [r.detail for r in results if not r.ok] == []
     assert load_pack("tau_retail").metadata["applies_to_tools"][0] == "calculate"
 
 
@@ -241,3 +241,25 @@ def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, tm
     assert "mine.stricter" in ids and superseded_ids(rules) == frozenset({"generic.protocol.tool-traceback"})
     mine.write_text(mine.read_text().replace("generic.protocol.tool-traceback", "generic.system.tool-traceback"))
     assert "generic.system.tool-traceback" not in {r.id for r in load_rules(("generic", str(mine)), None)}
+
+
+def test_a_failing_call_repeated_until_the_end_is_blamed_where_it_was_first_sent():
+    """AgentRx's critical step is the first unrecoverable failure: the agent sends the same broken
+    call three times and the run ends; the audit names the first attempt (step 4), not the last."""
+    import trajaudit
+
+    def call(i, args='{"order": "W1"}', name="get_order"):
+        return [{"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": args}}]},
+                {"role": "tool", "tool_call_id": f"c{i}", "name": name,
+                 "content": "Error: parameter 'order_id' is required" if name == "get_order" else '{"orders": ["W1"]}'}]
+
+    messages = ([{"role": "system", "content": "You have tools."}, {"role": "user", "content": "Status of W1?"}]
+                + call(0, '{"name": "ann"}', "get_user") + call(1) + call(2) + call(3))
+    d = trajaudit.audit({"messages": messages})
+    assert (d.critical_step, d.category) == (4, "invalid_invocation")
+    assert "first sent that call" in d.rationale
+    # a different (corrected) call in between ends the series: the last attempt is the one blamed
+    fixed = messages[:6] + call(2, '{"order_id": "W1"}')[:1] + [
+        {"role": "tool", "tool_call_id": "c2", "name": "get_order", "content": "Error: order W1 not found"}]
+    assert trajaudit.audit({"messages": fixed}).critical_step == 6
