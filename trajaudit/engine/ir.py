@@ -32,6 +32,8 @@ FLAG_ORPHAN_TOOL_OUTPUT = "orphan_tool_output"  # a tool output whose call id ma
 FLAG_UNANSWERED_CALL = "unanswered_call"  # a tool call that no later tool output answers
 FLAG_UNKNOWN_ROLE = "unknown_role"  # a role the adapter did not recognise (kept, treated as an agent)
 FLAG_NON_TEXT_CONTENT = "non_text_content"  # content was not a string; it was rendered to text
+FLAG_SPLIT_MESSAGE = "split_message"  # a later step of one source message split in several (source_number says which)
+FLAG_MALFORMED_CALL = "malformed_call"  # a tool call without a name or an id (kept: "<unnamed>", no linkage)
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,8 @@ class Source:
     """Where a trajectory came from, so results map back to the input.
 
     Attributes:
-        format: the adapter name (``openai``, ``tau``, ``who_and_when``, ``magentic``, ``mapping``).
+        format: the adapter name (``openai``, ``tau``, ``who_and_when``, ``magentic``, ``anthropic``,
+            ``openai_responses``, ``langchain``, ``ir``, or a mapping's name).
         file: the input path as given, or ``None`` for in-memory input.
         record: 0-based record number within a multi-run file (list element or JSONL line), or ``None``.
         step_numbering: how the dataset numbers its own steps, in words (e.g. "1-based index field").

@@ -5,19 +5,29 @@ Use :func:`default_adapters` for the registry of built-in formats, in detection 
 
 from __future__ import annotations
 
+from trajaudit.engine.adapters.anthropic import AnthropicAdapter
 from trajaudit.engine.adapters.base import Adapter, LoadOptions, Sniff
 from trajaudit.engine.adapters.ir import IRAdapter
+from trajaudit.engine.adapters.langchain import LangChainAdapter
 from trajaudit.engine.adapters.mapping import MappingAdapter
 from trajaudit.engine.adapters.openai_chat import OpenAIChatAdapter
+from trajaudit.engine.adapters.openai_responses import OpenAIResponsesAdapter
 from trajaudit.engine.adapters.tau import TauAdapter
 from trajaudit.engine.adapters.who_and_when import MagenticAdapter, WhoAndWhenAdapter
 from trajaudit.registry import Registry
 
 
 def default_adapters() -> Registry[Adapter]:
-    """A fresh registry of the built-in adapters, in auto-detection order (most specific first)."""
+    """A fresh registry of the built-in adapters, in auto-detection order (most specific first).
+
+    The dialects read as OpenAI messages (``anthropic``, ``openai_responses``, ``langchain``) come
+    before ``openai``: Anthropic messages have OpenAI roles, so it matches only on positive evidence
+    (a tool_use/tool_result/thinking block, a top-level ``system``); the other two need their own
+    ``type`` fields, which plain OpenAI messages never have.
+    """
     reg: Registry[Adapter] = Registry("format")
-    for a in (IRAdapter(), TauAdapter(), WhoAndWhenAdapter(), OpenAIChatAdapter(), MagenticAdapter()):
+    for a in (IRAdapter(), TauAdapter(), WhoAndWhenAdapter(), AnthropicAdapter(), OpenAIResponsesAdapter(),
+              LangChainAdapter(), OpenAIChatAdapter(), MagenticAdapter()):
         reg.register(a.name, a)
     return reg
 

@@ -196,7 +196,10 @@ def build_steps(
     """Turn raw chat-like messages into steps, flagging degradations.
 
     Each message may have ``content``, ``tool_calls`` (or a legacy ``function_call``),
-    ``tool_call_id`` and ``name``. ``classify(message, i)`` decides kind, role and agent.
+    ``tool_call_id`` and ``name``. ``classify(message, i)`` decides kind, role and agent. A tool
+    output is an error (``ToolOutput.is_error``) when its text reports one (:func:`looks_like_error`)
+    or its message carries ``is_error: true`` (the explicit marker of Anthropic's ``tool_result`` and
+    LangChain's ``status: "error"``, which the dialect adapters normalize to it).
 
     Raises:
         TraceFormatError: a message is not an object (with its JSON path).
@@ -242,7 +245,7 @@ def build_steps(
                 answered.add(call_id)
             name = msg.get("name") if c.role == "tool" else None
             output = ToolOutput(call_id=call_id, name=name if isinstance(name, str) else None,
-                                is_error=looks_like_error(content))
+                                is_error=msg.get("is_error") is True or looks_like_error(content))
         num = source_number(msg, i) if source_number else None
         steps.append(
             Step(

@@ -10,11 +10,14 @@ named ``assistant`` messages are the user's turns (``speakers.human_speakers``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from trajaudit.engine.adapters.base import (
     OPENAI_ROLES,
+    Classified,
     LoadOptions,
     Sniff,
     assemble,
@@ -76,30 +79,91 @@ class OpenAIChatAdapter:
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Convert one run; raises :class:`TraceFormatError` when it has no messages."""
-        meta: dict[str, Any] = {}
-        rid = None
         if isinstance(run, dict):
-            messages = run.get("messages")
-            path = "$.messages"
-            rid = run.get("id")
-            meta = {k: v for k, v in run.items() if k not in ("messages",) and isinstance(v, (str, int, float, bool))}
+            messages, path = run.get("messages"), "$.messages"
         else:
             messages, path = run, "$"
         if not isinstance(messages, list):
             raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
-        agent_users, user_speakers = speaker_sets(messages, options)
-        classify = partial(classify_openai, tool_agents=options.tool_agent_pattern, agent_users=agent_users,
-                           user_speakers=user_speakers)
-        steps = build_steps(messages, classify, options=options, path=path)
-        tid = str(rid) if rid is not None else _default_id(source, messages)
-        task = run.get("task") if isinstance(run, dict) and isinstance(run.get("task"), str) else None
-        if task is None:  # the first user turn (as classified: a proxy's log has it as an assistant message)
-            task = next((s.content for s in steps if s.kind == "user"), None)
-        if task is None:  # no user turn: a "human" message (an unknown role, kept as an agent step), else
-            # none — a named ``user`` message read as another agent's turn or a runner's output is not
-            # the task (it would be evidence for that agent's own claims); as the mapping adapter reads it
-            task = first_user_text([m for m in messages if isinstance(m, dict) and m.get("role") == "human"])
-        return assemble(steps, id=tid, source=source, task=task, metadata=meta)
+        return convert_chat(messages, source=source, options=options, path=path,
+                            run=run if isinstance(run, dict) else None)
+
+
+@dataclass(frozen=True)
+class MessageNote:
+    """What a dialect adapter knows about one of the OpenAI messages it normalized its input to.
+
+    Attributes:
+        flags: step flags to add (``FLAG_*`` of :mod:`trajaudit.engine.ir`).
+        metadata: step metadata to add.
+        source_number: the position of the original message in the input (0-based), when the
+            normalization did not keep messages 1:1.
+    """
+
+    flags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    source_number: int | None = None
+
+
+def convert_chat(messages: list[Any], *, source: Source, options: LoadOptions, path: str = "$",
+                 run: dict[str, Any] | None = None, exclude: tuple[str, ...] = ("messages",),
+                 system_prompts: dict[str, str] | None = None, notes: list[MessageNote] | None = None,
+                 id_basis: Any = None, step_numbering: str | None = None) -> Trajectory:
+    """Build a trajectory from OpenAI chat messages: the OpenAI adapter's reading, shared by every
+    dialect adapter that normalizes its input to OpenAI messages (Anthropic, Responses, LangChain).
+
+    Speakers are decided by :func:`~trajaudit.engine.adapters.speakers.speaker_sets`, messages are
+    classified by :func:`~trajaudit.engine.adapters.base.classify_openai` and turned into steps by
+    :func:`~trajaudit.engine.adapters.base.build_steps` (``Step.index`` = position in ``messages``).
+
+    Args:
+        messages: OpenAI chat messages (``role``, ``content``, ``tool_calls``, ``tool_call_id``,
+            ``name``; a tool message's ``is_error: true`` marks a failed call).
+        path: JSON path of ``messages`` in the run, for errors.
+        run: the run object around the messages, if any: its ``id`` is the trajectory id, a string
+            ``task`` the task, and its scalar fields not in ``exclude`` become metadata.
+        system_prompts: prompts given outside the message list (``{"*": text}``), not steps.
+        notes: per message (same length as ``messages``), flags/metadata/source numbers to add.
+        id_basis: what a run without ``id`` read from no file is hashed for its id (default: ``messages``;
+            see :func:`_default_id`).
+        step_numbering: ``Source.step_numbering`` to record (default: ``source``'s).
+
+    Returns:
+        The trajectory; the task is ``run["task"]``, else the first user turn (as classified), else the
+        first message with the role ``human``.
+
+    Raises:
+        TraceFormatError: a message is not an object, a tool call is not an object, no messages.
+    """
+    agent_users, user_speakers = speaker_sets(messages, options)
+    classify: Callable[[dict[str, Any], int], Classified] = partial(
+        classify_openai, tool_agents=options.tool_agent_pattern, agent_users=agent_users,
+        user_speakers=user_speakers)
+    number = None
+    if notes is not None:
+        plain, given = classify, notes
+
+        def classify(msg: dict[str, Any], i: int) -> Classified:
+            c, n = plain(msg, i), given[i]
+            return Classified(c.kind, c.role, c.agent, [*c.flags, *n.flags], {**c.metadata, **n.metadata})
+
+        if any(n.source_number is not None for n in notes):
+            def number(msg: dict[str, Any], i: int) -> Any:
+                return given[i].source_number
+    steps = build_steps(messages, classify, options=options, path=path, source_number=number)
+    rid = run.get("id") if run is not None else None
+    tid = str(rid) if rid is not None else _default_id(source, messages if id_basis is None else id_basis)
+    task = run.get("task") if run is not None and isinstance(run.get("task"), str) else None
+    if task is None:  # the first user turn (as classified: a proxy's log has it as an assistant message)
+        task = next((s.content for s in steps if s.kind == "user"), None)
+    if task is None:  # no user turn: a "human" message (an unknown role, kept as an agent step), else
+        # none — a named ``user`` message read as another agent's turn or a runner's output is not
+        # the task (it would be evidence for that agent's own claims); as the mapping adapter reads it
+        task = first_user_text([m for m in messages if isinstance(m, dict) and m.get("role") == "human"])
+    meta = {k: v for k, v in (run or {}).items() if k not in exclude and isinstance(v, (str, int, float, bool))}
+    if step_numbering is not None:
+        source = Source(source.format, source.file, source.record, step_numbering)
+    return assemble(steps, id=tid, source=source, task=task, system_prompts=system_prompts, metadata=meta)
 
 
 def _default_id(source: Source, messages: list[Any]) -> str:
