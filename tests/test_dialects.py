@@ -196,9 +196,12 @@ def test_langchain_invalid_calls_chunks_chat_messages_and_bad_tool_calls():
     doc = [{"type": "HumanMessageChunk", "content": "Plan my trip."},
            {"type": "AIMessageChunk", "content": "", "tool_calls": [],
             "invalid_tool_calls": [{"name": "plan", "args": '{"days": ', "id": "c1", "error": "bad JSON"}]},
-           {"type": "chat", "role": "critic", "content": "Too vague."}]
+           {"type": "chat", "role": "critic", "content": "Too vague."},
+           {"type": "ai", "content": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "Ask."}]},
+                                      {"type": "text", "text": "How many days?"}]}]
     t = load_document(doc).trajectories[0]
-    assert [s.kind for s in t.steps] == ["user", "agent", "agent"]
+    assert [s.kind for s in t.steps] == ["user", "agent", "agent", "agent"]
+    assert (t.steps[3].content, t.steps[3].metadata) == ("How many days?", {"thinking": "Ask."})
     assert t.steps[1].tool_calls[0].raw_arguments == '{"days": ' and FLAG_MALFORMED_ARGUMENTS in t.steps[1].flags
     assert t.steps[2].role == "critic" and FLAG_UNKNOWN_ROLE in t.steps[2].flags
     r = load_document([{"type": "human", "data": {"content": "hi"}},

@@ -89,6 +89,8 @@ class Blocks:
                                "input": block.get("input", {})})
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
             self.thinking.append(block["thinking"])
+        elif kind == "reasoning" and (reasoning := _reasoning_text(block)) is not None:  # LangChain's
+            self.thinking.append(reasoning)  # standard block
         elif kind == "redacted_thinking":
             self.redacted += 1
         else:  # an image, a document, a block that is not an object: kept, rendered as JSON (and the
@@ -119,6 +121,17 @@ class Blocks:
         return [{"type": "text", "text": p} if isinstance(p, str) else p for p in self.parts], meta
 
 
+def _reasoning_text(block: dict[str, Any]) -> str | None:
+    """The text of a LangChain ``reasoning`` block: its ``reasoning`` string, else its summary texts."""
+    if isinstance(block.get("reasoning"), str):
+        return block["reasoning"]
+    summary = block.get("summary")
+    if isinstance(summary, list):
+        texts = [b["text"] for b in summary if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        return "\n".join(texts) if texts else None
+    return None
+
+
 def result_content(content: Any) -> Any:
     """A ``tool_result``'s content for an OpenAI tool message: a string as is, a list of only text
     blocks joined, anything else as is (rendered and flagged by ``build_steps``)."""
@@ -132,8 +145,7 @@ def normalize(messages: list[Any], path: str) -> tuple[list[dict[str, Any]], lis
     """Anthropic messages → OpenAI chat messages and their notes (see the module docstring).
 
     Raises:
-        TraceFormatError: a message is not an object, or its ``content`` list is not a list of blocks
-            at all (with the JSON path).
+        TraceFormatError: a message is not an object (with the JSON path).
     """
     out: list[dict[str, Any]] = []
     notes: list[MessageNote] = []
@@ -176,8 +188,10 @@ def _message(msg: dict[str, Any], b: Blocks, i: int) -> tuple[dict[str, Any], Me
     content, meta = b.content()
     m = {k: v for k, v in msg.items() if k not in ("content", "tool_calls")}
     m["content"] = content
-    calls = msg.get("tool_calls") if isinstance(msg.get("tool_calls"), list) else []
-    if calls or b.calls:
+    calls = msg.get("tool_calls", [])
+    if not isinstance(calls, list):  # kept as found: build_steps reports it
+        m["tool_calls"] = calls
+    elif calls or b.calls:
         m["tool_calls"] = [*calls, *b.calls]
     return m, MessageNote(tuple(b.flags), {**meta, "block": b.first}, i)
 

@@ -18,7 +18,8 @@ function result, ``chat`` takes its ``role``; any other type is kept as an agent
 OpenAI-style ``additional_kwargs.tool_calls`` (or ``function_call``) of older versions, else the
 ``tool_use`` blocks of its content; ``invalid_tool_calls`` are kept as calls (flagged
 ``malformed_arguments`` when their arguments are not JSON). Content lists are read as the Anthropic
-adapter reads content blocks (text; thinking only when there is no text).
+adapter reads content blocks (text; ``thinking`` — and LangChain's standard ``reasoning`` blocks — as
+content only when there is no text, else in ``metadata.thinking``).
 """
 
 from __future__ import annotations
