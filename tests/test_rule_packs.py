@@ -263,3 +263,22 @@ def test_a_failing_call_repeated_until_the_end_is_blamed_where_it_was_first_sent
     fixed = messages[:6] + call(2, '{"order_id": "W1"}')[:1] + [
         {"role": "tool", "tool_call_id": "c2", "name": "get_order", "content": "Error: order W1 not found"}]
     assert trajaudit.audit({"messages": fixed}).critical_step == 6
+
+
+def test_instructions_given_outside_the_messages_count_as_the_runs_policy():
+    """Who&When-style per-agent system prompts are not steps: traj.instructions still holds them, so
+    the generic confirmation rule applies when such a prompt states the policy, and not otherwise."""
+    from trajaudit import load
+
+    doc = {"question": "Cancel booking B12.", "system_prompt": {"Agent": "Obtain explicit user confirmation before any change."},
+           "history": [{"role": "user", "name": "Client", "content": "Cancel booking B12."},
+                       {"role": "assistant", "name": "Agent", "content": "Cancelling now.",
+                        "tool_calls": [{"id": "c1", "type": "function",
+                                        "function": {"name": "cancel_booking", "arguments": '{"id": "B12"}'}}]}]}
+    rules = compile_rules(load_pack("generic.protocol"))
+    t = load(doc, format="who_and_when")
+    assert not [s for s in t.steps if s.kind == "system"] and t.system_prompts
+    fails = [r for r in evaluate(t, rules).records if r.rule_id == GENERIC_CONFIRM]
+    assert [(r.step, r.verdict) for r in fails] == [(1, "fail")]
+    doc["system_prompt"] = {"Agent": "Be helpful."}
+    assert not [r for r in evaluate(load(doc, format="who_and_when"), rules).records if r.rule_id == GENERIC_CONFIRM]
