@@ -220,7 +220,7 @@ def test_generic_confirmation_rule_applies_where_the_instructions_require_it(tau
     assert not [i for i, t in ww_runs.items() if any(r.rule_id == GENERIC_CONFIRM for r in evaluate(t, generic_rules).records)]
 
 
-def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, tmp_path):
+def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, tau_file, tmp_path):
     """tau_retail.explicit-yes-before-write declares metadata.supersedes: the audit of a retail run
     (domain pack chosen by its tools) and explicitly named packs keep one record, not two; a user's
     pack can do the same."""
@@ -241,6 +241,18 @@ def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, tm
     assert "mine.stricter" in ids and superseded_ids(rules) == frozenset({"generic.protocol.tool-traceback"})
     mine.write_text(mine.read_text().replace("generic.protocol.tool-traceback", "generic.system.tool-traceback"))
     assert "generic.system.tool-traceback" not in {r.id for r in load_rules(("generic", str(mine)), None)}
+    # `trajaudit check` combines the packs it is given the same way
+    import json
+
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+
+    run12 = tmp_path / "run12.json"
+    run12.write_text(json.dumps([t for t in json.loads(tau_file.read_text()) if str(t["task_id"]) == "12"]))
+    r = CliRunner().invoke(main, ["check", str(run12), "--rules", "generic", "--rules", "tau_retail", "--format", "json"])
+    ids = {rec["rule_id"] for lg in json.loads(r.stdout) for rec in lg["records"] if rec["verdict"] == "fail"}
+    assert r.exit_code == 1 and "tau_retail.explicit-yes-before-write" in ids and GENERIC_CONFIRM not in ids
 
 
 def test_a_failing_call_repeated_until_the_end_is_blamed_where_it_was_first_sent():
