@@ -52,7 +52,7 @@ def test_shipped_packs_load_by_short_name_and_every_example_passes():
             if not spec.disabled:
                 assert {e["expect"] for e in spec.examples} & {"fail", "skip"}, spec.id
     results = run_examples(compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail")))
-    assert len(results) == 111 and [r.detail for r in results if not r.ok] == []
+    assert len(results) == 114 and [r.detail for r in results if not r.ok] == []
     assert load_pack("tau_retail").metadata["applies_to_tools"][0] == "calculate"
 
 
@@ -200,7 +200,7 @@ def test_the_override_example_in_the_docs_loads():
     assert not pack.rule("one-action-per-turn").disabled and pack.rule("tool-traceback").disabled
     assert pack.rule("claim-values-grounded").severity == "info"
     assert pack.rule("status-claim-matches").params["status_field"] == "state"
-    assert len(compile_rules(pack)) == 24
+    assert len(compile_rules(pack)) == 25
 
 
 GENERIC_CONFIRM = "generic.protocol.confirmation-before-write"
@@ -294,3 +294,14 @@ def test_instructions_given_outside_the_messages_count_as_the_runs_policy():
     assert [(r.step, r.verdict) for r in fails] == [(1, "fail")]
     doc["system_prompt"] = {"Agent": "Be helpful."}
     assert not [r for r in evaluate(load(doc, format="who_and_when"), rules).records if r.rule_id == GENERIC_CONFIRM]
+
+
+def test_generic_handoff_rule_needs_the_policy_and_fires_only_at_the_unattempted_transfer(tau_runs, generic_rules):
+    """Without the domain pack, the retail policy's handoff sentence in the system prompt is enough:
+    of the tau runs that transfer to a human, only run 47 (a return asked for, never attempted) fails,
+    at its transfer (the annotated step 18); the others attempted a write first and pass."""
+    rid = "generic.protocol.handoff-only-out-of-scope"
+    got = {i: [(r.step, r.verdict) for r in evaluate(t, generic_rules).records if r.rule_id == rid]
+           for i, t in tau_runs.items()}
+    assert {i: v for i, v in got.items() if v} == {"12": [(24, "pass")], "41": [(22, "pass")],
+                                                   "47": [(18, "fail")], "98": [(36, "pass")]}
