@@ -305,3 +305,14 @@ def test_generic_handoff_rule_needs_the_policy_and_fires_only_at_the_unattempted
            for i, t in tau_runs.items()}
     assert {i: v for i, v in got.items() if v} == {"12": [(24, "pass")], "41": [(22, "pass")],
                                                    "47": [(18, "fail")], "98": [(36, "pass")]}
+
+
+def test_a_rules_first_listed_target_breaks_a_category_tie(tau_runs):
+    """The handoff rules list intent_not_supported first: when their finding is the only one at the
+    chosen step, the two targets tie in votes and the first-listed one is the category (not the global
+    precedence, which prefers instruction_adherence_failure)."""
+    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+
+    for spec in (AuditSpec(default_packs=False, rules=("generic",)), AuditSpec()):
+        d = audit_trajectories([tau_runs["47"]], spec).results[0].diagnosis
+        assert (d.critical_step, d.category) == (18, "intent_not_supported")
