@@ -82,6 +82,22 @@ def _diff(a: Any, b: Any, path: str, found: list[str], limit: int = 10) -> None:
         found.append(f"{path}: {json.dumps(a)[:150]} != {json.dumps(b)[:150]}")
 
 
+def _moved_diagnoses(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """``config run: step/category/agent before -> after`` for every run whose diagnosis moved (all of
+    them, unlike the raw difference list, which stops after 10)."""
+    out = []
+    for config in sorted(set(before) | set(after)):
+        a, b = before.get(config, {}), after.get(config, {})
+        for run in sorted(set(a) | set(b)):
+            x, y = (a.get(run) or {}).get("diagnosis"), (b.get(run) or {}).get("diagnosis")
+            key = ("critical_step", "category", "agent")
+            vx = tuple((x or {}).get(k) for k in key)
+            vy = tuple((y or {}).get(k) for k in key)
+            if vx != vy:
+                out.append(f"{config} {run}: {vx} -> {vy}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-o", "--output", help="write the snapshot here")
@@ -95,10 +111,13 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
     if args.compare:
         before = json.loads(Path(args.compare).read_text(encoding="utf-8"))
+        moved = _moved_diagnoses(before, snap)
+        if moved:  # every diagnosis that changed, before the (capped) list of raw differences
+            print(f"DIAGNOSES CHANGED ({len(moved)}):\n  " + "\n  ".join(moved))
         found: list[str] = []
         _diff(before, snap, "", found)
         if found:
-            print("DIFFERENT:\n  " + "\n  ".join(found))
+            print("DIFFERENT (first 10):\n  " + "\n  ".join(found))
             return 1
         print(f"identical to {args.compare}: every IR, diagnosis, validation log and claim graph")
     return 0

@@ -139,10 +139,10 @@ def test_rules_list_names_its_counts():
     assert [c.strip() for c in header.strip("┃ ").split("┃")][:6] == [
         "pack", "enabled", "defined", "included", "disabled", "includes"]
     row = next(x for x in r.output.splitlines() if x.startswith("│ generic.protocol "))
-    assert [c.strip() for c in row.strip("│ ").split("│")][:5] == ["generic.protocol", "9", "10", "0", "1"]
+    assert [c.strip() for c in row.strip("│ ").split("│")][:5] == ["generic.protocol", "10", "11", "0", "1"]
     assert "enabled = defined + included - disabled" in r.output.replace("\n", "")
     one = run("rules", "list", "generic.protocol")
-    assert ("generic.protocol: 9 rule(s) enabled of 10 (10 defined in the pack, 0 from includes, 1 disabled)"
+    assert ("generic.protocol: 10 rule(s) enabled of 11 (11 defined in the pack, 0 from includes, 1 disabled)"
             in one.output)
 
 

@@ -53,3 +53,19 @@ def test_lint_cli_exit_codes():
     assert res.exit_code == 1
     assert "unsatisfiable-guard [planted.never-applies]" in res.stdout
     assert "6 error(s), 1 warning(s)" in res.stderr
+
+
+def test_supersedes_names_must_be_known_rules():
+    """A typo in metadata.supersedes would silently keep both rules: lint warns, with a suggestion;
+    shipped ids, ids of the pack itself and the shipped tau_retail declaration are accepted."""
+    text = ("pack: mine\nrules:\n  - id: a\n    type: PROTOCOL\n    assert: step.index >= 0\n    metadata:\n"
+            "      supersedes: [{}]\n")
+    found = [f for f in lint_pack(text.format("generic.protocol.confirmation-before-writes")) if f.code == "unknown-superseded"]
+    assert len(found) == 1 and found[0].level == "warning" and found[0].rule_id == "mine.a"
+    assert "did you mean generic.protocol.confirmation-before-write" in found[0].message
+    for ok in ("generic.system.tool-traceback", "mine.a2"):
+        pack = text.format(ok) + "  - id: a2\n    type: PROTOCOL\n    assert: step.index >= 0\n"
+        assert not [f for f in lint_pack(pack) if f.code == "unknown-superseded"]
+    bad_shape = [f for f in lint_pack(text.format("").replace("[]", "7")) if f.code == "unknown-superseded"]
+    assert bad_shape and "must be a list" in bad_shape[0].message
+    assert not [f for f in lint_pack("tau_retail") if f.code == "unknown-superseded"]

@@ -52,7 +52,7 @@ def test_shipped_packs_load_by_short_name_and_every_example_passes():
             if not spec.disabled:
                 assert {e["expect"] for e in spec.examples} & {"fail", "skip"}, spec.id
     results = run_examples(compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail")))
-    assert len(results) == 111 and [r.detail for r in results if not r.ok] == []
+    assert len(results) == 114 and [r.detail for r in results if not r.ok] == []
     assert load_pack("tau_retail").metadata["applies_to_tools"][0] == "calculate"
 
 
@@ -200,7 +200,7 @@ def test_the_override_example_in_the_docs_loads():
     assert not pack.rule("one-action-per-turn").disabled and pack.rule("tool-traceback").disabled
     assert pack.rule("claim-values-grounded").severity == "info"
     assert pack.rule("status-claim-matches").params["status_field"] == "state"
-    assert len(compile_rules(pack)) == 24
+    assert len(compile_rules(pack)) == 25
 
 
 GENERIC_CONFIRM = "generic.protocol.confirmation-before-write"
@@ -220,7 +220,7 @@ def test_generic_confirmation_rule_applies_where_the_instructions_require_it(tau
     assert not [i for i, t in ww_runs.items() if any(r.rule_id == GENERIC_CONFIRM for r in evaluate(t, generic_rules).records)]
 
 
-def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, tmp_path):
+def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, tau_file, tmp_path):
     """tau_retail.explicit-yes-before-write declares metadata.supersedes: the audit of a retail run
     (domain pack chosen by its tools) and explicitly named packs keep one record, not two; a user's
     pack can do the same."""
@@ -241,6 +241,18 @@ def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, tm
     assert "mine.stricter" in ids and superseded_ids(rules) == frozenset({"generic.protocol.tool-traceback"})
     mine.write_text(mine.read_text().replace("generic.protocol.tool-traceback", "generic.system.tool-traceback"))
     assert "generic.system.tool-traceback" not in {r.id for r in load_rules(("generic", str(mine)), None)}
+    # `trajaudit check` combines the packs it is given the same way
+    import json
+
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+
+    run12 = tmp_path / "run12.json"
+    run12.write_text(json.dumps([t for t in json.loads(tau_file.read_text()) if str(t["task_id"]) == "12"]))
+    r = CliRunner().invoke(main, ["check", str(run12), "--rules", "generic", "--rules", "tau_retail", "--format", "json"])
+    ids = {rec["rule_id"] for lg in json.loads(r.stdout) for rec in lg["records"] if rec["verdict"] == "fail"}
+    assert r.exit_code == 1 and "tau_retail.explicit-yes-before-write" in ids and GENERIC_CONFIRM not in ids
 
 
 def test_a_failing_call_repeated_until_the_end_is_blamed_where_it_was_first_sent():
@@ -263,3 +275,44 @@ def test_a_failing_call_repeated_until_the_end_is_blamed_where_it_was_first_sent
     fixed = messages[:6] + call(2, '{"order_id": "W1"}')[:1] + [
         {"role": "tool", "tool_call_id": "c2", "name": "get_order", "content": "Error: order W1 not found"}]
     assert trajaudit.audit({"messages": fixed}).critical_step == 6
+
+
+def test_instructions_given_outside_the_messages_count_as_the_runs_policy():
+    """Who&When-style per-agent system prompts are not steps: traj.instructions still holds them, so
+    the generic confirmation rule applies when such a prompt states the policy, and not otherwise."""
+    from trajaudit import load
+
+    doc = {"question": "Cancel booking B12.", "system_prompt": {"Agent": "Obtain explicit user confirmation before any change."},
+           "history": [{"role": "user", "name": "Client", "content": "Cancel booking B12."},
+                       {"role": "assistant", "name": "Agent", "content": "Cancelling now.",
+                        "tool_calls": [{"id": "c1", "type": "function",
+                                        "function": {"name": "cancel_booking", "arguments": '{"id": "B12"}'}}]}]}
+    rules = compile_rules(load_pack("generic.protocol"))
+    t = load(doc, format="who_and_when")
+    assert not [s for s in t.steps if s.kind == "system"] and t.system_prompts
+    fails = [r for r in evaluate(t, rules).records if r.rule_id == GENERIC_CONFIRM]
+    assert [(r.step, r.verdict) for r in fails] == [(1, "fail")]
+    doc["system_prompt"] = {"Agent": "Be helpful."}
+    assert not [r for r in evaluate(load(doc, format="who_and_when"), rules).records if r.rule_id == GENERIC_CONFIRM]
+
+
+def test_generic_handoff_rule_needs_the_policy_and_fires_only_at_the_unattempted_transfer(tau_runs, generic_rules):
+    """Without the domain pack, the retail policy's handoff sentence in the system prompt is enough:
+    of the tau runs that transfer to a human, only run 47 (a return asked for, never attempted) fails,
+    at its transfer (the annotated step 18); the others attempted a write first and pass."""
+    rid = "generic.protocol.handoff-only-out-of-scope"
+    got = {i: [(r.step, r.verdict) for r in evaluate(t, generic_rules).records if r.rule_id == rid]
+           for i, t in tau_runs.items()}
+    assert {i: v for i, v in got.items() if v} == {"12": [(24, "pass")], "41": [(22, "pass")],
+                                                   "47": [(18, "fail")], "98": [(36, "pass")]}
+
+
+def test_a_rules_first_listed_target_breaks_a_category_tie(tau_runs):
+    """The handoff rules list intent_not_supported first: when their finding is the only one at the
+    chosen step, the two targets tie in votes and the first-listed one is the category (not the global
+    precedence, which prefers instruction_adherence_failure)."""
+    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+
+    for spec in (AuditSpec(default_packs=False, rules=("generic",)), AuditSpec()):
+        d = audit_trajectories([tau_runs["47"]], spec).results[0].diagnosis
+        assert (d.critical_step, d.category) == (18, "intent_not_supported")

@@ -28,14 +28,17 @@ _VERDICT_STYLE = {"fail": "bold red", "unknown": "yellow", "pass": "green"}
 
 def load_rules(packs: tuple[str, ...]) -> list[CompiledRule]:
     """Load and compile every ``--rules`` pack; rule ids must be unique across packs (the check
-    ``audit`` makes: :func:`trajaudit.engine.evidence.unique_rules`; a pack given twice is read once).
+    ``audit`` makes: :func:`trajaudit.engine.evidence.unique_rules`; a pack given twice is read once),
+    and a rule another one supersedes is left out (:func:`~trajaudit.engine.evidence.superseded_ids`).
 
     Raises:
         RulePackError: an invalid pack, or ``rule id X is defined by both A and B``.
     """
-    from trajaudit.engine.evidence import distinct_packs, unique_rules
+    from trajaudit.engine.evidence import distinct_packs, superseded_ids, unique_rules
 
-    return unique_rules([(p, compile_rules(load_pack(p))) for p in distinct_packs(packs)])[0]
+    rules = unique_rules([(p, compile_rules(load_pack(p))) for p in distinct_packs(packs)])[0]
+    drop = superseded_ids(rules)
+    return [r for r in rules if r.id not in drop] if drop else rules
 
 
 def read_tools(path: str | None) -> list[dict[str, Any]] | None:

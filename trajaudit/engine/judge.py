@@ -24,7 +24,8 @@ offline judge implements that definition deterministically:
    where a plan becomes irreversible), then to the last decision step — each fallback lowers the
    confidence and says so in the rationale.
 6. **Category.** A weighted vote over the targets of the findings at the chosen step; ties are broken
-   by ``CATEGORY_PRECEDENCE`` (most specific, most actionable first). The first-action fallback says
+   by the votes of the findings' first-listed targets (a rule lists its most likely category first),
+   then by ``CATEGORY_PRECEDENCE`` (most specific, most actionable first). The first-action fallback says
    ``intent_plan_misalignment``, or ``underspecified_user_intent`` in a dialogue with a user
    (:func:`_dialogue_request`).
 """
@@ -89,6 +90,7 @@ class _Cand:
     step: int
     score: float = 0.0
     votes: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    primary: dict[str, float] = field(default_factory=lambda: defaultdict(float))  # first-listed targets' votes
     findings: list[tuple[Record, float, bool]] = field(default_factory=list)
     per_rule: dict[str, float] = field(default_factory=dict)
 
@@ -156,7 +158,8 @@ def _category(c: _Cand, taxonomy_ids: frozenset[str] | None) -> str:
     if not c.votes:
         return INCONCLUSIVE
     order = {cat: i for i, cat in enumerate(CATEGORY_PRECEDENCE)}
-    ranked = sorted(c.votes.items(), key=lambda kv: (-kv[1], order.get(kv[0], len(order)), kv[0]))
+    ranked = sorted(c.votes.items(),
+                    key=lambda kv: (-kv[1], -c.primary.get(kv[0], 0.0), order.get(kv[0], len(order)), kv[0]))
     for cat, _ in ranked:
         if taxonomy_ids is None or cat in taxonomy_ids:
             return cat
@@ -203,6 +206,7 @@ class OfflineJudge:
                 c.per_rule[rec.rule_id] = w
                 for target in rec.targets or (INCONCLUSIVE,):
                     c.votes[target] += w - prev
+                c.primary[(rec.targets or (INCONCLUSIVE,))[0]] += w - prev
         for step, b in bonus.items():
             if step in cands:
                 cands[step].score += b

@@ -41,11 +41,16 @@ def _type_of(v: Any) -> str:
 
 
 def traj_info(env: Env) -> dict[str, Any]:
-    """The value of ``traj``: id, task, final answer, agents, length, source format (once per run)."""
+    """The value of ``traj``: id, task, final answer, agents, length, source format, and
+    ``instructions`` — the text of every system prompt of the run: its system steps' content, then
+    the per-agent prompts a format gives outside the messages (``Trajectory.system_prompts``: Who&When's
+    ``system_prompt``), joined by blank lines (once per run)."""
     t = env.tc.traj
     info = env.tc.cache.get("traj_info")
     if info is None:
+        prompts = [s.content for s in t.steps if s.kind == "system" and s.content]
+        prompts += [p for p in t.system_prompts.values() if isinstance(p, str) and p]
         info = {"id": t.id, "task": t.task, "final_answer": t.final_answer, "agents": list(t.agents),
-                "length": len(t.steps), "source": t.source.format}
+                "length": len(t.steps), "source": t.source.format, "instructions": "\n\n".join(prompts)}
         env.tc.cache["traj_info"] = info
     return info

@@ -12,7 +12,9 @@ Reports, each with the rule id and file:line:col:
 - ``conflicting-rules``: two rules whose guards can hold on the same step but whose assertions cannot
   both hold there (one of them must fail);
 - ``empty-pack`` / ``unknown-target`` (warnings): no enabled rule, or a target that is not a category
-  of the pack's taxonomy (default agentrx).
+  of the pack's taxonomy (default agentrx);
+- ``unknown-superseded`` (warning): a ``metadata.supersedes`` entry that names no rule of the pack or
+  of a shipped pack (a typo would silently keep both rules).
 
 The skeleton: field paths become z3 variables (strings, reals, booleans by how they are compared),
 ``step.kind`` ranges over the IR's kinds, ``len(…)`` and ``count`` are non-negative integers, ``let``
@@ -34,7 +36,7 @@ import z3
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rule
 from trajaudit.engine.ir import STEP_KINDS
-from trajaudit.engine.pack_messages import relocate_param_error, schema_problems
+from trajaudit.engine.pack_messages import close_hint, relocate_param_error, schema_problems
 from trajaudit.engine.pack_yaml import YamlDoc
 from trajaudit.engine.rule_compiler import _NO, ExprCompiler
 from trajaudit.engine.rule_pack import RulePack, _rule_id_at, load_pack
@@ -276,6 +278,37 @@ def _target_findings(pack: RulePack) -> list[LintFinding]:
     return out
 
 
+def _supersedes_findings(pack: RulePack) -> list[LintFinding]:
+    """``unknown-superseded``: ``metadata.supersedes`` must be a list of full rule ids of this pack or
+    of a shipped pack (:func:`trajaudit.engine.evidence.superseded_ids` drops the rules it names)."""
+    from trajaudit.engine.rule_pack import shipped_packs
+
+    wanted = [(spec, spec.metadata.get("supersedes")) for spec in pack.enabled_rules
+              if spec.metadata and spec.metadata.get("supersedes") is not None]
+    if not wanted:
+        return []
+    known = {r.id for r in pack.rules}
+    for name in shipped_packs():
+        try:
+            known.update(r.id for r in load_pack(name).rules)
+        except RulePackError:  # a broken shipped pack is reported by its own lint
+            continue
+    out = []
+    for spec, names in wanted:
+        where = str(spec.field_locs.get("metadata", spec.loc))
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            out.append(LintFinding("warning", "unknown-superseded", "metadata.supersedes must be a list of full "
+                                   "rule ids (pack.rule-id)", spec.id, where))
+            continue
+        for n in names:
+            if n not in known:
+                hint = close_hint(n, sorted(known))
+                out.append(LintFinding("warning", "unknown-superseded", f"metadata.supersedes names {n!r}, which "
+                                       f"is no rule of this pack or of a shipped pack, so it supersedes nothing{hint}",
+                                       spec.id, where))
+    return out
+
+
 def lint_pack(source: Any) -> list[LintFinding]:
     """Lint a pack (path, shipped name, YAML text, dict or :class:`RulePack`); never raises for bad packs.
 
@@ -293,7 +326,7 @@ def _lint(source: Any) -> list[LintFinding]:
         found = _schema_findings(source) if e.message.startswith("schema:") else []
         code = "yaml" if "YAML" in e.message else "schema" if e.message.startswith("schema:") else "pack"
         return found or [LintFinding("error", code, _with_caret(e), e.rule_id, _where(e))]
-    findings: list[LintFinding] = _target_findings(pack)
+    findings: list[LintFinding] = _target_findings(pack) + _supersedes_findings(pack)
     compiled: list[CompiledRule] = []
     for spec in pack.enabled_rules:
         try:
