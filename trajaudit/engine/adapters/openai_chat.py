@@ -6,6 +6,9 @@ logged from one agent's side (other agents as named ``user`` messages, AutoGen s
 messages are the other agents' turns (``LoadOptions.named_users``, ``speakers.group_chat_agents``); in
 a log written from the human proxy's side (AutoGen's ``chat_history`` of ``user_proxy``) the proxy's
 named ``assistant`` messages are the user's turns (``speakers.human_speakers``).
+
+:func:`convert_chat` is that reading as a function: the dialect adapters (``anthropic``,
+``openai_responses``, ``langchain``) normalize their input to OpenAI messages and call it.
 """
 
 from __future__ import annotations
