@@ -316,3 +316,29 @@ def test_a_rules_first_listed_target_breaks_a_category_tie(tau_runs):
     for spec in (AuditSpec(default_packs=False, rules=("generic",)), AuditSpec()):
         d = audit_trajectories([tau_runs["47"]], spec).results[0].diagnosis
         assert (d.critical_step, d.category) == (18, "intent_not_supported")
+
+
+def test_a_call_failing_on_infrastructure_is_a_system_failure_not_an_invalid_invocation():
+    """A run that ends on a 503 from the tool: generic.system reports the infrastructure failure; the
+    protocol rules about failed calls (invalid_invocation) stay silent, so the category says why."""
+    import trajaudit
+
+    def run(text):
+        return {"messages": [
+            {"role": "user", "content": "Weather in Oslo tomorrow?"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_forecast", "arguments": '{"city": "Oslo"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "name": "get_forecast", "content": text},
+            {"role": "assistant", "content": "Tomorrow will be sunny."}]}
+
+    d = trajaudit.audit(run("Error: upstream weather service unavailable (503)"))
+    assert (d.critical_step, d.category) == (1, "system_failure")
+    assert "run-ends-after-failed-call" not in d.rationale and "failed-call-unrecovered" not in d.rationale
+    d = trajaudit.audit(run("Error: unknown parameter 'city'"))  # the agent's own call: invalid invocation
+    assert (d.critical_step, d.category) == (1, "invalid_invocation")
+
+
+def test_the_protocol_packs_copy_of_system_error_matches_generic_system():
+    """generic.protocol keeps a copy of generic.system's infrastructure regexes (packs cannot share
+    parameters): they must stay equal."""
+    assert load_pack("generic.protocol").params["system_error"] == load_pack("generic.system").params["system_error"]
