@@ -90,6 +90,9 @@ def test_anthropic_steps_calls_outputs_and_top_level_system():
     assert (out.tool_output.call_id, out.tool_output.is_error) == ("toolu_01B", True)
     assert out.content == "Error: non-pending order cannot be cancelled" and out.flags == ()
     assert t.final_answer.startswith("Done! Your order #W4417 has been cancelled")
+    # the outline (show, LLM prompts) names the tool of an output that carries only the call id
+    assert [r["tool"] for r in t.outline()] == ["", "get_order_details", "get_order_details", "", "",
+                                                "cancel_pending_order", "cancel_pending_order", ""]
 
 
 def test_anthropic_parallel_results_split_into_steps_and_batch_survives_bad_runs():

@@ -314,11 +314,12 @@ class Trajectory:
 
         Returns:
             ``[{"index", "kind", "agent", "tool", "preview"}]``; ``tool`` is the called tool names for
-            decision steps, the answering tool for tool outputs.
+            decision steps, the answering tool for tool outputs (:meth:`output_tool_name`: named by the
+            output, else by the call it answers — Anthropic and Responses outputs carry only a call id).
         """
         rows = []
         for s in self.steps:
-            tool = ", ".join(s.tool_names) if s.tool_calls else (s.tool_output.name if s.tool_output else None)
+            tool = ", ".join(s.tool_names) if s.tool_calls else self.output_tool_name(s)
             rows.append(
                 {"index": s.index, "kind": s.kind, "agent": s.agent, "tool": tool or "", "preview": s.preview(width)}
             )
