@@ -169,11 +169,16 @@ def audit_trajectories(
     *,
     jobs: int = 1,
     progress: Callable[[int], None] | None = None,
+    on_result: Callable[[int, AuditResult], None] | None = None,
 ) -> BatchResult:
     """Audit loaded trajectories, serially (``jobs == 1``) or in ``jobs`` worker processes.
 
     Args:
         progress: called with the number of runs finished so far, after each run.
+        on_result: called as ``on_result(index, result)`` for each run audited, in completion order
+            (input order when serial); the result is then *not* kept in ``BatchResult.results``, so a
+            caller that streams results (writes each diagnosis, keeps a summary) holds memory for one
+            run at a time instead of the whole batch's logs.
 
     Raises:
         TrajauditError: the context (rules, tools, LLM) cannot be built — nothing can run.
@@ -185,7 +190,9 @@ def audit_trajectories(
     done = [0]
 
     def finished(i: int, result: AuditResult | None, error: str | None) -> None:
-        if result is not None:
+        if result is not None and on_result is not None:
+            on_result(i, result)
+        elif result is not None:
             results[i] = result
             if frozen:
                 gc.freeze()  # the result lives to the end of the batch: out of the collector's way
@@ -195,7 +202,7 @@ def audit_trajectories(
         if progress:
             progress(done[0])
 
-    frozen = freeze_long_lived()
+    frozen = freeze_long_lived()  # streamed results are not frozen after each run: they are not long-lived
     try:
         if jobs <= 1 or len(trajectories) < 2:
             _audit_serial(trajectories, range(len(trajectories)), spec, finished)
@@ -255,16 +262,18 @@ def audit_paths(
     format: str | None = None,
     mapping: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    on_result: Callable[[int, AuditResult], None] | None = None,
 ) -> BatchResult:
     """Load every run under ``paths`` (files, folders, globs) and audit them.
 
     Args:
         progress: called with ``(finished, total)`` after each run.
+        on_result: as for :func:`audit_trajectories` (results streamed, not kept).
     """
     loaded = load_many(paths, format=format, mapping=mapping)
     total = len(loaded.trajectories)
     res = audit_trajectories(loaded.trajectories, spec, jobs=jobs,
-                             progress=(lambda n: progress(n, total)) if progress else None)
+                             progress=(lambda n: progress(n, total)) if progress else None, on_result=on_result)
     res.problems = loaded.problems + res.problems
     return res
 
