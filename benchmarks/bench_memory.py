@@ -34,6 +34,15 @@ def make_batch(copies: int, folder: Path) -> Path:
     return path
 
 
+def make_folder(copies: int, folder: Path) -> Path:
+    """A folder of ``29 × copies`` files, one run each (the shape of Who&When's data)."""
+    out = folder / f"tau_files_x{copies}"
+    out.mkdir()
+    for i, line in enumerate(make_batch(copies, folder).read_text(encoding="utf-8").splitlines()):
+        (out / f"run{i:05d}.json").write_text(line, encoding="utf-8")
+    return out
+
+
 def peak_kib(args: list[str]) -> tuple[int, float]:
     """Run ``python -m trajaudit ARGS`` in a fresh process: ``(peak RSS in KiB, wall seconds)``."""
     code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
@@ -53,17 +62,20 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="trajaudit-mem-") as tmp:
         folder = Path(tmp)
         res: dict[tuple[str, int], tuple[int, float]] = {}
+        labels = ("one JSONL file", "one JSONL + HTML report", "a folder of files")
         for copies in args.copies:
             batch = make_batch(copies, folder)
-            for label, extra in (("diagnoses only", []), ("with HTML report", ["--report", str(folder / "r.html")])):
-                res[(label, copies)] = peak_kib(["audit", str(batch), "--tools", tools, "-o", str(folder / "d.jsonl"),
+            files = make_folder(copies, folder)
+            for label, src, extra in ((labels[0], batch, []), (labels[1], batch, ["--report", str(folder / "r.html")]),
+                                      (labels[2], files, [])):
+                res[(label, copies)] = peak_kib(["audit", str(src), "--tools", tools, "-o", str(folder / "d.jsonl"),
                                                  "-q", *extra])
         lo, hi = args.copies
         print(f"python {sys.version.split()[0]}; peak RSS of `trajaudit audit` (fresh process), tau runs × copies")
-        for label in ("diagnoses only", "with HTML report"):
+        for label in labels:
             (k1, t1), (k2, t2) = res[(label, lo)], res[(label, hi)]
             slope = (k2 - k1) / (29 * (hi - lo))
-            print(f"  {label:17s}: {29 * lo} runs {k1 / 1024:6.0f} MiB ({t1:4.1f} s); {29 * hi} runs {k2 / 1024:6.0f} MiB "
+            print(f"  {label:23s}: {29 * lo} runs {k1 / 1024:6.0f} MiB ({t1:4.1f} s); {29 * hi} runs {k2 / 1024:6.0f} MiB "
                   f"({t2:4.1f} s); {slope:5.0f} KiB per added run")
     return 0
 
