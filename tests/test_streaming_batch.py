@@ -78,3 +78,19 @@ def test_streamed_folder_batch_gives_the_same_results_in_order_with_exact_final_
     assert sorted(got) == [0, 1, 2] and [got[i] for i in range(3)] == [r.diagnosis.to_json() for r in whole.results]
     assert [p.message for p in streamed.problems] == [p.message for p in whole.problems] and len(whole.problems) == 1
     assert ticks[-1] == (3, 3) and [d for d, _ in ticks] == [1, 2, 3]
+
+
+def test_a_jsonl_file_is_read_in_parts_with_the_same_runs_and_problems(tmp_path, tau_file):
+    from trajaudit.engine import loader
+
+    recs = json.loads(tau_file.read_text())
+    lines = [json.dumps({**recs[i % 29], "task_id": f"r{i}"}) for i in range(150)]
+    lines[70] = "{broken"
+    src = tmp_path / "many.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    parts = [got for _, got in loader.iter_load([src])]
+    assert [len(p.trajectories) for p in parts] == [64, 64, 21]
+    assert [p.record for part in parts for p in part.problems] == [70]
+    whole = loader.load_path(src)
+    assert [t.id for part in parts for t in part.trajectories] == [t.id for t in whole.trajectories]
+    assert len(whole.trajectories) == 149 and [p.record for p in whole.problems] == [70]

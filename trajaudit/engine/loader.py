@@ -106,29 +106,37 @@ def _lossy_note(e: TraceFormatError) -> TraceFormatError:
                             file=e.file, record=e.record, json_path=e.json_path, adapter=e.adapter)
 
 
-def _documents(text: str, file: str, jsonl: bool) -> list[tuple[int | None, Any, str | None]]:
-    """Parse text into ``[(line_or_None, doc, error)]``; JSONL when asked or when the JSON has extra lines."""
+def _documents(text: str, file: str, jsonl: bool) -> Iterator[tuple[int | None, Any, str | None]]:
+    """Parse text into ``(line_or_None, doc, error)`` items, lazily for JSONL (one line parsed when
+    asked for); JSONL when asked or when the JSON has extra lines.
+
+    Raises:
+        TraceFormatError: (when iterated) not JSON, too deeply nested, or no JSON line at all.
+    """
     if not jsonl:
         try:
-            return [(None, safe_json.loads(text), None)]
+            doc = safe_json.loads(text)
         except safe_json.NestedTooDeep as e:
             raise TraceFormatError(str(e), file=file) from None
         except json.JSONDecodeError as e:
             if not (e.msg.startswith("Extra data") and "\n" in text.strip()):
                 raise TraceFormatError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=file) from None
-    out: list[tuple[int | None, Any, str | None]] = []
+        else:
+            yield None, doc, None
+            return
+    found = False
     for n, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
+        found = True
         try:
-            out.append((n, safe_json.loads(line), None))
+            yield n, safe_json.loads(line), None
         except safe_json.NestedTooDeep as e:
-            out.append((n, None, f"JSON on line {n + 1} {e}"))
+            yield n, None, f"JSON on line {n + 1} {e}"
         except json.JSONDecodeError as e:
-            out.append((n, None, f"invalid JSON on line {n + 1} column {e.colno}: {e.msg}"))
-    if not out:
+            yield n, None, f"invalid JSON on line {n + 1} column {e.colno}: {e.msg}"
+    if not found:
         raise TraceFormatError("file has no JSON lines", file=file)
-    return out
 
 
 def detect(doc: Any, adapters: Registry[Adapter]) -> Adapter:
@@ -272,29 +280,49 @@ def load_path(
     check_path("load_path", "path", path)
     check_record("load_path", record)
     mapping = _mapping_for(format, mapping)
+    result = LoadResult()
+    for part in _load_parts(path, format, mapping, options, record=record, chunk=None):
+        result.extend(part)
+    if record is not None and not result.trajectories and not result.problems:
+        raise TraceFormatError(f"record {record} not found (records are 0-based JSONL line numbers)", file=str(path))
+    return result
+
+
+def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, options: LoadOptions | None, *,
+                record: int | None = None, chunk: int | None = None) -> Iterator[LoadResult]:
+    """:func:`load_path`'s reading, as parts: the whole file in one part (``chunk=None``), or for a
+    multi-run file (JSONL) parts of up to ``chunk`` runs, each JSONL line parsed and converted only
+    when its part is asked for — so a batch holds one part's runs at a time, not the file's.
+
+    Raises:
+        TraceFormatError: as :func:`load_path` (a single-run file's own failure; the file unreadable,
+            empty or not JSON), raised when the part that meets it is asked for.
+    """
     file = str(path)
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
     text, lossy = _decode(data, file)
+    del data
     flags = (FLAG_NON_UTF8,) if lossy else ()
     jsonl = file.endswith((".jsonl", ".ndjson"))
+    docs = _documents(text, file, jsonl)
     try:
-        docs = _documents(text, file, jsonl)
+        first = next(docs)
     except TraceFormatError as e:
         raise (_lossy_note(e) if lossy else e) from None
-    result = LoadResult()
-    multi = len(docs) > 1 or jsonl
-    for line, doc, err in docs:
+    multi = jsonl or first[0] is not None  # a .json file of several JSON lines reads as JSONL
+    part = LoadResult()
+    for line, doc, err in _chain(first, docs, file, lossy):
         if record is not None and multi and line != record:
             continue
         if err:
-            result.problems.append(Problem(file, line, str(TraceFormatError(err, file=file, record=line)),
-                                           problem_details(flags)))
+            part.problems.append(Problem(file, line, str(TraceFormatError(err, file=file, record=line)),
+                                         problem_details(flags)))
             continue
         try:
-            result.extend(
+            part.extend(
                 load_document(doc, file=file, format=format, mapping=mapping,
                               record=None if multi else record, options=options,
                               line=line if multi else None, flags=flags)
@@ -302,10 +330,20 @@ def load_path(
         except TraceFormatError as e:
             if not multi:
                 raise (_lossy_note(e) if lossy else e) from None
-            result.problems.append(Problem(file, line, str(e.located(file=file, record=line)), problem_details(flags)))
-    if record is not None and multi and not result.trajectories and not result.problems:
-        raise TraceFormatError(f"record {record} not found (records are 0-based JSONL line numbers)", file=file)
-    return result
+            part.problems.append(Problem(file, line, str(e.located(file=file, record=line)), problem_details(flags)))
+        if chunk is not None and len(part.trajectories) >= chunk:
+            yield part
+            part = LoadResult()
+    yield part
+
+
+def _chain(first: tuple[int | None, Any, str | None], rest: Iterator[tuple[int | None, Any, str | None]],
+           file: str, lossy: bool) -> Iterator[tuple[int | None, Any, str | None]]:
+    yield first
+    try:
+        yield from rest
+    except TraceFormatError as e:
+        raise (_lossy_note(e) if lossy else e) from None
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -371,9 +409,10 @@ def iter_load(
     mapping: str | os.PathLike[str] | MappingAdapter | None = None,
     options: LoadOptions | None = None,
 ) -> Iterator[tuple[Path, LoadResult]]:
-    """:func:`load_many` one file at a time: ``(file, its LoadResult)`` for each file under ``paths``
-    (a file that cannot be read at all is a result with one problem), so a batch can audit a file's
-    runs and let them go before reading the next file. The arguments are checked before the first
+    """:func:`load_many` a part at a time: ``(file, LoadResult)`` for each file under ``paths`` — a
+    multi-run (JSONL) file in parts of up to :data:`ITER_CHUNK` runs, each line read when its part is
+    asked for; a file that cannot be read at all is a part with one problem — so a batch can audit
+    a part's runs and let them go before reading on. The arguments are checked before the first
     file is read.
 
     Raises:
@@ -389,9 +428,13 @@ def _iter_files(paths: list[Any], format: str | None, mapping: Any, options: Loa
                 ) -> Iterator[tuple[Path, LoadResult]]:
     for p in expand_paths(paths):
         try:
-            yield p, load_path(p, format=format, mapping=mapping, options=options)
+            yield from ((p, part) for part in _load_parts(p, format, mapping, options, chunk=ITER_CHUNK))
         except TraceFormatError as e:
             yield p, LoadResult(problems=[Problem(str(p), e.record, str(e))])
+
+
+#: Runs per part that :func:`iter_load` reads at a time from a multi-run (JSONL) file.
+ITER_CHUNK = 64
 
 
 def load(
