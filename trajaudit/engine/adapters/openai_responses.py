@@ -160,13 +160,14 @@ class OpenAIResponsesAdapter:
                    "Response), or a list of such objects")
 
     def sniff(self, doc: Any) -> Sniff:
-        """Match a list of items (or an object holding one) with at least one Responses item type."""
+        """Match a list of items (or an object holding one) with at least one Responses item type. In
+        a list of runs (``[{"input"/"output"/"items": [...]}, ...]``) one such run is enough: the others
+        (an empty run, an element that is not an item) are reported alone when converted — else one
+        bad run lost the whole batch."""
         runs = self.records(doc)
-        for r in runs:
-            why = _items_sniff(r)
-            if why:
-                return Sniff(False, why)
-        return Sniff(True)
+        why = _items_sniff(runs[0])
+        ok = not why or any(not _items_sniff(r) for r in runs[1:])
+        return Sniff(ok, "" if ok else (f"run 0: {why}" if len(runs) > 1 else why))
 
     def accepts(self, doc: Any) -> Sniff:
         """The check when ``--input-format openai_responses`` is forced: items with a ``type`` or ``role``."""
