@@ -1,0 +1,137 @@
+"""Defects found by an adversarial pass over the dialect adapters and the generic policy rules
+(Anthropic / OpenAI Responses / LangChain input; confirmation-before-write, handoff-only-out-of-scope).
+Each test fails without its fix."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from trajaudit import compile_rules, evaluate, load, load_pack
+from trajaudit.engine.loader import load_document
+
+D = Path(__file__).resolve().parent / "data" / "dialects"
+CONFIRM = "generic.protocol.confirmation-before-write"
+HANDOFF = "generic.protocol.handoff-only-out-of-scope"
+
+
+@pytest.fixture(scope="module")
+def protocol():
+    return compile_rules(load_pack("generic.protocol"))
+
+
+def _fails(messages, rules, rule_id):
+    return [(r.step, r.message) for r in evaluate(load(messages), rules).records
+            if r.rule_id == rule_id and r.verdict == "fail"]
+
+
+def _call(i, name, args):
+    return [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "name": name, "content": '{"ok": true}'}]
+
+
+# --- one bad run of a multi-run document must not decide the format of (or lose) the others ----------
+
+def test_a_langchain_batch_with_one_empty_or_broken_run_is_still_read_as_langchain():
+    """Was: the LangChain sniff needed every run to be LangChain, so [good, {"messages": []}, good]
+    fell through to the OpenAI adapter, which read every good message as an unknown role (9 agent
+    steps, '<missing>' agents) — wrong diagnoses, no warning."""
+    good = json.loads((D / "langchain_cancel.json").read_text())
+    broken = {"messages": [good["messages"][0], "junk"]}
+    for bad, why in (({"messages": []}, "run has no messages"), (broken, "not a LangChain message")):
+        res = load_document([good, bad, copy.deepcopy(good)])
+        assert [t.source.format for t in res.trajectories] == ["langchain", "langchain"]
+        assert [t.source.record for t in res.trajectories] == [0, 2]
+        assert [s.kind for s in res.trajectories[0].steps][:2] == ["system", "user"]
+        (p,) = res.problems
+        assert p.record == 1 and why in p.message
+
+
+def test_a_responses_batch_with_one_empty_or_broken_run_keeps_the_good_runs():
+    """Was: one run object whose item list was empty or held a non-object made the whole list 'no
+    known trace format' — every run of the batch lost ('no run could be audited')."""
+    good = {"instructions": "Be brief.", "input": [{"role": "user", "content": "Cancel W1."}],
+            "output": [{"type": "function_call", "call_id": "k1", "name": "get_order", "arguments": '{"id": "W1"}'},
+                       {"type": "function_call_output", "call_id": "k1", "output": '{"status": "pending"}'},
+                       {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Pending."}]}]}
+    doc = [good, {"input": [], "output": []}, {"input": [{"role": "user", "content": "hi"}, 5]}, copy.deepcopy(good)]
+    res = load_document(doc)
+    assert [(t.source.format, t.source.record) for t in res.trajectories] == [("openai_responses", 0), ("openai_responses", 3)]
+    assert [(p.record, "run has no messages" in p.message or "$.input[1]" in p.message) for p in res.problems] == [(1, True), (2, True)]
+
+
+def test_a_single_broken_run_is_still_refused_with_its_reason():
+    """The relaxation is for lists of runs only: one run with a non-message element is no LangChain run."""
+    good = json.loads((D / "langchain_cancel.json").read_text())
+    with pytest.raises(Exception, match="element 1 is not a LangChain message"):
+        load_document({"messages": [good["messages"][0], "junk"]})
+
+
+# --- confirmation-before-write: what a write is, and what a confirmation policy is ------------------
+
+POLICY = "You are a library assistant. Obtain explicit user confirmation before reserving or cancelling a book."
+
+
+@pytest.mark.parametrize("tool", ["book_search", "bookSearch", "BOOK_SEARCH", "return_policy_lookup", "update_check",
+                                  "updateCheck", "place_details", "refund_status", "purchase_history", "exchange_rate"])
+def test_a_read_tool_whose_name_starts_with_a_write_verb_needs_no_confirmation(tool, protocol):
+    """Was: any name whose first word is a write verb was a write, so a library agent's book_search
+    right after the user's question failed as an unconfirmed write (error, the run's critical step)."""
+    messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Do you have Dune?"},
+                *_call(1, tool, {"q": "Dune"}), {"role": "assistant", "content": "Yes."}]
+    assert _fails(messages, protocol, CONFIRM) == []
+
+
+@pytest.mark.parametrize("tool", ["cancel_order", "cancelBooking", "CancelOrder", "update_status", "book_flight",
+                                  "book_check_in", "place_order", "return_delivered_order_items", "delete_history",
+                                  "exchange_delivered_order_items", "modify-address"])
+def test_write_tools_still_need_the_yes(tool, protocol):
+    messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Order 1, quickly."}, *_call(1, tool, {"id": "1"})]
+    assert [s for s, _ in _fails(messages, protocol, CONFIRM)] == [2]
+
+
+def test_a_read_named_tool_is_no_attempted_write_for_the_handoff_rule(protocol):
+    """The handoff rule's 'attempted' uses the same write test: a book_search was counted as the
+    attempted cancellation, so a handoff instead of the cancellation passed."""
+    system = ("You are an airline agent. Transfer the user to a human agent if and only if the request "
+              "cannot be handled within the scope of your actions.")
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "Please cancel my reservation ABC123."},
+                *_call(1, "book_search", {"q": "ABC123"}), *_call(2, "transfer_to_human_agents", {"summary": "cancel"})]
+    assert [s for s, _ in _fails(messages, protocol, HANDOFF)] == [4]
+
+
+@pytest.mark.parametrize("system", [
+    "You are a bank agent. Before taking any action, confirm the caller's identity by asking for their date of birth.",
+    "You must explicitly confirm the customer's identity before sharing account details.",
+])
+def test_confirming_a_fact_is_no_confirmation_policy(system, protocol):
+    """Was: 'before taking any action … confirm' and 'explicitly confirm' matched an identity check, so
+    every write of a bank agent that verifies callers failed without a 'yes'."""
+    messages = [{"role": "system", "content": system},
+                {"role": "user", "content": "I'm Ann, born 1990-01-02. Please update my address to 5 Main St."},
+                *_call(1, "update_address", {"address": "5 Main St"})]
+    assert _fails(messages, protocol, CONFIRM) == []
+
+
+@pytest.mark.parametrize("system", [
+    "Confirm actions with the customer before any write.",  # tests/test_dialects.py's POLICY: was not recognized
+    "Before taking any action, ask the user to confirm.",
+    "The user must explicitly confirm every cancellation.",
+    "Before taking consequential actions that update the database (cancel, modify, return, exchange), you have "
+    "to list the action detail and obtain explicit user confirmation (yes) to proceed.",
+])
+def test_confirmation_policies_are_recognized(system, protocol):
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "Cancel order 5."},
+                *_call(1, "cancel_order", {"id": "5"})]
+    assert [s for s, _ in _fails(messages, protocol, CONFIRM)] == [2]
+
+
+def test_the_message_says_none_when_no_user_turn_precedes_the_write(protocol):
+    """Was: '… the user's turn before it (null) holds no explicit yes'."""
+    messages = [{"role": "system", "content": POLICY}, *_call(1, "cancel_order", {"id": "5"})]
+    ((step, message),) = _fails(messages, protocol, CONFIRM)
+    assert step == 1 and "(none)" in message and "null" not in message
