@@ -135,3 +135,23 @@ def test_the_message_says_none_when_no_user_turn_precedes_the_write(protocol):
     messages = [{"role": "system", "content": POLICY}, *_call(1, "cancel_order", {"id": "5"})]
     ((step, message),) = _fails(messages, protocol, CONFIRM)
     assert step == 1 and "(none)" in message and "null" not in message
+
+
+# --- repair of a dialect run keeps the run's system prompt -------------------------------------------
+
+def test_repair_of_an_anthropic_run_resumes_under_its_top_level_system_prompt():
+    """Was a documented gap: the resumed prefix (OpenAI messages rebuilt from the IR) dropped the
+    top-level `system`, so the agent resumed without the very policy the diagnosis said it broke."""
+    from trajaudit.engine.repair import resume_document
+
+    doc = {"system": "Obtain explicit user confirmation (yes) before cancelling anything.",
+           "messages": [{"role": "user", "content": "Cancel order W1."},
+                        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "cancel_order",
+                                                           "input": {"id": "W1"}}]},
+                        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}
+    t = load(doc)
+    resumed, what = resume_document(t, 1, "Ask the user to confirm first.")
+    assert [m["role"] for m in resumed] == ["system", "user", "user"]
+    assert resumed[0]["content"] == doc["system"] and "the run's system prompt, then steps 0..0" in what
+    plain = load({"messages": doc["messages"]}, format="anthropic")  # no system prompt: nothing added
+    assert [m["role"] for m in resume_document(plain, 1, "x")[0]] == ["user", "user"]
