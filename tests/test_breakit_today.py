@@ -155,3 +155,35 @@ def test_repair_of_an_anthropic_run_resumes_under_its_top_level_system_prompt():
     assert resumed[0]["content"] == doc["system"] and "the run's system prompt, then steps 0..0" in what
     plain = load({"messages": doc["messages"]}, format="anthropic")  # no system prompt: nothing added
     assert [m["role"] for m in resume_document(plain, 1, "x")[0]] == ["user", "user"]
+
+
+# --- Anthropic server tools (web search, code execution, MCP) ----------------------------------------
+
+def test_anthropic_server_tool_calls_and_their_results_are_calls_and_tool_steps():
+    """Was: server_tool_use / web_search_tool_result blocks were no evidence of Anthropic content, so a
+    run using only server tools was read as OpenAI messages, the calls and results as one JSON blob of
+    the assistant's text: no call, no failed output for the rules to see."""
+    doc = [{"role": "user", "content": "Latest Python release? And 2**100?"},
+           {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
+            "content": [
+                {"type": "server_tool_use", "id": "srv1", "name": "web_search", "input": {"query": "python release"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srv1",
+                 "content": [{"type": "web_search_result", "url": "https://python.org", "title": "Python"}]},
+                {"type": "server_tool_use", "id": "srv2", "name": "code_execution", "input": {"code": "print(2**100)"}},
+                {"type": "code_execution_tool_result", "tool_use_id": "srv2",
+                 "content": {"type": "code_execution_result", "stdout": "", "stderr": "NameError", "return_code": 1}},
+                {"type": "web_search_tool_result", "tool_use_id": "srv1",
+                 "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}},
+                {"type": "text", "text": "Python 3.14; 2**100 = 1267650600228229401496703205376."}]}]
+    t = load(doc)
+    assert t.source.format == "anthropic"
+    got = [(s.index, s.kind, s.tool_names, s.tool_output.is_error if s.tool_output else None, s.source_number)
+           for s in t.steps]
+    assert got == [(0, "user", (), None, 0), (1, "agent", ("web_search",), None, 1), (2, "tool", (), False, 1),
+                   (3, "agent", ("code_execution",), None, 1), (4, "tool", (), True, 1), (5, "tool", (), True, 1),
+                   (6, "agent", (), None, 1)]
+    assert t.steps[2].tool_output.call_id == "srv1" and "python.org" in t.steps[2].content
+    # LangChain content lists (read with the same block reader) keep such blocks as text, as before
+    lc = [{"type": "human", "content": "news?"},
+          {"type": "ai", "content": [{"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}]}]
+    assert load(lc).steps[1].tool_calls == ()
