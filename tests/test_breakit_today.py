@@ -187,3 +187,15 @@ def test_anthropic_server_tool_calls_and_their_results_are_calls_and_tool_steps(
     lc = [{"type": "human", "content": "news?"},
           {"type": "ai", "content": [{"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}]}]
     assert load(lc).steps[1].tool_calls == ()
+
+
+def test_a_responses_mcp_call_is_named_by_the_mcp_tool_not_by_its_type():
+    """Was: every *_call item was named by its type, so an MCP server's delete_repo was the tool 'mcp'
+    and name-based rules (writes, handoffs) could not see what was called."""
+    t = load({"output": [
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "gh", "name": "delete_repo",
+         "arguments": '{"repo": "x"}', "output": None, "error": "permission denied"},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Deleted."}]}]})
+    assert [s.tool_names for s in t.steps] == [("delete_repo",), ("web_search",), ()]
+    assert t.steps[0].tool_calls[0].arguments["error"] == "permission denied"
