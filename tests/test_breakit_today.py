@@ -229,3 +229,12 @@ def test_a_split_anthropic_run_names_the_message_of_the_critical_step(tmp_path):
     assert "msg" in out
     row = next(line for line in out.splitlines() if "cancel_order(" in line)
     assert [c.strip() for c in row.split("│")[1:4]] == ["4", "3", "agent"]
+
+
+def test_a_single_saved_message_is_named_as_such():
+    """A saved Anthropic API response ({"id", "type": "message", "role", "content", "stop_reason", …})
+    is one message: the error said only 'no known trace format matches' and listed eight formats."""
+    msg = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+           "content": [{"type": "text", "text": "Let me check."}], "stop_reason": "end_turn", "usage": {}}
+    with pytest.raises(Exception, match=r"^the document is one message \(a saved API response\?\), not a run"):
+        load_document(msg)
