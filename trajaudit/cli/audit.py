@@ -21,7 +21,8 @@ from trajaudit.cli.common import (
     llm_options,
     report_load,
 )
-from trajaudit.engine.pipeline import AuditSpec, audit_paths
+from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths
 from trajaudit.engine.strategy import AuditConfig, default_strategies
 from trajaudit.errors import LLMUnreachableError
 
@@ -90,13 +91,15 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
+        kept = _Kept(slim_results=bool(report))
         try:
-            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping, progress=progress)
+            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping, progress=progress,
+                                on_result=kept.add)
         except LLMUnreachableError as e:
             fail(f"{e}\nthe batch was stopped (every further run would fail the same way): no diagnosis was written (answers already "
                  "received are in the LLM cache, so a re-run does not ask for them again)")
-    report_load((r.trajectory for r in batch.results), batch.problems)
-    lines = "".join(r.diagnosis.to_json() + "\n" for r in batch.results)
+    report_load(kept.flagged, batch.problems)
+    lines = "".join(kept.lines[i] + "\n" for i in sorted(kept.lines))
     if output == "-":
         sys.stdout.write(lines)
     else:
@@ -105,33 +108,59 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         from trajaudit.report import render_html, render_markdown
 
         text = (render_markdown if report.endswith((".md", ".markdown")) else render_html)(
-            batch.results, batch.problems, title=f"trajaudit report ({strategy})")
+            [kept.results[i] for i in sorted(kept.results)], batch.problems, title=f"trajaudit report ({strategy})")
         Path(report).write_text(text, encoding="utf-8")
     if not quiet:
-        _summary(batch, output, report)
-    if not batch.results and not batch.problems:
+        _summary(kept, len(batch.problems), output, report)
+    if not kept.lines and not batch.problems:
         fail("no trace files found under the given paths")
     if batch.problems:
         sys.exit(EXIT_FINDINGS)
 
 
-def _summary(batch, output: str, report: str | None) -> None:
+class _Kept:
+    """What ``audit`` keeps of each run while the batch streams its results (memory for thousands of
+    runs: a full result holds every pass record of the run's validation log): the diagnosis as its
+    JSONL line, a summary row, and — for ``--report`` only — the run with its log reduced to the
+    findings a report shows (:meth:`~trajaudit.engine.validation_log.ValidationLog.without_passes`)."""
+
+    def __init__(self, slim_results: bool) -> None:
+        self.slim_results = slim_results
+        self.lines: dict[int, str] = {}
+        self.rows: dict[int, tuple[str, int | None, str, str, float, str]] = {}
+        self.results: dict[int, AuditResult] = {}
+        self.flagged: list[Trajectory] = []
+
+    def add(self, i: int, r: AuditResult) -> None:
+        """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
+        from trajaudit.engine.loader import FLAG_NON_UTF8
+
+        d = r.diagnosis
+        self.lines[i] = d.to_json()
+        prev = r.trajectory.steps[d.critical_step].preview(60) if d.critical_step is not None else ""
+        self.rows[i] = (r.trajectory.id, d.critical_step, d.agent or "—", d.category, d.confidence, prev)
+        if FLAG_NON_UTF8 in r.trajectory.flags:
+            self.flagged.append(r.trajectory)
+        if self.slim_results:
+            self.results[i] = AuditResult(r.trajectory, d, r.log.without_passes() if r.log else None, r.claims)
+
+
+def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
     out = console(err=True)
-    if not batch.results:
-        if batch.problems:  # with neither, the caller says "no trace files found"
+    if not kept.rows:
+        if skipped:  # with neither, the caller says "no trace files found"
             out.print("no run could be audited", highlight=False)
         return
-    table = Table(title=f"{len(batch.results)} run(s) audited, {len(batch.problems)} skipped", title_justify="left")
+    rows = [kept.rows[i] for i in sorted(kept.rows)]
+    table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left")
     for col in ("run", "step", "agent", "category", "conf.", "preview"):
         table.add_column(col, overflow="fold" if col == "preview" else "ellipsis")
-    for r in batch.results[:50]:
-        d = r.diagnosis
-        prev = r.trajectory.steps[d.critical_step].preview(60) if d.critical_step is not None else ""
-        table.add_row(r.trajectory.id, str(d.critical_step), d.agent or "—", d.category, f"{d.confidence:.2f}", prev)
-    if len(batch.results) > 50:
-        table.add_row("…", "", "", f"{len(batch.results) - 50} more", "", "")
+    for rid, step, agent, category, confidence, prev in rows[:50]:
+        table.add_row(rid, str(step), agent, category, f"{confidence:.2f}", prev)
+    if len(rows) > 50:
+        table.add_row("…", "", "", f"{len(rows) - 50} more", "", "")
     out.print(table)
-    cats = Counter(r.diagnosis.category for r in batch.results)
+    cats = Counter(row[3] for row in rows)
     out.print("categories: " + ", ".join(f"{k} {v}" for k, v in cats.most_common()), highlight=False)
     where = [f"diagnoses → {output}"] + ([f"report → {report}"] if report else [])
     out.print("; ".join(where), highlight=False)

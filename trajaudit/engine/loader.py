@@ -363,15 +363,40 @@ def load_many(
         ArgumentTypeError: ``paths`` is neither a path nor an iterable of paths.
         ConfigError: both ``format`` and ``mapping`` are given.
     """
+    result = LoadResult()
+    for _, got in iter_load(paths, format=format, mapping=mapping, options=options):
+        result.extend(got)
+    return result
+
+
+def iter_load(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    format: str | None = None,
+    mapping: str | os.PathLike[str] | MappingAdapter | None = None,
+    options: LoadOptions | None = None,
+) -> Iterator[tuple[Path, LoadResult]]:
+    """:func:`load_many` one file at a time: ``(file, its LoadResult)`` for each file under ``paths``
+    (a file that cannot be read at all is a result with one problem), so a batch can audit a file's
+    runs and let them go before reading the next file. The arguments are checked before the first
+    file is read.
+
+    Raises:
+        ArgumentTypeError: ``paths`` is neither a path nor an iterable of paths.
+        ConfigError: both ``format`` and ``mapping`` are given.
+    """
     paths = check_paths("load_many", "paths", paths)
     mapping = _mapping_for(format, mapping)
-    result = LoadResult()
+    return _iter_files(paths, format, mapping, options)
+
+
+def _iter_files(paths: list[Any], format: str | None, mapping: Any, options: LoadOptions | None
+                ) -> Iterator[tuple[Path, LoadResult]]:
     for p in expand_paths(paths):
         try:
-            result.extend(load_path(p, format=format, mapping=mapping, options=options))
+            yield p, load_path(p, format=format, mapping=mapping, options=options)
         except TraceFormatError as e:
-            result.problems.append(Problem(str(p), e.record, str(e)))
-    return result
+            yield p, LoadResult(problems=[Problem(str(p), e.record, str(e))])
 
 
 def load(

@@ -183,11 +183,16 @@ def audit_trajectories(
     *,
     jobs: int = 1,
     progress: Callable[[int], None] | None = None,
+    on_result: Callable[[int, AuditResult], None] | None = None,
 ) -> BatchResult:
     """Audit loaded trajectories, serially (``jobs == 1``) or in ``jobs`` worker processes.
 
     Args:
         progress: called with the number of runs finished so far, after each run.
+        on_result: called as ``on_result(index, result)`` for each run audited, in completion order
+            (input order when serial); the result is then *not* kept in ``BatchResult.results``, so a
+            caller that streams results (writes each diagnosis, keeps a summary) holds memory for one
+            run at a time instead of the whole batch's logs.
 
     Raises:
         TrajauditError: the context (rules, tools, LLM) cannot be built — nothing can run.
@@ -199,7 +204,9 @@ def audit_trajectories(
     done = [0]
 
     def finished(i: int, result: AuditResult | None, error: str | None) -> None:
-        if result is not None:
+        if result is not None and on_result is not None:
+            on_result(i, result)
+        elif result is not None:
             results[i] = result
             if frozen:
                 gc.freeze()  # the result lives to the end of the batch: out of the collector's way
@@ -209,7 +216,7 @@ def audit_trajectories(
         if progress:
             progress(done[0])
 
-    frozen = freeze_long_lived()
+    frozen = freeze_long_lived()  # streamed results are not frozen after each run: they are not long-lived
     try:
         if jobs <= 1 or len(trajectories) < 2:
             _audit_serial(trajectories, range(len(trajectories)), spec, finished)
@@ -269,18 +276,71 @@ def audit_paths(
     format: str | None = None,
     mapping: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    on_result: Callable[[int, AuditResult], None] | None = None,
 ) -> BatchResult:
     """Load every run under ``paths`` (files, folders, globs) and audit them.
 
     Args:
         progress: called with ``(finished, total)`` after each run.
+        on_result: as for :func:`audit_trajectories` (results streamed, not kept). Serially
+            (``jobs == 1``) the input streams too: files are read one at a time and a file's runs are
+            audited before the next file is read (:func:`_audit_stream`), so a batch's memory does
+            not grow with the number of files; ``total`` is then an estimate (runs read so far, scaled
+            by the files left) until the last file is read. With worker processes the whole batch is
+            read first (the workers inherit it).
     """
+    if on_result is not None and jobs <= 1:
+        return _audit_stream(paths, spec, format, mapping, progress, on_result)
     loaded = load_many(paths, format=format, mapping=mapping)
     total = len(loaded.trajectories)
     res = audit_trajectories(loaded.trajectories, spec, jobs=jobs,
-                             progress=(lambda n: progress(n, total)) if progress else None)
+                             progress=(lambda n: progress(n, total)) if progress else None, on_result=on_result)
     res.problems = loaded.problems + res.problems
     return res
+
+
+def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, format: str | None, mapping: str | None,
+                  progress: Callable[[int, int], None] | None, on_result: Callable[[int, AuditResult], None]
+                  ) -> BatchResult:
+    """:func:`audit_paths` serially, one file at a time (results to ``on_result`` with their index in
+    the whole batch, in input order); problems: the load problems, then the audit problems, as
+    :func:`audit_paths` orders them."""
+    from trajaudit.api_args import check_paths
+    from trajaudit.engine.loader import expand_paths, iter_load
+
+    files = list(expand_paths(check_paths("audit_paths", "paths", paths)))
+    load_problems: list[Problem] = []
+    audit_problems: list[Problem] = []
+    counts = {"done": 0, "seen": 0, "base": 0}
+    ctx = build_context(spec)
+    frozen = freeze_long_lived()  # the compiled rules and caches live for the whole batch
+    try:
+        for n, (_, got) in enumerate(iter_load(files, format=format, mapping=mapping), 1):
+            load_problems.extend(got.problems)
+            runs = got.trajectories
+            counts["seen"] += len(runs)
+            seen = counts["seen"]
+            total = seen if n == len(files) else max(seen, round(seen * len(files) / n))
+
+            def finished(i: int, result: AuditResult | None, error: str | None, runs: list[Trajectory] = runs,
+                         total: int = total) -> None:
+                if result is not None:
+                    on_result(counts["base"] + i, result)
+                else:
+                    audit_problems.append(_problem(runs[i], error or "not audited"))
+                counts["done"] += 1
+                if progress:
+                    progress(counts["done"], total)
+
+            audit_with(ctx, runs, range(len(runs)), spec.strategy, finished)
+            counts["base"] += len(runs)
+    finally:
+        if frozen:
+            gc.unfreeze()
+        close_context(ctx)
+    out = BatchResult()
+    out.problems = load_problems + audit_problems
+    return out
 
 
 def audit(

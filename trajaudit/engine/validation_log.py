@@ -220,12 +220,23 @@ class ValidationLog:
         records: the records (no ``skip`` verdicts are stored; skips are only counted).
         skipped: number of (step, rule) pairs whose guard did not hold.
         incomplete: notes of limits hit (budget, claim caps, rules that could not apply), never silent.
+        dropped_passes: ``pass`` records left out by :meth:`without_passes` (still counted by
+            :meth:`summary`).
     """
 
     trajectory_id: str
     records: list[Record] = field(default_factory=list)
     skipped: int = 0
     incomplete: list[str] = field(default_factory=list)
+    dropped_passes: int = 0
+
+    def without_passes(self) -> ValidationLog:
+        """A copy keeping only the ``fail`` and ``unknown`` records (what reports show), for batches
+        that keep thousands of logs: pass records are most of a log and each keeps what its evidence
+        is rendered from. :meth:`summary` still counts the passes."""
+        kept = [r for r in self.records if r.verdict != "pass"]
+        return ValidationLog(self.trajectory_id, kept, self.skipped, list(self.incomplete),
+                             self.dropped_passes + len(self.records) - len(kept))
 
     def add(self, record: Record) -> None:
         """Append a record (``skip`` verdicts only increment ``skipped``)."""
@@ -256,9 +267,10 @@ class ValidationLog:
         """Counts: by verdict, failures by severity, and failures by rule id."""
         verdicts = Counter(r.verdict for r in self.records)
         verdicts["skip"] = self.skipped
+        verdicts["pass"] += self.dropped_passes
         fails = [r for r in self.records if r.verdict == "fail"]
         return {
-            "records": len(self.records),
+            "records": len(self.records) + self.dropped_passes,
             "verdicts": {v: verdicts.get(v, 0) for v in VERDICTS},
             "fail_by_severity": {s: sum(1 for r in fails if r.severity == s) for s in SEVERITIES},
             "fail_by_rule": dict(Counter(r.rule_id for r in fails).most_common()),
