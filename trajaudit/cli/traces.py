@@ -9,6 +9,7 @@ import click
 from rich.table import Table
 
 from trajaudit.cli.common import console, fail, format_options, handle_errors, report_load
+from trajaudit.engine.ir import FLAG_SPLIT_MESSAGE
 from trajaudit.engine.loader import TRACE_SUFFIXES, load_path
 
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
@@ -24,8 +25,9 @@ _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"
 def show(file: str, record: int | None, width: int, fmt: str | None, mapping: str | None) -> None:
     """Print the outline of each trajectory in FILE: index, agent, kind, tool, one-line preview.
 
-    The index is the 0-based position of the message in the file's message list (the index that
-    diagnoses and gold labels use).
+    The index is the step's 0-based index, which diagnoses and gold labels use: the position of the
+    message in the file's message list, except where one message became several steps (an Anthropic
+    message holding several tool results); then a "msg" column gives each step's message position.
 
     \b
     Examples:
@@ -38,7 +40,10 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
     for t in res.trajectories:
         title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
         table = Table(title=title, title_justify="left", show_lines=False, expand=False)
+        split = any(FLAG_SPLIT_MESSAGE in s.flags for s in t.steps)
         table.add_column("#", justify="right")
+        if split:  # steps are no longer message positions: say which message each step came from
+            table.add_column("msg", justify="right")
         table.add_column("kind")
         table.add_column("agent")
         table.add_column("tool")
@@ -47,7 +52,8 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
             style = _KIND_STYLE.get(row["kind"], "")
             flags = t.steps[row["index"]].flags
             preview = row["preview"] + (f"  ⚑{','.join(flags)}" if flags else "")
-            table.add_row(str(row["index"]), row["kind"], row["agent"] or "", row["tool"], preview, style=style)
+            msg = [str(t.steps[row["index"]].source_number)] if split else []
+            table.add_row(str(row["index"]), *msg, row["kind"], row["agent"] or "", row["tool"], preview, style=style)
         if t.task:
             out.print(f"task: {' '.join(t.task.split())[:width * 2]}", highlight=False, markup=False)
         out.print(table)

@@ -151,7 +151,12 @@ def detect(doc: Any, adapters: Registry[Adapter]) -> Adapter:
         if s.ok:
             return a
         reasons.append(f"{name}: {s.reason}")
-    raise TraceFormatError("no known trace format matches; tried " + "; ".join(reasons) + " (use --input-format or --mapping)")
+    single = (isinstance(doc, dict) and isinstance(doc.get("role"), str) and "content" in doc
+              and "messages" not in doc)
+    hint = ("the document is one message (a saved API response?), not a run: give the conversation as a "
+            "list of messages or {'messages': [...]}; " if single else "")
+    raise TraceFormatError(hint + "no known trace format matches; tried " + "; ".join(reasons)
+                           + " (use --input-format or --mapping)")
 
 
 def _builtin_hint(doc: Any, adapters: Registry[Adapter]) -> str:

@@ -8,6 +8,7 @@ Batches run serially or in worker processes (``jobs``); one broken run is report
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import os
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.ir import FLAG_SPLIT_MESSAGE, Trajectory
 from trajaudit.engine.loader import load_checked, load_many, problem_details
 from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
@@ -129,13 +130,26 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
             f"strategy {strategy_name!r} needs an LLM endpoint: pass --base-url and --model (or set "
             "TRAJAUDIT_BASE_URL and TRAJAUDIT_MODEL), or use --strategy offline"
         )
-    diagnosis = strategy.diagnose(trajectory, context)
+    diagnosis = with_source_message(strategy.diagnose(trajectory, context), trajectory)
     if context.extra.get("repair"):
         from trajaudit.engine.repair import attach_repair
 
         diagnosis = attach_repair(diagnosis, trajectory, context.llm)
     bundle = gather(trajectory, context)
     return AuditResult(trajectory, diagnosis, bundle.log, bundle.claim_rows)
+
+
+def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnosis:
+    """``diagnosis`` with ``metadata["source_message"]``: the 0-based position, in the file's message
+    list, of the message the critical step came from — only for a run where one message became
+    several steps (``FLAG_SPLIT_MESSAGE``: an Anthropic message holding several tool results), where
+    ``critical_step`` (a step index) is no longer that position. Other diagnoses are returned as is."""
+    k = diagnosis.critical_step
+    if k is None or not 0 <= k < len(trajectory.steps) or not any(
+            FLAG_SPLIT_MESSAGE in s.flags for s in trajectory.steps):
+        return diagnosis
+    return dataclasses.replace(diagnosis, metadata={**diagnosis.metadata,
+                                                    "source_message": trajectory.steps[k].source_number})
 
 
 def _problem(t: Trajectory, message: str) -> Problem:

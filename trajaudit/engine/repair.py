@@ -16,8 +16,11 @@ messages, so nothing is lost or reformatted):
   the group chat to resume from). The labels (``mistake_*``, ``ground_truth``, ``is_correct``) are
   never copied: they would leak the answer;
 - ``magentic``: the ``[{content, role}]`` prefix plus ``{"role": "human", "content": directive}``;
-- anything else (a custom mapping, or a run without a readable source file): OpenAI messages
-  rebuilt from the IR steps (role, content, tool calls, tool results), plus the user message.
+- anything else (a custom mapping, the Anthropic / Responses / LangChain dialects, or a run without
+  a readable source file): OpenAI messages rebuilt from the IR steps (role, content, tool calls, tool
+  results), plus the user message; a system prompt given outside the messages for the whole run
+  (``Trajectory.system_prompts["*"]``: Anthropic's top-level ``system``, Responses ``instructions``)
+  comes first as a ``system`` message — the agent resumes under the policy it was given.
 
 :func:`template_directive` is the deterministic fallback directive built from a diagnosis alone (the
 category's definition and checklist, the rationale), clearly labelled as a template.
@@ -113,8 +116,12 @@ def resume_document(trajectory: Trajectory, step: int, directive: str) -> tuple[
         if fmt == "magentic":
             return copy.deepcopy(raw[:step]) + [{"role": "human", "content": directive}], \
                 f"Magentic-One list {span} verbatim + the directive as a human turn"
-    return _from_ir(trajectory, step) + [_user(directive)], \
-        f"OpenAI messages rebuilt from the IR (steps {span}; source format {fmt!r}) + the directive as a user message"
+    prompt = trajectory.system_prompts.get("*", "")
+    system = [{"role": "system", "content": prompt}] if isinstance(prompt, str) and prompt.strip() else []
+    note = "the run's system prompt, then " if system else ""
+    return system + _from_ir(trajectory, step) + [_user(directive)], \
+        (f"OpenAI messages rebuilt from the IR ({note}steps {span}; source format {fmt!r}) + the directive "
+         "as a user message")
 
 
 def _user(text: str) -> dict[str, Any]:

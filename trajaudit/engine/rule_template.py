@@ -3,7 +3,7 @@
 Each ``{…}`` holds an expression of the rule language (a let name, a quantifier variable — bound to
 its witness or counterexample —, a field path, a function call); ``{{`` and ``}}`` are literal braces.
 Fields are compiled once; rendering never raises (a field that cannot be evaluated renders as
-``<error: …>``).
+``<error: …>``); a field's text longer than :data:`FIELD_CHARS` is clipped to its head and tail.
 """
 
 from __future__ import annotations
@@ -58,6 +58,18 @@ def _split(text: str, where: Where) -> list[tuple[str, str, int]]:
 
 
 _BRACE = re.compile(r"[{}]")
+FIELD_CHARS = 400  # a rendered field longer than this keeps its head and tail (see clip)
+
+
+def clip(text: str, limit: int = FIELD_CHARS) -> str:
+    """``text``, or when longer than ``limit`` characters its first and last ``limit // 2`` with
+    ``" … [N characters] … "`` between: a message quoting a whole tool output (``{last.content}``)
+    made a 38 KB rationale on a Who&When run and 2 MB on a 1 MB output; the head names the failure,
+    the tail keeps a traceback's last line."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} … [{len(text)} characters] … {text[-half:]}"
 
 
 def compile_template(text: str, where: Where, params: dict[str, Any], lets: dict[str, str],
@@ -89,7 +101,7 @@ def compile_template(text: str, where: Where, params: dict[str, Any], lets: dict
                 continue
             mark = len(env.seen)
             try:
-                out.append(_str(p(env)))
+                out.append(clip(_str(p(env))))
             except (EvalError, LookupError, TypeError, ValueError) as e:
                 out.append(f"<error: {e}>")
             del env.seen[mark:]

@@ -4,8 +4,11 @@ Accepted documents: a list of messages; ``{"messages": [...], "system"?: str | [
 (a request body); a list of such objects (one run per element); JSONL of either (one run per line).
 A message's ``content`` is a string or a list of blocks: ``text``, ``tool_use`` (``id``, ``name``,
 ``input``), ``tool_result`` (``tool_use_id``, ``content``: a string or text blocks, ``is_error``),
-``thinking`` (``thinking``), ``redacted_thinking``; any other block (an image, a document) is kept
-rendered as JSON and the step flagged ``non_text_content``.
+``thinking`` (``thinking``), ``redacted_thinking``; ``server_tool_use`` / ``mcp_tool_use`` (calls that
+Anthropic's servers or an MCP server run) and their results, the ``*_tool_result`` blocks of the same
+assistant message (``web_search_tool_result``, ``code_execution_tool_result``, ``mcp_tool_result`` …;
+failed when ``is_error``, an ``…_error`` content object or a non-zero ``return_code``); any other block
+(an image, a document) is kept rendered as JSON and the step flagged ``non_text_content``.
 
 Every message is normalized to OpenAI chat messages and read by
 :func:`~trajaudit.engine.adapters.openai_chat.convert_chat` (the OpenAI adapter's reading):
@@ -14,7 +17,8 @@ its call (``is_error: true`` → ``ToolOutput.is_error``). The top-level ``syste
 ``Trajectory.system_prompts["*"]``.
 
 Step numbering: ``Step.index`` is the 0-based position in ``messages``, except where one message
-holds several ``tool_result`` blocks (parallel tool use) or results and text: that message becomes
+holds several ``tool_result`` blocks (parallel tool use), results and text, or a server tool's call
+and result: that message becomes
 one tool step per result, then one step per run of other blocks (its text), in block order — the
 way the OpenAI format writes it. The later steps of such a message are flagged ``split_message``,
 and then every step of the run has ``source_number`` = the 0-based position of its message in
@@ -43,8 +47,13 @@ from trajaudit.engine.ir import (
 )
 from trajaudit.errors import TraceFormatError
 
-# Block types that only Anthropic-style content has: positive evidence for detection.
-EVIDENCE_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+# Block types that only Anthropic-style content has: positive evidence for detection (and every
+# ``*_tool_result`` block, see :func:`is_result_block`).
+EVIDENCE_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use",
+                             "mcp_tool_use"})
+# Calls Anthropic's servers run (web search, web fetch, code execution) or an MCP server answers: their
+# results come back in the same assistant message as ``*_tool_result`` blocks.
+SERVER_CALL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
 _NUMBERING = "Anthropic: 0-based position in 'messages' (see source_number where a message was split)"
 
 
@@ -52,6 +61,14 @@ def block_type(block: Any) -> str | None:
     """The ``type`` of a content block or item when it is a string, else ``None`` (safe to look up in a set)."""
     kind = block.get("type") if isinstance(block, dict) else None
     return kind if isinstance(kind, str) else None
+
+
+def is_result_block(block: Any) -> bool:
+    """A tool result: ``tool_result`` (in a user message), or a server/MCP tool's result
+    (``web_search_tool_result``, ``code_execution_tool_result``, ``mcp_tool_result`` …, in the
+    assistant message that made the call)."""
+    kind = block_type(block)
+    return kind is not None and (kind == "tool_result" or kind.endswith("_tool_result"))
 
 
 @dataclass
@@ -65,6 +82,8 @@ class Blocks:
         redacted: how many ``redacted_thinking`` blocks there were.
         flags: degradations met (a tool call without a name or an id).
         first: index of the first block of the stretch in the message's content list.
+        server_calls: read ``server_tool_use``/``mcp_tool_use`` blocks as calls too (the Anthropic
+            adapter, which also splits their results off; other readers keep them as JSON parts).
     """
 
     parts: list[Any] = field(default_factory=list)
@@ -73,6 +92,7 @@ class Blocks:
     redacted: int = 0
     flags: list[str] = field(default_factory=list)
     first: int = 0
+    server_calls: bool = False
 
     def add(self, block: Any) -> None:
         """Take one block that is not a ``tool_result``."""
@@ -81,7 +101,7 @@ class Blocks:
             self.parts.append(block)
         elif kind == "text" and isinstance(block.get("text"), str):
             self.parts.append(block["text"])
-        elif kind == "tool_use":
+        elif kind == "tool_use" or (self.server_calls and kind in SERVER_CALL_BLOCKS):
             name, cid = block.get("name"), block.get("id")
             if not (isinstance(name, str) and name) or not (isinstance(cid, str) and cid):
                 self._flag(FLAG_MALFORMED_CALL)
@@ -133,7 +153,7 @@ def _reasoning_text(block: dict[str, Any]) -> str | None:
 
 
 def result_content(content: Any) -> Any:
-    """A ``tool_result``'s content for an OpenAI tool message: a string as is, a list of only text
+    """A tool result's content for an OpenAI tool message: a string as is, a list of only text
     blocks joined, anything else as is (rendered and flagged by ``build_steps``)."""
     if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text"
                                          and isinstance(b.get("text"), str) for b in content):
@@ -161,14 +181,14 @@ def normalize(messages: list[Any], path: str) -> tuple[list[dict[str, Any]], lis
         pieces: list[tuple[dict[str, Any], MessageNote]] = []
         stretch: Blocks | None = None
         for j, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "tool_result":
+            if is_result_block(block):
                 if stretch is not None:
                     pieces.append(_message(msg, stretch, i))
                     stretch = None
                 pieces.append(_result(block, i, j))
                 continue
             if stretch is None:
-                stretch = Blocks(first=j)
+                stretch = Blocks(first=j, server_calls=True)
             stretch.add(block)
         if stretch is not None or not pieces:
             pieces.append(_message(msg, stretch or Blocks(), i))
@@ -196,10 +216,24 @@ def _message(msg: dict[str, Any], b: Blocks, i: int) -> tuple[dict[str, Any], Me
     return m, MessageNote(tuple(b.flags), {**meta, "block": b.first}, i)
 
 
+def result_failed(block: dict[str, Any]) -> bool:
+    """Whether a tool result block says it failed: ``is_error: true``, a server tool's error object
+    (``{"type": "web_search_tool_result_error", "error_code": ...}``), or code execution's non-zero
+    ``return_code``."""
+    content = block.get("content")
+    if block.get("is_error") is True:
+        return True
+    if isinstance(content, dict):
+        kind, code = block_type(content), content.get("return_code")
+        return (kind is not None and kind.endswith("_error")) or (
+            isinstance(code, int) and not isinstance(code, bool) and code != 0)
+    return False
+
+
 def _result(block: dict[str, Any], i: int, j: int) -> tuple[dict[str, Any], MessageNote]:
     cid = block.get("tool_use_id")
     m: dict[str, Any] = {"role": "tool", "content": result_content(block.get("content")),
-                         "is_error": block.get("is_error") is True}
+                         "is_error": result_failed(block)}
     flags: tuple[str, ...] = ()
     if isinstance(cid, (str, int)) and not isinstance(cid, bool) and str(cid):
         m["tool_call_id"] = cid
@@ -211,7 +245,7 @@ def _result(block: dict[str, Any], i: int, j: int) -> tuple[dict[str, Any], Mess
 def _has_evidence(messages: Any) -> bool:
     return isinstance(messages, list) and any(
         isinstance(m, dict) and isinstance(m.get("content"), list)
-        and any(block_type(b) in EVIDENCE_BLOCKS for b in m["content"])
+        and any(block_type(b) in EVIDENCE_BLOCKS or is_result_block(b) for b in m["content"])
         for m in messages)
 
 

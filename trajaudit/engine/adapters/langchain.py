@@ -76,6 +76,17 @@ def _is_run(doc: Any) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("messages"), list)
 
 
+def _run_reason(run: Any) -> str:
+    """Why ``run`` is not a run of LangChain messages, or ``""`` when it is one."""
+    msgs = run.get("messages") if _is_run(run) else run
+    if not isinstance(msgs, list) or not msgs:
+        return "not a non-empty list of LangChain messages (or {'messages': [...]})"
+    bad = next((i for i, m in enumerate(msgs) if not _is_message(m)), None)
+    if bad is not None:
+        return f"element {bad} is not a LangChain message (a 'content' and a type: {', '.join(sorted(ROLES))})"
+    return ""
+
+
 def normalize_message(kind: str | None, f: dict[str, Any], path: str) -> tuple[dict[str, Any], MessageNote]:
     """One LangChain message (its type and fields) → one OpenAI chat message and its note.
 
@@ -147,16 +158,14 @@ class LangChainAdapter:
                    "messages_to_dict or dumpd form): a list, {'messages': [...]}, or a list of such objects")
 
     def sniff(self, doc: Any) -> Sniff:
-        """Match when every message of every run is a serialized LangChain message of a known type."""
-        for r in self.records(doc):
-            msgs = r.get("messages") if _is_run(r) else r
-            if not isinstance(msgs, list) or not msgs:
-                return Sniff(False, "not a non-empty list of LangChain messages (or {'messages': [...]})")
-            bad = next((i for i, m in enumerate(msgs) if not _is_message(m)), None)
-            if bad is not None:
-                return Sniff(False, f"element {bad} is not a LangChain message (a 'content' and a type: "
-                                    f"{', '.join(sorted(ROLES))})")
-        return Sniff(True)
+        """Match when every message of a run is a serialized LangChain message of a known type. In a
+        list of runs (``[{"messages": [...]}, ...]``) one such run is enough: the others (an empty or
+        broken run) are reported alone when converted, as the OpenAI and Anthropic adapters do — else
+        one bad run made the whole batch read as OpenAI messages of unknown roles."""
+        runs = self.records(doc)
+        why = _run_reason(runs[0])
+        ok = not why or any(not _run_reason(r) for r in runs[1:])
+        return Sniff(ok, "" if ok else (f"run 0: {why}" if len(runs) > 1 else why))
 
     def accepts(self, doc: Any) -> Sniff:
         """The check when ``--input-format langchain`` is forced: every message has a ``type`` (any)."""

@@ -21,8 +21,9 @@ Items, one step each (``Step.index`` = 0-based position in the item list, ``inpu
   reasoning text (``reasoning_text`` parts); ``metadata.item_type = "reasoning"`` (and
   ``metadata.encrypted`` when it holds only ``encrypted_content``);
 - any other ``*_call`` item (``web_search_call``, ``computer_call``, ``code_interpreter_call``, …):
-  an agent step calling the tool named by the type (``web_search``) with the item's other fields as
-  arguments; its id is the ``call_id`` when the item has one (a ``*_call_output`` answers it);
+  an agent step calling the tool named by the type (``web_search``) — or by the item's ``name`` when
+  it has one (``mcp_call``: the MCP server's tool, e.g. ``delete_repo``) — with the item's other
+  fields as arguments; its id is the ``call_id`` when the item has one (a ``*_call_output`` answers it);
 - any other type (``mcp_list_tools``, ``item_reference``, …): kept as a step whose role and agent are
   the type and whose content is the item as JSON, flagged ``unknown_role`` (as the OpenAI adapter
   keeps a message of an unknown role).
@@ -144,8 +145,9 @@ def normalize_item(item: dict[str, Any]) -> tuple[dict[str, Any], MessageNote]:
     if isinstance(kind, str) and kind.endswith("_call") and kind != "_call":
         cid = item.get("call_id")
         args = {k: v for k, v in item.items() if k not in ("type", "id", "call_id", "status")}
+        named = item.get("name")  # mcp_call: the MCP server's tool; the type names only the transport
         call = {"id": cid if isinstance(cid, (str, int)) and not isinstance(cid, bool) else None,
-                "name": kind[: -len("_call")], "arguments": args}
+                "name": named if isinstance(named, str) and named else kind[: -len("_call")], "arguments": args}
         return {"role": "assistant", "content": "", "tool_calls": [call]}, MessageNote(metadata={"item_type": kind})
     text = json.dumps(item, ensure_ascii=False, default=str)
     role = kind if isinstance(kind, str) and kind not in OPENAI_ROLES else f"item:{kind}"
@@ -160,13 +162,14 @@ class OpenAIResponsesAdapter:
                    "Response), or a list of such objects")
 
     def sniff(self, doc: Any) -> Sniff:
-        """Match a list of items (or an object holding one) with at least one Responses item type."""
+        """Match a list of items (or an object holding one) with at least one Responses item type. In
+        a list of runs (``[{"input"/"output"/"items": [...]}, ...]``) one such run is enough: the others
+        (an empty run, an element that is not an item) are reported alone when converted — else one
+        bad run lost the whole batch."""
         runs = self.records(doc)
-        for r in runs:
-            why = _items_sniff(r)
-            if why:
-                return Sniff(False, why)
-        return Sniff(True)
+        why = _items_sniff(runs[0])
+        ok = not why or any(not _items_sniff(r) for r in runs[1:])
+        return Sniff(ok, "" if ok else (f"run 0: {why}" if len(runs) > 1 else why))
 
     def accepts(self, doc: Any) -> Sniff:
         """The check when ``--input-format openai_responses`` is forced: items with a ``type`` or ``role``."""
