@@ -36,7 +36,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajaudit.engine.adapters.base import LoadOptions, Sniff, text_of
+from trajaudit.engine.adapters.base import (
+    LoadOptions,
+    Sniff,
+    role_messages_check,
+    run_messages,
+    split_runs,
+    text_of,
+)
 from trajaudit.engine.adapters.openai_chat import MessageNote, convert_chat
 from trajaudit.engine.ir import (
     FLAG_MALFORMED_CALL,
@@ -280,18 +287,11 @@ class AnthropicAdapter:
     def accepts(self, doc: Any) -> Sniff:
         """The check when ``--input-format anthropic`` is forced: messages that are objects with a
         ``role`` string."""
-        for r in self.records(doc):
-            msgs = r.get("messages") if isinstance(r, dict) else r
-            if not isinstance(msgs, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
-                                                     for m in msgs):
-                return Sniff(False, "expected messages: objects with a 'role' string")
-        return Sniff(True)
+        return role_messages_check(self.records(doc))
 
     def records(self, doc: Any) -> list[Any]:
         """One record per run (a list of ``{"messages"}`` objects holds several)."""
-        if isinstance(doc, list) and doc and all(_is_run(r) for r in doc):
-            return list(doc)
-        return [doc]
+        return split_runs(doc, _is_run)
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Convert one run.
@@ -299,12 +299,7 @@ class AnthropicAdapter:
         Raises:
             TraceFormatError: no message list, a message that is not an object, no messages.
         """
-        if isinstance(run, dict):
-            messages, path = run.get("messages"), "$.messages"
-        else:
-            messages, path = run, "$"
-        if not isinstance(messages, list):
-            raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
+        messages, path = run_messages(run, self.name)
         normalized, notes = normalize(messages, path)
         if len(normalized) == len(messages):  # 1:1: the index is the position, no source_number needed
             notes = [MessageNote(n.flags, n.metadata) for n in notes]

@@ -354,6 +354,45 @@ def assemble(
     )
 
 
+def split_runs(doc: Any, is_run: Callable[[Any], bool]) -> list[Any]:
+    """An adapter's ``records``: a non-empty list whose every element is a run (``is_run``) holds one
+    record per element; any other document is one run."""
+    if isinstance(doc, list) and doc and all(is_run(r) for r in doc):
+        return list(doc)
+    return [doc]
+
+
+def role_messages_check(runs: list[Any]) -> Sniff:
+    """An adapter's ``accepts`` when its format is forced, for chat formats whose runs are a message
+    list or ``{"messages": [...]}``: every message an object with a ``role`` string."""
+    for r in runs:
+        msgs = r.get("messages") if isinstance(r, dict) else r
+        if not isinstance(msgs, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in msgs):
+            return Sniff(False, "expected chat messages: objects with a 'role' string")
+    return Sniff(True)
+
+
+def sniff_runs(runs: list[Any], reason: Callable[[Any], str]) -> Sniff:
+    """A format matches when one run of a batch matches (``reason(run) == ""``): the other runs (an
+    empty or broken run) are reported alone when converted, so one bad run neither loses the batch
+    nor sends it to another format's reading; when none matches, the first run's reason."""
+    why = reason(runs[0])
+    ok = not why or any(not reason(r) for r in runs[1:])
+    return Sniff(ok, "" if ok else (f"run 0: {why}" if len(runs) > 1 else why))
+
+
+def run_messages(run: Any, adapter: str) -> tuple[list[Any], str]:
+    """``(messages, JSON path)`` of a chat run given as a message list or ``{"messages": [...]}``.
+
+    Raises:
+        TraceFormatError: ``messages`` is not a list.
+    """
+    messages, path = (run.get("messages"), "$.messages") if isinstance(run, dict) else (run, "$")
+    if not isinstance(messages, list):
+        raise TraceFormatError("'messages' must be a list", json_path=path, adapter=adapter)
+    return messages, path
+
+
 def first_user_text(messages: list[Any]) -> str:
     """The content of the first user message, or ""."""
     for m in messages:

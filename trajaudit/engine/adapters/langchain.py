@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from trajaudit.engine.adapters.anthropic import Blocks
-from trajaudit.engine.adapters.base import LoadOptions, Sniff
+from trajaudit.engine.adapters.base import LoadOptions, Sniff, run_messages, sniff_runs, split_runs
 from trajaudit.engine.adapters.openai_chat import MessageNote, convert_chat
 from trajaudit.engine.ir import FLAG_MALFORMED_CALL, Source, Trajectory
 from trajaudit.errors import TraceFormatError
@@ -162,10 +162,7 @@ class LangChainAdapter:
         list of runs (``[{"messages": [...]}, ...]``) one such run is enough: the others (an empty or
         broken run) are reported alone when converted, as the OpenAI and Anthropic adapters do — else
         one bad run made the whole batch read as OpenAI messages of unknown roles."""
-        runs = self.records(doc)
-        why = _run_reason(runs[0])
-        ok = not why or any(not _run_reason(r) for r in runs[1:])
-        return Sniff(ok, "" if ok else (f"run 0: {why}" if len(runs) > 1 else why))
+        return sniff_runs(self.records(doc), _run_reason)
 
     def accepts(self, doc: Any) -> Sniff:
         """The check when ``--input-format langchain`` is forced: every message has a ``type`` (any)."""
@@ -177,9 +174,7 @@ class LangChainAdapter:
 
     def records(self, doc: Any) -> list[Any]:
         """One record per run (a list of ``{"messages"}`` objects holds several)."""
-        if isinstance(doc, list) and doc and all(_is_run(r) for r in doc):
-            return list(doc)
-        return [doc]
+        return split_runs(doc, _is_run)
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Convert one run.
@@ -187,9 +182,7 @@ class LangChainAdapter:
         Raises:
             TraceFormatError: no message list, an element that is not a LangChain message, no messages.
         """
-        messages, path = (run.get("messages"), "$.messages") if isinstance(run, dict) else (run, "$")
-        if not isinstance(messages, list):
-            raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
+        messages, path = run_messages(run, self.name)
         out: list[dict[str, Any]] = []
         notes: list[MessageNote] = []
         for i, raw in enumerate(messages):

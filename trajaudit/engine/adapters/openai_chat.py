@@ -27,10 +27,12 @@ from trajaudit.engine.adapters.base import (
     build_steps,
     classify_openai,
     first_user_text,
+    role_messages_check,
+    run_messages,
+    split_runs,
 )
 from trajaudit.engine.adapters.speakers import speaker_sets
 from trajaudit.engine.ir import Source, Trajectory
-from trajaudit.errors import TraceFormatError
 
 
 def _is_message_list(doc: Any) -> str:
@@ -66,28 +68,15 @@ class OpenAIChatAdapter:
     def accepts(self, doc: Any) -> Sniff:
         """The looser check used when ``--format openai`` is forced: message objects with a ``role``
         string, whatever the role (unknown roles are kept and flagged)."""
-        runs = self.records(doc)
-        for r in runs:
-            msgs = r.get("messages") if isinstance(r, dict) else r
-            if not isinstance(msgs, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
-                                                     for m in msgs):
-                return Sniff(False, "expected chat messages: objects with a 'role' string")
-        return Sniff(True)
+        return role_messages_check(self.records(doc))
 
     def records(self, doc: Any) -> list[Any]:
         """One record per run."""
-        if isinstance(doc, list) and doc and all(isinstance(r, dict) and "messages" in r for r in doc):
-            return list(doc)
-        return [doc]
+        return split_runs(doc, lambda r: isinstance(r, dict) and "messages" in r)
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Convert one run; raises :class:`TraceFormatError` when it has no messages."""
-        if isinstance(run, dict):
-            messages, path = run.get("messages"), "$.messages"
-        else:
-            messages, path = run, "$"
-        if not isinstance(messages, list):
-            raise TraceFormatError("'messages' must be a list", json_path=path, adapter=self.name)
+        messages, path = run_messages(run, self.name)
         return convert_chat(messages, source=source, options=options, path=path,
                             run=run if isinstance(run, dict) else None)
 

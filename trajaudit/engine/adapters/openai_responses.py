@@ -35,7 +35,7 @@ import json
 from typing import Any
 
 from trajaudit.engine.adapters.anthropic import block_type
-from trajaudit.engine.adapters.base import OPENAI_ROLES, LoadOptions, Sniff
+from trajaudit.engine.adapters.base import OPENAI_ROLES, LoadOptions, Sniff, sniff_runs, split_runs
 from trajaudit.engine.adapters.openai_chat import MessageNote, convert_chat
 from trajaudit.engine.ir import FLAG_MALFORMED_CALL, FLAG_ORPHAN_TOOL_OUTPUT, Source, Trajectory
 from trajaudit.errors import TraceFormatError
@@ -166,10 +166,7 @@ class OpenAIResponsesAdapter:
         a list of runs (``[{"input"/"output"/"items": [...]}, ...]``) one such run is enough: the others
         (an empty run, an element that is not an item) are reported alone when converted — else one
         bad run lost the whole batch."""
-        runs = self.records(doc)
-        why = _items_sniff(runs[0])
-        ok = not why or any(not _items_sniff(r) for r in runs[1:])
-        return Sniff(ok, "" if ok else (f"run 0: {why}" if len(runs) > 1 else why))
+        return sniff_runs(self.records(doc), _items_sniff)
 
     def accepts(self, doc: Any) -> Sniff:
         """The check when ``--input-format openai_responses`` is forced: items with a ``type`` or ``role``."""
@@ -181,9 +178,7 @@ class OpenAIResponsesAdapter:
 
     def records(self, doc: Any) -> list[Any]:
         """One record per run (a list of ``{input/output/items}`` objects holds several)."""
-        if isinstance(doc, list) and doc and all(_is_run_object(r) for r in doc):
-            return list(doc)
-        return [doc]
+        return split_runs(doc, _is_run_object)
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Convert one run.
