@@ -41,6 +41,9 @@ _AFFIRM = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?
                      r"please (?:go ahead|proceed)|go ahead|proceed)\b", re.I)
 _NUMERIC = re.compile(r"-?[\d.,]+")
 _DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
+#: An argument written as a standard code ("LIS" for Lisbon, "USD", "NY"): the user says the name, the
+#: agent passes the code — world knowledge, not an invented value (claims.md).
+_SHORT_CODE = re.compile(r"[A-Z]{2,4}")
 #: Phrases of a failed access (lower case); ``_NOT_FOUND`` finds any of them, ignoring case.
 _NOT_FOUND_WORDS = ("no such file", "not found", "404", "does not exist", "cannot find", "can't find", "filenotfound")
 _NOT_FOUND = re.compile("|".join(_NOT_FOUND_WORDS), re.I)
@@ -204,6 +207,9 @@ class SupportSeeker:
                     if src.kind == "user" and src.pos < before and mn.value in self.ix.normalized(sid):
                         return Assessment(m.Support.WEAK, src.address, mn.value,
                                           "contained in a value the user gave (e.g. a name inside an email)")
+            if mn.kind == m.KIND_ARGUMENT and _SHORT_CODE.fullmatch(mn.text):
+                return Assessment(m.Support.WEAK, note="a standard short code (airport, currency, country, state): "
+                                  "a convention the run cannot show, not checked")
             return Assessment(m.Support.MISSING, note="not shown before")
         if mn.kind == m.KIND_ID:
             return Assessment(m.Support.MISSING, note="identifier not shown before")
