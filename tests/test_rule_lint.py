@@ -67,5 +67,5 @@ def test_supersedes_names_must_be_known_rules():
         pack = text.format(ok) + "  - id: a2\n    type: PROTOCOL\n    assert: step.index >= 0\n"
         assert not [f for f in lint_pack(pack) if f.code == "unknown-superseded"]
     bad_shape = [f for f in lint_pack(text.format("").replace("[]", "7")) if f.code == "unknown-superseded"]
-    assert bad_shape and "must be a list" in bad_shape[0].message
+    assert bad_shape and "should be a list" in bad_shape[0].message
     assert not [f for f in lint_pack("tau_retail") if f.code == "unknown-superseded"]

@@ -94,3 +94,4 @@ def test_a_jsonl_file_is_read_in_parts_with_the_same_runs_and_problems(tmp_path,
     whole = loader.load_path(src)
     assert [t.id for part in parts for t in part.trajectories] == [t.id for t in whole.trajectories]
     assert len(whole.trajectories) == 149 and [p.record for p in whole.problems] == [70]
+

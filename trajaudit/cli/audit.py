@@ -36,7 +36,7 @@ from trajaudit.errors import LLMUnreachableError
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False),
               help="Tool schemas (OpenAI function list) for SCHEMA rules.")
 @click.option("--taxonomy", default="agentrx", show_default=True, help="Taxonomy for the root-cause category.")
-@click.option("--strategy", default="offline", show_default=True,
+@click.option("-s", "--strategy", default="offline", show_default=True,
               help="How to diagnose: offline (no LLM), the baselines first, last, random, first-violation, or an "
                    "LLM strategy (all-at-once, step-by-step, binary-search, agentrx, searchauditor, drift, hybrid).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="diagnoses.jsonl", show_default=True,

@@ -51,7 +51,9 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
         for row in t.outline(width):
             style = _KIND_STYLE.get(row["kind"], "")
             flags = t.steps[row["index"]].flags
-            preview = row["preview"] + (f"  ⚑{','.join(flags)}" if flags else "")
+            out_step = t.steps[row["index"]].tool_output
+            failed = "  ✗ failed" if out_step is not None and out_step.is_error else ""
+            preview = row["preview"] + failed + (f"  ⚑{','.join(flags)}" if flags else "")
             msg = [str(t.steps[row["index"]].source_number)] if split else []
             table.add_row(str(row["index"]), *msg, row["kind"], row["agent"] or "", row["tool"], preview, style=style)
         if t.task:

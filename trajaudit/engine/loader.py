@@ -36,6 +36,10 @@ class LoadResult:
     trajectories: list[Trajectory] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        ids = ", ".join(t.id for t in self.trajectories[:5]) + (", …" if len(self.trajectories) > 5 else "")
+        return f"LoadResult({len(self.trajectories)} trajectories [{ids}], {len(self.problems)} problems)"
+
     def extend(self, other: LoadResult) -> None:
         """Append another result's trajectories and problems."""
         self.trajectories.extend(other.trajectories)
@@ -491,5 +495,6 @@ def load_checked(source: Any, *, format: str | None, record: Any, function: str,
     if res.problems and not res.trajectories:
         raise TraceFormatError(res.problems[0].message)
     if len(res.trajectories) != 1:
-        raise TraceFormatError(f"input holds {len(res.trajectories)} runs; pass record=N to pick one")
+        raise TraceFormatError(f"input holds {len(res.trajectories)} runs; pass record=N (0-based) to pick one",
+                               file=None if isinstance(source, (dict, list)) else str(source))
     return res.trajectories[0]

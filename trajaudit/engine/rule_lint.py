@@ -297,8 +297,8 @@ def _supersedes_findings(pack: RulePack) -> list[LintFinding]:
     for spec, names in wanted:
         where = str(spec.field_locs.get("metadata", spec.loc))
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            out.append(LintFinding("warning", "unknown-superseded", "metadata.supersedes must be a list of full "
-                                   "rule ids (pack.rule-id)", spec.id, where))
+            out.append(LintFinding("warning", "unknown-superseded", "metadata.supersedes should be a list of full "
+                                   "rule ids (pack.rule-id); other values are read as one id each", spec.id, where))
             continue
         for n in names:
             if n not in known:

@@ -1,0 +1,33 @@
+"""Papercuts a fresh-venv pass of the README found (load errors, reprs, CLI options, show)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from trajaudit.cli import main
+
+
+def test_fresh_user_papercuts(tmp_path):
+    """A multi-run file without record= names the file; LoadResult prints a summary, not every run;
+    audit takes -s like eval; show marks a failed tool output."""
+    from pathlib import Path
+
+    import pytest
+
+    import trajaudit
+    from trajaudit.errors import TraceFormatError
+
+    sample = Path(__file__).resolve().parents[1] / "examples" / "data" / "tau_retail_sample.json"
+    with pytest.raises(TraceFormatError, match=r"tau_retail_sample\.json: input holds 3 runs; pass record=N"):
+        trajaudit.load(sample)
+    assert repr(trajaudit.load_many([sample])) == "LoadResult(3 trajectories [2, 34, 74], 0 problems)"
+    r = CliRunner().invoke(main, ["audit", str(sample), "-s", "first", "-o", str(tmp_path / "d.jsonl"), "-q"])
+    assert r.exit_code == 0 and [json.loads(x)["strategy"] for x in (tmp_path / "d.jsonl").read_text().splitlines()] == ["first"] * 3
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps([{"role": "user", "content": "hi"},
+                                 {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                                 {"role": "tool", "tool_call_id": "c", "name": "f", "content": "Error: boom"}]))
+    out = CliRunner().invoke(main, ["show", str(trace), "--width", "60"]).output
+    assert [ln for ln in out.splitlines() if "✗ failed" in ln] and "Error: boom" in out
