@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -268,6 +269,23 @@ class Trajectory:
                 if c.id is not None:
                     out.setdefault(c.id, (s.index, j))
         return out
+
+    @cached_property
+    def outputs_by_call_id(self) -> dict[str, tuple[int, ...]]:
+        """``{call id: indexes of the tool-output steps answering it, in order}`` (computed once)."""
+        out: dict[str, list[int]] = {}
+        for s in self.steps:
+            if s.tool_output is not None and s.tool_output.call_id is not None:
+                out.setdefault(s.tool_output.call_id, []).append(s.index)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def output_after(self, call_id: str | None, step: int) -> Step | None:
+        """The first tool-output step after ``step`` that answers ``call_id``, or ``None``."""
+        if call_id is None:
+            return None
+        found = self.outputs_by_call_id.get(call_id, ())
+        k = bisect_right(found, step)
+        return self.steps[found[k]] if k < len(found) else None
 
     @cached_property
     def code_authors(self) -> dict[int, int]:

@@ -138,8 +138,7 @@ def _recovered(t: Trajectory, step: int, rec: Record) -> bool:
         return True
     s = t.steps[step]
     for call in s.tool_calls:
-        out = next((o for o in t.steps[step + 1:] if o.tool_output and o.tool_output.call_id == call.id
-                    and call.id is not None), None)
+        out = t.output_after(call.id, step)
         if out is None or not out.tool_output.is_error:
             continue
         for later in t.steps[out.index + 1:]:
@@ -148,7 +147,7 @@ def _recovered(t: Trajectory, step: int, rec: Record) -> bool:
             for c2 in later.tool_calls:
                 if c2.name != call.name or c2.id is None:
                     continue
-                res = next((o for o in t.steps[later.index + 1:] if o.tool_output and o.tool_output.call_id == c2.id), None)
+                res = t.output_after(c2.id, later.index)
                 if res is not None and not res.tool_output.is_error:
                     return True
     return False
