@@ -45,3 +45,12 @@ def test_output_after_finds_the_first_answer_after_a_step():
     assert t.outputs_by_call_id == {"a": (1, 3)}
     assert [getattr(t.output_after("a", k), "index", None) for k in range(4)] == [1, 3, 3, None]
     assert t.output_after(None, 0) is None and t.output_after("zz", 0) is None
+
+
+def test_rules_explain_shows_parameter_values_and_what_supersedes_the_rule():
+    r = CliRunner().invoke(main, ["rules", "explain", "generic", "generic.protocol.confirmation-before-write"])
+    assert r.exit_code == 0
+    assert "    confirmation_request = (?i)\\b(?:confirm|proceed|shall i|should i|go ahead)\\b" in r.output
+    assert "superseded by: tau_retail.explicit-yes-before-write" in r.output
+    r = CliRunner().invoke(main, ["rules", "explain", "tau_retail", "explicit-yes-before-write"])
+    assert "superseded by" not in r.output and '    write_tools = ["cancel_pending_order", ' in r.output

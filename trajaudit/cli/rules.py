@@ -113,6 +113,27 @@ def explain(pack: str, rule_id: str) -> None:
                   + (f" at {ex['at']}" if "at" in ex else ""), markup=False, highlight=False)
     if spec.metadata:
         out.print(f"  metadata: {spec.metadata}", markup=False, highlight=False, soft_wrap=True)
+    by = _superseded_by(spec.id)
+    if by:
+        out.print(f"  superseded by: {', '.join(by)} (when that pack applies too, only it reports the policy)",
+                  markup=False, highlight=False, soft_wrap=True)
+
+
+def _superseded_by(rule_id: str) -> list[str]:
+    """Ids of shipped rules whose ``metadata.supersedes`` names ``rule_id``."""
+    from trajaudit.engine.rule_pack import shipped_packs
+
+    out = []
+    for name in shipped_packs():
+        try:
+            rules = load_pack(name).rules
+        except RulePackError:
+            continue
+        for r in rules:
+            names = (r.metadata or {}).get("supersedes")
+            if rule_id in (names if isinstance(names, list) else [names]) and r.id not in out:
+                out.append(r.id)
+    return out
 
 
 # Subcommands of `rules`; siblings add theirs here (one line each).

@@ -8,6 +8,7 @@ step kinds, called tools and output tools its guard's top-level conjuncts allow 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -101,6 +102,10 @@ class CompiledRule:
         used = _params_used(self)
         if used:
             lines.append(f"  params: {', '.join(used)}")
+            for name in used:  # the values the rule reads (a long regex or list shortened)
+                v = s.params.get(name)
+                text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+                lines.append(f"    {name} = {text if len(text) <= 160 else text[:157] + '...'}")
         return "\n".join(lines)
 
 
