@@ -127,7 +127,7 @@ class _Kept:
     def __init__(self, slim_results: bool) -> None:
         self.slim_results = slim_results
         self.lines: dict[int, str] = {}
-        self.rows: dict[int, tuple[str, int | None, str, str, float, str]] = {}
+        self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}
         self.results: dict[int, AuditResult] = {}
         self.flagged: list[Trajectory] = []
 
@@ -138,7 +138,10 @@ class _Kept:
         d = r.diagnosis
         self.lines[i] = d.to_json()
         prev = r.trajectory.steps[d.critical_step].preview(60) if d.critical_step is not None else ""
-        self.rows[i] = (r.trajectory.id, d.critical_step, d.agent or "—", d.category, d.confidence, prev)
+        step = str(d.critical_step)
+        if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
+            step += f" (msg {d.metadata['source_message']})"
+        self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, prev)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
         if self.slim_results:
@@ -156,7 +159,7 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     for col in ("run", "step", "agent", "category", "conf.", "preview"):
         table.add_column(col, overflow="fold" if col == "preview" else "ellipsis")
     for rid, step, agent, category, confidence, prev in rows[:50]:
-        table.add_row(rid, str(step), agent, category, f"{confidence:.2f}", prev)
+        table.add_row(rid, step, agent, category, f"{confidence:.2f}", prev)
     if len(rows) > 50:
         table.add_row("…", "", "", f"{len(rows) - 50} more", "", "")
     out.print(table)
