@@ -9,7 +9,7 @@ from trajaudit.engine.adapters.base import LoadOptions
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
-from trajaudit.engine.loader import LoadResult, load, load_many, load_path
+from trajaudit.engine.loader import LoadResult, iter_load, load, load_many, load_path
 from trajaudit.engine.pipeline import audit
 from trajaudit.engine.rule_eval import evaluate
 from trajaudit.engine.rule_pack import RulePack, load_pack
@@ -34,6 +34,7 @@ __all__ = [
     "compile_rules",
     "default_checkers",
     "evaluate",
+    "iter_load",
     "load",
     "load_many",
     "load_pack",
