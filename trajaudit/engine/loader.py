@@ -7,21 +7,18 @@ raise :class:`~trajaudit.errors.TraceFormatError` naming the file.
 
 from __future__ import annotations
 
-import codecs
 import glob
-import json
 import os
-import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trajaudit.api_args import check_path, check_paths, check_record, check_source
-from trajaudit.engine import safe_json
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
+from trajaudit.engine.trace_text import chain_documents, decode, documents, lossy_note
 from trajaudit.errors import ConfigError, Problem, TraceFormatError
 from trajaudit.registry import Registry
 
@@ -46,101 +43,10 @@ class LoadResult:
         self.problems.extend(other.problems)
 
 
-_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32", "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32", "UTF-32"),
-         (codecs.BOM_UTF16_LE, "UTF-16", "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16", "UTF-16"))
-
-
-def wide_encoding(data: bytes) -> tuple[str, str] | None:
-    """``(family, iconv name)`` when ``data`` looks UTF-16 or UTF-32 encoded, else ``None``.
-
-    A byte-order mark decides; without one, NUL bytes decide: UTF-8 JSON never holds a NUL byte,
-    while UTF-16/32 text puts NULs beside (mostly ASCII) JSON characters, in the high-order bytes
-    of each 2- or 4-byte unit. Only the first 64 bytes are looked at.
-    """
-    for bom, family, name in _BOMS:  # UTF-32-LE's BOM starts with UTF-16-LE's: check UTF-32 first
-        if data.startswith(bom):
-            return family, name
-    head = data[:64]
-    if b"\x00" not in head:
-        return None
-    quads = max(1, len(head) // 4)
-    nul4 = [sum(1 for i in range(k, len(head), 4) if head[i] == 0) / quads for k in range(4)]
-    if nul4[2] >= 0.75 and nul4[3] >= 0.75:
-        return "UTF-32", "UTF-32LE"
-    if nul4[0] >= 0.75 and nul4[1] >= 0.75:
-        return "UTF-32", "UTF-32BE"
-    pairs = max(1, len(head) // 2)
-    even = sum(1 for i in range(0, len(head), 2) if head[i] == 0) / pairs
-    odd = sum(1 for i in range(1, len(head), 2) if head[i] == 0) / pairs
-    if odd >= 0.5 > even:
-        return "UTF-16", "UTF-16LE"
-    if even >= 0.5 > odd:
-        return "UTF-16", "UTF-16BE"
-    return None
-
-
-def _decode(data: bytes, file: str) -> tuple[str, bool]:
-    """Decode UTF-8 (BOM allowed); ``(text, lossy)`` where lossy means bytes were replaced.
-
-    Raises:
-        TraceFormatError: the file is empty, or UTF-16/32 encoded (the message gives an iconv command).
-    """
-    wide = wide_encoding(data)
-    if wide:
-        family, name = wide
-        raise TraceFormatError(f"looks {family} encoded; trajaudit reads UTF-8 (convert it, e.g. iconv -f {name} "
-                               f"-t UTF-8 {shlex.quote(file)} > converted.json)", file=file)
-    if not data.strip():
-        raise TraceFormatError("file is empty", file=file)
-    try:
-        return data.decode("utf-8-sig"), False
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), True
-
-
 def problem_details(flags: tuple[str, ...]) -> dict[str, Any]:
     """``Problem.details`` for a run of a file loaded with ``flags``: ``{"non_utf8": True}`` when
     its bytes were not valid UTF-8 (so the CLI warns about the file even though the run was skipped)."""
     return {FLAG_NON_UTF8: True} if FLAG_NON_UTF8 in flags else {}
-
-
-def _lossy_note(e: TraceFormatError) -> TraceFormatError:
-    """``e`` with a note that the file is not valid UTF-8 (a likely cause of a whole-file failure)."""
-    return TraceFormatError(f"{e.message} (the file is not valid UTF-8; undecodable bytes were replaced)",
-                            file=e.file, record=e.record, json_path=e.json_path, adapter=e.adapter)
-
-
-def _documents(text: str, file: str, jsonl: bool) -> Iterator[tuple[int | None, Any, str | None]]:
-    """Parse text into ``(line_or_None, doc, error)`` items, lazily for JSONL (one line parsed when
-    asked for); JSONL when asked or when the JSON has extra lines.
-
-    Raises:
-        TraceFormatError: (when iterated) not JSON, too deeply nested, or no JSON line at all.
-    """
-    if not jsonl:
-        try:
-            doc = safe_json.loads(text)
-        except safe_json.NestedTooDeep as e:
-            raise TraceFormatError(str(e), file=file) from None
-        except json.JSONDecodeError as e:
-            if not (e.msg.startswith("Extra data") and "\n" in text.strip()):
-                raise TraceFormatError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=file) from None
-        else:
-            yield None, doc, None
-            return
-    found = False
-    for n, line in enumerate(text.splitlines()):
-        if not line.strip():
-            continue
-        found = True
-        try:
-            yield n, safe_json.loads(line), None
-        except safe_json.NestedTooDeep as e:
-            yield n, None, f"JSON on line {n + 1} {e}"
-        except json.JSONDecodeError as e:
-            yield n, None, f"invalid JSON on line {n + 1} column {e.colno}: {e.msg}"
-    if not found:
-        raise TraceFormatError("file has no JSON lines", file=file)
 
 
 def detect(doc: Any, adapters: Registry[Adapter]) -> Adapter:
@@ -312,18 +218,18 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
         data = Path(path).read_bytes()
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
-    text, lossy = _decode(data, file)
+    text, lossy = decode(data, file)
     del data
     flags = (FLAG_NON_UTF8,) if lossy else ()
     jsonl = file.endswith((".jsonl", ".ndjson"))
-    docs = _documents(text, file, jsonl)
+    docs = documents(text, file, jsonl)
     try:
         first = next(docs)
     except TraceFormatError as e:
-        raise (_lossy_note(e) if lossy else e) from None
+        raise (lossy_note(e) if lossy else e) from None
     multi = jsonl or first[0] is not None  # a .json file of several JSON lines reads as JSONL
     part = LoadResult()
-    for line, doc, err in _chain(first, docs, file, lossy):
+    for line, doc, err in chain_documents(first, docs, file, lossy):
         if record is not None and multi and line != record:
             continue
         if err:
@@ -338,21 +244,12 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
             )
         except TraceFormatError as e:
             if not multi:
-                raise (_lossy_note(e) if lossy else e) from None
+                raise (lossy_note(e) if lossy else e) from None
             part.problems.append(Problem(file, line, str(e.located(file=file, record=line)), problem_details(flags)))
         if chunk is not None and len(part.trajectories) >= chunk:
             yield part
             part = LoadResult()
     yield part
-
-
-def _chain(first: tuple[int | None, Any, str | None], rest: Iterator[tuple[int | None, Any, str | None]],
-           file: str, lossy: bool) -> Iterator[tuple[int | None, Any, str | None]]:
-    yield first
-    try:
-        yield from rest
-    except TraceFormatError as e:
-        raise (_lossy_note(e) if lossy else e) from None
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
