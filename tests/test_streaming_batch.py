@@ -95,3 +95,16 @@ def test_a_jsonl_file_is_read_in_parts_with_the_same_runs_and_problems(tmp_path,
     assert [t.id for part in parts for t in part.trajectories] == [t.id for t in whole.trajectories]
     assert len(whole.trajectories) == 149 and [p.record for p in whole.problems] == [70]
 
+
+
+def test_progress_total_of_a_streamed_jsonl_is_its_run_count_from_the_start(tmp_path, tau_file):
+    """Parts of one JSONL file are not files: the total is estimated from its lines (exact here), not
+    from the parts read so far (the bar read N/N throughout)."""
+    from trajaudit.engine.pipeline import audit_paths
+
+    recs = json.loads(tau_file.read_text())
+    src = tmp_path / "many.jsonl"
+    src.write_text("\n".join(json.dumps({**recs[i % 29], "task_id": f"r{i}"}) for i in range(70)) + "\n")
+    ticks = []
+    audit_paths([src], AuditSpec(), on_result=lambda i, r: None, progress=lambda d, t: ticks.append((d, t)))
+    assert ticks == [(k, 70) for k in range(1, 71)]

@@ -309,18 +309,20 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
     from trajaudit.engine.loader import expand_paths, iter_load
 
     files = list(expand_paths(check_paths("audit_paths", "paths", paths)))
+    expected = {str(f): _expected_runs(f) for f in files}
+    seen: dict[str, int] = {}
     load_problems: list[Problem] = []
     audit_problems: list[Problem] = []
-    counts = {"done": 0, "seen": 0, "base": 0}
+    counts = {"done": 0, "base": 0, "total": 0}
     ctx = build_context(spec)
     frozen = freeze_long_lived()  # the compiled rules and caches live for the whole batch
     try:
-        for n, (_, got) in enumerate(iter_load(files, format=format, mapping=mapping), 1):
+        for path, got in iter_load(files, format=format, mapping=mapping):
             load_problems.extend(got.problems)
             runs = got.trajectories
-            counts["seen"] += len(runs)
-            seen = counts["seen"]
-            total = seen if n == len(files) else max(seen, round(seen * len(files) / n))
+            key = str(path)
+            seen[key] = seen.get(key, 0) + len(runs) + len(got.problems)
+            total = sum(max(n, seen.get(f, 0)) for f, n in expected.items()) - len(load_problems)
 
             def finished(i: int, result: AuditResult | None, error: str | None, runs: list[Trajectory] = runs,
                          total: int = total) -> None:
@@ -329,11 +331,14 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
                 else:
                     audit_problems.append(_problem(runs[i], error or "not audited"))
                 counts["done"] += 1
+                counts["total"] = max(total, counts["done"])
                 if progress:
-                    progress(counts["done"], total)
+                    progress(counts["done"], counts["total"])
 
             audit_with(ctx, runs, range(len(runs)), spec.strategy, finished)
             counts["base"] += len(runs)
+        if progress and counts["done"] and counts["total"] != counts["done"]:
+            progress(counts["done"], counts["done"])  # the estimate made exact
     finally:
         if frozen:
             gc.unfreeze()
@@ -341,6 +346,18 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
     out = BatchResult()
     out.problems = load_problems + audit_problems
     return out
+
+
+def _expected_runs(path: Any) -> int:
+    """A progress estimate of a file's runs before it is read: its non-empty lines for JSONL, else 1
+    (a ``.json`` file of several runs corrects it when read)."""
+    if not str(path).endswith((".jsonl", ".ndjson")):
+        return 1
+    try:
+        with open(path, "rb") as f:
+            return max(1, sum(1 for line in f if line.strip()))
+    except OSError:
+        return 1
 
 
 def audit(
