@@ -314,7 +314,7 @@ class ValidationLog:
                 evidence, bindings = tuple((e.address, e.value, e.note) for e in r.evidence), r.bindings
             rows.append((r.step, r.rule_id, r.verdict, r.severity, r.rule_type, r.targets, r.message,
                          evidence, bindings, r.origin, r.reason))
-        return self.trajectory_id, self.skipped, tuple(self.incomplete), tuple(rows)
+        return self.trajectory_id, self.skipped, tuple(self.incomplete), tuple(rows), self.dropped_passes
 
     @classmethod
     def from_rows(cls, rows: tuple[Any, ...],
@@ -330,7 +330,7 @@ class ValidationLog:
         Raises:
             ValueError: a record was shipped without evidence and no ``derive`` was given.
         """
-        trajectory_id, skipped, incomplete, records = rows
+        trajectory_id, skipped, incomplete, records, *rest = rows  # rest: dropped_passes (rows of older versions lack it)
         out: list[Record] = []
         for step, rule_id, verdict, severity, rule_type, targets, message, evidence, bindings, origin, reason in records:
             if evidence is None:
@@ -341,14 +341,19 @@ class ValidationLog:
             else:
                 out.append(Record(step, rule_id, verdict, severity, rule_type, targets, message,
                                   tuple([Evidence(*e) for e in evidence]), bindings, origin, reason))
-        return cls(trajectory_id, out, skipped, list(incomplete))
+        return cls(trajectory_id, out, skipped, list(incomplete), int(rest[0]) if rest else 0)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ValidationLog:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict` (for a log of :meth:`without_passes`, the passes its summary counts
+        beyond its records are its ``dropped_passes``)."""
+        records = [Record.from_dict(r) for r in d.get("records", [])]
+        verdicts = d.get("summary", {}).get("verdicts", {})
+        shown = sum(1 for r in records if r.verdict == "pass")
         return cls(
             trajectory_id=d["trajectory_id"],
-            records=[Record.from_dict(r) for r in d.get("records", [])],
-            skipped=int(d.get("summary", {}).get("verdicts", {}).get("skip", 0)),
+            records=records,
+            skipped=int(verdicts.get("skip", 0)),
             incomplete=list(d.get("incomplete", [])),
+            dropped_passes=max(0, int(verdicts.get("pass", shown)) - shown),
         )
