@@ -21,6 +21,7 @@ from trajaudit.cli.common import (
 from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.trace_text import jsonl_lines
 from trajaudit.errors import TrajauditError
 
 
@@ -128,7 +129,7 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
     matches: list[Diagnosis] = []
     refused: list[str] = []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = jsonl_lines(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
         raise TrajauditError(f"{path}: cannot read diagnoses: {e}") from None
     for n, line in enumerate(lines, 1):

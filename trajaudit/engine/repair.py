@@ -36,6 +36,7 @@ from typing import Any
 from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.trace_text import jsonl_lines
 from trajaudit.errors import TrajauditError
 
 TEMPLATE_LABEL = "[template repair directive: built without an LLM from the diagnosis; not case-specific]"
@@ -137,7 +138,7 @@ def _raw_run(trajectory: Trajectory) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
         if path.suffix.lower() in (".jsonl", ".ndjson"):
-            line = [ln for n, ln in enumerate(text.splitlines()) if n == src.record]
+            line = [ln for n, ln in enumerate(jsonl_lines(text)) if n == src.record]
             doc = safe_json.loads(line[0]) if line else None
             record = None
         else:

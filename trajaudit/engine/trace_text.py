@@ -90,7 +90,7 @@ def documents(text: str, file: str, jsonl: bool) -> Iterator[tuple[int | None, A
             yield None, doc, None
             return
     found = False
-    for n, line in enumerate(text.splitlines()):
+    for n, line in enumerate(jsonl_lines(text)):
         if not line.strip():
             continue
         found = True
@@ -111,3 +111,11 @@ def chain_documents(first: tuple[int | None, Any, str | None], rest: Iterator[tu
         yield from rest
     except TraceFormatError as e:
         raise (lossy_note(e) if lossy else e) from None
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSONL text, split at ``"\n"`` only (a trailing ``"\r"`` dropped): ``str.splitlines``
+    also breaks at U+2028/U+2029 and U+0085, which JSON allows raw inside strings
+    (``json.dumps(..., ensure_ascii=False)`` writes them so) — a record would be cut in two and every
+    later record number shifted."""
+    return [line.removesuffix("\r") for line in text.split("\n")]

@@ -31,6 +31,7 @@ from trajaudit.engine.diagnosis import Diagnosis, other_run
 from trajaudit.engine.loader import expand_paths
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
+from trajaudit.engine.trace_text import jsonl_lines
 from trajaudit.errors import TrajauditError
 
 log = logging.getLogger(__name__)
@@ -304,7 +305,7 @@ def load_jsonl_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy | Non
     """
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8-sig").splitlines()
+        lines = jsonl_lines(p.read_text(encoding="utf-8-sig"))
     except OSError as e:
         raise GoldFormatError(f"cannot read: {e.strerror or e}", file=str(p)) from None
     gold = GoldSet(format="jsonl", source=str(p))

@@ -22,6 +22,7 @@ from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.strategy import AuditContext, Strategy, default_strategies
+from trajaudit.engine.trace_text import jsonl_lines
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError
 from trajaudit.eval.evaluate import find_run, index_trajectories
 from trajaudit.eval.gold import GoldSet
@@ -119,7 +120,7 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
         except ValueError as e:  # JSONDecodeError, NestedTooDeep
             raise TrajauditError(f"{p}: not valid JSON: {e}") from None
     else:
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(jsonl_lines(text), 1):
             if line.strip():
                 try:
                     docs.append((n, safe_json.loads(line)))
