@@ -118,4 +118,7 @@ def jsonl_lines(text: str) -> list[str]:
     also breaks at U+2028/U+2029 and U+0085, which JSON allows raw inside strings
     (``json.dumps(..., ensure_ascii=False)`` writes them so) — a record would be cut in two and every
     later record number shifted."""
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines and lines[-1] == "":  # a final newline ends the last line, as for str.splitlines
+        lines.pop()
+    return lines
