@@ -17,28 +17,12 @@ from trajaudit.cli.common import (
     input_format_option,
     report_load,
 )
-from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
+from trajaudit.engine.evidence import load_rules
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.rule_eval import evaluate
-from trajaudit.engine.rule_pack import load_pack
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
 
 _VERDICT_STYLE = {"fail": "bold red", "unknown": "yellow", "pass": "green"}
-
-
-def load_rules(packs: tuple[str, ...]) -> list[CompiledRule]:
-    """Load and compile every ``--rules`` pack; rule ids must be unique across packs (the check
-    ``audit`` makes: :func:`trajaudit.engine.evidence.unique_rules`; a pack given twice is read once),
-    and a rule another one supersedes is left out (:func:`~trajaudit.engine.evidence.superseded_ids`).
-
-    Raises:
-        RulePackError: an invalid pack, or ``rule id X is defined by both A and B``.
-    """
-    from trajaudit.engine.evidence import distinct_packs, superseded_ids, unique_rules
-
-    rules = unique_rules([(p, compile_rules(load_pack(p))) for p in distinct_packs(packs)])[0]
-    drop = superseded_ids(rules)
-    return [r for r in rules if r.id not in drop] if drop else rules
 
 
 def read_tools(path: str | None) -> list[dict[str, Any]] | None:
@@ -119,13 +103,9 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
     """
     if not packs and not tools_file:
         fail("give at least one --rules PACK or --tools TOOLS.json")
-    rules = load_rules(packs)
     tools = read_tools(tools_file)
-    if tools is not None:
-        from trajaudit.engine.tool_rules import rules_from_tools
-
-        taken = {r.id for r in rules}
-        rules += [r for r in compile_rules(rules_from_tools(tools)) if r.id not in taken]
+    # as audit combines packs: unique ids, superseded rules left out, the tools' SCHEMA rules added
+    rules = load_rules(packs, tools)
     res = load_many(list(files), format=input_format, mapping=mapping)
     report_load(res.trajectories, res.problems)
     if not res.trajectories:

@@ -121,19 +121,9 @@ def explain(pack: str, rule_id: str) -> None:
 
 def _superseded_by(rule_id: str) -> list[str]:
     """Ids of shipped rules whose ``metadata.supersedes`` names ``rule_id``."""
-    from trajaudit.engine.rule_pack import shipped_packs
+    from trajaudit.engine.rule_pack import shipped_rule_specs, supersedes_of
 
-    out = []
-    for name in shipped_packs():
-        try:
-            rules = load_pack(name).rules
-        except RulePackError:
-            continue
-        for r in rules:
-            names = (r.metadata or {}).get("supersedes")
-            if rule_id in (names if isinstance(names, list) else [names]) and r.id not in out:
-                out.append(r.id)
-    return out
+    return [r.id for r in shipped_rule_specs() if rule_id in supersedes_of(r)]
 
 
 # Subcommands of `rules`; siblings add theirs here (one line each).

@@ -269,6 +269,7 @@ def clear_caches(packs: bool = True) -> None:
         from trajaudit.engine import pack_cache, regex_safety, rule_parser
 
         _compiled_shipped.cache_clear()
+        _superseded_in.cache_clear()
         _loaded_shipped.cache_clear()
         rule_parser.clear_memo()
         regex_safety.clear_memo()
@@ -308,6 +309,11 @@ class DomainPack:
             RulePackError: a rule of the shipped pack does not compile (a packaging bug).
         """
         return _compiled_shipped(self.path)[1]
+
+    @property
+    def superseded(self) -> frozenset[str]:
+        """The rule ids this pack's rules supersede (:func:`superseded_ids`; computed once per process)."""
+        return _superseded_in(self.path)
 
     def applies(self, called: set[str]) -> bool:
         """Whether a run calling the tools ``called`` belongs to this domain."""
@@ -374,7 +380,7 @@ def rules_for(trajectory: Trajectory, context: AuditContext) -> tuple[list[Any],
     domains = [dp for dp in context.extra.get("domain_packs", ()) if dp.applies(called)]
     if not domains:
         return list(context.rules), []
-    drop = frozenset().union(*(superseded_ids(dp.rules) for dp in domains))
+    drop = frozenset().union(*(dp.superseded for dp in domains))
     rules = [r for r in context.rules if r.id not in drop] if drop else list(context.rules)
     for dp in domains:
         rules.extend(dp.rules)
@@ -395,12 +401,14 @@ def superseded_ids(rules: list[Any] | tuple[Any, ...]) -> frozenset[str]:
     Returns:
         The ids to leave out (empty when no rule declares any).
     """
-    out: set[str] = set()
-    for r in rules:
-        names = r.spec.metadata.get("supersedes") if r.spec.metadata else None
-        if names:
-            out.update(str(n) for n in (names if isinstance(names, list) else [names]) if str(n) != r.id)
-    return frozenset(out)
+    from trajaudit.engine.rule_pack import supersedes_of
+
+    return frozenset(n for r in rules for n in supersedes_of(r.spec))
+
+
+@lru_cache(maxsize=64)
+def _superseded_in(path: str) -> frozenset[str]:
+    return superseded_ids(_compiled_shipped(path)[1])
 
 
 def evaluate_rules(trajectory: Trajectory, rules: list[Any], context: AuditContext) -> ValidationLog:

@@ -281,18 +281,13 @@ def _target_findings(pack: RulePack) -> list[LintFinding]:
 def _supersedes_findings(pack: RulePack) -> list[LintFinding]:
     """``unknown-superseded``: ``metadata.supersedes`` must be a list of full rule ids of this pack or
     of a shipped pack (:func:`trajaudit.engine.evidence.superseded_ids` drops the rules it names)."""
-    from trajaudit.engine.rule_pack import shipped_packs
+    from trajaudit.engine.rule_pack import shipped_rule_specs
 
     wanted = [(spec, spec.metadata.get("supersedes")) for spec in pack.enabled_rules
               if spec.metadata and spec.metadata.get("supersedes") is not None]
     if not wanted:
         return []
-    known = {r.id for r in pack.rules}
-    for name in shipped_packs():
-        try:
-            known.update(r.id for r in load_pack(name).rules)
-        except RulePackError:  # a broken shipped pack is reported by its own lint
-            continue
+    known = {r.id for r in pack.rules} | {r.id for r in shipped_rule_specs()}
     out = []
     for spec, names in wanted:
         where = str(spec.field_locs.get("metadata", spec.loc))

@@ -156,6 +156,29 @@ def shipped_packs() -> list[str]:
     return sorted(n for n in names if not n.startswith("taxonomies."))
 
 
+def supersedes_of(spec: RuleSpec) -> list[str]:
+    """The rule ids ``spec``'s ``metadata.supersedes`` names (a list; any other value is read as one
+    id), without the rule's own id (a rule never supersedes itself)."""
+    names = spec.metadata.get("supersedes") if spec.metadata else None
+    if not names:
+        return []
+    return [str(n) for n in (names if isinstance(names, list) else [names]) if str(n) != spec.id]
+
+
+def shipped_rule_specs() -> list[RuleSpec]:
+    """Every rule of every shipped pack, each id once (a pack that fails to load is skipped: its own
+    lint reports it)."""
+    seen: dict[str, RuleSpec] = {}
+    for name in shipped_packs():
+        try:
+            rules = load_pack(name).rules
+        except RulePackError:
+            continue
+        for r in rules:
+            seen.setdefault(r.id, r)
+    return list(seen.values())
+
+
 def resolve_pack(ref: str, relative_to: str | None = None) -> Path:
     """Find a pack file: a path (relative to the including file), or a shipped pack's short name.
 
