@@ -22,6 +22,7 @@ from trajaudit.cli.common import (
     report_load,
 )
 from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.loader import FLAG_NON_UTF8
 from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths
 from trajaudit.engine.strategy import AuditConfig, default_strategies
 from trajaudit.errors import LLMUnreachableError
@@ -133,8 +134,6 @@ class _Kept:
 
     def add(self, i: int, r: AuditResult) -> None:
         """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
-        from trajaudit.engine.loader import FLAG_NON_UTF8
-
         d = r.diagnosis
         self.lines[i] = d.to_json()
         prev = r.trajectory.steps[d.critical_step].preview(60) if d.critical_step is not None else ""

@@ -313,32 +313,31 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
     seen: dict[str, int] = {}
     load_problems: list[Problem] = []
     audit_problems: list[Problem] = []
-    counts = {"done": 0, "base": 0, "total": 0}
+    runs: list[Trajectory] = []  # the part being audited, its first run's index in the batch, the total
+    base = done = total = 0
+
+    def finished(i: int, result: AuditResult | None, error: str | None) -> None:
+        nonlocal done
+        if result is not None:
+            on_result(base + i, result)
+        else:
+            audit_problems.append(_problem(runs[i], error or "not audited"))
+        done += 1
+        if progress:
+            progress(done, max(total, done))
+
     ctx = build_context(spec)
     frozen = freeze_long_lived()  # the compiled rules and caches live for the whole batch
     try:
         for path, got in iter_load(files, format=format, mapping=mapping):
             load_problems.extend(got.problems)
             runs = got.trajectories
-            key = str(path)
-            seen[key] = seen.get(key, 0) + len(runs) + len(got.problems)
+            seen[str(path)] = seen.get(str(path), 0) + len(runs) + len(got.problems)
             total = sum(max(n, seen.get(f, 0)) for f, n in expected.items()) - len(load_problems)
-
-            def finished(i: int, result: AuditResult | None, error: str | None, runs: list[Trajectory] = runs,
-                         total: int = total) -> None:
-                if result is not None:
-                    on_result(counts["base"] + i, result)
-                else:
-                    audit_problems.append(_problem(runs[i], error or "not audited"))
-                counts["done"] += 1
-                counts["total"] = max(total, counts["done"])
-                if progress:
-                    progress(counts["done"], counts["total"])
-
             audit_with(ctx, runs, range(len(runs)), spec.strategy, finished)
-            counts["base"] += len(runs)
-        if progress and counts["done"] and counts["total"] != counts["done"]:
-            progress(counts["done"], counts["done"])  # the estimate made exact
+            base += len(runs)
+        if progress and done and max(total, done) != done:
+            progress(done, done)  # the estimate made exact
     finally:
         if frozen:
             gc.unfreeze()
