@@ -109,9 +109,13 @@ def _parts_text(parts: Any) -> Any:
     return "\n".join(texts)
 
 
+def _id(value: Any) -> str | int | None:
+    """``value`` when it can be a call id (a string or an integer, not a bool), else ``None``."""
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
 def _call_id(item: dict[str, Any]) -> Any:
-    cid = item.get("call_id", item.get("id"))
-    return cid if isinstance(cid, (str, int)) and not isinstance(cid, bool) else None
+    return _id(item.get("call_id", item.get("id")))
 
 
 def normalize_item(item: dict[str, Any]) -> tuple[dict[str, Any], MessageNote]:
@@ -129,9 +133,9 @@ def normalize_item(item: dict[str, Any]) -> tuple[dict[str, Any], MessageNote]:
         return ({"role": "assistant", "content": "", "tool_calls": [call]},
                 MessageNote(() if ok else (FLAG_MALFORMED_CALL,)))
     if isinstance(kind, str) and kind.endswith("_call_output"):
-        cid = item.get("call_id")
+        cid = _id(item.get("call_id"))
         m = {"role": "tool", "content": _parts_text(item.get("output", ""))}
-        if isinstance(cid, (str, int)) and not isinstance(cid, bool):
+        if cid is not None:
             m["tool_call_id"] = cid
             return m, MessageNote(metadata={"item_type": kind})
         return m, MessageNote((FLAG_ORPHAN_TOOL_OUTPUT,), {"item_type": kind})
@@ -143,10 +147,9 @@ def normalize_item(item: dict[str, Any]) -> tuple[dict[str, Any], MessageNote]:
             meta["encrypted"] = True  # the reasoning is there, but only OpenAI can read it
         return {"role": "assistant", "content": text if text is not None else ""}, MessageNote(metadata=meta)
     if isinstance(kind, str) and kind.endswith("_call") and kind != "_call":
-        cid = item.get("call_id")
         args = {k: v for k, v in item.items() if k not in ("type", "id", "call_id", "status")}
         named = item.get("name")  # mcp_call: the MCP server's tool; the type names only the transport
-        call = {"id": cid if isinstance(cid, (str, int)) and not isinstance(cid, bool) else None,
+        call = {"id": _id(item.get("call_id")),
                 "name": named if isinstance(named, str) and named else kind[: -len("_call")], "arguments": args}
         return {"role": "assistant", "content": "", "tool_calls": [call]}, MessageNote(metadata={"item_type": kind})
     text = json.dumps(item, ensure_ascii=False, default=str)
