@@ -92,7 +92,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        kept = _Kept(slim_results=bool(report))
+        kept = _Kept(report, title=f"trajaudit report ({strategy})")
         try:
             batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping, progress=progress,
                                 on_result=kept.add)
@@ -105,12 +105,9 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         sys.stdout.write(lines)
     else:
         Path(output).write_text(lines, encoding="utf-8")
-    if report:
-        from trajaudit.report import render_html, render_markdown
-
-        text = (render_markdown if report.endswith((".md", ".markdown")) else render_html)(
-            [kept.results[i] for i in sorted(kept.results)], batch.problems, title=f"trajaudit report ({strategy})")
-        Path(report).write_text(text, encoding="utf-8")
+    if report and kept.report is not None:
+        Path(report).write_text(kept.report.render(batch.problems), encoding="utf-8")
+        kept.report.close()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
     if not kept.lines and not batch.problems:
@@ -122,15 +119,18 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 class _Kept:
     """What ``audit`` keeps of each run while the batch streams its results (memory for thousands of
     runs: a full result holds every pass record of the run's validation log): the diagnosis as its
-    JSONL line, a summary row, and — for ``--report`` only — the run with its log reduced to the
-    findings a report shows (:meth:`~trajaudit.engine.validation_log.ValidationLog.without_passes`)."""
+    JSONL line, a summary row, and — for ``--report`` only — the run's report section, rendered now and
+    spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
-    def __init__(self, slim_results: bool) -> None:
-        self.slim_results = slim_results
+    def __init__(self, report: str | None, title: str) -> None:
+        from trajaudit.report import HtmlReport, MarkdownReport
+
         self.lines: dict[int, str] = {}
         self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}
-        self.results: dict[int, AuditResult] = {}
         self.flagged: list[Trajectory] = []
+        self.report: HtmlReport | MarkdownReport | None = None
+        if report:
+            self.report = MarkdownReport(title=title) if report.endswith((".md", ".markdown")) else HtmlReport(title=title)
 
     def add(self, i: int, r: AuditResult) -> None:
         """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
@@ -143,8 +143,8 @@ class _Kept:
         self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, prev)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
-        if self.slim_results:
-            self.results[i] = AuditResult(r.trajectory, d, r.log.without_passes() if r.log else None, r.claims)
+        if self.report is not None:
+            self.report.add(i, r)
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from trajaudit.engine.pipeline import AuditResult
 from trajaudit.errors import Problem
 from trajaudit.report.markdown import evidence_text
+from trajaudit.report.stream import RUN_TOKEN, RunRow, SectionSpool
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -38,11 +39,11 @@ def _e(x: object) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _anchor(run_idx: int) -> str:
+def _anchor(run_idx: int | str) -> str:
     return f"run-{run_idx}"
 
 
-def _link_addresses(text: str, run_idx: int) -> str:
+def _link_addresses(text: str, run_idx: int | str) -> str:
     """Escape ``text`` and turn ``steps.N…`` addresses into links to the step rows of the same run."""
     out, pos = [], 0
     for m in _ADDR.finditer(text):
@@ -53,14 +54,14 @@ def _link_addresses(text: str, run_idx: int) -> str:
     return "".join(out)
 
 
-def _summary(results: Sequence[AuditResult], problems: Sequence[Problem]) -> str:
-    cats = Counter(r.diagnosis.category for r in results)
-    agents = Counter(r.diagnosis.agent or "—" for r in results)
-    rows = "".join(
-        f'<tr><td><a href="#{_anchor(i)}">{_e(r.trajectory.id)}</a></td><td>{_e(r.diagnosis.critical_step)}</td>'
-        f"<td>{_e(r.diagnosis.category)}</td><td>{_e(r.diagnosis.agent or '—')}</td>"
-        f"<td>{r.diagnosis.confidence:.2f}</td><td>{_e(r.trajectory.source.file or '')}</td></tr>"
-        for i, r in enumerate(results)
+def _summary(rows: Sequence[RunRow], problems: Sequence[Problem]) -> str:
+    cats = Counter(r.category for r in rows)
+    agents = Counter(r.agent or "—" for r in rows)
+    body = "".join(
+        f'<tr><td><a href="#{_anchor(i)}">{_e(r.id)}</a></td><td>{_e(r.critical_step)}</td>'
+        f"<td>{_e(r.category)}</td><td>{_e(r.agent or '—')}</td>"
+        f"<td>{r.confidence:.2f}</td><td>{_e(r.file or '')}</td></tr>"
+        for i, r in enumerate(rows)
     )
     cat_rows = "".join(f"<tr><td>{_e(k)}</td><td>{v}</td></tr>" for k, v in cats.most_common())
     agent_rows = "".join(f"<tr><td>{_e(k)}</td><td>{v}</td></tr>" for k, v in agents.most_common())
@@ -68,17 +69,17 @@ def _summary(results: Sequence[AuditResult], problems: Sequence[Problem]) -> str
     if problems:
         prob = "<h3>Skipped runs</h3><ul>" + "".join(f"<li>{_e(p.message)}</li>" for p in problems) + "</ul>"
     return (
-        f'<section class="run" id="summary"><h2>Summary</h2><p>{len(results)} run(s) audited, '
+        f'<section class="run" id="summary"><h2>Summary</h2><p>{len(rows)} run(s) audited, '
         f"{len(problems)} skipped.</p>"
         '<div style="display:flex;gap:24px;flex-wrap:wrap"><div><h3>Categories</h3><table>'
         f"<tr><th>category</th><th>runs</th></tr>{cat_rows}</table></div><div><h3>Agents</h3><table>"
         f"<tr><th>agent</th><th>runs</th></tr>{agent_rows}</table></div></div>"
         "<h3>Runs</h3><table><tr><th>run</th><th>critical step</th><th>category</th><th>agent</th>"
-        f"<th>confidence</th><th>file</th></tr>{rows}</table>{prob}</section>"
+        f"<th>confidence</th><th>file</th></tr>{body}</table>{prob}</section>"
     )
 
 
-def _run_section(i: int, r: AuditResult, preview_chars: int) -> str:
+def _run_section(i: int | str, r: AuditResult, preview_chars: int) -> str:
     t, d = r.trajectory, r.diagnosis
     marks: dict[int, list[str]] = {}
     if r.log is not None:
@@ -147,13 +148,45 @@ def render_html(
         extra_sections: trusted HTML fragments (e.g. citation-tracing chains) appended after the runs.
 
     Returns:
-        The whole HTML document as a string (UTF-8, inline CSS, no scripts or external assets).
+        The whole HTML document as a string (UTF-8, inline CSS, no scripts or external assets). A batch
+        that streams its results builds the same document with :class:`HtmlReport`.
     """
-    nav = "".join(f'<a href="#{_anchor(i)}">{_e(r.trajectory.id)}</a>' for i, r in enumerate(results[:200]))
-    body = _summary(results, problems) + "".join(_run_section(i, r, preview_chars) for i, r in enumerate(results))
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<meta name='viewport' content='width=device-width'><title>{_e(title)}</title><style>{_CSS}</style></head>"
-        f"<body><header class='top'><h1>{_e(title)}</h1></header><main><nav>{nav}</nav>{body}"
-        f"{''.join(extra_sections)}</main></body></html>"
-    )
+    report = HtmlReport(title=title, preview_chars=preview_chars)
+    for i, r in enumerate(results):
+        report.add(i, r)
+    return report.render(problems, extra_sections=extra_sections)
+
+
+class HtmlReport(SectionSpool):
+    """The HTML report of a batch whose results arrive one at a time, in any order (``audit_paths``'s
+    ``on_result``): each run's section is rendered when its result arrives and spooled (see
+    :class:`~trajaudit.report.stream.SectionSpool`); only a summary row per run stays in memory, so a
+    report of thousands of runs does not keep their trajectories and validation logs.
+    :meth:`render` gives exactly what :func:`render_html` gives for the results in index order.
+
+    Args:
+        title: the page title.
+        preview_chars: characters of each step's content shown in the timeline.
+    """
+
+    def __init__(self, *, title: str = "trajaudit report", preview_chars: int = 600) -> None:
+        super().__init__()
+        self.title = title
+        self.preview_chars = preview_chars
+
+    def add(self, index: int, result: AuditResult) -> None:
+        """Render run ``index``'s section (its position in the report is that of ``index`` among all
+        indexes added)."""
+        self.put(index, RunRow.of(result), _run_section(RUN_TOKEN, result, self.preview_chars))
+
+    def render(self, problems: Sequence[Problem] = (), *, extra_sections: Sequence[str] = ()) -> str:
+        """The whole document (see :func:`render_html`)."""
+        rows = self.rows()
+        nav = "".join(f'<a href="#{_anchor(i)}">{_e(r.id)}</a>' for i, r in enumerate(rows[:200]))
+        return (
+            "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width'><title>{_e(self.title)}</title><style>{_CSS}</style></head>"
+            f"<body><header class='top'><h1>{_e(self.title)}</h1></header><main><nav>{nav}</nav>"
+            + _summary(rows, problems) + "".join(self.sections()) +
+            f"{''.join(extra_sections)}</main></body></html>"
+        )

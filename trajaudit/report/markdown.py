@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from trajaudit.engine.pipeline import AuditResult
 from trajaudit.errors import Problem
+from trajaudit.report.stream import RunRow, SectionSpool
 
 
 def evidence_text(value: object, limit: int) -> str:
@@ -45,35 +46,64 @@ def render_markdown(results: Sequence[AuditResult], problems: Sequence[Problem] 
     """Render the batch as Markdown (GitHub-flavoured tables).
 
     Returns:
-        The document text.
+        The document text. A batch that streams its results builds the same text with
+        :class:`MarkdownReport`.
     """
-    lines = [f"# {_cell(title)}", "", f"{len(results)} run(s) audited, {len(problems)} skipped.", ""]
-    cats = Counter(r.diagnosis.category for r in results)
-    lines += ["| category | runs |", "|---|---|"] + [f"| {_cell(k)} | {v} |" for k, v in cats.most_common()] + [""]
-    lines += ["| run | critical step | category | agent | confidence | preview |", "|---|---|---|---|---|---|"]
-    for r in results:
-        d, t = r.diagnosis, r.trajectory
-        prev = t.steps[d.critical_step].preview(80) if d.critical_step is not None else ""
-        lines.append(f"| {_cell(t.id)} | {_cell(d.critical_step)} | {_cell(d.category)} | {_cell(d.agent or '—')} | "
-                     f"{d.confidence:.2f} | {_cell(prev)} |")
+    report = MarkdownReport(title=title)
+    for i, r in enumerate(results):
+        report.add(i, r)
+    return report.render(problems)
+
+
+def _section(r: AuditResult) -> str:
+    d = r.diagnosis
+    src = r.trajectory.source
+    lines = [f"## {_cell(r.trajectory.id)}", "", f"- file: {_code(src.file)}"
+             + (f" record {_cell(src.record)}" if src.record is not None else ""),
+             f"- critical step: **{_cell(d.critical_step)}** ({_cell(d.agent or '—')}), category "
+             f"**{_cell(d.category)}**, confidence {d.confidence:.2f}, strategy {_code(d.strategy)}",
+             f"- rationale: {_cell(d.rationale)}"]
+    if d.repair:
+        lines.append(f"- repair: {_cell(d.repair)}")
+    for e in d.evidence[:10]:
+        value = evidence_text(e.value, 160)
+        lines.append(f"  - evidence {_code(e.address)} {_cell(e.note or '')}" + (f": {_cell(value)}" if value else ""))
+    for c in d.candidates[1:5]:
+        lines.append(f"  - alternative: step {_cell(c.step)} ({_cell(c.category)}, score {c.score:.2f}) — "
+                     f"{_cell(c.reason)}")
     lines.append("")
-    for r in results:
-        d = r.diagnosis
-        src = r.trajectory.source
-        lines += [f"## {_cell(r.trajectory.id)}", "", f"- file: {_code(src.file)}"
-                  + (f" record {_cell(src.record)}" if src.record is not None else ""),
-                  f"- critical step: **{_cell(d.critical_step)}** ({_cell(d.agent or '—')}), category "
-                  f"**{_cell(d.category)}**, confidence {d.confidence:.2f}, strategy {_code(d.strategy)}",
-                  f"- rationale: {_cell(d.rationale)}"]
-        if d.repair:
-            lines.append(f"- repair: {_cell(d.repair)}")
-        for e in d.evidence[:10]:
-            value = evidence_text(e.value, 160)
-            lines.append(f"  - evidence {_code(e.address)} {_cell(e.note or '')}" + (f": {_cell(value)}" if value else ""))
-        for c in d.candidates[1:5]:
-            lines.append(f"  - alternative: step {_cell(c.step)} ({_cell(c.category)}, score {c.score:.2f}) — "
-                         f"{_cell(c.reason)}")
+    return "\n".join(lines)
+
+
+class MarkdownReport(SectionSpool):
+    """The Markdown report of a batch whose results arrive one at a time, in any order: as
+    :class:`~trajaudit.report.html.HtmlReport` (sections spooled, a summary row per run kept);
+    :meth:`render` gives exactly what :func:`render_markdown` gives for the results in index order.
+
+    Args:
+        title: the document's heading.
+    """
+
+    def __init__(self, *, title: str = "trajaudit report") -> None:
+        super().__init__()
+        self.title = title
+
+    def add(self, index: int, result: AuditResult) -> None:
+        """Render run ``index``'s section."""
+        self.put(index, RunRow.of(result), _section(result))
+
+    def render(self, problems: Sequence[Problem] = ()) -> str:
+        """The whole document (see :func:`render_markdown`)."""
+        rows = self.rows()
+        lines = [f"# {_cell(self.title)}", "", f"{len(rows)} run(s) audited, {len(problems)} skipped.", ""]
+        cats = Counter(r.category for r in rows)
+        lines += ["| category | runs |", "|---|---|"] + [f"| {_cell(k)} | {v} |" for k, v in cats.most_common()] + [""]
+        lines += ["| run | critical step | category | agent | confidence | preview |", "|---|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {_cell(r.id)} | {_cell(r.critical_step)} | {_cell(r.category)} | {_cell(r.agent or '—')} | "
+                         f"{r.confidence:.2f} | {_cell(r.preview)} |")
         lines.append("")
-    if problems:
-        lines += ["## Skipped runs", ""] + [f"- {_cell(p.message)}" for p in problems]
-    return "\n".join(lines) + "\n"
+        parts = ["\n".join(lines), *self.sections()]
+        if problems:
+            parts.append("\n".join(["## Skipped runs", ""] + [f"- {_cell(p.message)}" for p in problems]))
+        return "\n".join(parts) + "\n"

@@ -1,0 +1,87 @@
+"""Reports of batches that stream their results: per-run sections spooled, one summary row per run kept.
+
+A batch report used to need every run's result until the end (the summary table comes first): with
+the trajectories and validation logs, ~200 KiB per tau run. ``audit`` now renders each run's section
+when its result arrives (``audit_paths``'s ``on_result``, in completion order under ``--jobs``) into a
+spooled temporary file and keeps only a :class:`RunRow`; the document is put together in index order
+at the end, byte for byte what rendering the whole list gives (the renderers use this same path).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from trajaudit.engine.pipeline import AuditResult
+
+#: Stands for the run's position in the report inside a spooled section (HTML anchors): a position is
+#: known only once every run has arrived. Markup of the renderers never contains it and trace text
+#: cannot (every ``<`` of trace text is escaped to ``&lt;``).
+RUN_TOKEN = "<RUN>"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """What a report's summary needs of one run.
+
+    Attributes:
+        id: the trajectory id.
+        critical_step / category / agent / confidence: the diagnosis' fields.
+        file: the run's source file ("" when it came from memory).
+        preview: an 80-character preview of the critical step ("" without one).
+    """
+
+    id: str
+    critical_step: int | None
+    category: str
+    agent: str | None
+    confidence: float
+    file: str
+    preview: str
+
+    @classmethod
+    def of(cls, r: AuditResult) -> RunRow:
+        """The row of an audited run."""
+        d, t = r.diagnosis, r.trajectory
+        prev = t.steps[d.critical_step].preview(80) if d.critical_step is not None else ""
+        return cls(t.id, d.critical_step, d.category, d.agent, d.confidence, t.source.file or "", prev)
+
+
+class SectionSpool:
+    """Rendered per-run sections, by run index, in a spooled temporary file (memory up to 8 MiB, then
+    disk), and one :class:`RunRow` per run. Sections are read back in index order by
+    :meth:`sections`, with :data:`RUN_TOKEN` replaced by the run's 0-based position among the runs.
+    Text round-trips exactly (lone surrogates included). Not thread-safe; ``audit`` adds from the
+    thread that collects results."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=8 << 20)
+        self._at: dict[int, tuple[int, int]] = {}
+        self._rows: dict[int, RunRow] = {}
+
+    def put(self, index: int, row: RunRow, section: str) -> None:
+        """Keep run ``index``'s summary row and rendered section (a later put of the index replaces it)."""
+        data = section.encode("utf-8", "surrogatepass")
+        self._file.seek(0, 2)
+        self._at[index] = (self._file.tell(), len(data))
+        self._file.write(data)
+        self._rows[index] = row
+
+    def rows(self) -> list[RunRow]:
+        """The summary rows in index order."""
+        return [self._rows[i] for i in sorted(self._rows)]
+
+    def sections(self) -> Iterator[str]:
+        """The sections in index order, each with its position in place of :data:`RUN_TOKEN`."""
+        for pos, i in enumerate(sorted(self._at)):
+            start, size = self._at[i]
+            self._file.seek(start)
+            yield self._file.read(size).decode("utf-8", "surrogatepass").replace(RUN_TOKEN, str(pos))
+
+    def close(self) -> None:
+        """Drop the spooled sections (the temporary file is deleted)."""
+        self._file.close()
+
+    def __len__(self) -> int:
+        return len(self._rows)
