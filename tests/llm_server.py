@@ -11,6 +11,7 @@ Script answers with ``server.script(a, b, ...)`` (consumed in order) or ``server
 - a ``dict``/``list`` -> sent as JSON content; a ``str`` -> sent as content verbatim;
 - :class:`Reply` -> content/refusal/finish_reason as given;
 - :class:`Status` -> an HTTP error (``Status(429, retry_after=0.05)``, ``Status(500)``);
+- :class:`Raw` -> a body sent as is (``Raw("<html>…", "text/html")``: a proxy or web UI, not the API);
 - :class:`Sleep` -> sleep, then send ``then`` (the client has usually timed out by then);
 - a callable -> called with the request, its result is the answer (an exception it raises becomes
   an HTTP 500, like a broken server).
@@ -51,6 +52,15 @@ class Status:
     code: int
     message: str = "scripted error"
     retry_after: float | None = None
+
+
+@dataclass
+class Raw:
+    """A response body sent verbatim with HTTP ``code`` (a body that is not a chat completion)."""
+
+    body: str
+    content_type: str = "application/json"
+    code: int = 200
 
 
 @dataclass
@@ -134,11 +144,12 @@ class ScriptedLLMServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def _send(self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(body).encode()
+            def _send(self, code: int, body: dict[str, Any] | Raw, headers: dict[str, str] | None = None) -> None:
+                raw = isinstance(body, Raw)
+                data = body.body.encode() if raw else json.dumps(body).encode()
                 try:
                     self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", body.content_type if raw else "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for k, v in (headers or {}).items():
                         self.send_header(k, v)
@@ -175,6 +186,9 @@ class ScriptedLLMServer:
                 if isinstance(answer, Sleep):
                     time.sleep(answer.seconds)
                     self._answer(request, answer.then if answer.then is not None else Reply("{}"))
+                    return
+                if isinstance(answer, Raw):
+                    self._send(answer.code, answer)
                     return
                 if isinstance(answer, Status):
                     headers = {"x-should-retry": "false"} if answer.code in (400, 418) else {}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import logging
+import sys
 
 import click
 
@@ -27,6 +29,9 @@ def main(verbose: int) -> None:
     Finds where a failed run broke (the critical step), why (a root-cause category), who (the
     responsible agent), with an auditable validation log of evidence.
     """
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate in trace text prints as \ud800, no traceback
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from pathlib import Path
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -19,7 +18,9 @@ from trajaudit.cli.common import (
     handle_errors,
     llm_config_for,
     llm_options,
+    refuse_overwriting_input,
     report_load,
+    write_text,
 )
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import FLAG_NON_UTF8
@@ -81,6 +82,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     llm = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=repair, what=f"strategy {strategy!r}")
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
+    refuse_overwriting_input(output, paths)
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
                      default_packs=not no_default_packs, llm=llm, repair=repair)
     err = console(err=True)
@@ -104,9 +106,9 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     if output == "-":
         sys.stdout.write(lines)
     else:
-        Path(output).write_text(lines, encoding="utf-8")
+        write_text(output, lines)
     if report and kept.report is not None:
-        Path(report).write_text(kept.report.render(batch.problems), encoding="utf-8")
+        write_text(report, kept.report.render(batch.problems))
         kept.report.close()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
@@ -16,6 +15,7 @@ from trajaudit.cli.common import (
     handle_errors,
     input_format_option,
     report_load,
+    write_text,
 )
 from trajaudit.engine.evidence import load_rules
 from trajaudit.engine.loader import load_many
@@ -114,7 +114,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
     if out_format == "json" or output:
         text = json.dumps([lg.to_dict() for lg in logs], ensure_ascii=False, indent=1, default=str)
         if output:
-            Path(output).write_text(text + "\n", encoding="utf-8")
+            write_text(output, text + "\n")
         if out_format == "json":
             click.echo(text)
     if out_format == "table":

@@ -5,7 +5,6 @@ Research*: docs/citation.md)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 from rich.table import Table
@@ -18,6 +17,7 @@ from trajaudit.cli.common import (
     fail,
     handle_errors,
     llm_options,
+    write_text,
 )
 
 
@@ -90,9 +90,9 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
     else:
         report = audit_citations(run, OfflineJudge())
     if html_out:
-        Path(html_out).write_text(render_page(report), encoding="utf-8")
+        write_text(html_out, render_page(report))
     if log_out:
-        Path(log_out).write_text(to_validation_log(report).to_json(), encoding="utf-8")
+        write_text(log_out, to_validation_log(report).to_json())
     if out_format == "json":
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     else:

@@ -7,8 +7,10 @@ Exit codes: 0 success; 1 findings at or above the requested level (or runs that 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -46,6 +48,34 @@ def fail(message: str) -> None:
     """Print ``error: message`` to stderr and exit with code 2."""
     console(err=True).print(f"[bold red]error:[/] {escape(clip(message))}", markup=True, highlight=False)
     sys.exit(EXIT_USAGE)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write an output file as UTF-8. A lone surrogate (``"\\ud800"`` is a legal JSON escape, so a
+    trace can carry one into a message, a preview or a resumed run) is written as the escape
+    ``\\ud800``: in JSON output that is the same string again, in HTML/Markdown visible text; a
+    strict ``write_text`` raised ``UnicodeEncodeError`` (a traceback) instead.
+
+    Raises:
+        OSError: the file cannot be written (``handle_errors`` reports it).
+    """
+    Path(path).write_bytes(text.encode("utf-8", "backslashreplace"))
+
+
+def refuse_overwriting_input(output: str | None, inputs: Iterable[str], option: str = "-o/--output") -> None:
+    """Refuse an output path that is one of the input files named on the command line (the same
+    file, also through a link): writing it would destroy the trace being read. Inputs found by
+    expanding folders or globs are not checked (re-auditing ``runs/`` may rewrite ``runs/d.jsonl``).
+
+    Raises:
+        TrajauditError: naming the option and the file.
+    """
+    if not output or output == "-" or not os.path.exists(output):
+        return
+    for given in inputs:
+        if os.path.isfile(given) and os.path.samefile(given, output):
+            raise TrajauditError(f"{option} {output!r} is the input file {given!r}: writing it would overwrite "
+                                 "the trace; choose another output path")
 
 
 def report_problems(problems: list[Problem]) -> None:

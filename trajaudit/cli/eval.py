@@ -17,6 +17,7 @@ from trajaudit.cli.common import (
     input_format_option,
     llm_options,
     report_problems,
+    write_text,
 )
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.strategy import default_strategies
@@ -103,7 +104,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         if not diagnoses:
             fail(f"no run could be diagnosed with strategy {strategy!r} ({skipped} skipped): nothing to score")
         if save_pred:
-            Path(save_pred).write_text("".join(d.to_json() + "\n" for d in diagnoses), encoding="utf-8")
+            write_text(save_pred, "".join(d.to_json() + "\n" for d in diagnoses))
             err.print(f"wrote {len(diagnoses)} diagnoses to {save_pred}", highlight=False)
     else:
         diagnoses, problems = read_diagnoses(pred)
@@ -139,7 +140,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
             buf = StringIO()
             report.render(Console(file=buf, width=160, highlight=False), max_misses=max_misses)
             text = buf.getvalue()
-        Path(output).write_text(text, encoding="utf-8")
+        write_text(output, text)
         err.print(f"wrote the {out_format} report to {output}", highlight=False)
     elif text is not None:
         click.echo(text, nl=not text.endswith("\n"))

@@ -17,12 +17,14 @@ from trajaudit.cli.common import (
     handle_errors,
     llm_config_for,
     llm_options,
+    refuse_overwriting_input,
+    write_text,
 )
 from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.trace_text import jsonl_lines
-from trajaudit.errors import TrajauditError
+from trajaudit.errors import DiagnosisFormatError, TrajauditError
 
 
 @click.command("repair")
@@ -65,6 +67,7 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
         raise TrajauditError("give --diagnosis or --strategy, not both")
     if not output.lower().endswith(".json"):
         raise TrajauditError(f"-o/--output must end in .json (the resumed run is one JSON document), got {output!r}")
+    refuse_overwriting_input(output, [file])
     t = _load_one(file, record, fmt, mapping)
     client = None
     try:
@@ -97,7 +100,7 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
         if client is not None:
             client.close()
     doc, described = resume_document(t, d.critical_step, directive)
-    Path(output).write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_text(output, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
     out = console(err=True)
     out.print(f"{t.id}: critical step {d.critical_step} ({d.agent or 'unnamed'}, {d.category}, {d.strategy}); "
               f"directive from {source}", markup=False, highlight=False, soft_wrap=True)
@@ -138,7 +141,8 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
         try:
             d = Diagnosis.from_dict(safe_json.loads(line))
         except (ValueError, KeyError, TypeError) as e:
-            raise TrajauditError(f"{path}:{n}: not a diagnosis: {e}") from None
+            why = str(e) if isinstance(e, DiagnosisFormatError) else f"not a diagnosis: {e}"
+            raise TrajauditError(f"{path}:{n}: {why}") from None
         if d.trajectory_id != t.id:
             continue
         why = other_run(d, t.source.file, t.source.record)

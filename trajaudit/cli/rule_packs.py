@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from trajaudit.cli.common import console, fail, handle_errors
+from trajaudit.cli.common import console, fail, handle_errors, write_text
 from trajaudit.engine.rule_pack import RulePack, load_pack, shipped_packs
 from trajaudit.engine.tool_rules import read_tools_file, synthesize_tool_rules
 from trajaudit.errors import RulePackError
@@ -111,7 +111,7 @@ def from_tools(tools_file: str, output: str | None, name: str) -> None:
               f"# Test it with `trajaudit rules test FILE`.\n")
     text = header + yaml.safe_dump(tr.pack, sort_keys=False, allow_unicode=True, width=120)
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        write_text(output, text)
     else:
         click.echo(text, nl=False)
     err = console(err=True)

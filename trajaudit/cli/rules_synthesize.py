@@ -15,6 +15,7 @@ from trajaudit.cli.common import (
     console,
     handle_errors,
     llm_options,
+    write_text,
 )
 from trajaudit.errors import TrajauditError
 
@@ -62,7 +63,7 @@ def synthesize(policy: str | None, tools: str | None, output: str, pack_name: st
     header = _header(result, policy, policy_text, tools, len(tool_list), reflect)
     text = result.to_yaml(header, description=f"Rules synthesized from {Path(policy).name if policy else 'tool schemas'}"
                           + (f" and {Path(tools).name}" if tools and policy else ""))
-    Path(output).write_text(text, encoding="utf-8")
+    write_text(output, text)
     out = console(err=True)
     for r in result.rules:
         out.print(f"kept      {name}.{r['id']}: {r.get('title', '')}", markup=False, highlight=False, soft_wrap=True)

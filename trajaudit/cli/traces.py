@@ -8,7 +8,15 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from trajaudit.cli.common import console, fail, format_options, handle_errors, report_load
+from trajaudit.cli.common import (
+    console,
+    fail,
+    format_options,
+    handle_errors,
+    refuse_overwriting_input,
+    report_load,
+    write_text,
+)
 from trajaudit.engine.ir import FLAG_SPLIT_MESSAGE
 from trajaudit.engine.loader import TRACE_SUFFIXES, load_path
 
@@ -78,6 +86,7 @@ def convert(file: str, output: str, record: int | None, fmt: str | None, mapping
     """
     if not output.lower().endswith(TRACE_SUFFIXES):
         fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
+    refuse_overwriting_input(output, [file])
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_load(res.trajectories, res.problems)
     if not res.trajectories:
@@ -85,7 +94,7 @@ def convert(file: str, output: str, record: int | None, fmt: str | None, mapping
     dicts = [t.to_dict() for t in res.trajectories]
     out = Path(output)
     if output.lower().endswith((".jsonl", ".ndjson")):
-        out.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts), encoding="utf-8")
+        write_text(out, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))
     else:
-        out.write_text(json.dumps(dicts[0] if len(dicts) == 1 else dicts, ensure_ascii=False, indent=1), encoding="utf-8")
+        write_text(out, json.dumps(dicts[0] if len(dicts) == 1 else dicts, ensure_ascii=False, indent=1))
     console(err=True).print(f"wrote {len(dicts)} trajectory(ies) to {output}", highlight=False)

@@ -140,6 +140,11 @@ class Diagnosis:
     @classmethod
     def _from_dict(cls, d: Mapping[str, Any]) -> Diagnosis:
         span = d.get("tolerance_span")
+        step, repair = d.get("critical_step"), d.get("repair")
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+            raise ValueError(f"critical_step must be an integer or null, got {step!r}")
+        if repair is not None and not isinstance(repair, str):
+            raise ValueError(f"repair must be a string or null, got {type(repair).__name__}")
         return cls(
             trajectory_id=str(d["trajectory_id"]),
             critical_step=d.get("critical_step"),

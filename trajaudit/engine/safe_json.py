@@ -46,15 +46,23 @@ def too_deep(doc: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def loads(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads(text: str | bytes, limit: int = MAX_DEPTH, *, allow_nan: bool = True) -> Any:
     """``json.loads(text)``, refusing documents nested more than ``limit`` levels.
+
+    ``allow_nan=False`` also refuses ``NaN``, ``Infinity`` and ``-Infinity``, which Python's parser
+    accepts but JSON does not (used for model answers).
 
     Raises:
         json.JSONDecodeError: not JSON (as ``json.loads``).
         NestedTooDeep: nested more than ``limit`` levels (also when the parser itself ran out of stack).
+        ValueError: a ``NaN``/``Infinity`` constant when ``allow_nan`` is false.
     """
     try:
-        doc = json.loads(text)
+        doc = json.loads(text) if allow_nan else json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
         raise NestedTooDeep(limit) from None
     if type(doc) is not dict and type(doc) is not list:

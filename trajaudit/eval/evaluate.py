@@ -11,6 +11,7 @@ Metric definitions and sources: :mod:`trajaudit.eval.metrics` and ``docs/eval.md
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -171,6 +172,12 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
     for key, g in gold.items():
         d = preds.get(key)
         t = find_run(index, key, g, d)
+        if t is not None and g.critical_step is not None and not 0 <= g.critical_step < len(t.steps):
+            # a gold step past the loaded run names no message: excluded from step metrics, as a
+            # Who&When mistake_step out of range is (a distance to it would swamp the means)
+            g = dataclasses.replace(g, critical_step=None, problem=(
+                f"gold critical_step {g.critical_step} is outside the run's {len(t.steps)} steps "
+                f"(valid: 0..{len(t.steps) - 1}); excluded from step metrics"))
         cat = None
         if d is not None and d.category:
             cat = tax.try_normalize(d.category) if tax else d.category

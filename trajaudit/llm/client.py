@@ -28,10 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import jsonschema
-from jsonschema.exceptions import best_match
 
-from trajaudit.engine import safe_json
 from trajaudit.errors import ConfigError, LLMError, LLMUnreachableError
+from trajaudit.llm.answers import NotACompletion, clip_for_reask, completion_parts, parse_json_answer
 from trajaudit.llm.cache import ResponseCache, request_key
 from trajaudit.llm.config import LLMConfig
 from trajaudit.llm.prompting import render_prompt
@@ -40,9 +39,6 @@ from trajaudit.llm.usage import Usage, record
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
-
-_FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL)
-
 
 def import_openai() -> Any:
     """Import the ``openai`` package on first use.
@@ -61,37 +57,6 @@ def import_openai() -> Any:
 def messages_chars(messages: Iterable[dict[str, Any]]) -> int:
     """Total characters of the messages' text content."""
     return sum(len(m.get("content") or "") for m in messages)
-
-
-def parse_json_answer(content: str | None, validator: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """Parse a model answer as one JSON object and validate it.
-
-    A single surrounding Markdown code fence is tolerated. Nothing in the answer is executed. An
-    answer nested more than ``safe_json.MAX_DEPTH`` levels (a model stuck repeating ``[``) is an
-    invalid answer like any other, not a ``RecursionError``.
-
-    Returns:
-        ``(value, None)`` when valid, else ``(None, error text)``.
-    """
-    text = (content or "").strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    if not text:
-        return None, "the answer was empty"
-    try:
-        value = safe_json.loads(text)
-    except safe_json.NestedTooDeep as e:
-        return None, f"the answer is not usable JSON: {e}"
-    except json.JSONDecodeError as e:
-        return None, f"the answer is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"
-    if not isinstance(value, dict):
-        return None, f"the answer must be a JSON object, got {type(value).__name__}"
-    errors = list(validator.iter_errors(value))
-    if errors:
-        e = best_match(errors)
-        return None, f"the JSON does not match the schema at {e.json_path}: {e.message}"[:600]
-    return value, None
 
 
 class LLMClient:
@@ -164,7 +129,8 @@ class LLMClient:
         if error is not None:
             log.info("%s: invalid answer, asking once more: %s", name, error)
             record(self.usage, schema_retries=1)
-            convo = convo + [{"role": "assistant", "content": content or ""}] + \
+            said = clip_for_reask(content or "", 8 * self.config.max_tokens)
+            convo = convo + [{"role": "assistant", "content": said}] + \
                 [m for m in render_prompt("repair_json", error=error) if m["role"] == "user"]
             content = self._call_structured(convo, schema, name, chars)
             value, error = parse_json_answer(content, validator)
@@ -335,22 +301,22 @@ class LLMClient:
                        latency_s=time.perf_counter() - t0)
                 raise self._error(e, name) from None
             latency = time.perf_counter() - t0
-        usage = getattr(resp, "usage", None)
-        choice = resp.choices[0] if resp.choices else None
-        message = choice.message if choice is not None else None
-        content = message.content if message is not None else None
+        try:
+            choice, content, refusal, (tokens_in, tokens_out) = completion_parts(resp)
+        except NotACompletion as e:
+            record(self.usage, calls=1, requests=1, failures=1, input_chars=in_chars, latency_s=latency)
+            raise LLMError(f"{name}: {self.config.base_url} answered HTTP 200 with {e}; is it the "
+                           "OpenAI-compatible API root (usually ending in /v1)?") from None
         chars["output"] += len(content or "")
         record(self.usage, calls=1, latency_s=latency, input_chars=in_chars, output_chars=len(content or ""),
-               input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-               output_tokens=int(getattr(usage, "completion_tokens", 0) or 0))
-        if message is None:
+               input_tokens=tokens_in, output_tokens=tokens_out)
+        if choice is None:
             record(self.usage, requests=1, failures=1)
             raise LLMError(f"{name}: the endpoint returned no choices")
-        refusal = getattr(message, "refusal", None)
         if refusal:
             record(self.usage, requests=1, failures=1)
             raise LLMError(f"{name}: the model refused: {refusal}")
-        if choice is not None and choice.finish_reason == "length":
+        if getattr(choice, "finish_reason", None) == "length":
             log.warning("%s: the answer hit max_tokens=%d and may be cut off", name, self.config.max_tokens)
         return content
 
