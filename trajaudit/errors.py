@@ -43,7 +43,7 @@ class TraceFormatError(TrajauditError):
 
     def located(self, *, file: str | None = None, record: int | None = None) -> TraceFormatError:
         """Return a copy with ``file``/``record`` filled in where they were missing."""
-        return TraceFormatError(
+        return type(self)(
             self.message,
             file=self.file or file,
             record=self.record if self.record is not None else record,
@@ -62,6 +62,12 @@ class TraceFormatError(TrajauditError):
         prefix = ": ".join([", ".join(where)]) + ": " if where else ""
         via = f" (format: {self.adapter})" if self.adapter else ""
         return f"{prefix}{self.message}{via}"
+
+
+class FormatMismatchError(TraceFormatError):
+    """A forced input format (``--input-format``, ``format=``) cannot read a document at all: none of
+    its runs has that format's shape. The message names the format and what it expected. A run of a
+    batch that the format cannot read is a per-run problem instead (the other runs load)."""
 
 
 class RulePackError(TrajauditError):

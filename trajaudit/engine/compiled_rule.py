@@ -105,6 +105,7 @@ class CompiledRule:
             for name in used:  # the values the rule reads (a long regex or list shortened)
                 v = s.params.get(name)
                 text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+                text = " ".join(text.split()) if "\n" in text else text  # a verbose (?x) regex on one line
                 lines.append(f"    {name} = {text if len(text) <= 160 else text[:157] + '...'}")
         return "\n".join(lines)
 

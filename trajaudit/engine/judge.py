@@ -133,23 +133,31 @@ def blame(t: Trajectory, rec: Record) -> int | None:
     return k if s.kind == "user" else None  # a run that ends on this user turn: nothing later to blame
 
 
-def _recovered(t: Trajectory, step: int, rec: Record) -> bool:
+def _last_success(t: Trajectory) -> dict[tuple[str | None, str], int]:
+    """``{(agent, tool name): index of the last step where that agent's call of that tool, with a call
+    id, got an output that is not an error}`` — what :func:`_recovered` asks of every later step."""
+    last: dict[tuple[str | None, str], int] = {}
+    for s in t.steps:
+        for c in s.tool_calls:
+            if c.id is None:
+                continue
+            res = t.output_after(c.id, s.index)
+            if res is not None and not res.tool_output.is_error:
+                last[(s.agent, c.name)] = s.index
+    return last
+
+
+def _recovered(t: Trajectory, step: int, rec: Record, last_success: dict[tuple[str | None, str], int]) -> bool:
+    """A finding is recovered when its rule says so (binding ``recovered``) or when a call of the step
+    failed and the same agent later called the same tool successfully (AgentRx: a failed call retried
+    successfully is not the critical failure). ``last_success`` is :func:`_last_success` of ``t``."""
     if rec.bindings.get("recovered") is True:
         return True
     s = t.steps[step]
     for call in s.tool_calls:
         out = t.output_after(call.id, step)
-        if out is None or not out.tool_output.is_error:
-            continue
-        for later in t.steps[out.index + 1:]:
-            if later.agent != s.agent:
-                continue
-            for c2 in later.tool_calls:
-                if c2.name != call.name or c2.id is None:
-                    continue
-                res = t.output_after(c2.id, later.index)
-                if res is not None and not res.tool_output.is_error:
-                    return True
+        if out is not None and out.tool_output.is_error and last_success.get((s.agent, call.name), -1) > out.index:
+            return True
     return False
 
 
@@ -180,6 +188,7 @@ class OfflineJudge:
         floor = severity_rank(min_severity)
         cands: dict[int, _Cand] = {}
         bonus: dict[int, float] = defaultdict(float)
+        last_success: dict[tuple[str | None, str], int] | None = None
         for rec in records:
             if rec.verdict != "fail":
                 continue
@@ -194,7 +203,9 @@ class OfflineJudge:
             if step is None:
                 continue
             w = SEVERITY_WEIGHT.get(rec.severity, 1.0) * float(rec.bindings.get("weight", 1.0) or 1.0)
-            rec_ok = _recovered(t, step, rec)
+            if last_success is None:
+                last_success = _last_success(t)
+            rec_ok = _recovered(t, step, rec, last_success)
             if rec_ok:
                 w *= self.settings.recovered_factor
             c = cands.setdefault(step, _Cand(step))

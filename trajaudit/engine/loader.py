@@ -1,8 +1,9 @@
 """Reading trace files into trajectories: decoding, JSON/JSONL parsing, format detection, validation.
 
 One broken run in a multi-run file is reported as a :class:`~trajaudit.errors.Problem` and skipped;
-the other runs still load. Whole-file failures (unreadable, empty, not JSON, no format matches)
-raise :class:`~trajaudit.errors.TraceFormatError` naming the file.
+the other runs still load — also with a forced format, whose shape check is per run. Whole-file
+failures (unreadable, empty, not JSON, no format matches, not in the forced format at all) raise
+:class:`~trajaudit.errors.TraceFormatError` naming the file.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, defa
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace_text import chain_documents, decode, documents, lossy_note
-from trajaudit.errors import ConfigError, Problem, TraceFormatError
+from trajaudit.errors import ConfigError, FormatMismatchError, Problem, TraceFormatError
 from trajaudit.registry import Registry
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -95,13 +96,15 @@ def load_document(
     Args:
         doc: the parsed JSON.
         file: the file it came from, for messages and ``Source``.
-        format: force an adapter by name (skips detection).
+        format: force an adapter by name (skips detection; its shape check runs per run: a run it
+            refuses is a problem, the others load).
         mapping: a mapping adapter to use instead of the registry.
         record: keep only this 0-based record.
         line: the JSONL line this document came from (used as the record number).
 
     Raises:
         TraceFormatError: the format cannot be determined, or ``record`` is out of range.
+        FormatMismatchError: (a ``TraceFormatError``) the forced ``format`` fits none of its runs.
     """
     options = options or LoadOptions()
     adapters = adapters or default_adapters()
@@ -111,13 +114,6 @@ def load_document(
         raise TraceFormatError(str(e.args[0]), file=file) from None
     except TraceFormatError as e:
         raise e.located(file=file, record=line) from None
-    if format and mapping is None:
-        # --format skips detection among formats, not the format's own shape check: forcing
-        # 'openai' on a tau file must not produce 29 empty "<missing>" steps.
-        sniff = getattr(adapter, "accepts", adapter.sniff)(doc)
-        if not sniff.ok:
-            raise TraceFormatError(f"not in the {format!r} format: {sniff.reason}", file=file, record=line,
-                                   adapter=format)
     runs = adapter.records(doc)
     if mapping is not None and len(runs) <= 1:
         sniff = mapping.sniff(doc)
@@ -136,8 +132,11 @@ def load_document(
         if not 0 <= record < len(runs):
             raise TraceFormatError(f"record {record} out of range: the file holds {len(runs)} run(s)", file=file)
         indexed = [(record, runs[record])]
-    for rec, run in indexed:
+    misfit = _misfits(adapter, indexed, file=file, line=line) if format and mapping is None else {}
+    for i, (rec, run) in enumerate(indexed):
         try:
+            if i in misfit:
+                raise misfit[i]
             traj = adapter.convert(run, source=Source(adapter.name, file, rec), options=options)
             if flags:
                 traj = Trajectory(**{**traj.__dict__, "flags": traj.flags + flags})
@@ -152,6 +151,39 @@ def load_document(
             located = err.located(file=file, record=rec)
             result.problems.append(Problem(file or "<input>", rec, str(located), problem_details(flags)))
     return result
+
+
+def _misfits(adapter: Adapter, indexed: list[tuple[int | None, Any]], *, file: str | None, line: int | None
+             ) -> dict[int, FormatMismatchError]:
+    """The forced format's own shape check, run by run: ``{position in indexed: error}`` for the runs
+    ``adapter`` cannot read (each then goes the per-run problem path of :func:`load_document`, so the others load).
+
+    ``--input-format`` skips detection among formats, not the format's shape check (``accepts`` when
+    the adapter has one, else ``sniff``): forcing 'openai' on a tau file must not produce 29 empty
+    "<missing>" steps.
+
+    Raises:
+        FormatMismatchError: no run fits — the document is not in that format at all: one error naming
+            the format and what it expected (the first run's reason), not one per run.
+    """
+    check = getattr(adapter, "accepts", adapter.sniff)
+    bad: dict[int, FormatMismatchError] = {}
+    for i, (_, run) in enumerate(indexed):
+        s = check(run)
+        if not s.ok:
+            bad[i] = FormatMismatchError(f"not in the {adapter.name!r} format: {s.reason}", adapter=adapter.name)
+    if len(bad) == len(indexed):
+        where = line if line is not None else (indexed[0][0] if len(indexed) == 1 else None)  # a record picked
+        raise _all_misfit(bad[0], len(indexed)).located(file=file, record=where)
+    return bad
+
+
+def _all_misfit(first: FormatMismatchError, n: int) -> FormatMismatchError:
+    """The one error for a document or file none of whose ``n`` records the forced format can read:
+    ``first`` (the first record's), with "(all n records; the first shown)" when ``n`` > 1."""
+    if n < 2:
+        return first
+    return FormatMismatchError(f"{first.message} (all {n} records; the first shown)", adapter=first.adapter)
 
 
 def _mapping_for(format: str | None, mapping: str | os.PathLike[str] | MappingAdapter | None) -> MappingAdapter | None:
@@ -188,7 +220,9 @@ def load_path(
         :class:`LoadResult`; runs that failed are in ``problems`` with file and record.
 
     Raises:
-        TraceFormatError: the file is unreadable, empty, not JSON, or matches no format.
+        TraceFormatError: the file is unreadable, empty, not JSON, or matches no format;
+            :class:`~trajaudit.errors.FormatMismatchError` when the forced ``format`` fits none of its
+            records (one error for the file, not one per record: docs/input.md).
         ArgumentTypeError: ``path`` is not a ``str``/``os.PathLike``, or ``record`` is not an int.
         ConfigError: both ``format`` and ``mapping`` are given.
     """
@@ -229,6 +263,9 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
         raise (lossy_note(e) if lossy else e) from None
     multi = jsonl or first[0] is not None  # a .json file of several JSON lines reads as JSONL
     part = LoadResult()
+    misfit: FormatMismatchError | None = None  # the first record the forced format refused
+    n_misfits = 0
+    loaded = False
     for line, doc, err in chain_documents(first, docs, file, lossy):
         if record is not None and multi and line != record:
             continue
@@ -245,10 +282,18 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
         except TraceFormatError as e:
             if not multi:
                 raise (lossy_note(e) if lossy else e) from None
+            if isinstance(e, FormatMismatchError):
+                misfit, n_misfits = misfit or e, n_misfits + 1
             part.problems.append(Problem(file, line, str(e.located(file=file, record=line)), problem_details(flags)))
+        loaded = loaded or bool(part.trajectories)
         if chunk is not None and len(part.trajectories) >= chunk:
             yield part
             part = LoadResult()
+    if misfit is not None and not loaded and n_misfits > 1 and n_misfits == len(part.problems):
+        # not in the forced format at all: one error for the file, not one copy per line
+        e = _all_misfit(misfit, n_misfits)
+        e = FormatMismatchError(e.message, file=file, adapter=e.adapter)
+        raise (lossy_note(e) if lossy else e)
     yield part
 
 

@@ -67,7 +67,7 @@ def decode(data: bytes, file: str) -> tuple[str, bool]:
 
 def lossy_note(e: TraceFormatError) -> TraceFormatError:
     """``e`` with a note that the file is not valid UTF-8 (a likely cause of a whole-file failure)."""
-    return TraceFormatError(f"{e.message} (the file is not valid UTF-8; undecodable bytes were replaced)",
+    return type(e)(f"{e.message} (the file is not valid UTF-8; undecodable bytes were replaced)",
                             file=e.file, record=e.record, json_path=e.json_path, adapter=e.adapter)
 
 

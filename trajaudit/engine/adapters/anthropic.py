@@ -39,6 +39,7 @@ from typing import Any
 from trajaudit.engine.adapters.base import (
     LoadOptions,
     Sniff,
+    is_run_list,
     role_messages_check,
     run_messages,
     split_runs,
@@ -278,7 +279,7 @@ class AnthropicAdapter:
         """Match only on positive evidence: a ``tool_use``/``tool_result``/``thinking``/
         ``redacted_thinking`` content block, or a top-level ``system`` beside ``messages`` (plain
         OpenAI messages have the same roles)."""
-        if isinstance(doc, list) and doc and all(_is_run(r) for r in doc):
+        if is_run_list(doc, _is_run):
             ok = any(_run_sniff(r) for r in doc)
         else:
             ok = _run_sniff(doc)

@@ -354,12 +354,24 @@ def assemble(
     )
 
 
+def _message_like(x: Any) -> bool:
+    """An object with a ``role`` or ``type``: a message or item of some chat format, never a run."""
+    return isinstance(x, dict) and ("role" in x or "type" in x)
+
+
+def is_run_list(doc: Any, is_run: Callable[[Any], bool]) -> bool:
+    """Whether ``doc`` is a list of runs: a list with at least one run (``is_run``) and no element
+    that looks like a message (an object with a ``role`` or ``type``). Its other elements (``null``,
+    ``{}``, a run whose ``messages`` is no list) are broken runs, read and reported one by one, so
+    one of them does not turn the whole batch into a single unreadable "message list"."""
+    return (isinstance(doc, list) and any(is_run(r) for r in doc)
+            and all(is_run(r) or not _message_like(r) for r in doc))
+
+
 def split_runs(doc: Any, is_run: Callable[[Any], bool]) -> list[Any]:
-    """An adapter's ``records``: a non-empty list whose every element is a run (``is_run``) holds one
-    record per element; any other document is one run."""
-    if isinstance(doc, list) and doc and all(is_run(r) for r in doc):
-        return list(doc)
-    return [doc]
+    """An adapter's ``records``: a list of runs (:func:`is_run_list`) holds one record per element;
+    any other document is one run."""
+    return list(doc) if is_run_list(doc, is_run) else [doc]
 
 
 def role_messages_check(runs: list[Any]) -> Sniff:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trajaudit.engine.adapters.base import LoadOptions, Sniff
+from trajaudit.engine.adapters.base import LoadOptions, Sniff, is_run_list
 from trajaudit.engine.ir import SCHEMA_VERSION, Source, Trajectory
 from trajaudit.engine.schema import schema_errors
 from trajaudit.errors import TraceFormatError
@@ -26,7 +26,7 @@ class IRAdapter:
 
     def sniff(self, doc: Any) -> Sniff:
         """Match an IR object or a non-empty list of them."""
-        if _is_ir(doc) or (isinstance(doc, list) and doc and all(_is_ir(d) for d in doc)):
+        if _is_ir(doc) or is_run_list(doc, _is_ir):  # a broken element is reported alone when converted
             return Sniff(True)
         return Sniff(False, "not a trajaudit IR object (schema_version, source, steps)")
 

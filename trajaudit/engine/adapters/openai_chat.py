@@ -27,12 +27,17 @@ from trajaudit.engine.adapters.base import (
     build_steps,
     classify_openai,
     first_user_text,
+    is_run_list,
     role_messages_check,
     run_messages,
     split_runs,
 )
 from trajaudit.engine.adapters.speakers import speaker_sets
 from trajaudit.engine.ir import Source, Trajectory
+
+
+def _has_messages(x: Any) -> bool:
+    return isinstance(x, dict) and "messages" in x
 
 
 def _is_message_list(doc: Any) -> str:
@@ -60,7 +65,7 @@ class OpenAIChatAdapter:
                 why = _is_message_list(doc["messages"]) if doc["messages"] else ""
                 return Sniff(not why, f"messages: {why}" if why else "")
             return Sniff(False, "object without a 'messages' list")
-        if isinstance(doc, list) and doc and all(isinstance(r, dict) and "messages" in r for r in doc):
+        if is_run_list(doc, _has_messages):  # its broken runs are reported alone when converted
             return Sniff(True)
         why = _is_message_list(doc)
         return Sniff(not why, why)
@@ -72,7 +77,7 @@ class OpenAIChatAdapter:
 
     def records(self, doc: Any) -> list[Any]:
         """One record per run."""
-        return split_runs(doc, lambda r: isinstance(r, dict) and "messages" in r)
+        return split_runs(doc, _has_messages)
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Convert one run; raises :class:`TraceFormatError` when it has no messages."""

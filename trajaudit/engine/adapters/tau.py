@@ -19,12 +19,17 @@ from trajaudit.engine.adapters.base import (
     build_steps,
     classify_openai,
     first_user_text,
+    is_run_list,
 )
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 
 # Fields of a tau record that are safe to keep (never ``info`` or ``reward``'s grader details).
 _KEEP = ("task_id", "trial", "reward")
+
+
+def _is_record(x: Any) -> bool:
+    return isinstance(x, dict) and "traj" in x
 
 
 class TauAdapter:
@@ -37,7 +42,7 @@ class TauAdapter:
         """Match a record with a ``traj`` list, or a list of them."""
         if isinstance(doc, dict):
             return Sniff(isinstance(doc.get("traj"), list), "object without a 'traj' list")
-        if isinstance(doc, list) and doc and all(isinstance(r, dict) and "traj" in r for r in doc):
+        if is_run_list(doc, _is_record):  # its broken records are reported alone when converted
             return Sniff(True)
         return Sniff(False, "not a record (or list of records) with a 'traj' message list")
 

@@ -1,0 +1,179 @@
+"""generic.protocol's policy-conditioned rules on unseen shapes: a negated confirmation policy is no
+policy, a user's refusal is no confirmation, write tools of a coding agent, and handoff policies that
+widen instead of restrict. Each test of a defect fails without its fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trajaudit import compile_rules, evaluate, load, load_pack
+
+CONFIRM = "generic.protocol.confirmation-before-write"
+HANDOFF = "generic.protocol.handoff-only-out-of-scope"
+POLICY = "You are a support agent. Obtain explicit user confirmation (yes) before taking actions that change a booking."
+
+
+@pytest.fixture(scope="module")
+def protocol():
+    return compile_rules(load_pack("generic.protocol"))
+
+
+def _call(i, name, args):
+    return [{"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "name": name, "content": '{"ok": true}'}]
+
+
+def _records(messages, rules, rule_id):
+    """(step, verdict, message of a fail) of every record of ``rule_id``."""
+    return [(r.step, r.verdict, r.message if r.verdict == "fail" else "")
+            for r in evaluate(load(messages), rules).records if r.rule_id == rule_id]
+
+
+def _unasked_write(system, tool="cancel_booking"):
+    return [{"role": "system", "content": system}, {"role": "user", "content": "Cancel booking B12."},
+            *_call(1, tool, {"booking_id": "B12"})]
+
+
+# --- a negated policy does not switch the rule on ---------------------------------------------------
+
+@pytest.mark.parametrize("system", [
+    "You do not need explicit confirmation from the user.",
+    "No explicit user confirmation is required before calling tools.",
+    "Before taking any action, never ask for confirmation: the user has pre-approved all changes.",
+    "Never ask the user to explicitly confirm an action.",
+    "You don't need the customer's explicit consent to cancel a booking.",
+    "Explicit user confirmation is not required.",
+    "Explicit confirmation from the user isn't needed for refunds.",
+    "Do not confirm actions with the customer before a write; just act.",
+])
+def test_a_negated_confirmation_policy_is_no_policy(system, protocol):
+    """Was: the policy phrase matched inside its own negation, so every unconfirmed write of an agent
+    told NOT to ask failed as an instruction-adherence error (the run's critical step)."""
+    assert _records(_unasked_write(system), protocol, CONFIRM) == []
+
+
+@pytest.mark.parametrize("system", [
+    "Do not take any action without explicit user confirmation.",
+    "Never modify a booking without the customer's explicit consent.",
+    "Never cancel a booking before the user explicitly confirms.",
+    "Do not forget to obtain explicit confirmation before a write.",
+    "If the user says no, obtain explicit user confirmation again before any change.",
+    # one negated sentence does not hide the policy stated in another part of the instructions
+    "You do not need confirmation for lookups, but obtain explicit user confirmation before any write.",
+    "Explicit confirmation is not required for lookups.\nObtain explicit user confirmation before cancelling.",
+    POLICY,
+])
+def test_double_negations_and_mixed_instructions_still_state_the_policy(system, protocol):
+    assert [(s, v) for s, v, _ in _records(_unasked_write(system), protocol, CONFIRM)] == [(2, "fail")]
+
+
+# --- a refusal is no confirmation --------------------------------------------------------------------
+
+def _answered(answer, ask="I will cancel booking B12 with a full refund. Shall I proceed?"):
+    return [{"role": "system", "content": POLICY}, {"role": "user", "content": "Cancel booking B12."},
+            {"role": "assistant", "content": ask}, {"role": "user", "content": answer},
+            *_call(1, "cancelBooking", {"booking_id": "B12"})]
+
+
+@pytest.mark.parametrize(("answer", "quoted"), [
+    ("No.", "No"),
+    ("No, wait.", "No"),
+    ("Wait, not yet.", "Wait"),
+    ("Not yet, I need to check with my wife first.", "Not yet"),
+    ("No, don't proceed.", "don't proceed"),  # was a pass: "proceed" is a yes word
+    ("Please don't go ahead.", "don't go ahead"),  # was a pass: "go ahead" is a yes word
+    ("Hold on, let me find the other booking.", "Hold on"),
+    ("Actually, no.", "Actually, no"),
+    ("I changed my mind.", "I changed my mind"),
+    ("Okay, no, I do not want to proceed.", "do not want to proceed"),
+    ("Wait, instead of my Visa, can you refund my gift card?", "Wait"),
+])
+def test_a_write_after_the_user_declines_fails(answer, quoted, protocol):
+    """Was: the agent's confirmation request alone satisfied the rule, whatever the user answered."""
+    ((step, verdict, message),) = _records(_answered(answer), protocol, CONFIRM)
+    assert (step, verdict) == (4, "fail")
+    assert message == ("cancelBooking although the instructions require explicit confirmation, the user's "
+                       f'latest turn before it (steps.3) declines it: "{quoted}"')
+
+
+@pytest.mark.parametrize("answer", [
+    "Yes.", "Yes, and don't forget the gift card.", "No problem, go ahead.", "No, wait - yes, go ahead.",
+    "Refund it to my PayPal instead, then go ahead.", "No, use the card ending 1234 instead.",
+    "Sure, but make it the blue one.", "No, that's all, please proceed.", "Okay.",
+    "It has not yet started, so yes, cancel it.",
+])
+def test_an_explicit_yes_or_a_changed_detail_with_agreement_passes(answer, protocol):
+    assert _records(_answered(answer), protocol, CONFIRM) == [(4, "pass", "")]
+
+
+def test_the_unasked_write_keeps_its_message(protocol):
+    messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Cancel booking B12."},
+                *_call(1, "cancel_booking", {"booking_id": "B12"})]
+    assert _records(messages, protocol, CONFIRM) == [(2, "fail", (
+        "cancel_booking although the instructions require explicit confirmation, the agent never asked to "
+        "confirm the action and the user's latest turn before it (steps.1) holds no explicit yes"))]
+
+
+# --- a coding agent ------------------------------------------------------------------------------------
+
+CODER = [{"role": "user", "content": "Fix the failing test in utils.py."},
+         *_call(1, "read_file", {"path": "utils.py"}), *_call(2, "update_check", {"scope": "deps"}),
+         *_call(3, "write_file", {"path": "utils.py", "content": "x = 1\n"})]
+
+
+@pytest.mark.parametrize("system", [
+    "You are a coding agent. Edit files as needed and run the tests.",
+    "You are a coding agent. Before executing any action, verify file permissions and confirm the tests pass.",
+    "You are a coding agent. Do not ask the user for explicit confirmation; work autonomously.",
+])
+def test_a_coding_agent_without_a_confirmation_policy_is_not_checked(system, protocol):
+    assert _records([{"role": "system", "content": system}, *CODER], protocol, CONFIRM) == []
+
+
+def test_a_coding_agents_write_file_needs_the_yes_when_its_instructions_say_so(protocol):
+    """write_file is a write (it was not: 'write' was no write verb); update_check stays a read."""
+    system = "You are a coding agent. Obtain explicit user confirmation before modifying any file."
+    got = _records([{"role": "system", "content": system}, *CODER], protocol, CONFIRM)
+    assert [(s, v) for s, v, _ in got] == [(6, "fail")] and got[0][2].startswith("write_file although")
+
+
+# --- handoff policies ----------------------------------------------------------------------------------
+
+def _handoff(system, tool="transfer_to_human_agents"):
+    return [{"role": "system", "content": system}, {"role": "user", "content": "Please cancel my reservation ABC123."},
+            *_call(1, tool, {"summary": "cancel"})]
+
+
+@pytest.mark.parametrize("system", [
+    "You may transfer the user to a human agent at any time, not only when the request cannot be handled.",
+    "Escalate to a human supervisor not just when you are unable to help, but whenever the user asks.",
+])
+def test_a_handoff_policy_that_widens_is_no_restriction(system, protocol):
+    """Was: 'transfer … human … only when … cannot' matched inside 'not only when'."""
+    assert _records(_handoff(system), protocol, HANDOFF) == []
+
+
+@pytest.mark.parametrize(("system", "tool"), [
+    ("Do not escalate to a human supervisor unless the request is outside the scope of your tools.", "escalate_to_supervisor"),
+    ("Never transfer users to a human agent except when you cannot handle the request.", "transfer_to_human_agents"),
+    ("Transfer the user to a human agent if and only if the request cannot be handled within the scope of your actions.",
+     "transfer_to_human_agents"),
+])
+def test_handoff_restrictions_are_recognized(system, tool, protocol):
+    assert [(s, v) for s, v, _ in _records(_handoff(system, tool), protocol, HANDOFF)] == [(2, "fail")]
+
+
+def test_rules_explain_shows_a_verbose_regex_parameter_on_one_line():
+    """A multi-line (?x) parameter printed as is broke the explain layout (its lines at column 0)."""
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+
+    r = CliRunner().invoke(main, ["rules", "explain", "generic", CONFIRM])
+    lines = r.output.splitlines()
+    i = next(k for k, x in enumerate(lines) if x.startswith("    confirmation_policy = "))
+    assert lines[i].startswith("    confirmation_policy = (?ix) (?:\\b[\\w'’]+[^\\w'’.!?;,\\n]+){0,6} (?: \\bexplicit")
+    assert lines[i + 1].startswith("    confirmation_policy_negated = (?ix) (?:\\b(?:not|no|never|nor|neither)\\b")
