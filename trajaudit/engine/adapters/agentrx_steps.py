@@ -45,6 +45,7 @@ from trajaudit.engine.adapters.base import (
     Sniff,
     assemble,
     build_steps,
+    is_run_list,
     sniff_runs,
 )
 from trajaudit.engine.adapters.openai_chat import MessageNote, convert_chat
@@ -221,11 +222,9 @@ class AgentRxStepsAdapter:
         return sniff_runs(runs, _reason) if runs else Sniff(False, "empty list")
 
     def records(self, doc: Any) -> list[Any]:
-        """A list holding records is one run per element (a broken element is reported alone);
-        anything else is one run."""
-        if isinstance(doc, list) and any(_is_record(r) for r in doc):
-            return list(doc)
-        return [doc]
+        """A list of records (:func:`~trajaudit.engine.adapters.base.is_run_list`) is one run per element
+        (a broken element is reported alone); anything else is one run."""
+        return list(doc) if is_run_list(doc, _is_record) else [doc]
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Convert one record: one step per substep (see the module docstring).
