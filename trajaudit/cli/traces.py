@@ -17,7 +17,7 @@ from trajaudit.cli.common import (
     report_load,
     write_text,
 )
-from trajaudit.engine.ir import FLAG_SPLIT_MESSAGE
+from trajaudit.engine.ir import renumbered
 from trajaudit.engine.loader import TRACE_SUFFIXES, load_path
 
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
@@ -48,7 +48,7 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
     for t in res.trajectories:
         title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
         table = Table(title=title, title_justify="left", show_lines=False, expand=False)
-        split = any(FLAG_SPLIT_MESSAGE in s.flags for s in t.steps)
+        split = renumbered(t)
         table.add_column("#", justify="right")
         if split:  # steps are no longer message positions: say which message each step came from
             table.add_column("msg", justify="right")

@@ -35,6 +35,9 @@ FLAG_UNKNOWN_ROLE = "unknown_role"  # a role the adapter did not recognise (kept
 FLAG_NON_TEXT_CONTENT = "non_text_content"  # content was not a string; it was rendered to text
 FLAG_SPLIT_MESSAGE = "split_message"  # a later step of one source message split in several (source_number says which)
 FLAG_MALFORMED_CALL = "malformed_call"  # a tool call without a name or an id (kept: "<unnamed>", no linkage)
+# Run-level (Trajectory.flags): a source message that produced no step (an AgentRx step without
+# substeps), so later step indexes are not message positions (source_number says which)
+FLAG_DROPPED_MESSAGE = "dropped_message"
 
 
 @dataclass(frozen=True)
@@ -380,3 +383,12 @@ class Trajectory:
             flags=tuple(d.get("flags", [])),
             metadata=dict(d.get("metadata", {})),
         )
+
+
+def renumbered(t: Trajectory) -> bool:
+    """Whether ``t``'s step indexes are not the positions of its source messages: one message became
+    several steps (a step flagged ``split_message``: an Anthropic message holding several tool results,
+    an AgentRx step of several substeps) or produced none (the run flagged ``dropped_message``). Then
+    ``Step.source_number`` is the 0-based source message position of every step, which is what a
+    diagnosis reports as ``metadata.source_message`` and what the eval harness compares with gold."""
+    return FLAG_DROPPED_MESSAGE in t.flags or any(FLAG_SPLIT_MESSAGE in s.flags for s in t.steps)

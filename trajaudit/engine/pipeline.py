@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import FLAG_SPLIT_MESSAGE, Trajectory
+from trajaudit.engine.ir import Trajectory, renumbered
 from trajaudit.engine.loader import load_checked, load_many, problem_details
 from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
@@ -141,12 +141,12 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
 
 def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnosis:
     """``diagnosis`` with ``metadata["source_message"]``: the 0-based position, in the file's message
-    list, of the message the critical step came from — only for a run where one message became
-    several steps (``FLAG_SPLIT_MESSAGE``: an Anthropic message holding several tool results), where
-    ``critical_step`` (a step index) is no longer that position. Other diagnoses are returned as is."""
+    list, of the message the critical step came from — only for a run whose step indexes are not
+    message positions (:func:`~trajaudit.engine.ir.renumbered`: an Anthropic message holding several
+    tool results, an AgentRx step of several substeps), where ``critical_step`` (a step index) is no
+    longer that position. Other diagnoses are returned as is."""
     k = diagnosis.critical_step
-    if k is None or not 0 <= k < len(trajectory.steps) or not any(
-            FLAG_SPLIT_MESSAGE in s.flags for s in trajectory.steps):
+    if k is None or not 0 <= k < len(trajectory.steps) or not renumbered(trajectory):
         return diagnosis
     return dataclasses.replace(diagnosis, metadata={**diagnosis.metadata,
                                                     "source_message": trajectory.steps[k].source_number})

@@ -1,11 +1,16 @@
 """Score diagnoses against gold: :func:`evaluate` -> :class:`~trajaudit.eval.report.EvalReport`.
 
 Matching: a diagnosis belongs to the gold run whose key equals its ``trajectory_id`` (else whose
-file name and record equal its ``file``/``record``); an id match is refused when both name a trace
-file and the files differ (:meth:`GoldSet.match`). When more than half of the predictions match no
+file name and record equal its ``file``/``record``, else whose key its id ends with after a ``_``
+when that pairing is unambiguous: :func:`~trajaudit.eval.gold.suffix_aliases`); an id match is
+refused when both name a trace file and the files differ (:meth:`GoldSet.match`). When more than half of the predictions match no
 gold run, ``EvalReport.problems["pairing"]`` says the predictions probably come from another data set. Every gold run is scored; a run without a
 prediction counts as wrong and is listed. Predictions for runs not in the gold, duplicates (the
 first is kept) and gold runs without a critical step are reported in ``EvalReport.problems``.
+
+Steps are compared as source message positions (:func:`scored_step`): a diagnosis's
+``metadata.source_message`` when it has one (a run whose step indexes are not message positions:
+split Anthropic messages, AgentRx step records), else its ``critical_step``.
 Metric definitions and sources: :mod:`trajaudit.eval.metrics` and ``docs/eval.md``.
 """
 
@@ -20,10 +25,10 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.ir import Trajectory, renumbered
 from trajaudit.engine.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 from trajaudit.eval import metrics as M
-from trajaudit.eval.gold import GoldItem, GoldSet, other_file
+from trajaudit.eval.gold import GoldItem, GoldSet, other_file, suffix_aliases
 from trajaudit.eval.report import EvalReport, MetricValue, RunScore
 
 log = logging.getLogger(__name__)
@@ -47,9 +52,49 @@ class _Run:
     gold: GoldItem
     diag: Diagnosis | None
     traj: Trajectory | None
-    step: int | None
+    step: int | None  # the scored step: a source message position (scored_step)
     category: str | None
     agent: str | None
+    index: int | None = None  # the predicted step's index in traj.steps
+    positions: tuple[int, ...] | None = None  # each step's source message position, for a renumbered run
+
+    def position(self, k: int) -> int:
+        """The source message position of step index ``k``."""
+        return self.positions[k] if self.positions is not None and 0 <= k < len(self.positions) else k
+
+    def step_at(self, pos: int | None) -> int | None:
+        """The first step index of source message ``pos`` (``pos`` itself for a run not renumbered)."""
+        if pos is None or self.positions is None:
+            return pos
+        return next((k for k, p in enumerate(self.positions) if p == pos), None)
+
+    @property
+    def length(self) -> int | None:
+        """The run's length in source messages (``None`` without the run)."""
+        if self.traj is None:
+            return None
+        return max(self.positions) + 1 if self.positions else len(self.traj.steps)
+
+
+def scored_step(d: Diagnosis) -> int | None:
+    """The step a diagnosis is scored at, in the source's message numbering (what gold labels count):
+    ``metadata.source_message`` when it holds an int — a run whose step indexes are not message
+    positions (:func:`~trajaudit.engine.ir.renumbered`: an Anthropic message split into several
+    steps, an AgentRx step of several substeps; :func:`trajaudit.engine.pipeline.with_source_message`
+    sets it) — else ``critical_step``. ``None`` when ``critical_step`` is ``None`` (no step, or one
+    cleared as out of range by :func:`~trajaudit.eval.runner.check_step_ranges`)."""
+    if d.critical_step is None:
+        return None
+    pos = d.metadata.get("source_message") if isinstance(d.metadata, Mapping) else None
+    return pos if isinstance(pos, int) and not isinstance(pos, bool) else d.critical_step
+
+
+def _positions(t: Trajectory | None) -> tuple[int, ...] | None:
+    """Each step's source message position, for a renumbered run whose steps all carry an int one."""
+    if t is None or not renumbered(t):
+        return None
+    nums = tuple(s.source_number for s in t.steps)
+    return nums if all(isinstance(n, int) and not isinstance(n, bool) for n in nums) else None  # type: ignore[return-value]
 
 
 def _as_diagnosis(d: Diagnosis | Mapping[str, Any]) -> Diagnosis:
@@ -73,13 +118,16 @@ def index_trajectories(trajectories: Iterable[Trajectory] | Mapping[str, Traject
 
 def find_run(index: RunIndex, key: str | None, g: Any, d: Diagnosis | None) -> Trajectory | None:
     """The loaded run of gold run ``key``: by id, else by the gold run's file and record, else by
-    the prediction's (``g``/``d`` may be ``None``)."""
+    the prediction's file and record, else by the prediction's id (a run paired by
+    :func:`~trajaudit.eval.gold.suffix_aliases`) (``g``/``d`` may be ``None``)."""
     by_id, by_file = index
     t = by_id.get(key) if key is not None else None
     if t is None and g is not None and g.file:
         t = by_file.get((Path(g.file).name, g.record))
     if t is None and d is not None and d.file:
         t = by_file.get((Path(d.file).name, d.record))
+    if t is None and d is not None:
+        t = by_id.get(d.trajectory_id)
     return t
 
 
@@ -153,8 +201,9 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
     dup: Counter[str] = Counter()
     diags = [_as_diagnosis(d) for d in diagnoses]
     other_files = 0
+    aliases = suffix_aliases(gs.keys(), [d.trajectory_id for d in diags])
     for d in diags:
-        key = gs.match(d)
+        key = gs.match(d, aliases)
         if key is None:
             why = other_file(gs[d.trajectory_id], d) if d.trajectory_id in gs else None
             other_files += why is not None
@@ -184,13 +233,14 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
             if cat is None:
                 unknown_pred.add(d.category)
                 cat = d.category
-        step = d.critical_step if d is not None else None
-        negative = step is not None and step < 0
+        k_pred = d.critical_step if d is not None else None
+        negative = k_pred is not None and k_pred < 0
         if negative:  # no such message: wrong everywhere (a ±k tolerance must not credit it)
-            problems["predictions"].append(f"{key}: critical_step {step} is negative (counted wrong)")
-            step = None
-        agent = (d.agent or _step_agent(t, step)) if d is not None else None
-        runs.append(_Run(g, d, t, step, cat, agent))
+            problems["predictions"].append(f"{key}: critical_step {k_pred} is negative (counted wrong)")
+            k_pred = None
+        step = scored_step(d) if d is not None and k_pred is not None else None
+        agent = (d.agent or _step_agent(t, k_pred)) if d is not None else None
+        runs.append(_Run(g, d, t, step, cat, agent, k_pred, _positions(t)))
         if d is None:
             problems["missing_predictions"].append(key)
         elif step is None and not negative:
@@ -250,7 +300,7 @@ def _metrics(report: EvalReport, runs: list[_Run], tax: Taxonomy | None, grader:
     out.append(MetricValue("step_distance_mean", "Mean step distance", M.mean(dists),
                            sum(d is not None for d in dists), None, "distance", AGENTRX,
                            "over runs with a predicted step"))
-    normd = [M.normalized_distance(r.step, r.gold.critical_step, r.gold.n_steps or len(r.traj.steps))
+    normd = [M.normalized_distance(r.step, r.gold.critical_step, r.gold.n_steps or r.length or 1)
              for r in stepped if r.gold.n_steps or r.traj is not None]
     out.append(MetricValue("step_distance_normalized", "Mean distance / run length", M.mean(normd),
                            sum(d is not None for d in normd), None, "ratio", "AgentRx §4.1 (length-normalized)",
@@ -291,7 +341,7 @@ def _pred_span(r: _Run) -> tuple[int, ...]:
     if r.diag is None:
         return ()
     if r.diag.error_steps:
-        return tuple(r.diag.error_steps)
+        return tuple(dict.fromkeys(r.position(k) for k in r.diag.error_steps))
     return (r.step,) if r.step is not None else ()
 
 
@@ -325,7 +375,7 @@ def _expected_random(runs: list[_Run], resamples: int, seed: int) -> dict[str, M
     src = "expected value of the random decision-step baseline"
     out: dict[str, MetricValue] = {}
     for k in (0, *TOLERANCES):
-        vals = [M.expected_random_hit([s.index for s in r.traj.decision_steps], r.gold.critical_step, k)
+        vals = [M.expected_random_hit([r.position(s.index) for s in r.traj.decision_steps], r.gold.critical_step, k)
                 for r in usable]
         key = "step_exact" if k == 0 else f"step_within_{k}"
         out[key] = MetricValue(key, "Exact step" if k == 0 else f"Step within ±{k}", M.mean(vals), len(vals),
@@ -354,8 +404,8 @@ def _breakdowns(report: EvalReport, runs: list[_Run]) -> None:
             distance=M.step_distance(r.step, g.critical_step) if g.critical_step is not None else None,
             category_ok=(r.category == g.category) if g.category else None,
             agent_ok=(M.normalize_agent(r.agent) == M.normalize_agent(g.agent)) if g.agent else None,
-            gold_preview=_preview(r.traj, g.critical_step), pred_preview=_preview(r.traj, r.step),
-            n_steps=g.n_steps or (len(r.traj.steps) if r.traj else None)))
+            gold_preview=_preview(r.traj, r.step_at(g.critical_step)), pred_preview=_preview(r.traj, r.index),
+            n_steps=g.n_steps or r.length))
     report.rows = rows
     by_cat: dict[str, list[RunScore]] = defaultdict(list)
     for row in rows:
@@ -397,4 +447,4 @@ def _usage(diags: list[Diagnosis]) -> dict[str, Any] | None:
             "per_run": {k: v / len(with_usage) for k, v in sorted(totals.items())}}
 
 
-__all__ = ["RepairGrader", "evaluate"]
+__all__ = ["RepairGrader", "evaluate", "scored_step"]

@@ -4,9 +4,11 @@ Every loader converts the dataset's own step numbering to the IR's ``Step.index`
 in the run's message list), which is what diagnoses use, and records the convention it converted
 from in :attr:`GoldItem.numbering`:
 
-- AgentRx ground truth (tau and Magentic-One forms): ``step_number`` is 1-based over all messages,
-  system message included, so ``index = step_number - 1``. Keyed by ``str(trajectory_id)`` (tau:
-  the ``task_id``, which is the tau adapter's trajectory id). ``failure_id`` and
+- AgentRx ground truth (tau and Magentic-One forms, a JSON list or the Hugging Face release's JSONL):
+  ``step_number`` is 1-based over all messages, system message included (over the ``steps`` of an
+  ``agentrx_steps`` record), so ``index = step_number - 1``. Keyed by ``str(trajectory_id)`` (tau:
+  the ``task_id``, which is the tau adapter's trajectory id; the release's bare ``"2"`` pairs with
+  the run ``"tau_retail_2"`` through :func:`suffix_aliases`). ``failure_id`` and
   ``root_cause.failure_id`` are compared as strings (some files use strings, some integers).
 - Who&When: ``mistake_step`` is a string holding a 0-based index into ``history``: no shift. Keyed by
   the file stem (the Who&When adapter's trajectory id). The labels live in the trace files, so a
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,8 +136,9 @@ class GoldSet(dict[str, GoldItem]):
         else:
             self[item.key] = item
 
-    def match(self, d: Diagnosis) -> str | None:
-        """The gold key a diagnosis belongs to: its ``trajectory_id``, else its (file name, record).
+    def match(self, d: Diagnosis, aliases: Mapping[str, str] | None = None) -> str | None:
+        """The gold key a diagnosis belongs to: its ``trajectory_id``, else its (file name, record),
+        else ``aliases[trajectory_id]`` (:func:`suffix_aliases`: gold ``"2"`` for run ``"tau_retail_2"``).
 
         An id match is refused when both sides name their trace file and the files differ
         (:func:`other_file`): a numeric id such as ``"2"`` is shared by runs of many data sets.
@@ -148,6 +151,9 @@ class GoldSet(dict[str, GoldItem]):
             for k, it in self.items():
                 if it.file and (Path(it.file).name, it.record) == want:
                     return k
+        key = aliases.get(d.trajectory_id) if aliases else None
+        if key is not None and key in self and other_file(self[key], d) is None:
+            return key
         return None
 
 
@@ -193,64 +199,23 @@ def _read_json(path: Path) -> Any:
 
 
 def load_agentrx_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy = "agentrx") -> GoldSet:
-    """Load AgentRx ground truth: a list of ``{trajectory_id, failures[], root_cause, ...}``.
-
-    Converts from 1-based ``step_number`` (over all messages, system included): index = n - 1. The
-    critical step is the failure whose ``failure_id`` equals ``root_cause.failure_id`` (as strings).
-    ``error_steps`` are the steps of all annotated failures (AgentRx marks every failure, §2.1).
-    Categories are normalized with ``taxonomy``. A dict ``{id: entry}`` is accepted too.
+    """Load AgentRx ground truth (a JSON list, or the Hugging Face release's JSONL): see
+    :func:`trajaudit.eval.gold_agentrx.load_agentrx_gold`.
 
     Raises:
-        GoldFormatError: unreadable file or not a list/dict of entries. Bad entries are reported in
-        ``problems`` and kept without a critical step, or skipped when they have no id.
+        GoldFormatError: unreadable file or not a list/dict of entries.
     """
-    p = Path(path)
-    doc = _read_json(p)
-    tax = load_taxonomy(taxonomy) if isinstance(taxonomy, str) else taxonomy
-    if isinstance(doc, dict) and "failures" not in doc:
-        doc = [{"trajectory_id": k, **v} for k, v in doc.items() if isinstance(v, dict)]
-    if isinstance(doc, dict):
-        doc = [doc]
-    if not isinstance(doc, list):
-        raise GoldFormatError("AgentRx ground truth must be a list of {trajectory_id, failures, root_cause}", file=str(p))
-    gold = GoldSet(format="agentrx", source=str(p))
-    for i, entry in enumerate(doc):
-        if not isinstance(entry, dict) or entry.get("trajectory_id") is None:
-            gold.problems.append(f"entry {i}: no trajectory_id (skipped)")
-            continue
-        key = str(entry["trajectory_id"])
-        fails = []
-        for j, f in enumerate(entry.get("failures") or []):
-            if not isinstance(f, dict):
-                gold.problems.append(f"{key}: failures[{j}] is not an object (skipped)")
-                continue
-            n = _int(f.get("step_number"))
-            if n is None or n < 1:
-                gold.problems.append(f"{key}: failures[{j}] has no usable 1-based step_number ({f.get('step_number')!r})")
-            fails.append(GoldFailure(
-                step=n - 1 if n is not None and n >= 1 else None,
-                category=_category(f.get("failure_category"), tax, f"{key} failures[{j}]", gold.problems),
-                agent=f.get("failed_agent"), failure_id=None if f.get("failure_id") is None else str(f["failure_id"]),
-                reason=str(f.get("step_reason") or "")))
-        rc = entry.get("root_cause")
-        rc_id = rc.get("failure_id") if isinstance(rc, dict) else None
-        crit = next((f for f in fails if rc_id is not None and f.failure_id == str(rc_id)), None)
-        problem = None
-        if rc_id is None:
-            problem = "no root_cause.failure_id"
-        elif crit is None:
-            problem = f"root_cause.failure_id {rc_id!r} matches no failure"
-        elif crit.step is None:
-            problem = "root-cause failure has no usable step"
-        if problem:
-            gold.problems.append(f"{key}: {problem} (no critical step; excluded from step metrics)")
-        steps = sorted({f.step for f in fails if f.step is not None})
-        gold.add(GoldItem(
-            key=key, critical_step=crit.step if crit else None, category=crit.category if crit else None,
-            agent=crit.agent if crit else None, failures=tuple(fails), error_steps=tuple(steps) if fails else None,
-            taxonomy=tax.id, numbering=NUMBERING["agentrx"],
-            reason=str((rc or {}).get("reason_for_root_cause") or (crit.reason if crit else "")), problem=problem))
-    return gold
+    from trajaudit.eval.gold_agentrx import load_agentrx_gold as load
+
+    return load(path, taxonomy)
+
+
+def suffix_aliases(keys: Iterable[str], run_ids: Iterable[str]) -> dict[str, str]:
+    """``{run id: gold key}`` for the AgentRx release's prefixed run ids: see
+    :func:`trajaudit.eval.gold_agentrx.suffix_aliases`."""
+    from trajaudit.eval.gold_agentrx import suffix_aliases as pairs
+
+    return pairs(keys, run_ids)
 
 
 def who_and_when_item(doc: Any, file: str) -> GoldItem:
@@ -355,8 +320,9 @@ def load_jsonl_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy | Non
 
 
 def detect_gold_format(path: str | os.PathLike[str]) -> str:
-    """Guess the gold format: a folder or a ``{history, mistake_step}`` file is Who&When, ``.jsonl``
-    is generic JSONL, a list of ``{trajectory_id, failures}`` is AgentRx.
+    """Guess the gold format: a folder or a ``{history, mistake_step}`` file is Who&When, a list of
+    ``{trajectory_id, failures}`` (or a ``.jsonl`` of them, first line decides) is AgentRx, any other
+    ``.jsonl`` is generic JSONL.
 
     Raises:
         GoldFormatError: the path does not exist or matches no format.
@@ -367,12 +333,15 @@ def detect_gold_format(path: str | os.PathLike[str]) -> str:
     if not p.exists():
         raise GoldFormatError("no such file or folder", file=str(p))
     if p.suffix.lower() in (".jsonl", ".ndjson"):
-        return "jsonl"
+        from trajaudit.eval.gold_agentrx import agentrx_jsonl
+
+        return "agentrx" if agentrx_jsonl(p) else "jsonl"
     doc = _read_json(p)
     if isinstance(doc, dict) and "history" in doc:
         return "who_and_when"
     entries = doc if isinstance(doc, list) else list(doc.values()) if isinstance(doc, dict) else []
-    if entries and all(isinstance(e, dict) and ("failures" in e or "root_cause" in e) for e in entries):
+    if entries and all(isinstance(e, dict) and ("failures" in e or "root_cause" in e or "root_cause_failure_id" in e)
+                       for e in entries):
         return "agentrx"
     raise GoldFormatError("unknown gold format (expected AgentRx ground truth, Who&When files, or gold JSONL; "
                           "use --gold-format)", file=str(p))
@@ -401,4 +370,5 @@ def load_gold(path: str | os.PathLike[str], format: str = "auto", *, taxonomy: s
 
 
 __all__ = ["GOLD_FORMATS", "GoldFailure", "GoldFormatError", "GoldItem", "GoldSet", "detect_gold_format",
-           "load_agentrx_gold", "load_gold", "load_jsonl_gold", "load_who_and_when_gold", "other_file", "who_and_when_item"]
+           "load_agentrx_gold", "load_gold", "load_jsonl_gold", "load_who_and_when_gold", "other_file", "suffix_aliases",
+           "who_and_when_item"]

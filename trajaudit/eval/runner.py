@@ -21,11 +21,12 @@ from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import load_many
+from trajaudit.engine.pipeline import with_source_message
 from trajaudit.engine.strategy import AuditContext, Strategy, default_strategies
 from trajaudit.engine.trace_text import jsonl_lines
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError
 from trajaudit.eval.evaluate import find_run, index_trajectories
-from trajaudit.eval.gold import GoldSet
+from trajaudit.eval.gold import GoldSet, suffix_aliases
 from trajaudit.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,10 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
                  context: AuditContext | None = None, registry: Registry[Strategy] | None = None) -> RunOutput:
     """Diagnose every trajectory with one strategy.
 
+    Each diagnosis gets ``metadata.source_message`` as ``trajaudit audit`` gives it
+    (:func:`~trajaudit.engine.pipeline.with_source_message`: runs whose step indexes are not message
+    positions), so a strategy is scored the same whether its diagnoses come from ``audit`` or here.
+
     Args:
         trajectories: the runs (IR; labels are not part of it).
         strategy: a strategy name from ``registry`` (default :func:`default_strategies`) or an object.
@@ -69,7 +74,7 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
     for t in trajectories:
         out.trajectories.append(t)
         try:
-            out.diagnoses.append(strat.diagnose(t, ctx))
+            out.diagnoses.append(with_source_message(strat.diagnose(t, ctx), t))
         except LLMUnreachableError:  # every further run would fail the same way: stop the batch
             raise
         except TrajauditError as e:
@@ -167,12 +172,14 @@ def check_step_ranges(diagnoses: Iterable[Diagnosis], gold: GoldSet,
     index = index_trajectories(trajectories)
     out: list[Diagnosis] = []
     warnings: list[str] = []
+    diagnoses = list(diagnoses)
+    aliases = suffix_aliases(gold.keys(), [d.trajectory_id for d in diagnoses])
     for d in diagnoses:
         step = d.critical_step
         if step is None:
             out.append(d)
             continue
-        key = gold.match(d)
+        key = gold.match(d, aliases)
         g = gold.get(key) if key is not None else None
         t = find_run(index, key or d.trajectory_id, g, d)
         length = len(t.steps) if t is not None else (g.n_steps if g is not None else None)

@@ -5,6 +5,7 @@ Use :func:`default_adapters` for the registry of built-in formats, in detection 
 
 from __future__ import annotations
 
+from trajaudit.engine.adapters.agentrx_steps import AgentRxStepsAdapter
 from trajaudit.engine.adapters.anthropic import AnthropicAdapter
 from trajaudit.engine.adapters.base import Adapter, LoadOptions, Sniff
 from trajaudit.engine.adapters.ir import IRAdapter
@@ -23,11 +24,12 @@ def default_adapters() -> Registry[Adapter]:
     The dialects read as OpenAI messages (``anthropic``, ``openai_responses``, ``langchain``) come
     before ``openai``: Anthropic messages have OpenAI roles, so it matches only on positive evidence
     (a tool_use/tool_result/thinking block, a top-level ``system``); the other two need their own
-    ``type`` fields, which plain OpenAI messages never have.
+    ``type`` fields, which plain OpenAI messages never have. ``agentrx_steps`` (AgentRx step records)
+    comes last: no other format has its ``steps`` of ``substeps`` or ``trajectory_id`` beside ``steps``.
     """
     reg: Registry[Adapter] = Registry("format")
     for a in (IRAdapter(), TauAdapter(), WhoAndWhenAdapter(), AnthropicAdapter(), OpenAIResponsesAdapter(),
-              LangChainAdapter(), OpenAIChatAdapter(), MagenticAdapter()):
+              LangChainAdapter(), OpenAIChatAdapter(), MagenticAdapter(), AgentRxStepsAdapter()):
         reg.register(a.name, a)
     return reg
 
