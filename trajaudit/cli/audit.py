@@ -20,6 +20,7 @@ from trajaudit.cli.common import (
     llm_options,
     refuse_overwriting_input,
     report_load,
+    write_parts,
     write_text,
 )
 from trajaudit.engine.ir import Trajectory
@@ -108,7 +109,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     else:
         write_text(output, lines)
     if report and kept.report is not None:
-        write_text(report, kept.report.render(batch.problems))
+        write_parts(report, kept.report.render_parts(batch.problems))
         kept.report.close()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)

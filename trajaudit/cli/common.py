@@ -10,7 +10,6 @@ import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -59,7 +58,19 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
     Raises:
         OSError: the file cannot be written (``handle_errors`` reports it).
     """
-    Path(path).write_bytes(text.encode("utf-8", "backslashreplace"))
+    write_parts(path, (text,))
+
+
+def write_parts(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
+    """:func:`write_text` of the concatenation of ``parts``, written piece by piece (a batch report
+    is never held whole).
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    with open(path, "wb") as f:
+        for part in parts:
+            f.write(part.encode("utf-8", "backslashreplace"))
 
 
 def refuse_overwriting_input(output: str | None, inputs: Iterable[str], option: str = "-o/--output") -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from trajaudit.engine.pipeline import AuditResult
 from trajaudit.errors import Problem
@@ -181,12 +181,18 @@ class HtmlReport(SectionSpool):
 
     def render(self, problems: Sequence[Problem] = (), *, extra_sections: Sequence[str] = ()) -> str:
         """The whole document (see :func:`render_html`)."""
+        return "".join(self.render_parts(problems, extra_sections=extra_sections))
+
+    def render_parts(self, problems: Sequence[Problem] = (), *, extra_sections: Sequence[str] = ()) -> Iterator[str]:
+        """The document in pieces (head and summary, one piece per run, the end), to write without
+        holding it whole; their concatenation is :meth:`render`."""
         rows = self.rows()
         nav = "".join(f'<a href="#{_anchor(i)}">{_e(r.id)}</a>' for i, r in enumerate(rows[:200]))
-        return (
+        yield (
             "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width'><title>{_e(self.title)}</title><style>{_CSS}</style></head>"
             f"<body><header class='top'><h1>{_e(self.title)}</h1></header><main><nav>{nav}</nav>"
-            + _summary(rows, problems) + "".join(self.sections()) +
-            f"{''.join(extra_sections)}</main></body></html>"
+            + _summary(rows, problems)
         )
+        yield from self.sections()
+        yield f"{''.join(extra_sections)}</main></body></html>"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from trajaudit.engine.pipeline import AuditResult
 from trajaudit.errors import Problem
@@ -94,6 +94,11 @@ class MarkdownReport(SectionSpool):
 
     def render(self, problems: Sequence[Problem] = ()) -> str:
         """The whole document (see :func:`render_markdown`)."""
+        return "".join(self.render_parts(problems))
+
+    def render_parts(self, problems: Sequence[Problem] = ()) -> Iterator[str]:
+        """The document in pieces (summary, one piece per run, skipped runs), to write without holding
+        it whole; their concatenation is :meth:`render`."""
         rows = self.rows()
         lines = [f"# {_cell(self.title)}", "", f"{len(rows)} run(s) audited, {len(problems)} skipped.", ""]
         cats = Counter(r.category for r in rows)
@@ -103,7 +108,9 @@ class MarkdownReport(SectionSpool):
             lines.append(f"| {_cell(r.id)} | {_cell(r.critical_step)} | {_cell(r.category)} | {_cell(r.agent or '—')} | "
                          f"{r.confidence:.2f} | {_cell(r.preview)} |")
         lines.append("")
-        parts = ["\n".join(lines), *self.sections()]
+        yield "\n".join(lines)
+        for section in self.sections():
+            yield "\n" + section
         if problems:
-            parts.append("\n".join(["## Skipped runs", ""] + [f"- {_cell(p.message)}" for p in problems]))
-        return "\n".join(parts) + "\n"
+            yield "\n" + "\n".join(["## Skipped runs", ""] + [f"- {_cell(p.message)}" for p in problems])
+        yield "\n"
