@@ -8,10 +8,17 @@ All trace text is HTML-escaped.
 
 from __future__ import annotations
 
-from html import escape
+import html
 
 from trajaudit.citation.local import ERROR_TYPES, SentenceResult
 from trajaudit.citation.trace import CitationReport, Hop, TracedError
+from trajaudit.report.markdown import visible
+
+
+def escape(text: str) -> str:
+    """Trace text as inert HTML (escaped; control and bidi-override characters shown by name)."""
+    return html.escape(visible(text), quote=True)
+
 
 _CSS = """
 .ta-cite{font-family:system-ui,-apple-system,Segoe UI,sans-serif;color:#1d2330;line-height:1.45;max-width:1100px}

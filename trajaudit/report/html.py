@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from trajaudit.engine.pipeline import AuditResult
 from trajaudit.errors import Problem
-from trajaudit.report.markdown import evidence_text
+from trajaudit.report.markdown import evidence_text, visible
 from trajaudit.report.stream import RUN_TOKEN, RunRow, SectionSpool
 
 _CSS = """
@@ -36,7 +36,8 @@ _ADDR = re.compile(r"\bsteps\.(\d+)((?:\.[\w\[\]:-]+)*)")
 
 
 def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
+    """Text as inert HTML: escaped, control and bidi-override characters shown by name (:func:`visible`)."""
+    return html.escape(visible(str(x)), quote=True)
 
 
 def _anchor(run_idx: int | str) -> str:

@@ -23,15 +23,30 @@ def evidence_text(value: object, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: Characters a report shows by name instead of passing them through: C0 controls other than tab and
+#: line breaks (NUL ...) and the Unicode bidirectional overrides/isolates, which reorder what is shown
+#: after them ("Trojan Source": an audit report must show the text as it is, not as it pretends to be).
+_HIDDEN = {c: f"⟨U+{c:04X}⟩" for c in [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F,
+                                       *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+
+
+def visible(text: str) -> str:
+    """``text`` with control and bidi-override characters written as ``⟨U+XXXX⟩`` (shared by the
+    Markdown, HTML and citation reports)."""
+    return text.translate(_HIDDEN)
+
+
 def _cell(x: object) -> str:
-    """Trace text as inert Markdown: no table breaks, no raw HTML (a trace may contain <script>)."""
-    return str(x).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
+    """Trace text as inert Markdown: no table breaks, no raw HTML (a trace may contain <script>), no
+    links or images (``[x](javascript:…)``: brackets escaped), control characters shown by name."""
+    return (visible(str(x)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+            .replace("[", "\\[").replace("]", "\\]").replace("\n", " "))
 
 
 def _code(x: object) -> str:
     """Text as one inline code span: a fence longer than any backtick run inside (CommonMark), one line;
     inside a code span nothing is Markdown or HTML, so a file name or address cannot inject either."""
-    text = str(x).replace("\r", " ").replace("\n", " ")
+    text = visible(str(x).replace("\r", " ").replace("\n", " "))
     run = cur = 0
     for ch in text:
         cur = cur + 1 if ch == "`" else 0
