@@ -115,3 +115,15 @@ def test_llm_judge_without_endpoint_or_with_one_down_is_a_clear_error(tmp_path):
     # a closed port stops at the first sentence (LLMUnreachableError), instead of failing all 18 in turn
     assert f"error: citation.need-citation: cannot reach {url} (after 0 retries): [Errno 111] Connection refused" \
            in r.stderr.replace("\n", "")
+
+
+def test_utf16_and_empty_files_are_named_like_trace_files(tmp_path):
+    """cite reads its file as audit reads traces: a UTF-16 file gets the iconv hint, not a codec error."""
+    wide = tmp_path / "wide.json"
+    wide.write_bytes((EX / "ev_market.json").read_text(encoding="utf-8").encode("utf-16"))
+    r = run("cite", wide)
+    assert r.exit_code == 2 and "looks UTF-16 encoded" in r.output and "iconv -f UTF-16" in r.output
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"\xef\xbb\xbf  \n")
+    r = run("cite", empty)
+    assert r.exit_code == 2 and "empty.json: file is empty" in r.output

@@ -30,7 +30,7 @@ from trajaudit.citation.model import (
     extract_markers,
     sentences_with_citations,
 )
-from trajaudit.engine import safe_json
+from trajaudit.engine import safe_json, trace_text
 from trajaudit.engine.regex_safety import refusal, regex_risk
 from trajaudit.engine.schema import validator
 from trajaudit.errors import TraceFormatError
@@ -49,11 +49,10 @@ def read_json(path: str | Path) -> Any:
     """Parse a JSON file; raises :class:`TraceFormatError` naming the file (and line/column)."""
     p = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
+        data = Path(path).read_bytes()
+    except OSError as e:
         raise TraceFormatError(f"cannot read: {e}", file=p, adapter=ADAPTER) from None
-    if not text.strip():
-        raise TraceFormatError("file is empty", file=p, adapter=ADAPTER)
+    text, _lossy = trace_text.decode(data, p)  # as trace files: empty and UTF-16/32 files named (iconv hint)
     try:
         return safe_json.loads(text)
     except safe_json.NestedTooDeep as e:

@@ -57,12 +57,13 @@ def decode(data: bytes, file: str) -> tuple[str, bool]:
         family, name = wide
         raise TraceFormatError(f"looks {family} encoded; trajaudit reads UTF-8 (convert it, e.g. iconv -f {name} "
                                f"-t UTF-8 {shlex.quote(file)} > converted.json)", file=file)
-    if not data.strip():
-        raise TraceFormatError("file is empty", file=file)
     try:
-        return data.decode("utf-8-sig"), False
+        text, lossy = data.decode("utf-8-sig"), False
     except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), True
+        text, lossy = data.decode("utf-8", errors="replace"), True
+    if not text or text.isspace():  # also a byte-order mark and blanks (no copy of a big text)
+        raise TraceFormatError("file is empty", file=file)
+    return text, lossy
 
 
 def lossy_note(e: TraceFormatError) -> TraceFormatError:
