@@ -217,3 +217,29 @@ def test_a_strategy_s_own_repair_is_kept(tau_runs):
     kept = attach_repair(mine, t, llm=None)
     assert kept.repair == "1. Re-check the variant count." and kept.metadata["repair"] == {"source": "strategy"}
     assert attach_repair(d, t).repair.startswith(TEMPLATE_LABEL)
+
+
+def test_resumed_prefix_never_ends_on_a_call_without_its_output(tau_runs):
+    """A critical step that is a tool output (or one output of a parallel call) moves the cut back to
+    the call: chat APIs refuse an assistant tool call without its result."""
+    from trajaudit.engine.repair import resume_document
+
+    t = tau_runs["2"]
+    out = next(s for s in t.steps if s.kind == "tool")  # step 3 answers the call at step 2
+    doc, desc = resume_document(t, out.index, "check the order first")
+    assert out.index == 3 and len(doc) == 2 + 1 and "tool_calls" not in doc[-2]
+    assert doc[-1] == {"role": "user", "content": "check the order first"}
+    assert "not ..2: the tool call at step 2 would be left without its output" in desc
+    doc, desc = resume_document(t, 2, "x")  # the call itself: unchanged
+    assert len(doc) == 3 and "not .." not in desc
+    msgs = [{"role": "user", "content": "two lookups"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "name": "f", "content": "1"},
+            {"role": "tool", "tool_call_id": "b", "name": "g", "content": "Error"}]
+    from trajaudit.engine.loader import load_document
+
+    par = load_document(msgs).trajectories[0]
+    doc, _ = resume_document(par, 3, "x")  # the second output of a parallel call
+    assert [m["role"] for m in doc] == ["user", "user"]

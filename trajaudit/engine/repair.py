@@ -80,7 +80,8 @@ def resume_document(trajectory: Trajectory, step: int, directive: str) -> tuple[
 
     Args:
         trajectory: the run (its ``source`` names the file, record and format to re-read).
-        step: the critical step (0-based); messages ``0 .. step-1`` are kept.
+        step: the critical step (0-based); messages ``0 .. step-1`` are kept — before the step that
+            issued a tool call instead when the prefix would keep the call but not its output.
         directive: the repair directive text.
 
     Returns:
@@ -93,9 +94,12 @@ def resume_document(trajectory: Trajectory, step: int, directive: str) -> tuple[
         raise TrajauditError("the repair directive is empty")
     if not 0 <= step < len(trajectory.steps):
         raise TrajauditError(f"{trajectory.id}: critical step {step} is outside the run's {len(trajectory.steps)} steps")
+    asked, step = step, _whole_exchanges(trajectory, step)
     raw = _raw_run(trajectory)
     fmt = trajectory.source.format
     span = f"0..{step - 1}" if step > 0 else "none (the critical step is the first message)"
+    if step != asked:
+        span += f" (not ..{asked - 1}: the tool call at step {step} would be left without its output)"
     if raw is not None:
         if fmt == "openai":
             if isinstance(raw, dict):
@@ -123,6 +127,18 @@ def resume_document(trajectory: Trajectory, step: int, directive: str) -> tuple[
     return system + _from_ir(trajectory, step) + [_user(directive)], \
         (f"OpenAI messages rebuilt from the IR ({note}steps {span}; source format {fmt!r}) + the directive "
          "as a user message")
+
+
+def _whole_exchanges(t: Trajectory, step: int) -> int:
+    """``step``, moved back to the step that issued a tool call whose output the prefix ``0..step-1``
+    would cut off (a critical step that is a tool output, or one of several outputs of a parallel
+    call): chat APIs refuse a tool call without its result, and the call is the decision to redo."""
+    cut = step
+    for s in reversed(t.steps[:cut]):
+        if s.index < cut and any((o := t.output_after(c.id, s.index)) is not None and o.index >= cut
+                                 for c in s.tool_calls):
+            cut = s.index
+    return cut
 
 
 def _user(text: str) -> dict[str, Any]:
