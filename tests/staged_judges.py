@@ -28,9 +28,10 @@ def early_of(t) -> int:
     return d[max(0, d.index(target_of(t)) - 2)]
 
 
-def searchauditor_judge(runs, *, adjudicated=None, fail: tuple[str, ...] = ()):
+def searchauditor_judge(runs, *, adjudicated=None, fail: tuple[str, ...] = (), extra_support: tuple[int, ...] = ()):
     """Holistic and forward blame :func:`target_of`, backward blames :func:`early_of`; the adjudicator
-    follows the majority (or ``adjudicated(t)`` when given). Branches named in ``fail`` answer invalid JSON."""
+    follows the majority (or ``adjudicated(t)`` when given) and also cites ``extra_support``. Branches
+    named in ``fail`` answer invalid JSON."""
     by_task = {t.task: t for t in runs}
 
     def respond(req: dict[str, Any]) -> Any:
@@ -56,7 +57,7 @@ def searchauditor_judge(runs, *, adjudicated=None, fail: tuple[str, ...] = ()):
             assert {"reports", "summary", "outline", "windows", "final_answer"} <= set(ev) and "trajectory" not in ev
             step = adjudicated(t) if adjudicated else target
             return {"critical_step": step, "category": CATEGORY, "confidence": 0.75,
-                    "reason": f"rule (iii): step {step} misread the output", "supporting_steps": [step, early],
+                    "reason": f"rule (iii): step {step} misread the output", "supporting_steps": [step, early, *extra_support],
                     "sources": [r["report"] for r in ev["reports"] if r["report"] != "backward"]}
         if branch == "repair":
             assert set(ev) == {"task", "final_answer", "diagnosis", "windows"}

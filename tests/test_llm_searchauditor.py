@@ -194,3 +194,16 @@ def test_a_small_context_budget_cuts_visibly(llm_server, llm_config, tau_runs):
     assert set(omitted) <= set(ctx["omitted_steps"])
     assert not omitted or shown[-1]["note"].startswith(f"{len(omitted)} step(s) left out")
     assert d.critical_step == target_of(t) and schema_errors("diagnosis", d.to_dict()) == []
+
+
+def test_supporting_steps_outside_the_run_are_listed_not_snapped(llm_server, llm_config, six_runs):
+    """An adjudicator citing step 99999 of a 30-step run cites nothing: it is not mapped onto the
+    nearest decision step (which would invent a supporting step); it is kept aside and named."""
+    t = six_runs[0]
+    llm_server.responder = searchauditor_judge([t], extra_support=(99999, len(t.steps)))
+    with LLMClient(llm_config) as client:
+        d = default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=client))
+    adj = d.metadata["adjudication"]
+    assert adj["supporting_steps"] == sorted({target_of(t), early_of(t)})
+    assert adj["supporting_steps_outside_run"] == [99999, len(t.steps)]
+    assert [e.address for e in d.evidence] == [f"steps.{target_of(t)}", f"steps.{early_of(t)}"]

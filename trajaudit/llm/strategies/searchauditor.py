@@ -106,12 +106,15 @@ class SearchAuditor(LLMStrategy):
         answer, step, category = self._adjudicate(client, t, run, st, whole, proposals, summary, cats)
         repair = self._repair(client, t, run, st, whole, step, category, answer["reason"], final) \
             if st.repair else None
-        supporting = sorted({s for s in (snap_step(t, k)[0] for k in answer["supporting_steps"]) if s is not None})
+        named = answer["supporting_steps"]
+        outside = [k for k in named if not 0 <= k < len(t.steps)]  # not snapped: a citation of nothing
+        supporting = sorted({s for s in (snap_step(t, k)[0] for k in named if k not in outside) if s is not None})
         d = r.diagnosis(step=step, category=category, confidence=answer["confidence"], rationale=answer["reason"],
                         note="critical step chosen by the adjudicator",
                         reports=[p.to_dict() for p in proposals], clusters=clusters, disagreement=summary,
                         adjudication={"model_step": answer["critical_step"], "supporting_steps": supporting,
-                                      "sources": list(answer["sources"])})
+                                      "sources": list(answer["sources"]),
+                                      **({"supporting_steps_outside_run": outside} if outside else {})})
         evidence = d.evidence + tuple(Evidence(t.steps[k].address, t.steps[k].preview(160), "cited by the adjudicator")
                                       for k in supporting if k != step)
         others: dict[int, list[Proposal]] = {}
