@@ -70,10 +70,8 @@ class _Run:
 
     @property
     def length(self) -> int | None:
-        """The run's length in source messages (``None`` without the run)."""
-        if self.traj is None:
-            return None
-        return max(self.positions) + 1 if self.positions else len(self.traj.steps)
+        """The run's length in source messages (:func:`run_length`)."""
+        return run_length(self.traj)
 
 
 def scored_step(d: Diagnosis) -> int | None:
@@ -95,6 +93,17 @@ def _positions(t: Trajectory | None) -> tuple[int, ...] | None:
         return None
     nums = tuple(s.source_number for s in t.steps)
     return nums if all(isinstance(n, int) and not isinstance(n, bool) for n in nums) else None  # type: ignore[return-value]
+
+
+def run_length(t: Trajectory | None) -> int | None:
+    """The run's length in source messages — what gold step numbers count: ``max(source_number) + 1``
+    for a renumbered run (:func:`~trajaudit.engine.ir.renumbered`: a split Anthropic message is one
+    message of several steps, an AgentRx step without substeps one message of no step), else the
+    number of steps. ``None`` without the run."""
+    if t is None:
+        return None
+    positions = _positions(t)
+    return max(positions) + 1 if positions else len(t.steps)
 
 
 def _as_diagnosis(d: Diagnosis | Mapping[str, Any]) -> Diagnosis:
@@ -221,12 +230,13 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
     for key, g in gold.items():
         d = preds.get(key)
         t = find_run(index, key, g, d)
-        if t is not None and g.critical_step is not None and not 0 <= g.critical_step < len(t.steps):
+        n = run_length(t)
+        if n is not None and g.critical_step is not None and not 0 <= g.critical_step < n:
             # a gold step past the loaded run names no message: excluded from step metrics, as a
             # Who&When mistake_step out of range is (a distance to it would swamp the means)
             g = dataclasses.replace(g, critical_step=None, problem=(
-                f"gold critical_step {g.critical_step} is outside the run's {len(t.steps)} steps "
-                f"(valid: 0..{len(t.steps) - 1}); excluded from step metrics"))
+                f"gold critical_step {g.critical_step} is outside the run's {n} steps "
+                f"(valid: 0..{n - 1}); excluded from step metrics"))
         cat = None
         if d is not None and d.category:
             cat = tax.try_normalize(d.category) if tax else d.category
@@ -447,4 +457,4 @@ def _usage(diags: list[Diagnosis]) -> dict[str, Any] | None:
             "per_run": {k: v / len(with_usage) for k, v in sorted(totals.items())}}
 
 
-__all__ = ["RepairGrader", "evaluate", "scored_step"]
+__all__ = ["RepairGrader", "evaluate", "run_length", "scored_step"]
