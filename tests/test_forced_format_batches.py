@@ -186,6 +186,34 @@ def test_json_list_not_in_the_forced_format_is_one_error(tmp_path):
                                             "'role' string (format: openai)")
 
 
+def test_a_message_list_is_one_run_not_n_records(tmp_path):
+    """Was: one run given as a bare message list, forced as 'tau' (which splits any list), said
+    "(all 32 records; the first shown)" — those are the 32 messages of one run."""
+    f = tmp_path / "messages.json"
+    f.write_text(json.dumps(_tau()[0]["traj"]))
+    assert len(json.loads(f.read_text())) == 32
+    with pytest.raises(FormatMismatchError) as e:
+        load_path(f, format="tau")
+    assert str(e.value) == f"{f}: not in the 'tau' format: object without a 'traj' list (format: tau)"
+    assert e.value.records == 1
+
+
+def test_jsonl_lines_of_run_lists_say_all_records_once(tmp_path):
+    """Was: a JSONL file whose 3 lines each hold a list of 2 runs got the suffix twice: "...(all 2
+    records; the first shown) (all 3 records; the first shown)". Now once, counting the 6 runs."""
+    f = tmp_path / "lists.jsonl"
+    f.write_text("".join(json.dumps([{"messages": "x"}, {"messages": [1]}]) + "\n" for _ in range(3)))
+    with pytest.raises(FormatMismatchError) as e:
+        load_path(f, format="openai")
+    assert str(e.value) == (f"{f}: not in the 'openai' format: expected chat messages: objects with a 'role' "
+                            "string (all 6 records; the first shown) (format: openai)")
+    one = tmp_path / "one.jsonl"  # a single line: that line's problem, counted once
+    one.write_text(f.read_text().splitlines()[0] + "\n")
+    assert [p.message for p in load_many([one], format="openai").problems] == [
+        f"{one}, record 0: not in the 'openai' format: expected chat messages: objects with a 'role' string "
+        "(all 2 records; the first shown) (format: openai)"]
+
+
 def test_a_jsonl_file_of_some_unreadable_lines_keeps_them_apart(tmp_path):
     # no collapse when anything else went wrong too (a line that is no JSON): every line is listed
     f = tmp_path / "mixed.jsonl"

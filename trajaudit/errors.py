@@ -67,7 +67,26 @@ class TraceFormatError(TrajauditError):
 class FormatMismatchError(TraceFormatError):
     """A forced input format (``--input-format``, ``format=``) cannot read a document at all: none of
     its runs has that format's shape. The message names the format and what it expected. A run of a
-    batch that the format cannot read is a per-run problem instead (the other runs load)."""
+    batch that the format cannot read is a per-run problem instead (the other runs load).
+
+    Attributes:
+        reason: the first refused record's reason ("not in the 'tau' format: ...").
+        records: how many records (runs of a list, lines of a JSONL file) were all refused; when
+            more than one, ``message`` is ``reason`` + " (all N records; the first shown)".
+    """
+
+    def __init__(self, message: str, *, records: int = 1, file: str | None = None, record: int | None = None,
+                 json_path: str | None = None, adapter: str | None = None) -> None:
+        self.reason = message
+        self.records = records
+        shown = f"{message} (all {records} records; the first shown)" if records > 1 else message
+        super().__init__(shown, file=file, record=record, json_path=json_path, adapter=adapter)
+
+    def located(self, *, file: str | None = None, record: int | None = None) -> FormatMismatchError:
+        """Return a copy with ``file``/``record`` filled in where they were missing."""
+        return FormatMismatchError(self.reason, records=self.records, file=self.file or file,
+                                   record=self.record if self.record is not None else record,
+                                   json_path=self.json_path, adapter=self.adapter)
 
 
 class RulePackError(TrajauditError):

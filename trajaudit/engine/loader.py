@@ -17,6 +17,7 @@ from typing import Any
 
 from trajaudit.api_args import check_path, check_paths, check_record, check_source
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
+from trajaudit.engine.adapters.base import message_like
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace_text import chain_documents, decode, documents, lossy_note
@@ -174,16 +175,11 @@ def _misfits(adapter: Adapter, indexed: list[tuple[int | None, Any]], *, file: s
             bad[i] = FormatMismatchError(f"not in the {adapter.name!r} format: {s.reason}", adapter=adapter.name)
     if len(bad) == len(indexed):
         where = line if line is not None else (indexed[0][0] if len(indexed) == 1 else None)  # a record picked
-        raise _all_misfit(bad[0], len(indexed)).located(file=file, record=where)
+        # counted in runs only when the document was split into runs: the "records" of a message list
+        # (a forced list format splits any list) are the messages of one run
+        runs = len(indexed) if not any(message_like(run) for _, run in indexed) else 1
+        raise FormatMismatchError(bad[0].reason, records=runs, file=file, record=where, adapter=adapter.name)
     return bad
-
-
-def _all_misfit(first: FormatMismatchError, n: int) -> FormatMismatchError:
-    """The one error for a document or file none of whose ``n`` records the forced format can read:
-    ``first`` (the first record's), with "(all n records; the first shown)" when ``n`` > 1."""
-    if n < 2:
-        return first
-    return FormatMismatchError(f"{first.message} (all {n} records; the first shown)", adapter=first.adapter)
 
 
 def _mapping_for(format: str | None, mapping: str | os.PathLike[str] | MappingAdapter | None) -> MappingAdapter | None:
@@ -264,7 +260,8 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
     multi = jsonl or first[0] is not None  # a .json file of several JSON lines reads as JSONL
     part = LoadResult()
     misfit: FormatMismatchError | None = None  # the first record the forced format refused
-    n_misfits = 0
+    n_misfits = 0  # lines refused whole by the forced format
+    n_refused = 0  # the records on them (a line holding a list of runs counts each run)
     loaded = False
     for line, doc, err in chain_documents(first, docs, file, lossy):
         if record is not None and multi and line != record:
@@ -283,7 +280,7 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
             if not multi:
                 raise (lossy_note(e) if lossy else e) from None
             if isinstance(e, FormatMismatchError):
-                misfit, n_misfits = misfit or e, n_misfits + 1
+                misfit, n_misfits, n_refused = misfit or e, n_misfits + 1, n_refused + e.records
             part.problems.append(Problem(file, line, str(e.located(file=file, record=line)), problem_details(flags)))
         loaded = loaded or bool(part.trajectories)
         if chunk is not None and len(part.trajectories) >= chunk:
@@ -291,8 +288,7 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
             part = LoadResult()
     if misfit is not None and not loaded and n_misfits > 1 and n_misfits == len(part.problems):
         # not in the forced format at all: one error for the file, not one copy per line
-        e = _all_misfit(misfit, n_misfits)
-        e = FormatMismatchError(e.message, file=file, adapter=e.adapter)
+        e = FormatMismatchError(misfit.reason, records=n_refused, file=file, adapter=misfit.adapter)
         raise (lossy_note(e) if lossy else e)
     yield part
 

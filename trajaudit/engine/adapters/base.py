@@ -354,7 +354,7 @@ def assemble(
     )
 
 
-def _message_like(x: Any) -> bool:
+def message_like(x: Any) -> bool:
     """An object with a ``role`` or ``type``: a message or item of some chat format, never a run."""
     return isinstance(x, dict) and ("role" in x or "type" in x)
 
@@ -365,7 +365,7 @@ def is_run_list(doc: Any, is_run: Callable[[Any], bool]) -> bool:
     ``{}``, a run whose ``messages`` is no list) are broken runs, read and reported one by one, so
     one of them does not turn the whole batch into a single unreadable "message list"."""
     return (isinstance(doc, list) and any(is_run(r) for r in doc)
-            and all(is_run(r) or not _message_like(r) for r in doc))
+            and all(is_run(r) or not message_like(r) for r in doc))
 
 
 def split_runs(doc: Any, is_run: Callable[[Any], bool]) -> list[Any]:
