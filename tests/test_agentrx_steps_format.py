@@ -281,3 +281,31 @@ def test_empty_step_and_forced_format(tmp_path):
     assert d.metadata["source_message"] == t.steps[d.critical_step].source_number
     r = CliRunner().invoke(cli, ["show", str(p), "--record", "0"])
     assert r.exit_code == 0 and " msg " in r.output
+
+
+def test_gold_modules_share_one_definition_without_a_cycle(tmp_path):
+    """gold_agentrx takes the gold types and readers from gold_items, not back from gold.py (which
+    imports gold_agentrx): no forwarding functions with local imports in gold.py."""
+    import ast
+
+    import trajaudit.eval.gold as gold
+    import trajaudit.eval.gold_agentrx as gold_agentrx
+    import trajaudit.eval.gold_items as gold_items
+
+    assert gold.load_agentrx_gold is gold_agentrx.load_agentrx_gold
+    assert gold.suffix_aliases is gold_agentrx.suffix_aliases
+    assert gold.GoldItem is gold_agentrx.GoldItem is gold_items.GoldItem
+
+    def imports(mod) -> set[str]:
+        tree = ast.parse(Path(mod.__file__).read_text())
+        return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
+    assert "trajaudit.eval.gold" not in imports(gold_agentrx) | imports(gold_items)
+    assert "trajaudit.eval.gold_agentrx" not in imports(gold_items)
+    ann = tmp_path / "gold.json"  # detect_gold_format's JSON branch uses agentrx_entry too
+    ann.write_text(json.dumps([{"trajectory_id": "a", "root_cause_failure_id": "1"}, {"trajectory_id": "b",
+                                                                                    "failures": []}]))
+    assert detect_gold_format(ann) == "agentrx"
+    ann.write_text(json.dumps([{"trajectory_id": "a", "root_cause_failure_id": "1"}, {"trajectory_id": "b"}]))
+    with pytest.raises(Exception, match="unknown gold format"):
+        detect_gold_format(ann)

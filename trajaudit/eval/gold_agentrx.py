@@ -19,15 +19,15 @@ from typing import Any
 from trajaudit.engine import safe_json
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
 from trajaudit.engine.trace_text import jsonl_lines
-from trajaudit.eval.gold import (
+from trajaudit.eval.gold_items import (
     NUMBERING,
     GoldFailure,
     GoldFormatError,
     GoldItem,
     GoldSet,
-    _category,
-    _int,
-    _read_json,
+    category_id,
+    int_value,
+    read_json,
 )
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def load_agentrx_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy = "
     if _is_jsonl(p):
         entries = _lines(p, gold.problems)
     else:
-        doc = _read_json(p)
+        doc = read_json(p)
         if isinstance(doc, dict) and "failures" not in doc:
             doc = [{"trajectory_id": k, **v} for k, v in doc.items() if isinstance(v, dict)]
         if isinstance(doc, dict):
@@ -98,12 +98,12 @@ def load_agentrx_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy = "
             if not isinstance(f, dict):
                 gold.problems.append(f"{key}: failures[{j}] is not an object (skipped)")
                 continue
-            n = _int(f.get("step_number"))
+            n = int_value(f.get("step_number"))
             if n is None or n < 1:
                 gold.problems.append(f"{key}: failures[{j}] has no usable 1-based step_number ({f.get('step_number')!r})")
             fails.append(GoldFailure(
                 step=n - 1 if n is not None and n >= 1 else None,
-                category=_category(f.get("failure_category"), tax, f"{key} failures[{j}]", gold.problems),
+                category=category_id(f.get("failure_category"), tax, f"{key} failures[{j}]", gold.problems),
                 agent=f.get("failed_agent"), failure_id=None if f.get("failure_id") is None else str(f["failure_id"]),
                 reason=str(f.get("step_reason") or "")))
         rc = entry.get("root_cause")

@@ -73,7 +73,7 @@ def _reason(run: Any) -> str:
 
 
 def _is_record(run: Any) -> bool:
-    return isinstance(run, dict) and "steps" in run and ("trajectory_id" in run or not _reason(run))
+    return not _reason(run)
 
 
 def _token_count_exceeds(text: str, limit: int) -> bool:
