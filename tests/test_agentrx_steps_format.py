@@ -22,8 +22,8 @@ from trajaudit.engine.ir import FLAG_DROPPED_MESSAGE, FLAG_SPLIT_MESSAGE
 from trajaudit.engine.loader import load_path
 from trajaudit.errors import TraceFormatError
 from trajaudit.eval import evaluate, load_gold
-from trajaudit.eval.evaluate import scored_step
 from trajaudit.eval.gold import GoldItem, detect_gold_format, suffix_aliases
+from trajaudit.eval.runs import scored_step
 
 MAG = Path(__file__).resolve().parent / "data" / "magentic"
 IDS = {"m1_blocked_pricing": "0f8d4c2a-1b7e-4e38-9a51-6c2d0e7f3b19",

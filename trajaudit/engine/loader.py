@@ -17,11 +17,11 @@ from typing import Any
 
 from trajaudit.api_args import check_path, check_paths, check_record, check_source
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
-from trajaudit.engine.adapters.base import message_like
+from trajaudit.engine.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace_text import chain_documents, decode, documents, lossy_note
-from trajaudit.errors import ConfigError, FormatMismatchError, Problem, TraceFormatError
+from trajaudit.errors import Problem, TraceFormatError
 from trajaudit.registry import Registry
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -133,7 +133,7 @@ def load_document(
         if not 0 <= record < len(runs):
             raise TraceFormatError(f"record {record} out of range: the file holds {len(runs)} run(s)", file=file)
         indexed = [(record, runs[record])]
-    misfit = _misfits(adapter, indexed, file=file, line=line) if format and mapping is None else {}
+    misfit = misfits(adapter, indexed, file=file, line=line) if format and mapping is None else {}
     for i, (rec, run) in enumerate(indexed):
         try:
             if i in misfit:
@@ -152,47 +152,6 @@ def load_document(
             located = err.located(file=file, record=rec)
             result.problems.append(Problem(file or "<input>", rec, str(located), problem_details(flags)))
     return result
-
-
-def _misfits(adapter: Adapter, indexed: list[tuple[int | None, Any]], *, file: str | None, line: int | None
-             ) -> dict[int, FormatMismatchError]:
-    """The forced format's own shape check, run by run: ``{position in indexed: error}`` for the runs
-    ``adapter`` cannot read (each then goes the per-run problem path of :func:`load_document`, so the others load).
-
-    ``--input-format`` skips detection among formats, not the format's shape check (``accepts`` when
-    the adapter has one, else ``sniff``): forcing 'openai' on a tau file must not produce 29 empty
-    "<missing>" steps.
-
-    Raises:
-        FormatMismatchError: no run fits — the document is not in that format at all: one error naming
-            the format and what it expected (the first run's reason), not one per run.
-    """
-    check = getattr(adapter, "accepts", adapter.sniff)
-    bad: dict[int, FormatMismatchError] = {}
-    for i, (_, run) in enumerate(indexed):
-        s = check(run)
-        if not s.ok:
-            bad[i] = FormatMismatchError(f"not in the {adapter.name!r} format: {s.reason}", adapter=adapter.name)
-    if len(bad) == len(indexed):
-        where = line if line is not None else (indexed[0][0] if len(indexed) == 1 else None)  # a record picked
-        # counted in runs only when the document was split into runs: the "records" of a message list
-        # (a forced list format splits any list) are the messages of one run
-        runs = len(indexed) if not any(message_like(run) for _, run in indexed) else 1
-        raise FormatMismatchError(bad[0].reason, records=runs, file=file, record=where, adapter=adapter.name)
-    return bad
-
-
-def _mapping_for(format: str | None, mapping: str | os.PathLike[str] | MappingAdapter | None) -> MappingAdapter | None:
-    """The mapping adapter to read with (a mapping file is read here), refusing a forced ``format``
-    beside it: a mapping *is* the format, and the forced one would be silently ignored.
-
-    Raises:
-        ConfigError: both are given. TraceFormatError: the mapping file cannot be read.
-    """
-    if format and mapping is not None:
-        raise ConfigError(f"give either an input format ({format!r}) or a mapping, not both: "
-                          "a mapping describes its own format")
-    return MappingAdapter.from_file(mapping) if isinstance(mapping, (str, os.PathLike)) else mapping
 
 
 def load_path(
@@ -224,7 +183,7 @@ def load_path(
     """
     check_path("load_path", "path", path)
     check_record("load_path", record)
-    mapping = _mapping_for(format, mapping)
+    mapping = mapping_for(format, mapping)
     result = LoadResult()
     for part in _load_parts(path, format, mapping, options, record=record, chunk=None):
         result.extend(part)
@@ -259,9 +218,7 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
         raise (lossy_note(e) if lossy else e) from None
     multi = jsonl or first[0] is not None  # a .json file of several JSON lines reads as JSONL
     part = LoadResult()
-    misfit: FormatMismatchError | None = None  # the first record the forced format refused
-    n_misfits = 0  # lines refused whole by the forced format
-    n_refused = 0  # the records on them (a line holding a list of runs counts each run)
+    refused = MisfitTally()  # the lines the forced format refused whole
     loaded = False
     for line, doc, err in chain_documents(first, docs, file, lossy):
         if record is not None and multi and line != record:
@@ -279,17 +236,15 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
         except TraceFormatError as e:
             if not multi:
                 raise (lossy_note(e) if lossy else e) from None
-            if isinstance(e, FormatMismatchError):
-                misfit, n_misfits, n_refused = misfit or e, n_misfits + 1, n_refused + e.records
+            refused.add(e)
             part.problems.append(Problem(file, line, str(e.located(file=file, record=line)), problem_details(flags)))
         loaded = loaded or bool(part.trajectories)
         if chunk is not None and len(part.trajectories) >= chunk:
             yield part
             part = LoadResult()
-    if misfit is not None and not loaded and n_misfits > 1 and n_misfits == len(part.problems):
-        # not in the forced format at all: one error for the file, not one copy per line
-        e = FormatMismatchError(misfit.reason, records=n_refused, file=file, adapter=misfit.adapter)
-        raise (lossy_note(e) if lossy else e)
+    whole = refused.file_error(file, len(part.problems), loaded)
+    if whole is not None:  # not in the forced format at all: one error for the file, not one copy per line
+        raise (lossy_note(whole) if lossy else whole)
     yield part
 
 
@@ -367,7 +322,7 @@ def iter_load(
         ConfigError: both ``format`` and ``mapping`` are given.
     """
     paths = check_paths("load_many", "paths", paths)
-    mapping = _mapping_for(format, mapping)
+    mapping = mapping_for(format, mapping)
     return _iter_files(paths, format, mapping, options)
 
 
@@ -419,7 +374,7 @@ def load_checked(source: Any, *, format: str | None, record: Any, function: str,
     """:func:`load`, with argument errors naming ``function`` and ``argument`` (``audit``'s own names)."""
     source = check_source(function, argument, source)
     record = check_record(function, record)
-    mapping = _mapping_for(format, mapping)
+    mapping = mapping_for(format, mapping)
     text = source.strip() if isinstance(source, str) else ""
     if text[:1] + text[-1:] in ("{}", "[]") and not os.path.exists(source):
         raise TraceFormatError(f"{function}(): argument {argument!r} looks like JSON text, not a file path; "

@@ -20,16 +20,22 @@ import dataclasses
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory, renumbered
+from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 from trajaudit.eval import metrics as M
 from trajaudit.eval.gold import GoldItem, GoldSet, other_file, suffix_aliases
 from trajaudit.eval.report import EvalReport, MetricValue, RunScore
+from trajaudit.eval.runs import (
+    ScoredRun,
+    find_run,
+    index_trajectories,
+    run_length,
+    scored_step,
+    step_positions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,97 +53,8 @@ class RepairGrader(Protocol):
     def grade(self, repair: str, rubrics: Sequence[str], *, gold: GoldItem) -> bool: ...
 
 
-@dataclass
-class _Run:
-    gold: GoldItem
-    diag: Diagnosis | None
-    traj: Trajectory | None
-    step: int | None  # the scored step: a source message position (scored_step)
-    category: str | None
-    agent: str | None
-    index: int | None = None  # the predicted step's index in traj.steps
-    positions: tuple[int, ...] | None = None  # each step's source message position, for a renumbered run
-
-    def position(self, k: int) -> int:
-        """The source message position of step index ``k``."""
-        return self.positions[k] if self.positions is not None and 0 <= k < len(self.positions) else k
-
-    def step_at(self, pos: int | None) -> int | None:
-        """The first step index of source message ``pos`` (``pos`` itself for a run not renumbered)."""
-        if pos is None or self.positions is None:
-            return pos
-        return next((k for k, p in enumerate(self.positions) if p == pos), None)
-
-    @property
-    def length(self) -> int | None:
-        """The run's length in source messages (:func:`run_length`)."""
-        return run_length(self.traj)
-
-
-def scored_step(d: Diagnosis) -> int | None:
-    """The step a diagnosis is scored at, in the source's message numbering (what gold labels count):
-    ``metadata.source_message`` when it holds an int — a run whose step indexes are not message
-    positions (:func:`~trajaudit.engine.ir.renumbered`: an Anthropic message split into several
-    steps, an AgentRx step of several substeps; :func:`trajaudit.engine.pipeline.with_source_message`
-    sets it) — else ``critical_step``. ``None`` when ``critical_step`` is ``None`` (no step, or one
-    cleared as out of range by :func:`~trajaudit.eval.runner.check_step_ranges`)."""
-    if d.critical_step is None:
-        return None
-    pos = d.metadata.get("source_message") if isinstance(d.metadata, Mapping) else None
-    return pos if isinstance(pos, int) and not isinstance(pos, bool) else d.critical_step
-
-
-def _positions(t: Trajectory | None) -> tuple[int, ...] | None:
-    """Each step's source message position, for a renumbered run whose steps all carry an int one."""
-    if t is None or not renumbered(t):
-        return None
-    nums = tuple(s.source_number for s in t.steps)
-    return nums if all(isinstance(n, int) and not isinstance(n, bool) for n in nums) else None  # type: ignore[return-value]
-
-
-def run_length(t: Trajectory | None) -> int | None:
-    """The run's length in source messages — what gold step numbers count: ``max(source_number) + 1``
-    for a renumbered run (:func:`~trajaudit.engine.ir.renumbered`: a split Anthropic message is one
-    message of several steps, an AgentRx step without substeps one message of no step), else the
-    number of steps. ``None`` without the run."""
-    if t is None:
-        return None
-    positions = _positions(t)
-    return max(positions) + 1 if positions else len(t.steps)
-
-
 def _as_diagnosis(d: Diagnosis | Mapping[str, Any]) -> Diagnosis:
     return d if isinstance(d, Diagnosis) else Diagnosis.from_dict(dict(d))
-
-
-RunIndex = tuple[dict[str, Trajectory], dict[tuple[str, int | None], Trajectory]]
-
-
-def index_trajectories(trajectories: Iterable[Trajectory] | Mapping[str, Trajectory] | None) -> RunIndex:
-    """``(by id, by (file name, record))`` of the loaded runs (the first run wins on a repeated key)."""
-    by_id: dict[str, Trajectory] = {}
-    by_file: dict[tuple[str, int | None], Trajectory] = {}
-    items = trajectories.values() if isinstance(trajectories, Mapping) else (trajectories or [])
-    for t in items:
-        by_id.setdefault(t.id, t)
-        if t.source.file:
-            by_file.setdefault((Path(t.source.file).name, t.source.record), t)
-    return by_id, by_file
-
-
-def find_run(index: RunIndex, key: str | None, g: Any, d: Diagnosis | None) -> Trajectory | None:
-    """The loaded run of gold run ``key``: by id, else by the gold run's file and record, else by
-    the prediction's file and record, else by the prediction's id (a run paired by
-    :func:`~trajaudit.eval.gold.suffix_aliases`) (``g``/``d`` may be ``None``)."""
-    by_id, by_file = index
-    t = by_id.get(key) if key is not None else None
-    if t is None and g is not None and g.file:
-        t = by_file.get((Path(g.file).name, g.record))
-    if t is None and d is not None and d.file:
-        t = by_file.get((Path(d.file).name, d.record))
-    if t is None and d is not None:
-        t = by_id.get(d.trajectory_id)
-    return t
 
 
 def _preview(t: Trajectory | None, step: int | None, width: int = 90) -> str:
@@ -226,7 +143,7 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
                                                     getattr(gold, "source", None)))
     problems["duplicate_predictions"] = [f"{k} ({n + 1} predictions; the first was scored)" for k, n in dup.items()]
     unknown_pred: set[str] = set()
-    runs: list[_Run] = []
+    runs: list[ScoredRun] = []
     for key, g in gold.items():
         d = preds.get(key)
         t = find_run(index, key, g, d)
@@ -250,7 +167,7 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
             k_pred = None
         step = scored_step(d) if d is not None and k_pred is not None else None
         agent = (d.agent or _step_agent(t, k_pred)) if d is not None else None
-        runs.append(_Run(g, d, t, step, cat, agent, k_pred, _positions(t)))
+        runs.append(ScoredRun(g, d, t, step, cat, agent, k_pred, step_positions(t)))
         if d is None:
             problems["missing_predictions"].append(key)
         elif step is None and not negative:
@@ -287,7 +204,7 @@ def _pairing_warning(unmatched: int, total: int, other_files: int, source: str |
             "different data set? Only runs paired by id (and by file, when both name one) are scored")
 
 
-def _metrics(report: EvalReport, runs: list[_Run], tax: Taxonomy | None, grader: RepairGrader | None,
+def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, grader: RepairGrader | None,
              resamples: int, seed: int) -> None:
     kw = {"resamples": resamples, "seed": seed}
     stepped = [r for r in runs if r.gold.critical_step is not None]
@@ -347,7 +264,7 @@ def _metrics(report: EvalReport, runs: list[_Run], tax: Taxonomy | None, grader:
     report.metrics = {m.key: m for m in out}
 
 
-def _pred_span(r: _Run) -> tuple[int, ...]:
+def _pred_span(r: ScoredRun) -> tuple[int, ...]:
     if r.diag is None:
         return ()
     if r.diag.error_steps:
@@ -355,7 +272,7 @@ def _pred_span(r: _Run) -> tuple[int, ...]:
     return (r.step,) if r.step is not None else ()
 
 
-def _repair_metrics(report: EvalReport, diag_runs: list[_Run], diag: list[bool], grader: RepairGrader | None,
+def _repair_metrics(report: EvalReport, diag_runs: list[ScoredRun], diag: list[bool], grader: RepairGrader | None,
                     kw: dict[str, Any]) -> list[MetricValue]:
     rubric_runs = [(r, ok) for r, ok in zip(diag_runs, diag, strict=True) if r.gold.repair_rubrics]
     why = ""
@@ -377,7 +294,7 @@ def _repair_metrics(report: EvalReport, diag_runs: list[_Run], diag: list[bool],
                   SA, **kw)]
 
 
-def _expected_random(runs: list[_Run], resamples: int, seed: int) -> dict[str, MetricValue] | None:
+def _expected_random(runs: list[ScoredRun], resamples: int, seed: int) -> dict[str, MetricValue] | None:
     """Expected scores of a uniformly random decision step on the same runs (closed form, no sampling)."""
     usable = [r for r in runs if r.traj is not None and r.gold.critical_step is not None]
     if not usable:
@@ -403,7 +320,7 @@ def _expected_random(runs: list[_Run], resamples: int, seed: int) -> dict[str, M
     return out
 
 
-def _breakdowns(report: EvalReport, runs: list[_Run]) -> None:
+def _breakdowns(report: EvalReport, runs: list[ScoredRun]) -> None:
     rows = []
     for r in runs:
         g = r.gold
@@ -457,4 +374,4 @@ def _usage(diags: list[Diagnosis]) -> dict[str, Any] | None:
             "per_run": {k: v / len(with_usage) for k, v in sorted(totals.items())}}
 
 
-__all__ = ["RepairGrader", "evaluate", "run_length", "scored_step"]
+__all__ = ["RepairGrader", "evaluate", "scored_step"]  # scored_step: defined in eval.runs

@@ -4,7 +4,7 @@ Every loader converts the dataset's own step numbering to a 0-based source messa
 position of the message, or of the AgentRx step, in the run as the dataset gives it) and records the
 convention it converted from in :attr:`GoldItem.numbering`. That is ``Step.index`` only for a run
 whose steps are its messages one to one; the eval harness compares gold with a diagnosis's source
-message position (:func:`trajaudit.eval.evaluate.scored_step`: ``metadata.source_message`` when a
+message position (:func:`trajaudit.eval.runs.scored_step`: ``metadata.source_message`` when a
 run was renumbered — split Anthropic messages, AgentRx step records — else ``critical_step``):
 
 - AgentRx ground truth (tau and Magentic-One forms, a JSON list or the Hugging Face release's JSONL):

@@ -25,8 +25,8 @@ from trajaudit.engine.pipeline import with_source_message
 from trajaudit.engine.strategy import AuditContext, Strategy, default_strategies
 from trajaudit.engine.trace_text import jsonl_lines
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError
-from trajaudit.eval.evaluate import find_run, index_trajectories
 from trajaudit.eval.gold import GoldSet, suffix_aliases
+from trajaudit.eval.runs import find_run, index_trajectories
 from trajaudit.registry import Registry
 
 log = logging.getLogger(__name__)
