@@ -43,7 +43,7 @@ def test_run_ids_with_the_token_are_escaped_not_replaced(tau_runs):
 
 
 def test_spool_rolls_to_disk_and_reads_back_in_index_order():
-    spool = SectionSpool()
+    spool = SectionSpool(position_token=RUN_TOKEN)
     big = "x" * (3 << 20)
     for i in (3, 1, 2):  # 9 MiB: past the in-memory limit
         spool.put(i, RunRow(str(i), None, "inconclusive", None, 0.0, "", ""), f"{i}:{RUN_TOKEN}:{big}")
@@ -52,3 +52,14 @@ def test_spool_rolls_to_disk_and_reads_back_in_index_order():
     assert [s[:4] for s in got] == ["1:0:", "2:1:", "3:2:"] and all(len(s) == len(big) + 4 for s in got)
     assert [r.id for r in spool.rows()] == ["1", "2", "3"] and len(spool) == 3
     spool.close()
+
+
+def test_markdown_keeps_the_position_token_of_trace_text(tau_runs):
+    """Only HTML sections carry the position token; Markdown writes file names in code spans as they are."""
+    r = _results(tau_runs)[0]
+    src = dataclasses.replace(r.trajectory.source, file="x<RUN>y.json")
+    t = dataclasses.replace(r.trajectory, source=src)
+    md = MarkdownReport()
+    for i in range(2):
+        md.add(i, dataclasses.replace(r, trajectory=t))
+    assert md.render().count("`x<RUN>y.json`") == 2

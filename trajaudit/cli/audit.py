@@ -83,7 +83,9 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     llm = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=repair, what=f"strategy {strategy!r}")
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
-    refuse_overwriting_input(output, paths)
+    given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
+    refuse_overwriting_input(output, given)
+    refuse_overwriting_input(report, given, "--report")
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
                      default_packs=not no_default_packs, llm=llm, repair=repair)
     err = console(err=True)

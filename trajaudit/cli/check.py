@@ -14,6 +14,7 @@ from trajaudit.cli.common import (
     fail,
     handle_errors,
     input_format_option,
+    refuse_overwriting_input,
     report_load,
     write_text,
 )
@@ -103,6 +104,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
     """
     if not packs and not tools_file:
         fail("give at least one --rules PACK or --tools TOOLS.json")
+    refuse_overwriting_input(output, [*files, *packs, *([tools_file] if tools_file else [])])
     tools = read_tools(tools_file)
     # as audit combines packs: unique ids, superseded rules left out, the tools' SCHEMA rules added
     rules = load_rules(packs, tools)

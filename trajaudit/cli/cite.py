@@ -17,6 +17,7 @@ from trajaudit.cli.common import (
     fail,
     handle_errors,
     llm_options,
+    refuse_overwriting_input,
     write_text,
 )
 
@@ -78,6 +79,9 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
         to_validation_log,
     )
 
+    given = [file, *([mapping] if mapping else [])]
+    refuse_overwriting_input(html_out, given, "--html")
+    refuse_overwriting_input(log_out, given, "--log")
     run = load_run(file, mapping=mapping)
     if use_llm:
         client = client_from_options(llm_opts, without_llm="Without an LLM, run `trajaudit cite` without --llm "

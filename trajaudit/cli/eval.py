@@ -16,6 +16,7 @@ from trajaudit.cli.common import (
     handle_errors,
     input_format_option,
     llm_options,
+    refuse_overwriting_input,
     report_problems,
     write_text,
 )
@@ -76,6 +77,9 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     """
     if bool(pred) == bool(strategy):
         fail("give exactly one of --pred FILE or --strategy NAME")
+    given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules]
+    refuse_overwriting_input(output, given)
+    refuse_overwriting_input(save_pred, given, "--save-pred")
     gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
     if not gold_set:
         report_problems_text(gold_set.problems)

@@ -153,9 +153,12 @@ def render_html(
         that streams its results builds the same document with :class:`HtmlReport`.
     """
     report = HtmlReport(title=title, preview_chars=preview_chars)
-    for i, r in enumerate(results):
-        report.add(i, r)
-    return report.render(problems, extra_sections=extra_sections)
+    try:
+        for i, r in enumerate(results):
+            report.add(i, r)
+        return report.render(problems, extra_sections=extra_sections)
+    finally:
+        report.close()
 
 
 class HtmlReport(SectionSpool):
@@ -171,7 +174,7 @@ class HtmlReport(SectionSpool):
     """
 
     def __init__(self, *, title: str = "trajaudit report", preview_chars: int = 600) -> None:
-        super().__init__()
+        super().__init__(position_token=RUN_TOKEN)
         self.title = title
         self.preview_chars = preview_chars
 

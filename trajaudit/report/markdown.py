@@ -65,9 +65,12 @@ def render_markdown(results: Sequence[AuditResult], problems: Sequence[Problem] 
         :class:`MarkdownReport`.
     """
     report = MarkdownReport(title=title)
-    for i, r in enumerate(results):
-        report.add(i, r)
-    return report.render(problems)
+    try:
+        for i, r in enumerate(results):
+            report.add(i, r)
+        return report.render(problems)
+    finally:
+        report.close()
 
 
 def _section(r: AuditResult) -> str:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from trajaudit.engine.pipeline import AuditResult
 
-#: Stands for the run's position in the report inside a spooled section (HTML anchors): a position is
-#: known only once every run has arrived. Markup of the renderers never contains it and trace text
-#: cannot (every ``<`` of trace text is escaped to ``&lt;``).
+#: Stands for the run's position in the report inside a spooled HTML section (anchors): a position is
+#: known only once every run has arrived. The HTML markup never contains it and trace text cannot
+#: (every ``<`` of trace text is escaped to ``&lt;``). Markdown sections have no anchors and no token.
 RUN_TOKEN = "<RUN>"
 
 
@@ -51,11 +51,17 @@ class RunRow:
 class SectionSpool:
     """Rendered per-run sections, by run index, in a spooled temporary file (memory up to 8 MiB, then
     disk), and one :class:`RunRow` per run. Sections are read back in index order by
-    :meth:`sections`, with :data:`RUN_TOKEN` replaced by the run's 0-based position among the runs.
-    Text round-trips exactly (lone surrogates included). Not thread-safe; ``audit`` adds from the
-    thread that collects results."""
+    :meth:`sections`, with ``position_token`` (when given) replaced by the run's 0-based position
+    among the runs — only for renderers whose output cannot contain the token otherwise (HTML:
+    :data:`RUN_TOKEN`). Text round-trips exactly (lone surrogates included). Not thread-safe;
+    ``audit`` adds from the thread that collects results.
 
-    def __init__(self) -> None:
+    Args:
+        position_token: the placeholder sections use for their run's position, or ``None``.
+    """
+
+    def __init__(self, position_token: str | None = None) -> None:
+        self._token = position_token
         self._file = tempfile.SpooledTemporaryFile(max_size=8 << 20)
         self._at: dict[int, tuple[int, int]] = {}
         self._rows: dict[int, RunRow] = {}
@@ -73,11 +79,12 @@ class SectionSpool:
         return [self._rows[i] for i in sorted(self._rows)]
 
     def sections(self) -> Iterator[str]:
-        """The sections in index order, each with its position in place of :data:`RUN_TOKEN`."""
+        """The sections in index order, each with its position in place of the position token."""
         for pos, i in enumerate(sorted(self._at)):
             start, size = self._at[i]
             self._file.seek(start)
-            yield self._file.read(size).decode("utf-8", "surrogatepass").replace(RUN_TOKEN, str(pos))
+            text = self._file.read(size).decode("utf-8", "surrogatepass")
+            yield text.replace(self._token, str(pos)) if self._token else text
 
     def close(self) -> None:
         """Drop the spooled sections (the temporary file is deleted)."""
