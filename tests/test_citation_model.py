@@ -123,7 +123,7 @@ def test_bad_runs_raise_with_file_and_json_path(tmp_path, mutate, path, message)
 
 
 @pytest.mark.parametrize("content, message", [(b"", "file is empty"), (b"{", "invalid JSON at line 1"),
-                                              (b"\xff\xfe{}", "cannot read")])
+                                              (b"\xff\xfe{}", "looks UTF-16 encoded")])
 def test_unreadable_files(tmp_path, content, message):
     p = tmp_path / "x.json"
     p.write_bytes(content)
