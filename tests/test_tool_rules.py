@@ -39,7 +39,7 @@ def _fails(messages: list[dict], schemas=SCHEMAS) -> list[tuple[int, str, str]]:
     return [(r.step, r.rule_id, r.severity) for r in log.records if r.verdict == "fail"]
 
 
-def test_tau_tools_pack_shape_and_examples():
+def test_tau_tools_pack_shape_and_examples(tau_file):
     tools = json.loads((TAU / "tools.json").read_text())
     tr = synthesize_tool_rules(tools)
     assert tr.skipped == [] and len(tr.tools) == 16

@@ -35,7 +35,8 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
               help="Format of --gold.")
 @click.option("--pred", type=click.Path(exists=True, dir_okay=False),
               help="Diagnoses JSONL to score (one diagnosis per line).")
-@click.option("-s", "--strategy", help="Run this strategy on DATASET... and score it (e.g. first, last, random).")
+@click.option("-s", "--strategy", "strategies", multiple=True,
+              help="Run this strategy on DATASET... and score it (e.g. first, last, random); one per eval.")
 @click.option("--taxonomy", help="Taxonomy for category normalization (default: the gold's).")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False),
               help="Tool schemas (OpenAI function format) passed to the strategy.")
@@ -55,7 +56,7 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
 @click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples for the 95% CIs.")
 @llm_options
 @handle_errors
-def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategy: str | None,
+def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategies: tuple[str, ...],
              taxonomy: str | None, tools: str | None, rules: tuple[str, ...], no_default_packs: bool,
              trace_format: str | None, mapping: str | None, out_format: str, output: str | None, save_pred: str | None, misses: int,
              seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
@@ -75,6 +76,10 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     --model, ...). The report ends with per-strategy LLM accounting: calls, cache hits, tokens as the
     API reported them and tokenizer-free character counts.
     """
+    if len(strategies) > 1:  # click would keep the last one silently
+        fail(f"one --strategy per eval (got {', '.join(strategies)}): run eval once per strategy "
+             "(benchmarks/make_results.py scores every offline strategy on both data sets)")
+    strategy = strategies[0] if strategies else None
     if bool(pred) == bool(strategy):
         fail("give exactly one of --pred FILE or --strategy NAME")
     given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules]

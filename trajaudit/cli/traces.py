@@ -64,9 +64,12 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
             preview = row["preview"] + failed + (f"  ⚑{','.join(flags)}" if flags else "")
             msg = [str(t.steps[row["index"]].source_number)] if split else []
             table.add_row(str(row["index"]), *msg, row["kind"], row["agent"] or "", row["tool"], preview, style=style)
-        if t.task:
-            out.print(f"task: {' '.join(t.task.split())[:width * 2]}", highlight=False, markup=False)
         out.print(table)
+        if t.task:  # after the run's table (its title names the run), cut at a word with "…"
+            task = " ".join(t.task.split())
+            if len(task) > width * 2:
+                task = task[: width * 2].rsplit(" ", 1)[0] + " …"
+            out.print(f"task: {task}", highlight=False, markup=False)
     if not res.trajectories:
         fail(f"{file}: no trajectory could be loaded")
 

@@ -181,7 +181,8 @@ def check_step_ranges(diagnoses: Iterable[Diagnosis], gold: GoldSet,
             continue
         key = gold.match(d, aliases)
         g = gold.get(key) if key is not None else None
-        t = find_run(index, key or d.trajectory_id, g, d)
+        # a prediction paired with no gold run has no run to measure (another data set's run "4" is not it)
+        t = find_run(index, key, g, d) if key is not None else None
         length = len(t.steps) if t is not None else (g.n_steps if g is not None else None)
         if step < 0 or (length is not None and step >= length):
             run = key or d.trajectory_id

@@ -29,7 +29,7 @@ padding:4px 8px;text-align:left;vertical-align:top}th{background:#f0f2f5}.kind{f
 .badge.critical,.badge.error{background:#fce8e6;color:#a50e0e}.badge.warning{background:#fef7e0;color:#8a5a00}
 .badge.claim{background:#e8f0fe;color:#174ea6}.preview{white-space:pre-wrap;word-break:break-word;max-height:9em;overflow:auto}
 .diag{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}.diag dt{font-weight:600}.diag dd{margin:0}
-code{background:#f0f2f5;padding:0 3px;border-radius:3px}nav a{margin-right:10px}.evidence{font-size:12px;color:#333}
+code{background:#f0f2f5;padding:0 3px;border-radius:3px}nav{display:flex;flex-wrap:wrap;gap:2px 10px}.evidence{font-size:12px;color:#333}
 """
 
 _ADDR = re.compile(r"\bsteps\.(\d+)((?:\.[\w\[\]:-]+)*)")
