@@ -151,6 +151,21 @@ def test_a_hold_without_a_request_for_the_action_still_declines(answer, quoted, 
     assert message.endswith(f'(steps.3) declines it: "{quoted}"')
 
 
+@pytest.mark.parametrize("answer", ["Not sure.", "That isn't correct.", "I cannot confirm that yet.",
+                                    "I don't confirm anything until I see the fee."])
+def test_a_negated_yes_word_is_no_explicit_yes(answer, protocol):
+    """Was a pass: "sure", "correct", "confirm" counted as the user's explicit yes even when negated,
+    so a write the agent never asked about passed after "Not sure."."""
+    messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Cancel booking B12."},
+                {"role": "assistant", "content": "The cancellation fee for B12 is $20."},
+                {"role": "user", "content": answer}, *_call(1, "cancelBooking", {"booking_id": "B12"})]
+    assert _records(messages, protocol, CONFIRM) == [(4, "fail", (
+        "cancelBooking although the instructions require explicit confirmation, the agent never asked to "
+        "confirm the action and the user's latest turn before it (steps.3) holds no explicit yes"))]
+    messages[3]["content"] = "Sure, cancel it."
+    assert _records(messages, protocol, CONFIRM) == [(4, "pass", "")]
+
+
 def test_the_unasked_write_keeps_its_message(protocol):
     messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Cancel booking B12."},
                 *_call(1, "cancel_booking", {"booking_id": "B12"})]
