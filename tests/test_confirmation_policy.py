@@ -101,6 +101,9 @@ def _answered(answer, ask="I will cancel booking B12 with a full refund. Shall I
     ("I changed my mind.", "I changed my mind"),
     ("Okay, no, I do not want to proceed.", "do not want to proceed"),
     ("Wait, instead of my Visa, can you refund my gift card?", "Wait"),
+    ("Absolutely not.", "Absolutely not"),  # these three were passes: no opener matched
+    ("Not right now, thanks.", "Not right now"),
+    ("I'd rather not.", "I'd rather not"),
 ])
 def test_a_write_after_the_user_declines_fails(answer, quoted, protocol):
     """Was: the agent's confirmation request alone satisfied the rule, whatever the user answered."""
@@ -128,6 +131,7 @@ def test_an_explicit_yes_or_a_changed_detail_with_agreement_passes(answer, proto
     "Stop, I meant B13 - cancel B13 instead.",
     "Not now... ok fine, cancel it.",
     "No, cancel B13 instead of B12.",
+    "Definitely not the Visa - use PayPal.",
 ])
 def test_a_hold_word_followed_by_a_request_for_the_action_is_a_go_ahead(answer, protocol):
     """Was a fail: the answer opened with a hold / negation word (don't, never mind, wait, stop, not now)
