@@ -265,6 +265,19 @@ def test_substeps_strings_are_parsed_safely():
         parse_substeps(3, "$")
 
 
+def test_a_refused_expression_is_named_without_its_memory_address():
+    """literal_eval's ValueError names the node by its repr ("<ast.Call object at 0x7f…>"): the skip
+    line, and so an audit report listing it, differed from run to run (--jobs 2 vs serial too)."""
+    text = "[{'role': 'human', 'content': __import__('os').system('true')}, {'role': 'x', 'content': 10**9}]"
+    messages = set()
+    for _ in range(2):
+        with pytest.raises(TraceFormatError) as e:
+            parse_substeps(text, "$.steps[0].substeps")
+        messages.add(str(e.value))
+    assert messages == {"$.steps[0].substeps: 'substeps' string is neither a JSON nor a Python-literal list "
+                        "(ValueError: malformed node or string on line 1: Call expression)"}
+
+
 def test_empty_step_and_forced_format(tmp_path):
     msgs = bare("m1_blocked_pricing")
     rec = record("r1", msgs)

@@ -101,6 +101,9 @@ def _answered(answer, ask="I will cancel booking B12 with a full refund. Shall I
     ("I changed my mind.", "I changed my mind"),
     ("Okay, no, I do not want to proceed.", "do not want to proceed"),
     ("Wait, instead of my Visa, can you refund my gift card?", "Wait"),
+    ("Absolutely not.", "Absolutely not"),  # these three were passes: no opener matched
+    ("Not right now, thanks.", "Not right now"),
+    ("I'd rather not.", "I'd rather not"),
 ])
 def test_a_write_after_the_user_declines_fails(answer, quoted, protocol):
     """Was: the agent's confirmation request alone satisfied the rule, whatever the user answered."""
@@ -128,6 +131,7 @@ def test_an_explicit_yes_or_a_changed_detail_with_agreement_passes(answer, proto
     "Stop, I meant B13 - cancel B13 instead.",
     "Not now... ok fine, cancel it.",
     "No, cancel B13 instead of B12.",
+    "Definitely not the Visa - use PayPal.",
 ])
 def test_a_hold_word_followed_by_a_request_for_the_action_is_a_go_ahead(answer, protocol):
     """Was a fail: the answer opened with a hold / negation word (don't, never mind, wait, stop, not now)
@@ -149,6 +153,21 @@ def test_a_hold_without_a_request_for_the_action_still_declines(answer, quoted, 
     ((step, verdict, message),) = _records(_answered(answer), protocol, CONFIRM)
     assert (step, verdict) == (4, "fail")
     assert message.endswith(f'(steps.3) declines it: "{quoted}"')
+
+
+@pytest.mark.parametrize("answer", ["Not sure.", "That isn't correct.", "I cannot confirm that yet.",
+                                    "I don't confirm anything until I see the fee."])
+def test_a_negated_yes_word_is_no_explicit_yes(answer, protocol):
+    """Was a pass: "sure", "correct", "confirm" counted as the user's explicit yes even when negated,
+    so a write the agent never asked about passed after "Not sure."."""
+    messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Cancel booking B12."},
+                {"role": "assistant", "content": "The cancellation fee for B12 is $20."},
+                {"role": "user", "content": answer}, *_call(1, "cancelBooking", {"booking_id": "B12"})]
+    assert _records(messages, protocol, CONFIRM) == [(4, "fail", (
+        "cancelBooking although the instructions require explicit confirmation, the agent never asked to "
+        "confirm the action and the user's latest turn before it (steps.3) holds no explicit yes"))]
+    messages[3]["content"] = "Sure, cancel it."
+    assert _records(messages, protocol, CONFIRM) == [(4, "pass", "")]
 
 
 def test_the_unasked_write_keeps_its_message(protocol):

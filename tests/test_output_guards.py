@@ -43,3 +43,23 @@ def test_outputs_never_replace_inputs(files, args, victim, option):
     assert r.exit_code == 2, r.output
     assert f"{option} {str(files[victim])!r} is the input file" in r.output
     assert files[victim].read_bytes() == before
+
+
+
+@pytest.mark.parametrize("args, option, bad", [
+    (["audit", "{run}", "-o", "{tmp}/missing/d.jsonl", "--report", "{tmp}/r.html"], "-o/--output", "{tmp}/missing/d.jsonl"),
+    (["audit", "{run}", "-o", "{tmp}/d.jsonl", "--report", "{tmp}/missing/r.md"], "--report", "{tmp}/missing/r.md"),
+    (["audit", "{run}", "-o", "{tmp}/d.jsonl", "--report", "{run}/r.html"], "--report", "{run}/r.html"),
+    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "--save-pred", "{tmp}/missing/p.jsonl"], "--save-pred",
+     "{tmp}/missing/p.jsonl"),
+])
+def test_an_output_folder_that_does_not_exist_is_refused_before_the_batch(files, tmp_path, args, option, bad):
+    """Was: the batch was audited first and the write failed at the end ("…: No such file or
+    directory"): with -o in a missing folder neither the diagnoses nor the report were written."""
+    names = {"tmp": tmp_path, **{k: str(v) for k, v in files.items()}}
+    r = CliRunner().invoke(main, [a.format(**names) for a in args])
+    assert r.exit_code == 2, r.output
+    out = bad.format(**names)
+    why = "does not exist; create it first" if "missing" in bad else "is a file, not a folder"
+    assert f"error: {option} {out!r}: the folder {str(Path(out).parent)!r} {why}" in " ".join(r.output.split())
+    assert "audited" not in r.output and not list(tmp_path.glob("[dr].*"))  # nothing was audited or written

@@ -12,6 +12,7 @@ from rich.table import Table
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     LLMOptions,
+    check_output_folder,
     console,
     fail,
     format_options,
@@ -86,6 +87,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
     refuse_overwriting_input(output, given)
     refuse_overwriting_input(report, given, "--report")
+    check_output_folder(output)
+    check_output_folder(report, "--report")
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
                      default_packs=not no_default_packs, llm=llm, repair=repair)
     err = console(err=True)

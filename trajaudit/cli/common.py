@@ -73,6 +73,24 @@ def write_parts(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
             f.write(part.encode("utf-8", "backslashreplace"))
 
 
+def check_output_folder(output: str | None, option: str = "-o/--output") -> None:
+    """Refuse, before a batch runs, an output path whose folder does not exist, is no folder or cannot
+    be written: the write comes after every run is audited, so a typo in the folder cost the whole
+    batch's work (``audit -o missing/d.jsonl`` wrote nothing at all, not even the report).
+
+    Raises:
+        TrajauditError: naming the option, the path and the folder.
+    """
+    if not output or output == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        what = "is a file, not a folder" if os.path.exists(folder) else "does not exist; create it first"
+        raise TrajauditError(f"{option} {output!r}: the folder {folder!r} {what}")
+    if not os.access(folder, os.W_OK):
+        raise TrajauditError(f"{option} {output!r}: the folder {folder!r} is not writable")
+
+
 def refuse_overwriting_input(output: str | None, inputs: Iterable[str], option: str = "-o/--output") -> None:
     """Refuse an output path that is one of the input files named on the command line (the same
     file, also through a link): writing it would destroy the trace being read. Inputs found by

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from trajaudit.cli.common import (
     LLMOptions,
+    check_output_folder,
     client_from_options,
     console,
     fail,
@@ -85,6 +86,8 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules]
     refuse_overwriting_input(output, given)
     refuse_overwriting_input(save_pred, given, "--save-pred")
+    check_output_folder(output)
+    check_output_folder(save_pred, "--save-pred")
     gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
     if not gold_set:
         report_problems_text(gold_set.problems)

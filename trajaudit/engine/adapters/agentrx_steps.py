@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import tokenize
 from io import StringIO
 from pathlib import Path
@@ -58,6 +59,9 @@ NUMBERING = ("AgentRx steps: one step per substep; source_number = 0-based posit
 MAX_LITERAL_CHARS = 10_000_000  # a substeps string read as a Python literal (real ones: tens of KB)
 MAX_LITERAL_TOKENS = 200_000  # operator tokens ([ ] { } , :) in it: bounds the syntax tree literal_eval builds
 _STRUCTURAL = "[]{}(),:"
+#: ``literal_eval`` names a refused node by its repr, memory address included ("<ast.Call object at
+#: 0x7f…>"): the message would differ from run to run (reports of one batch were not reproducible).
+_AST_REPR = re.compile(r"<ast\.(\w+) object at 0x[0-9a-fA-F]+>")
 
 
 def _reason(run: Any) -> str:
@@ -162,7 +166,8 @@ def _literal(text: str, path: str) -> Any:
     try:
         doc = _plain(ast.literal_eval(text))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
-        why = "nested too deeply" if isinstance(e, RecursionError) else f"{type(e).__name__}: {e}"
+        why = "nested too deeply" if isinstance(e, RecursionError) else \
+            f"{type(e).__name__}: {_AST_REPR.sub(lambda m: f'{m[1]} expression', str(e))}"
         raise TraceFormatError(f"'substeps' string is neither a JSON nor a Python-literal list ({why})",
                                json_path=path) from None
     if safe_json.too_deep(doc):
