@@ -26,7 +26,7 @@ def test_markup_like_text_is_printed_literally(tmp_path):
 
 def test_unwritable_output_is_an_error_not_a_traceback(tmp_path, tau_file):
     r = invoke("audit", tau_file, "--strategy", "first", "-o", tmp_path / "no" / "such" / "d.jsonl")
-    assert r.exit_code == 2 and "No such file or directory" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "does not exist; create it first" in r.output and "Traceback" not in r.output
     r = invoke("convert", tau_file, "-o", tmp_path / "no" / "x.json")
     assert r.exit_code == 2
 
