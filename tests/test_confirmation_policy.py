@@ -104,6 +104,10 @@ def _answered(answer, ask="I will cancel booking B12 with a full refund. Shall I
     ("Absolutely not.", "Absolutely not"),  # these three were passes: no opener matched
     ("Not right now, thanks.", "Not right now"),
     ("I'd rather not.", "I'd rather not"),
+    ("I don't think so.", "I don't think so"),  # these four were passes too
+    ("Negative.", "Negative"),
+    ("Please hold.", "Please hold"),
+    ("Let me think about it.", "Let me think"),
 ])
 def test_a_write_after_the_user_declines_fails(answer, quoted, protocol):
     """Was: the agent's confirmation request alone satisfied the rule, whatever the user answered."""
@@ -132,6 +136,8 @@ def test_an_explicit_yes_or_a_changed_detail_with_agreement_passes(answer, proto
     "Not now... ok fine, cancel it.",
     "No, cancel B13 instead of B12.",
     "Definitely not the Visa - use PayPal.",
+    "I don't think so, cancel B13 instead.",
+    "Let me think... ok fine, cancel it.",
 ])
 def test_a_hold_word_followed_by_a_request_for_the_action_is_a_go_ahead(answer, protocol):
     """Was a fail: the answer opened with a hold / negation word (don't, never mind, wait, stop, not now)
