@@ -147,7 +147,7 @@ class Diagnosis:
             raise ValueError(f"repair must be a string or null, got {type(repair).__name__}")
         return cls(
             trajectory_id=str(d["trajectory_id"]),
-            critical_step=d.get("critical_step"),
+            critical_step=step,
             category=d.get("category", "inconclusive"),
             strategy=d.get("strategy", "unknown"),
             taxonomy=d.get("taxonomy", "agentrx"),
@@ -158,7 +158,7 @@ class Diagnosis:
             rationale=d.get("rationale", ""),
             evidence=tuple(Evidence.from_dict(e) for e in d.get("evidence", [])),
             candidates=tuple(Candidate.from_dict(c) for c in d.get("candidates", [])),
-            repair=d.get("repair"),
+            repair=repair,
             error_steps=tuple(d.get("error_steps", [])),
             tolerance_span=(int(span[0]), int(span[1])) if span else None,
             usage=dict(d.get("usage", {})),
