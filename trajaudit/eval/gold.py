@@ -24,7 +24,6 @@ Gold is read only by the evaluation harness; no strategy may import this module.
 from __future__ import annotations
 
 import json
-import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -47,8 +46,6 @@ from trajaudit.eval.gold_items import (
     other_file,
     read_json,
 )
-
-log = logging.getLogger(__name__)
 
 GOLD_FORMATS = ("agentrx", "who_and_when", "jsonl")
 
