@@ -8,7 +8,7 @@ gold run, ``EvalReport.problems["pairing"]`` says the predictions probably come 
 prediction counts as wrong and is listed. Predictions for runs not in the gold, duplicates (the
 first is kept) and gold runs without a critical step are reported in ``EvalReport.problems``.
 
-Steps are compared as source message positions (:func:`scored_step`): a diagnosis's
+Steps are compared as source message positions (:func:`~trajaudit.eval.runs.scored_step`): a diagnosis's
 ``metadata.source_message`` when it has one (a run whose step indexes are not message positions:
 split Anthropic messages, AgentRx step records), else its ``critical_step``.
 Metric definitions and sources: :mod:`trajaudit.eval.metrics` and ``docs/eval.md``.
@@ -374,4 +374,4 @@ def _usage(diags: list[Diagnosis]) -> dict[str, Any] | None:
             "per_run": {k: v / len(with_usage) for k, v in sorted(totals.items())}}
 
 
-__all__ = ["RepairGrader", "evaluate", "scored_step"]  # scored_step: defined in eval.runs
+__all__ = ["RepairGrader", "evaluate"]

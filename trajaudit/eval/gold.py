@@ -24,7 +24,6 @@ Gold is read only by the evaluation harness; no strategy may import this module.
 from __future__ import annotations
 
 import json
-import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,6 @@ from trajaudit.engine import safe_json
 from trajaudit.engine.loader import expand_paths
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
-from trajaudit.engine.trace_text import jsonl_lines
 from trajaudit.errors import TrajauditError
 from trajaudit.eval.gold_agentrx import agentrx_entry, agentrx_jsonl, load_agentrx_gold, suffix_aliases
 from trajaudit.eval.gold_items import (
@@ -46,9 +44,8 @@ from trajaudit.eval.gold_items import (
     int_value,
     other_file,
     read_json,
+    read_jsonl_lines,
 )
-
-log = logging.getLogger(__name__)
 
 GOLD_FORMATS = ("agentrx", "who_and_when", "jsonl")
 
@@ -102,12 +99,12 @@ def load_jsonl_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy | Non
     The key is ``id`` or ``trajectory_id`` when given, else ``<file stem>`` or ``<file stem>#<record>``;
     diagnoses also match on (file name, record). ``category`` is normalized with the line's
     ``taxonomy`` or the ``taxonomy`` argument. Bad lines are reported in ``problems`` and skipped.
+
+    Raises:
+        GoldFormatError: the file cannot be read or is not valid UTF-8.
     """
     p = Path(path)
-    try:
-        lines = jsonl_lines(p.read_text(encoding="utf-8-sig"))
-    except OSError as e:
-        raise GoldFormatError(f"cannot read: {e.strerror or e}", file=str(p)) from None
+    lines = read_jsonl_lines(p)
     gold = GoldSet(format="jsonl", source=str(p))
     taxes: dict[str, Taxonomy] = {}
     for ln, line in enumerate(lines, 1):

@@ -18,7 +18,6 @@ from typing import Any
 
 from trajaudit.engine import safe_json
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
-from trajaudit.engine.trace_text import jsonl_lines
 from trajaudit.eval.gold_items import (
     NUMBERING,
     GoldFailure,
@@ -28,6 +27,7 @@ from trajaudit.eval.gold_items import (
     category_id,
     int_value,
     read_json,
+    read_jsonl_lines,
 )
 
 log = logging.getLogger(__name__)
@@ -40,14 +40,8 @@ def _is_jsonl(p: Path) -> bool:
 def _lines(p: Path, problems: list[str]) -> list[tuple[str, Any]]:
     """``(where, entry)`` of an AgentRx annotation JSONL file (one entry per line, as the Hugging Face
     release's ``magentic_one.jsonl`` and ``tau_retail.jsonl``); bad lines go to ``problems``."""
-    try:
-        lines = jsonl_lines(p.read_text(encoding="utf-8-sig"))
-    except OSError as e:
-        raise GoldFormatError(f"cannot read: {e.strerror or e}", file=str(p)) from None
-    except UnicodeDecodeError as e:
-        raise GoldFormatError(f"not valid UTF-8: {e}", file=str(p)) from None
     out = []
-    for ln, line in enumerate(lines, 1):
+    for ln, line in enumerate(read_jsonl_lines(p), 1):
         if not line.strip():
             continue
         try:

@@ -1,6 +1,7 @@
 """Gold data shared by the gold loaders (:mod:`trajaudit.eval.gold`, :mod:`trajaudit.eval.gold_agentrx`):
 :class:`GoldItem`, :class:`GoldFailure`, :class:`GoldSet`, :class:`GoldFormatError`, the step
-numbering conventions, and small readers (:func:`int_value`, :func:`category_id`, :func:`read_json`).
+numbering conventions, and small readers (:func:`int_value`, :func:`category_id`, :func:`read_json`,
+:func:`read_jsonl_lines`).
 Both loader modules import it; it imports neither. Read only by the evaluation harness.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 from trajaudit.engine import safe_json
 from trajaudit.engine.diagnosis import Diagnosis, other_run
 from trajaudit.engine.taxonomy import Taxonomy
+from trajaudit.engine.trace_text import jsonl_lines
 from trajaudit.errors import TrajauditError
 
 NUMBERING = {
@@ -182,5 +184,21 @@ def read_json(path: Path) -> Any:
         raise GoldFormatError(f"not valid JSON: {e}", file=str(path)) from None
 
 
+def read_jsonl_lines(path: Path) -> list[str]:
+    """The lines of the JSONL file ``path`` (a UTF-8 byte-order mark allowed; split by
+    :func:`~trajaudit.engine.trace_text.jsonl_lines`, blank lines kept so line numbers stay 1-based
+    file lines).
+
+    Raises:
+        GoldFormatError: unreadable, or not valid UTF-8.
+    """
+    try:
+        return jsonl_lines(path.read_text(encoding="utf-8-sig"))
+    except OSError as e:
+        raise GoldFormatError(f"cannot read: {e.strerror or e}", file=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise GoldFormatError(f"not valid UTF-8: {e}", file=str(path)) from None
+
+
 __all__ = ["NUMBERING", "GoldFailure", "GoldFormatError", "GoldItem", "GoldSet", "category_id", "int_value",
-           "other_file", "read_json"]
+           "other_file", "read_json", "read_jsonl_lines"]
