@@ -8,6 +8,7 @@ failures (unreadable, empty, not JSON, no format matches, not in the forced form
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 from collections.abc import Iterable, Iterator
@@ -140,8 +141,7 @@ def load_document(
                 raise misfit[i]
             traj = adapter.convert(run, source=Source(adapter.name, file, rec), options=options)
             if flags:
-                traj = Trajectory(**{**traj.__dict__, "flags": traj.flags + flags})
-                traj.__dict__.pop("call_index", None)
+                traj = dataclasses.replace(traj, flags=traj.flags + flags)
             if options.validate:
                 errs = schema_errors("trajectory", traj.to_dict(), limit=3)
                 if errs:
