@@ -46,8 +46,8 @@ from trajaudit.engine.adapters.base import (
     Sniff,
     assemble,
     build_steps,
-    is_run_list,
     sniff_runs,
+    split_runs,
 )
 from trajaudit.engine.adapters.openai_chat import MessageNote, convert_chat
 from trajaudit.engine.adapters.who_and_when import classify_speaker
@@ -229,7 +229,7 @@ class AgentRxStepsAdapter:
     def records(self, doc: Any) -> list[Any]:
         """A list of records (:func:`~trajaudit.engine.adapters.base.is_run_list`) is one run per element
         (a broken element is reported alone); anything else is one run."""
-        return list(doc) if is_run_list(doc, _is_record) else [doc]
+        return split_runs(doc, _is_record)
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Convert one record: one step per substep (see the module docstring).
