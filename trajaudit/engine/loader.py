@@ -8,6 +8,7 @@ failures (unreadable, empty, not JSON, no format matches, not in the forced form
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 from collections.abc import Iterable, Iterator
@@ -20,7 +21,7 @@ from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, defa
 from trajaudit.engine.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.trace_text import chain_documents, decode, documents, lossy_note
+from trajaudit.engine.trace_text import decode, documents, lossy_note
 from trajaudit.errors import Problem, TraceFormatError
 from trajaudit.registry import Registry
 
@@ -140,8 +141,7 @@ def load_document(
                 raise misfit[i]
             traj = adapter.convert(run, source=Source(adapter.name, file, rec), options=options)
             if flags:
-                traj = Trajectory(**{**traj.__dict__, "flags": traj.flags + flags})
-                traj.__dict__.pop("call_index", None)
+                traj = dataclasses.replace(traj, flags=traj.flags + flags)
             if options.validate:
                 errs = schema_errors("trajectory", traj.to_dict(), limit=3)
                 if errs:
@@ -211,16 +211,11 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
     del data
     flags = (FLAG_NON_UTF8,) if lossy else ()
     jsonl = file.endswith((".jsonl", ".ndjson"))
-    docs = documents(text, file, jsonl)
-    try:
-        first = next(docs)
-    except TraceFormatError as e:
-        raise (lossy_note(e) if lossy else e) from None
-    multi = jsonl or first[0] is not None  # a .json file of several JSON lines reads as JSONL
     part = LoadResult()
     refused = MisfitTally()  # the lines the forced format refused whole
     loaded = False
-    for line, doc, err in chain_documents(first, docs, file, lossy):
+    for line, doc, err in documents(text, file, jsonl, lossy=lossy):
+        multi = jsonl or line is not None  # a .json file of several JSON lines reads as JSONL
         if record is not None and multi and line != record:
             continue
         if err:

@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajaudit.api_args import check_paths
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory, renumbered
-from trajaudit.engine.loader import load_checked, load_many, problem_details
+from trajaudit.engine.loader import expand_paths, iter_load, load_checked, load_many, problem_details
 from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
 from trajaudit.engine.validation_log import ValidationLog
@@ -305,9 +306,6 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
     """:func:`audit_paths` serially, one file at a time (results to ``on_result`` with their index in
     the whole batch, in input order); problems: the load problems, then the audit problems, as
     :func:`audit_paths` orders them."""
-    from trajaudit.api_args import check_paths
-    from trajaudit.engine.loader import expand_paths, iter_load
-
     files = list(expand_paths(check_paths("audit_paths", "paths", paths)))
     expected = {str(f): _expected_runs(f) for f in files}
     seen: dict[str, int] = {}

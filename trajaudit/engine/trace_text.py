@@ -69,16 +69,25 @@ def decode(data: bytes, file: str) -> tuple[str, bool]:
 def lossy_note(e: TraceFormatError) -> TraceFormatError:
     """``e`` with a note that the file is not valid UTF-8 (a likely cause of a whole-file failure)."""
     return type(e)(f"{e.message} (the file is not valid UTF-8; undecodable bytes were replaced)",
-                            file=e.file, record=e.record, json_path=e.json_path, adapter=e.adapter)
+                   file=e.file, record=e.record, json_path=e.json_path, adapter=e.adapter)
 
 
-def documents(text: str, file: str, jsonl: bool) -> Iterator[tuple[int | None, Any, str | None]]:
+def documents(text: str, file: str, jsonl: bool, *, lossy: bool = False
+              ) -> Iterator[tuple[int | None, Any, str | None]]:
     """Parse text into ``(line_or_None, doc, error)`` items, lazily for JSONL (one line parsed when
-    asked for); JSONL when asked or when the JSON has extra lines.
+    asked for); JSONL when asked or when the JSON has extra lines (then every item has its line).
 
     Raises:
-        TraceFormatError: (when iterated) not JSON, too deeply nested, or no JSON line at all.
+        TraceFormatError: (when iterated) not JSON, too deeply nested, or no JSON line at all; with
+            :func:`lossy_note` when ``lossy`` (the text was decoded with bytes replaced).
     """
+    try:
+        yield from _documents(text, file, jsonl)
+    except TraceFormatError as e:
+        raise (lossy_note(e) if lossy else e) from None
+
+
+def _documents(text: str, file: str, jsonl: bool) -> Iterator[tuple[int | None, Any, str | None]]:
     if not jsonl:
         try:
             doc = safe_json.loads(text)
@@ -103,15 +112,6 @@ def documents(text: str, file: str, jsonl: bool) -> Iterator[tuple[int | None, A
             yield n, None, f"invalid JSON on line {n + 1} column {e.colno}: {e.msg}"
     if not found:
         raise TraceFormatError("file has no JSON lines", file=file)
-
-
-def chain_documents(first: tuple[int | None, Any, str | None], rest: Iterator[tuple[int | None, Any, str | None]],
-           file: str, lossy: bool) -> Iterator[tuple[int | None, Any, str | None]]:
-    yield first
-    try:
-        yield from rest
-    except TraceFormatError as e:
-        raise (lossy_note(e) if lossy else e) from None
 
 
 def jsonl_lines(text: str) -> list[str]:

@@ -41,15 +41,14 @@ from typing import Any
 from trajaudit.engine import safe_json
 from trajaudit.engine.adapters.base import (
     OPENAI_ROLES,
-    Classified,
     LoadOptions,
     Sniff,
     assemble,
     build_steps,
-    is_run_list,
     sniff_runs,
+    split_runs,
 )
-from trajaudit.engine.adapters.openai_chat import MessageNote, convert_chat
+from trajaudit.engine.adapters.openai_chat import MessageNote, convert_chat, with_notes
 from trajaudit.engine.adapters.who_and_when import classify_speaker
 from trajaudit.engine.ir import FLAG_DROPPED_MESSAGE, FLAG_SPLIT_MESSAGE, Source, Trajectory
 from trajaudit.errors import TraceFormatError
@@ -229,7 +228,7 @@ class AgentRxStepsAdapter:
     def records(self, doc: Any) -> list[Any]:
         """A list of records (:func:`~trajaudit.engine.adapters.base.is_run_list`) is one run per element
         (a broken element is reported alone); anything else is one run."""
-        return list(doc) if is_run_list(doc, _is_record) else [doc]
+        return split_runs(doc, _is_record)
 
     def convert(self, run: Any, *, source: Source, options: LoadOptions) -> Trajectory:
         """Convert one record: one step per substep (see the module docstring).
@@ -254,10 +253,7 @@ class AgentRxStepsAdapter:
                              run={"id": tid, **({"task": task} if task else {})}, exclude=("id", "task"),
                              notes=notes)
         else:
-            def classify(msg: dict[str, Any], i: int) -> Classified:
-                c, n = classify_speaker(msg["role"], options), notes[i]
-                return Classified(c.kind, c.role, c.agent, [*c.flags, *n.flags], {**c.metadata, **n.metadata})
-
+            classify = with_notes(lambda msg, i: classify_speaker(msg["role"], options), notes)
             steps = build_steps(messages, classify, options=options, path="$.steps[*].substeps",
                                 source_number=lambda msg, i: notes[i].source_number)
             first_user = next((s.content for s in steps if s.kind == "user"), "")

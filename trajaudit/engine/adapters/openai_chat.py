@@ -102,6 +102,17 @@ class MessageNote:
     source_number: int | None = None
 
 
+def with_notes(classify: Callable[[dict[str, Any], int], Classified], notes: list[MessageNote]
+               ) -> Callable[[dict[str, Any], int], Classified]:
+    """``classify`` (a ``build_steps`` classifier) with message ``i``'s note added to its answer:
+    ``notes[i].flags`` after the classifier's flags, ``notes[i].metadata`` over its metadata."""
+    def noted(msg: dict[str, Any], i: int) -> Classified:
+        c, n = classify(msg, i), notes[i]
+        return Classified(c.kind, c.role, c.agent, [*c.flags, *n.flags], {**c.metadata, **n.metadata})
+
+    return noted
+
+
 def convert_chat(messages: list[Any], *, source: Source, options: LoadOptions, path: str = "$",
                  run: dict[str, Any] | None = None, exclude: tuple[str, ...] = ("messages",),
                  system_prompts: dict[str, str] | None = None, notes: list[MessageNote] | None = None,
@@ -138,13 +149,9 @@ def convert_chat(messages: list[Any], *, source: Source, options: LoadOptions, p
         user_speakers=user_speakers)
     number = None
     if notes is not None:
-        plain, given = classify, notes
-
-        def classify(msg: dict[str, Any], i: int) -> Classified:
-            c, n = plain(msg, i), given[i]
-            return Classified(c.kind, c.role, c.agent, [*c.flags, *n.flags], {**c.metadata, **n.metadata})
-
-        if any(n.source_number is not None for n in notes):
+        given = notes  # not Optional inside the closure
+        classify = with_notes(classify, given)
+        if any(n.source_number is not None for n in given):
             def number(msg: dict[str, Any], i: int) -> Any:
                 return given[i].source_number
     steps = build_steps(messages, classify, options=options, path=path, source_number=number)
