@@ -133,3 +133,11 @@ def local_llm(tmp_path_factory):
     server = LocalLLM(tmp_path_factory.mktemp("llama") / "llama-server.log")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def protocol():
+    """The generic.protocol pack, compiled (its policy-conditioned rules' tests: tests/policy_runs.py)."""
+    from trajaudit import compile_rules, load_pack
+
+    return compile_rules(load_pack("generic.protocol"))

@@ -9,29 +9,17 @@ import json
 from pathlib import Path
 
 import pytest
+from policy_runs import CONFIRM, HANDOFF, call
 
-from trajaudit import compile_rules, evaluate, load, load_pack
+from trajaudit import evaluate, load
 from trajaudit.engine.loader import load_document
 
 D = Path(__file__).resolve().parent / "data" / "dialects"
-CONFIRM = "generic.protocol.confirmation-before-write"
-HANDOFF = "generic.protocol.handoff-only-out-of-scope"
-
-
-@pytest.fixture(scope="module")
-def protocol():
-    return compile_rules(load_pack("generic.protocol"))
 
 
 def _fails(messages, rules, rule_id):
     return [(r.step, r.message) for r in evaluate(load(messages), rules).records
             if r.rule_id == rule_id and r.verdict == "fail"]
-
-
-def _call(i, name, args):
-    return [{"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
-            {"role": "tool", "tool_call_id": f"c{i}", "name": name, "content": '{"ok": true}'}]
 
 
 # --- one bad run of a multi-run document must not decide the format of (or lose) the others ----------
@@ -82,7 +70,7 @@ def test_a_read_tool_whose_name_starts_with_a_write_verb_needs_no_confirmation(t
     """Was: any name whose first word is a write verb was a write, so a library agent's book_search
     right after the user's question failed as an unconfirmed write (error, the run's critical step)."""
     messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Do you have Dune?"},
-                *_call(1, tool, {"q": "Dune"}), {"role": "assistant", "content": "Yes."}]
+                *call(1, tool, {"q": "Dune"}), {"role": "assistant", "content": "Yes."}]
     assert _fails(messages, protocol, CONFIRM) == []
 
 
@@ -90,7 +78,7 @@ def test_a_read_tool_whose_name_starts_with_a_write_verb_needs_no_confirmation(t
                                   "book_check_in", "place_order", "return_delivered_order_items", "delete_history",
                                   "exchange_delivered_order_items", "modify-address"])
 def test_write_tools_still_need_the_yes(tool, protocol):
-    messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Order 1, quickly."}, *_call(1, tool, {"id": "1"})]
+    messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Order 1, quickly."}, *call(1, tool, {"id": "1"})]
     assert [s for s, _ in _fails(messages, protocol, CONFIRM)] == [2]
 
 
@@ -100,7 +88,7 @@ def test_a_read_named_tool_is_no_attempted_write_for_the_handoff_rule(protocol):
     system = ("You are an airline agent. Transfer the user to a human agent if and only if the request "
               "cannot be handled within the scope of your actions.")
     messages = [{"role": "system", "content": system}, {"role": "user", "content": "Please cancel my reservation ABC123."},
-                *_call(1, "book_search", {"q": "ABC123"}), *_call(2, "transfer_to_human_agents", {"summary": "cancel"})]
+                *call(1, "book_search", {"q": "ABC123"}), *call(2, "transfer_to_human_agents", {"summary": "cancel"})]
     assert [s for s, _ in _fails(messages, protocol, HANDOFF)] == [4]
 
 
@@ -113,7 +101,7 @@ def test_confirming_a_fact_is_no_confirmation_policy(system, protocol):
     every write of a bank agent that verifies callers failed without a 'yes'."""
     messages = [{"role": "system", "content": system},
                 {"role": "user", "content": "I'm Ann, born 1990-01-02. Please update my address to 5 Main St."},
-                *_call(1, "update_address", {"address": "5 Main St"})]
+                *call(1, "update_address", {"address": "5 Main St"})]
     assert _fails(messages, protocol, CONFIRM) == []
 
 
@@ -126,13 +114,13 @@ def test_confirming_a_fact_is_no_confirmation_policy(system, protocol):
 ])
 def test_confirmation_policies_are_recognized(system, protocol):
     messages = [{"role": "system", "content": system}, {"role": "user", "content": "Cancel order 5."},
-                *_call(1, "cancel_order", {"id": "5"})]
+                *call(1, "cancel_order", {"id": "5"})]
     assert [s for s, _ in _fails(messages, protocol, CONFIRM)] == [2]
 
 
 def test_the_message_says_none_when_no_user_turn_precedes_the_write(protocol):
     """Was: '… the user's turn before it (null) holds no explicit yes'."""
-    messages = [{"role": "system", "content": POLICY}, *_call(1, "cancel_order", {"id": "5"})]
+    messages = [{"role": "system", "content": POLICY}, *call(1, "cancel_order", {"id": "5"})]
     ((step, message),) = _fails(messages, protocol, CONFIRM)
     assert step == 1 and "(none)" in message and "null" not in message
 

@@ -4,26 +4,12 @@ widen instead of restrict. Each test of a defect fails without its fix."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from policy_runs import CONFIRM, HANDOFF, call
 
-from trajaudit import compile_rules, evaluate, load, load_pack
+from trajaudit import evaluate, load
 
-CONFIRM = "generic.protocol.confirmation-before-write"
-HANDOFF = "generic.protocol.handoff-only-out-of-scope"
 POLICY = "You are a support agent. Obtain explicit user confirmation (yes) before taking actions that change a booking."
-
-
-@pytest.fixture(scope="module")
-def protocol():
-    return compile_rules(load_pack("generic.protocol"))
-
-
-def _call(i, name, args):
-    return [{"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]},
-            {"role": "tool", "tool_call_id": f"c{i}", "name": name, "content": '{"ok": true}'}]
 
 
 def _records(messages, rules, rule_id):
@@ -34,7 +20,7 @@ def _records(messages, rules, rule_id):
 
 def _unasked_write(system, tool="cancel_booking"):
     return [{"role": "system", "content": system}, {"role": "user", "content": "Cancel booking B12."},
-            *_call(1, tool, {"booking_id": "B12"})]
+            *call(1, tool, {"booking_id": "B12"})]
 
 
 # --- a negated policy does not switch the rule on ---------------------------------------------------
@@ -86,7 +72,7 @@ def test_double_negations_and_mixed_instructions_still_state_the_policy(system, 
 def _answered(answer, ask="I will cancel booking B12 with a full refund. Shall I proceed?"):
     return [{"role": "system", "content": POLICY}, {"role": "user", "content": "Cancel booking B12."},
             {"role": "assistant", "content": ask}, {"role": "user", "content": answer},
-            *_call(1, "cancelBooking", {"booking_id": "B12"})]
+            *call(1, "cancelBooking", {"booking_id": "B12"})]
 
 
 @pytest.mark.parametrize(("answer", "quoted"), [
@@ -168,7 +154,7 @@ def test_a_negated_yes_word_is_no_explicit_yes(answer, protocol):
     so a write the agent never asked about passed after "Not sure."."""
     messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Cancel booking B12."},
                 {"role": "assistant", "content": "The cancellation fee for B12 is $20."},
-                {"role": "user", "content": answer}, *_call(1, "cancelBooking", {"booking_id": "B12"})]
+                {"role": "user", "content": answer}, *call(1, "cancelBooking", {"booking_id": "B12"})]
     assert _records(messages, protocol, CONFIRM) == [(4, "fail", (
         "cancelBooking although the instructions require explicit confirmation, the agent never asked to "
         "confirm the action and the user's latest turn before it (steps.3) holds no explicit yes"))]
@@ -178,7 +164,7 @@ def test_a_negated_yes_word_is_no_explicit_yes(answer, protocol):
 
 def test_the_unasked_write_keeps_its_message(protocol):
     messages = [{"role": "system", "content": POLICY}, {"role": "user", "content": "Cancel booking B12."},
-                *_call(1, "cancel_booking", {"booking_id": "B12"})]
+                *call(1, "cancel_booking", {"booking_id": "B12"})]
     assert _records(messages, protocol, CONFIRM) == [(2, "fail", (
         "cancel_booking although the instructions require explicit confirmation, the agent never asked to "
         "confirm the action and the user's latest turn before it (steps.1) holds no explicit yes"))]
@@ -187,8 +173,8 @@ def test_the_unasked_write_keeps_its_message(protocol):
 # --- a coding agent ------------------------------------------------------------------------------------
 
 CODER = [{"role": "user", "content": "Fix the failing test in utils.py."},
-         *_call(1, "read_file", {"path": "utils.py"}), *_call(2, "update_check", {"scope": "deps"}),
-         *_call(3, "write_file", {"path": "utils.py", "content": "x = 1\n"})]
+         *call(1, "read_file", {"path": "utils.py"}), *call(2, "update_check", {"scope": "deps"}),
+         *call(3, "write_file", {"path": "utils.py", "content": "x = 1\n"})]
 
 
 @pytest.mark.parametrize("system", [
@@ -211,7 +197,7 @@ def test_a_coding_agents_write_file_needs_the_yes_when_its_instructions_say_so(p
 
 def _handoff(system, tool="transfer_to_human_agents"):
     return [{"role": "system", "content": system}, {"role": "user", "content": "Please cancel my reservation ABC123."},
-            *_call(1, tool, {"summary": "cancel"})]
+            *call(1, tool, {"summary": "cancel"})]
 
 
 @pytest.mark.parametrize("system", [

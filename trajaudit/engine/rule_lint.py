@@ -39,7 +39,7 @@ from trajaudit.engine.ir import STEP_KINDS
 from trajaudit.engine.pack_messages import close_hint, relocate_param_error, schema_problems
 from trajaudit.engine.pack_yaml import YamlDoc
 from trajaudit.engine.rule_compiler import _NO, ExprCompiler
-from trajaudit.engine.rule_pack import RulePack, _rule_id_at, load_pack
+from trajaudit.engine.rule_pack import RulePack, _rule_id_at, load_pack, shipped_rule_specs
 from trajaudit.engine.rule_parser import Where
 from trajaudit.engine.schema import validator
 from trajaudit.errors import RulePackError
@@ -281,8 +281,6 @@ def _target_findings(pack: RulePack) -> list[LintFinding]:
 def _supersedes_findings(pack: RulePack) -> list[LintFinding]:
     """``unknown-superseded``: ``metadata.supersedes`` must be a list of full rule ids of this pack or
     of a shipped pack (:func:`trajaudit.engine.evidence.superseded_ids` drops the rules it names)."""
-    from trajaudit.engine.rule_pack import shipped_rule_specs
-
     wanted = [(spec, spec.metadata.get("supersedes")) for spec in pack.enabled_rules
               if spec.metadata and spec.metadata.get("supersedes") is not None]
     if not wanted:

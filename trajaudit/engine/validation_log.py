@@ -330,7 +330,7 @@ class ValidationLog:
         Raises:
             ValueError: a record was shipped without evidence and no ``derive`` was given.
         """
-        trajectory_id, skipped, incomplete, records, *rest = rows  # rest: dropped_passes (rows of older versions lack it)
+        trajectory_id, skipped, incomplete, records, dropped_passes = rows
         out: list[Record] = []
         for step, rule_id, verdict, severity, rule_type, targets, message, evidence, bindings, origin, reason in records:
             if evidence is None:
@@ -341,7 +341,7 @@ class ValidationLog:
             else:
                 out.append(Record(step, rule_id, verdict, severity, rule_type, targets, message,
                                   tuple([Evidence(*e) for e in evidence]), bindings, origin, reason))
-        return cls(trajectory_id, out, skipped, list(incomplete), int(rest[0]) if rest else 0)
+        return cls(trajectory_id, out, skipped, list(incomplete), dropped_passes)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ValidationLog:
