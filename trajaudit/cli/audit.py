@@ -102,7 +102,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 
         kept = _Kept(report, title=f"trajaudit report ({strategy})")
         try:
-            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping, progress=progress,
+            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping,
+                                progress=progress if show_progress else None,
                                 on_result=kept.add)
         except LLMUnreachableError as e:
             fail(f"{e}\nthe batch was stopped (every further run would fail the same way): no diagnosis was written (answers already "

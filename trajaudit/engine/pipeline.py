@@ -307,7 +307,7 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
     the whole batch, in input order); problems: the load problems, then the audit problems, as
     :func:`audit_paths` orders them."""
     files = list(expand_paths(check_paths("audit_paths", "paths", paths)))
-    expected = {str(f): _expected_runs(f) for f in files}
+    expected = {str(f): _expected_runs(f) for f in files} if progress else {}  # only a progress bar needs it
     seen: dict[str, int] = {}
     load_problems: list[Problem] = []
     audit_problems: list[Problem] = []
