@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from trajaudit.engine.pipeline import AuditResult
 
@@ -50,7 +51,7 @@ class RunRow:
 
 class SectionSpool:
     """Rendered per-run sections, by run index, in a spooled temporary file (memory up to 8 MiB, then
-    disk), and one :class:`RunRow` per run. Sections are read back in index order by
+    disk), and one summary row per run. Sections are read back in index order by
     :meth:`sections`, with ``position_token`` (when given) replaced by the run's 0-based position
     among the runs — only for renderers whose output cannot contain the token otherwise (HTML:
     :data:`RUN_TOKEN`). Text round-trips exactly (lone surrogates included). Not thread-safe;
@@ -64,9 +65,9 @@ class SectionSpool:
         self._token = position_token
         self._file = tempfile.SpooledTemporaryFile(max_size=8 << 20)
         self._at: dict[int, tuple[int, int]] = {}
-        self._rows: dict[int, RunRow] = {}
+        self._rows: dict[int, Any] = {}
 
-    def put(self, index: int, row: RunRow, section: str) -> None:
+    def put(self, index: int, row: Any, section: str) -> None:
         """Keep run ``index``'s summary row and rendered section (a later put of the index replaces it)."""
         data = section.encode("utf-8", "surrogatepass")
         self._file.seek(0, 2)
@@ -74,8 +75,9 @@ class SectionSpool:
         self._file.write(data)
         self._rows[index] = row
 
-    def rows(self) -> list[RunRow]:
-        """The summary rows in index order."""
+    def rows(self) -> list[Any]:
+        """The summary rows in index order (:class:`RunRow` for Markdown, the summary dicts of
+        :func:`trajaudit.report.rundata.summary` for HTML)."""
         return [self._rows[i] for i in sorted(self._rows)]
 
     def sections(self) -> Iterator[str]:
