@@ -78,6 +78,9 @@ class YamlDoc:
             line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
             ctx = caret(self.lines, line, col)
             problem = getattr(e, "problem", None) or str(e)
+            if "mapping values are not allowed" in problem:  # `assert: a: b` — YAML read a second key
+                problem += (" — an unquoted ': ' inside a value starts a new key: quote this expression "
+                            "(assert: 'x == \"a: b\"') or write it as a block (assert: |)")
             raise RulePackError(f"YAML syntax error: {problem}", file=file, line=line, column=col, context=ctx) from None
         except RecursionError:
             if ld is not None:

@@ -32,7 +32,6 @@ from trajaudit.report import rundata
 from trajaudit.report.page import script, stylesheet, template
 from trajaudit.report.stream import SectionSpool
 
-
 #: Runs above which :class:`HtmlReport` compresses the run details (see ``compress_above``).
 COMPRESS_ABOVE = 500
 #: Runs per compressed chunk of details.
