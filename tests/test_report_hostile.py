@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import report_page
+
 from click.testing import CliRunner
 
 from trajaudit.cli import main
@@ -31,6 +33,8 @@ def test_audit_reports_show_hostile_text_inert(tmp_path):
     for doc in (html, md):
         assert "\x00" not in doc and "\u202e" not in doc
         assert "⟨U+0000⟩" in doc and "evil⟨U+202E⟩txt.exe" in doc
-        assert "<script>" not in doc
-    assert "&lt;script&gt;" in html
+        assert "<script>x" not in doc
+    assert "\\u003cscript\\u003ex\\u003c/script\\u003e" in html  # JSON escapes in the data: no tag can open
+    step = report_page.details(html)[0]["steps"][1]["x"]
+    assert step.endswith("evil⟨U+202E⟩txt.exe <script>x</script>")  # shown as text by the page (textContent)
     assert "[click](javascript" not in md and "\\[click\\](javascript" in md

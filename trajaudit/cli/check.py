@@ -20,7 +20,7 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options
-from trajaudit.engine.evidence import default_packs, included_files, load_rules, rules_for
+from trajaudit.engine.evidence import default_packs, load_rules, rules_for
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.rule_eval import evaluate
 from trajaudit.engine.strategy import AuditContext
@@ -77,9 +77,10 @@ def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
 @click.command("check")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
-              help="A rule pack: a YAML file or a shipped pack's name (repeatable), added to the default packs.")
+              help="A rule pack to check: a YAML file or a shipped pack's name (repeatable). Without --rules the "
+                   "default packs apply, as in `trajaudit audit`.")
 @click.option("--no-default-packs", is_flag=True,
-              help="Only the --rules packs (and --tools rules): not the shipped generic pack, nor the shipped domain "
+              help="Without --rules: only the --tools rules, not the shipped generic pack nor the shipped domain "
                    "packs selected by each run's tools.")
 @io_options(["table", "json", "sarif", "junit"], "table",
             help="Output: a table per run with findings, a JSON list of validation logs, SARIF 2.1.0 (one result "
@@ -105,8 +106,11 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
           mapping: str | None, output: str | None) -> None:
     """Evaluate rule packs on every run in FILES and print the validation logs.
 
-    The shipped packs apply as in `trajaudit audit` (the generic pack, and the domain packs that a run's
-    tools select) unless --no-default-packs; --rules adds packs. Exit code 0 when no violation
+    Without --rules the shipped packs apply as in `trajaudit audit` (the generic pack, and the domain
+    packs that a run's tools select; --no-default-packs turns them off); with --rules, the packs named
+    (a shipped pack or a part of one, such as generic.protocol, or your YAML file) are checked alone.
+    --tools adds the SCHEMA rules of the tools. The table and the JSON list the runs with findings
+    (--verbose / --all-records: every run). Exit code 0 when no violation
     reaches --fail-on and every input was read; 1 when one does, or when an input (a file or a run in
     it) could not be read and was skipped (listed as `skipped:`), so a broken trace does not pass a CI
     gate; 2 on usage or input errors (a missing file, an unreadable pack, a rule that does not compile,
@@ -121,6 +125,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     """
     if no_default_packs and not packs and not tools_file:
         fail("--no-default-packs leaves no rule: give --rules PACK or --tools TOOLS.json")
+    defaults = not packs and not no_default_packs  # --rules names the packs to check (sub-packs included)
     check_input_paths(files)
     given = [*files, *packs, *([tools_file] if tools_file else []), *([mapping] if mapping else [])]
     refuse_overwriting_input(output, given)
@@ -128,8 +133,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     tools = read_tools(tools_file)
     # as audit combines packs: unique ids, superseded rules left out, the tools' SCHEMA rules added,
     # the shipped domain packs applied to the runs whose tools select them
-    named = list(packs) + (included_files(packs) if not no_default_packs else [])
-    always, domains = default_packs(named) if not no_default_packs else ([], [])
+    always, domains = default_packs([]) if defaults else ([], [])
     rules = load_rules(tuple(always) + tuple(packs), tools, defaults=always, domains=domains)
     res = load_many(list(files), format=fmt, mapping=mapping)
     report_load(res.trajectories, res.problems)
@@ -170,8 +174,9 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
         total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
         failing = sum(1 for lg in logs if _has_fail(lg))
         skipped = f"; {len(res.problems)} input(s) skipped (listed above)" if res.problems else ""
-        console(err=True).print(f"{len(logs)} run(s), {len(rule_ids)} rule(s): {total_fail} violation(s) in {failing} "
-                                f"run(s), {bad} at or above {fail_on}{skipped}", highlight=False)
+        console(err=True).print(f"{len(logs)} run(s), {len(rule_ids)} rule(s): {total_fail} violation(s), "
+                                f"{bad} at or above {fail_on}{skipped}" + (f" ({failing} run(s) with violations)"
+                                                                           if failing else ""), highlight=False)
         for rid, n, reason in never_evaluated(logs):  # a warning only: exit codes stay about violations
             console(err=True).print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
                                     f"(never pass or fail; first reason: {reason})", markup=False, highlight=False,

@@ -26,7 +26,9 @@ from trajaudit.report.markdown import evidence_text, visible
 #: a fallback guess (no evidence pointed at a step: first action, last decision, a baseline).
 BASES = ("finding", "weak", "fallback")
 
-_FALLBACK = re.compile(r"\bfallback\b|^baseline\b|^no (rule|error-level|evidence)", re.IGNORECASE)
+_FALLBACK = re.compile(r"\bfallback\b|^baseline\b|^no error-level violation\b|^no (rule|claim)? ?evidence\b",
+                       re.IGNORECASE)
+_WEAK = re.compile(r"^no error-level failure\b|\bweaker finding\b", re.IGNORECASE)
 _FALLBACK_NOTES = frozenset({"first action", "last decision", "first decision", "last action"})
 
 #: Characters of one step's text kept in the report (the rest is counted, not shown).
@@ -38,8 +40,8 @@ TASK_CHARS = 400
 def basis_of(d: Diagnosis | Mapping[str, Any]) -> str:
     """The diagnosis' basis: its ``basis`` field (or ``metadata.basis``) when it has one, else derived:
     ``fallback`` when the rationale or the evidence notes say the step is a fallback or baseline guess,
-    ``weak`` when nothing was found (``metadata.findings == 0``) or the confidence is below 0.3,
-    else ``finding``.
+    ``weak`` when the rationale says only weaker (non-error) findings back it, nothing was found
+    (``metadata.findings == 0``) or the confidence is below 0.3, else ``finding``.
 
     Args:
         d: a :class:`~trajaudit.engine.diagnosis.Diagnosis` or its JSON form.
@@ -56,7 +58,7 @@ def basis_of(d: Diagnosis | Mapping[str, Any]) -> str:
     notes = [(e.get("note") if isinstance(e, Mapping) else e.note) for e in (get("evidence") or ())]
     if _FALLBACK.search(rationale) or any(n in _FALLBACK_NOTES for n in notes):
         return "fallback"
-    if metadata.get("findings") == 0 or float(get("confidence") or 0.0) < 0.3:
+    if _WEAK.search(rationale) or metadata.get("findings") == 0 or float(get("confidence") or 0.0) < 0.3:
         return "weak"
     return "finding"
 
@@ -120,7 +122,7 @@ def summary(t: Trajectory | None, d: Diagnosis, log: ValidationLog | None = None
     viol = log.violations("info") if log is not None else []
     task = " ".join((t.task or "").split()) if t is not None else ""
     row: dict[str, Any] = {
-        "id": d.trajectory_id, "file": (t.source.file if t is not None else d.file) or "",
+        "id": t.id if t is not None else d.trajectory_id, "file": (t.source.file if t is not None else d.file) or "",
         "rec": t.source.record if t is not None else d.record, "step": d.critical_step, "cat": d.category,
         "agent": d.agent or "", "conf": round(float(d.confidence), 3), "basis": basis_of(d), "strat": d.strategy,
         "task": task[:TASK_CHARS], "prev": prev, "rat": short_rationale(d.rationale),
@@ -200,10 +202,11 @@ def _evidence(d: Diagnosis) -> list[dict[str, Any]]:
             g = merged[(e.address, v)] = {"addr": e.address, "s": _step_of(e.address), "v": v, "notes": [],
                                           "expr": [], "n": 0}
         g["n"] += 1
-        if e.note:
-            bucket = g["expr"] if _is_expression(e.note) else g["notes"]
-            if e.note not in bucket:
-                bucket.append(e.note)
+        if e.note:  # a rule's variable name (o, u, call) says nothing to a reader: behind "details" too
+            note = f"bound to {e.note}" if len(e.note) <= 4 and e.note.isidentifier() and e.note != "match" else e.note
+            bucket = g["expr"] if _is_expression(e.note) or note != e.note else g["notes"]
+            if note not in bucket:
+                bucket.append(note)
     return list(merged.values())
 
 

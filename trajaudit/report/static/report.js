@@ -177,13 +177,13 @@
   function hbars(id, items, onPick, current) {
     var svg = byId(id);
     svg.textContent = "";
-    var rowH = 17, labelW = 158, W = 340, max = 1;
+    var rowH = 17, labelW = 182, W = 360, max = 1;
     items.forEach(function (it) { max = Math.max(max, it[1]); });
     svg.setAttribute("viewBox", "0 0 " + W + " " + Math.max(rowH, items.length * rowH + 4));
     items.forEach(function (it, i) {
       var y = i * rowH + 2, w = Math.max(1, (W - labelW - 40) * it[1] / max);
       var g = s("g", {});
-      var label = s("text", {x: labelW - 6, y: y + 12, "text-anchor": "end", text: one(it[0], 23)});
+      var label = s("text", {x: labelW - 6, y: y + 12, "text-anchor": "end", text: one(it[0], 27)});
       var title = s("title", {text: it[0] + ": " + it[1]});
       var rect = s("rect", {x: labelW, y: y + 2, width: w, height: rowH - 5, rx: 2,
                             "class": "bar" + (it[2] ? " other" : "") + (current === it[0] ? " on" : "")});
@@ -325,9 +325,11 @@
         v.n > v.msgs.length ? h("div", null, v.n + " finding(s) in all") : null,
         v.expr.map(function (x) { return h("div", null, h("code", null, x)); })));
   }
+  var SEV = {critical: 0, error: 1, warning: 2, info: 3};
   function evidenceList(r, d) {
     var ul = h("ul", {cls: "ev"});
     var crit = d.viol.filter(function (v) { return v.s === r.step; });
+    crit.sort(function (a, b) { return (SEV[a.sev] === undefined ? 9 : SEV[a.sev]) - (SEV[b.sev] === undefined ? 9 : SEV[b.sev]) || b.n - a.n; });
     var other = d.viol.filter(function (v) { return v.s !== r.step; });
     crit.forEach(function (v) { ul.appendChild(violationItem(r, v, true)); });
     if (!crit.length) ul.appendChild(h("li", {cls: "muted"}, "no rule or claim violation at the critical step"));
