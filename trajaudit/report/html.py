@@ -18,7 +18,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from markupsafe import Markup
 
@@ -38,12 +38,19 @@ COMPRESS_ABOVE = 500
 CHUNK = 64
 
 
-def _chunk(k: int, details: list[str]) -> Markup:
+def _chunk(k: int, details: list[str]) -> DetailBlock:
     """Chunk ``k``: the JSON array of ``details``, gzip-compressed, base64 (no markup can occur in it)."""
     raw = ("[" + ",".join(details) + "]").encode("utf-8")
     z = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip stream, which DecompressionStream("gzip") reads
-    data = base64.b64encode(z.compress(raw) + z.flush()).decode("ascii")
-    return Markup(f'<script type="application/gzip-base64" id="c{k}" data-runs="{len(details)}">{data}</script>\n')
+    return DetailBlock("application/gzip-base64", f"c{k}", Markup(base64.b64encode(z.compress(raw) + z.flush()).decode()))
+
+
+class DetailBlock(NamedTuple):
+    """One ``<script>`` data block of run details (the template writes the element)."""
+
+    type: str
+    id: str
+    text: Markup
 
 
 @cache
@@ -153,11 +160,11 @@ class HtmlReport(SectionSpool):
             "details": self._details(len(rows)),
         }
 
-    def _details(self, n: int) -> Iterator[Markup]:
+    def _details(self, n: int) -> Iterator[DetailBlock]:
         """The runs' detail blocks, in order (plain JSON per run, or compressed chunks)."""
         if n <= self.compress_above:
             for pos, d in enumerate(self.sections()):
-                yield Markup(f'<script type="application/json" id="d{pos}">{d}</script>\n')
+                yield DetailBlock("application/json", f"d{pos}", Markup(d))
             return
         chunk: list[str] = []
         k = 0
