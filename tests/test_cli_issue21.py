@@ -268,3 +268,25 @@ def test_every_page_uses_the_one_stylesheet(tau3, tmp_path):
     for page in (tmp_path / "a.html", tmp_path / "c.html"):
         text = page.read_text()
         assert text.count("<style>") == 1 and f"<style>{css}</style>" in text
+
+
+def test_no_html_is_built_from_strings_in_python():
+    """Every HTML page comes from the templates: no string literal of the report or citation modules
+    holds a tag (docstrings aside)."""
+    import ast
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "trajaudit"
+    tag = re.compile(r"<(/?)(html|head|body|div|section|table|tr|td|th|ul|ol|li|span|script|style|p|a|b|h\d|code|"
+                     r"blockquote|details|summary|svg)[\s>]")
+    found = []
+    for path in [*sorted((root / "report").glob("*.py")), root / "citation" / "html.py"]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                if tag.search(node.value):
+                    found.append(f"{path.name}:{node.lineno}: {node.value[:60]!r}")
+    assert found == []

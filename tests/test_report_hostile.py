@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import report_page
-
 from click.testing import CliRunner
 
 from trajaudit.cli import main
