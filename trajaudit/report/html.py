@@ -119,6 +119,7 @@ class HtmlReport(SectionSpool):
                  titles: Mapping[str, str] | None = None, compress_above: int = COMPRESS_ABOVE) -> None:
         super().__init__()
         self.compress_above = compress_above
+        self.with_logs = False  # whether any run came with a validation log (eval's runs do not)
         self.title = title
         self.preview_chars = preview_chars
         self.titles = dict(titles) if titles is not None else rule_titles()
@@ -133,6 +134,7 @@ class HtmlReport(SectionSpool):
                 gold: Mapping[str, Any] | None = None) -> None:
         """Take one run from its parts (``eval --report``: no validation log, a gold ``{step, cat,
         agent}``; ``trajectory`` ``None`` when the trace was not given)."""
+        self.with_logs = self.with_logs or log is not None
         row = rundata.summary(trajectory, diagnosis, log, gold)
         det = rundata.detail(trajectory, diagnosis, log, claims, self.titles, gold, step_chars=self.preview_chars)
         self.put(index, row, rundata.script_json(det))
@@ -149,8 +151,13 @@ class HtmlReport(SectionSpool):
         confs = [r["conf"] for r in rows]
         tiles = [("runs audited", len(rows)), ("skipped", len(problems)),
                  ("backed by a finding", bases.get("finding", 0)), ("weak evidence", bases.get("weak", 0)),
-                 ("fallback guesses", bases.get("fallback", 0)), ("runs with violations", violated),
-                 ("mean confidence", f"{sum(confs) / len(confs):.2f}" if confs else "—")]
+                 ("fallback guesses", bases.get("fallback", 0))]
+        if self.with_logs:
+            tiles.append(("runs with violations", violated))
+        tiles.append(("mean confidence", f"{sum(confs) / len(confs):.2f}" if confs else "—"))
+        dists = [r["dist"] for r in rows if r.get("dist") is not None]
+        if dists:
+            tiles += [("exact step (Δ = 0)", sum(1 for x in dists if x == 0)), ("within 3 steps", sum(1 for x in dists if x <= 3))]
         return {
             "title": self.title, "css": stylesheet(), "js": script(), "n_runs": len(rows),
             "n_problems": len(problems), "strategies": sorted({r["strat"] for r in rows}), "tiles": tiles,
