@@ -63,7 +63,8 @@ class OutputFormat(click.ParamType):
                 return LegacyInputFormat(value)
             self.fail(f"{value!r} is an input format: name it with --input-format {value} (--format chooses "
                       f"the output: {', '.join(self.choices)})", param, ctx)
-        self.fail(f"{value!r} is not one of {', '.join(self.choices)}", param, ctx)
+        self.fail(f"{value!r} is not one of {', '.join(self.choices)} (input formats are named with --input-format: "
+                  f"{', '.join(names)})", param, ctx)
 
 
 def _warn(message: str) -> None:
