@@ -94,6 +94,29 @@ def test_search_finds_a_run_by_a_word_of_its_task(page, built):
     assert _column(page, "id") == [run["id"]]
 
 
+def _step_only_word(html: str) -> tuple[str, str]:
+    """A word found in the steps of exactly one run and in no run's table row: (word, run id)."""
+    rows, details = report_page.runs(html), report_page.details(html)
+    table = " ".join(json.dumps(r).lower() for r in rows)
+    seen: Counter[str] = Counter()
+    for d in details:
+        seen.update(set(re.findall(r"[a-z]{10,}", " ".join(s["x"] for s in d["steps"]).lower())))
+    word = sorted(w for w, c in seen.items() if c == 1 and w not in table)[0]
+    i = next(i for i, d in enumerate(details) if word in " ".join(s["x"] for s in d["steps"]).lower())
+    return word, rows[i]["id"]
+
+
+def test_search_in_steps_too_reads_the_steps(page, built):
+    html, _ = built
+    word, rid = _step_only_word(html.read_text(encoding="utf-8"))
+    _open(page, html)
+    page.fill("#q", word)
+    page.wait_for_function("document.querySelector('#count').textContent.startsWith('0 of')")
+    page.check("#f-deep")
+    page.wait_for_function("document.querySelectorAll('#runs tbody tr').length === 1")
+    assert _column(page, "id") == [rid]
+
+
 def test_sorting_by_confidence_orders_the_rows(page, built):
     html, _ = built
     _open(page, html)
@@ -180,3 +203,8 @@ def test_a_large_report_with_compressed_details_opens_runs(page, built, tmp_path
     _open(page, path, f"#run=17&step={d['critical_step']}")
     page.wait_for_selector(f"#rv-step-{d['critical_step']}.critical")
     assert page.inner_text("#rv-title").startswith("run 17")
+    word, rid = _step_only_word(doc)  # searching the steps decompresses every chunk
+    page.fill("#q", word)
+    page.check("#f-deep")
+    page.wait_for_function("document.querySelectorAll('#runs tbody tr').length === 1")
+    assert _column(page, "id") == [rid]

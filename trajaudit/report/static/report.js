@@ -8,7 +8,7 @@
   var meta = JSON.parse(document.getElementById("report-meta").textContent);
   var runs = JSON.parse(document.getElementById("runs-data").textContent);
   var hasGold = runs.some(function (r) { return r.gold; });
-  var state = {q: "", cat: "", agent: "", basis: "", cmin: 0, cmax: 1, file: "", rule: "",
+  var state = {q: "", cat: "", agent: "", basis: "", cmin: 0, cmax: 1, file: "", rule: "", deep: false,
                sort: "pos", dir: 1, page: 0, open: -1};
   var shown = [];
   var hay = null;
@@ -70,6 +70,30 @@
         .join("\n").toLowerCase();
     });
   }
+  // full text of the runs' steps (the detail blocks), read once when "in steps too" is ticked
+  var deep = null, deepLoading = false;
+  function loadDeep(done) {
+    if (deep) { done(); return; }
+    if (deepLoading) return;
+    deepLoading = true;
+    byId("count").textContent = "reading every run's steps…";
+    var texts = new Array(runs.length), pending = [], n = meta.chunk || 64;
+    for (var i = 0; i < runs.length; i++) {
+      var el = byId("d" + i);
+      if (el) texts[i] = el.textContent.toLowerCase();
+    }
+    for (var k = 0; k * n < runs.length; k++) {
+      if (texts[k * n] !== undefined || !byId("c" + k)) continue;
+      (function (k) {
+        pending.push(new Promise(function (ok) { withDetail(runs[k * n], function () { ok(); }); }).then(function () {
+          return chunks[k].then(function (list) {
+            list.forEach(function (d, j) { texts[k * n + j] = JSON.stringify(d).toLowerCase(); });
+          });
+        }));
+      })(k);
+    }
+    Promise.all(pending).then(function () { deep = texts; deepLoading = false; done(); });
+  }
   function matches(r) {
     if (state.cat && r.cat !== state.cat) return false;
     if (state.agent && (r.agent || "—") !== state.agent) return false;
@@ -79,9 +103,11 @@
     if (state.rule && (r.rules || []).indexOf(state.rule) < 0) return false;
     if (state.q) {
       if (!hay) buildHay();
-      var text = hay[r.pos];
+      var text = hay[r.pos], more = state.deep && deep ? deep[r.pos] || "" : "";
       var words = state.q.split(/\s+/);
-      for (var i = 0; i < words.length; i++) if (words[i] && text.indexOf(words[i]) < 0) return false;
+      for (var i = 0; i < words.length; i++) {
+        if (words[i] && text.indexOf(words[i]) < 0 && more.indexOf(words[i]) < 0) return false;
+      }
     }
     return true;
   }
@@ -256,7 +282,9 @@
     var lo = parseFloat(byId("f-cmin").value), hi = parseFloat(byId("f-cmax").value);
     state.cmin = isNaN(lo) ? 0 : lo; state.cmax = isNaN(hi) ? 1 : hi;
     state.file = byId("f-file").value.trim().toLowerCase(); state.rule = byId("f-rule").value;
+    state.deep = byId("f-deep").checked;
     state.page = 0;
+    if (state.deep && state.q && !deep) { loadDeep(apply); return; }
     apply();
   }
   var timer = null;
@@ -510,7 +538,7 @@
   fillSelect("f-rule", rules, "any violated rule");
   renderHead();
   ["q", "f-file"].forEach(function (id) { byId(id).addEventListener("input", later); });
-  ["f-cat", "f-agent", "f-basis", "f-rule", "f-cmin", "f-cmax"].forEach(function (id) { byId(id).addEventListener("change", readControls); });
+  ["f-cat", "f-agent", "f-basis", "f-rule", "f-cmin", "f-cmax", "f-deep"].forEach(function (id) { byId(id).addEventListener("change", readControls); });
   byId("filters").addEventListener("submit", function (e) { e.preventDefault(); readControls(); });
   byId("filters").addEventListener("reset", function () { setTimeout(readControls, 0); });
   byId("runs").querySelector("tbody").addEventListener("click", function (e) {
