@@ -3,7 +3,8 @@
 A batch report used to need every run's result until the end (the summary table comes first): with
 the trajectories and validation logs, ~200 KiB per tau run. ``audit`` now renders each run's section
 when its result arrives (``audit_paths``'s ``on_result``, in completion order under ``--jobs``) into a
-spooled temporary file and keeps only a :class:`RunRow`; the document is put together in index order
+spooled temporary file and keeps only a summary row (Markdown: a :class:`RunRow`; HTML: the run's
+summary dict, its section being the run's detail JSON); the document is put together in index order
 at the end, byte for byte what rendering the whole list gives (the renderers use this same path).
 """
 
@@ -16,9 +17,11 @@ from typing import Any
 
 from trajaudit.engine.pipeline import AuditResult
 
-#: Stands for the run's position in the report inside a spooled HTML section (anchors): a position is
-#: known only once every run has arrived. The HTML markup never contains it and trace text cannot
-#: (every ``<`` of trace text is escaped to ``&lt;``). Markdown sections have no anchors and no token.
+#: Stands for the run's position in the report inside a spooled section, for a renderer whose sections
+#: name their position (a position is known only once every run has arrived): the spool replaces it on
+#: the way out. Such a renderer must make sure its sections cannot otherwise contain it. The shipped
+#: renderers do not use it (the HTML report's detail blocks get their position from the template;
+#: Markdown sections have none).
 RUN_TOKEN = "<RUN>"
 
 
