@@ -208,3 +208,20 @@ def test_a_large_report_with_compressed_details_opens_runs(page, built, tmp_path
     page.check("#f-deep")
     page.wait_for_function("document.querySelectorAll('#runs tbody tr').length === 1")
     assert _column(page, "id") == [rid]
+
+
+def test_hostile_trace_text_stays_text_in_the_browser(page, tmp_path):
+    evil = "</script><script>window.__pwned = 1</script><img src=x onerror='window.__pwned=2'> \u2028 \u202eevil"
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps([{"role": "user", "content": "find it"}, {"role": "assistant", "content": evil}]))
+    html = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["audit", str(src), "-o", str(tmp_path / "d.jsonl"), "--report", str(html), "-q"])
+    assert r.exit_code == 0, r.output
+    page.on("request", lambda req: page.errors.append(f"request {req.url}") if "x" == req.url.rsplit("/", 1)[-1] else None)
+    _open(page, html, "#run=run&step=1")
+    page.wait_for_selector("#rv-step-1")
+    page.evaluate("document.getElementById('rv-step-1').open = true")
+    assert page.evaluate("window.__pwned") is None
+    text = page.inner_text("#rv-step-1 pre")
+    assert "<script>window.__pwned = 1</script>" in text and "⟨U+202E⟩evil" in text
+    assert page.locator("#rv-body img").count() == 0

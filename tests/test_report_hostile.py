@@ -37,3 +37,14 @@ def test_audit_reports_show_hostile_text_inert(tmp_path):
     step = report_page.details(html)[0]["steps"][1]["x"]
     assert step.endswith("evil⟨U+202E⟩txt.exe <script>x</script>")  # shown as text by the page (textContent)
     assert "[click](javascript" not in md and "\\[click\\](javascript" in md
+
+
+def test_script_json_cannot_end_its_script_block_and_round_trips():
+    from trajaudit.report.rundata import script_json
+
+    data = {"x": "</script><!-- <script>alert(1)</script> & \u2028\u2029 \ud800 é"}
+    text = script_json(data)
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert "\u2028" not in text and "\u2029" not in text
+    text.encode("utf-8")  # valid UTF-8: the lone surrogate is written as its escape
+    assert json.loads(text) == data
