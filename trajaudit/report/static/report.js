@@ -291,6 +291,10 @@
   function later() { clearTimeout(timer); timer = setTimeout(readControls, 120); }
 
   // ---- the run view --------------------------------------------------------------------------------
+  var BANNER = {
+    fallback: "No rule or claim evidence pointed at a step; this is the judge's default choice. Read the timeline before trusting it.",
+    weak: "Only weaker findings back this step; check the evidence and the timeline."
+  };
   var BASIS_TEXT = {
     finding: "backed by a rule or claim finding at this step",
     weak: "weak evidence only: read the timeline before trusting it",
@@ -449,7 +453,7 @@
     body.textContent = "";
     if (r.basis !== "finding") {
       body.appendChild(h("div", {cls: "banner " + r.basis},
-        h("b", null, r.basis === "fallback" ? "Fallback guess. " : "Weak evidence. "), BASIS_TEXT[r.basis] + "."));
+        h("b", null, r.basis === "fallback" ? "Fallback guess. " : "Weak evidence. "), BANNER[r.basis]));
     }
     var dl = h("dl", {cls: "diag"},
       h("dt", null, "critical step"), h("dd", null, r.step === null ? "none" : stepLink(r, r.step), " ",
