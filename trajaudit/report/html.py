@@ -162,7 +162,7 @@ class HtmlReport(SectionSpool):
             "title": self.title, "css": stylesheet(), "js": script(), "n_runs": len(rows),
             "n_problems": len(problems), "strategies": sorted({r["strat"] for r in rows}), "tiles": tiles,
             "problems": [p.message for p in problems], "extra_sections": list(extra_sections),
-            "meta": Markup(rundata.script_json({"title": self.title, "chunk": CHUNK})),
+            "meta": Markup(rundata.script_json({"title": self.title, "chunk": CHUNK, "logs": self.with_logs})),
             "runs": Markup(rundata.script_json(rows)),
             "details": self._details(len(rows)),
         }

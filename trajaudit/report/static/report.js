@@ -364,7 +364,10 @@
     crit.sort(function (a, b) { return (SEV[a.sev] === undefined ? 9 : SEV[a.sev]) - (SEV[b.sev] === undefined ? 9 : SEV[b.sev]) || b.n - a.n; });
     var other = d.viol.filter(function (v) { return v.s !== r.step; });
     crit.forEach(function (v) { ul.appendChild(violationItem(r, v, true)); });
-    if (!crit.length) ul.appendChild(h("li", {cls: "muted"}, "no rule or claim violation at the critical step"));
+    if (!crit.length) {
+      ul.appendChild(h("li", {cls: "muted"}, meta.logs === false ? "rule violations are not part of this report (the runs were "
+        + "scored, not audited here: `trajaudit audit --report` shows them)" : "no rule or claim violation at the critical step"));
+    }
     if (other.length) {
       var more = h("ul", {cls: "ev"});
       other.forEach(function (v) { more.appendChild(violationItem(r, v, true)); });
