@@ -36,10 +36,10 @@ from llm_server import ScriptedLLMServer, evidence_of, schema_name  # noqa: E402
 from staged_judges import drift_judge, hybrid_judge, minimal, searchauditor_judge  # noqa: E402
 
 from trajaudit import load_path  # noqa: E402
-from trajaudit.engine.pipeline import AuditSpec, build_context  # noqa: E402
-from trajaudit.engine.strategy import default_strategies  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec, build_context  # noqa: E402
+from trajaudit.engine.strategies.base import default_strategies  # noqa: E402
 from trajaudit.llm import LLMClient, LLMConfig  # noqa: E402
-from trajaudit.llm.strategies.views import whole_chars  # noqa: E402
+from trajaudit.engine.strategies.llm.views import whole_chars  # noqa: E402
 
 
 def judge(runs):

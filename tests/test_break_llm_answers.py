@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from llm_server import Raw, Reply, schema_name
 
 from trajaudit.cli import main
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.base import AuditContext, default_strategies
 
 GOOD = {"critical_step": 2, "agent": "assistant", "category": "intent_plan_misalignment", "confidence": 0.5,
         "reason": "x"}

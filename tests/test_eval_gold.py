@@ -125,8 +125,8 @@ def test_agentrx_magentic_form_end_to_end(tmp_path):
     """AgentRx Magentic-One gold: keyed by the trace file's stem, root-cause id a string, failure ids ints."""
     from pathlib import Path
 
-    from trajaudit.engine.loader import load
-    from trajaudit.engine.strategy import AuditContext, default_strategies
+    from trajaudit.engine.trace.loader import load
+    from trajaudit.engine.strategies.base import AuditContext, default_strategies
     from trajaudit.eval.evaluate import evaluate
 
     trace = Path(__file__).resolve().parents[1] / "examples" / "traces" / "magentic_one.json"

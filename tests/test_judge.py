@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
-from trajaudit.engine.judge import OfflineJudge, blame, is_consequential_action
-from trajaudit.engine.strategy import AuditContext
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
+from trajaudit.engine.strategies.offline_judge import OfflineJudge, blame, is_consequential_action
+from trajaudit.engine.strategies.base import AuditContext
 from trajaudit.engine.validation_log import Evidence, Record
 
 
@@ -50,7 +50,7 @@ def test_choice_category_and_confidence(monkeypatch):
             _rec(6, "policy.confirm-before-write", targets=("instruction_adherence_failure",)),
             _rec(6, "schema.extra-arg", sev="warning", targets=("invalid_invocation",)),
             _rec(8, "claims.conflicting-evidence", targets=("misinterpretation_of_tool_output",))]
-    from trajaudit.engine import judge as jm
+    from trajaudit.engine.strategies import offline_judge as jm
 
     class Bundle:
         def __init__(self):
@@ -71,7 +71,7 @@ def test_tie_break_uses_category_precedence():
     t = _traj()
     j = OfflineJudge()
     (c,) = j.candidates(t, [_rec(6, "a", targets=("system_failure",)), _rec(6, "b", targets=("invalid_invocation",))])
-    from trajaudit.engine.judge import _category
+    from trajaudit.engine.strategies.offline_judge import _category
 
     assert _category(c, None) == "invalid_invocation"
 
@@ -87,7 +87,7 @@ def test_fallback_is_first_consequential_action_then_last_decision():
 
 def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamable(monkeypatch):
     t = _traj()
-    from trajaudit.engine import judge as jm
+    from trajaudit.engine.strategies import offline_judge as jm
     from trajaudit.engine.validation_log import ValidationLog
 
     recs = [_rec(2, "w1", sev="warning"), _rec(2, "w2", sev="warning"), _rec(2, "w3", sev="warning"),
@@ -112,7 +112,7 @@ def test_fallback_category_in_a_dialogue_is_the_users_request():
     intent_plan_misalignment; JudgeSettings(user_prior=False) turns the prior off."""
     from dataclasses import replace
 
-    from trajaudit.engine.judge import JudgeSettings
+    from trajaudit.engine.strategies.offline_judge import JudgeSettings
 
     base = _traj()
     steps = list(base.steps)

@@ -9,7 +9,7 @@ import pytest
 from llm_server import evidence_of, schema_name
 
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.base import AuditContext, default_strategies
 from trajaudit.errors import ConfigError
 from trajaudit.llm import LLMClient
 
@@ -135,7 +135,7 @@ def test_agentrx_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(ll
 
 
 def test_step_by_step_synthesis_scopes_each_rule_to_its_prefix(llm_server, llm_client, tau_runs):
-    from trajaudit.llm.synthesis import RuleSynthesizer
+    from trajaudit.engine.packs.synthesis import RuleSynthesizer
 
     t = tau_runs["47"]
     decisions = [s.index for s in t.decision_steps]
@@ -158,7 +158,7 @@ def test_step_by_step_synthesis_scopes_each_rule_to_its_prefix(llm_server, llm_c
 
 
 def test_reflection_prunes_a_rule_with_the_reason(llm_server, llm_client):
-    from trajaudit.llm.synthesis import RuleSynthesizer
+    from trajaudit.engine.packs.synthesis import RuleSynthesizer
 
     llm_server.script(
         {"rules": [

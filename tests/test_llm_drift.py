@@ -11,10 +11,10 @@ from staged_judges import NOT_VERBATIM, drift_judge, target_of
 from trajaudit.engine.claims import RegexExtractor, build_claim_graph
 from trajaudit.engine.claims.extract import ClaimExtractor
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.base import AuditContext, default_strategies
 from trajaudit.errors import LLMError
 from trajaudit.llm import LLMClient
-from trajaudit.llm.strategies.drift_claims import LLMClaimExtractor, claims_to_check
+from trajaudit.engine.strategies.llm.drift_claims import LLMClaimExtractor, claims_to_check
 
 TAU_IDS = ("2", "12", "47")
 WW_IDS = ("1", "10", "100")

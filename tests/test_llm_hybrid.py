@@ -9,14 +9,14 @@ import pytest
 from llm_server import ScriptedLLMServer, evidence_of
 from staged_judges import CATEGORY, hybrid_judge, target_of
 
-from trajaudit.engine.evidence import gather
-from trajaudit.engine.judge import OfflineJudge, blame
-from trajaudit.engine.pipeline import AuditSpec, build_context
+from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.strategies.offline_judge import OfflineJudge, blame
+from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import default_strategies
+from trajaudit.engine.strategies.base import default_strategies
 from trajaudit.errors import LLMError
 from trajaudit.llm import LLMClient
-from trajaudit.llm.strategies.views import final_answer_index, whole_chars, window_indices
+from trajaudit.engine.strategies.llm.views import final_answer_index, whole_chars, window_indices
 
 TAU_IDS = ("2", "12", "47")
 WW_IDS = ("1", "10", "100")

@@ -11,12 +11,12 @@ from llm_server import ScriptedLLMServer, evidence_of, schema_name
 from staged_judges import CATEGORY, EARLY_CATEGORY, early_of, searchauditor_judge, target_of
 
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.base import AuditContext, default_strategies
 from trajaudit.errors import ConfigError, LLMError
 from trajaudit.llm import LLMClient
-from trajaudit.llm.evidence import step_record
-from trajaudit.llm.strategies.adjudication import Proposal, cluster_proposals, disagreement_summary
-from trajaudit.llm.strategies.views import final_answer_index, whole_chars, window_indices
+from trajaudit.llm.fitting import step_record
+from trajaudit.engine.strategies.llm.adjudication import Proposal, cluster_proposals, disagreement_summary
+from trajaudit.engine.strategies.llm.views import final_answer_index, whole_chars, window_indices
 
 TAU_IDS = ("2", "12", "47")
 WW_IDS = ("1", "10", "100")

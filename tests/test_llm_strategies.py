@@ -10,10 +10,10 @@ import pytest
 from llm_server import Reply, evidence_of, schema_name, user_text
 
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.base import AuditContext, default_strategies
 from trajaudit.errors import ConfigError, LLMError
 from trajaudit.llm import LLMClient
-from trajaudit.llm.evidence import step_record
+from trajaudit.llm.fitting import step_record
 
 STRATEGIES = ("all-at-once", "step-by-step", "binary-search")
 TAU_IDS = ("2", "12", "47")
@@ -183,7 +183,7 @@ def test_injected_tool_output_reaches_the_server_only_inside_the_evidence_block(
 
 
 def test_strategies_without_an_llm_fail_clearly(tau_runs):
-    from trajaudit.engine.strategy import Strategy
+    from trajaudit.engine.strategies.base import Strategy
 
     reg = default_strategies()
     for name in STRATEGIES:
@@ -200,7 +200,7 @@ def test_a_failing_call_surfaces_as_llm_error(llm_server, llm_client, tau_runs):
 
 
 def test_the_pipeline_api_runs_an_llm_strategy_from_an_llm_config(llm_server, llm_config, ww_dir, ww_runs):
-    from trajaudit.engine.pipeline import audit
+    from trajaudit.engine.run.pipeline import audit
 
     t = ww_runs["10"]
     llm_server.responder = judge_for([t])

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.base import AuditContext, default_strategies
 from trajaudit.llm import LLMClient, LLMConfig, LLMSemanticOracle
-from trajaudit.llm.strategies.agentrx import AgentRx
-from trajaudit.llm.strategies.base import categories
+from trajaudit.engine.strategies.llm.agentrx import AgentRx
+from trajaudit.engine.strategies.llm.base import categories
 
 pytestmark = pytest.mark.localllm
 
@@ -66,7 +66,7 @@ def staged_config(url: str, cache: str) -> LLMConfig:
 
 def test_staged_strategies_on_a_tau_run_then_again_from_the_cache(local_llm, tau_runs, tmp_path):
     """searchauditor (4 calls), drift (2-3) and hybrid (1) once each, then from the cache (0 calls)."""
-    from trajaudit.engine.pipeline import AuditSpec, build_context
+    from trajaudit.engine.run.pipeline import AuditSpec, build_context
 
     t = tau_runs["47"]
     decisions = {s.index for s in t.decision_steps}

@@ -34,7 +34,7 @@ def check_source(function: str, argument: str, value: Any) -> Any:
     Raises:
         ArgumentTypeError: anything else (``None``, a number, ``bytes`` …).
     """
-    from trajaudit.engine.ir import Trajectory
+    from trajaudit.engine.trace.ir import Trajectory
 
     if isinstance(value, (Trajectory, dict, list, str)):
         return value
@@ -100,7 +100,7 @@ def check_packs(function: str, value: Any) -> tuple[Any, ...]:
     Raises:
         ArgumentTypeError: not a pack nor an iterable of packs, or an element is not a pack.
     """
-    from trajaudit.engine.rule_pack import RulePack
+    from trajaudit.engine.packs.pack import RulePack
 
     def one(item: Any, where: str) -> Any:
         if isinstance(item, RulePack):

@@ -60,7 +60,7 @@ class Registry(Generic[T]):
         try:
             return self._built(name)
         except KeyError:
-            from trajaudit.engine.pack_messages import close_hint
+            from trajaudit.engine.packs.messages import close_hint
 
             hint = close_hint(name, list(self._items))
             known = ", ".join(sorted(self._items)) or "none"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from trajaudit.engine.ir import Step, ToolCall, Trajectory
+from trajaudit.engine.trace.ir import Step, ToolCall, Trajectory
 from trajaudit.engine.validation_log import Evidence
 from trajaudit.registry import Registry
 

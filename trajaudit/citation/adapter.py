@@ -30,8 +30,9 @@ from trajaudit.citation.model import (
     extract_markers,
     sentences_with_citations,
 )
-from trajaudit.engine import safe_json, trace_text
-from trajaudit.engine.regex_safety import refusal, regex_risk
+from trajaudit import safe_json
+from trajaudit.engine.trace import text as trace_text
+from trajaudit.engine.dsl.regex.safety import refusal, regex_risk
 from trajaudit.engine.schema import validator
 from trajaudit.errors import TraceFormatError
 

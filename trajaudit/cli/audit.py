@@ -24,10 +24,10 @@ from trajaudit.cli.common import (
     write_parts,
     write_text,
 )
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import FLAG_NON_UTF8
-from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths
-from trajaudit.engine.strategy import AuditConfig, default_strategies
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.loader import FLAG_NON_UTF8
+from trajaudit.engine.run.pipeline import AuditResult, AuditSpec, audit_paths
+from trajaudit.engine.strategies.base import AuditConfig, default_strategies
 from trajaudit.errors import LLMUnreachableError
 
 

@@ -18,7 +18,7 @@ from trajaudit.cli.common import (
 )
 from trajaudit.engine.claims import ClaimConfig, build_claim_graph
 from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link
-from trajaudit.engine.loader import load_path
+from trajaudit.engine.trace.loader import load_path
 
 _STATUS_STYLE = {"DIRECT": "green", "WEAK": "yellow", "MISSING": "bold red", "CONFLICTING": "bold magenta"}
 

@@ -124,7 +124,7 @@ def input_format_option(*aliases: str, dest: str = "fmt") -> Callable[[Callable[
     registered adapter (``click.Choice``): an unknown name is a usage error (exit 2) listing the
     known formats, before any file is read.
     """
-    from trajaudit.engine.adapters import default_adapters
+    from trajaudit.engine.trace.adapters import default_adapters
 
     names = list(default_adapters())
     return click.option("--input-format", *aliases, dest, type=click.Choice(names), metavar="NAME",
@@ -136,7 +136,7 @@ def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ())
     loader's ``non_utf8`` flag (bytes were replaced by U+FFFD, so quoted text may differ from the
     original), including runs that were then skipped (``problems`` whose ``details`` say
     ``non_utf8``). The exit code is not affected."""
-    from trajaudit.engine.loader import FLAG_NON_UTF8
+    from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 
     files = dict.fromkeys(t.source.file or t.id for t in trajectories if FLAG_NON_UTF8 in t.flags)
     files.update(dict.fromkeys(p.file for p in problems if p.details.get(FLAG_NON_UTF8)))

@@ -20,10 +20,10 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     write_text,
 )
-from trajaudit.engine import safe_json
+from trajaudit import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.trace_text import jsonl_lines
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.text import jsonl_lines
 from trajaudit.errors import DiagnosisFormatError, TrajauditError
 
 
@@ -61,7 +61,7 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
       trajaudit repair runs.json --record 0 --diagnosis d.jsonl -o resumed.json
       trajaudit repair run.json --strategy offline --template -o resumed.json
     """
-    from trajaudit.engine.repair import resume_document, template_directive
+    from trajaudit.engine.run.repair import resume_document, template_directive
 
     if diagnoses and strategy:
         raise TrajauditError("give --diagnosis or --strategy, not both")
@@ -91,7 +91,7 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
 
                     client = LLMClient(cfg)
             if client is not None:
-                from trajaudit.llm.repair import synthesize_repair
+                from trajaudit.engine.run.repair_writer import synthesize_repair
 
                 directive, source = synthesize_repair(client, t, d).text, "llm"
             else:
@@ -108,7 +108,7 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
 
 
 def _load_one(file: str, record: int | None, fmt: str | None, mapping: str | None) -> Trajectory:
-    from trajaudit.engine.loader import load_path
+    from trajaudit.engine.trace.loader import load_path
 
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     if not res.trajectories:
@@ -165,8 +165,8 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
 
 
 def _diagnose_now(t: Trajectory, strategy: str, taxonomy: str, llm_opts: LLMOptions) -> tuple[Diagnosis, Any]:
-    from trajaudit.engine.pipeline import AuditSpec, audit_one, build_context
-    from trajaudit.engine.strategy import AuditConfig, default_strategies
+    from trajaudit.engine.run.pipeline import AuditSpec, audit_one, build_context
+    from trajaudit.engine.strategies.base import AuditConfig, default_strategies
 
     chosen = default_strategies().get(strategy)
     cfg = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=True, what=f"strategy {strategy!r}")

@@ -43,9 +43,9 @@ def synthesize(policy: str | None, tools: str | None, output: str, pack_name: st
 
     Exit 0 when at least one rule was kept, 1 when none was, 2 on usage errors (no endpoint, bad files).
     """
-    from trajaudit.engine.evidence import load_tools
-    from trajaudit.llm.rule_check import slug
-    from trajaudit.llm.synthesis import RuleSynthesizer
+    from trajaudit.engine.run.evidence import load_tools
+    from trajaudit.engine.packs.synthesis_check import slug
+    from trajaudit.engine.packs.synthesis import RuleSynthesizer
 
     if not policy and not tools:
         raise TrajauditError("give --policy, --tools, or both")

@@ -28,8 +28,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine import safe_json
-from trajaudit.engine.loader import expand_paths
+from trajaudit import safe_json
+from trajaudit.engine.trace.loader import expand_paths
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
 from trajaudit.errors import TrajauditError

@@ -16,9 +16,9 @@ from __future__ import annotations
 from trajaudit.llm.cache import ResponseCache, request_key
 from trajaudit.llm.client import LLMClient
 from trajaudit.llm.config import LLMConfig, build_config, load_config_file
-from trajaudit.llm.evidence import EvidenceView, fit_steps
+from trajaudit.llm.fitting import EvidenceView, fit_steps
 from trajaudit.llm.prompting import extract_evidence, load_prompt, quote_evidence, render_prompt
-from trajaudit.llm.semantic import LLMSemanticOracle
+from trajaudit.checkers.semantic_llm import LLMSemanticOracle
 from trajaudit.llm.usage import Usage, tracking
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from trajaudit.engine import safe_yaml
+from trajaudit import safe_yaml
 from trajaudit.errors import ConfigError
 
 StructuredMode = Literal["auto", "json_schema", "json_object"]

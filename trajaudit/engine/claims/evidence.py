@@ -2,7 +2,7 @@
 
 Evidence is everything an agent could see that no agent produced: the task, per-agent system prompts
 (position -1, visible from the start), every system, user and tool step, and the observation a
-browsing or file agent's message embeds (:mod:`trajaudit.engine.observation`: the page or file it was
+browsing or file agent's message embeds (:mod:`trajaudit.engine.trace.observation`: the page or file it was
 shown, visible to that step's own claims and later ones). Agent messages are otherwise not evidence:
 a value first written by an agent is a claim there, and later mentions are reuses.
 
@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 
 from trajaudit.engine.claims.patterns import WORD_RE
 from trajaudit.engine.claims.sources import Digest, Members, digest
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.observation import observation_start
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.observation import observation_start
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ class EvidenceIndex:
         for step in trajectory.steps:
             if step.is_decision:
                 k = observation_start(step.content)
-                if k is not None:  # an observation embedded in the agent's message (engine/observation.py)
+                if k is not None:  # an observation embedded in the agent's message (engine/trace/observation.py)
                     # (the said part blanked, so offsets in the digest stay offsets in the content;
                     # sorted just before the step: its own claims see it)
                     self._add(Source(step.index, f"steps.{step.index}.content",

@@ -27,7 +27,7 @@ from trajaudit.engine.claims import model as m
 from trajaudit.engine.claims.extract import ClaimExtractor
 from trajaudit.engine.claims.ledger import build_ledger
 from trajaudit.engine.claims.propagate import propagate
-from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation_log import Record
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def build_claim_graph(trajectory: Trajectory, config: m.ClaimConfig | Any | None
 
     Args:
         trajectory: the run (IR).
-        config: a :class:`ClaimConfig`, an :class:`~trajaudit.engine.strategy.AuditConfig` (its
+        config: a :class:`ClaimConfig`, an :class:`~trajaudit.engine.strategies.base.AuditConfig` (its
             ``max_claims_per_step`` is used) or ``None`` for defaults.
         extractors: claim extractors to run (default: the deterministic :class:`RegexExtractor`).
 
