@@ -54,8 +54,9 @@ import trajaudit.engine.claims  # noqa: E402,F401 - start-up: the stages' module
 import trajaudit.engine.strategies.offline_judge  # noqa: E402,F401
 import trajaudit.engine.validation.rule_eval  # noqa: E402,F401
 from trajaudit import load_many  # noqa: E402
+from trajaudit.engine.run.batch import audit_trajectories  # noqa: E402
 from trajaudit.engine.run.evidence import clear_caches, gather  # noqa: E402
-from trajaudit.engine.run.pipeline import AuditSpec, audit_one, audit_trajectories, build_context  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec, audit_one, build_context  # noqa: E402
 
 _T_IMPORTS = time.process_time() - _T_START
 
@@ -84,7 +85,7 @@ def staged(path: Path, spec: AuditSpec) -> dict[str, float]:
     runs = load_many([path]).trajectories
     t1 = time.process_time()
     ctx = build_context(spec)
-    for dp in ctx.extra.get("domain_packs", ()):  # compiled on first use: count it here, as before
+    for dp in ctx.domain_packs:  # compiled on first use: count it here, as before
         if any(dp.applies({n for s in t.steps for n in s.tool_names}) for t in runs):
             dp.rules  # noqa: B018 - compiles the pack
     out["load"], out["setup"] = t1 - t0, time.process_time() - t1

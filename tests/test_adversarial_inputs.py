@@ -10,8 +10,7 @@ import pytest
 import yaml
 
 import trajaudit
-from trajaudit import load_path
-from trajaudit import safe_yaml
+from trajaudit import load_path, safe_yaml
 from trajaudit.engine.claims.patterns import json_ranges
 from trajaudit.engine.packs.positions import YamlDoc
 from trajaudit.errors import RulePackError

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from trajaudit import audit, load
 from trajaudit.cli import main as cli
-from trajaudit.engine.trace.adapters.agentrx_steps import MAX_LITERAL_TOKENS, parse_substeps
 from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.trace.adapters.agentrx_steps import MAX_LITERAL_TOKENS, parse_substeps
 from trajaudit.engine.trace.ir import FLAG_DROPPED_MESSAGE, FLAG_SPLIT_MESSAGE
 from trajaudit.engine.trace.loader import load_path
 from trajaudit.errors import TraceFormatError

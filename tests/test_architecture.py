@@ -3,7 +3,8 @@
 The import graph is read from the source with :mod:`ast` (nothing is imported): every ``import`` and
 ``from ... import`` anywhere in a module, including inside functions, is an edge when it names a
 ``trajaudit`` module. Relative imports are resolved against the importing module's package, and
-``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``. Importing
+``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``. Imports
+under ``if TYPE_CHECKING:`` never run and are not edges. Importing
 ``a.b.c`` also runs ``a/__init__`` and ``a/b/__init__``; those parent packages are edges too, since a
 circle through an ``__init__`` is as real as any other. Third-party modules are not nodes.
 
@@ -53,6 +54,8 @@ def _imports(tree: ast.Module) -> list[tuple[ast.AST, bool]]:
 
     def visit(node: ast.AST, nested: bool) -> None:
         for child in ast.iter_child_nodes(node):
+            if _type_checking_only(child):
+                continue
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 found.append((child, nested))
             inner = nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
@@ -60,6 +63,15 @@ def _imports(tree: ast.Module) -> list[tuple[ast.AST, bool]]:
 
     visit(tree, False)
     return found
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): imports there never run, so they are no edge."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def _targets(module: str, node: ast.AST, files: dict[str, Path]) -> list[str]:

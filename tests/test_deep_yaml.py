@@ -11,10 +11,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from trajaudit.cli import main
 from trajaudit import safe_yaml
-from trajaudit.engine.trace.adapters.mapping import MappingAdapter
+from trajaudit.cli import main
 from trajaudit.engine.taxonomy import TaxonomyError, load_taxonomy
+from trajaudit.engine.trace.adapters.mapping import MappingAdapter
 from trajaudit.errors import ConfigError, TraceFormatError
 from trajaudit.llm.config import load_config_file
 

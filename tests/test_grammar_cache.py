@@ -8,12 +8,11 @@ from importlib import resources
 import pytest
 from lark import Lark
 
-from trajaudit.engine.dsl import grammar_cache
-
-from trajaudit.engine.dsl import parser as rule_parser
 from trajaudit.engine.dsl import ast as A
-from trajaudit.engine.packs import pack as RP
+from trajaudit.engine.dsl import grammar_cache
+from trajaudit.engine.dsl import parser as rule_parser
 from trajaudit.engine.dsl.ast import same_data
+from trajaudit.engine.packs import pack as RP
 from trajaudit.errors import RulePackError
 
 TEXT = resources.files("trajaudit.engine.dsl").joinpath("rules.lark").read_text(encoding="utf-8")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
+from strategy_helpers import with_evidence
+
+from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.strategies.offline_judge import OfflineJudge, blame, is_consequential_action
-from trajaudit.engine.strategies.base import AuditContext
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.validation_log import Evidence, Record
 
 
@@ -59,7 +61,7 @@ def test_choice_category_and_confidence(monkeypatch):
             self.error_steps = (8,)
 
     monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle())
-    d = OfflineJudge().diagnose(t, AuditContext())
+    d = OfflineJudge().diagnose(*with_evidence(t, AuditContext()))
     assert d.critical_step == 6 and d.agent == "assistant"
     assert d.category == "instruction_adherence_failure"  # vote 2.0 beats invalid_invocation's 1.0
     assert [c.step for c in d.candidates][:2] == [6, 8]
@@ -98,7 +100,7 @@ def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamab
         error_steps = ()
 
     monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle())
-    d = OfflineJudge().diagnose(t, AuditContext())
+    d = OfflineJudge().diagnose(*with_evidence(t, AuditContext()))
     assert d.critical_step == 6  # step 2 scores 3.0 from warnings only
     steps = list(t.steps) + [Step(9, "user", "user", "hello? are you there?")]
     t2 = Trajectory(id="t2", steps=tuple(steps), source=Source("openai"))

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from json_mutation import json_values, mutate
 
-from trajaudit.engine.packs import cache as pack_cache
-
-from trajaudit.engine.dsl import parser as rule_parser
 from trajaudit.engine.dsl import ast as A
+from trajaudit.engine.dsl import parser as rule_parser
+from trajaudit.engine.packs import cache as pack_cache
 from trajaudit.engine.packs import pack as RP
-from trajaudit.engine.run.evidence import _compiled_shipped, _loaded_shipped, clear_caches, default_packs
+from trajaudit.engine.packs.selection import _compiled_shipped, _loaded_shipped, default_packs
+from trajaudit.engine.run.evidence import clear_caches
 from trajaudit.errors import RulePackError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,9 @@ import pytest
 
 from trajaudit import load_path
 from trajaudit.engine.run import parallel as parallel_mod
-from trajaudit.engine.run.pipeline import AuditSpec, audit_trajectories
-from trajaudit.engine.strategies.base import LLM_STRATEGIES, default_strategies
+from trajaudit.engine.run.batch import audit_trajectories
+from trajaudit.engine.run.pipeline import AuditSpec
+from trajaudit.engine.strategies.registry import LLM_STRATEGIES, default_strategies
 from trajaudit.engine.validation_log import Evidence, LazyRecord, Record, ValidationLog
 from trajaudit.registry import Registry
 

@@ -8,11 +8,12 @@ import json
 
 from click.testing import CliRunner
 from llm_server import Reply, evidence_of, schema_name
+from strategy_helpers import with_evidence
 
 from trajaudit.cli import main
-from trajaudit.engine.trace.loader import load_path
 from trajaudit.engine.run.repair import TEMPLATE_LABEL
 from trajaudit.engine.schema import schema_errors
+from trajaudit.engine.trace.loader import load_path
 
 TAU_RECORDS = (0, 3, 13)  # runs "2", "12", "47"
 
@@ -159,10 +160,10 @@ def test_repair_keeps_openai_and_magentic_containers(tmp_path):
 
 def test_failed_llm_repair_falls_back_to_the_template_and_says_why(llm_server, tau_runs, llm_client):
     from trajaudit.engine.run.pipeline import audit_one
-    from trajaudit.engine.strategies.base import AuditContext
+    from trajaudit.engine.strategies.context import AuditContext
 
     llm_server.script(Reply(refusal="no repairs today"))
-    res = audit_one(tau_runs["2"], "offline", AuditContext(llm=llm_client, extra={"repair": True}))
+    res = audit_one(tau_runs["2"], "offline", AuditContext(llm=llm_client, repair=True))
     d = res.diagnosis
     assert d.repair.startswith(TEMPLATE_LABEL) and d.metadata["repair"]["source"] == "template"
     assert "the model refused: no repairs today" in d.metadata["repair"]["note"]
@@ -209,10 +210,11 @@ def test_a_strategy_s_own_repair_is_kept(tau_runs):
     import dataclasses
 
     from trajaudit.engine.run.repair import attach_repair
-    from trajaudit.engine.strategies.base import AuditContext, default_strategies
+    from trajaudit.engine.strategies.context import AuditContext
+    from trajaudit.engine.strategies.registry import default_strategies
 
     t = tau_runs["2"]
-    d = default_strategies().get("last").diagnose(t, AuditContext())
+    d = default_strategies().get("last").diagnose(*with_evidence(t, AuditContext()))
     mine = dataclasses.replace(d, repair="1. Re-check the variant count.")
     kept = attach_repair(mine, t, llm=None)
     assert kept.repair == "1. Re-check the variant count." and kept.metadata["repair"] == {"source": "strategy"}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from trajaudit.engine.run.pipeline import AuditSpec, audit_trajectories
+from trajaudit.engine.run.batch import audit_trajectories
+from trajaudit.engine.run.pipeline import AuditSpec
 from trajaudit.engine.validation_log import ValidationLog
 
 

@@ -248,8 +248,8 @@ def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_fi
     from trajaudit import load_path
     from trajaudit.engine.dsl import compiler as rule_compiler
     from trajaudit.engine.packs.compile import compile_rules
-    from trajaudit.engine.validation.rule_eval import evaluate
     from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.engine.validation.rule_eval import evaluate
 
     runs = load_path(tau_file).trajectories[:6]
     packs = [load_pack(name) for name in ("generic", "tau_retail")]
@@ -260,7 +260,7 @@ def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_fi
     for t in runs:
         assert evaluate(t, shared).to_dict() == evaluate(t, plain).to_dict()
     # a small budget: replayed charges hit it exactly where the rules' own evaluations do
-    from trajaudit.engine.strategies.base import AuditConfig
+    from trajaudit.engine.config import AuditConfig
 
     cfg = AuditConfig(rule_budget=40)
     for t in runs[:3]:
@@ -271,9 +271,9 @@ def test_lazy_pass_records_equal_eager_ones(tau_file, monkeypatch):
     import dataclasses
 
     from trajaudit import load_path
-    from trajaudit.engine.validation import rule_eval
     from trajaudit.engine.packs.compile import compile_rules
     from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.engine.validation import rule_eval
     from trajaudit.engine.validation_log import Evidence, LazyRecord, Record
 
     calls = []
@@ -380,8 +380,8 @@ def test_conjunctions_of_two_or_three_parts_are_all():
 def test_outputs_of_is_the_comprehension_it_replaces(tau_file, ww_dir):
     from trajaudit import load_path
     from trajaudit.engine.packs.compile import compile_rules
-    from trajaudit.engine.validation.rule_eval import evaluate
     from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.engine.validation.rule_eval import evaluate
 
     pack = load_pack({"pack": "t", "rules": [{
         "id": "same", "type": "PROTOCOL",
@@ -402,11 +402,11 @@ def test_outputs_of_is_the_comprehension_it_replaces(tau_file, ww_dir):
 
 def test_unconditioned_quantifiers_over_ranges_match_the_scan(tau_file, monkeypatch):
     from trajaudit import load_path
+    from trajaudit.engine.config import AuditConfig
     from trajaudit.engine.dsl import queries as Q
     from trajaudit.engine.packs.compile import compile_rules
-    from trajaudit.engine.validation.rule_eval import evaluate
     from trajaudit.engine.packs.pack import load_pack
-    from trajaudit.engine.strategies.base import AuditConfig
+    from trajaudit.engine.validation.rule_eval import evaluate
 
     exprs = ["exists s in earlier", "first s in earlier", "latest s in later", "count s in steps",
              "count c in calls(earlier)", "first c in calls(later)", "exists s in since(null)", "latest c in calls(steps)"]
@@ -429,11 +429,11 @@ def test_substring_quantifiers_match_the_scan(tau_file, ww_dir, monkeypatch):
     """``exists s in earlier where X in lower(s.content)`` finds its witness by plain substring tests;
     logs (evidence, witnesses, budget hits) equal the reference scan's."""
     from trajaudit import load_path
-    from trajaudit.engine.packs.compile import compile_rules
+    from trajaudit.engine.config import AuditConfig
     from trajaudit.engine.dsl.compiler import ExprCompiler
-    from trajaudit.engine.validation.rule_eval import evaluate
+    from trajaudit.engine.packs.compile import compile_rules
     from trajaudit.engine.packs.pack import load_pack
-    from trajaudit.engine.strategies.base import AuditConfig
+    from trajaudit.engine.validation.rule_eval import evaluate
 
     extra = {"pack": "t", "rules": [
         {"id": "a", "type": "PROTOCOL", "guard": "step.is_decision",

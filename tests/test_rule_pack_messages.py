@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from trajaudit.cli import main
+from trajaudit.engine.packs.cache import code_files
 from trajaudit.engine.packs.compile import compile_rules
-from trajaudit.engine.packs.cache import CODE_FILES
 from trajaudit.engine.packs.lint import lint_pack
 from trajaudit.engine.packs.pack import load_pack
 from trajaudit.errors import RulePackError, TrajauditError
@@ -164,7 +164,7 @@ def test_override_locations_survive_the_pack_cache(tmp_path, monkeypatch):
     assert warm.pack == cold.pack == load_pack(outer)
     spec = warm.pack.rule("explicit-yes-before-write")
     assert (spec.field_locs["params.yes_words"].line, spec.field_locs["params.yes_words"].column) == (4, 26)
-    assert "engine/packs/messages.py" in CODE_FILES  # its messages are part of what a load produces
+    assert "engine/packs/messages.py" in code_files()  # its messages are part of what a load produces
 
 
 # ---- 13, 16: CLI ---------------------------------------------------------------------------

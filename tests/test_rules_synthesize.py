@@ -13,9 +13,9 @@ from trajaudit.cli import main
 from trajaudit.engine.packs.compile import compile_rules
 from trajaudit.engine.packs.lint import lint_pack
 from trajaudit.engine.packs.pack import load_pack
-from trajaudit.engine.validation.rule_tests import run_examples
-from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.packs.synthesis_check import check_rule, check_rules, drop_conflicts
+from trajaudit.engine.taxonomy import load_taxonomy
+from trajaudit.engine.validation.rule_tests import run_examples
 
 TAX = load_taxonomy("agentrx")
 AUTH = {"id": "authenticate-first", "title": "authenticate before reading user data", "type": "TEMPORAL",

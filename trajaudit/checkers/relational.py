@@ -9,9 +9,10 @@ questions such as "is the refund the agent states the sum of *some* of the order
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import z3
+if TYPE_CHECKING:
+    import z3
 
 MAX_SUBSET_ITEMS = 64
 SOLVER_TIMEOUT_MS = 2000
@@ -23,6 +24,8 @@ def _exact(x: int | float) -> Fraction:
 
 
 def _real(q: Fraction) -> z3.ArithRef:
+    import z3  # z3 (a third-party solver, ~30 ms to import) loads only when a rule uses it
+
     return z3.RealVal(f"{q.numerator}/{q.denominator}")
 
 
@@ -39,6 +42,8 @@ def subset_summing_to(values: list[int | float], target: int | float) -> list[in
     Raises:
         ValueError: too many values, or z3 could not decide within ``SOLVER_TIMEOUT_MS``.
     """
+    import z3  # loaded on the first subset question, not when the rule language is imported
+
     if len(values) > MAX_SUBSET_ITEMS:
         raise ValueError(f"subset_sum over {len(values)} values (limit {MAX_SUBSET_ITEMS})")
     picks = [z3.Bool(f"pick_{i}") for i in range(len(values))]

@@ -38,8 +38,8 @@ import jmespath
 import jmespath.exceptions
 import yaml
 
-from trajaudit.citation.adapter import FORMAT
 from trajaudit import safe_yaml
+from trajaudit.citation.model import FORMAT
 from trajaudit.errors import TraceFormatError
 
 _TOP = ("id", "task", "final", "aliases", "documents", "invocations")

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit import safe_json
-from trajaudit.engine.trace.loader import expand_paths
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
+from trajaudit.engine.trace.loader import expand_paths
 from trajaudit.errors import TrajauditError
 from trajaudit.eval.gold_agentrx import agentrx_entry, agentrx_jsonl, load_agentrx_gold, suffix_aliases
 from trajaudit.eval.gold_items import (

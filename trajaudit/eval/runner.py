@@ -19,10 +19,12 @@ from typing import Any
 
 from trajaudit import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.run.pipeline import with_source_message
+from trajaudit.engine.strategies.base import Strategy
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import load_many
-from trajaudit.engine.run.pipeline import with_source_message
-from trajaudit.engine.strategies.base import AuditContext, Strategy, default_strategies
 from trajaudit.engine.trace.text import jsonl_lines
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError
 from trajaudit.eval.gold import GoldSet, suffix_aliases

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.llm.prompting import quote_evidence
+
+if TYPE_CHECKING:  # the run's types only annotate here: llm/ imports nothing of engine/ at run time
+    from trajaudit.engine.trace.ir import Step, Trajectory
 
 MIN_CAP = 160  # characters kept of a cut text at the tightest level (head + tail)
 

@@ -27,6 +27,7 @@ from trajaudit.engine.claims import model as m
 from trajaudit.engine.claims.extract import ClaimExtractor
 from trajaudit.engine.claims.ledger import build_ledger
 from trajaudit.engine.claims.propagate import propagate
+from trajaudit.engine.claims.records import claim_records
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation_log import Record
 
@@ -85,8 +86,6 @@ class ClaimGraph:
 
     def to_records(self) -> list[Record]:
         """Findings as validation-log records (PROVENANCE for MISSING, RELATIONAL_POST for CONFLICTING)."""
-        from trajaudit.engine.claims.records import claim_records
-
         return claim_records(self)
 
     def to_dict(self) -> dict[str, Any]:

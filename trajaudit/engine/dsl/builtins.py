@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import jmespath
 
+from trajaudit import safe_json
+from trajaudit.checkers.relational import subset_summing_to
 from trajaudit.engine.dsl.regex.prefilter import captures, lower_text
 from trajaudit.engine.dsl.runtime import CallView, Env, EvalError, StepView, is_num, type_name
 
@@ -160,8 +162,6 @@ def _json(env: Env, x: Any) -> Any:
         return None
     if not isinstance(x, str):
         return x
-    from trajaudit import safe_json
-
     try:
         return safe_json.loads(x)
     except ValueError:
@@ -255,8 +255,6 @@ def _latest_output(env: Env, name: Any) -> StepView | None:
 
 
 def _subset_sum(values: Any, target: Any) -> Any:
-    from trajaudit.checkers.relational import subset_summing_to
-
     if not is_num(target):
         raise EvalError(f"subset_sum() needs a number as target, got {type_name(target)}")
     return subset_summing_to(_nums(values, "subset_sum"), target)

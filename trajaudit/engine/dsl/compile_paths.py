@@ -8,19 +8,21 @@ from __future__ import annotations
 from typing import Any
 
 from trajaudit.engine.dsl import ast as A
-from trajaudit.engine.packs.messages import close_hint
 from trajaudit.engine.dsl.builtins import BUILTINS, StepRange
 from trajaudit.engine.dsl.compile_base import _NO, TOP_NAMES, C, _const, traj_info
 from trajaudit.engine.dsl.paths import follow, recording, var_path
 from trajaudit.engine.dsl.runtime import (
     CALL_FIELD_TYPES,
+    CALL_FIELDS,
     STEP_FIELD_TYPES,
+    STEP_FIELDS,
     Env,
     EvalError,
     View,
     child,
     type_name,
 )
+from trajaudit.registry import close_hint
 
 
 class PathsMixin:
@@ -118,8 +120,6 @@ class PathsMixin:
 
     def _fast_path(self, root: str, keys: list[str], typ: str) -> C:
         """``step.f.x…`` / ``call.f.x…`` with constant keys: the first field read straight from the table."""
-        from trajaudit.engine.dsl.runtime import CALL_FIELDS, STEP_FIELDS
-
         getter, suffix = (STEP_FIELDS if root == "step" else CALL_FIELDS)[keys[0]]
         rest = keys[1:]
         is_step = root == "step"

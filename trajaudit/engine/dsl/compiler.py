@@ -17,8 +17,6 @@ from typing import Any, Callable
 import jmespath
 
 from trajaudit.engine.dsl import ast as A
-from trajaudit.engine.packs.messages import close_hint
-from trajaudit.engine.dsl.regex.safety import refusal, regex_risk
 from trajaudit.engine.dsl.builtins import BUILTINS
 from trajaudit.engine.dsl.compile_base import _NO, C, Fn, _const
 from trajaudit.engine.dsl.compile_paths import PathsMixin
@@ -31,12 +29,14 @@ from trajaudit.engine.dsl.queries import (
     shareable,
     shared_comprehension,
 )
+from trajaudit.engine.dsl.regex.safety import refusal, regex_risk
 from trajaudit.engine.dsl.runtime import (
     Env,
     EvalError,
     type_name,
 )
 from trajaudit.errors import RulePackError
+from trajaudit.registry import close_hint
 
 _CALL_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)
 

@@ -23,7 +23,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine.packs import cache as pack_cache
+from trajaudit import disk_cache
 from trajaudit.engine.dsl.ast import same_data
 
 log = logging.getLogger(__name__)
@@ -70,10 +70,10 @@ def _serialized(parser: Any) -> tuple[Any, Any]:
 def _path(grammar_text: str, options: dict[str, Any]) -> Path | None:
     import lark
 
-    d = pack_cache.cache_dir()
+    d = disk_cache.cache_dir()
     if d is None:
         return None
-    h = sha256(json.dumps([pack_cache.FORMAT, lark.__version__, sys.version, grammar_text, sorted(options.items()),
+    h = sha256(json.dumps([disk_cache.FORMAT, lark.__version__, sys.version, grammar_text, sorted(options.items()),
                            Path(__file__).read_bytes().decode("utf-8")]).encode())
     return d / f"grammar-{h.hexdigest()}.json"
 
@@ -82,7 +82,7 @@ def load(grammar_text: str, options: dict[str, Any]) -> Any:
     """The LALR parser for ``grammar_text`` and ``options`` from the cache, or ``None``."""
     try:
         p = _path(grammar_text, options)
-        body = pack_cache.read_body(p) if p is not None else None
+        body = disk_cache.read_body(p) if p is not None else None
         if body is None:
             return None
         from lark import Lark
@@ -110,6 +110,6 @@ def store(parser: Any, grammar_text: str, options: dict[str, Any]) -> None:
         if not same_data(_serialized(rebuilt), (data, memo)):
             log.debug("grammar cache: the parser does not round-trip; not cached")
             return
-        pack_cache.write_body(p, text.encode("utf-8"))
+        disk_cache.write_body(p, text.encode("utf-8"))
     except Exception as e:  # noqa: BLE001 - a cache that cannot be written is simply not used
         log.debug("grammar cache: cannot write: %s", e)

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl import compile_base as _c
-from trajaudit.engine.trace.ir import STEP_KINDS
-from trajaudit.engine.dsl.regex.prefilter import span as _span
 from trajaudit.engine.dsl.builtins import _str
+from trajaudit.engine.dsl.regex.prefilter import span as _span
 from trajaudit.engine.dsl.runtime import Env, EvalError, equal, is_num, member, order, type_name
+from trajaudit.engine.trace.ir import STEP_KINDS
 
 if TYPE_CHECKING:
     from trajaudit.engine.dsl.compile_base import C, Fn

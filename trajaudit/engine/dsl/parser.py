@@ -17,6 +17,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from trajaudit.engine.dsl import ast as A
+from trajaudit.engine.dsl import grammar_cache
 from trajaudit.engine.dsl.recording_memo import RecordingMemo
 from trajaudit.errors import RulePackError
 
@@ -92,8 +93,6 @@ def grammar() -> Lark:
     """The compiled LALR parser for ``trajaudit/engine/dsl/rules.lark`` (once per process; its tables come
     from the on-disk grammar cache when valid, see :mod:`trajaudit.engine.dsl.grammar_cache`)."""
     from importlib import resources
-
-    from trajaudit.engine.dsl import grammar_cache
 
     text = resources.files("trajaudit.engine.dsl").joinpath("rules.lark").read_text(encoding="utf-8")
     parser = grammar_cache.load(text, _GRAMMAR_OPTIONS)

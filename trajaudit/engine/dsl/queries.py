@@ -17,8 +17,9 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from trajaudit.engine.dsl.regex.prefilter import lower_text
+from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.builtins import CallRange, StepRange, as_items
+from trajaudit.engine.dsl.regex.prefilter import lower_text
 from trajaudit.engine.dsl.runtime import Env, EvalError, is_num, member
 
 Fn = Callable[[Env], Any]
@@ -327,8 +328,6 @@ def shareable(node: Any, scope: dict[str, str], lets: dict[str, str]) -> bool:
     """Whether comprehension ``node`` gives the same value in every rule at a given step (and call):
     it uses only :data:`RUN_NAMES`, literals, built-ins and its own variable (no ``params``, lets or
     outer variables), and nests no quantifier or comprehension (whose witnesses would leak)."""
-    from trajaudit.engine.dsl import ast as A
-
     if node.var in scope or node.var in lets:
         return False
     for sub in node.walk():
@@ -348,8 +347,6 @@ def closed_share_key(elem_type: str, var: str, closed: list[Any], body: Any, nam
     """:attr:`QuantPlan.share` for a quantifier whose pre-computable filter is the conjunction ``closed``
     (and, for ``forall``, ``body``) of ASTs over ``var`` of ``elem_type``; ``None`` when they read pack
     parameters (equal text, maybe different values) or nest a quantifier/comprehension (witnesses)."""
-    from trajaudit.engine.dsl import ast as A
-
     if "params" in names:
         return None
     for part in [*closed, body]:

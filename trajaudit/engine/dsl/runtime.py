@@ -19,9 +19,9 @@ from collections import defaultdict
 from typing import Any
 
 from trajaudit import safe_json
+from trajaudit.engine.dsl.regex.prefilter import memo_search
 from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.trace.observation import split_observation
-from trajaudit.engine.dsl.regex.prefilter import memo_search
 
 
 class EvalError(Exception):

@@ -9,7 +9,7 @@ stored, and nothing stored is executed: the entry is read with ``json.loads`` on
 
 Exact or not taken:
 - the key is a SHA-256 of the pack file's text and path, the trajaudit version, the source of the
-  modules and grammar that produce the data (:data:`CODE_FILES`), and the Python, lark, PyYAML and
+  package's source files (:func:`code_files`, found by walking the package), and the Python, lark, PyYAML and
   jsonschema versions; on a hit every included file is resolved again and must be the same file with
   the same text (includes may be relative to the working directory);
 - an entry is written only after the pack loaded and compiled without error, and only when its JSON
@@ -27,9 +27,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,56 +36,41 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine.dsl.regex import safety as regex_safety
-
+from trajaudit.disk_cache import FORMAT, cache_dir, read_body, write_body
 from trajaudit.engine.dsl import parser as rule_parser
-from trajaudit.engine.packs import pack as RP
 from trajaudit.engine.dsl.ast import same_data
+from trajaudit.engine.dsl.regex import safety as regex_safety
+from trajaudit.engine.packs import pack as RP
+from trajaudit.engine.packs.compile import compile_rules
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2
-MAGIC = "trajaudit-pack-cache"
 MAX_ENTRIES = 128
-# sources whose behaviour decides the stored data (relative to the trajaudit package)
-CODE_FILES = ("engine/packs/pack.py", "engine/packs/positions.py", "engine/packs/messages.py", "engine/dsl/parser.py", "engine/dsl/rules.lark",
-              "engine/dsl/ast.py", "engine/dsl/regex/safety.py", "engine/packs/cache.py", "engine/schema.py",
-              "schemas/rule_pack.schema.json")
-# (the compiler is not among them: it runs on every load; if it comes to parse an expression or check
-# a regex that an entry lacks, the entry is completed — see compile_loaded)
+# the trajaudit package folder: the cache key covers every source file in it (code_files)
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+CODE_SUFFIXES = frozenset({".py", ".lark", ".json", ".yaml"})
 
 
-def cache_dir() -> Path | None:
-    """The cache directory, or ``None`` when ``TRAJAUDIT_NO_CACHE`` is set (to anything but ``0``/empty)
-    or no absolute location is known (no ``$TRAJAUDIT_CACHE_DIR``, absolute ``$XDG_CACHE_HOME`` or home)."""
-    if os.environ.get("TRAJAUDIT_NO_CACHE", "") not in ("", "0"):
-        return None
-    explicit = os.environ.get("TRAJAUDIT_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(xdg):  # the XDG spec: a relative value is ignored
-        return Path(xdg) / "trajaudit" / "packs"
-    home = os.path.expanduser("~")
-    if not os.path.isabs(home):  # no home directory: no default cache (never one in the working directory)
-        return None
-    return Path(home) / ".cache" / "trajaudit" / "packs"
+def code_files() -> list[str]:
+    """The package's own source files (``.py``, ``.lark``, ``.json``, ``.yaml``), relative to the
+    ``trajaudit`` folder, sorted: every file whose change could change what a load produces is among
+    them (found by walking the package, not listed by hand)."""
+    return sorted(p.relative_to(PACKAGE_ROOT).as_posix() for p in PACKAGE_ROOT.rglob("*")
+                  if p.suffix in CODE_SUFFIXES and "__pycache__" not in p.parts and p.is_file())
 
 
 @cache
 def code_fingerprint() -> str:
-    """SHA-256 of :data:`CODE_FILES`, the trajaudit version and the versions of the libraries involved."""
+    """SHA-256 of the package's files (:func:`code_files`: the trajaudit version is in
+    ``__init__.py``) and the versions of the libraries involved (Python, lark, PyYAML, jsonschema)."""
     import jsonschema
     import lark
     import yaml
 
-    import trajaudit
-
-    h = sha256(f"{FORMAT}|{trajaudit.__version__}|{sys.version}|{lark.__version__}|{yaml.__version__}|"
+    h = sha256(f"{FORMAT}|{sys.version}|{lark.__version__}|{yaml.__version__}|"
                f"{getattr(yaml, '__with_libyaml__', False)}".encode())
-    root = Path(trajaudit.__file__).parent
-    for rel in CODE_FILES:
-        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+    for rel in code_files():
+        h.update(rel.encode() + b"\0" + (PACKAGE_ROOT / rel).read_bytes() + b"\0")
     js = Path(jsonschema.__file__).parent  # no cheap version string: size and mtime of its validators
     for name in ("validators.py", "_keywords.py"):
         st = (js / name).stat()
@@ -164,8 +147,6 @@ def compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
 
 
 def _compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
-    from trajaudit.engine.packs.compile import compile_rules
-
     if loaded.parsed is not None and loaded.regex is not None:
         rule_parser.seed(loaded.parsed)
         regex_safety.seed(loaded.regex)
@@ -227,44 +208,6 @@ def _deps_hold(deps: list[Any]) -> bool:
         else:
             return False
     return True
-
-
-def read_body(p: Path) -> bytes | None:
-    """The body of the entry file ``p`` when its header and SHA-256 check out, else ``None`` (missing,
-    unreadable, truncated or edited files alike; a debug log says why)."""
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        log.debug("cache: cannot read %s: %s", p, e)
-        return None
-    head, _, body = raw.partition(b"\n")
-    try:
-        magic, fmt, digest = head.decode("ascii").split(" ")
-    except ValueError:
-        magic = fmt = digest = ""
-    if magic != MAGIC or fmt != str(FORMAT) or sha256(body).hexdigest() != digest:
-        log.debug("cache: ignoring %s (bad header or digest)", p)
-        return None
-    return body
-
-
-def write_body(p: Path, body: bytes) -> None:
-    """Write ``body`` with its header and SHA-256 to ``p`` atomically (a temp file, then a rename).
-
-    Raises:
-        OSError: the folder cannot be created or written.
-    """
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(f"{MAGIC} {FORMAT} {sha256(body).hexdigest()}\n".encode("ascii") + body)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _read(key: str) -> LoadedPack | None:

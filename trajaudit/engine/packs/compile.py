@@ -13,17 +13,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from trajaudit.checkers.registry import default_checkers
 from trajaudit.engine.dsl import ast as A
-from trajaudit.engine.trace.ir import STEP_KINDS
-from trajaudit.engine.packs.messages import relocate_param_error
 from trajaudit.engine.dsl.compile_base import _NO, TOP_NAMES
 from trajaudit.engine.dsl.compiler import ExprCompiler, conjuncts
-from trajaudit.engine.packs.pack import RulePack, RuleSpec
 from trajaudit.engine.dsl.parser import Where, parse_expression
 from trajaudit.engine.dsl.runtime import Env
 from trajaudit.engine.dsl.template import compile_template
+from trajaudit.engine.packs.messages import relocate_param_error
+from trajaudit.engine.packs.pack import RulePack, RuleSpec, load_pack
+from trajaudit.engine.trace.ir import STEP_KINDS
 from trajaudit.engine.validation_log import LazyRecord
-from trajaudit.errors import RulePackError
+from trajaudit.errors import ArgumentTypeError, RulePackError
 
 Fn = Callable[[Env], Any]
 
@@ -165,8 +166,6 @@ def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:
     Raises:
         RulePackError: syntax/name/type errors in any expression, unknown checker, bad checker args.
     """
-    from trajaudit.checkers.registry import default_checkers
-
     params = spec.params
     asts: dict[str, A.Expr] = {}
     uses: set[str] = set()
@@ -243,11 +242,7 @@ def compile_rules(pack: RulePack | list[RuleSpec] | Any, *, checkers: Any = None
             at an including pack's parameter override when that override caused it.
         ArgumentTypeError: ``pack`` is none of those, or a list holds something else than RuleSpecs.
     """
-    from trajaudit.errors import ArgumentTypeError
-
     if not isinstance(pack, (RulePack, list, tuple)):
-        from trajaudit.engine.packs.pack import load_pack
-
         if not isinstance(pack, (str, dict)) and not hasattr(pack, "__fspath__"):
             raise ArgumentTypeError("compile_rules", "pack", pack, "a RulePack, a list of RuleSpecs, or a pack "
                                     "path/name/YAML text/dict (for load_pack)")

@@ -34,15 +34,24 @@ from typing import Any
 import z3
 
 from trajaudit.engine.dsl import ast as A
-from trajaudit.engine.packs.compile import CompiledRule, compile_rule
-from trajaudit.engine.trace.ir import STEP_KINDS
-from trajaudit.engine.packs.messages import close_hint, relocate_param_error, schema_problems
-from trajaudit.engine.packs.positions import YamlDoc
 from trajaudit.engine.dsl.compiler import _NO, ExprCompiler
-from trajaudit.engine.packs.pack import RulePack, _rule_id_at, load_pack, shipped_rule_specs
 from trajaudit.engine.dsl.parser import Where
+from trajaudit.engine.packs.compile import CompiledRule, compile_rule
+from trajaudit.engine.packs.messages import relocate_param_error, schema_problems
+from trajaudit.engine.packs.pack import (
+    RulePack,
+    _rule_id_at,
+    is_pack_text,
+    load_pack,
+    resolve_pack,
+    shipped_rule_specs,
+)
+from trajaudit.engine.packs.positions import YamlDoc
 from trajaudit.engine.schema import validator
-from trajaudit.errors import RulePackError
+from trajaudit.engine.taxonomy import load_taxonomy
+from trajaudit.engine.trace.ir import STEP_KINDS
+from trajaudit.errors import RulePackError, TrajauditError
+from trajaudit.registry import close_hint
 
 TIMEOUT_MS = 1000
 MAX_PAIR_RULES = 400
@@ -216,8 +225,6 @@ def _val(v: Any) -> Any:
 
 
 def _schema_findings(source: Any) -> list[LintFinding]:
-    from trajaudit.engine.packs.pack import is_pack_text, resolve_pack
-
     try:
         if is_pack_text(source):
             doc = YamlDoc(source, None)
@@ -256,9 +263,6 @@ def _position(f: LintFinding) -> tuple[str, int, int]:
 def _target_findings(pack: RulePack) -> list[LintFinding]:
     """``empty-pack`` (no enabled rule) and ``unknown-target`` (a target that is not a category of the
     pack's taxonomy, default agentrx: the judge could never use it as a root cause)."""
-    from trajaudit.engine.taxonomy import load_taxonomy
-    from trajaudit.errors import TrajauditError
-
     where = f"{pack.file or '<rules>'}:1:1"
     if not pack.enabled_rules:
         return [LintFinding("warning", "empty-pack", "the pack has no enabled rule: checking with it finds nothing",

@@ -59,13 +59,6 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     return f" (did you mean {hit!r}?)" if hit else ""
 
 
-def close_hint(word: str, candidates: Iterable[str]) -> str:
-    """``"; did you mean a, b?"`` with up to three candidates close to ``word`` (difflib's defaults,
-    case-sensitive), or ``""`` — the suffix of the engine's unknown-name messages."""
-    close = difflib.get_close_matches(str(word), list(candidates), n=3)
-    return f"; did you mean {', '.join(close)}?" if close else ""
-
-
 def close_match(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate closest to ``word`` (difflib ratio ≥ 0.6, case-insensitive), or ``None``."""
     by_lower = {str(c).lower(): str(c) for c in candidates}

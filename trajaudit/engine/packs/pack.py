@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from hashlib import sha256
@@ -23,11 +23,13 @@ from typing import Any
 
 import yaml
 
-from trajaudit.engine.packs.messages import close_hint, did_you_mean, schema_problems
-from trajaudit.engine.packs.positions import SourceLoc, YamlDoc, caret, is_shipped_file  # noqa: F401 - re-exported
+from trajaudit.api_args import PACKS, check_mapping, is_path
 from trajaudit.engine.dsl.parser import Where
+from trajaudit.engine.packs.messages import did_you_mean, schema_problems
+from trajaudit.engine.packs.positions import SourceLoc, YamlDoc, caret, is_shipped_file  # noqa: F401 - re-exported
 from trajaudit.engine.schema import fast_accepts, validator
-from trajaudit.errors import RulePackError
+from trajaudit.errors import ArgumentTypeError, RulePackError
+from trajaudit.registry import close_hint
 
 MAX_INCLUDE_DEPTH = 16
 
@@ -256,9 +258,6 @@ def _order(loc: SourceLoc) -> tuple[int, int]:
 
 def _check_arguments(source: Any, params: Any) -> None:
     """:func:`load_pack`'s argument types (raises ``ArgumentTypeError``); values are checked later."""
-    from trajaudit.api_args import check_mapping, is_path
-    from trajaudit.errors import ArgumentTypeError
-
     if not (is_path(source) or isinstance(source, dict)):
         raise ArgumentTypeError("load_pack", "source", source, "a path, a shipped pack name, YAML text, or a dict")
     check_mapping("load_pack", "params", params)
@@ -407,3 +406,26 @@ def _apply(doc: YamlDoc, rules: list[RuleSpec], disable: list[str], overrides: d
         r = rules[i]
         rules[i] = replace(r, severity=ov.get("severity", r.severity), disabled=ov.get("disabled", r.disabled))
     return rules
+
+
+def check_packs(function: str, value: Any) -> tuple[Any, ...]:
+    """``rules``: pack references as a tuple of ``str`` (paths, shipped names) and ``RulePack``
+    objects. A single ``str``/``os.PathLike``/``RulePack`` is ONE pack; ``None`` means none.
+
+    Raises:
+        ArgumentTypeError: not a pack nor an iterable of packs, or an element is not a pack.
+    """
+    def one(item: Any, where: str) -> Any:
+        if isinstance(item, RulePack):
+            return item
+        if is_path(item):
+            return os.fspath(item)
+        raise ArgumentTypeError(function, where, item, "a rule pack (a path, a shipped pack name, or a RulePack)")
+
+    if value is None:
+        return ()
+    if is_path(value) or isinstance(value, RulePack):
+        return (one(value, "rules"),)
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ArgumentTypeError(function, "rules", value, PACKS)
+    return tuple(one(item, f"rules[{i}]") for i, item in enumerate(value))

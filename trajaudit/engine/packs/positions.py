@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from trajaudit.safe_yaml import YAMLAliasBomb, check_aliases
 from trajaudit.errors import RulePackError
+from trajaudit.safe_yaml import YAMLAliasBomb, check_aliases
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
-from trajaudit.errors import LLMError, LLMUnreachableError
-from trajaudit.llm.client import LLMClient, messages_chars
-from trajaudit.llm.fitting import cut_text
-from trajaudit.llm.prompting import load_prompt
+from trajaudit.engine.packs.compile import compile_rules
+from trajaudit.engine.packs.pack import load_pack
 from trajaudit.engine.packs.synthesis_check import (
     CheckedRules,
     RejectedRule,
@@ -40,6 +36,13 @@ from trajaudit.engine.packs.synthesis_check import (
     dump_pack,
     slug,
 )
+from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.errors import LLMError, LLMUnreachableError
+from trajaudit.llm.client import LLMClient, messages_chars
+from trajaudit.llm.fitting import cut_text
+from trajaudit.llm.prompt_run import PromptRun
+from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.usage import tracking
 
 log = logging.getLogger(__name__)
@@ -87,9 +90,6 @@ class SynthesisResult:
         """The accepted rules compiled by the rule engine (empty when none were accepted)."""
         if not self.rules:
             return []
-        from trajaudit.engine.packs.compile import compile_rules
-        from trajaudit.engine.packs.pack import load_pack
-
         return compile_rules(load_pack(self.pack()))
 
     def summary(self) -> dict[str, Any]:
@@ -190,8 +190,6 @@ class RuleSynthesizer:
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        from trajaudit.engine.strategies.llm.base import PromptRun
-
         res = self._result(pack)
         run = PromptRun()
         decisions = [s.index for s in trajectory.decision_steps]

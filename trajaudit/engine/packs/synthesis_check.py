@@ -30,9 +30,11 @@ from typing import Any
 import yaml
 
 from trajaudit.engine.dsl.regex.safety import refusal, regex_risk
+from trajaudit.engine.packs.compile import compile_rules
 from trajaudit.engine.packs.lint import LintFinding, lint_pack
 from trajaudit.engine.packs.pack import load_pack
 from trajaudit.engine.taxonomy import Taxonomy
+from trajaudit.engine.validation.rule_tests import run_examples
 from trajaudit.errors import RulePackError
 
 RULE_KEYS = ("id", "title", "description", "type", "severity", "targets", "guard", "let", "assert", "check",
@@ -186,9 +188,6 @@ def check_rule(raw: Any, *, pack: str, taxonomy: Taxonomy) -> tuple[dict[str, An
     if bad:
         return None, RejectedRule(raw, "; ".join(_finding_text(f) for f in bad), "lint")
     if rule.get("examples"):
-        from trajaudit.engine.packs.compile import compile_rules
-        from trajaudit.engine.validation.rule_tests import run_examples
-
         failed = [r for r in run_examples(compile_rules(loaded)) if not r.ok]
         if failed:
             return None, RejectedRule(raw, "; ".join(f"example {r.name!r}: {r.detail}" for r in failed)[:600],

@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit import safe_json
+from trajaudit.checkers.tool_schemas import ToolSchemaError, check_tool_parameters
 from trajaudit.engine.packs.pack import RulePack, load_pack
-from trajaudit.errors import TrajauditError
 
 log = logging.getLogger(__name__)
 
@@ -48,21 +48,6 @@ _JTYPE = {"string": "string", "number": "number", "integer": "number", "boolean"
           "array": "array", "object": "object", "null": "null"}
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "if")
 PACK_NAME = "tools"
-
-
-class ToolSchemaError(TrajauditError):
-    """A tools file or list is not a list of OpenAI function schemas.
-
-    Attributes:
-        message: what is wrong. file: the tools file, or ``None``. index: the offending element.
-    """
-
-    def __init__(self, message: str, *, file: str | None = None, index: int | None = None) -> None:
-        self.message = message
-        self.file = file
-        self.index = index
-        where = ", ".join(x for x in (file, f"element {index}" if index is not None else None) if x)
-        super().__init__(f"{where}: {message}" if where else message)
 
 
 @dataclass
@@ -95,8 +80,6 @@ def read_tools_file(path: str | Path) -> list[dict[str, Any]]:
         raise ToolSchemaError(f"cannot read tool schemas: {e}", file=str(path)) from None
     except ValueError as e:
         raise ToolSchemaError(f"not valid JSON: {e}", file=str(path)) from None
-    from trajaudit.engine.run.evidence import check_tool_parameters  # evidence imports this module
-
     for i, fn in enumerate(functions(data, file=str(path))):
         check_tool_parameters(fn, file=str(path), index=i)
     return data

@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.run.evidence import evaluate_rules, rules_for
 from trajaudit.engine.run.pipeline import (
     AuditResult,
     AuditSpec,
@@ -27,7 +27,9 @@ from trajaudit.engine.run.pipeline import (
     close_context,
     freeze_long_lived,
 )
-from trajaudit.engine.strategies.base import AuditContext, default_strategies
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import TrajauditError
 
@@ -78,8 +80,6 @@ class _PassEvidence:
         self._records: dict[str, list[Any]] = {}
 
     def __call__(self, rule_id: str, ordinal: int, step: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        from trajaudit.engine.run.evidence import evaluate_rules, rules_for
-
         recs = self._records.get(rule_id)
         if recs is None:
             rule = next(r for r in rules_for(self.trajectory, self.context)[0] if r.id == rule_id)
@@ -103,8 +103,6 @@ def _deferrable(trajectory: Trajectory, context: AuditContext, memo: dict[tuple[
                 ) -> frozenset[str]:
     """Rule ids the parent can evaluate again by id for ``trajectory``: ids used by one rule only
     (memoized per set of applied domain packs); see :func:`_defers` for the strategies that defer."""
-    from trajaudit.engine.run.evidence import rules_for
-
     rules, applied = rules_for(trajectory, context)
     got = memo.get(tuple(applied))
     if got is None:

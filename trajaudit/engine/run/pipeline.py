@@ -1,8 +1,9 @@
-"""The audit pipeline: trajectories in, one :class:`AuditResult` (diagnosis + evidence) per run out.
+"""The audit pipeline for one run: trajectory in, one :class:`AuditResult` (diagnosis + evidence) out.
 
-Stages (see docs/architecture.md): load → evidence (rule packs and tool-schema rules → validation
-log; claim extraction → claim graph, whose findings join the log) → strategy (judge) → diagnosis.
-Batches run serially or in worker processes (``jobs``); one broken run is reported as a
+Stages (see docs/architecture.md): evidence, gathered once (rule packs and tool-schema rules →
+validation log; claim extraction → claim graph, whose findings join the log) → strategy (judge),
+given that evidence → diagnosis (→ repair). Batches (serial, streamed, or in worker processes) are
+:mod:`trajaudit.engine.run.batch`; one broken run is reported as a
 :class:`~trajaudit.errors.Problem` and skipped, never the whole batch.
 """
 
@@ -16,14 +17,26 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajaudit.api_args import check_paths
+from trajaudit.api_args import check_name, check_tools
+from trajaudit.checkers.tool_schemas import load_tools, tool_schemas
+from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.packs.pack import RulePack, check_packs
+from trajaudit.engine.packs.selection import default_packs, included_files, load_rules
+from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.run.repair import attach_repair
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.trace.ir import Trajectory, renumbered
-from trajaudit.engine.trace.loader import expand_paths, iter_load, load_checked, load_many, problem_details
-from trajaudit.engine.packs.pack import RulePack
-from trajaudit.engine.strategies.base import AuditConfig, AuditContext, default_strategies
+from trajaudit.engine.trace.loader import load_checked, problem_details
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
+from trajaudit.llm.client import LLMClient
+from trajaudit.llm.config import check_llm
+
+__all__ = ["AuditResult", "AuditSpec", "audit", "audit_one", "build_context", "close_context", "problem_of",
+           "with_source_message"]
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +56,6 @@ class AuditResult:
     diagnosis: Diagnosis
     log: ValidationLog | None = None
     claims: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class BatchResult:
-    """A batch audit: results in input order and the runs that were reported and skipped."""
-
-    results: list[AuditResult] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -84,15 +89,7 @@ def build_context(spec: AuditSpec) -> AuditContext:
     Raises:
         TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup.
     """
-    from trajaudit.engine.run.evidence import default_packs, included_files, load_rules, load_tools, tool_schemas
-
-    llm = None
-    if spec.llm is not None:
-        from trajaudit.llm import LLMClient
-
-        llm = LLMClient(spec.llm)
-    from trajaudit.engine.taxonomy import load_taxonomy
-
+    llm = LLMClient(spec.llm) if spec.llm is not None else None
     load_taxonomy(spec.config.taxonomy)  # an unknown taxonomy is a usage error, before any run
     if isinstance(spec.tools, tuple):
         tools = tool_schemas(list(spec.tools), "the tools argument") if spec.tools else None
@@ -103,8 +100,8 @@ def build_context(spec: AuditSpec) -> AuditContext:
         named += included_files(spec.rules)
     always, domains = default_packs(named) if spec.default_packs else ([], [])
     rules = load_rules(tuple(always) + tuple(spec.rules), tools, defaults=always, domains=domains)
-    return AuditContext(config=spec.config, rules=rules,
-                        tools=tools, llm=llm, extra={"domain_packs": domains, "repair": spec.repair})
+    return AuditContext(config=spec.config, rules=rules, tools=tools, llm=llm, domain_packs=tuple(domains),
+                        repair=spec.repair)
 
 
 def close_context(context: AuditContext) -> None:
@@ -114,15 +111,14 @@ def close_context(context: AuditContext) -> None:
 
 
 def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext) -> AuditResult:
-    """Audit one trajectory with the named strategy.
+    """Audit one trajectory with the named strategy: gather its evidence once, give it to the
+    strategy, then (``context.repair``) attach a repair directive.
 
     Raises:
         TrajauditError: the run has no decision step.
         LookupError: unknown strategy (with suggestions).
         ConfigError: the strategy needs an LLM and none is configured.
     """
-    from trajaudit.engine.run.evidence import gather
-
     strategy = default_strategies().get(strategy_name)
     if not trajectory.decision_steps:
         raise TrajauditError("run has no decision steps (no agent message): nothing to diagnose")
@@ -131,13 +127,11 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
             f"strategy {strategy_name!r} needs an LLM endpoint: pass --base-url and --model (or set "
             "TRAJAUDIT_BASE_URL and TRAJAUDIT_MODEL), or use --strategy offline"
         )
-    diagnosis = with_source_message(strategy.diagnose(trajectory, context), trajectory)
-    if context.extra.get("repair"):
-        from trajaudit.engine.run.repair import attach_repair
-
+    evidence = gather(trajectory, context)
+    diagnosis = with_source_message(strategy.diagnose(trajectory, evidence, context), trajectory)
+    if context.repair:
         diagnosis = attach_repair(diagnosis, trajectory, context.llm)
-    bundle = gather(trajectory, context)
-    return AuditResult(trajectory, diagnosis, bundle.log, bundle.claim_rows)
+    return AuditResult(trajectory, diagnosis, evidence.log, evidence.claim_rows)
 
 
 def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnosis:
@@ -153,7 +147,7 @@ def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnos
                                                     "source_message": trajectory.steps[k].source_number})
 
 
-def _problem(t: Trajectory, message: str) -> Problem:
+def problem_of(t: Trajectory, message: str) -> Problem:
     """The :class:`Problem` for a run that was loaded but could not be audited. The message names
     where the run came from (``FILE, record N (run ID): …``; only ``ID: …`` for in-memory runs), so
     two runs with the same id in different files are told apart."""
@@ -178,71 +172,8 @@ def freeze_long_lived() -> bool:
     return True
 
 
-def audit_trajectories(
-    trajectories: Sequence[Trajectory],
-    spec: AuditSpec,
-    *,
-    jobs: int = 1,
-    progress: Callable[[int], None] | None = None,
-    on_result: Callable[[int, AuditResult], None] | None = None,
-) -> BatchResult:
-    """Audit loaded trajectories, serially (``jobs == 1``) or in ``jobs`` worker processes.
-
-    Args:
-        progress: called with the number of runs finished so far, after each run.
-        on_result: called as ``on_result(index, result)`` for each run audited, in completion order
-            (input order when serial); the result is then *not* kept in ``BatchResult.results``, so a
-            caller that streams results (writes each diagnosis, keeps a summary) holds memory for one
-            run at a time instead of the whole batch's logs.
-
-    Raises:
-        TrajauditError: the context (rules, tools, LLM) cannot be built — nothing can run.
-        LLMUnreachableError: no connection to the LLM endpoint could be made (the batch stops at the
-            first such run; in worker processes, only the parent's first run is checked so).
-    """
-    out = BatchResult()
-    results: dict[int, AuditResult] = {}
-    done = [0]
-
-    def finished(i: int, result: AuditResult | None, error: str | None) -> None:
-        if result is not None and on_result is not None:
-            on_result(i, result)
-        elif result is not None:
-            results[i] = result
-            if frozen:
-                gc.freeze()  # the result lives to the end of the batch: out of the collector's way
-        else:
-            out.problems.append(_problem(trajectories[i], error or "not audited"))
-        done[0] += 1
-        if progress:
-            progress(done[0])
-
-    frozen = freeze_long_lived()  # streamed results are not frozen after each run: they are not long-lived
-    try:
-        if jobs <= 1 or len(trajectories) < 2:
-            _audit_serial(trajectories, range(len(trajectories)), spec, finished)
-        else:
-            from trajaudit.engine.run.parallel import audit_parallel
-
-            audit_parallel(trajectories, spec, jobs, finished)
-    finally:
-        if frozen:
-            gc.unfreeze()
-    out.results = [results[i] for i in sorted(results)]
-    return out
-
-
 #: ``finished(index, result, error)``: called once per run of a batch, in completion order.
 Done = Callable[[int, "AuditResult | None", "str | None"], None]
-
-
-def _audit_serial(trajectories: Sequence[Trajectory], indices: Iterable[int], spec: AuditSpec, finished: Done) -> None:
-    """Audit ``trajectories[i]`` for each ``i`` in this process; ``finished(i, result, error)`` after each."""
-    ctx = build_context(spec)
-    try:
-        audit_with(ctx, trajectories, indices, spec.strategy, finished)
-    finally:
-        close_context(ctx)
 
 
 def audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: Iterable[int], strategy: str,
@@ -267,94 +198,6 @@ def audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: I
             finished(i, None, f"internal error: {type(e).__name__}: {e}")
             continue
         finished(i, result, None)
-
-
-def audit_paths(
-    paths: Iterable[str | os.PathLike[str]],
-    spec: AuditSpec,
-    *,
-    jobs: int = 1,
-    format: str | None = None,
-    mapping: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    on_result: Callable[[int, AuditResult], None] | None = None,
-) -> BatchResult:
-    """Load every run under ``paths`` (files, folders, globs) and audit them.
-
-    Args:
-        progress: called with ``(finished, total)`` after each run.
-        on_result: as for :func:`audit_trajectories` (results streamed, not kept). Serially
-            (``jobs == 1``) the input streams too: files are read one at a time and a file's runs are
-            audited before the next file is read (:func:`_audit_stream`), so a batch's memory does
-            not grow with the number of files; ``total`` is then an estimate (runs read so far, scaled
-            by the files left) until the last file is read. With worker processes the whole batch is
-            read first (the workers inherit it).
-    """
-    if on_result is not None and jobs <= 1:
-        return _audit_stream(paths, spec, format, mapping, progress, on_result)
-    loaded = load_many(paths, format=format, mapping=mapping)
-    total = len(loaded.trajectories)
-    res = audit_trajectories(loaded.trajectories, spec, jobs=jobs,
-                             progress=(lambda n: progress(n, total)) if progress else None, on_result=on_result)
-    res.problems = loaded.problems + res.problems
-    return res
-
-
-def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, format: str | None, mapping: str | None,
-                  progress: Callable[[int, int], None] | None, on_result: Callable[[int, AuditResult], None]
-                  ) -> BatchResult:
-    """:func:`audit_paths` serially, one file at a time (results to ``on_result`` with their index in
-    the whole batch, in input order); problems: the load problems, then the audit problems, as
-    :func:`audit_paths` orders them."""
-    files = list(expand_paths(check_paths("audit_paths", "paths", paths)))
-    expected = {str(f): _expected_runs(f) for f in files} if progress else {}  # only a progress bar needs it
-    seen: dict[str, int] = {}
-    load_problems: list[Problem] = []
-    audit_problems: list[Problem] = []
-    runs: list[Trajectory] = []  # the part being audited, its first run's index in the batch, the total
-    base = done = total = 0
-
-    def finished(i: int, result: AuditResult | None, error: str | None) -> None:
-        nonlocal done
-        if result is not None:
-            on_result(base + i, result)
-        else:
-            audit_problems.append(_problem(runs[i], error or "not audited"))
-        done += 1
-        if progress:
-            progress(done, max(total, done))
-
-    ctx = build_context(spec)
-    frozen = freeze_long_lived()  # the compiled rules and caches live for the whole batch
-    try:
-        for path, got in iter_load(files, format=format, mapping=mapping):
-            load_problems.extend(got.problems)
-            runs = got.trajectories
-            seen[str(path)] = seen.get(str(path), 0) + len(runs) + len(got.problems)
-            total = sum(max(n, seen.get(f, 0)) for f, n in expected.items()) - len(load_problems)
-            audit_with(ctx, runs, range(len(runs)), spec.strategy, finished)
-            base += len(runs)
-        if progress and done and max(total, done) != done:
-            progress(done, done)  # the estimate made exact
-    finally:
-        if frozen:
-            gc.unfreeze()
-        close_context(ctx)
-    out = BatchResult()
-    out.problems = load_problems + audit_problems
-    return out
-
-
-def _expected_runs(path: Any) -> int:
-    """A progress estimate of a file's runs before it is read: its non-empty lines for JSONL, else 1
-    (a ``.json`` file of several runs corrects it when read)."""
-    if not str(path).endswith((".jsonl", ".ndjson")):
-        return 1
-    try:
-        with open(path, "rb") as f:
-            return max(1, sum(1 for line in f if line.strip()))
-    except OSError:
-        return 1
 
 
 def audit(
@@ -389,8 +232,6 @@ def audit(
         UnknownStrategyError (a ConfigError and a LookupError): unknown strategy name;
         ArgumentTypeError (a TrajauditError and a TypeError): an argument of the wrong type.
     """
-    from trajaudit.api_args import check_llm, check_name, check_packs, check_tools
-
     check_name("audit", "strategy", strategy)
     check_name("audit", "taxonomy", taxonomy)
     try:

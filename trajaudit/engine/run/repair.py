@@ -35,9 +35,12 @@ from typing import Any
 
 from trajaudit import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.run.repair_writer import synthesize_repair
+from trajaudit.engine.taxonomy import load_taxonomy
+from trajaudit.engine.trace.adapters import default_adapters
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.text import jsonl_lines
-from trajaudit.errors import TrajauditError
+from trajaudit.errors import LLMError, LLMUnreachableError, TrajauditError
 
 TEMPLATE_LABEL = "[template repair directive: built without an LLM from the diagnosis; not case-specific]"
 _WW_KEEP = ("question", "question_ID", "level", "system_prompt")
@@ -59,8 +62,6 @@ def template_directive(diagnosis: Diagnosis, trajectory: Trajectory | None = Non
     lines.append(f"An audit of this run found that the decisive mistake happened at the next step{who} "
                  f"(step {diagnosis.critical_step} of the original run). Redo that step carefully.")
     try:
-        from trajaudit.engine.taxonomy import load_taxonomy
-
         cat = load_taxonomy(diagnosis.taxonomy).get(diagnosis.category)
     except (TrajauditError, LookupError):
         cat = None
@@ -162,8 +163,6 @@ def _raw_run(trajectory: Trajectory) -> Any:
             record = src.record
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-    from trajaudit.engine.trace.adapters import default_adapters
-
     try:
         runs = default_adapters().get(src.format).records(doc)
     except (LookupError, TrajauditError):
@@ -228,9 +227,6 @@ def attach_repair(diagnosis: Diagnosis, trajectory: Trajectory, llm: Any = None)
                                                                    "source": "strategy"}})
     note = None
     if llm is not None:
-        from trajaudit.errors import LLMError, LLMUnreachableError
-        from trajaudit.engine.run.repair_writer import synthesize_repair
-
         try:
             r = synthesize_repair(llm, trajectory, diagnosis)
         except LLMUnreachableError:  # the endpoint is down: stop, do not degrade

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.errors import TrajauditError
 from trajaudit.llm.client import LLMClient, messages_chars
@@ -71,8 +72,6 @@ def synthesize_repair(client: LLMClient, trajectory: Trajectory, diagnosis: Diag
     prompt = load_prompt(PROMPT)
     definition = ""
     try:
-        from trajaudit.engine.taxonomy import load_taxonomy
-
         definition = " ".join(load_taxonomy(diagnosis.taxonomy).get(diagnosis.category).definition.split())
     except (TrajauditError, LookupError):
         definition = "(no definition: category outside the taxonomy)"

@@ -37,9 +37,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
-from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.strategies.base import INCONCLUSIVE
+from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
 from trajaudit.engine.trace.ir import FENCE_RE, Step, Trajectory
-from trajaudit.engine.strategies.base import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence, Record, severity_rank
 
 SEVERITY_WEIGHT = {"info": 0.0, "warning": 1.0, "error": 2.0, "critical": 3.0}
@@ -222,13 +222,13 @@ class OfflineJudge:
                 cands[step].score += b
         return [cands[k] for k in sorted(cands)]
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
+    def diagnose(self, trajectory: Trajectory, evidence: EvidenceBundle, context: AuditContext) -> Diagnosis:
         """Pick the first unrecoverable failure (see the module docstring). Never raises on valid IR."""
         t = trajectory
-        bundle = gather(t, context)
+        bundle = evidence
         cands = self.candidates(t, bundle.log.records, context.config.min_violation_severity)
         strong = [c for c in cands if c.score >= self.settings.threshold and c.has_error]
-        taxonomy_ids = _context_taxonomy_ids(context)
+        taxonomy_ids = context.taxonomy_ids
         chosen: _Cand | None = None
         how = ""
         if strong:
@@ -310,23 +310,6 @@ def _dialogue_request(t: Trajectory, act: Step) -> Step | None:
     return next((s for s in reversed(t.steps[first + 1: act.index]) if s.kind == "user"), None)
 
 
-def _context_taxonomy_ids(context: AuditContext) -> frozenset[str] | None:
-    """:func:`_taxonomy_ids` of the context's taxonomy, computed once per audit context (batch)."""
-    key = f"_taxonomy_ids:{context.config.taxonomy}"
-    if key not in context.extra:
-        context.extra[key] = _taxonomy_ids(context.config.taxonomy)
-    return context.extra[key]
-
-
-def _taxonomy_ids(name: str) -> frozenset[str] | None:
-    try:
-        from trajaudit.engine.taxonomy import load_taxonomy
-
-        return frozenset(load_taxonomy(name).ids)
-    except Exception:  # noqa: BLE001 - an unknown taxonomy leaves categories unfiltered
-        return None
-
-
 class FirstViolation:
     """Baseline: the step of the first error-level violation in the validation log (else the first
     decision step)."""
@@ -335,10 +318,10 @@ class FirstViolation:
     description = "baseline: the first error-level violation (blamed on its decision step)"
     needs_llm = False
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
+    def diagnose(self, trajectory: Trajectory, evidence: EvidenceBundle, context: AuditContext) -> Diagnosis:
         """Earliest error-level failing record, attributed with :func:`blame`."""
         t = trajectory
-        log = gather(t, context).log
+        log = evidence.log
         for rec in log.violations("error"):
             step = blame(t, rec)
             if step is not None:

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajaudit.api_args import check_path, check_paths, check_record, check_source
+from trajaudit.api_args import SOURCE, check_path, check_paths, check_record
+from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
 from trajaudit.engine.trace.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.trace.ir import Source, Trajectory
-from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace.text import decode, documents, lossy_note
-from trajaudit.errors import Problem, TraceFormatError
+from trajaudit.errors import ArgumentTypeError, Problem, TraceFormatError
 from trajaudit.registry import Registry
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
@@ -44,6 +44,19 @@ class LoadResult:
         """Append another result's trajectories and problems."""
         self.trajectories.extend(other.trajectories)
         self.problems.extend(other.problems)
+
+
+def check_source(function: str, argument: str, value: Any) -> Any:
+    """A run to load: a Trajectory, a path (returned as ``str``), or a parsed dict/list document.
+
+    Raises:
+        ArgumentTypeError: anything else (``None``, a number, ``bytes`` …).
+    """
+    if isinstance(value, (Trajectory, dict, list, str)):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise ArgumentTypeError(function, argument, value, SOURCE)
 
 
 def problem_details(flags: tuple[str, ...]) -> dict[str, Any]:

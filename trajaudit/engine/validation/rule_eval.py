@@ -17,10 +17,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from trajaudit.checkers.registry import CheckContext
+from trajaudit.api_args import check_tool_list
+from trajaudit.checkers.base import CheckContext
 from trajaudit.checkers.semantic import NoLLMOracle, SemanticOracle
-from trajaudit.engine.packs.compile import CompiledRule
-from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.dsl.runtime import (
     BudgetExceeded,
     CallView,
@@ -30,8 +30,11 @@ from trajaudit.engine.dsl.runtime import (
     TrajContext,
     json_safe,
 )
+from trajaudit.engine.packs.compile import CompiledRule, compile_rules
+from trajaudit.engine.packs.pack import RulePack
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation_log import Evidence, LazyRecord, Record, ValidationLog
-from trajaudit.errors import LLMUnreachableError
+from trajaudit.errors import ArgumentTypeError, LLMUnreachableError
 
 log = logging.getLogger(__name__)
 MAX_EVIDENCE = 12
@@ -195,8 +198,6 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule] | Any, *, oracle:
         ArgumentTypeError: ``trajectory`` is not a Trajectory, ``rules`` not compiled rules nor a
             RulePack, or ``tools`` not ``None``/a list of dicts.
     """
-    from trajaudit.engine.strategies.base import AuditConfig
-
     rules = _check_arguments(trajectory, rules, tools)
     cfg = config or AuditConfig()
     tc = TrajContext(trajectory, budget=cfg.rule_budget, oracle=oracle, tools=tools)
@@ -247,11 +248,6 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule] | Any, *, oracle:
 
 def _check_arguments(trajectory: Any, rules: Any, tools: Any) -> list[CompiledRule]:
     """:func:`evaluate`'s arguments checked; returns the rules as a list (a RulePack compiled)."""
-    from trajaudit.api_args import check_tool_list
-    from trajaudit.engine.packs.compile import compile_rules
-    from trajaudit.engine.packs.pack import RulePack
-    from trajaudit.errors import ArgumentTypeError
-
     if not isinstance(trajectory, Trajectory):
         raise ArgumentTypeError("evaluate", "trajectory", trajectory, "a Trajectory (read one with trajaudit.load(path))")
     check_tool_list("evaluate", tools)

@@ -5,8 +5,8 @@ The Who&When baselines (Zhang et al., ICML 2025, §4; SearchAuditor seed 000 §5
 the staged strategies ``searchauditor`` (seed 000 §4), ``drift`` (seed 001) and ``hybrid`` (offline
 evidence + one LLM judge call).
 Importing this package does not import ``openai`` (the client imports it when constructed).
-``trajaudit.engine.strategies.base.default_strategies`` registers them by name (``LLM_STRATEGIES``) and
-imports this package on the first lookup of one of them.
+``trajaudit.engine.strategies.registry.default_strategies`` registers them by name (``LLM_STRATEGIES``) and
+imports a strategy's module on the first lookup of it.
 """
 
 from __future__ import annotations

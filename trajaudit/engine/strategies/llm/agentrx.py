@@ -11,7 +11,7 @@ evidence addresses. Its answer is schema-validated JSON; the step is snapped to 
 
 Semantic checks of synthesized rules are answered by the LLM semantic oracle, at most
 ``max_semantic_checks`` per run (beyond that: ``unknown`` records saying so). The synthesized
-rules' records (origin ``synthesized``) join the context's evidence cache, so the report shows them.
+rules' records (origin ``synthesized``) join the run's evidence log, so the report shows them.
 """
 
 from __future__ import annotations
@@ -21,14 +21,12 @@ import re
 from typing import Any
 
 from trajaudit.checkers.semantic import SemanticAnswer
+from trajaudit.checkers.semantic_llm import LLMSemanticOracle
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
-from trajaudit.engine.trace.ir import Step, Trajectory
-from trajaudit.engine.strategies.base import INCONCLUSIVE, AuditContext
-from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
-from trajaudit.errors import LLMError, LLMUnreachableError
-from trajaudit.llm.fitting import cut_text
+from trajaudit.engine.packs.synthesis import RuleSynthesizer, SynthesisResult
+from trajaudit.engine.strategies.base import INCONCLUSIVE
+from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
 from trajaudit.engine.strategies.llm.base import (
-    PromptRun,
     category_schema,
     make_diagnosis,
     no_decision_diagnosis,
@@ -36,6 +34,13 @@ from trajaudit.engine.strategies.llm.base import (
     require_llm,
     snap_to_decision,
 )
+from trajaudit.engine.taxonomy import load_taxonomy
+from trajaudit.engine.trace.ir import Step, Trajectory
+from trajaudit.engine.validation.rule_eval import evaluate
+from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
+from trajaudit.errors import LLMError, LLMUnreachableError
+from trajaudit.llm.fitting import cut_text
+from trajaudit.llm.prompt_run import PromptRun
 from trajaudit.llm.usage import tracking
 
 ORIGIN = "synthesized"
@@ -90,7 +95,7 @@ class AgentRx:
     plus the semantic checks of synthesized rules).
 
     Args:
-        mode: dynamic synthesis mode, ``one-shot`` or ``step-by-step`` (``context.extra["agentrx_mode"]``
+        mode: dynamic synthesis mode, ``one-shot`` or ``step-by-step`` (``context.strategy_options["agentrx"]["mode"]``
             overrides it per audit).
         max_rules: rules asked for per synthesis call.
         max_violations: violations shown to the judge (earliest first; the rest are counted in a note).
@@ -113,25 +118,20 @@ class AgentRx:
         self.reflect = reflect
         self.repair_rules = repair_rules
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
-        """Synthesize, validate, judge.
+    def diagnose(self, trajectory: Trajectory, evidence: EvidenceBundle, context: AuditContext) -> Diagnosis:
+        """Synthesize, validate, judge. The synthesized rules' records join ``evidence.log`` (replaced by
+        the merged log, which the pipeline reports).
 
         Raises:
             ConfigError: no LLM client in ``context``.
             LLMError: a synthesis or judge call failed or its answer was invalid twice.
         """
-        from trajaudit.engine.run.evidence import gather
-        from trajaudit.engine.validation.rule_eval import evaluate
-        from trajaudit.engine.taxonomy import load_taxonomy
-        from trajaudit.checkers.semantic_llm import LLMSemanticOracle
-        from trajaudit.engine.packs.synthesis import RuleSynthesizer, SynthesisResult
-
         client = require_llm(context, self.name)
         taxonomy = load_taxonomy(context.config.taxonomy)
         run = PromptRun()
-        mode = str(context.extra.get("agentrx_mode", self.mode))
+        mode = str(context.strategy_options.get(self.name, {}).get("mode", self.mode))
         with tracking() as usage:
-            bundle = gather(trajectory, context)
+            bundle = evidence
             known = sorted({r.spec.title or r.id for r in _pack_rules(trajectory, context)})
             synthesizer = RuleSynthesizer(client, taxonomy=taxonomy, max_rules=self.max_rules, reflect=self.reflect,
                                           repair=self.repair_rules)
@@ -146,7 +146,7 @@ class AgentRx:
             oracle = BudgetedOracle(LLMSemanticOracle(client), self.max_semantic_checks)
             dyn = evaluate(trajectory, synth.compiled(), oracle=oracle, config=context.config, tools=context.tools)
             merged = _merge(bundle.log, dyn)
-            context.extra["_evidence"] = (trajectory, dataclasses.replace(bundle, log=merged))
+            evidence.log = merged
             violations = [r for r in merged.violations(context.config.min_violation_severity)
                           if 0 <= r.step < len(trajectory.steps)]
             rows, left_out = violation_rows(violations, self.max_violations)
@@ -186,7 +186,7 @@ class AgentRx:
 def _pack_rules(trajectory: Trajectory, context: AuditContext) -> list[Any]:
     called = {name for s in trajectory.steps for name in s.tool_names}
     rules = list(context.rules)
-    for dp in context.extra.get("domain_packs", ()):
+    for dp in context.domain_packs:
         if dp.applies(called):
             rules.extend(dp.rules)
     return rules

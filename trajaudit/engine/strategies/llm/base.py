@@ -7,28 +7,29 @@ Nothing here imports ``openai``; the client does, when it is constructed.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
-from typing import Any, NamedTuple
-
-import yaml
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeVar
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
+from trajaudit.engine.strategies.base import INCONCLUSIVE
+from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
+from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.strategies.base import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence
 from trajaudit.errors import ConfigError
-from trajaudit.llm.client import LLMClient, messages_chars
-from trajaudit.llm.fitting import EvidenceView, cut_text, fit_steps, merge_reports
+from trajaudit.llm.client import LLMClient
+from trajaudit.llm.config import NO_ENDPOINT_HELP
+from trajaudit.llm.prompt_run import TASK_SHARE, PromptRun, task_text  # noqa: F401 - re-exported
 from trajaudit.llm.prompting import load_prompt
 from trajaudit.llm.usage import Usage, tracking
 
 log = logging.getLogger(__name__)
 
-TASK_SHARE = 4  # the task text may take at most 1/TASK_SHARE of the context budget
+S = TypeVar("S")
+
 
 
 def require_llm(context: AuditContext, strategy: str) -> LLMClient:
@@ -38,33 +39,18 @@ def require_llm(context: AuditContext, strategy: str) -> LLMClient:
         ConfigError: no client configured (names the flags and suggests ``--strategy offline``).
     """
     if context.llm is None:
-        from trajaudit.llm.config import NO_ENDPOINT_HELP
-
         raise ConfigError(f"strategy {strategy!r} needs an LLM; {NO_ENDPOINT_HELP}")
     return context.llm
-
-
-@cache
-def _fallback_categories() -> tuple[tuple[str, str], ...]:
-    text = resources.files("trajaudit.llm").joinpath("prompts", "fallback_agentrx.yaml").read_text(encoding="utf-8")
-    return tuple((c["id"], c["definition"]) for c in yaml.safe_load(text)["categories"])
 
 
 def categories(taxonomy: str) -> list[tuple[str, str]]:
     """``[(category id, one-line definition)]`` for ``taxonomy``.
 
-    Uses the shipped taxonomy files (``trajaudit.engine.taxonomy``) when available, else the AgentRx
-    ids of ``prompts/fallback_agentrx.yaml``.
+    Uses the shipped taxonomy files (``trajaudit.engine.taxonomy``).
 
     Raises:
-        ConfigError: an unknown taxonomy when the taxonomy module is not available.
+        TrajauditError: an unknown taxonomy.
     """
-    try:
-        from trajaudit.engine.taxonomy import load_taxonomy  # type: ignore[import-not-found]
-    except ImportError:
-        if taxonomy != "agentrx":
-            raise ConfigError(f"taxonomy {taxonomy!r} is not available (only 'agentrx' is built in)") from None
-        return list(_fallback_categories())
     tax = load_taxonomy(taxonomy)
     return [(c.id, " ".join(c.definition.split())) for c in tax.categories]
 
@@ -113,60 +99,6 @@ def snap_to_decision(trajectory: Trajectory, step: Any) -> tuple[int | None, str
     best = min(decisions, key=lambda d: (abs(d - step), d))
     why = "out of range" if not 0 <= step < len(trajectory.steps) else f"a {trajectory.steps[step].kind} step"
     return best, f"model named step {step} ({why}); mapped to the nearest decision step {best}"
-
-
-def task_text(trajectory: Trajectory, budget_chars: int) -> tuple[str, dict[str, int] | None]:
-    """The run's task (or a placeholder), cut to ``budget_chars // TASK_SHARE`` with the cut reported."""
-    task = trajectory.task or "(the task is not stated separately; see the steps)"
-    cap = max(200, budget_chars // TASK_SHARE)
-    if len(task) <= cap:
-        return task, None
-    return cut_text(task, cap), {"task_original_chars": len(task), "task_kept_chars": cap}
-
-
-@dataclass
-class PromptRun:
-    """Bookkeeping of one diagnosis: context reports, prompt versions, notes."""
-
-    reports: list[dict[str, Any]] = field(default_factory=list)
-    versions: dict[str, int] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    def fitted(self, client: LLMClient, prompt: str, trajectory: Trajectory, evidence_field: str,
-               indices: list[int] | range, *, focus: tuple[int, ...] = (), anchor: int | None = None,
-               budget_chars: int | None = None, **data: Any) -> tuple[list[dict[str, str]], EvidenceView]:
-        """Render ``prompt`` with the steps ``indices`` as ``evidence_field``, fitted to the budget.
-
-        The budget is ``client.config.context_chars`` minus the prompt's own size, or ``budget_chars``
-        (characters of the quoted evidence block) when that is smaller — strategies that show a
-        compressed view on purpose pass it; the task (data key ``task``) is first cut to a quarter of
-        the context budget. Cuts are recorded in :attr:`reports`.
-        """
-        p = load_prompt(prompt)
-        self.versions[prompt] = p.version
-        if "task" in data:
-            data["task"], task_cut = task_text(trajectory, client.config.context_chars)
-            if task_cut:
-                self.notes.append(f"task text cut to {task_cut['task_kept_chars']} of {task_cut['task_original_chars']} chars")
-        overhead = messages_chars(p.render(**{**data, evidence_field: []}))
-        if overhead + 1000 > client.config.context_chars:
-            note = (f"{prompt}: the prompt without evidence is {overhead} chars; with the minimum evidence "
-                    f"it exceeds the {client.config.context_chars}-char budget")
-            if note not in self.notes:
-                self.notes.append(note)
-        budget = max(1000, client.config.context_chars - overhead)
-        if budget_chars is not None:
-            budget = max(1000, min(budget, budget_chars))
-        view = fit_steps(trajectory, indices, budget, focus=focus, anchor=anchor)
-        if not view.complete:
-            log.info("%s: %s evidence cut to fit %d chars (%s)", trajectory.id, prompt, view.budget_chars, view.mode)
-        self.reports.append(view.report())
-        return p.render(**{**data, evidence_field: view.records}), view
-
-    def metadata(self, **extra: Any) -> dict[str, Any]:
-        """Diagnosis metadata: ``context`` (merged cut report), ``prompts`` (versions), ``notes``."""
-        return {"context": merge_reports(self.reports), "prompts": dict(self.versions), "notes": list(self.notes),
-                **extra}
 
 
 def make_diagnosis(trajectory: Trajectory, context: AuditContext, *, strategy: str, step: int | None,
@@ -229,17 +161,19 @@ class StrategyRun:
     """One diagnosis by an :class:`LLMStrategy`, as its ``diagnose`` hands it to the strategy's own steps.
 
     Attributes:
-        trajectory, context: the run being diagnosed and the audit context.
+        trajectory, evidence, context: the run being diagnosed, its evidence (gathered once by the
+            pipeline) and the audit context.
         strategy: the strategy's name (``Diagnosis.strategy``).
         client: the context's LLM client.
         cats: ``[(category id, one-line definition)]`` of the context's taxonomy (:func:`categories`).
         run: the prompt bookkeeping (:class:`PromptRun`).
-        settings: the strategy's options with ``context.extra[strategy]`` applied, or ``None`` for a
+        settings: the strategy's options with ``context.strategy_options[strategy]`` applied, or ``None`` for a
             strategy without options.
         usage: the counters of the requests made for this diagnosis (:func:`~trajaudit.llm.usage.tracking`).
     """
 
     trajectory: Trajectory
+    evidence: EvidenceBundle
     context: AuditContext
     strategy: str
     client: LLMClient
@@ -264,8 +198,8 @@ class LLMStrategy:
     """The frame of an LLM strategy (implements the ``Strategy`` protocol of :mod:`trajaudit.engine.strategies.base`).
 
     :meth:`diagnose` takes the client, the taxonomy's categories and a fresh :class:`PromptRun`
-    (:func:`setup`) and the options (:attr:`settings` with the overrides of ``context.extra[name]``,
-    :func:`~trajaudit.engine.strategies.llm.views.strategy_settings`); then, counting the requests
+    (:func:`setup`) and the options (:attr:`settings` with the overrides of ``context.strategy_options[name]``,
+    :func:`strategy_settings`); then, counting the requests
     (:func:`~trajaudit.llm.usage.tracking`), it answers a run without decision steps with
     :meth:`_no_decision` (nothing to ask a model) and hands any other run to :meth:`_diagnose`.
 
@@ -278,23 +212,21 @@ class LLMStrategy:
     needs_llm: bool = True
     settings: Any = None
 
-    def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
+    def diagnose(self, trajectory: Trajectory, evidence: EvidenceBundle, context: AuditContext) -> Diagnosis:
         """Diagnose ``trajectory`` as the strategy's class docstring says (a run without decision steps:
         :meth:`_no_decision`, no call).
 
         Raises:
-            ConfigError: no LLM client in ``context``, an unknown taxonomy, or bad options in ``context.extra``.
+            ConfigError: no LLM client in ``context``, an unknown taxonomy, or bad options in ``context.strategy_options``.
             LLMError: a call failed or its answer was invalid twice (unless the strategy's docstring
                 says how it degrades).
         """
         client, cats, run = setup(context, self.name)
         settings = None
         if self.settings is not None:
-            from trajaudit.engine.strategies.llm.views import strategy_settings  # views imports this module
-
             settings = strategy_settings(self.settings, context, self.name)
         with tracking() as usage:
-            r = StrategyRun(trajectory, context, self.name, client, cats, run, settings, usage)
+            r = StrategyRun(trajectory, evidence, context, self.name, client, cats, run, settings, usage)
             return self._diagnose(r) if trajectory.decision_steps else self._no_decision(r)
 
     def _diagnose(self, r: StrategyRun) -> Diagnosis:
@@ -304,3 +236,29 @@ class LLMStrategy:
     def _no_decision(self, r: StrategyRun) -> Diagnosis:
         """The diagnosis of a run without decision steps: :func:`no_decision_diagnosis`."""
         return no_decision_diagnosis(r.trajectory, r.context, self.name, r.usage, r.run)
+
+
+def strategy_settings(default: S, context: AuditContext, name: str) -> S:
+    """``default`` (a frozen settings dataclass) with the overrides in ``context.strategy_options[name]``.
+
+    Example: ``AuditContext(strategy_options={"searchauditor": {"repair": True}})``.
+
+    Raises:
+        ConfigError: the overrides are not a mapping, name an unknown setting (the known ones are
+            listed), or give a value of the wrong type.
+    """
+    given = context.strategy_options.get(name)
+    if not given:
+        return default
+    if not isinstance(given, dict):
+        raise ConfigError(f"options for strategy {name!r} must be a mapping, got {type(given).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(default)}  # type: ignore[arg-type]
+    unknown = sorted(set(given) - set(fields))
+    if unknown:
+        raise ConfigError(f"strategy {name!r} has no option(s) {unknown}; known: {sorted(fields)}")
+    for key, value in given.items():
+        want = type(getattr(default, key))
+        ok = isinstance(value, want) or (want is float and isinstance(value, int))
+        if not ok or (want is not bool and isinstance(value, bool)):
+            raise ConfigError(f"strategy {name!r} option {key!r} must be {want.__name__}, got {value!r}")
+    return dataclasses.replace(default, **given)  # type: ignore[type-var]

@@ -11,7 +11,6 @@ n decision steps.
 from __future__ import annotations
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.llm.prompting import load_prompt
 from trajaudit.engine.strategies.llm.base import (
     LLMStrategy,
     StrategyRun,
@@ -19,6 +18,7 @@ from trajaudit.engine.strategies.llm.base import (
     no_decision_diagnosis,
     normalize_category,
 )
+from trajaudit.llm.prompting import load_prompt
 
 
 class BinarySearch(LLMStrategy):

@@ -28,16 +28,21 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from trajaudit.engine.claims import RegexExtractor, build_claim_graph
+from trajaudit.engine.claims.propagate import propagate
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
-from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.llm.prompting import load_prompt
 from trajaudit.engine.strategies.llm.base import (
     LLMStrategy,
-    PromptRun,
     StrategyRun,
     categories_text,
     category_schema,
     normalize_category,
+)
+from trajaudit.engine.strategies.llm.drift_claims import (
+    LLMClaimExtractor,
+    apply_support,
+    claim_row,
+    claims_to_check,
 )
 from trajaudit.engine.strategies.llm.views import (
     final_answer_index,
@@ -47,6 +52,9 @@ from trajaudit.engine.strategies.llm.views import (
     whole_chars,
     window_indices,
 )
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.llm.prompt_run import PromptRun
+from trajaudit.llm.prompting import load_prompt
 
 
 @dataclass(frozen=True)
@@ -86,9 +94,6 @@ class Drift(LLMStrategy):
     def _diagnose(self, r: StrategyRun) -> Diagnosis:
         """Keep, check and trace the claims of the run."""
         # the claim graph (and networkx) load only when a run is audited, not when strategies are listed
-        from trajaudit.engine.claims import RegexExtractor, build_claim_graph
-        from trajaudit.engine.claims.propagate import propagate
-
         t, client, cats, run, st = r.trajectory, r.client, r.cats, r.run, r.settings
         decisions = [s.index for s in t.decision_steps]
         whole = whole_chars(t)
@@ -122,8 +127,6 @@ class Drift(LLMStrategy):
     # -- Claim Keeper -----------------------------------------------------------------------------
     def _keep(self, client: Any, t: Trajectory, run: PromptRun, st: DriftSettings, whole: int,
               claims: list[Any], decisions: list[int]) -> Any:
-        from trajaudit.engine.strategies.llm.drift_claims import LLMClaimExtractor
-
         ordered = sorted(claims, key=lambda c: (not c.consequential, not c.status.unsupported, c.step))
         rows = [{"id": c.id, "step": c.step, "kind": c.kind, "value": c.value[:60], "status": c.status.value}
                 for c in ordered[: st.max_ledger_rows]]
@@ -142,8 +145,6 @@ class Drift(LLMStrategy):
     # -- Support Seeker ---------------------------------------------------------------------------
     def _support(self, client: Any, t: Trajectory, run: PromptRun, st: DriftSettings, whole: int,
                  claims: list[Any]) -> tuple[list[dict[str, Any]], int]:
-        from trajaudit.engine.strategies.llm.drift_claims import apply_support, claim_row, claims_to_check
-
         todo, more = claims_to_check(claims, st.max_checks)
         if more:
             run.notes.append(f"support seeker: {more} more unconfirmed consequential claims kept their ledger status")
@@ -171,8 +172,6 @@ class Drift(LLMStrategy):
     # -- Dependency Backtrace ---------------------------------------------------------------------
     def _backtrace(self, client: Any, t: Trajectory, run: PromptRun, st: DriftSettings, whole: int,
                    claims: list[Any], prop: Any, cats: list[tuple[str, str]]) -> dict[str, Any]:
-        from trajaudit.engine.strategies.llm.drift_claims import claim_row
-
         by_id = {c.id: c for c in claims}
         unsupported = [c for c in claims if c.status.unsupported and c.consequential]
         rows = [{**claim_row(c), "reused_in": c.reused_in[:8], "final_steps": c.final_steps[:8],

@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.strategies.base import AuditContext
-from trajaudit.engine.validation_log import severity_rank
+from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
 from trajaudit.engine.strategies.llm.base import LLMStrategy, StrategyRun, categories_text, normalize_category
 from trajaudit.engine.strategies.llm.views import (
     final_answer_index,
@@ -33,6 +31,9 @@ from trajaudit.engine.strategies.llm.views import (
     whole_chars,
     window_indices,
 )
+from trajaudit.engine.strategies.offline_judge import OfflineJudge, blame
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.validation_log import severity_rank
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,9 @@ class HybridSettings:
     radius: int = 1
 
 
-def compact_log(t: Trajectory, context: AuditContext, st: HybridSettings) -> dict[str, Any]:
-    """The offline evidence of ``t`` as JSON-ready rows (runs the offline judge and the evidence stage).
+def compact_log(t: Trajectory, evidence: EvidenceBundle, context: AuditContext, st: HybridSettings) -> dict[str, Any]:
+    """The offline evidence of ``t`` (``evidence``, gathered by the pipeline) as JSON-ready rows, with
+    the offline judge's reading of it.
 
     Returns:
         ``{"offline", "violations", "claims", "anchors", "counts", "offline_diagnosis"}``: JSON-ready
@@ -65,11 +67,8 @@ def compact_log(t: Trajectory, context: AuditContext, st: HybridSettings) -> dic
         rows), ``anchors`` = the offline choice and candidate steps, ``counts`` of everything before
         capping, and the offline :class:`Diagnosis` itself.
     """
-    from trajaudit.engine.run.evidence import gather
-    from trajaudit.engine.strategies.offline_judge import OfflineJudge, blame
-
-    offline = OfflineJudge().diagnose(t, context)
-    bundle = gather(t, context)
+    offline = OfflineJudge().diagnose(t, evidence, context)
+    bundle = evidence
     recs = bundle.log.violations(context.config.min_violation_severity)
     picked = sorted(recs, key=lambda r: (-severity_rank(r.severity), r.step))[: st.max_records]
     picked.sort(key=lambda r: (r.step, r.rule_id))
@@ -109,7 +108,7 @@ class Hybrid(LLMStrategy):
     def _diagnose(self, r: StrategyRun) -> Diagnosis:
         """Gather the offline evidence, then one ``chat_json`` call decides."""
         t, client, cats, run, st = r.trajectory, r.client, r.cats, r.run, r.settings
-        log = compact_log(t, r.context, st)
+        log = compact_log(t, r.evidence, r.context, st)
         fin = final_answer_index(t)
         anchors = tuple(sorted(set(log["anchors"]) | ({fin} if fin is not None else set())))
         outline, report = outline_view(t, max(2000, client.config.context_chars // 4), anchors)

@@ -31,14 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
-from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.validation_log import Evidence
-from trajaudit.errors import LLMError
-from trajaudit.llm.prompting import load_prompt
 from trajaudit.engine.strategies.llm.adjudication import Proposal, cluster_proposals, disagreement_summary
 from trajaudit.engine.strategies.llm.base import (
     LLMStrategy,
-    PromptRun,
     StrategyRun,
     categories_text,
     category_schema,
@@ -53,6 +48,11 @@ from trajaudit.engine.strategies.llm.views import (
     whole_chars,
     window_indices,
 )
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.validation_log import Evidence
+from trajaudit.errors import LLMError
+from trajaudit.llm.prompt_run import PromptRun
+from trajaudit.llm.prompting import load_prompt
 
 BRANCHES = ("holistic", "backward", "forward")
 

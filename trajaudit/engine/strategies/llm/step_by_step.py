@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.strategies.base import INCONCLUSIVE
-from trajaudit.llm.fitting import step_record
 from trajaudit.engine.strategies.llm.base import (
     LLMStrategy,
     StrategyRun,
@@ -18,6 +17,7 @@ from trajaudit.engine.strategies.llm.base import (
     no_decision_diagnosis,
     normalize_category,
 )
+from trajaudit.llm.fitting import step_record
 
 
 class StepByStep(LLMStrategy):

@@ -12,20 +12,19 @@ Instead of sending the whole run to every call, the staged strategies show:
 Also: :func:`whole_chars` (the size of the whole run as quoted evidence, the unit of the
 "× whole trajectory" cost ratio), :func:`snap_step` (adjudication rule iii: a tool output is
 attributed to the decision step that issued the call) and :func:`strategy_settings` (per-run
-strategy options from ``AuditContext.extra``). Nothing here imports ``openai``.
+strategy options from ``AuditContext.strategy_options``, defined in ``base``). Nothing here imports ``openai``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, TypeVar
 
+from trajaudit.engine.claims.ledger import final_answer_step
+from trajaudit.engine.claims.model import ClaimConfig
+from trajaudit.engine.strategies.llm.base import snap_to_decision, strategy_settings  # noqa: F401 - re-exported
 from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.strategies.base import AuditContext
-from trajaudit.errors import ConfigError
 from trajaudit.llm.fitting import cut_text, step_record
 from trajaudit.llm.prompting import quote_evidence
-from trajaudit.engine.strategies.llm.base import snap_to_decision
 
 S = TypeVar("S")
 
@@ -45,9 +44,6 @@ def final_answer_index(trajectory: Trajectory) -> int | None:
     """The decision step holding the final answer (the claim ledger's rule: the last agent text that is
     not a bare termination token and states a value), else the last decision step with text, else the
     last decision step; ``None`` when the run has none."""
-    from trajaudit.engine.claims.ledger import final_answer_step
-    from trajaudit.engine.claims.model import ClaimConfig
-
     step = final_answer_step(trajectory, ClaimConfig()) if trajectory.final_answer is not None else None
     if step is not None:
         return step.index
@@ -161,27 +157,3 @@ def outline_view(trajectory: Trajectory, budget_chars: int,
     return kept, report
 
 
-def strategy_settings(default: S, context: AuditContext, name: str) -> S:
-    """``default`` (a frozen settings dataclass) with the overrides in ``context.extra[name]``.
-
-    Example: ``AuditContext(extra={"searchauditor": {"repair": True}})``.
-
-    Raises:
-        ConfigError: the overrides are not a mapping, name an unknown setting (the known ones are
-            listed), or give a value of the wrong type.
-    """
-    given = context.extra.get(name)
-    if not given:
-        return default
-    if not isinstance(given, dict):
-        raise ConfigError(f"options for strategy {name!r} must be a mapping, got {type(given).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(default)}  # type: ignore[arg-type]
-    unknown = sorted(set(given) - set(fields))
-    if unknown:
-        raise ConfigError(f"strategy {name!r} has no option(s) {unknown}; known: {sorted(fields)}")
-    for key, value in given.items():
-        want = type(getattr(default, key))
-        ok = isinstance(value, want) or (want is float and isinstance(value, int))
-        if not ok or (want is not bool and isinstance(value, bool)):
-            raise ConfigError(f"strategy {name!r} option {key!r} must be {want.__name__}, got {value!r}")
-    return dataclasses.replace(default, **given)  # type: ignore[type-var]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace.adapters.base import LoadOptions, Sniff, is_run_list
 from trajaudit.engine.trace.ir import SCHEMA_VERSION, Source, Trajectory
-from trajaudit.engine.schema import schema_errors
 from trajaudit.errors import TraceFormatError
 
 
