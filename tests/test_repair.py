@@ -11,7 +11,7 @@ from llm_server import Reply, evidence_of, schema_name
 from strategy_helpers import with_evidence
 
 from trajaudit.cli import main
-from trajaudit.engine.run.repair import TEMPLATE_LABEL
+from trajaudit.engine.run.repair_prefix import TEMPLATE_LABEL
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace.loader import load_path
 
@@ -209,7 +209,7 @@ def test_audit_with_worker_processes_uses_the_llm_and_matches_a_serial_run(llm_s
 def test_a_strategy_s_own_repair_is_kept(tau_runs):
     import dataclasses
 
-    from trajaudit.engine.run.repair import attach_repair
+    from trajaudit.engine.run.repair_prefix import attach_repair
     from trajaudit.engine.strategies.context import AuditContext
     from trajaudit.engine.strategies.registry import default_strategies
 
@@ -224,7 +224,7 @@ def test_a_strategy_s_own_repair_is_kept(tau_runs):
 def test_resumed_prefix_never_ends_on_a_call_without_its_output(tau_runs):
     """A critical step that is a tool output (or one output of a parallel call) moves the cut back to
     the call: chat APIs refuse an assistant tool call without its result."""
-    from trajaudit.engine.run.repair import resume_document
+    from trajaudit.engine.run.repair_prefix import resume_document
 
     t = tau_runs["2"]
     out = next(s for s in t.steps if s.kind == "tool")  # step 3 answers the call at step 2

@@ -24,7 +24,7 @@ from trajaudit.cli.common import (
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis, other_run
 from trajaudit.engine.run.pipeline import AuditSpec, audit_one, build_context
-from trajaudit.engine.run.repair import resume_document, template_directive
+from trajaudit.engine.run.repair_prefix import resume_document, template_directive
 from trajaudit.engine.run.repair_writer import synthesize_repair
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.ir import Trajectory

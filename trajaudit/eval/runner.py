@@ -19,6 +19,7 @@ from typing import Any
 
 from trajaudit import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.run.evidence import gather
 from trajaudit.engine.run.pipeline import with_source_message
 from trajaudit.engine.strategies.base import Strategy
 from trajaudit.engine.strategies.context import AuditContext
@@ -76,7 +77,7 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
     for t in trajectories:
         out.trajectories.append(t)
         try:
-            out.diagnoses.append(with_source_message(strat.diagnose(t, ctx), t))
+            out.diagnoses.append(with_source_message(strat.diagnose(t, gather(t, ctx), ctx), t))
         except LLMUnreachableError:  # every further run would fail the same way: stop the batch
             raise
         except TrajauditError as e:

@@ -24,7 +24,7 @@ from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.packs.pack import RulePack, check_packs
 from trajaudit.engine.packs.selection import default_packs, included_files, load_rules
 from trajaudit.engine.run.evidence import gather
-from trajaudit.engine.run.repair import attach_repair
+from trajaudit.engine.run.repair_prefix import attach_repair
 from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.taxonomy import load_taxonomy
@@ -71,7 +71,7 @@ class AuditSpec:
         default_packs: also apply the shipped generic pack, and the shipped domain packs whose tools
             the run calls (see :func:`trajaudit.engine.run.evidence.default_packs`).
         repair: fill ``Diagnosis.repair`` (an LLM directive when ``llm`` is set, else the template;
-            :func:`trajaudit.engine.run.repair.attach_repair`).
+            :func:`trajaudit.engine.run.repair_prefix.attach_repair`).
     """
 
     strategy: str = "offline"
