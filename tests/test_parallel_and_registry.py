@@ -90,7 +90,7 @@ def test_log_rows_ship_deferred_pass_records_bare_and_derive_them_on_read():
 
 def test_llm_strategies_are_listed_without_being_imported():
     code = ("import sys\n"
-            "from trajaudit.engine.strategies.base import default_strategies\n"
+            "from trajaudit.engine.strategies.registry import default_strategies\n"
             "reg = default_strategies()\n"
             "assert 'hybrid' in reg and len(reg) == 12, list(reg)\n"
             "assert reg.get('offline').name == 'offline'\n"

@@ -31,7 +31,7 @@ def read_tools(path: str | None) -> list[dict[str, Any]] | None:
     """OpenAI function schemas from a JSON file (a list, as written), or ``None``.
 
     Raises:
-        TrajauditError: as :func:`~trajaudit.engine.run.evidence.load_tools` (which validates every
+        TrajauditError: as :func:`~trajaudit.checkers.tool_schemas.load_tools` (which validates every
             tool's ``parameters`` against the JSON Schema metaschema).
     """
     return None if path is None else read_tool_list(path)

@@ -152,7 +152,7 @@ def build_claim_graph(trajectory: Trajectory, config: m.ClaimConfig | Any | None
 
     Args:
         trajectory: the run (IR).
-        config: a :class:`ClaimConfig`, an :class:`~trajaudit.engine.strategies.base.AuditConfig` (its
+        config: a :class:`ClaimConfig`, an :class:`~trajaudit.engine.config.AuditConfig` (its
             ``max_claims_per_step`` is used) or ``None`` for defaults.
         extractors: claim extractors to run (default: the deterministic :class:`RegexExtractor`).
 

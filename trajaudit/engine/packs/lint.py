@@ -284,7 +284,7 @@ def _target_findings(pack: RulePack) -> list[LintFinding]:
 
 def _supersedes_findings(pack: RulePack) -> list[LintFinding]:
     """``unknown-superseded``: ``metadata.supersedes`` must be a list of full rule ids of this pack or
-    of a shipped pack (:func:`trajaudit.engine.run.evidence.superseded_ids` drops the rules it names)."""
+    of a shipped pack (:func:`trajaudit.engine.packs.selection.superseded_ids` drops the rules it names)."""
     wanted = [(spec, spec.metadata.get("supersedes")) for spec in pack.enabled_rules
               if spec.metadata and spec.metadata.get("supersedes") is not None]
     if not wanted:

@@ -67,7 +67,7 @@ class ToolRules:
 
 def read_tools_file(path: str | Path) -> list[dict[str, Any]]:
     """Read a JSON tools file (a list of function schemas) and validate each tool's ``parameters``
-    with :func:`trajaudit.engine.run.evidence.check_tool_parameters` (the check ``audit``/``check``/``eval``
+    with :func:`trajaudit.checkers.tool_schemas.check_tool_parameters` (the check ``audit``/``check``/``eval``
     apply through ``load_tools``), so every command refuses the same files with the same message.
 
     Raises:

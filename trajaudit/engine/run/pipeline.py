@@ -69,7 +69,7 @@ class AuditSpec:
         config: the :class:`AuditConfig`.
         llm: an LLM configuration object (``trajaudit.llm``) or ``None``.
         default_packs: also apply the shipped generic pack, and the shipped domain packs whose tools
-            the run calls (see :func:`trajaudit.engine.run.evidence.default_packs`).
+            the run calls (see :func:`trajaudit.engine.packs.selection.default_packs`).
         repair: fill ``Diagnosis.repair`` (an LLM directive when ``llm`` is set, else the template;
             :func:`trajaudit.engine.run.repair_prefix.attach_repair`).
     """

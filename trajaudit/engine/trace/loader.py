@@ -47,11 +47,8 @@ class LoadResult:
 
 
 def check_source(function: str, argument: str, value: Any) -> Any:
-    """A run to load: a Trajectory, a path (returned as ``str``), or a parsed dict/list document.
-
-    Raises:
-        ArgumentTypeError: anything else (``None``, a number, ``bytes`` …).
-    """
+    """A run to load: a Trajectory, a path (returned as ``str``) or a parsed dict/list document;
+    anything else (``None``, a number, ``bytes`` …) raises ``ArgumentTypeError``."""
     if isinstance(value, (Trajectory, dict, list, str)):
         return value
     if isinstance(value, os.PathLike):

@@ -186,7 +186,7 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule] | Any, *, oracle:
         rules: compiled rules (``compile_rules``), or a ``RulePack`` (compiled here).
         oracle: answers ``check: {semantic: …}`` rules; default :class:`NoLLMOracle` (``unknown``,
             "no LLM configured").
-        config: an :class:`~trajaudit.engine.strategies.base.AuditConfig` (its ``rule_budget`` is used).
+        config: an :class:`~trajaudit.engine.config.AuditConfig` (its ``rule_budget`` is used).
         tools: OpenAI function schemas for checkers that need them (``tool_args_schema``).
 
     Returns:
