@@ -39,7 +39,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 def build(n_runs: int, out: Path) -> tuple[int, float, float]:
     """Write the report of ``n_runs`` runs to ``out``: ``(bytes, audit seconds, report seconds)``."""
     from trajaudit.cli.common import write_parts
-    from trajaudit.engine.pipeline import AuditSpec, audit_paths
+    from trajaudit.engine.run.batch import audit_paths
+    from trajaudit.engine.run.pipeline import AuditSpec
     from trajaudit.report.html import HtmlReport
 
     t0 = time.perf_counter()

@@ -185,7 +185,8 @@ def test_charts_are_inline_svg_with_top_agents_and_other(page, built):
 
 def test_a_large_report_with_compressed_details_opens_runs(page, built, tmp_path):
     """Above `compress_above` runs the details are gzip chunks the page decompresses on demand."""
-    from trajaudit.engine.pipeline import AuditSpec, audit_paths
+    from trajaudit.engine.run.batch import audit_paths
+    from trajaudit.engine.run.pipeline import AuditSpec
     from trajaudit.report.html import HtmlReport
 
     html, diags = built

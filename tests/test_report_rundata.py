@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Source, Step, Trajectory
+from trajaudit.engine.trace.ir import Source, Step, Trajectory
 from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
 from trajaudit.report.rundata import basis_of, detail, short_rationale, summary
 

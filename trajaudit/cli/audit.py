@@ -26,10 +26,12 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import FLAG_NON_UTF8
-from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths
-from trajaudit.engine.strategy import AuditConfig, default_strategies
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.run.batch import audit_paths
+from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import LLMUnreachableError
 from trajaudit.report import HtmlReport, MarkdownReport

@@ -9,6 +9,7 @@ import click
 from rich.table import Table
 
 from trajaudit import __version__
+from trajaudit.checkers.tool_schemas import read_tool_list
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     check_output_folder,
@@ -20,10 +21,11 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options
-from trajaudit.engine.evidence import default_packs, load_rules, rules_for
-from trajaudit.engine.loader import load_many
-from trajaudit.engine.rule_eval import evaluate
-from trajaudit.engine.strategy import AuditContext
+from trajaudit.engine.packs.selection import default_packs, load_rules
+from trajaudit.engine.run.evidence import rules_for
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.trace.loader import load_many
+from trajaudit.engine.validation.rule_eval import evaluate
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
 from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
 from trajaudit.report.html import rule_titles
@@ -35,11 +37,9 @@ def read_tools(path: str | None) -> list[dict[str, Any]] | None:
     """OpenAI function schemas from a JSON file (a list, as written), or ``None``.
 
     Raises:
-        TrajauditError: as :func:`~trajaudit.engine.evidence.load_tools` (which validates every
+        TrajauditError: as :func:`~trajaudit.checkers.tool_schemas.load_tools` (which validates every
             tool's ``parameters`` against the JSON Schema metaschema).
     """
-    from trajaudit.engine.evidence import read_tool_list
-
     return None if path is None else read_tool_list(path)
 
 
@@ -139,7 +139,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     report_load(res.trajectories, res.problems)
     if not res.trajectories:
         fail("no trajectory could be loaded from " + ", ".join(files))
-    context = AuditContext(rules=rules, tools=tools, extra={"domain_packs": domains})
+    context = AuditContext(rules=rules, tools=tools, domain_packs=tuple(domains))
     logs = []
     rule_ids = {r.id for r in rules}
     for t in res.trajectories:

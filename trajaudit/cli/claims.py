@@ -17,8 +17,8 @@ from trajaudit.cli.common import (
 )
 from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id
 from trajaudit.engine.claims import ClaimConfig, build_claim_graph
-from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link
-from trajaudit.engine.loader import load_path
+from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link, to_text
+from trajaudit.engine.trace.loader import load_path
 
 _STATUS_STYLE = {"DIRECT": "green", "WEAK": "yellow", "MISSING": "bold red", "CONFLICTING": "bold magenta"}
 
@@ -67,8 +67,6 @@ def claims(file: str, record: int | None, run_id: str | None, out_format: str, u
     for g in graphs:
         p = g.propagate()
         if out_format == "text":
-            from trajaudit.engine.claims.export import to_text
-
             click.echo(to_text(g, unsupported))
             continue
         final = "none" if g.final_step is None else g.final_step

@@ -22,7 +22,8 @@ from typing import Any
 import click
 
 from trajaudit.cli.common import console, fail
-from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.trace.adapters import default_adapters
+from trajaudit.engine.trace.ir import Trajectory
 
 #: The warning printed when ``--format``/``--trace-format`` names an input format.
 DEPRECATED = ("{flag} {name} as the input format is deprecated and will be removed in the next release: "
@@ -31,8 +32,6 @@ DEPRECATED = ("{flag} {name} as the input format is deprecated and will be remov
 
 def input_format_names() -> list[str]:
     """The registered input formats (adapters), in registry order."""
-    from trajaudit.engine.adapters import default_adapters
-
     return list(default_adapters())
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.eval.render import category_rows, header_lines, metric_rows
 from trajaudit.eval.report import EvalReport
 from trajaudit.report.html import HtmlReport

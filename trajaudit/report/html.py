@@ -23,11 +23,11 @@ from typing import Any, NamedTuple
 from markupsafe import Markup
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.pipeline import AuditResult
-from trajaudit.engine.rule_pack import RulePackError, load_pack, shipped_rule_specs
+from trajaudit.engine.packs.pack import load_pack, shipped_rule_specs
+from trajaudit.engine.run.pipeline import AuditResult
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation_log import ValidationLog
-from trajaudit.errors import Problem
+from trajaudit.errors import Problem, RulePackError
 from trajaudit.report import rundata
 from trajaudit.report.page import script, stylesheet, template
 from trajaudit.report.stream import SectionSpool

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.report.markdown import evidence_text, visible
 

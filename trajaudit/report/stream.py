@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from trajaudit.engine.pipeline import AuditResult
+from trajaudit.engine.run.pipeline import AuditResult
 
 #: Stands for the run's position in the report inside a spooled section, for a renderer whose sections
 #: name their position (a position is known only once every run has arrived): the spool replaces it on
