@@ -87,9 +87,13 @@ class EvidenceIndex:
     Args:
         trajectory: the run.
         max_json_chars: tool outputs longer than this are indexed as text only (no JSON walk).
+        inputs: decision steps that are the run's input (an opening brief restating the task:
+            :func:`~trajaudit.engine.claims.ledger.input_steps`); their text is evidence of kind
+            ``task``, visible from that step on.
     """
 
-    def __init__(self, trajectory: Trajectory, max_json_chars: int = 2_000_000) -> None:
+    def __init__(self, trajectory: Trajectory, max_json_chars: int = 2_000_000,
+                 inputs: frozenset[int] = frozenset()) -> None:
         self.sources: list[Source] = []
         self.user_positions: list[int] = []
         self._digests: list[Digest | None] = []  # computed on first use (_digest)
@@ -102,6 +106,10 @@ class EvidenceIndex:
             if isinstance(prompt, str) and prompt:
                 self._add(Source(-1, f"system_prompts.{agent}", prompt, "system"))
         for step in trajectory.steps:
+            if step.index in inputs and step.content:
+                self._add(Source(step.index, f"steps.{step.index}.content", step.content, "task"),
+                          key=step.index - 0.5)
+                continue
             if step.is_decision:
                 k = observation_start(step.content)
                 if k is not None:  # an observation embedded in the agent's message (engine/observation.py)

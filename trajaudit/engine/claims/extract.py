@@ -399,8 +399,10 @@ def default_extractors() -> Registry[ClaimExtractor]:
 
 
 def extract_mentions(trajectory: Trajectory, config: m.ClaimConfig,
-                     extractors: list[ClaimExtractor] | None = None) -> tuple[dict[int, list[m.Mention]], list[str]]:
-    """Run the extractors over every decision step.
+                     extractors: list[ClaimExtractor] | None = None,
+                     skip: frozenset[int] = frozenset()) -> tuple[dict[int, list[m.Mention]], list[str]]:
+    """Run the extractors over every decision step except those in ``skip`` (steps that are the
+    run's input, :func:`~trajaudit.engine.claims.ledger.input_steps`).
 
     Returns:
         (``{step index: [mentions in text order]}``, ``incomplete`` notes: steps where the per-step cap
@@ -411,7 +413,7 @@ def extract_mentions(trajectory: Trajectory, config: m.ClaimConfig,
     incomplete: list[str] = []
     cap = config.max_claims_per_step
     for step in trajectory.steps:
-        if not step.is_decision:
+        if not step.is_decision or step.index in skip:
             continue
         if len(step.content) > config.max_text_chars:
             incomplete.append(f"steps.{step.index}: only the first {config.max_text_chars} of "
