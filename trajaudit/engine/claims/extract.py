@@ -32,9 +32,11 @@ from trajaudit.engine.claims.normalize import (
     number_key,
     significant_digits,
     singular,
+    when_key,
 )
 from trajaudit.engine.claims.patterns import (
     _EXAMPLE_WORDS,
+    _MONTHS,
     _UNITS,
     COMPLETION_RE,
     QUOTED_RE,
@@ -69,6 +71,8 @@ _PLACEHOLDER = re.compile(r"^\D*(?:(\d)\1{4,}|0?123456789?|1234567?)\D*$")
 #: Words that cannot sit between a count and its noun ("one of these variants" is not a count).
 _FUNCTION_WORDS = frozenset("of in on at to for from by with per and or the a an these those this that is are was "
                             "were be been am pm than as into".split())
+#: A month name just before a number makes it a day of a date ("May 23 includes" counts nothing).
+_MONTH_BEFORE = re.compile(r"\b" + _MONTHS + r"\.?\s+$", re.I)
 _UNIT_NOUN = re.compile(r"(?:" + _UNITS + r")", re.I)
 #: Templates and placeholders in URLs and paths: ``{owner}``, ``<id>``, ``path/to/``, ``your_file``.
 _TEMPLATE = re.compile(r"[{}<>]|\bpath/to/|\byour[_-]|example\.(?:com|org)|\bxxx", re.I)
@@ -264,7 +268,8 @@ class RegexExtractor:
             mods = tuple(w.casefold() for w in x.group("mods").split())
             if (noun in _NOT_COUNT_NOUNS or _UNIT_NOUN.fullmatch(noun) or _inside(x.start(), code)
                     or x.start("n") in markers or _FUNCTION_WORDS.intersection(mods)
-                    or (x.start() and text[x.start() - 1] in ":/")):
+                    or (x.start() and text[x.start() - 1] in ":/")
+                    or _MONTH_BEFORE.search(text, max(0, x.start() - 12), x.start())):
                 continue
             n = x.group("n").casefold()
             value = str(NUMBER_WORDS[n]) if n in NUMBER_WORDS else norm_number(n)
@@ -282,6 +287,12 @@ class RegexExtractor:
             if g in ("number", "money"):
                 if g == "number" and _glued(text, a, b):
                     continue
+                day = _MONTH_BEFORE.search(text, max(0, a - 12), a) if g == "number" and len(raw) <= 2 else None
+                if day is not None and raw.isdigit():  # "May 23": a day of a date without its year
+                    when = when_key(text[day.start():b] + " 2000", "date")  # (any year: only MM-DD is kept)
+                    if when is not None and len(when) == 10:
+                        add(m.KIND_DATE, when[5:], day.start(), b)
+                        continue
                 got = _number_mention(g, raw, ic)
                 if got is None:
                     continue
@@ -290,7 +301,7 @@ class RegexExtractor:
                 if not _TEMPLATE.search(raw):
                     add(m.KIND_URL, norm_text(raw), a, b)
             elif g in ("date", "time"):
-                add(_GROUP_KIND[g], norm_text(raw), a, b)
+                add(_GROUP_KIND[g], when_key(raw, g) or norm_text(raw), a, b)
             elif g == "path" and (_TEMPLATE.search(raw) or _ARTIFACT.search(text, max(0, a - 24), a)):
                 continue  # a template, or a file the step itself writes: not a claim about the world
             else:
