@@ -54,6 +54,7 @@ from trajaudit.engine.claims.patterns import (
     sentence_spans,
     status_re,
 )
+from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.ir import Step, Trajectory
 from trajaudit.engine.observation import observation_start
@@ -249,6 +250,7 @@ class RegexExtractor:
         if not text:
             return
         code = [(0, len(text))] if in_code else code_ranges(text)
+        noise = [] if in_code else runtime_spans(text)  # pasted runtime output: evidence, not claims
         markers = list_markers(text)
         folded = ascii_fold(text)
         examples = folded is None or any(w in folded for w in _EXAMPLE_WORDS)  # else no example sentence
@@ -258,6 +260,8 @@ class RegexExtractor:
         call = tool is not None
 
         def add(kind: str, value: str, a: int, b: int, slot: tuple[str, ...] = (), ctx: str = "") -> None:
+            if noise and _inside(a, noise):
+                return
             found.append(m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=kind, value=value,
                                    text=text[a:b], slot=slot, in_code=_inside(a, code), in_call=call,
                                    tool=tool, context=ctx))
