@@ -256,9 +256,7 @@ class OfflineJudge:
                       reason="; ".join(f"{r.rule_id}{' (recovered)' if ok else ''}" for r, _, ok in c.findings[:4]),
                       evidence=tuple(e.address for r, _, _ in c.findings for e in r.evidence[:2])[:6])
             for c in ranked)
-        agent = t.steps[step].agent if step is not None else None
-        if step is not None and agent is None:
-            agent = t.steps[step].kind  # e.g. "user" when the user turn is to blame
+        agent = responsible_agent(t, step, category)
         return Diagnosis(
             trajectory_id=t.id, file=t.source.file, record=t.source.record, critical_step=step, agent=agent,
             category=category, taxonomy=context.config.taxonomy, confidence=round(conf, 3), rationale=rationale,
@@ -288,6 +286,30 @@ class OfflineJudge:
         last = ds[-1]
         return (last.index, INCONCLUSIVE, 0.1, (Evidence(last.address, last.preview(120), "last decision"),),
                 "no evidence and no consequential action; fallback: the last decision step")
+
+
+def responsible_agent(t: Trajectory, step: int | None, category: str) -> str | None:
+    """The agent a diagnosis names, consistent with its category (issue 17: a guess must not read
+    like a finding that contradicts itself).
+
+    - a user-caused category (``underspecified_user_intent``) names ``user``, also when the step is
+      the agent's action that carried the request out (the first-action fallback in a dialogue);
+    - a user turn blamed for another category (``run-ends-on-open-request``: the run stopped on an
+      unanswered request, ``system_failure``) names the agent that should have answered it: the
+      producer of the latest decision step before it (``user`` when there is none);
+    - otherwise the step's producer (its agent name, else its kind).
+
+    ``None`` when ``step`` is ``None``.
+    """
+    if step is None:
+        return None
+    s = t.steps[step]
+    if category in USER_CAUSED:
+        return "user"
+    if s.kind == "user":
+        prev = next((d for d in reversed(t.steps[:step]) if d.is_decision), None)
+        return (prev.agent or prev.kind) if prev is not None else "user"
+    return s.agent or s.kind
 
 
 def _dialogue_request(t: Trajectory, act: Step) -> Step | None:
