@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.evidence import gather
 from trajaudit.engine.ir import FENCE_RE, Step, Trajectory
+from trajaudit.engine.origin import is_outcome_finding, origin_of
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence, Record, severity_rank
 
@@ -75,6 +76,12 @@ class JudgeSettings:
         user_prior: in a dialogue with a user, the first-action fallback's category is
             ``underspecified_user_intent`` (:func:`_dialogue_request`, AgentRx §5); ``False`` keeps
             ``intent_plan_misalignment``.
+        redirect_to_origin: when the chosen step's findings are all outcome findings (a late
+            symptom: :func:`trajaudit.engine.origin.is_outcome_finding`), choose the origin its
+            dependencies lead back to (:func:`trajaudit.engine.origin.origin_of`) instead (AgentRx:
+            the first unrecoverable failure, not where it surfaced). The dev sets have no such
+            decisive finding (no run changes); the trace is reported in ``metadata["origin"]`` and
+            the origin added to the candidates either way. ``False`` keeps the symptom.
     """
 
     threshold: float = 2.0
@@ -83,6 +90,7 @@ class JudgeSettings:
     max_candidates: int = 10
     weak_before_prior: bool = False
     user_prior: bool = True
+    redirect_to_origin: bool = True
 
 
 @dataclass
@@ -237,6 +245,19 @@ class OfflineJudge:
             chosen = max(cands, key=lambda c: (c.score, -c.step))
             how = "no error-level failure; strongest weaker finding"
         ranked = sorted(cands, key=lambda c: (c is not chosen, -c.score, c.step))[: self.settings.max_candidates]
+        trace = None
+        if chosen is not None and all(is_outcome_finding(t, rec) for rec, _, _ in chosen.findings):
+            trace = origin_of(t, chosen.step, bundle.graph)
+            if trace.step == chosen.step:
+                trace = None
+            elif self.settings.redirect_to_origin:
+                symptom = chosen
+                chosen = next((c for c in cands if c.step == trace.step), None) or _Cand(trace.step)
+                chosen.votes = chosen.votes or symptom.votes
+                chosen.primary = chosen.primary or symptom.primary
+                chosen.findings = chosen.findings or symptom.findings
+                how = (f"origin of a late symptom at steps.{symptom.step} "
+                       f"({' <- '.join(f'{x.relation} {x.step}' for x in trace.chain)})")
         if chosen is not None:
             step = chosen.step
             category = _category(chosen, taxonomy_ids)
@@ -256,6 +277,12 @@ class OfflineJudge:
                       reason="; ".join(f"{r.rule_id}{' (recovered)' if ok else ''}" for r, _, ok in c.findings[:4]),
                       evidence=tuple(e.address for r, _, _ in c.findings for e in r.evidence[:2])[:6])
             for c in ranked)
+        if trace is not None and all(c.step != trace.step for c in cand_out):
+            cand_out += (Candidate(step=trace.step, category=INCONCLUSIVE, score=0.0,
+                                   agent=t.steps[trace.step].agent or t.steps[trace.step].kind,
+                                   reason=f"origin of the late symptom at steps.{trace.symptom}: "
+                                          + "; ".join(x.note for x in trace.chain[1:])[:300],
+                                   evidence=tuple(f"steps.{x.step}" for x in trace.chain)),)
         agent = responsible_agent(t, step, category)
         return Diagnosis(
             trajectory_id=t.id, file=t.source.file, record=t.source.record, critical_step=step, agent=agent,
@@ -263,7 +290,8 @@ class OfflineJudge:
             evidence=evidence, candidates=cand_out, strategy=self.name,
             error_steps=tuple(sorted({c.step for c in strong} | set(bundle.error_steps))),
             metadata={"findings": sum(len(c.findings) for c in cands), "log_summary": bundle.log.summary()["verdicts"],
-                      **({"incomplete": list(bundle.log.incomplete)} if bundle.log.incomplete else {})},
+                      **({"incomplete": list(bundle.log.incomplete)} if bundle.log.incomplete else {}),
+                      **({"origin": trace.to_dict()} if trace is not None else {})},
         )
 
     def _prior(self, t: Trajectory) -> tuple[int | None, str, float, tuple[Evidence, ...], str]:
