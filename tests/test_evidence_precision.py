@@ -266,3 +266,35 @@ def test_origin_walks_back_over_a_loop_of_equal_calls():
     t = _load(msgs)
     tr = origin_of(t, 5)
     assert tr.step == 1 and tr.chain[1].relation == "loop-start"
+
+
+# -- 7. a command is an action, not a claim ---------------------------------------------------------------
+
+def test_a_short_command_argument_is_scanned_as_code():
+    doc = {"messages": [
+        {"role": "user", "content": "Run the tests of the parser package."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "run_shell",
+                                           "input": {"cmd": "pytest -q tests/parser"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "12 passed in 0.4s"}]},
+        {"role": "assistant", "content": "All 12 tests pass."},
+    ]}
+    g = build_claim_graph(_load(doc))
+    assert not [c for c in g.claims if c.kind == "argument"]  # was 'pytest -q tests/parser', MISSING
+    assert not [c for c in g.claims if c.status.unsupported]
+
+
+# -- 8. successful runs get no error-level finding ------------------------------------------------------
+
+def test_the_synthetic_successful_runs_raise_no_error_level_finding():
+    from pathlib import Path
+
+    from trajaudit import load_many
+
+    runs = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "successful_runs").glob("*.json"))
+    assert len(runs) >= 8
+    res = load_many(runs)
+    assert not res.problems and len(res.trajectories) == len(runs)
+    formats = {t.source.format for t in res.trajectories}
+    assert {"openai", "anthropic", "langchain", "who_and_when", "magentic"} <= formats
+    flagged = {t.id: [r.rule_id for r in _errors(t)] for t in res.trajectories}
+    assert {k: v for k, v in flagged.items() if v} == {}
