@@ -52,7 +52,7 @@ def test_shipped_packs_load_by_short_name_and_every_example_passes():
             if not spec.disabled:
                 assert {e["expect"] for e in spec.examples} & {"fail", "skip"}, spec.id
     results = run_examples(compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail")))
-    assert len(results) == 127 and [r.detail for r in results if not r.ok] == []
+    assert len(results) == 129 and [r.detail for r in results if not r.ok] == []
     assert load_pack("tau_retail").metadata["applies_to_tools"][0] == "calculate"
 
 
