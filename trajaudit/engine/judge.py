@@ -79,9 +79,12 @@ class JudgeSettings:
         redirect_to_origin: when the chosen step's findings are all outcome findings (a late
             symptom: :func:`trajaudit.engine.origin.is_outcome_finding`), choose the origin its
             dependencies lead back to (:func:`trajaudit.engine.origin.origin_of`) instead (AgentRx:
-            the first unrecoverable failure, not where it surfaced). The dev sets have no such
-            decisive finding (no run changes); the trace is reported in ``metadata["origin"]`` and
-            the origin added to the candidates either way. ``False`` keeps the symptom.
+            the first unrecoverable failure, not where it surfaced). Off by default: the dev sets
+            have no such decisive finding to choose it on, and AgentRx's taxonomy makes a block
+            (``guardrails_triggered``) or an environment fault (``system_failure``) the root cause
+            itself when the plan was valid. Either way the trace is reported in
+            ``metadata["origin"]``, the origin is added to the candidates, and
+            :func:`trajaudit.engine.origin.origin_features` gives a ranker what it needs to decide.
     """
 
     threshold: float = 2.0
@@ -90,7 +93,7 @@ class JudgeSettings:
     max_candidates: int = 10
     weak_before_prior: bool = False
     user_prior: bool = True
-    redirect_to_origin: bool = True
+    redirect_to_origin: bool = False
 
 
 @dataclass
