@@ -301,3 +301,16 @@ def test_the_synthetic_successful_runs_raise_no_error_level_finding():
     assert {"openai", "anthropic", "langchain", "who_and_when", "magentic"} <= formats
     flagged = {t.id: [r.rule_id for r in _errors(t)] for t in res.trajectories}
     assert {k: v for k, v in flagged.items() if v} == {}
+
+
+def test_the_same_quantity_in_another_unit_is_supported():
+    doc = {"messages": [
+        {"type": "human", "content": "How long is the bridge, and the charity run on it?"},
+        {"type": "ai", "content": "", "tool_calls": [{"name": "web_search", "args": {"query": "bridge length"}, "id": "s1"}]},
+        {"type": "tool", "tool_call_id": "s1", "content": "Total length 12,345 m. The charity run covers 5 miles."},
+        {"type": "ai", "content": "It is 12.3 km long; the run is 8.05 km; the deck weighs 20 kg per metre."},
+    ]}
+    g = build_claim_graph(_load(doc))
+    by_text = {c.text: c.status for c in g.claims}
+    assert by_text["12.3 km"] is Support.WEAK and by_text["8.05 km"] is Support.WEAK
+    assert by_text["20 kg"] is Support.MISSING  # no mass shown: a unit table is no licence to invent
