@@ -50,6 +50,7 @@ def measure_set(name: str, paths: list[Path], gold_path: Path, tools: str | None
     "task_claims_step0", "brief_invention", "per_run"}`` where the four measures are run counts and ``runs`` the number
     of runs with a gold step; ``per_run`` maps run id to ``{"gold", "early": [steps], ...}``."""
     from benchmarks_api import api as _api  # noqa: PLC0415 - resolved against the measured checkout
+    from benchmarks_api import diagnose  # noqa: PLC0415
 
     api = _api()
     gold = api["load_gold"](gold_path)
@@ -65,7 +66,8 @@ def measure_set(name: str, paths: list[Path], gold_path: Path, tools: str | None
             continue
         n += 1
         gstep = g.critical_step
-        records = api["gather"](t, ctx).log.records
+        bundle = api["gather"](t, ctx)
+        records = bundle.log.records
         early: set[int] = set()
         for rec in records:
             if rec.verdict != "fail" or rec.severity not in ("error", "critical"):
@@ -80,7 +82,7 @@ def measure_set(name: str, paths: list[Path], gold_path: Path, tools: str | None
         tclaims = [str(rec.bindings.get("value")) for rec in records
                    if brief and rec.origin == "claims" and rec.verdict == "fail"
                    and rec.severity in ("error", "critical") and rec.step == 0]
-        diag = judge.diagnose(t, ctx)
+        diag = diagnose(judge, t, bundle, ctx)
         opening = bool(t.steps) and t.steps[0].is_decision
         blamed_brief = opening and diag.critical_step == 0 and diag.category == "invention_of_new_information"
         brief_blamed += blamed_brief

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+
+from dateutil import parser as dateutil_parser
 
 MEMO_SIZE = 16384
 MEMO_MAX_CHARS = 200
@@ -266,14 +269,12 @@ def when_key(raw: str, group: str) -> str | None:
     (``"06:00 AM"``, ``"6 am"`` and ``"06:00:00"`` are all ``06:00``). ``group`` is the pattern group that
     matched (``date`` or ``time``). ``None`` when dateutil cannot read it (the caller keeps the text).
     Memoized."""
-    from dateutil import parser as du
-
     text = raw.strip()
     if not text:
         return None
     try:
-        a = du.parse(text, default=_D1)
-        b = du.parse(text, default=_D2)
+        a = dateutil_parser.parse(text, default=_D1)
+        b = dateutil_parser.parse(text, default=_D2)
     except (ValueError, OverflowError, TypeError):
         return None
     if group == "time":
@@ -287,21 +288,16 @@ def when_key(raw: str, group: str) -> str | None:
     return f"{day} {_clock(a)}" if has_time else day
 
 
-def _clock(d: object) -> str:
-    h, mi, s = d.hour, d.minute, d.second  # type: ignore[attr-defined]
+def _clock(d: datetime) -> str:
+    h, mi, s = d.hour, d.minute, d.second
     return f"{h:02d}:{mi:02d}" if s == 0 else f"{h:02d}:{mi:02d}:{s:02d}"
 
 
 _CLOCK_IN_DATE = re.compile(r"\d[T ]\d{1,2}:\d{2}")
 
 
-def _defaults() -> tuple[object, object]:
-    from datetime import datetime
-
-    return datetime(1, 1, 1), datetime(2, 2, 2)
-
-
-_D1, _D2 = _defaults()
+#: Two defaults that differ in every field: a field dateutil fills from the default was not written.
+_D1, _D2 = datetime(1, 1, 1), datetime(2, 2, 2)
 
 
 #: Linear units by dimension: the factor to the dimension's base unit (metre, kilogram, litre,
