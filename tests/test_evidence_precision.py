@@ -314,3 +314,19 @@ def test_the_same_quantity_in_another_unit_is_supported():
     by_text = {c.text: c.status for c in g.claims}
     assert by_text["12.3 km"] is Support.WEAK and by_text["8.05 km"] is Support.WEAK
     assert by_text["20 kg"] is Support.MISSING  # no mass shown: a unit table is no licence to invent
+
+
+def test_an_opening_requirement_without_a_task_apart_is_the_task():
+    # a code-writing team: the team leader's requirement opens the run, no task field, no user turn
+    t = _load([
+        {"role": "assistant", "name": "TeamLeader", "content":
+            "Requirement: write snake_game.py, a terminal snake game, with tests in test_snake.py."},
+        {"role": "assistant", "name": "Engineer", "content":
+            "Done: snake_game.py implements the game and test_snake.py has 4 tests."},
+    ])
+    assert t.task == "" and t.steps[0].is_decision
+    g = build_claim_graph(t)
+    assert [c for c in g.claims if c.step == 0] == []
+    assert _status(g, "snake_game.py") is Support.DIRECT  # the engineer's reuse is supported by the requirement
+    old = build_claim_graph(t, ClaimConfig(brief_is_input=False))
+    assert any(c.step == 0 and c.value == "snake_game.py" and c.status is Support.MISSING for c in old.claims)
