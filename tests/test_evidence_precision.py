@@ -330,3 +330,15 @@ def test_an_opening_requirement_without_a_task_apart_is_the_task():
     assert _status(g, "snake_game.py") is Support.DIRECT  # the engineer's reuse is supported by the requirement
     old = build_claim_graph(t, ClaimConfig(brief_is_input=False))
     assert any(c.step == 0 and c.value == "snake_game.py" and c.status is Support.MISSING for c in old.claims)
+
+
+def test_version_stamps_and_bracketed_logger_lines_are_not_claims():
+    t = _load([
+        {"role": "user", "content": "Summarise the run log."},
+        {"role": "assistant", "content":
+            "[llm.client: 12-02 01:00:00] {412} WARNING - Model chat-large-2024-08-06 is not found; cost set to 0.\n"
+            "The run used chat-large-2024-08-06 and finished."},
+    ])
+    g = build_claim_graph(t)
+    assert not [c for c in g.claims if c.kind == "date"]  # a date glued into a model name is a version stamp
+    assert not [c for c in g.claims if c.status.unsupported]
