@@ -30,7 +30,6 @@ from trajaudit.engine.claims.sources import Digest, Members, digest
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.observation import observation_start
 
-
 _MAX_NOISE_SCAN = 200_000
 
 

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.claims import model as m
+from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.claims.normalize import (
     NUMBER_WORDS,
     norm_id,
@@ -54,7 +55,6 @@ from trajaudit.engine.claims.patterns import (
     sentence_spans,
     status_re,
 )
-from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.ir import Step, Trajectory
 from trajaudit.engine.observation import observation_start

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajaudit.engine.claims import model as m
-from trajaudit.engine.claims.evidence import Collection, EvidenceIndex
+from trajaudit.engine.claims.evidence import Collection, EvidenceIndex, Hit
 from trajaudit.engine.claims.normalize import norm_text, quantity, singular
 from trajaudit.engine.claims.patterns import ascii_fold
 from trajaudit.engine.ir import Trajectory
