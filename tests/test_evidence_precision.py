@@ -294,7 +294,7 @@ def test_the_synthetic_successful_runs_raise_no_error_level_finding():
     from trajaudit import load_many
 
     runs = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "successful_runs").glob("*.json"))
-    assert len(runs) >= 8
+    assert len(runs) >= 13
     res = load_many(runs)
     assert not res.problems and len(res.trajectories) == len(runs)
     formats = {t.source.format for t in res.trajectories}
