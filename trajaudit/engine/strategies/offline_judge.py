@@ -36,11 +36,11 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from trajaudit.engine.claims.origin import is_outcome_finding, origin_of
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.strategies.base import INCONCLUSIVE
 from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
 from trajaudit.engine.trace.ir import FENCE_RE, Step, Trajectory
-from trajaudit.engine.claims.origin import is_outcome_finding, origin_of
 from trajaudit.engine.validation_log import Evidence, Record, severity_rank
 
 SEVERITY_WEIGHT = {"info": 0.0, "warning": 1.0, "error": 2.0, "critical": 3.0}
