@@ -22,11 +22,12 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     report_load,
     write_parts,
-    write_text,
 )
+from trajaudit.cli.cluster import ClusterOptions, check_cluster_use, cluster_options, run_on_cluster, write_diagnoses
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import FLAG_NON_UTF8
 from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths
+from trajaudit.engine.shards import is_url
 from trajaudit.engine.strategy import AuditConfig, default_strategies
 from trajaudit.errors import LLMUnreachableError
 
@@ -44,7 +45,8 @@ from trajaudit.errors import LLMUnreachableError
               help="How to diagnose: offline (no LLM), the baselines first, last, random, first-violation, or an "
                    "LLM strategy (all-at-once, step-by-step, binary-search, agentrx, searchauditor, drift, hybrid).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="diagnoses.jsonl", show_default=True,
-              help="Write one diagnosis per line (JSONL); '-' for stdout.")
+              help="Write one diagnosis per line (JSONL); '-' for stdout; a .parquet name writes a Parquet "
+                   "table (docs/parquet.md); with --scheduler, an fsspec URL.")
 @click.option("--report", "report", type=click.Path(dir_okay=False),
               help="Also write a report: .html (self-contained) or .md.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes.")
@@ -55,10 +57,12 @@ from trajaudit.errors import LLMUnreachableError
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
 @format_options
 @llm_options
+@cluster_options
 @handle_errors
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
           output: str, report: str | None, jobs: int, seed: int, quiet: bool, fmt: str | None,
-          mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions) -> None:
+          mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions,
+          cluster: ClusterOptions) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
@@ -76,6 +80,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
       trajaudit audit runs/ -o diagnoses.jsonl --report report.html
       trajaudit audit runs.json --rules my_pack.yaml --tools tools.json --jobs 4
       trajaudit audit runs.json --strategy all-at-once --base-url http://localhost:8000/v1 --model M
+      trajaudit audit s3://bucket/traces/ --scheduler tcp://scheduler:8786 -o diagnoses.parquet
     """
     try:
         chosen = default_strategies().get(strategy)
@@ -85,9 +90,11 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
-    refuse_overwriting_input(output, given)
+    check_cluster_use(cluster, paths, output, jobs)
+    if not is_url(output):
+        refuse_overwriting_input(output, given)
+        check_output_folder(output)
     refuse_overwriting_input(report, given, "--report")
-    check_output_folder(output)
     check_output_folder(report, "--report")
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
                      default_packs=not no_default_packs, llm=llm, repair=repair)
@@ -102,18 +109,23 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 
         kept = _Kept(report, title=f"trajaudit report ({strategy})")
         try:
-            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping,
-                                progress=progress if show_progress else None,
-                                on_result=kept.add)
+            if cluster.scheduler:
+                batch = run_on_cluster(cluster, paths, spec, fmt=fmt, mapping=mapping,
+                                       progress=progress if show_progress else None, on_result=kept.add,
+                                       with_logs=bool(report))
+            else:
+                batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping,
+                                    progress=progress if show_progress else None,
+                                    on_result=kept.add)
         except LLMUnreachableError as e:
             fail(f"{e}\nthe batch was stopped (every further run would fail the same way): no diagnosis was written (answers already "
                  "received are in the LLM cache, so a re-run does not ask for them again)")
     report_load(kept.flagged, batch.problems)
-    lines = "".join(kept.lines[i] + "\n" for i in sorted(kept.lines))
+    lines = [kept.lines[i] for i in sorted(kept.lines)]
     if output == "-":
-        sys.stdout.write(lines)
+        sys.stdout.write("".join(line + "\n" for line in lines))
     else:
-        write_text(output, lines)
+        write_diagnoses(output, lines)
     if report and kept.report is not None:
         write_parts(report, kept.report.render_parts(batch.problems))
         kept.report.close()

@@ -207,14 +207,31 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
         data = Path(path).read_bytes()
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
+    yield from load_bytes_parts(data, file, format, mapping, options, record=record, chunk=chunk)
+
+
+def load_bytes_parts(data: bytes, file: str, format: str | None, mapping: MappingAdapter | None,
+                     options: LoadOptions | None, *, record: int | None = None, chunk: int | None = None,
+                     first_line: int = 0) -> Iterator[LoadResult]:
+    """:func:`_load_parts` of a file's bytes already read (``file`` names it in sources and messages):
+    the whole file, or — ``first_line > 0`` or a ``.jsonl``/``.ndjson`` name — a run of its JSONL
+    lines starting at line ``first_line`` (0-based), whose records keep their line numbers in the
+    whole file (how :mod:`trajaudit.engine.shards` reads a record range of a large JSONL file).
+    ``mapping`` is an adapter (:func:`~trajaudit.engine.forced_format.mapping_for`), not a path.
+
+    Raises:
+        TraceFormatError: as :func:`load_path`, when the part that meets it is asked for.
+    """
     text, lossy = decode(data, file)
     del data
     flags = (FLAG_NON_UTF8,) if lossy else ()
-    jsonl = file.endswith((".jsonl", ".ndjson"))
+    jsonl = file.endswith((".jsonl", ".ndjson")) or first_line > 0
     part = LoadResult()
     refused = MisfitTally()  # the lines the forced format refused whole
     loaded = False
     for line, doc, err in documents(text, file, jsonl, lossy=lossy):
+        if line is not None:
+            line += first_line
         multi = jsonl or line is not None  # a .json file of several JSON lines reads as JSONL
         if record is not None and multi and line != record:
             continue
@@ -243,8 +260,9 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
     yield part
 
 
-def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Expand files, folders (recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``) and glob patterns.
+def expand_paths(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...] = TRACE_SUFFIXES) -> Iterator[Path]:
+    """Expand files, folders (recursively: the files ending in ``suffixes``, by default ``*.json``,
+    ``*.jsonl``, ``*.ndjson``) and glob patterns.
 
     Yields paths in a stable (sorted, natural-number-aware) order. Non-existent paths are yielded
     as given so that the caller reports them.
@@ -267,7 +285,7 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            yield from once(sorted((q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in TRACE_SUFFIXES),
+            yield from once(sorted((q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in suffixes),
                                    key=natural))
         elif any(ch in str(raw) for ch in "*?[") and not p.exists():
             yield from once(sorted((Path(q) for q in glob.glob(str(raw), recursive=True) if Path(q).is_file()),
