@@ -121,8 +121,9 @@ def connect(address: str, *, timeout: float = 30) -> Iterator[Any]:
         n = address.split(":", 1)[1]
         if not n.isdigit() or not 1 <= int(n) <= 256:
             raise ConfigError(f"--scheduler {address!r}: local:N needs a number of workers N from 1 to 256")
+        logging.getLogger("distributed").setLevel(logging.WARNING)  # the in-process scheduler's start-up chatter
         cluster = LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
+                               scheduler_kwargs={"dashboard": False}, silence_logs=logging.ERROR)
         client = Client(cluster)
     else:
         try:

@@ -96,25 +96,33 @@ class ShardOutcome:
 
 # --- on the workers ---------------------------------------------------------------------------------
 
-_CONTEXTS: dict[str, tuple[AuditContext, threading.Lock]] = {}
+_CONTEXTS: dict[str, tuple[AuditContext, threading.Lock]] = {}  # by spec, the most recently used last
 _CONTEXTS_LOCK = threading.Lock()
+#: Contexts a worker process keeps (a long-lived worker serves batches of different specs).
+KEEP_CONTEXTS = 4
 
 
 def worker_context(spec: AuditSpec) -> tuple[AuditContext, threading.Lock]:
-    """This process's context for ``spec`` (built on first use, closed at exit) and the lock that
-    lets one shard at a time use it. With an LLM, requests also hold the cluster-wide limiter
-    (:func:`cluster_limiter`)."""
+    """This process's context for ``spec`` (built on first use and kept for later shards and
+    batches of the same spec — at most :data:`KEEP_CONTEXTS`, the least recently used closed first —
+    closed at exit) and the lock that lets one shard at a time use it. With an LLM, requests also hold
+    the cluster-wide limiter (:func:`cluster_limiter`)."""
     key = hashlib.sha256(pickle.dumps(spec)).hexdigest()
     with _CONTEXTS_LOCK:
-        got = _CONTEXTS.get(key)
+        got = _CONTEXTS.pop(key, None)
         if got is None:
             ctx = build_context(spec)
             if ctx.llm is not None:
                 limiter = cluster_limiter(spec.llm)
                 if limiter is not None:
                     ctx.llm.share_limit(limiter)
-            got = _CONTEXTS[key] = (ctx, threading.Lock())
+            got = (ctx, threading.Lock())
             atexit.register(close_context, ctx)
+        _CONTEXTS[key] = got
+        while len(_CONTEXTS) > KEEP_CONTEXTS:
+            old_ctx, old_lock = _CONTEXTS.pop(next(iter(_CONTEXTS)))
+            with old_lock:  # a shard still using it finishes first
+                close_context(old_ctx)
     return got
 
 

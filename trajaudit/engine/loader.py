@@ -229,9 +229,7 @@ def load_bytes_parts(data: bytes, file: str, format: str | None, mapping: Mappin
     part = LoadResult()
     refused = MisfitTally()  # the lines the forced format refused whole
     loaded = False
-    for line, doc, err in documents(text, file, jsonl, lossy=lossy):
-        if line is not None:
-            line += first_line
+    for line, doc, err in documents(text, file, jsonl, lossy=lossy, first_line=first_line):
         multi = jsonl or line is not None  # a .json file of several JSON lines reads as JSONL
         if record is not None and multi and line != record:
             continue
