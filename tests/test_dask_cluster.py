@@ -102,10 +102,11 @@ def test_a_large_jsonl_file_is_split_into_record_ranges_with_the_serial_records_
 
 
 def _kill_a_busy_worker(client):
-    """SIGKILL the process of a worker that has tasks in flight; its pid."""
+    """SIGKILL the process of a worker that has tasks in flight (its tasks are lost mid-run); its pid."""
     pids = client.run(os.getpid)
     busy = [w for w, keys in client.processing().items() if keys]
-    victim = pids[busy[0] if busy else next(iter(pids))]
+    assert busy, "no worker had a task in flight"
+    victim = pids[busy[0]]
     os.kill(victim, signal.SIGKILL)
     return victim
 
@@ -233,6 +234,30 @@ def test_llm_answers_are_cached_across_workers_and_the_rate_limit_holds_cluster_
         return [{k: v for k, v in json.loads(x).items() if k != "usage"} for x in lines]
 
     assert strip(again) == strip(got)
+
+
+def test_a_shard_whose_task_fails_is_reported_and_the_others_are_written(client, monkeypatch, tmp_path):
+    import trajaudit.engine.cluster as cluster
+    from trajaudit.engine.shards import Shard
+
+    good = plan_file(str(EXAMPLES / "tau_retail_sample.json"), str(EXAMPLES / "tau_retail_sample.json"))
+    bad = Shard("nosuchprotocol://x/runs.jsonl", "nosuchprotocol://x/runs.jsonl", kind="jsonl", first=64,
+                start=10, whole=False)
+    monkeypatch.setattr(cluster, "plan", lambda client, paths, load: [bad, *good])
+    got, problems = on_cluster(client, ["ignored"])
+    assert len(got) == 3 and len(problems) == 1
+    assert problems[0].startswith("nosuchprotocol://x/runs.jsonl, records from 64: not audited: the task failed "
+                                  "on the cluster (ValueError: ")
+
+
+def test_an_unreachable_llm_endpoint_stops_the_batch_as_locally(client, tmp_path):
+    from trajaudit.errors import LLMUnreachableError
+    from trajaudit.llm import LLMConfig
+
+    config = LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", api_key="k", timeout=2.0, max_retries=0,
+                       cache_path=None)
+    with pytest.raises(LLMUnreachableError, match="cannot reach http://127.0.0.1:9/v1"):
+        on_cluster(client, [EXAMPLES], AuditSpec(strategy="all-at-once", llm=config))
 
 
 def test_without_the_extra_scheduler_is_a_clear_usage_error(monkeypatch, tmp_path):

@@ -9,6 +9,13 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from trajaudit.cli.cluster import (
+    ClusterOptions,
+    check_cluster_use,
+    cluster_options,
+    run_on_cluster,
+    write_diagnoses,
+)
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     LLMOptions,
@@ -23,7 +30,6 @@ from trajaudit.cli.common import (
     report_load,
     write_parts,
 )
-from trajaudit.cli.cluster import ClusterOptions, check_cluster_use, cluster_options, run_on_cluster, write_diagnoses
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import FLAG_NON_UTF8
 from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths

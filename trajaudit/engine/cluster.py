@@ -39,9 +39,25 @@ from trajaudit.engine.adapters import MappingAdapter
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import LoadResult, load_document
-from trajaudit.engine.pipeline import AuditResult, AuditSpec, BatchResult, audit_with, build_context, close_context
-from trajaudit.engine.pipeline import _problem as problem_for  # the serial path's own wording of a run's error
-from trajaudit.engine.shards import DEFAULT_SHARD_RUNS, ParquetMapping, Shard, expand_inputs, plan_file, read_shard
+from trajaudit.engine.pipeline import (
+    AuditResult,
+    AuditSpec,
+    BatchResult,
+    audit_with,
+    build_context,
+    close_context,
+)
+from trajaudit.engine.pipeline import (
+    _problem as problem_for,  # the serial path's own wording of a run's error
+)
+from trajaudit.engine.shards import (
+    DEFAULT_SHARD_RUNS,
+    ParquetMapping,
+    Shard,
+    expand_inputs,
+    plan_file,
+    read_shard,
+)
 from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TraceFormatError
@@ -231,10 +247,11 @@ def audit_on_cluster(client: Any, paths: Iterable[str], spec: AuditSpec, load: L
     try:
         for fut, res in as_completed(futures, with_results=True, raise_errors=False):
             i = index[fut.key]
-            if isinstance(res, BaseException):
-                if isinstance(res, (ConfigError, LLMUnreachableError)):
-                    raise res
-                res = _lost(shards[i], res)
+            if fut.status == "error":  # res: (type, exception, traceback)
+                exc = res[1] if isinstance(res, tuple) else res
+                if isinstance(exc, (ConfigError, LLMUnreachableError)):
+                    raise exc
+                res = _lost(shards[i], exc)
             waiting[i] = res
             expected[i] = len(res.items)
             done += len(res.items)

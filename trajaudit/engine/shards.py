@@ -36,7 +36,7 @@ from trajaudit.engine import safe_json
 from trajaudit.engine.adapters import LoadOptions, MappingAdapter
 from trajaudit.engine.loader import TRACE_SUFFIXES, LoadResult, expand_paths, load_bytes_parts, load_document
 from trajaudit.engine.trace_text import wide_encoding
-from trajaudit.errors import Problem, TraceFormatError
+from trajaudit.errors import ConfigError, Problem, TraceFormatError
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -105,7 +105,11 @@ def expand_inputs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, st
     as :func:`~trajaudit.engine.loader.expand_paths` expands them (Parquet files included), URLs
     through fsspec (a folder: every trace or Parquet file under it; a glob; else the file itself), in
     the same natural order. A plain path's name is the loader's (``str(path)``), a URL's is the URL.
-    A missing file is listed as given (reading it reports it)."""
+    A missing file is listed as given (reading it reports it).
+
+    Raises:
+        ConfigError: a URL of an unknown protocol, or one whose fsspec plugin (s3fs, gcsfs …) is missing.
+    """
     suffixes = TRACE_SUFFIXES + PARQUET_SUFFIXES
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -119,7 +123,10 @@ def expand_inputs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, st
             continue
         import fsspec.core
 
-        fs, root = fsspec.core.url_to_fs(str(raw))
+        try:
+            fs, root = fsspec.core.url_to_fs(str(raw))
+        except (ImportError, ValueError) as e:  # an unknown protocol, or its fsspec plugin is not installed
+            raise ConfigError(f"{raw}: cannot open this URL: {e}") from None
         if fs.isdir(root):
             found = sorted((p for p in fs.find(root) if p.lower().endswith(suffixes)), key=_natural)
         elif glob.has_magic(root) and not fs.exists(root):
