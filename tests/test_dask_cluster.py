@@ -71,7 +71,7 @@ def test_who_and_when_folder_and_tau_file_give_the_serial_output(client, ww_dir,
     got = on_cluster(client, [ww_dir, tau_file], progress=lambda done, total: seen.append((done, total)))
     assert got == want
     assert len(want[0]) == 126 + 29 and not want[1]
-    assert seen[-1] == (155, 155) and len(seen) == 127  # one progress call per task (126 files + the tau file)
+    assert seen[0] == (0, 155) and seen[-1] == (155, 155) and len(seen) == 128  # a call at start, one per task
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 

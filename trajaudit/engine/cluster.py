@@ -27,6 +27,7 @@ only, and :func:`require_dask` turns its absence into a clear :class:`ConfigErro
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import hashlib
 import logging
 import pickle
@@ -37,6 +38,7 @@ from typing import Any
 
 from trajaudit.engine.adapters import MappingAdapter
 from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.evidence import read_tool_list
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import LoadResult, load_document
 from trajaudit.engine.pipeline import (
@@ -231,6 +233,8 @@ def audit_on_cluster(client: Any, paths: Iterable[str], spec: AuditSpec, load: L
     from distributed import as_completed
 
     close_context(build_context(spec))  # a bad pack, tools file or LLM set-up fails here, once
+    if isinstance(spec.tools, str):  # the workers get the schemas, not a path they may not see
+        spec = dataclasses.replace(spec, tools=tuple(read_tool_list(spec.tools)))
     shards = plan(client, paths, load)
     out = BatchResult()
     if not shards:
@@ -239,6 +243,8 @@ def audit_on_cluster(client: Any, paths: Iterable[str], spec: AuditSpec, load: L
     keys = [f"trajaudit-shard-{token}-{i}" for i in range(len(shards))]
     index = {k: i for i, k in enumerate(keys)}
     futures = client.map(audit_shard, shards, key=keys, spec=spec, load=load, ship="full" if with_logs else "summary")
+    if progress:
+        progress(0, sum(s.expected for s in shards))
     waiting: dict[int, ShardOutcome] = {}
     load_problems: list[Problem] = []
     audit_problems: list[Problem] = []

@@ -213,15 +213,9 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
 def load_bytes_parts(data: bytes, file: str, format: str | None, mapping: MappingAdapter | None,
                      options: LoadOptions | None, *, record: int | None = None, chunk: int | None = None,
                      first_line: int = 0) -> Iterator[LoadResult]:
-    """:func:`_load_parts` of a file's bytes already read (``file`` names it in sources and messages):
-    the whole file, or — ``first_line > 0`` or a ``.jsonl``/``.ndjson`` name — a run of its JSONL
-    lines starting at line ``first_line`` (0-based), whose records keep their line numbers in the
-    whole file (how :mod:`trajaudit.engine.shards` reads a record range of a large JSONL file).
-    ``mapping`` is an adapter (:func:`~trajaudit.engine.forced_format.mapping_for`), not a path.
-
-    Raises:
-        TraceFormatError: as :func:`load_path`, when the part that meets it is asked for.
-    """
+    """:func:`_load_parts` of bytes already read (``file`` names them; ``mapping``: an adapter): a whole
+    file, or JSONL lines from line ``first_line`` (0-based) of a file, records keeping their line numbers
+    (a record range: :mod:`trajaudit.engine.shards`). Raises TraceFormatError as :func:`load_path`."""
     text, lossy = decode(data, file)
     del data
     flags = (FLAG_NON_UTF8,) if lossy else ()
@@ -259,8 +253,8 @@ def load_bytes_parts(data: bytes, file: str, format: str | None, mapping: Mappin
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...] = TRACE_SUFFIXES) -> Iterator[Path]:
-    """Expand files, folders (recursively: the files ending in ``suffixes``, by default ``*.json``,
-    ``*.jsonl``, ``*.ndjson``) and glob patterns.
+    """Expand files, folders (recursively: files ending in ``suffixes``, default ``*.json``, ``*.jsonl``,
+    ``*.ndjson``) and glob patterns.
 
     Yields paths in a stable (sorted, natural-number-aware) order. Non-existent paths are yielded
     as given so that the caller reports them.

@@ -104,7 +104,8 @@ def expand_inputs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, st
     """``(url, name)`` of every input file under ``paths``, in the serial loader's order: plain paths
     as :func:`~trajaudit.engine.loader.expand_paths` expands them (Parquet files included), URLs
     through fsspec (a folder: every trace or Parquet file under it; a glob; else the file itself), in
-    the same natural order. A plain path's name is the loader's (``str(path)``), a URL's is the URL.
+    the same natural order. A plain path's name is the loader's (``str(path)``) and its URL the absolute
+    path; a URL's name is the URL.
     A missing file is listed as given (reading it reports it).
 
     Raises:
@@ -117,9 +118,9 @@ def expand_inputs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, st
         if not is_url(raw):
             for p in expand_paths([raw], suffixes=suffixes):
                 key = str(p.resolve())
-                if key not in seen:
+                if key not in seen:  # opened by its absolute path (a worker's folder may differ), named as given
                     seen.add(key)
-                    out.append((str(p), str(p)))
+                    out.append((os.path.abspath(p), str(p)))
             continue
         import fsspec.core
 
