@@ -71,7 +71,8 @@ def test_who_and_when_folder_and_tau_file_give_the_serial_output(client, ww_dir,
     got = on_cluster(client, [ww_dir, tau_file], progress=lambda done, total: seen.append((done, total)))
     assert got == want
     assert len(want[0]) == 126 + 29 and not want[1]
-    assert seen[0] == (0, 155) and seen[-1] == (155, 155) and len(seen) == 128  # a call at start, one per task
+    assert seen[0] == (0, 127) and seen[-1] == (155, 155)  # the estimate (a file = a run) first, exact at the end
+    assert len(seen) == 1 + 2  # one call per task: 64 one-run files, then the 62 others and the tau file
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
@@ -138,6 +139,7 @@ def test_parquet_in_and_out_round_trip(client, tau_file, tmp_path):
     want, _ = serial([tmp_path / "tau.jsonl"])
     url = (tmp_path / "tau.parquet").as_uri()  # file:// through fsspec
     got, problems = on_cluster(client, [url], load=LoadSpec(shard_runs=10))
+    assert [s.stop for s in plan_file(url, url, shard_runs=10)] == [10, 20, 29]  # across row groups of 7
     assert not problems
     strip = [{k: v for k, v in json.loads(x).items() if k != "file"} for x in want]
     assert [{k: v for k, v in json.loads(x).items() if k != "file"} for x in got] == strip
@@ -306,17 +308,13 @@ def test_cli_on_a_dask_scheduler_and_worker_started_as_processes(tmp_path):
         assert here.exit_code == 0, here.output
         with Client(address, timeout=60) as c:
             c.wait_for_workers(1, timeout=60)
-        cmd = [sys.executable, "-m", "trajaudit", "audit", str(EXAMPLES), "-q", "--scheduler", address]
-        there = subprocess.run([*cmd, "-o", str(tmp_path / "cluster.jsonl"), "--report", str(tmp_path / "c.md")],
-                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        cmd = [sys.executable, "-m", "trajaudit", "audit", str(EXAMPLES), "-q", "--scheduler", address,
+               "-o", (tmp_path / "d.parquet").as_uri(), "--report", str(tmp_path / "c.md")]
+        there = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert there.returncode == 0, there.stderr
-        assert (tmp_path / "cluster.jsonl").read_bytes() == (tmp_path / "serial.jsonl").read_bytes()
-        assert (tmp_path / "c.md").read_bytes() == (tmp_path / "s.md").read_bytes()
-        out = subprocess.run([*cmd, "-o", (tmp_path / "d.parquet").as_uri()], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
         lines = (tmp_path / "serial.jsonl").read_text().splitlines()
-        assert len(lines) == 6 and read_diagnoses_parquet(tmp_path / "d.parquet") == lines
+        assert len(lines) == 6 and read_diagnoses_parquet(tmp_path / "d.parquet") == lines  # the same bytes
+        assert (tmp_path / "c.md").read_bytes() == (tmp_path / "s.md").read_bytes()
     finally:
         for p in reversed(procs):
             p.terminate()

@@ -20,7 +20,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from trajaudit.api_args import check_llm, check_packs, check_tools
-from trajaudit.engine.cluster import LoadSpec, document_records, plan, require_dask, shard_records
+from trajaudit.engine.cluster import (
+    LoadSpec,
+    document_records,
+    group_shards,
+    plan,
+    require_dask,
+    shard_records,
+)
 from trajaudit.engine.forced_format import mapping_for
 from trajaudit.engine.pipeline import AuditSpec
 from trajaudit.engine.shards import DEFAULT_SHARD_RUNS, ParquetMapping
@@ -160,14 +167,14 @@ def audit_bag(bag_or_paths: Any, client: Any = None, *, format: str | None = Non
             The collection is computed wherever you compute it (the default client, usually).
         format, mapping: force an input format, or a mapping YAML (path or adapter) for a custom one.
         parquet: how Parquet rows become runs (:class:`ParquetMapping`).
-        shard_runs: runs per task for large JSONL/Parquet files.
+        shard_runs: runs per task (a range of a large JSONL/Parquet file, or consecutive small files).
         frame: return a dask DataFrame of :data:`DIAGNOSIS_COLUMNS` instead of a bag.
         audit_options: ``strategy``, ``rules``, ``tools``, ``taxonomy``, ``seed``, ``llm``, ``repair``,
             ``default_packs`` — as for :func:`trajaudit.audit` (see :func:`audit_spec`).
 
     Returns:
         A ``dask.bag.Bag`` of dicts, one per run, in input order within each partition (one partition
-        per shard): an audited run's ``Diagnosis.to_dict()`` plus ``"error": None``; a run that could
+        per task: consecutive small files, or a range of a large one): an audited run's ``Diagnosis.to_dict()`` plus ``"error": None``; a run that could
         not be read or audited: ``{"trajectory_id": None, "file", "record", "error": message}`` (after
         the shard's diagnoses). With ``frame=True``, a dask DataFrame of those rows.
 
@@ -193,9 +200,9 @@ def audit_bag(bag_or_paths: Any, client: Any = None, *, format: str | None = Non
         bag = bag_or_paths.map_partitions(document_records, spec, load)
     else:
         paths: Sequence[Any] = [bag_or_paths] if isinstance(bag_or_paths, (str, os.PathLike)) else list(bag_or_paths)
-        shards = plan(client, [str(p) for p in paths], load)
+        groups = group_shards(plan(client, [str(p) for p in paths], load), shard_runs)
         task = dask.delayed(shard_records, pure=True)
-        bag = db.from_delayed([task(s, spec, load) for s in shards]) if shards else db.from_sequence([])
+        bag = db.from_delayed([task(g, spec, load) for g in groups]) if groups else db.from_sequence([])
     if not frame:
         return bag
     import pandas as pd

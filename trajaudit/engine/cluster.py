@@ -6,7 +6,8 @@ How it maps onto Dask (docs/dask.md):
 
 - **planning**: one task per input file finds its shards (line starts of a large JSONL file, row
   ranges of a Parquet file), so files are read where they are audited;
-- **auditing**: one task per shard; each worker process builds the :class:`AuditContext` once per
+- **auditing**: one task per group of shards (:func:`group_shards`: consecutive small files up to
+  ``shard_runs`` runs, or one range of a large file); each worker process builds the :class:`AuditContext` once per
   :class:`AuditSpec` (:func:`worker_context`) and audits one shard at a time (a lock: the context is
   not shared between threads); per-run errors come back as :class:`~trajaudit.errors.Problem` records,
   exactly as the serial path makes them;
@@ -48,12 +49,14 @@ from trajaudit.engine.pipeline import (
     audit_with,
     build_context,
     close_context,
+    freeze_long_lived,
 )
 from trajaudit.engine.pipeline import (
     _problem as problem_for,  # the serial path's own wording of a run's error
 )
 from trajaudit.engine.shards import (
     DEFAULT_SHARD_RUNS,
+    SPLITTABLE,
     ParquetMapping,
     Shard,
     expand_inputs,
@@ -158,8 +161,9 @@ def cluster_limiter(config: Any) -> Any:
     return Semaphore(max_leases=config.concurrency, name=name)
 
 
-def audit_shard(shard: Shard, spec: AuditSpec, load: LoadSpec, ship: str = "summary") -> ShardOutcome:
-    """Read and audit one shard (a Dask task). Runs are audited as :func:`audit_with` audits them.
+def audit_shard(shards: Sequence[Shard], spec: AuditSpec, load: LoadSpec, ship: str = "summary") -> ShardOutcome:
+    """Read and audit a group of shards, in order (one Dask task: consecutive small files, or one range
+    of a large file; :func:`group_shards`). Runs are audited as :func:`audit_with` audits them.
 
     Args:
         ship: what each audited run sends back: ``"diagnosis"`` (the diagnosis dict), ``"summary"``
@@ -169,23 +173,48 @@ def audit_shard(shard: Shard, spec: AuditSpec, load: LoadSpec, ship: str = "summ
     Raises:
         ConfigError, LLMUnreachableError: every run would fail (no LLM configured, no connection).
     """
-    got = read_shard(shard, format=load.format, mapping=load.mapping, parquet=load.parquet)
-    runs = got.trajectories
     ctx, lock = worker_context(spec)
-    items: list[tuple[Any, Problem | None]] = []
+    out = ShardOutcome([], [])
+    runs: list[Trajectory] = []
 
     def finished(i: int, result: AuditResult | None, error: str | None) -> None:
         if result is None:
-            items.append((None, problem_for(runs[i], error or "not audited")))
+            out.items.append((None, problem_for(runs[i], error or "not audited")))
         elif ship == "diagnosis":
-            items.append((result.diagnosis.to_dict(), None))
+            out.items.append((result.diagnosis.to_dict(), None))
         else:
             rows = result.log.to_rows() if ship == "full" and result.log is not None else None
-            items.append(((result.trajectory.to_dict(), result.diagnosis.to_dict(), rows, result.claims), None))
+            out.items.append(((result.trajectory.to_dict(), result.diagnosis.to_dict(), rows, result.claims), None))
 
-    with lock:
-        audit_with(ctx, runs, range(len(runs)), spec.strategy, finished)
-    return ShardOutcome(got.problems, items)
+    for shard in shards:
+        got = read_shard(shard, format=load.format, mapping=load.mapping, parquet=load.parquet)
+        out.problems.extend(got.problems)
+        runs = got.trajectories
+        with lock:
+            audit_with(ctx, runs, range(len(runs)), spec.strategy, finished)
+    if id(ctx) not in _FROZEN:  # once per context: the compiled packs and caches its first task built
+        _FROZEN.add(id(ctx))    # leave the collector's view, as in the serial path (freeze_long_lived)
+        freeze_long_lived()
+    return out
+
+
+_FROZEN: set[int] = set()
+
+
+def group_shards(shards: Sequence[Shard], runs: int) -> list[list[Shard]]:
+    """Tasks of about ``runs`` runs: consecutive whole-file shards are put together while their
+    expected runs stay within ``runs`` (a folder of one-run files is not a task per file); a range
+    of a large file is a task of its own."""
+    groups: list[list[Shard]] = []
+    size = 0
+    for s in shards:
+        if s.whole and groups and all(g.whole for g in groups[-1]) and size + s.expected <= runs:
+            groups[-1].append(s)
+            size += s.expected
+        else:
+            groups.append([s])
+            size = s.expected
+    return groups
 
 
 def result_of(payload: tuple[Any, ...]) -> AuditResult:
@@ -199,14 +228,20 @@ def result_of(payload: tuple[Any, ...]) -> AuditResult:
 
 
 def plan(client: Any, paths: Iterable[str], load: LoadSpec) -> list[Shard]:
-    """The shards of every file under ``paths``, in input order (one planning task per file, run on
-    the cluster when ``client`` is given, else here)."""
+    """The shards of every file under ``paths``, in input order: JSONL and Parquet files are read to
+    plan them (one task per file on the cluster when ``client`` is given, else here); any other file
+    is one shard, planned without reading it."""
     files = expand_inputs(paths)
     kw = {"shard_runs": load.shard_runs, "split": load.format is None, "parquet": load.parquet}
-    if client is None:
-        plans = [plan_file(u, n, **kw) for u, n in files]
+    read = [k for k, (_, n) in enumerate(files) if n.lower().endswith(SPLITTABLE)]  # others: one shard, no I/O
+    if client is None or not read:
+        planned = [plan_file(*files[k], **kw) for k in read]
     else:
-        plans = client.gather(client.map(plan_file, [u for u, _ in files], [n for _, n in files], pure=False, **kw))
+        planned = client.gather(client.map(plan_file, [files[k][0] for k in read], [files[k][1] for k in read],
+                                           pure=False, **kw))
+    plans = [[] if n.lower().endswith(SPLITTABLE) else plan_file(u, n, **kw) for u, n in files]
+    for k, p in zip(read, planned, strict=True):
+        plans[k] = p
     return [s for p in plans for s in p]
 
 
@@ -239,16 +274,17 @@ def audit_on_cluster(client: Any, paths: Iterable[str], spec: AuditSpec, load: L
     out = BatchResult()
     if not shards:
         return out
+    groups = group_shards(shards, load.shard_runs)
     token = hashlib.sha256(pickle.dumps((spec, load, shards))).hexdigest()[:12]
-    keys = [f"trajaudit-shard-{token}-{i}" for i in range(len(shards))]
+    keys = [f"trajaudit-shard-{token}-{i}" for i in range(len(groups))]
     index = {k: i for i, k in enumerate(keys)}
-    futures = client.map(audit_shard, shards, key=keys, spec=spec, load=load, ship="full" if with_logs else "summary")
+    futures = client.map(audit_shard, groups, key=keys, spec=spec, load=load, ship="full" if with_logs else "summary")
+    expected = [sum(s.expected for s in g) for g in groups]
     if progress:
-        progress(0, sum(s.expected for s in shards))
+        progress(0, sum(expected))
     waiting: dict[int, ShardOutcome] = {}
     load_problems: list[Problem] = []
     audit_problems: list[Problem] = []
-    expected = [s.expected for s in shards]
     done = emitted = next_shard = 0
     try:
         for fut, res in as_completed(futures, with_results=True, raise_errors=False):
@@ -257,7 +293,7 @@ def audit_on_cluster(client: Any, paths: Iterable[str], spec: AuditSpec, load: L
                 exc = res[1] if isinstance(res, tuple) else res
                 if isinstance(exc, (ConfigError, LLMUnreachableError)):
                     raise exc
-                res = _lost(shards[i], exc)
+                res = _lost(groups[i], exc)
             waiting[i] = res
             expected[i] = len(res.items)
             done += len(res.items)
@@ -283,19 +319,18 @@ def audit_on_cluster(client: Any, paths: Iterable[str], spec: AuditSpec, load: L
     return out
 
 
-def _lost(shard: Shard, e: BaseException) -> ShardOutcome:
-    """The outcome of a shard whose task failed on the cluster (its worker died on every try, or an
-    error outside the per-run handling): one problem naming the file and where the shard starts."""
-    record = None if shard.whole else shard.first
-    msg = f"{shard.where()}: not audited: the task failed on the cluster ({type(e).__name__}: {e})"
-    return ShardOutcome([Problem(shard.name, record, msg)], [])
+def _lost(group: Sequence[Shard], e: BaseException) -> ShardOutcome:
+    """The outcome of a task that failed on the cluster (its worker died on every try, or an error
+    outside the per-run handling): a problem per shard, naming the file and where the shard starts."""
+    why = f"not audited: the task failed on the cluster ({type(e).__name__}: {e})"
+    return ShardOutcome([Problem(s.name, None if s.whole else s.first, f"{s.where()}: {why}") for s in group], [])
 
 
-def shard_records(shard: Shard, spec: AuditSpec, load: LoadSpec) -> list[dict[str, Any]]:
-    """A shard's audit as flat records (for :func:`trajaudit.distributed.audit_bag`): each audited
-    run's ``Diagnosis.to_dict()`` with ``"error": None``, in input order, then one record per run
-    that could not be read or audited: ``{"file", "record", "trajectory_id", "error"}``."""
-    got = audit_shard(shard, spec, load, ship="diagnosis")
+def shard_records(shards: Sequence[Shard], spec: AuditSpec, load: LoadSpec) -> list[dict[str, Any]]:
+    """A task's audit (:func:`audit_shard`) as flat records (for :func:`trajaudit.distributed.audit_bag`):
+    each audited run's ``Diagnosis.to_dict()`` with ``"error": None``, in input order, then one record
+    per run that could not be read or audited: ``{"file", "record", "trajectory_id", "error"}``."""
+    got = audit_shard(shards, spec, load, ship="diagnosis")
     return _records(got)
 
 
@@ -332,4 +367,4 @@ def document_records(docs: Sequence[Any], spec: AuditSpec, load: LoadSpec) -> li
 
 
 __all__ = ["EXTRA_HINT", "LoadSpec", "ShardOutcome", "audit_on_cluster", "audit_shard", "cluster_limiter",
-           "document_records", "plan", "require_dask", "result_of", "shard_records", "worker_context"]
+           "document_records", "group_shards", "plan", "require_dask", "result_of", "shard_records", "worker_context"]

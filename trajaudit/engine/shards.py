@@ -39,6 +39,8 @@ from trajaudit.engine.trace_text import wide_encoding
 from trajaudit.errors import ConfigError, Problem, TraceFormatError
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Files that :func:`plan_file` reads to plan (others are one shard, planned without reading them).
+SPLITTABLE = (".jsonl", ".ndjson", *PARQUET_SUFFIXES)
 
 #: Runs (JSONL lines, Parquet rows or runs) per shard by default.
 DEFAULT_SHARD_RUNS = 64
@@ -361,5 +363,5 @@ def _message_docs(rows: list[dict[str, Any]], pm: ParquetMapping, first: int
         yield first + k, (None if err else {"id": str(rid), "messages": messages}), err
 
 
-__all__ = ["DEFAULT_SHARD_RUNS", "PARQUET_SUFFIXES", "ParquetMapping", "Shard", "expand_inputs", "is_url",
+__all__ = ["DEFAULT_SHARD_RUNS", "PARQUET_SUFFIXES", "SPLITTABLE", "ParquetMapping", "Shard", "expand_inputs", "is_url",
            "plan_file", "read_shard"]
