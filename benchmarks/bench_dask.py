@@ -9,9 +9,10 @@ ways to audit it, side by side in one process, each timed from its first run to 
 - ``dask 1`` / ``dask 2``: ``audit_on_cluster`` on a LocalCluster of 1 / 2 worker processes of one
   thread each (``audit --scheduler local:1/2``); the cluster's start-up is timed apart.
 
-Printed: runs/s of each, the 2-worker/1-worker ratio of Dask (and of --jobs against serial, for
+Printed: runs/s of each, the CPU time of all the processes involved (client, scheduler, workers:
+``getrusage`` and psutil), the 2-worker/1-worker ratio of Dask (and of --jobs against serial, for
 comparison), and the overhead per run of Dask against the local path with the same number of
-processes: ``(t_dask N - t_local N) / runs`` in ms. Every mode's diagnoses are checked identical to
+processes, in wall time ``(t_dask N - t_local N) / runs`` and in CPU time. Every mode's diagnoses are checked identical to
 the serial ones. The host is shared (2 cores, other jobs running): wall-clock figures are noisy, the
 ratios measured side by side are what to read.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -54,16 +56,25 @@ def _collect() -> tuple[dict[int, str], object]:
     return lines, lambda i, r: lines.__setitem__(i, r.diagnosis.to_json())
 
 
-def run_local(batch: Path, jobs: int) -> tuple[float, list[str]]:
+def _cpu(children: list | None = None) -> float:
+    """CPU seconds (user + system) of this process, its reaped children, and the live ``children``."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    live = sum(sum(p.cpu_times()[:2]) for p in children or [])
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime + live
+
+
+def run_local(batch: Path, jobs: int) -> tuple[float, float, list[str]]:
     lines, add = _collect()
-    t0 = time.perf_counter()
+    c0, t0 = _cpu(), time.perf_counter()
     res = audit_paths([str(batch)], AuditSpec(), jobs=jobs, on_result=add)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, _cpu() - c0
     assert not res.problems, res.problems[:3]
-    return dt, [lines[i] for i in sorted(lines)]
+    return dt, cpu, [lines[i] for i in sorted(lines)]
 
 
-def run_dask(batch: Path, workers: int) -> tuple[float, float, list[str]]:
+def run_dask(batch: Path, workers: int) -> tuple[float, float, float, list[str]]:
+    import psutil
     from distributed import Client, LocalCluster
 
     t0 = time.perf_counter()
@@ -72,15 +83,16 @@ def run_dask(batch: Path, workers: int) -> tuple[float, float, list[str]]:
     client = Client(cluster)
     startup = time.perf_counter() - t0
     try:
+        procs = psutil.Process().children(recursive=True)  # the nannies and worker processes
         lines, add = _collect()
-        t0 = time.perf_counter()
+        c0, t0 = _cpu(procs), time.perf_counter()
         res = audit_on_cluster(client, [str(batch)], AuditSpec(), LoadSpec(), on_result=add)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, _cpu(procs) - c0
         assert not res.problems, res.problems[:3]
     finally:
         client.close()
         cluster.close()
-    return dt, startup, [lines[i] for i in sorted(lines)]
+    return dt, cpu, startup, [lines[i] for i in sorted(lines)]
 
 
 def main() -> None:
@@ -93,24 +105,28 @@ def main() -> None:
     logging.getLogger("distributed").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
         batch = make_batch(Path(tmp), args.repeat)
-        t_serial, want = run_local(batch, 1)
-        t_jobs2, got = run_local(batch, 2)
+        t_serial, c_serial, want = run_local(batch, 1)
+        t_jobs2, c_jobs2, got = run_local(batch, 2)
         assert got == want, "--jobs 2 differs from serial"
-        t_dask1, up1, got = run_dask(batch, 1)
+        t_dask1, c_dask1, up1, got = run_dask(batch, 1)
         assert got == want, "dask 1 worker differs from serial"
-        t_dask2, up2, got = run_dask(batch, 2)
+        t_dask2, c_dask2, up2, got = run_dask(batch, 2)
         assert got == want, "dask 2 workers differ from serial"
     n = len(want)
-    rows = [("serial", t_serial), ("jobs 2", t_jobs2), ("dask 1 worker", t_dask1), ("dask 2 workers", t_dask2)]
+    rows = [("serial", t_serial, c_serial), ("jobs 2", t_jobs2, c_jobs2), ("dask 1 worker", t_dask1, c_dask1),
+            ("dask 2 workers", t_dask2, c_dask2)]
     out = [f"bench_dask: {n} runs (Who&When folder + tau file, x{args.repeat}), {os.cpu_count()} cores; "
-           "the host is SHARED with other jobs: wall-clock figures are noisy, read the side-by-side ratios",
-           "", f"{'mode':<16}{'seconds':>9}{'runs/s':>9}"]
-    out += [f"{name:<16}{t:>9.2f}{n / t:>9.1f}" for name, t in rows]
+           "the host is SHARED with other jobs: wall-clock figures are noisy, read the side-by-side ratios "
+           "and the CPU time (all processes: client, scheduler, workers)",
+           "", f"{'mode':<16}{'seconds':>9}{'runs/s':>9}{'CPU s':>9}{'CPU ms/run':>12}"]
+    out += [f"{name:<16}{t:>9.2f}{n / t:>9.1f}{c:>9.1f}{1000 * c / n:>12.2f}" for name, t, c in rows]
     out += ["",
             f"dask 2 workers / 1 worker throughput: {t_dask1 / t_dask2:.2f}x   "
             f"(--jobs 2 / serial: {t_serial / t_jobs2:.2f}x)",
-            f"dask overhead per run: 1 process {1000 * (t_dask1 - t_serial) / n:+.2f} ms vs serial; "
+            f"dask overhead per run, wall: 1 process {1000 * (t_dask1 - t_serial) / n:+.2f} ms vs serial; "
             f"2 processes {1000 * (t_dask2 - t_jobs2) / n:+.2f} ms vs --jobs 2",
+            f"dask overhead per run, CPU:  1 process {1000 * (c_dask1 - c_serial) / n:+.2f} ms vs serial; "
+            f"2 processes {1000 * (c_dask2 - c_jobs2) / n:+.2f} ms vs --jobs 2",
             f"LocalCluster start-up (not in the times above): {up1:.1f} s (1 worker), {up2:.1f} s (2 workers)",
             "diagnoses: identical in all four modes"]
     text = "\n".join(out)

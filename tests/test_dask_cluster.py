@@ -301,7 +301,7 @@ def test_cli_on_a_dask_scheduler_and_worker_started_as_processes(tmp_path):
                                "--no-dashboard"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
         procs.append(subprocess.Popen([sys.executable, "-m", "dask", "worker", address, "--nworkers", "1",
-                                       "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
+                                       "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"],
                                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         here = CliRunner().invoke(main, ["audit", str(EXAMPLES), "-q", "-o", str(tmp_path / "serial.jsonl"),
                                          "--report", str(tmp_path / "s.md")])
