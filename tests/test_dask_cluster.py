@@ -176,6 +176,29 @@ def test_parquet_rows_of_messages_with_a_run_id_column(client, tau_file, tmp_pat
             == [{k: v for k, v in json.loads(x).items() if k not in drop} for x in want])
 
 
+def test_memory_urls_in_and_out_through_fsspec_with_the_local_scheduler(tau_file, tmp_path):
+    import dask
+    import fsspec
+
+    f = _jsonl_with_defects(tau_file, tmp_path / "tau.jsonl")
+    want, problems = serial([f])
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/trajaudit-test/in/tau.jsonl", f.read_bytes())
+    try:
+        with dask.config.set(scheduler="sync"):  # memory:// lives in this process: no workers
+            records = audit_bag("memory://trajaudit-test/in/", shard_runs=8).compute()
+        diagnoses = [r for r in records if r["error"] is None]
+        assert [r["record"] for r in diagnoses] == [json.loads(x)["record"] for x in want]
+        assert {r["file"] for r in records} == {"memory://trajaudit-test/in/tau.jsonl"}
+        assert sorted(r["record"] for r in records if r["error"]) == [10, 17]
+        out = "memory://trajaudit-test/out/d.parquet"
+        write_diagnoses_parquet(out, [json.dumps({k: v for k, v in r.items() if k != "error"}) for r in diagnoses])
+        assert [json.loads(x)["critical_step"] for x in read_diagnoses_parquet(out)] == [
+            json.loads(x)["critical_step"] for x in want]
+    finally:
+        fs.rm("/trajaudit-test", recursive=True)
+
+
 def test_audit_bag_gives_diagnosis_records_and_a_dataframe(client, tmp_path):
     import dask.bag as db
 

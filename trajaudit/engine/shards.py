@@ -130,14 +130,14 @@ def expand_inputs(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, st
             fs, root = fsspec.core.url_to_fs(str(raw))
         except (ImportError, ValueError) as e:  # an unknown protocol, or its fsspec plugin is not installed
             raise ConfigError(f"{raw}: cannot open this URL: {e}") from None
-        if fs.isdir(root):
+        if fs.isdir(root):  # the files under it, named with the folder's URL as given
             found = sorted((p for p in fs.find(root) if p.lower().endswith(suffixes)), key=_natural)
+            urls = [str(raw).rstrip("/") + "/" + p[len(root.rstrip("/")):].lstrip("/") for p in found]
         elif glob.has_magic(root) and not fs.exists(root):
-            found = sorted((p for p in fs.glob(root) if fs.isfile(p)), key=_natural)
+            urls = [fs.unstrip_protocol(p) for p in sorted((p for p in fs.glob(root) if fs.isfile(p)), key=_natural)]
         else:
-            found = [root]
-        for p in found:
-            url = fs.unstrip_protocol(p) if p != root or fs.isdir(root) else str(raw)
+            urls = [str(raw)]
+        for url in urls:
             if url not in seen:
                 seen.add(url)
                 out.append((url, url))
