@@ -102,6 +102,26 @@ def test_a_large_jsonl_file_is_split_into_record_ranges_with_the_serial_records_
     assert records == [r for r in range(32) if r not in (3, 10, 17)]
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("final", [True, False])
+def test_record_ranges_read_exactly_what_the_loader_reads(tmp_path, newline, final):
+    from trajaudit.engine.loader import load_path
+    from trajaudit.engine.shards import read_shard
+
+    runs = json.loads((EXAMPLES / "tau_retail_sample.json").read_text())
+    lines = [json.dumps(runs[k % 3]) for k in range(9)]
+    lines[2:2] = ["", "[1, 2"]
+    f = tmp_path / "runs.jsonl"
+    f.write_bytes((newline.join(lines) + (newline if final else "")).encode())
+    whole = load_path(f)
+    for n in (1, 2, 3, 4, 10, 11, 12):
+        shards = plan_file(str(f), str(f), shard_runs=n)
+        assert len(shards) == -(-11 // n) if n < 11 else len(shards) == 1
+        parts = [read_shard(s) for s in shards]
+        assert [t.to_dict() for p in parts for t in p.trajectories] == [t.to_dict() for t in whole.trajectories]
+        assert [p.message for part in parts for p in part.problems] == [p.message for p in whole.problems]
+
+
 def _kill_a_busy_worker(client):
     """SIGKILL the process of a worker that has tasks in flight (its tasks are lost mid-run); its pid."""
     pids = client.run(os.getpid)
