@@ -33,6 +33,7 @@ import hashlib
 import logging
 import pickle
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -275,7 +276,7 @@ def audit_on_cluster(client: Any, paths: Iterable[str], spec: AuditSpec, load: L
     if not shards:
         return out
     groups = group_shards(shards, load.shard_runs)
-    token = hashlib.sha256(pickle.dumps((spec, load, shards))).hexdigest()[:12]
+    token = uuid.uuid4().hex[:12]  # this batch's keys: a re-run of the same batch is new work
     keys = [f"trajaudit-shard-{token}-{i}" for i in range(len(groups))]
     index = {k: i for i, k in enumerate(keys)}
     futures = client.map(audit_shard, groups, key=keys, spec=spec, load=load, ship="full" if with_logs else "summary")
