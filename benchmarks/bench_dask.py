@@ -38,6 +38,7 @@ DATA = Path(os.environ.get("TRAJAUDIT_TEST_DATA") or ROOT.parent / "shared" / "d
 WW = DATA / "who_and_when" / "algorithm_generated"
 TAU = DATA / "tau_retail" / "trajectories.json"
 
+from trajaudit.distributed import connect  # noqa: E402
 from trajaudit.engine.cluster import LoadSpec, audit_on_cluster  # noqa: E402
 from trajaudit.engine.pipeline import AuditSpec, audit_paths  # noqa: E402
 
@@ -75,27 +76,21 @@ def run_local(batch: Path, jobs: int) -> tuple[float, float, list[str]]:
 
 def run_dask(batch: Path, workers: int) -> tuple[float, float, float, list[str]]:
     import psutil
-    from distributed import Client, LocalCluster
 
     t0 = time.perf_counter()
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           scheduler_kwargs={"dashboard": False}, silence_logs=logging.ERROR)
-    client = Client(cluster)
-    startup = time.perf_counter() - t0
-    try:
+    with connect(f"local:{workers}") as client:  # the cluster `audit --scheduler local:N` starts
+        startup = time.perf_counter() - t0
         procs = psutil.Process().children(recursive=True)  # the nannies and worker processes
         lines, add = _collect()
         c0, t0 = _cpu(procs), time.perf_counter()
         res = audit_on_cluster(client, [str(batch)], AuditSpec(), LoadSpec(), on_result=add)
         dt, cpu = time.perf_counter() - t0, _cpu(procs) - c0
         assert not res.problems, res.problems[:3]
-    finally:
-        client.close()
-        cluster.close()
     return dt, cpu, startup, [lines[i] for i in sorted(lines)]
 
 
 def main() -> None:
+    """Build the batch, audit it four ways, print (and with ``--out`` write) the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=20, help="copies of the dev sets (default 20)")
     ap.add_argument("--out", help="also write the table to this file")
