@@ -22,11 +22,12 @@ pytest.importorskip("distributed", reason="needs the Dask extra: pip install 'tr
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from distributed import Client, LocalCluster  # noqa: E402
+from distributed import Client  # noqa: E402
 
 from trajaudit.distributed import (  # noqa: E402
     DIAGNOSIS_COLUMNS,
     audit_bag,
+    connect,
     read_diagnoses_parquet,
     write_diagnoses_parquet,
 )
@@ -40,13 +41,10 @@ EXAMPLES = ROOT / "examples" / "data"
 
 @pytest.fixture(scope="module")
 def client():
-    """Two worker processes of one thread each (the machine's two cores), for the whole module."""
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           scheduler_kwargs={"dashboard": False})
-    c = Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    """The cluster of ``--scheduler local:2``: two worker processes of one thread each (the machine's
+    two cores), for the whole module, closed after it."""
+    with connect("local:2") as c:
+        yield c
 
 
 def serial(paths, spec=AuditSpec(), **kw):
@@ -65,15 +63,19 @@ def on_cluster(client, paths, spec=AuditSpec(), load=LoadSpec(), **kw):
     return [lines[i] for i in sorted(lines)], [p.message for p in batch.problems]
 
 
-def test_who_and_when_folder_and_tau_file_give_the_serial_output(client, ww_dir, tau_file):
-    want = serial([ww_dir, tau_file])
-    seen = []
-    got = on_cluster(client, [ww_dir, tau_file], progress=lambda done, total: seen.append((done, total)))
-    assert got == want
-    assert len(want[0]) == 126 + 29 and not want[1]
-    assert seen[0] == (0, 127) and seen[-1] == (155, 155)  # the estimate (a file = a run) first, exact at the end
-    assert len(seen) == 1 + 2  # one call per task: 64 one-run files, then the 62 others and the tau file
-    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+def test_who_and_when_folder_and_tau_file_give_the_serial_output(client, ww_dir, tau_file, tmp_path):
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+
+    args = ["audit", str(ww_dir), str(tau_file), "-q"]
+    here = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "s.jsonl"), "--report", str(tmp_path / "s.html")])
+    there = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "c.jsonl"), "--report", str(tmp_path / "c.html"),
+                                      "--scheduler", client.scheduler.address])
+    assert here.exit_code == there.exit_code == 0, there.output
+    assert (tmp_path / "c.jsonl").read_bytes() == (tmp_path / "s.jsonl").read_bytes()
+    assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 126 + 29
+    assert (tmp_path / "c.html").read_bytes() == (tmp_path / "s.html").read_bytes()
 
 
 def _jsonl_with_defects(tau_file, path):
@@ -94,8 +96,11 @@ def test_a_large_jsonl_file_is_split_into_record_ranges_with_the_serial_records_
     assert len(shards) == 7 and [s.first for s in shards] == [0, 5, 10, 15, 20, 25, 30]
     assert not any(s.whole for s in shards) and shards[-1].stop is None
     want = serial([f])
-    got = on_cluster(client, [f], load=LoadSpec(shard_runs=5))
+    seen = []
+    got = on_cluster(client, [f], load=LoadSpec(shard_runs=5), progress=lambda done, total: seen.append((done, total)))
     assert got == want
+    assert seen[0] == (0, 32) and seen[-1] == (30, 30) and len(seen) == 1 + 7  # the lines, then per task the runs
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert len(want[0]) == 29 and len(want[1]) == 2
     assert "line 11" in want[1][0] and "record 17" in want[1][1]
     records = [json.loads(line)["record"] for line in got[0]]

@@ -183,11 +183,13 @@ def _plan_jsonl(url: str, name: str, shard_runs: int, block: int = 1 << 24) -> l
     starts = [0]  # byte offsets of the shards' first lines
     line = 0
     offset = 0
+    last = b"\n"
     with _open(url) as f:
         while True:
             chunk = f.read(block)
             if not chunk:
                 break
+            last = chunk[-1:]
             if offset == 0 and wide_encoding(chunk):
                 return [Shard(url, name)]  # UTF-16/32: the loader refuses the whole file
             i = chunk.find(b"\n")
@@ -202,7 +204,7 @@ def _plan_jsonl(url: str, name: str, shard_runs: int, block: int = 1 << 24) -> l
     if len(starts) <= 1:
         return [Shard(url, name, kind="json", expected=max(1, line))]
     ends: list[int | None] = [*starts[1:], None]
-    lines_total = line + (1 if offset and starts[-1] < offset else 0)
+    lines_total = line + (last != b"\n")  # a last line without its newline counts too
     return [Shard(url, name, kind="jsonl", first=k * shard_runs, start=s, stop=e,
                   expected=min(shard_runs, lines_total - k * shard_runs), whole=False)
             for k, (s, e) in enumerate(zip(starts, ends, strict=True))]
