@@ -39,8 +39,9 @@ WW = DATA / "who_and_when" / "algorithm_generated"
 TAU = DATA / "tau_retail" / "trajectories.json"
 
 from trajaudit.distributed import connect  # noqa: E402
-from trajaudit.engine.cluster import LoadSpec, audit_on_cluster  # noqa: E402
-from trajaudit.engine.pipeline import AuditSpec, audit_paths  # noqa: E402
+from trajaudit.engine.run.batch import audit_paths  # noqa: E402
+from trajaudit.engine.run.cluster import LoadSpec, audit_on_cluster  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec  # noqa: E402
 
 
 def make_batch(folder: Path, repeat: int) -> Path:

@@ -31,9 +31,10 @@ from trajaudit.distributed import (  # noqa: E402
     read_diagnoses_parquet,
     write_diagnoses_parquet,
 )
-from trajaudit.engine.cluster import LoadSpec, audit_on_cluster  # noqa: E402
-from trajaudit.engine.pipeline import AuditSpec, audit_paths  # noqa: E402
-from trajaudit.engine.shards import ParquetMapping, plan_file  # noqa: E402
+from trajaudit.engine.run.batch import audit_paths  # noqa: E402
+from trajaudit.engine.run.cluster import LoadSpec, audit_on_cluster  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec  # noqa: E402
+from trajaudit.engine.trace.shards import ParquetMapping, plan_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "data"
@@ -110,8 +111,8 @@ def test_a_large_jsonl_file_is_split_into_record_ranges_with_the_serial_records_
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 @pytest.mark.parametrize("final", [True, False])
 def test_record_ranges_read_exactly_what_the_loader_reads(tmp_path, newline, final):
-    from trajaudit.engine.loader import load_path
-    from trajaudit.engine.shards import read_shard
+    from trajaudit.engine.trace.loader import load_path
+    from trajaudit.engine.trace.shards import read_shard
 
     runs = json.loads((EXAMPLES / "tau_retail_sample.json").read_text())
     lines = [json.dumps(runs[k % 3]) for k in range(9)]
@@ -287,8 +288,8 @@ def test_llm_answers_are_cached_across_workers_and_the_rate_limit_holds_cluster_
 
 
 def test_a_shard_whose_task_fails_is_reported_and_the_others_are_written(client, monkeypatch, tmp_path):
-    import trajaudit.engine.cluster as cluster
-    from trajaudit.engine.shards import Shard
+    import trajaudit.engine.run.cluster as cluster
+    from trajaudit.engine.trace.shards import Shard
 
     good = plan_file(str(EXAMPLES / "tau_retail_sample.json"), str(EXAMPLES / "tau_retail_sample.json"))
     bad = Shard("nosuchprotocol://x/runs.jsonl", "nosuchprotocol://x/runs.jsonl", kind="jsonl", first=64,
@@ -324,7 +325,7 @@ def test_without_the_extra_scheduler_is_a_clear_usage_error(monkeypatch, tmp_pat
 
 
 def test_importing_trajaudit_imports_no_dask():
-    code = ("import sys, trajaudit, trajaudit.cli, trajaudit.distributed, trajaudit.engine.cluster\n"
+    code = ("import sys, trajaudit, trajaudit.cli, trajaudit.distributed, trajaudit.engine.run.cluster\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed', 'pyarrow', 'fsspec'))\n"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -19,8 +19,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from trajaudit.api_args import check_llm, check_packs, check_tools
-from trajaudit.engine.cluster import (
+from trajaudit.api_args import check_tools
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.packs.pack import check_packs
+from trajaudit.engine.run.cluster import (
     LoadSpec,
     document_records,
     group_shards,
@@ -28,11 +30,12 @@ from trajaudit.engine.cluster import (
     require_dask,
     shard_records,
 )
-from trajaudit.engine.forced_format import mapping_for
-from trajaudit.engine.pipeline import AuditSpec
-from trajaudit.engine.shards import DEFAULT_SHARD_RUNS, ParquetMapping
-from trajaudit.engine.strategy import AuditConfig, default_strategies
+from trajaudit.engine.run.pipeline import AuditSpec
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.forced_format import mapping_for
+from trajaudit.engine.trace.shards import DEFAULT_SHARD_RUNS, ParquetMapping
 from trajaudit.errors import ConfigError, UnknownStrategyError
+from trajaudit.llm.config import check_llm
 
 #: The columns of a diagnoses table (``audit -o X.parquet``, ``audit_bag(..., frame=True)``), in order:
 #: ``(name, pyarrow type name, meaning)``. ``diagnosis`` is the whole diagnosis as the JSONL line.
@@ -165,7 +168,7 @@ def audit_bag(bag_or_paths: Any, client: Any = None, *, format: str | None = Non
     Args:
         bag_or_paths: trace files, folders, globs or fsspec URLs (a ``str``/``PathLike`` or a list of
             them: JSON, JSONL, Parquet — docs/parquet.md), or a ``dask.bag.Bag`` of parsed trace
-            documents (``dict``/``list``) or :class:`~trajaudit.engine.ir.Trajectory` objects.
+            documents (``dict``/``list``) or :class:`~trajaudit.engine.trace.ir.Trajectory` objects.
         client: a ``distributed.Client``; files are planned into shards on its workers (else here).
             The collection is computed wherever you compute it (the default client, usually).
         format, mapping: force an input format, or a mapping YAML (path or adapter) for a custom one.

@@ -12,10 +12,11 @@ import click
 
 from trajaudit.cli.common import write_text
 from trajaudit.distributed import connect, write_diagnoses_parquet
-from trajaudit.engine.cluster import LoadSpec, audit_on_cluster, require_dask
-from trajaudit.engine.forced_format import mapping_for
-from trajaudit.engine.pipeline import AuditResult, AuditSpec, BatchResult
-from trajaudit.engine.shards import DEFAULT_SHARD_RUNS, PARQUET_SUFFIXES, ParquetMapping, is_url
+from trajaudit.engine.run.batch import BatchResult
+from trajaudit.engine.run.cluster import LoadSpec, audit_on_cluster, require_dask
+from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
+from trajaudit.engine.trace.forced_format import mapping_for
+from trajaudit.engine.trace.shards import DEFAULT_SHARD_RUNS, PARQUET_SUFFIXES, ParquetMapping, is_url
 from trajaudit.errors import ConfigError
 
 
@@ -77,7 +78,7 @@ def run_on_cluster(cluster: ClusterOptions, paths: Sequence[str], spec: AuditSpe
                    mapping: str | None, progress: Callable[[int, int], None] | None,
                    on_result: Callable[[int, AuditResult], None], with_logs: bool) -> BatchResult:
     """Audit ``paths`` on the cluster at ``cluster.scheduler`` (:func:`trajaudit.distributed.connect`;
-    a ``local:N`` cluster is started and closed here); see :func:`~trajaudit.engine.cluster.audit_on_cluster`."""
+    a ``local:N`` cluster is started and closed here); see :func:`~trajaudit.engine.run.cluster.audit_on_cluster`."""
     load = LoadSpec(format=fmt, mapping=mapping_for(fmt, mapping), shard_runs=cluster.shard_runs,
                     parquet=ParquetMapping(trace_column=cluster.trace_column, run_column=cluster.run_column))
     with connect(cluster.scheduler or "local:1") as client:

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import jsonschema
 
-from trajaudit.errors import ConfigError, LLMError, LLMUnreachableError
+from trajaudit.errors import ConfigError, LLMError, LLMUnreachableError, TrajauditError
 from trajaudit.llm.answers import NotACompletion, clip_for_reask, completion_parts, parse_json_answer
 from trajaudit.llm.cache import ResponseCache, request_key
 from trajaudit.llm.config import LLMConfig
@@ -93,7 +93,7 @@ class LLMClient:
         """Also hold ``limiter`` during every request (after this client's own ``concurrency`` slot):
         a limit shared with other processes, e.g. a ``distributed.Semaphore`` that every worker of a
         cluster holds, so the endpoint sees at most its ``max_leases`` requests at once
-        (:mod:`trajaudit.engine.cluster`)."""
+        (:mod:`trajaudit.engine.run.cluster`)."""
         self._shared = limiter
 
     @property
@@ -187,8 +187,6 @@ class LLMClient:
                 of raising it (a bad item in a batch is reported, the batch goes on); an
                 :class:`~trajaudit.errors.LLMUnreachableError` is raised all the same.
         """
-        from trajaudit.errors import TrajauditError
-
         def run(item: T) -> R | Exception:
             try:
                 return fn(item)
