@@ -25,6 +25,7 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.judge_weights import load_weights
 from trajaudit.engine.loader import FLAG_NON_UTF8
 from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths
 from trajaudit.engine.strategy import AuditConfig, default_strategies
@@ -53,12 +54,15 @@ from trajaudit.errors import LLMUnreachableError
               help="Also write a repair directive per run (Diagnosis.repair): synthesized by the LLM when an "
                    "endpoint is configured, else a template built from the diagnosis (labelled as such).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
+@click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
+              help="The offline judge's weights (JSON from `trajaudit judge fit`); default: the shipped ones.")
 @format_options
 @llm_options
 @handle_errors
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
           output: str, report: str | None, jobs: int, seed: int, quiet: bool, fmt: str | None,
-          mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions) -> None:
+          mapping: str | None, no_default_packs: bool, repair: bool, judge_weights: str | None,
+          llm_opts: LLMOptions) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
@@ -76,6 +80,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
       trajaudit audit runs/ -o diagnoses.jsonl --report report.html
       trajaudit audit runs.json --rules my_pack.yaml --tools tools.json --jobs 4
       trajaudit audit runs.json --strategy all-at-once --base-url http://localhost:8000/v1 --model M
+      trajaudit audit runs/ --judge-weights weights.json   # weights from `trajaudit judge fit`
     """
     try:
         chosen = default_strategies().get(strategy)
@@ -89,8 +94,9 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     refuse_overwriting_input(report, given, "--report")
     check_output_folder(output)
     check_output_folder(report, "--report")
+    weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
-                     default_packs=not no_default_packs, llm=llm, repair=repair)
+                     default_packs=not no_default_packs, llm=llm, repair=repair, judge_weights=weights)
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -135,7 +141,7 @@ class _Kept:
         from trajaudit.report import HtmlReport, MarkdownReport
 
         self.lines: dict[int, str] = {}
-        self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}
+        self.rows: dict[int, tuple[str, str, str, str, float, str, str]] = {}
         self.flagged: list[Trajectory] = []
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
@@ -149,7 +155,7 @@ class _Kept:
         step = str(d.critical_step)
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
             step += f" (msg {d.metadata['source_message']})"
-        self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, prev)
+        self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
         if self.report is not None:
@@ -164,12 +170,12 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
         return
     rows = [kept.rows[i] for i in sorted(kept.rows)]
     table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left")
-    for col in ("run", "step", "agent", "category", "conf.", "preview"):
+    for col in ("run", "step", "agent", "category", "conf.", "basis", "preview"):
         table.add_column(col, overflow="fold" if col == "preview" else "ellipsis")
-    for rid, step, agent, category, confidence, prev in rows[:50]:
-        table.add_row(rid, step, agent, category, f"{confidence:.2f}", prev)
+    for rid, step, agent, category, confidence, basis, prev in rows[:50]:
+        table.add_row(rid, step, agent, category, f"{confidence:.2f}", basis, prev)
     if len(rows) > 50:
-        table.add_row("…", "", "", f"{len(rows) - 50} more", "", "")
+        table.add_row("…", "", "", f"{len(rows) - 50} more", "", "", "")
     out.print(table)
     cats = Counter(row[3] for row in rows)
     out.print("categories: " + ", ".join(f"{k} {v}" for k, v in cats.most_common()), highlight=False)

@@ -21,6 +21,7 @@ from trajaudit.cli.common import (
     report_problems,
     write_text,
 )
+from trajaudit.engine.judge_weights import load_weights
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.strategy import default_strategies
 from trajaudit.eval.evaluate import evaluate
@@ -45,6 +46,8 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
               help="With --strategy: a rule pack file or shipped pack name (repeatable), as for `trajaudit audit`.")
 @click.option("--no-default-packs", is_flag=True,
               help="With --strategy: do not apply the shipped generic and domain packs (as `trajaudit audit`).")
+@click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
+              help="With --strategy offline: the judge's weights (JSON from `trajaudit judge fit`).")
 @input_format_option("--trace-format", dest="trace_format")
 @click.option("--mapping", "mapping", type=click.Path(exists=True, dir_okay=False),
               help="YAML mapping of jmespath expressions for a custom trace format (as for `trajaudit audit`).")
@@ -59,7 +62,7 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategies: tuple[str, ...],
              taxonomy: str | None, tools: str | None, rules: tuple[str, ...], no_default_packs: bool,
-             trace_format: str | None, mapping: str | None, out_format: str, output: str | None, save_pred: str | None, misses: int,
+             judge_weights: str | None, trace_format: str | None, mapping: str | None, out_format: str, output: str | None, save_pred: str | None, misses: int,
              seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
     """Score diagnoses against gold labels with the metrics of AgentRx, SearchAuditor, Who&When and DRIFT.
 
@@ -83,6 +86,8 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     strategy = strategies[0] if strategies else None
     if bool(pred) == bool(strategy):
         fail("give exactly one of --pred FILE or --strategy NAME")
+    if judge_weights and strategy != "offline":
+        fail("--judge-weights needs --strategy offline (the weights are the offline judge's)")
     given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules]
     refuse_overwriting_input(output, given)
     refuse_overwriting_input(save_pred, given, "--save-pred")
@@ -102,7 +107,8 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
 
         strat = default_strategies().get(strategy)
         ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
-                                      default_packs=not no_default_packs))
+                                      default_packs=not no_default_packs,
+                                      judge_weights=load_weights(judge_weights) if judge_weights else None))
         if getattr(strat, "needs_llm", False):
             ctx.llm = client_from_options(llm_opts)
         try:

@@ -51,7 +51,7 @@ from trajaudit.engine.judge_features import (
     recovered,
 )
 from trajaudit.engine.judge_features import Candidate as FeatureCandidate
-from trajaudit.engine.judge_weights import JudgeWeights, shipped_weights
+from trajaudit.engine.judge_weights import WEIGHTS_KEY, JudgeWeights, shipped_weights
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence, severity_rank
 
@@ -64,8 +64,6 @@ SEVERITY_WEIGHT = {"info": 0.0, "warning": 1.0, "error": 2.0, "critical": 3.0}
 RECOVERED_VOTE = 0.25
 #: What decided a diagnosis (``Diagnosis.basis``).
 BASES = ("finding", "weak", "fallback")
-#: Context key of the :class:`JudgeWeights` an audit uses (set by ``--judge-weights``).
-WEIGHTS_KEY = "judge_weights"
 
 # Tie-break order for categories with equal vote weight (documented in docs/judge.md).
 CATEGORY_PRECEDENCE = (

@@ -39,6 +39,8 @@ WEIGHTS_FORMAT = "trajaudit-judge-weights"
 WEIGHTS_VERSION = 1
 #: The shipped weights (package data), fitted on the two annotated development sets.
 SHIPPED = "offline_judge.json"
+#: ``AuditContext.extra`` key of the weights an audit uses (``--judge-weights``).
+WEIGHTS_KEY = "judge_weights"
 
 
 class JudgeWeightsError(TrajauditError):

@@ -19,6 +19,7 @@ from typing import Any
 from trajaudit.api_args import check_paths
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory, renumbered
+from trajaudit.engine.judge_weights import WEIGHTS_KEY, JudgeWeights, load_weights
 from trajaudit.engine.loader import expand_paths, iter_load, load_checked, load_many, problem_details
 from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
@@ -67,6 +68,8 @@ class AuditSpec:
             the run calls (see :func:`trajaudit.engine.evidence.default_packs`).
         repair: fill ``Diagnosis.repair`` (an LLM directive when ``llm`` is set, else the template;
             :func:`trajaudit.engine.repair.attach_repair`).
+        judge_weights: the offline judge's weights: a weights file path, a loaded
+            :class:`~trajaudit.engine.judge_weights.JudgeWeights`, or ``None`` for the shipped ones.
     """
 
     strategy: str = "offline"
@@ -76,13 +79,15 @@ class AuditSpec:
     llm: Any = None
     default_packs: bool = True
     repair: bool = False
+    judge_weights: Any = None
 
 
 def build_context(spec: AuditSpec) -> AuditContext:
     """Compile rules, read tool schemas and create the LLM client described by ``spec``.
 
     Raises:
-        TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup.
+        TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup;
+            JudgeWeightsError (a TrajauditError) for an invalid ``judge_weights`` file (names it).
     """
     from trajaudit.engine.evidence import default_packs, included_files, load_rules, load_tools, tool_schemas
 
@@ -103,8 +108,11 @@ def build_context(spec: AuditSpec) -> AuditContext:
         named += included_files(spec.rules)
     always, domains = default_packs(named) if spec.default_packs else ([], [])
     rules = load_rules(tuple(always) + tuple(spec.rules), tools, defaults=always, domains=domains)
-    return AuditContext(config=spec.config, rules=rules,
-                        tools=tools, llm=llm, extra={"domain_packs": domains, "repair": spec.repair})
+    extra: dict[str, Any] = {"domain_packs": domains, "repair": spec.repair}
+    if spec.judge_weights is not None:
+        extra[WEIGHTS_KEY] = (spec.judge_weights if isinstance(spec.judge_weights, JudgeWeights)
+                              else load_weights(spec.judge_weights))
+    return AuditContext(config=spec.config, rules=rules, tools=tools, llm=llm, extra=extra)
 
 
 def close_context(context: AuditContext) -> None:

@@ -61,7 +61,7 @@ def _summary(rows: Sequence[RunRow], problems: Sequence[Problem]) -> str:
     body = "".join(
         f'<tr><td><a href="#{_anchor(i)}">{_e(r.id)}</a></td><td>{_e(r.critical_step)}</td>'
         f"<td>{_e(r.category)}</td><td>{_e(r.agent or '—')}</td>"
-        f"<td>{r.confidence:.2f}</td><td>{_e(r.file or '')}</td></tr>"
+        f"<td>{r.confidence:.2f}</td><td>{_e(r.basis or '—')}</td><td>{_e(r.file or '')}</td></tr>"
         for i, r in enumerate(rows)
     )
     cat_rows = "".join(f"<tr><td>{_e(k)}</td><td>{v}</td></tr>" for k, v in cats.most_common())
@@ -76,7 +76,7 @@ def _summary(rows: Sequence[RunRow], problems: Sequence[Problem]) -> str:
         f"<tr><th>category</th><th>runs</th></tr>{cat_rows}</table></div><div><h3>Agents</h3><table>"
         f"<tr><th>agent</th><th>runs</th></tr>{agent_rows}</table></div></div>"
         "<h3>Runs</h3><table><tr><th>run</th><th>critical step</th><th>category</th><th>agent</th>"
-        f"<th>confidence</th><th>file</th></tr>{body}</table>{prob}</section>"
+        f"<th>confidence</th><th>basis</th><th>file</th></tr>{body}</table>{prob}</section>"
     )
 
 
@@ -123,7 +123,7 @@ def _run_section(i: int | str, r: AuditResult, preview_chars: int) -> str:
         f"{_e(t.source.file or '')}{'' if t.source.record is None else ' #' + str(t.source.record)}</span></h2>"
         f'<dl class="diag"><dt>critical step</dt><dd class="critical-step">{crit}</dd>'
         f"<dt>category</dt><dd>{_e(d.category)} ({_e(d.taxonomy)})</dd><dt>agent</dt><dd>{_e(d.agent or '—')}</dd>"
-        f"<dt>confidence</dt><dd>{d.confidence:.2f}</dd><dt>strategy</dt><dd>{_e(d.strategy)}</dd>"
+        f"<dt>confidence</dt><dd>{d.confidence:.2f}</dd><dt>basis</dt><dd>{_e(d.basis or '—')}</dd><dt>strategy</dt><dd>{_e(d.strategy)}</dd>"
         f"<dt>rationale</dt><dd>{_link_addresses(d.rationale, i)}</dd>{repair}</dl>"
         f"<h3>Evidence</h3><ul class='evidence'>{ev or '<li>none</li>'}</ul>"
         f"<h3>Candidates</h3><ol class='evidence'>{cands or '<li>none</li>'}</ol>"
