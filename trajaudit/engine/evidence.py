@@ -282,6 +282,8 @@ def clear_caches(packs: bool = True) -> None:
 
 GENERIC_PACK = "generic"
 DOMAIN_KEY = "applies_to_tools"
+DISTINCTIVE_KEY = "distinctive_tools"
+POLICY_KEY = "applies_to_policy"
 
 
 @dataclass(frozen=True)
@@ -300,6 +302,8 @@ class DomainPack:
     tools: frozenset[str]
     path: str
     min_overlap: float = 0.5
+    distinctive: frozenset[str] = frozenset()
+    policy: str | None = None
 
     @property
     def rules(self) -> tuple[Any, ...]:
@@ -315,11 +319,36 @@ class DomainPack:
         """The rule ids this pack's rules supersede (:func:`superseded_ids`; computed once per process)."""
         return _superseded_in(self.path)
 
-    def applies(self, called: set[str]) -> bool:
-        """Whether a run calling the tools ``called`` belongs to this domain."""
+    def applies(self, called: set[str], policy_text: str = "") -> bool:
+        """Whether a run calling the tools ``called`` (and showing ``policy_text``: its system prompts
+        and task) belongs to this domain.
+
+        A pack that declares ``distinctive_tools`` (tools no other domain has) applies when the run
+        calls at least one of them and the domain's tools make up ``min_overlap`` of the run's tools
+        *not shared with other domains* (the pack's tools that are not distinctive: ``think``,
+        ``calculate``, ``get_user_details``, ``transfer_to_human_agents`` in tau-bench count neither
+        way, so they never select a pack). A pack that declares ``applies_to_policy`` (a regular
+        expression) also applies when ``policy_text`` matches it. A pack declaring neither keeps the
+        older test: ``min_overlap`` of the run's distinct tools are domain tools.
+        """
+        if self.policy and policy_text and _policy_re(self.policy).search(policy_text):
+            return True
         if not called:
             return False
+        if self.distinctive:
+            if not called & self.distinctive:
+                return False
+            shared = self.tools - self.distinctive
+            own = called - shared
+            return bool(own) and len(own & self.tools) / len(own) >= self.min_overlap
         return len(called & self.tools) / len(called) >= self.min_overlap
+
+
+@lru_cache(maxsize=64)
+def _policy_re(pattern: str) -> Any:
+    import re
+
+    return re.compile(pattern)
 
 
 def included_files(packs: tuple[Any, ...] | list[Any]) -> list[str]:
@@ -367,9 +396,12 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
         path = str(resolve_pack(n))
         pack = _loaded_shipped(path).pack
         tools = pack.metadata.get(DOMAIN_KEY)
-        if isinstance(tools, list) and tools:
-            domains.append(DomainPack(n, frozenset(map(str, tools)), path,
-                                      float(pack.metadata.get("min_tool_overlap", 0.5))))
+        policy = pack.metadata.get(POLICY_KEY)
+        if (isinstance(tools, list) and tools) or isinstance(policy, str):
+            distinctive = pack.metadata.get(DISTINCTIVE_KEY) or []
+            domains.append(DomainPack(n, frozenset(map(str, tools or [])), path,
+                                      float(pack.metadata.get("min_tool_overlap", 0.5)),
+                                      frozenset(map(str, distinctive)), policy if isinstance(policy, str) else None))
     return always, domains
 
 
@@ -377,7 +409,12 @@ def rules_for(trajectory: Trajectory, context: AuditContext) -> tuple[list[Any],
     """The compiled rules applied to ``trajectory``: the context's rules, then those of the domain
     packs its tools select (compiled on first use). Returns ``(rules, applied domain pack names)``."""
     called = {name for s in trajectory.steps for name in s.tool_names}
-    domains = [dp for dp in context.extra.get("domain_packs", ()) if dp.applies(called)]
+    packs = context.extra.get("domain_packs", ())
+    policy = ""
+    if any(dp.policy for dp in packs):
+        policy = "\n".join([trajectory.task, *(p for p in trajectory.system_prompts.values() if isinstance(p, str)),
+                            *(s.content for s in trajectory.steps if s.kind == "system")])
+    domains = [dp for dp in packs if dp.applies(called, policy)]
     if not domains:
         return list(context.rules), []
     drop = frozenset().union(*(dp.superseded for dp in domains))

@@ -52,6 +52,7 @@ from trajaudit.engine.judge_features import (
 )
 from trajaudit.engine.judge_features import Candidate as FeatureCandidate
 from trajaudit.engine.judge_weights import WEIGHTS_KEY, JudgeWeights, shipped_weights
+from trajaudit.engine.origin import is_outcome_finding, origin_of
 from trajaudit.engine.strategy import INCONCLUSIVE, AuditContext
 from trajaudit.engine.validation_log import Evidence, severity_rank
 
@@ -94,11 +95,18 @@ class JudgeSettings:
             ``intent_plan_misalignment``.
         weights: the :class:`JudgeWeights` to rank with; ``None``: the context's
             (``context.extra["judge_weights"]``), else the shipped ones.
+        redirect_to_origin: when the chosen step's findings are all outcome findings (a late
+            symptom: :func:`trajaudit.engine.origin.is_outcome_finding`), choose the origin its
+            dependencies lead back to (:func:`trajaudit.engine.origin.origin_of`) instead (AgentRx:
+            the first unrecoverable failure, not where it surfaced). The trace is reported in
+            ``metadata["origin"]`` and the origin added to the candidates either way. ``False``
+            keeps the symptom.
     """
 
     max_candidates: int = 10
     user_prior: bool = True
     weights: JudgeWeights | None = None
+    redirect_to_origin: bool = True
 
 
 @dataclass
@@ -151,15 +159,17 @@ class OfflineJudge:
         """The weights in use: the settings', else the context's (``--judge-weights``), else shipped."""
         return self.settings.weights or context.extra.get(WEIGHTS_KEY) or shipped_weights()
 
-    def table(self, t: Trajectory, context: AuditContext) -> tuple[FeatureTable, tuple[int, ...]]:
-        """The run's candidate table (gathering its evidence once) and the claim graph's error spans."""
+    def table(self, t: Trajectory, context: AuditContext) -> tuple[FeatureTable, tuple[int, ...], object]:
+        """The run's candidate table (gathering its evidence once), the claim graph's error spans and the
+        claim graph."""
         bundle = gather(t, context)
-        return features(t, bundle.log.records, getattr(bundle, "graph", None)), tuple(bundle.error_steps)
+        graph = getattr(bundle, "graph", None)
+        return features(t, bundle.log.records, graph), tuple(bundle.error_steps), graph
 
     def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
         """Rank the candidates and explain the winner (see the module docstring). Never raises on valid IR."""
         t = trajectory
-        table, spans = self.table(t, context)
+        table, spans, graph = self.table(t, context)
         weights = self.weights(context)
         taxonomy_ids = _context_taxonomy_ids(context)
         floor = severity_rank(context.config.min_violation_severity)
@@ -173,9 +183,13 @@ class OfflineJudge:
         conf = weights.confidence(ranked)
         basis = best.basis
         step = best.step
-        agent = _producer(t, step)
+        trace = None
+        if basis != "fallback" and all(is_outcome_finding(t, f.record) for f in best.findings if f.level >= 1):
+            trace = origin_of(t, step, graph)
+            if trace.step == step:
+                trace = None
         if basis == "fallback":
-            category, evidence, rationale, agent = self._fallback(t, best, len(table.candidates))
+            category, evidence, rationale, _ = self._fallback(t, best, len(table.candidates))
         else:
             category = _category(_votes(best.findings, floor), taxonomy_ids)
             shown = [f for f in best.findings if f.level >= 1]
@@ -185,10 +199,15 @@ class OfflineJudge:
             reasons = "; ".join(
                 f"{f.record.rule_id} ({f.record.severity}{', recovered later' if f.recovered else ''}) at "
                 f"steps.{f.record.step}: {f.record.message}" for f in shown[:5])
-            rationale = (f"ranked first of {len(table.candidates)} candidate steps on {how}: step {step} ({agent}). "
-                         f"{reasons}")
+            rationale = (f"ranked first of {len(table.candidates)} candidate steps on {how}: step {step} "
+                         f"({_producer(t, step)}). {reasons}")
+            if trace is not None and self.settings.redirect_to_origin:
+                step = trace.step
+                rationale = (f"origin of a late symptom at steps.{trace.symptom} "
+                             f"({' <- '.join(f'{x.relation} {x.step}' for x in trace.chain)}): step {step}. {rationale}")
         if taxonomy_ids is not None and category not in taxonomy_ids:
             category = INCONCLUSIVE
+        agent = responsible_agent(t, step, category)
         cand_out = tuple(
             Candidate(step=c.step, category=_category(_votes(c.findings, floor), taxonomy_ids) if c.has_finding
                       else INCONCLUSIVE, score=round(s, 3), agent=_producer(t, c.step),
@@ -196,12 +215,18 @@ class OfflineJudge:
                                         for f in c.findings if f.level >= 1][:4]) or f"{c.basis}: no finding",
                       evidence=tuple(e.address for f in c.findings if f.level >= 1 for e in f.record.evidence[:2])[:6])
             for c, s in ((table.candidates[i], s) for i, s in ranked[: self.settings.max_candidates]))
+        if trace is not None and all(c.step != trace.step for c in cand_out):
+            cand_out += (Candidate(step=trace.step, category=INCONCLUSIVE, score=0.0, agent=_producer(t, trace.step),
+                                   reason=f"origin of the late symptom at steps.{trace.symptom}: "
+                                          + "; ".join(x.note for x in trace.chain[1:])[:300],
+                                   evidence=tuple(f"steps.{x.step}" for x in trace.chain)),)
         errors = {c.step for c in table.candidates if c.has_error}
         return Diagnosis(
             critical_step=step, agent=agent, category=category, confidence=round(conf, 3), rationale=rationale,
             evidence=evidence, candidates=cand_out, basis=basis, error_steps=tuple(sorted(errors | set(spans))),
             metadata={"findings": sum(1 for c in table.candidates for f in c.findings if f.level >= floor),
-                      "weights": weights.source}, **base)
+                      "weights": weights.source, **({"origin": trace.to_dict()} if trace is not None else {})},
+            **base)
 
     def _fallback(self, t: Trajectory, c: FeatureCandidate, n: int) -> tuple[str, tuple[Evidence, ...], str, str]:
         """Category, evidence, rationale and agent of a step chosen with no finding (a prior position)."""
@@ -232,6 +257,30 @@ class OfflineJudge:
         best = table.candidates[ranked[0][0]]
         category, evidence, why, _ = self._fallback(t, best, len(table.candidates))
         return best.step, category, w.confidence(ranked), evidence, why
+
+
+def responsible_agent(t: Trajectory, step: int | None, category: str) -> str | None:
+    """The agent a diagnosis names, consistent with its category (issue 17: a guess must not read
+    like a finding that contradicts itself).
+
+    - a user-caused category (``underspecified_user_intent``) names ``user``, also when the step is
+      the agent's action that carried the request out (the first-action fallback in a dialogue);
+    - a user turn blamed for another category (``run-ends-on-open-request``: the run stopped on an
+      unanswered request, ``system_failure``) names the agent that should have answered it: the
+      producer of the latest decision step before it (``user`` when there is none);
+    - otherwise the step's producer (its agent name, else its kind).
+
+    ``None`` when ``step`` is ``None``.
+    """
+    if step is None:
+        return None
+    s = t.steps[step]
+    if category in USER_CAUSED:
+        return "user"
+    if s.kind == "user":
+        prev = next((d for d in reversed(t.steps[:step]) if d.is_decision), None)
+        return (prev.agent or prev.kind) if prev is not None else "user"
+    return s.agent or s.kind
 
 
 def _dialogue_request(t: Trajectory, act: Step) -> Step | None:

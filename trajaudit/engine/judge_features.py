@@ -31,8 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.ir import FENCE_RE, Step, Trajectory
+from trajaudit.engine.origin import origin_features
 from trajaudit.engine.validation_log import RULE_TYPES, Record, severity_rank
 
+#: Candidates with findings whose origin is traced (a constant: the judge stays linear in run length).
+MAX_TRACED = 16
 #: The rule that propagates an unsupported claim (a consequence, counted at its root step).
 PROPAGATION_RULE = "claims.propagates-unsupported"
 #: Targets that make a finding on a user turn the user's own fault.
@@ -67,6 +70,8 @@ FEATURES: tuple[str, ...] = (
     "own_output_error", "errors_following", "next_output_error", "dependents",
     # loops and repeats
     "repeats_earlier", "repeated_later", "loop_start",
+    # origin tracing (trajaudit.engine.origin): late symptoms and the decisions they lead back to
+    "late_symptom", "origin_of_late_symptom", "dependency_depth", "origin_dependents",
     # no evidence anywhere in the run: positions that stand in for it
     "no_error_in_run", "no_finding_in_run", "last_decision_no_error", "first_action_no_error",
     "first_decision_no_error",
@@ -396,6 +401,10 @@ def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
             later_count[k] += 1
     first_consequential = next((s.index for s in decisions if is_consequential_action(s)), None)
 
+    # origin tracing of the candidates with findings (the earliest MAX_TRACED)
+    traced = [(k, [f.record for f in per_step[k].values() if f.level >= 1]) for k in any_steps[:MAX_TRACED]]
+    origins = origin_features(t, traced, graph) if traced else {}
+
     no_err = first_err is None
     no_any = first_any is None
     errs_before = 0
@@ -465,6 +474,8 @@ def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
             float(out_error.get(k, False)), _log1p(errs_following), float(next_output.get(k, False)),
             _log1p(len(dependents.get(k, ()))),
             float(seen_before), float(repeated_later), float(repeated_later and not seen_before),
+            *(lambda o: (o.get("is_late_symptom", 0.0), o.get("is_origin_of_late_symptom", 0.0),
+                         _log1p(o.get("dependency_depth", 0.0)), _log1p(o.get("dependents", 0.0))))(origins.get(k, {})),
             float(no_err), float(no_any), float(is_last and no_err), float(is_first_act and no_err),
             float(is_first and no_err),
         ]

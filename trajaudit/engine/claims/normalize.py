@@ -255,3 +255,50 @@ def singular(word: str) -> str:
     if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
         return w[:-1]
     return w
+
+
+@lru_cache(maxsize=MEMO_SIZE)
+def when_key(raw: str, group: str) -> str | None:
+    """The canonical key of a date or time as written, with python-dateutil: a full date as
+    ``YYYY-MM-DD`` (``"May 23, 2024"``, ``"23 May 2024"``, ``"2024-05-23"``, ``"5/23/2024"`` — month
+    first, as dateutil reads it), a month as ``YYYY-MM`` (``"April 2018"``), a date with a time as
+    ``YYYY-MM-DD HH:MM[:SS]``, a time of day as ``HH:MM`` or ``HH:MM:SS`` when the seconds are not zero
+    (``"06:00 AM"``, ``"6 am"`` and ``"06:00:00"`` are all ``06:00``). ``group`` is the pattern group that
+    matched (``date`` or ``time``). ``None`` when dateutil cannot read it (the caller keeps the text).
+    Memoized."""
+    from dateutil import parser as du
+
+    text = raw.strip()
+    if not text:
+        return None
+    try:
+        a = du.parse(text, default=_D1)
+        b = du.parse(text, default=_D2)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if group == "time":
+        return _clock(a)
+    if a.year != b.year:
+        return None  # no year: not a calendar date we can place
+    has_time = bool(_CLOCK_IN_DATE.search(text))
+    if a.day != b.day:
+        return f"{a.year:04d}-{a.month:02d}"
+    day = f"{a.year:04d}-{a.month:02d}-{a.day:02d}"
+    return f"{day} {_clock(a)}" if has_time else day
+
+
+def _clock(d: object) -> str:
+    h, mi, s = d.hour, d.minute, d.second  # type: ignore[attr-defined]
+    return f"{h:02d}:{mi:02d}" if s == 0 else f"{h:02d}:{mi:02d}:{s:02d}"
+
+
+_CLOCK_IN_DATE = re.compile(r"\d[T ]\d{1,2}:\d{2}")
+
+
+def _defaults() -> tuple[object, object]:
+    from datetime import datetime
+
+    return datetime(1, 1, 1), datetime(2, 2, 2)
+
+
+_D1, _D2 = _defaults()

@@ -101,6 +101,10 @@ class SupportSeeker:
     # -- slots ------------------------------------------------------------------------------------
     def _count(self, mn: m.Mention, before: int) -> Assessment:
         n = int(mn.value) if mn.value.isdigit() else None
+        listed = self._listed_after(mn)
+        if n is not None and listed == n:
+            return Assessment(m.Support.WEAK, mn.address, n,
+                              f"counts the {n} items the step lists right after it (each item is its own claim)")
         if n is not None:
             for col in self.ix.latest_collections(before):
                 got = _count_slot(col, n, mn)
@@ -111,6 +115,28 @@ class SupportSeeker:
             return Assessment(m.Support.WEAK, hit.address if hit else None, mn.value,
                               "small count not checkable against a collection")
         return self._value(mn, before, [])
+
+    def _listed_after(self, mn: m.Mention) -> int | None:
+        """When the count's line ends with a colon and a list follows (numbered or bulleted lines), the
+        number of items in that list; else ``None``. "For red there are two available options:" followed
+        by two items counts its own enumeration, whatever qualifier the sentence leaves implicit."""
+        prefix = f"steps.{mn.step}.content["
+        if not mn.address.startswith(prefix):
+            return None
+        end = _end(mn.address)
+        text = self.t.steps[mn.step].content
+        nl = text.find("\n", end)
+        if nl < 0 or not text[end:nl].rstrip().endswith(":"):
+            return None
+        items = 0
+        for line in text[nl + 1: nl + 1 + 20_000].split("\n"):
+            if _LIST_ITEM.match(line):
+                items += 1
+            elif line.strip() and not line.startswith((" ", "\t")):
+                break  # the list ended (blank lines and indented continuation lines stay inside)
+            elif not line.strip() and items and _LIST_ITEM.match(line) is None:
+                continue
+        return items or None
 
     def _status(self, mn: m.Mention, before: int) -> Assessment:
         subject, word = mn.slot[1], mn.value
@@ -283,6 +309,14 @@ def not_found(text: str) -> bool:
     if low is None:
         return _NOT_FOUND.search(text) is not None
     return any(w in low for w in _NOT_FOUND_WORDS)
+
+
+_LIST_ITEM = re.compile(r"^\s{0,3}(?:\d{1,3}[.)]|[-*•])\s+\S")
+
+
+def _end(address: str) -> int:
+    i = address.rfind("[")
+    return int(address[address.index(":", i) + 1: address.index("]", i)]) if i >= 0 else -1
 
 
 def _start(address: str) -> int:
