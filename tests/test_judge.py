@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.judge import OfflineJudge, blame, is_consequential_action
+from trajaudit.engine.judge_features import FEATURES, features
 from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import Evidence, Record
 
@@ -38,10 +39,13 @@ def test_blame_moves_tool_output_findings_to_the_calling_step_and_user_findings_
 
 def test_recovered_error_is_discounted_and_later_failure_wins():
     t = _traj()
-    j = OfflineJudge()
-    cands = j.candidates(t, [_rec(3, "sys.tool-error"), _rec(8, "claims.conflicting-evidence", targets=(
+    table = features(t, [_rec(3, "sys.tool-error"), _rec(8, "claims.conflicting-evidence", targets=(
         "misinterpretation_of_tool_output",))])
-    assert [(c.step, c.score) for c in cands] == [(2, 0.5), (8, 2.0)]  # step 2's error was retried successfully
+    rows = {c.step: dict(zip(FEATURES, c.features, strict=True)) for c in table.candidates}
+    # step 2's error was retried successfully: recovered, not a candidate for "first unrecoverable"
+    assert rows[2]["error_recovered"] > 0 and rows[2]["error_unrecovered"] == 0 and rows[2]["first_error_step"] == 0
+    assert rows[8]["error_unrecovered"] > 0 and rows[8]["first_error_step"] == 1
+    assert [c.basis for c in table.candidates] == ["weak", "fallback", "fallback", "finding"]
 
 
 def test_choice_category_and_confidence(monkeypatch):
@@ -69,18 +73,18 @@ def test_choice_category_and_confidence(monkeypatch):
 
 def test_tie_break_uses_category_precedence():
     t = _traj()
-    j = OfflineJudge()
-    (c,) = j.candidates(t, [_rec(6, "a", targets=("system_failure",)), _rec(6, "b", targets=("invalid_invocation",))])
-    from trajaudit.engine.judge import _category
+    table = features(t, [_rec(6, "a", targets=("system_failure",)), _rec(6, "b", targets=("invalid_invocation",))])
+    (c,) = [c for c in table.candidates if c.findings]
+    from trajaudit.engine.judge import _category, _votes
 
-    assert _category(c, None) == "invalid_invocation"
+    assert _category(_votes(c.findings, 1), None) == "invalid_invocation"
 
 
 def test_fallback_is_first_consequential_action_then_last_decision():
     t = _traj()
     assert [s.index for s in t.steps if is_consequential_action(s)] == [6]
-    step, cat, conf, ev, why = OfflineJudge()._prior(t)
-    assert (step, cat) == (6, "intent_plan_misalignment") and "first consequential action" in why
+    step, cat, conf, ev, why = OfflineJudge()._prior(t)  # the shipped weights, no evidence
+    assert (step, cat) == (6, "intent_plan_misalignment") and "fallback" in why and 0 < conf < 1
     code = Step(1, "agent", "assistant", "```python\nprint(1)\n```", "coder")
     assert is_consequential_action(code)
 
@@ -121,7 +125,7 @@ def test_fallback_category_in_a_dialogue_is_the_users_request():
     steps = [replace(s, index=i) for i, s in enumerate(steps)]
     t = Trajectory(id="d", steps=tuple(steps), source=Source("openai"))
     step, cat, conf, ev, why = OfflineJudge()._prior(t)
-    assert (step, cat, conf) == (8, "underspecified_user_intent", 0.2)
+    assert (step, cat) == (8, "underspecified_user_intent") and 0 < conf < 1
     assert [e.address for e in ev] == ["steps.8", "steps.5"] and "the pending one, cancel it" in why
     assert OfflineJudge(JudgeSettings(user_prior=False))._prior(t)[:2] == (8, "intent_plan_misalignment")
     assert OfflineJudge()._prior(base)[:2] == (6, "intent_plan_misalignment")  # the task only: no dialogue
