@@ -98,15 +98,17 @@ class JudgeSettings:
         redirect_to_origin: when the chosen step's findings are all outcome findings (a late
             symptom: :func:`trajaudit.engine.origin.is_outcome_finding`), choose the origin its
             dependencies lead back to (:func:`trajaudit.engine.origin.origin_of`) instead (AgentRx:
-            the first unrecoverable failure, not where it surfaced). The trace is reported in
-            ``metadata["origin"]`` and the origin added to the candidates either way. ``False``
-            keeps the symptom.
+            the first unrecoverable failure, not where it surfaced). Off by default: the ranker
+            already weighs the origin quantities (``late_symptom``, ``origin_of_late_symptom``, …) as
+            fitted features, and redirecting its choice afterwards lost steps on the dev data
+            (Who&When in-sample 57 → 52 of 126; 7 runs redirected). The trace is reported in
+            ``metadata["origin"]`` and the origin added to the candidates either way.
     """
 
     max_candidates: int = 10
     user_prior: bool = True
     weights: JudgeWeights | None = None
-    redirect_to_origin: bool = True
+    redirect_to_origin: bool = False
 
 
 @dataclass
