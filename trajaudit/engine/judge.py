@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.evidence import gather
@@ -161,17 +162,19 @@ class OfflineJudge:
         """The weights in use: the settings', else the context's (``--judge-weights``), else shipped."""
         return self.settings.weights or context.extra.get(WEIGHTS_KEY) or shipped_weights()
 
-    def table(self, t: Trajectory, context: AuditContext) -> tuple[FeatureTable, tuple[int, ...], object]:
-        """The run's candidate table (gathering its evidence once), the claim graph's error spans and the
-        claim graph."""
+    def table(self, t: Trajectory, context: AuditContext) -> tuple[FeatureTable, Any]:
+        """The run's candidate table and its evidence bundle (gathered once per run and context)."""
         bundle = gather(t, context)
-        graph = getattr(bundle, "graph", None)
-        return features(t, bundle.log.records, graph), tuple(bundle.error_steps), graph
+        return features(t, bundle.log.records, getattr(bundle, "graph", None)), bundle
 
     def diagnose(self, trajectory: Trajectory, context: AuditContext) -> Diagnosis:
         """Rank the candidates and explain the winner (see the module docstring). Never raises on valid IR."""
         t = trajectory
-        table, spans, graph = self.table(t, context)
+        table, bundle = self.table(t, context)
+        graph = getattr(bundle, "graph", None)
+        spans = tuple(bundle.error_steps)
+        log_meta = {"log_summary": bundle.log.summary()["verdicts"],
+                    **({"incomplete": list(bundle.log.incomplete)} if bundle.log.incomplete else {})}
         weights = self.weights(context)
         taxonomy_ids = _context_taxonomy_ids(context)
         floor = severity_rank(context.config.min_violation_severity)
@@ -179,7 +182,7 @@ class OfflineJudge:
                     strategy=self.name)
         if not table.candidates:
             return Diagnosis(critical_step=None, category=INCONCLUSIVE, confidence=0.0, basis="fallback",
-                             rationale="no decision step", **base)
+                             rationale="no decision step", metadata=log_meta, **base)
         ranked = weights.rank(table)
         best = table.candidates[ranked[0][0]]
         conf = weights.confidence(ranked)
@@ -227,7 +230,7 @@ class OfflineJudge:
             critical_step=step, agent=agent, category=category, confidence=round(conf, 3), rationale=rationale,
             evidence=evidence, candidates=cand_out, basis=basis, error_steps=tuple(sorted(errors | set(spans))),
             metadata={"findings": sum(1 for c in table.candidates for f in c.findings if f.level >= floor),
-                      "weights": weights.source, **({"origin": trace.to_dict()} if trace is not None else {})},
+                      "weights": weights.source, **log_meta, **({"origin": trace.to_dict()} if trace is not None else {})},
             **base)
 
     def _fallback(self, t: Trajectory, c: FeatureCandidate, n: int) -> tuple[str, tuple[Evidence, ...], str, str]:
