@@ -199,7 +199,24 @@ def lodo_lines(lodo_reports: dict[str, dict[str, EvalReport]], base: dict[str, d
         out.append(f"| {label} | random (expected) | {rnd['step_exact']} | {rnd['step_within_3']} | "
                    f"{rnd['agent_exact']} | — | — | — |")
         out.append(f"| {label} | majority agent (`{agent_name}`) | — | — | {100 * share:.1f}% | — | — | — |")
-    out += ["", "The trivial baselines answer category `inconclusive` (category 0) and carry no confidence.", ""]
+    out += ["", "The trivial baselines answer category `inconclusive` (category 0) and carry no confidence.", "",
+            "### When the evidence is weak (leave-out, `offline (LODO, nested)`)", "",
+            "Exact-step accuracy on the runs the judge decided by each basis, next to what `last` and `first` "
+            "score on the same runs (the last step is a strong baseline on frameworks whose failures surface "
+            "late; the judge's position prior must not be worse than it where there is no evidence).", "",
+            "| held-out set | basis | runs | offline | last | first |", "|---|---|---|---|---|---|"]
+    for label, rows in lodo_reports.items():
+        r = rows["offline (LODO, nested)"]
+        last = {x.key: x.exact for x in base[label]["last"].rows}
+        first = {x.key: x.exact for x in base[label]["first"].rows}
+        for basis in ("finding", "weak", "fallback"):
+            sel = [x for x in r.rows if x.basis == basis and x.gold_step is not None]
+            if sel:
+                n = len(sel)
+                out.append(f"| {label} | {basis} | {n} | {100 * sum(x.exact for x in sel) / n:.1f}% | "
+                           f"{100 * sum(last.get(x.key, False) for x in sel) / n:.1f}% | "
+                           f"{100 * sum(first.get(x.key, False) for x in sel) / n:.1f}% |")
+    out.append("")
     for label, rows in lodo_reports.items():
         r = rows["offline (LODO, nested)"]
         header, body, summary = calibration_table(r)
