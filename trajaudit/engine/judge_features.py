@@ -88,6 +88,32 @@ def is_consequential_action(step: Step) -> bool:
     return bool(_CODE.search(step.content))
 
 
+_NEIGHBOURS: list[tuple[Trajectory, list[int | None], list[int | None]]] = []
+
+
+def decision_neighbours(t: Trajectory) -> tuple[list[int | None], list[int | None]]:
+    """``(previous, following)``: for every step index, the latest decision step before it and the
+    first decision step after it (``None`` when there is none). One pass each; the last run's lists
+    are kept, so blaming every record of a run costs O(steps + records), not O(steps × records)."""
+    if _NEIGHBOURS and _NEIGHBOURS[0][0] is t:
+        return _NEIGHBOURS[0][1], _NEIGHBOURS[0][2]
+    n = len(t.steps)
+    prev: list[int | None] = [None] * n
+    nxt: list[int | None] = [None] * n
+    last: int | None = None
+    for s in t.steps:
+        prev[s.index] = last
+        if s.is_decision:
+            last = s.index
+    last = None
+    for s in reversed(t.steps):
+        nxt[s.index] = last
+        if s.is_decision:
+            last = s.index
+    _NEIGHBOURS[:] = [(t, prev, nxt)]
+    return prev, nxt
+
+
 def blame(t: Trajectory, rec: Record) -> int | None:
     """The decision step (or, for user-caused targets, the user step) a record is attributed to.
 
@@ -108,13 +134,12 @@ def blame(t: Trajectory, rec: Record) -> int | None:
             return hit[0].index
         if k in t.code_authors:  # a code runner's output: the step whose code it ran
             return t.code_authors[k]
-        earlier = [d.index for d in t.steps[:k] if d.is_decision]
-        return earlier[-1] if earlier else None
+        return decision_neighbours(t)[0][k]
     if s.kind == "user" and USER_CAUSED & set(rec.targets):
         return k
-    later = [d.index for d in t.steps[k + 1:] if d.is_decision]
-    if later:
-        return later[0]
+    later = decision_neighbours(t)[1][k]
+    if later is not None:
+        return later
     return k if s.kind == "user" else None  # a run that ends on this user turn: nothing later to blame
 
 
@@ -373,8 +398,7 @@ def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
         hit = t.call_for(s)
         issuer = hit[0].index if hit is not None else t.code_authors.get(s.index)
         if issuer is None:
-            prev = [d for d in range(s.index - 1, -1, -1) if steps[d].is_decision][:1]
-            issuer = prev[0] if prev else None
+            issuer = decision_neighbours(t)[0][s.index]
         if s.tool_output.is_error:
             error_outputs.append(s.index)
             if issuer is not None:
