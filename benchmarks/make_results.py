@@ -102,6 +102,45 @@ def evaluate_set(name: str, traces: list[Path], gold_path: Path, tools: str | No
     return reports
 
 
+def precision_section(data: Path) -> list[str]:
+    """The evidence-precision and false-alarm tables (issue 17): measured now by
+    ``benchmarks/precision.py`` and ``benchmarks/false_alarms.py``, beside the same scripts' figures at
+    commit 0a5dc19 (``benchmarks/*_before.json``, written with ``--code`` on a checkout of it)."""
+    import json
+
+    import false_alarms
+    import precision
+
+    here = ROOT / "benchmarks"
+    p_before = json.loads((here / "precision_before.json").read_text(encoding="utf-8"))
+    f_before = json.loads((here / "false_alarms_before.json").read_text(encoding="utf-8"))
+    p_now = precision.measure(data)
+    f_now = false_alarms.measure()
+    for name, r in p_now.items():
+        print(f"precision {name:9} early error {r['early_error']}/{r['runs']}  brief claims {r['task_claims_step0']}")
+    print(f"false alarms on successful runs: {f_now['flagged']}/{f_now['runs']}")
+    return [
+        "## Precision of the evidence (issue 17)",
+        "",
+        "The gold step is the *first* unrecoverable failure, so an error-level finding on a decision step",
+        "before it is, by the annotation's definition, not the root cause. Measured by",
+        "`benchmarks/precision.py` (\"before\" = the same script run on commit 0a5dc19, stored in",
+        "`benchmarks/precision_before.json`). \"Brief\": a run opening with a decision step that restates",
+        "the task (a manager's hand-off); it is the run's input, so no value in it is the run's claim.",
+        "",
+        *precision.render(p_now, p_before),
+        "",
+        "Proxy for false alarms on successful runs (`benchmarks/false_alarms.py`): synthetic successful",
+        "runs written for this benchmark in several formats (OpenAI chat with airline- and telecom-style",
+        "tau-like tools, Anthropic, LangChain, an AutoGen-style group chat, an orchestrator with a",
+        "progress ledger). They were written knowing the defects of issue 17, so they show those",
+        "defects are gone, not how often unseen successful runs are flagged.",
+        "",
+        *false_alarms.render(f_now, f_before),
+        "",
+    ]
+
+
 TAU, WW = "tau-retail", "Who&When algorithm-generated"
 
 
@@ -336,7 +375,7 @@ def main() -> None:
             DevSet(WW, load_many([ww_dir]).trajectories, load_gold(ww_dir), AuditSpec(config=AuditConfig(seed=SEED)))]
     reports, fits = lodo(sets)
     section = lodo_lines(reports, {TAU: tau, WW: ww}, fits)
-    args.out.write_text(render(tau, ww, section), encoding="utf-8")
+    args.out.write_text(render(tau, ww, section + precision_section(args.data)), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

@@ -38,36 +38,6 @@ def _use_checkout(code: Path) -> None:
     sys.path.insert(0, str(code.resolve()))
 
 
-def _api() -> dict[str, Any]:
-    """The functions this script needs, from wherever the checkout keeps them (before or after the
-    engine's reorganisation into sub-packages)."""
-    import importlib
-
-    def first(*names: str) -> Any:
-        for n in names:
-            mod, _, attr = n.rpartition(".")
-            try:
-                return getattr(importlib.import_module(mod), attr)
-            except (ImportError, AttributeError):
-                continue
-        raise ImportError(f"none of {names}")
-
-    return {
-        "load_many": first("trajaudit.load_many"),
-        "AuditSpec": first("trajaudit.engine.run.pipeline.AuditSpec", "trajaudit.engine.pipeline.AuditSpec"),
-        "build_context": first("trajaudit.engine.run.pipeline.build_context", "trajaudit.engine.pipeline.build_context"),
-        "AuditConfig": first("trajaudit.engine.strategies.AuditConfig", "trajaudit.engine.config.AuditConfig",
-                             "trajaudit.engine.strategy.AuditConfig"),
-        "gather": first("trajaudit.engine.run.evidence.gather", "trajaudit.engine.validation.evidence.gather",
-                        "trajaudit.engine.strategies.evidence.gather", "trajaudit.engine.evidence.gather"),
-        "OfflineJudge": first("trajaudit.engine.strategies.judge.OfflineJudge", "trajaudit.engine.strategies.OfflineJudge",
-                              "trajaudit.engine.judge.OfflineJudge"),
-        "blame": first("trajaudit.engine.strategies.judge.blame", "trajaudit.engine.strategies.blame",
-                       "trajaudit.engine.judge.blame"),
-        "load_gold": first("trajaudit.eval.load_gold"),
-    }
-
-
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
@@ -76,6 +46,8 @@ def measure_set(name: str, paths: list[Path], gold_path: Path, tools: str | None
     """Measure one data set. Returns ``{"name", "runs", "early_error", "early_unrecovered",
     "task_claims_step0", "moved"}`` where the three measures are run counts and ``runs`` the number
     of runs with a gold step; ``per_run`` maps run id to ``{"gold", "early": [steps], ...}``."""
+    from benchmarks_api import api as _api  # noqa: PLC0415 - resolved against the measured checkout
+
     api = _api()
     gold = api["load_gold"](gold_path)
     res = api["load_many"](paths)

@@ -21,8 +21,9 @@ Dependencies followed from a decision step ``S`` (the first that applies, then a
 
 1. ``loop-start``: ``S`` repeats an earlier action of the same agent (same tool and arguments, or the
    same code block, or the same text) with only such repeats between: the first of the loop.
-2. ``instructed-by``: the latest earlier decision step of *another* agent whose text names ``S``'s
-   agent (an orchestrator's or manager's instruction).
+2. ``instructed-by``: the latest earlier decision step of *another* agent addressed to ``S``'s agent
+   (``Step.metadata["target"]``, as adapters record "Orchestrator (-> WebSurfer)") or whose text
+   names it (an orchestrator's or manager's instruction).
 3. ``fed-by``: a value ``S`` passes to a call or code (a claim of the claim graph) came from a tool
    output: the decision step whose call or code produced that output; or it was first stated by an
    earlier decision step: that step.
@@ -142,7 +143,10 @@ def _instructed_by(t: Trajectory, s: Step) -> int | None:
     if len(name) < 3 or sum(1 for a in t.agents if a) < 2:
         return None
     for d in reversed(t.steps[: s.index]):
-        if d.is_decision and d.agent != s.agent and name in _norm_name(d.content):
+        if not d.is_decision or d.agent == s.agent:
+            continue
+        target = d.metadata.get("target") if isinstance(d.metadata, dict) else None
+        if (isinstance(target, str) and _norm_name(target) == name) or name in _norm_name(d.content):
             return d.index
     return None
 

@@ -225,9 +225,12 @@ class RegexExtractor:
         """Mentions for one argument leaf: a short scalar is one claim; free text is scanned like prose."""
         if leaf is None or isinstance(leaf, bool):
             return
-        if isinstance(leaf, str) and (len(leaf) > 40 or "\n" in leaf or len(leaf.split()) > 4):
+        is_code = isinstance(leaf, str) and bool(_CODE_KEY.match(key))
+        if isinstance(leaf, str) and (is_code or len(leaf) > 40 or "\n" in leaf or len(leaf.split()) > 4):
+            # free text is scanned like prose; a command or expression, however short, like code (only
+            # the ids, paths, URLs and long numbers in it are claims, not the command as a whole)
             yield from self.text_mentions(leaf[: config.max_text_chars], step, address,
-                                          in_code=code_tool or bool(_CODE_KEY.match(key)), tool=tool)
+                                          in_code=code_tool or is_code, tool=tool)
             return
         raw = str(leaf)
         value = norm_scalar(leaf)

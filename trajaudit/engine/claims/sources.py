@@ -204,9 +204,11 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
         elif g == "date" or g == "time":
             key = norm_text(raw)
             when = when_key(raw, g)  # the same date or time in any format ("May 23, 2024" = "2024-05-23")
-            day = when.partition(" ")[0] if when else ""
-            for w in ((when, day, day[5:]) if len(day) == 10 else (when,) if when else ()):
-                # a timestamp also states its day, and a full date its month and day ("May 23")
+            day, _, clock = when.partition(" ") if when else ("", "", "")
+            for w in ((when, day, day[5:], clock) if len(day) == 10 else (when,) if when else ()):
+                # a timestamp also states its day and its time, a full date its month and day ("May 23")
+                if not w:
+                    continue
                 if w not in values:
                     values[w] = f"[{a}:{e}]"
         elif g == "url":
