@@ -162,6 +162,12 @@ class OfflineJudge:
         """The weights in use: the settings', else the context's (``--judge-weights``), else shipped."""
         return self.settings.weights or context.extra.get(WEIGHTS_KEY) or shipped_weights()
 
+    def candidates(self, t: Trajectory, records: list[Any], min_severity: str = "warning") -> list[FeatureCandidate]:
+        """The run's candidate steps (every decision step, plus a user turn a finding blames) with the
+        findings at or above ``min_severity`` blamed on them (``has_error``, ``basis``, feature rows),
+        in step order — what :meth:`diagnose` ranks (without the claim graph's features)."""
+        return features(t, records, None, min_severity=min_severity).candidates
+
     def table(self, t: Trajectory, context: AuditContext) -> tuple[FeatureTable, Any]:
         """The run's candidate table and its evidence bundle (gathered once per run and context)."""
         bundle = gather(t, context)

@@ -65,6 +65,7 @@ class LabelledRun:
         positive: the position in ``table.candidates`` of the gold critical step, or ``None`` when
             the gold step is no candidate.
         gold_agent: the annotated responsible agent, or ``None``.
+        gold_step: the gold critical step as a step index (``None`` when it names no step of the run).
     """
 
     dataset: str
@@ -72,6 +73,7 @@ class LabelledRun:
     table: FeatureTable
     positive: int | None
     gold_agent: str | None = None
+    gold_step: int | None = None
 
 
 @dataclass
@@ -103,7 +105,9 @@ class Prediction:
 
     def within(self, k: int) -> bool:
         """The pick is within ``k`` steps of the gold step (``False`` when the gold step is unknown)."""
-        g = self.run.table.candidates[self.run.positive].step if self.run.positive is not None else None
+        g = self.run.gold_step
+        if g is None and self.run.positive is not None:
+            g = self.run.table.candidates[self.run.positive].step
         return g is not None and abs(self.step - g) <= k
 
     @property
@@ -202,7 +206,8 @@ def label_runs(trajectories: Iterable[Trajectory], gold: GoldSet | Mapping[str, 
                 g = gs[key].critical_step
                 hit = next((i for i, c in enumerate(table.candidates)
                             if (pos[c.step] if pos is not None else c.step) == g), None)
-                out.append(LabelledRun(dataset, key, table, hit, gs[key].agent))
+                gold_index = next((k for k, p in enumerate(pos) if p == g), None) if pos is not None else g
+                out.append(LabelledRun(dataset, key, table, hit, gs[key].agent, gold_index))
         if on_run is not None:
             on_run()
     return out, problems
