@@ -33,6 +33,7 @@ weight in this module was set by hand against a data set:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -226,11 +227,15 @@ class OfflineJudge:
                                         for f in c.findings if f.level >= 1][:4]) or f"{c.basis}: no finding",
                       evidence=tuple(e.address for f in c.findings if f.level >= 1 for e in f.record.evidence[:2])[:6])
             for c, s in ((table.candidates[i], s) for i, s in ranked[: self.settings.max_candidates]))
-        if trace is not None and all(c.step != trace.step for c in cand_out):
-            cand_out += (Candidate(step=trace.step, category=INCONCLUSIVE, score=0.0, agent=_producer(t, trace.step),
-                                   reason=f"origin of the late symptom at steps.{trace.symptom}: "
-                                          + "; ".join(x.note for x in trace.chain[1:])[:300],
-                                   evidence=tuple(f"steps.{x.step}" for x in trace.chain)),)
+        if trace is not None:  # the origin is listed (added, or its reason says so), with the trace as evidence
+            why = f"origin of the late symptom at steps.{trace.symptom}: " + "; ".join(x.note for x in trace.chain[1:])
+            chain = tuple(f"steps.{x.step}" for x in trace.chain)
+            if all(c.step != trace.step for c in cand_out):
+                cand_out += (Candidate(step=trace.step, category=INCONCLUSIVE, score=0.0, agent=_producer(t, trace.step),
+                                       reason=why[:300], evidence=chain),)
+            else:
+                cand_out = tuple(dataclasses.replace(c, reason=f"{why[:300]}; {c.reason}", evidence=chain + c.evidence)
+                                 if c.step == trace.step else c for c in cand_out)
         errors = {c.step for c in table.candidates if c.has_error}
         return Diagnosis(
             critical_step=step, agent=agent, category=category, confidence=round(conf, 3), rationale=rationale,
