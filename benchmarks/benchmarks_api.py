@@ -30,9 +30,21 @@ def api() -> dict[str, Any]:
                               "trajaudit.engine.strategy.AuditConfig"),
         "gather": _first("trajaudit.engine.run.evidence.gather", "trajaudit.engine.validation.evidence.gather",
                          "trajaudit.engine.strategies.evidence.gather", "trajaudit.engine.evidence.gather"),
-        "OfflineJudge": _first("trajaudit.engine.strategies.judge.OfflineJudge",
+        "OfflineJudge": _first("trajaudit.engine.strategies.offline_judge.OfflineJudge",
+                               "trajaudit.engine.strategies.judge.OfflineJudge",
                                "trajaudit.engine.strategies.OfflineJudge", "trajaudit.engine.judge.OfflineJudge"),
-        "blame": _first("trajaudit.engine.strategies.judge.blame", "trajaudit.engine.strategies.blame",
+        "blame": _first("trajaudit.engine.strategies.offline_judge.blame",
+                        "trajaudit.engine.strategies.judge.blame", "trajaudit.engine.strategies.blame",
                         "trajaudit.engine.judge.blame"),
         "load_gold": _first("trajaudit.eval.load_gold"),
     }
+
+
+def diagnose(strategy: Any, trajectory: Any, evidence: Any, context: Any) -> Any:
+    """``strategy.diagnose`` in either form: ``(trajectory, evidence, context)`` (the pipeline passes
+    the evidence it gathered) or the older ``(trajectory, context)``."""
+    import inspect
+
+    if len(inspect.signature(strategy.diagnose).parameters) >= 3:
+        return strategy.diagnose(trajectory, evidence, context)
+    return strategy.diagnose(trajectory, context)

@@ -15,6 +15,9 @@ set (tau-retail with its tool schemas, Who&When algorithm-generated):
   characters, case and spacing ignored: a manager's hand-off brief) and get an error-level claim
   finding on that step. The brief is the task as the team received it: what it says was handed to
   the run, so no value in it is an invention of the run.
+- ``brief_invention``: runs opening with a decision step (the run's input as handed over) whose
+  offline diagnosis is that step, as ``invention_of_new_information`` (issue 17 counted 27 of 126
+  Who&When runs).
 
 ``--code`` imports trajaudit from another checkout (e.g. a worktree of the commit before a change),
 so "before" and "after" are measured by the same script. :func:`measure` is what
@@ -44,9 +47,10 @@ def _norm(text: str) -> str:
 
 def measure_set(name: str, paths: list[Path], gold_path: Path, tools: str | None) -> dict[str, Any]:
     """Measure one data set. Returns ``{"name", "runs", "early_error", "early_unrecovered",
-    "task_claims_step0", "moved"}`` where the three measures are run counts and ``runs`` the number
+    "task_claims_step0", "brief_invention", "per_run"}`` where the four measures are run counts and ``runs`` the number
     of runs with a gold step; ``per_run`` maps run id to ``{"gold", "early": [steps], ...}``."""
     from benchmarks_api import api as _api  # noqa: PLC0415 - resolved against the measured checkout
+    from benchmarks_api import diagnose  # noqa: PLC0415
 
     api = _api()
     gold = api["load_gold"](gold_path)
@@ -55,14 +59,15 @@ def measure_set(name: str, paths: list[Path], gold_path: Path, tools: str | None
     judge = api["OfflineJudge"]()
     blame = api["blame"]
     per_run: dict[str, Any] = {}
-    n = early_any = early_unrec = task0 = 0
+    n = early_any = early_unrec = task0 = brief_blamed = 0
     for t in res.trajectories:
         g = gold.get(str(t.id))
         if g is None or g.critical_step is None:
             continue
         n += 1
         gstep = g.critical_step
-        records = api["gather"](t, ctx).log.records
+        bundle = api["gather"](t, ctx)
+        records = bundle.log.records
         early: set[int] = set()
         for rec in records:
             if rec.verdict != "fail" or rec.severity not in ("error", "critical"):
@@ -77,13 +82,17 @@ def measure_set(name: str, paths: list[Path], gold_path: Path, tools: str | None
         tclaims = [str(rec.bindings.get("value")) for rec in records
                    if brief and rec.origin == "claims" and rec.verdict == "fail"
                    and rec.severity in ("error", "critical") and rec.step == 0]
+        diag = diagnose(judge, t, bundle, ctx)
+        opening = bool(t.steps) and t.steps[0].is_decision
+        blamed_brief = opening and diag.critical_step == 0 and diag.category == "invention_of_new_information"
+        brief_blamed += blamed_brief
         early_any += bool(early)
         early_unrec += bool(unrec)
         task0 += bool(tclaims)
         per_run[str(t.id)] = {"gold": gstep, "early": sorted(early), "early_unrecovered": unrec,
-                              "task_claims_step0": tclaims}
+                              "task_claims_step0": tclaims, "brief_blamed_as_invention": blamed_brief}
     return {"name": name, "runs": n, "early_error": early_any, "early_unrecovered": early_unrec,
-            "task_claims_step0": task0, "per_run": per_run}
+            "task_claims_step0": task0, "brief_invention": brief_blamed, "per_run": per_run}
 
 
 def measure(data: Path = DATA) -> dict[str, dict[str, Any]]:
@@ -106,11 +115,13 @@ def render(after: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]] |
     rows = ["| data set | measure | before | after |", "|---|---|---|---|"]
     labels = [("early_error", "error-level finding before the gold step"),
               ("early_unrecovered", "unrecovered error-level finding before the gold step"),
-              ("task_claims_step0", "claim flagged on an opening brief that restates the task")]
+              ("task_claims_step0", "claim flagged on an opening brief that restates the task"),
+              ("brief_invention", "offline diagnosis: the run's opening message, as invention_of_new_information")]
     for key, a in after.items():
         b = (before or {}).get(key)
         for m, label in labels:
-            rows.append(f"| {a['name']} | {label} | {_pct(b[m], b['runs']) if b else '—'} | {_pct(a[m], a['runs'])} |")
+            old = _pct(b[m], b["runs"]) if b and m in b else "—"
+            rows.append(f"| {a['name']} | {label} | {old} | {_pct(a[m], a['runs'])} |")
     return rows
 
 

@@ -294,10 +294,51 @@ def test_the_synthetic_successful_runs_raise_no_error_level_finding():
     from trajaudit import load_many
 
     runs = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "successful_runs").glob("*.json"))
-    assert len(runs) >= 8
+    assert len(runs) >= 13
     res = load_many(runs)
     assert not res.problems and len(res.trajectories) == len(runs)
     formats = {t.source.format for t in res.trajectories}
     assert {"openai", "anthropic", "langchain", "who_and_when", "magentic"} <= formats
     flagged = {t.id: [r.rule_id for r in _errors(t)] for t in res.trajectories}
     assert {k: v for k, v in flagged.items() if v} == {}
+
+
+def test_the_same_quantity_in_another_unit_is_supported():
+    doc = {"messages": [
+        {"type": "human", "content": "How long is the bridge, and the charity run on it?"},
+        {"type": "ai", "content": "", "tool_calls": [{"name": "web_search", "args": {"query": "bridge length"}, "id": "s1"}]},
+        {"type": "tool", "tool_call_id": "s1", "content": "Total length 12,345 m. The charity run covers 5 miles."},
+        {"type": "ai", "content": "It is 12.3 km long; the run is 8.05 km; the deck weighs 20 kg per metre."},
+    ]}
+    g = build_claim_graph(_load(doc))
+    by_text = {c.text: c.status for c in g.claims}
+    assert by_text["12.3 km"] is Support.WEAK and by_text["8.05 km"] is Support.WEAK
+    assert by_text["20 kg"] is Support.MISSING  # no mass shown: a unit table is no licence to invent
+
+
+def test_an_opening_requirement_without_a_task_apart_is_the_task():
+    # a code-writing team: the team leader's requirement opens the run, no task field, no user turn
+    t = _load([
+        {"role": "assistant", "name": "TeamLeader", "content":
+            "Requirement: write snake_game.py, a terminal snake game, with tests in test_snake.py."},
+        {"role": "assistant", "name": "Engineer", "content":
+            "Done: snake_game.py implements the game and test_snake.py has 4 tests."},
+    ])
+    assert t.task == "" and t.steps[0].is_decision
+    g = build_claim_graph(t)
+    assert [c for c in g.claims if c.step == 0] == []
+    assert _status(g, "snake_game.py") is Support.DIRECT  # the engineer's reuse is supported by the requirement
+    old = build_claim_graph(t, ClaimConfig(brief_is_input=False))
+    assert any(c.step == 0 and c.value == "snake_game.py" and c.status is Support.MISSING for c in old.claims)
+
+
+def test_version_stamps_and_bracketed_logger_lines_are_not_claims():
+    t = _load([
+        {"role": "user", "content": "Summarise the run log."},
+        {"role": "assistant", "content":
+            "[llm.client: 12-02 01:00:00] {412} WARNING - Model chat-large-2024-08-06 is not found; cost set to 0.\n"
+            "The run used chat-large-2024-08-06 and finished."},
+    ])
+    g = build_claim_graph(t)
+    assert not [c for c in g.claims if c.kind == "date"]  # a date glued into a model name is a version stamp
+    assert not [c for c in g.claims if c.status.unsupported]

@@ -111,8 +111,9 @@ def test_inline_fence_is_not_code_and_runner_output_goes_to_the_code():
     assert t.code_authors == {10: 7, 16: 13}
     d = audit(t)
     # the fitted ranker picks the first failing script (the gold step: it was never fixed), not the
-    # second attempt the run ended on (the hand-set judge's "first error-level finding"); the finding
-    # there is the runner's traceback, so the category is system_failure (gold: invalid_invocation)
+    # second attempt (the hand-set judge chose 13 on run-ends-after-failed-call, which no longer fires:
+    # the team went on after that failure, issue 17); the finding there is the runner's traceback (a
+    # warning), so the basis is weak and the category system_failure (gold: invalid_invocation)
     assert (d.critical_step, d.agent, d.basis) == (7, "Assistant", "weak")
     assert d.category == "system_failure" and any(c.step == 13 for c in d.candidates)
 

@@ -7,6 +7,7 @@ context, so a strategy and the report read the same log.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -345,9 +346,7 @@ class DomainPack:
 
 
 @lru_cache(maxsize=64)
-def _policy_re(pattern: str) -> Any:
-    import re
-
+def _policy_re(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 

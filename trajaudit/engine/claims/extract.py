@@ -308,6 +308,8 @@ class RegexExtractor:
                 if not _TEMPLATE.search(raw):
                     add(m.KIND_URL, norm_text(raw), a, b)
             elif g in ("date", "time"):
+                if g == "date" and _glued(text, a, b):
+                    continue  # a version stamp inside a name ("model-2024-08-06"), not a date claim
                 add(_GROUP_KIND[g], when_key(raw, g) or norm_text(raw), a, b)
             elif g == "path" and (_TEMPLATE.search(raw) or _ARTIFACT.search(text, max(0, a - 24), a)):
                 continue  # a template, or a file the step itself writes: not a claim about the world

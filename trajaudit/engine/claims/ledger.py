@@ -78,9 +78,13 @@ def final_answer_step(t: Trajectory, config: m.ClaimConfig,
 
 def brief_step(t: Trajectory, config: m.ClaimConfig) -> int | None:
     """The opening hand-off brief: the run's first step, when it is a decision step quoting the task
-    (its first 60 normalized characters), as a manager relaying the task to a team does; else ``None``."""
-    if not (config.brief_is_handoff or config.brief_is_input) or not t.steps or not t.steps[0].is_decision or not t.task.strip():
+    (its first 60 normalized characters), as a manager relaying the task to a team does, or when the
+    run has no task apart from it (then that opening message is the task: a team leader's
+    requirement that opens a code-writing run); else ``None``."""
+    if not (config.brief_is_handoff or config.brief_is_input) or not t.steps or not t.steps[0].is_decision:
         return None
+    if not t.task.strip():
+        return 0
     head = norm_text(t.task)[:60]
     return 0 if head and head in norm_text(t.steps[0].content[: config.max_text_chars]) else None
 

@@ -12,7 +12,8 @@ is not a claim, and a value the agent later quotes from them is supported by the
   and including the exception line (``SomeError: ...``);
 - stack frames: ``File "...", line N``, ``at pkg.Class.method(File.java:12)``, ``at fn (file.js:1:2)``;
 - log lines: a line opening with a timestamp (``2024-12-19 12:37:12``), a level (``INFO:``,
-  ``WARNING ``, ``[ERROR]``), a one-letter glog level with a date (``I1219 12:37:12``), or a
+  ``WARNING ``, ``[ERROR]``), a one-letter glog level with a date (``I1219 12:37:12``), a bracketed
+  logger prefix followed by a level (``[client: 12-02 01:00:00] WARNING - ...``), or a
   ``...Warning:`` category;
 - an execution report: ``exit code 1`` / ``exitcode: 1 (...)`` and the output lines under it up to
   the next blank line;
@@ -37,6 +38,7 @@ _LINE_PATTERNS = re.compile(
     r"|\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}"  # timestamped log line
     r"|\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL|TRACE)\]?[:\s]"  # logger level
     r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}"  # glog
+    r"|\[[^\]\n]{1,80}\][^\n]{0,200}?\b(?:DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\b"  # [logger: stamp] ... LEVEL
     r"|[A-Z]\w*Warning:"  # a warning category
     r"|exit ?code:? ?-?\d+"  # an execution report
     r"|[A-Z][A-Z0-9_]*(?:\.[A-Z0-9]{1,5})?[.!]?[ \t]*$"  # a termination marker alone on its line
