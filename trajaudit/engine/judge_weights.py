@@ -2,7 +2,7 @@
 
 The weights are data (JSON, validated by ``trajaudit/schemas/judge_weights.schema.json``), never a
 pickle: a file a person can read, diff and review. Applying them needs nothing beyond the standard
-library; fitting them (:mod:`trajaudit.engine.judge_fit`) needs scikit-learn (``trajaudit[fit]``).
+library; fitting them (:mod:`trajaudit.eval.fit`) needs scikit-learn (``trajaudit[fit]``).
 
 Scoring: ``score = intercept + Σ weights[f] · features[f]`` over :data:`~trajaudit.engine.judge_features.FEATURES`
 (raw feature values; any standardization used while fitting is folded into the weights). The judge
