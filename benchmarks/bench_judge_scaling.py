@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory  # noqa: E402
-from trajaudit.engine.judge_features import features  # noqa: E402
-from trajaudit.engine.judge_weights import shipped_weights  # noqa: E402
+from trajaudit.engine.strategies.judge_features import features  # noqa: E402
+from trajaudit.engine.strategies.judge_weights import shipped_weights  # noqa: E402
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory  # noqa: E402
 from trajaudit.engine.validation_log import Evidence, Record  # noqa: E402
 
 SIZES = (500, 1000, 2000, 4000)

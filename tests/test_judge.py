@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
-from trajaudit.engine.judge import OfflineJudge, blame, is_consequential_action
-from trajaudit.engine.judge_features import FEATURES, features
-from trajaudit.engine.strategy import AuditContext
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.judge_features import FEATURES, features
+from trajaudit.engine.strategies.offline_judge import OfflineJudge, blame, is_consequential_action
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.validation_log import Evidence, Record
 
 
@@ -54,7 +54,6 @@ def test_choice_category_and_confidence(monkeypatch):
             _rec(6, "policy.confirm-before-write", targets=("instruction_adherence_failure",)),
             _rec(6, "schema.extra-arg", sev="warning", targets=("invalid_invocation",)),
             _rec(8, "claims.conflicting-evidence", targets=("misinterpretation_of_tool_output",))]
-    from trajaudit.engine import judge as jm
 
     class Bundle:
         def __init__(self):
@@ -62,8 +61,8 @@ def test_choice_category_and_confidence(monkeypatch):
             self.log = ValidationLog("t", list(recs))
             self.error_steps = (8,)
 
-    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle())
-    d = OfflineJudge().diagnose(t, AuditContext())
+    bundle = Bundle()
+    d = OfflineJudge().diagnose(t, bundle, AuditContext())
     assert d.critical_step == 6 and d.agent == "assistant"
     assert d.category == "instruction_adherence_failure"  # vote 2.0 beats invalid_invocation's 1.0
     assert [c.step for c in d.candidates][:2] == [6, 8]
@@ -75,7 +74,7 @@ def test_tie_break_uses_category_precedence():
     t = _traj()
     table = features(t, [_rec(6, "a", targets=("system_failure",)), _rec(6, "b", targets=("invalid_invocation",))])
     (c,) = [c for c in table.candidates if c.findings]
-    from trajaudit.engine.judge import _category, _votes
+    from trajaudit.engine.strategies.offline_judge import _category, _votes
 
     assert _category(_votes(c.findings, 1), None) == "invalid_invocation"
 
@@ -91,7 +90,6 @@ def test_fallback_is_first_consequential_action_then_last_decision():
 
 def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamable(monkeypatch):
     t = _traj()
-    from trajaudit.engine import judge as jm
     from trajaudit.engine.validation_log import ValidationLog
 
     recs = [_rec(2, "w1", sev="warning"), _rec(2, "w2", sev="warning"), _rec(2, "w3", sev="warning"),
@@ -101,8 +99,8 @@ def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamab
         log = ValidationLog("t", recs)
         error_steps = ()
 
-    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle())
-    d = OfflineJudge().diagnose(t, AuditContext())
+    bundle = Bundle()
+    d = OfflineJudge().diagnose(t, bundle, AuditContext())
     assert d.critical_step == 6  # step 2 scores 3.0 from warnings only
     steps = list(t.steps) + [Step(9, "user", "user", "hello? are you there?")]
     t2 = Trajectory(id="t2", steps=tuple(steps), source=Source("openai"))
@@ -116,7 +114,7 @@ def test_fallback_category_in_a_dialogue_is_the_users_request():
     intent_plan_misalignment; JudgeSettings(user_prior=False) turns the prior off."""
     from dataclasses import replace
 
-    from trajaudit.engine.judge import JudgeSettings
+    from trajaudit.engine.strategies.offline_judge import JudgeSettings
 
     base = _traj()
     steps = list(base.steps)

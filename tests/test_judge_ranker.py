@@ -13,18 +13,18 @@ from click.testing import CliRunner
 
 from trajaudit.cli import main
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
-from trajaudit.engine.judge import OfflineJudge
-from trajaudit.engine.judge_features import FEATURES, FeatureTable, features
-from trajaudit.engine.judge_weights import (
+from trajaudit.engine.run.pipeline import AuditSpec, build_context
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.judge_features import FEATURES, FeatureTable, features
+from trajaudit.engine.strategies.judge_weights import (
     Calibration,
     JudgeWeights,
     JudgeWeightsError,
     load_weights,
     shipped_weights,
 )
-from trajaudit.engine.pipeline import AuditSpec, build_context
-from trajaudit.engine.strategy import AuditContext
+from trajaudit.engine.strategies.offline_judge import OfflineJudge
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.validation_log import Evidence, Record
 from trajaudit.eval.calibration import reliability
 from trajaudit.eval.fit import LabelledRun, fit_calibration, fit_judge, fit_ranker, folds, predict
@@ -172,8 +172,8 @@ def _ctx(weights: JudgeWeights | None = None) -> AuditContext:
 
 
 def test_basis_is_present_consistent_and_in_the_schema(monkeypatch):
-    from trajaudit.engine import judge as jm
     from trajaudit.engine.schema import schema_errors
+    from trajaudit.engine.strategies import offline_judge as jm
     from trajaudit.engine.validation_log import ValidationLog
 
     t, recs = _run("b1", 5, 3, 7)
@@ -184,19 +184,19 @@ def test_basis_is_present_consistent_and_in_the_schema(monkeypatch):
             self.error_steps = ()
             self.graph = None
 
-    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle(recs))
-    d = OfflineJudge().diagnose(t, AuditContext())
+    bundle = Bundle(recs)
+    d = OfflineJudge().diagnose(t, bundle, AuditContext())
     assert d.basis == "finding" and d.critical_step == [s.index for s in t.decision_steps][3]
     assert d.category == "invalid_invocation" and 0.0 < d.confidence < 1.0
     assert not schema_errors("diagnosis", d.to_dict())
     assert Diagnosis.from_dict(d.to_dict()).basis == "finding"
     warn_only = [r for r in recs if r.severity == "warning"] or [
         Record(step=2, rule_id="w", verdict="fail", severity="warning", targets=("system_failure",))]
-    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle(warn_only))
-    only_warning = OfflineJudge(jm.JudgeSettings(weights=JudgeWeights({"warning_unrecovered": 5.0}))).diagnose(t, AuditContext())
+    bundle = Bundle(warn_only)
+    only_warning = OfflineJudge(jm.JudgeSettings(weights=JudgeWeights({"warning_unrecovered": 5.0}))).diagnose(t, bundle, AuditContext())
     assert only_warning.basis == "weak" and only_warning.category != "inconclusive"
-    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle([]))
-    none = OfflineJudge().diagnose(t, AuditContext())
+    bundle = Bundle([])
+    none = OfflineJudge().diagnose(t, bundle, AuditContext())
     assert none.basis == "fallback" and "fallback" in none.rationale
     # a fallback's category and agent agree: underspecified user intent names the user
     if none.category == "underspecified_user_intent":
@@ -209,7 +209,7 @@ def test_basis_is_present_consistent_and_in_the_schema(monkeypatch):
 
 
 def test_fallback_in_a_dialogue_names_the_user(monkeypatch):
-    from trajaudit.engine import judge as jm
+    from trajaudit.engine.strategies import offline_judge as jm
     from trajaudit.engine.validation_log import ValidationLog
 
     steps = (Step(0, "user", "user", "hi, cancel my order"),
@@ -225,11 +225,11 @@ def test_fallback_in_a_dialogue_names_the_user(monkeypatch):
         error_steps = ()
         graph = None
 
-    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle())
+    bundle = Bundle()
     w = JudgeWeights({"first_consequential_action": 3.0})
-    d = OfflineJudge(jm.JudgeSettings(weights=w)).diagnose(t, AuditContext())
+    d = OfflineJudge(jm.JudgeSettings(weights=w)).diagnose(t, bundle, AuditContext())
     assert (d.critical_step, d.basis, d.category, d.agent) == (3, "fallback", "underspecified_user_intent", "user")
-    d2 = OfflineJudge(jm.JudgeSettings(weights=w, user_prior=False)).diagnose(t, AuditContext())
+    d2 = OfflineJudge(jm.JudgeSettings(weights=w, user_prior=False)).diagnose(t, bundle, AuditContext())
     assert (d2.category, d2.agent) == ("intent_plan_misalignment", "assistant")
 
 
@@ -313,4 +313,4 @@ def test_audit_spec_loads_weights_from_a_path(tmp_path):
     p = tmp_path / "w.json"
     JudgeWeights({"last_decision": 1.0}).save(p)
     ctx = build_context(AuditSpec(judge_weights=str(p)))
-    assert ctx.extra["judge_weights"].weights == {"last_decision": 1.0}
+    assert ctx.strategy_options["offline"]["judge_weights"].weights == {"last_decision": 1.0}

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
+from trajaudit.checkers.tool_schemas import load_tools
 from trajaudit.cli.common import (
     check_output_folder,
     console,
@@ -18,9 +19,8 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     report_problems,
 )
-from trajaudit.engine.evidence import load_tools
-from trajaudit.engine.loader import load_many
-from trajaudit.engine.pipeline import AuditSpec, build_context
+from trajaudit.engine.run.pipeline import AuditSpec, build_context
+from trajaudit.engine.trace.loader import load_many
 from trajaudit.eval.fit import C_GRID, FitError, fit_judge, label_runs
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 

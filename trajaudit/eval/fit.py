@@ -3,7 +3,7 @@
 A team with annotated failures of its own agents fits the offline judge's ranker to them:
 
 1. **Label.** Each run's evidence is gathered as ``audit`` gathers it, its candidate steps become
-   feature rows (:func:`~trajaudit.engine.judge_features.features`), and the candidate at the gold
+   feature rows (:func:`~trajaudit.engine.strategies.judge_features.features`), and the candidate at the gold
    critical step is the positive one (:func:`label_runs`). A run whose gold step is no candidate (a
    user turn no finding blames, a tool output) adds negatives only.
 2. **Model.** A logistic regression (scikit-learn, L2) over the standardized rows, each data set
@@ -16,7 +16,7 @@ A team with annotated failures of its own agents fits the offline judge's ranker
 4. **Calibration.** Platt scaling (a logistic regression on the winner's score and its margin over
    the runner-up) fitted on the held-out predictions of the chosen ``C``, so the confidence is a
    probability of being right on runs the ranker did not see.
-5. **Output.** :class:`FitResult`: the final :class:`~trajaudit.engine.judge_weights.JudgeWeights`
+5. **Output.** :class:`FitResult`: the final :class:`~trajaudit.engine.strategies.judge_weights.JudgeWeights`
    (fitted on every run given, with the calibration), the cross-validated figures it expects, and the
    held-out predictions.
 
@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.evidence import gather
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.judge_features import FEATURES, FeatureTable, features
-from trajaudit.engine.judge_weights import Calibration, JudgeWeights
-from trajaudit.engine.strategy import AuditContext
+from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.judge_features import FEATURES, FeatureTable, features
+from trajaudit.engine.strategies.judge_weights import Calibration, JudgeWeights
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.errors import TrajauditError
 from trajaudit.eval.calibration import reliability as calibration_table
 from trajaudit.eval.gold import suffix_aliases
