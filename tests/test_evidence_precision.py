@@ -13,11 +13,11 @@ import json
 from trajaudit.engine.claims import ClaimConfig, Support, build_claim_graph
 from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.claims.normalize import when_key
+from trajaudit.engine.claims.origin import origin_features, origin_of
 from trajaudit.engine.packs.selection import default_packs
 from trajaudit.engine.run.evidence import gather
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.strategies.offline_judge import JudgeSettings, OfflineJudge, responsible_agent
-from trajaudit.engine.strategies.origin import origin_features, origin_of
 from trajaudit.engine.trace.loader import load_document
 
 
@@ -29,6 +29,11 @@ def _load(doc):
 
 def _ctx():
     return build_context(AuditSpec(strategy="offline"))
+
+
+def _diagnose(t, judge=None):
+    ctx = _ctx()
+    return (judge or OfflineJudge()).diagnose(t, gather(t, ctx), ctx)
 
 
 def _errors(t, ctx=None):
@@ -225,7 +230,7 @@ def test_fallback_in_a_dialogue_names_the_user():
         {"role": "assistant", "content": "Done."},
     ]
     t = _load(doc)
-    d = OfflineJudge().diagnose(t, gather(t, _ctx()), _ctx())
+    d = _diagnose(t)
     assert d.category == "underspecified_user_intent"
     assert d.agent == "user"  # was "assistant": the category blames the request, the agent must too
     assert responsible_agent(t, d.critical_step, "intent_plan_misalignment") == t.steps[d.critical_step].agent
@@ -251,10 +256,10 @@ def test_origin_of_a_blocked_page_is_the_instruction_and_the_plan_that_chose_it(
     tr = origin_of(t, 3, build_claim_graph(t))
     assert [(x.step, x.relation) for x in tr.chain][:2] == [(3, "symptom"), (2, "instructed-by")]
     assert tr.step in (1, 2) and tr.depth >= 1
-    d = OfflineJudge().diagnose(t, gather(t, _ctx()), _ctx())  # default: the symptom stays, the origin is proposed
+    d = _diagnose(t)  # default: the symptom stays, the origin is proposed
     assert d.critical_step == 3 and d.metadata["origin"]["symptom"] == 3
     assert any(c.step == tr.step and "origin of the late symptom" in c.reason for c in d.candidates)
-    d = OfflineJudge(JudgeSettings(redirect_to_origin=True)).diagnose(t, gather(t, _ctx()), _ctx())
+    d = _diagnose(t, OfflineJudge(JudgeSettings(redirect_to_origin=True)))
     assert d.critical_step == d.metadata["origin"]["step"] == tr.step != 3
     assert d.rationale.startswith("origin of a late symptom at steps.3")
     feats = origin_features(t, [(3, [r for r in _errors(t) if r.step == 3])], build_claim_graph(t))

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajaudit.engine.strategies.origin import origin_features
+from trajaudit.engine.claims.origin import origin_features
 from trajaudit.engine.trace.ir import FENCE_RE, Step, Trajectory
 from trajaudit.engine.validation_log import RULE_TYPES, Record, severity_rank
 
@@ -70,7 +70,7 @@ FEATURES: tuple[str, ...] = (
     "own_output_error", "errors_following", "next_output_error", "dependents",
     # loops and repeats
     "repeats_earlier", "repeated_later", "loop_start",
-    # origin tracing (trajaudit.engine.strategies.origin): late symptoms and the decisions they lead back to
+    # origin tracing (trajaudit.engine.claims.origin): late symptoms and the decisions they lead back to
     "late_symptom", "origin_of_late_symptom", "dependency_depth", "origin_dependents",
     # no evidence anywhere in the run: positions that stand in for it
     "no_error_in_run", "no_finding_in_run", "last_decision_no_error", "first_action_no_error",

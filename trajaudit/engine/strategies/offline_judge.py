@@ -38,6 +38,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajaudit.engine.claims.origin import is_outcome_finding, origin_of
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.strategies.base import INCONCLUSIVE
 from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
@@ -54,7 +55,6 @@ from trajaudit.engine.strategies.judge_features import (
 )
 from trajaudit.engine.strategies.judge_features import Candidate as FeatureCandidate
 from trajaudit.engine.strategies.judge_weights import WEIGHTS_KEY, JudgeWeights, shipped_weights
-from trajaudit.engine.strategies.origin import is_outcome_finding, origin_of
 from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.validation_log import Evidence, severity_rank
 
@@ -98,8 +98,8 @@ class JudgeSettings:
         weights: the :class:`JudgeWeights` to rank with; ``None``: the context's
             (``context.strategy_options["offline"]["weights"]``), else the shipped ones.
         redirect_to_origin: when the chosen step's findings are all outcome findings (a late
-            symptom: :func:`trajaudit.engine.strategies.origin.is_outcome_finding`), choose the origin its
-            dependencies lead back to (:func:`trajaudit.engine.strategies.origin.origin_of`) instead (AgentRx:
+            symptom: :func:`trajaudit.engine.claims.origin.is_outcome_finding`), choose the origin its
+            dependencies lead back to (:func:`trajaudit.engine.claims.origin.origin_of`) instead (AgentRx:
             the first unrecoverable failure, not where it surfaced). Off by default: the ranker
             already weighs the origin quantities (``late_symptom``, ``origin_of_late_symptom``, …) as
             fitted features, and redirecting its choice afterwards lost steps on the dev data
