@@ -15,10 +15,10 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
-    input_format_option,
     refuse_overwriting_input,
     report_problems,
 )
+from trajaudit.cli.options import io_options
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.trace.loader import load_many
 from trajaudit.eval.fit import C_GRID, FitError, fit_judge, label_runs
@@ -53,9 +53,7 @@ def _pct(x: float | None) -> str:
 @click.option("--rules", "rules", multiple=True, metavar="PACK",
               help="A rule pack file or shipped pack name (repeatable), as for `trajaudit audit`.")
 @click.option("--no-default-packs", is_flag=True, help="Do not apply the shipped generic and domain packs.")
-@input_format_option("--trace-format", dest="trace_format")
-@click.option("--mapping", "mapping", type=click.Path(exists=True, dir_okay=False),
-              help="YAML mapping for a custom trace format (as for `trajaudit audit`).")
+@io_options(None)
 @click.option("--folds", type=click.IntRange(2, 100), default=5, show_default=True,
               help="k of k-fold cross-validation (used with a single DATASET).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the k-fold split.")
@@ -64,8 +62,8 @@ def _pct(x: float | None) -> str:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @handle_errors
 def fit(datasets: tuple[str, ...], golds: tuple[str, ...], gold_format: str, labels: tuple[str, ...],
-        tools: tuple[str, ...], rules: tuple[str, ...], no_default_packs: bool, trace_format: str | None,
-        mapping: str | None, folds: int, seed: int, output: str, quiet: bool) -> None:
+        tools: tuple[str, ...], rules: tuple[str, ...], no_default_packs: bool, folds: int, seed: int, output: str,
+        quiet: bool, out_format: str | None, fmt: str | None, mapping: str | None) -> None:
     """Fit the offline judge to labelled failures and print the figures to expect on unseen runs.
 
     \b
@@ -103,7 +101,7 @@ def fit(datasets: tuple[str, ...], golds: tuple[str, ...], gold_format: str, lab
         gold_set = load_gold(gold_path, gold_format)
         if not gold_set:
             fail(f"{gold_path}: no gold labels could be loaded")
-        res = load_many([path], format=trace_format, mapping=mapping)
+        res = load_many([path], format=fmt, mapping=mapping)
         report_problems(res.problems)
         with Progress(console=err, disable=quiet or not err.is_terminal, transient=True) as bar:
             task = bar.add_task(f"{name}: evidence", total=len(res.trajectories))
