@@ -192,8 +192,8 @@ _COLUMNS = (("run", "left"), ("step", "right"), ("agent", "left"), ("category", 
 
 def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: int) -> list[int]:
     """Column widths of the summary table within ``width`` characters: the category column is as wide
-    as the widest category shown (never cut); run id and agent give way first (down to 6 characters),
-    the preview takes what is left (one line, cut with "…")."""
+    as the widest category shown (never cut); the agent, the basis (down to 4: "fin…") and the run id
+    give way first (down to 6 characters), the preview takes what is left (one line, cut with "…")."""
     def longest(i: int, head: str) -> int:
         return max([len(head)] + [len(str(r[i])) for r in rows])
 
@@ -201,9 +201,11 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
     cat, conf, basis = longest(3, "category"), 5, longest(5, "basis")
     gaps = 3 * (len(_COLUMNS) - 1)  # SIMPLE_HEAD, no edge: padding, a blank rule, padding between columns
     preview = width - gaps - (run + step + agent + cat + conf + basis)
-    while preview < 12 and (agent > 6 or run > 6):
+    while preview < 12 and (agent > 6 or run > 6 or basis > 4):
         if agent >= run and agent > 6:
             agent -= 1
+        elif basis > 4:  # "fin…", "weak", "fal…": the basis gives way before the run id
+            basis -= 1
         else:
             run -= 1
         preview += 1
