@@ -32,10 +32,10 @@ def api() -> dict[str, Any]:
                          "trajaudit.engine.strategies.evidence.gather", "trajaudit.engine.evidence.gather"),
         "OfflineJudge": _first("trajaudit.engine.strategies.offline_judge.OfflineJudge",
                                "trajaudit.engine.strategies.judge.OfflineJudge",
-                               "trajaudit.engine.strategies.OfflineJudge", "trajaudit.engine.judge.OfflineJudge"),
+                               "trajaudit.engine.strategies.OfflineJudge", "trajaudit.engine.strategies.offline_judge.OfflineJudge"),
         "blame": _first("trajaudit.engine.strategies.offline_judge.blame",
                         "trajaudit.engine.strategies.judge.blame", "trajaudit.engine.strategies.blame",
-                        "trajaudit.engine.judge.blame"),
+                        "trajaudit.engine.strategies.offline_judge.blame"),
         "load_gold": _first("trajaudit.eval.load_gold"),
     }
 

@@ -36,6 +36,7 @@ from trajaudit.cli.options import check_input_paths, io_options
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
+from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
@@ -73,6 +74,8 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
               help="Also write a repair directive per run (Diagnosis.repair): synthesized by the LLM when an "
                    "endpoint is configured, else a template built from the diagnosis (labelled as such).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
+@click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
+              help="The offline judge's weights (JSON from `trajaudit judge fit`); default: the shipped ones.")
 @io_options(["jsonl", "sarif", "junit"], "jsonl",
             help="What -o holds: jsonl (one diagnosis per line), sarif (SARIF 2.1.0: one result per rule "
                  "violation) or junit (JUnit XML: a test case per run x rule).")
@@ -81,8 +84,8 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
 @handle_errors
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
           output: str | None, report: str | None, jobs: int, seed: int, quiet: bool, out_format: str,
-          fmt: str | None, mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions,
-          cluster: ClusterOptions) -> None:
+          fmt: str | None, mapping: str | None, no_default_packs: bool, repair: bool, judge_weights: str | None,
+          llm_opts: LLMOptions, cluster: ClusterOptions) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
@@ -102,6 +105,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
       trajaudit audit runs.json --strategy all-at-once --base-url http://localhost:8000/v1 --model M
       trajaudit audit runs/ --format sarif -o trajaudit.sarif   # for code scanning in CI
       trajaudit audit s3://bucket/traces/ --scheduler tcp://scheduler:8786 -o diagnoses.parquet
+      trajaudit audit runs/ --judge-weights weights.json   # weights from `trajaudit judge fit`
     """
     output = output or _DEFAULT_OUTPUT[out_format]
     check_cluster_use(cluster, paths, output, jobs)
@@ -119,8 +123,9 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         check_output_folder(output)
     refuse_overwriting_input(report, given, "--report")
     check_output_folder(report, "--report")
+    weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
-                     default_packs=not no_default_packs, llm=llm, repair=repair)
+                     default_packs=not no_default_packs, llm=llm, repair=repair, judge_weights=weights)
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -179,7 +184,7 @@ class _Kept:
         self.keep_findings = findings
         self.findings: dict[int, RunFindings] = {}
         self.lines: dict[int, str] = {}
-        self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}
+        self.rows: dict[int, tuple[str, str, str, str, float, str, str]] = {}
         self.flagged: list[Trajectory] = []
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
@@ -193,7 +198,7 @@ class _Kept:
         step = str(d.critical_step)
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
             step += f" (msg {d.metadata['source_message']})"
-        self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, prev)
+        self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
         if self.keep_findings:  # SARIF / JUnit: the violations and the applied rules, not the log
@@ -204,27 +209,29 @@ class _Kept:
 
 
 _COLUMNS = (("run", "left"), ("step", "right"), ("agent", "left"), ("category", "left"), ("conf.", "right"),
-            ("preview", "left"))
+            ("basis", "left"), ("preview", "left"))
 
 
-def _fit_columns(rows: list[tuple[str, str, str, str, float, str]], width: int) -> list[int]:
+def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: int) -> list[int]:
     """Column widths of the summary table within ``width`` characters: the category column is as wide
-    as the widest category shown (never cut); run id and agent give way first (down to 6 characters),
-    the preview takes what is left (one line, cut with "…")."""
+    as the widest category shown (never cut); the agent, the basis (down to 4: "fin…") and the run id
+    give way first (down to 6 characters), the preview takes what is left (one line, cut with "…")."""
     def longest(i: int, head: str) -> int:
         return max([len(head)] + [len(str(r[i])) for r in rows])
 
     run, step, agent = min(longest(0, "run"), 16), longest(1, "step"), min(longest(2, "agent"), 20)
-    cat, conf = longest(3, "category"), 5
+    cat, conf, basis = longest(3, "category"), 5, longest(5, "basis")
     gaps = 3 * (len(_COLUMNS) - 1)  # SIMPLE_HEAD, no edge: padding, a blank rule, padding between columns
-    preview = width - gaps - (run + step + agent + cat + conf)
-    while preview < 12 and (agent > 6 or run > 6):
+    preview = width - gaps - (run + step + agent + cat + conf + basis)
+    while preview < 12 and (agent > 6 or run > 6 or basis > 4):
         if agent >= run and agent > 6:
             agent -= 1
+        elif basis > 4:  # "fin…", "weak", "fal…": the basis gives way before the run id
+            basis -= 1
         else:
             run -= 1
         preview += 1
-    return [run, step, agent, cat, conf, max(preview, 8)]
+    return [run, step, agent, cat, conf, basis, max(preview, 8)]
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
@@ -240,10 +247,10 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     widths = _fit_columns(shown, out.width)
     for (col, just), w in zip(_COLUMNS, widths, strict=True):
         table.add_column(col, width=w, no_wrap=True, overflow="ellipsis", justify=just)  # type: ignore[arg-type]
-    for rid, step, agent, category, confidence, prev in shown:
-        table.add_row(rid, step, agent, category, f"{confidence:.2f}", " ".join(prev.split()))
+    for rid, step, agent, category, confidence, basis, prev in shown:
+        table.add_row(rid, step, agent, category, f"{confidence:.2f}", basis, " ".join(prev.split()))
     if len(rows) > 50:
-        table.add_row("…", "", "", f"{len(rows) - 50} more", "", "")
+        table.add_row("…", "", "", f"{len(rows) - 50} more", "", "", "")
     out.print(table)
     cats = Counter(row[3] for row in rows)
     out.print("categories: " + ", ".join(f"{k} {v}" for k, v in cats.most_common()), highlight=False)

@@ -24,6 +24,7 @@ from trajaudit.cli.common import (
 from trajaudit.cli.options import check_input_paths, io_options
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
+from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.loader import load_many
 from trajaudit.eval.evaluate import evaluate
@@ -49,6 +50,8 @@ from trajaudit.report.eval_html import eval_html_parts
               help="With --strategy: a rule pack file or shipped pack name (repeatable), as for `trajaudit audit`.")
 @click.option("--no-default-packs", is_flag=True,
               help="With --strategy: do not apply the shipped generic and domain packs (as `trajaudit audit`).")
+@click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
+              help="With --strategy offline: the judge's weights (JSON from `trajaudit judge fit`).")
 @io_options(["table", "json", "markdown"], "table", help="Report format (stdout, or -o).", trace_format_alias=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
@@ -62,7 +65,7 @@ from trajaudit.report.eval_html import eval_html_parts
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategies: tuple[str, ...],
              taxonomy: str | None, tools: str | None, rules: tuple[str, ...], no_default_packs: bool,
-             fmt: str | None, mapping: str | None, out_format: str, output: str | None, report_file: str | None,
+             judge_weights: str | None, fmt: str | None, mapping: str | None, out_format: str, output: str | None, report_file: str | None,
              save_pred: str | None, misses: int, seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
     """Score diagnoses against gold labels with the metrics of AgentRx, SearchAuditor, Who&When and DRIFT.
 
@@ -86,6 +89,8 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     strategy = strategies[0] if strategies else None
     if bool(pred) == bool(strategy):
         fail("give exactly one of --pred FILE or --strategy NAME")
+    if judge_weights and strategy != "offline":
+        fail("--judge-weights needs --strategy offline (the weights are the offline judge's)")
     trace_format = fmt
     if report_file and not report_file.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report_file!r}")
@@ -108,7 +113,8 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
             fail("--strategy needs DATASET paths (the runs to diagnose)")
         strat = default_strategies().get(strategy)
         ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
-                                      default_packs=not no_default_packs))
+                                      default_packs=not no_default_packs,
+                                      judge_weights=load_weights(judge_weights) if judge_weights else None))
         if getattr(strat, "needs_llm", False):
             ctx.llm = client_from_options(llm_opts)
         try:

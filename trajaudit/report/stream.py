@@ -31,7 +31,8 @@ class RunRow:
 
     Attributes:
         id: the trajectory id.
-        critical_step / category / agent / confidence: the diagnosis' fields.
+        critical_step / category / agent / confidence / basis: the diagnosis' fields (``basis``:
+            finding, weak, fallback, or ``None`` when the strategy does not say).
         file: the run's source file ("" when it came from memory).
         preview: an 80-character preview of the critical step ("" without one).
     """
@@ -43,13 +44,14 @@ class RunRow:
     confidence: float
     file: str
     preview: str
+    basis: str | None = None
 
     @classmethod
     def of(cls, r: AuditResult) -> RunRow:
         """The row of an audited run."""
         d, t = r.diagnosis, r.trajectory
         prev = t.steps[d.critical_step].preview(80) if d.critical_step is not None else ""
-        return cls(t.id, d.critical_step, d.category, d.agent, d.confidence, t.source.file or "", prev)
+        return cls(t.id, d.critical_step, d.category, d.agent, d.confidence, t.source.file or "", prev, d.basis)
 
 
 class SectionSpool:
