@@ -125,12 +125,44 @@ def check_tool_parameters(fn: dict[str, Any], *, file: str | None = None, index:
     if "type" in params and params["type"] != "object":
         raise ToolSchemaError(f"tool {name!r}: parameters must describe an object (\"type\": \"object\"), got "
                               f"\"type\": {json.dumps(params['type'])[:80]}", file=file, index=index)
+    if _meta_fast_ok(params):
+        return
     try:
         validator_for(params, default=Draft202012Validator).check_schema(params)
     except SchemaError as e:
         where = e.json_path.replace("$", "parameters", 1)
         raise ToolSchemaError(f"tool {name!r}: invalid JSON Schema at {where}: {e.message}",
                               file=file, index=index) from None
+
+
+#: keywords whose metaschema entry carries a ``format`` (regex, uri, uri-reference) that jsonschema
+#: checks and jsonschema-rs does not, plus ``$schema`` (which picks another draft)
+_FORMAT_KEYS = frozenset({"pattern", "patternProperties", "$id", "$schema", "$ref", "$dynamicRef", "$vocabulary",
+                          "$anchor", "$dynamicAnchor"})
+
+
+def _meta_fast_ok(params: dict[str, Any]) -> bool:
+    """True when jsonschema-rs accepts ``params`` against the draft 2020-12 metaschema and the schema
+    has none of :data:`_FORMAT_KEYS` (at any depth, as any key): then jsonschema's ``check_schema``
+    accepts it too (the same metaschema; the formats it alone checks do not occur). False means "ask
+    jsonschema", which decides and writes the message. ~100x cheaper on valid tool schemas."""
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - a core dependency; without it jsonschema decides
+        return False
+    stack: list[Any] = [params]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if not _FORMAT_KEYS.isdisjoint(v):
+                return False
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    try:
+        return bool(jsonschema_rs.meta.is_valid(params))
+    except Exception:  # noqa: BLE001 - anything it cannot take: jsonschema decides
+        return False
 
 
 def load_rules(packs: tuple[Any, ...] | list[Any], tools: list[dict[str, Any]] | None, *,
@@ -169,10 +201,35 @@ def load_rules(packs: tuple[Any, ...] | list[Any], tools: list[dict[str, Any]] |
                 raise RulePackError(f"rule id {spec.id} is defined by both {owner[spec.id]} and {dp.name}"
                                     + hint.format(f"{dp.name} (applied to runs calling its tools)"))
     if tools:
-        from trajaudit.engine.tool_rules import rules_from_tools
-
-        rules += [r for r in compile_rules(rules_from_tools(tools)) if r.id not in owner]
+        rules += [r for r in _compiled_tool_rules(json.dumps(tools, ensure_ascii=False, default=repr), tools)
+                  if r.id not in owner]
     return rules
+
+
+def _compiled_tool_rules(text: str, tools: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """The compiled SCHEMA rules of ``tools`` (:func:`~trajaudit.engine.tool_rules.synthesize_tool_rules`),
+    loaded through the on-disk pack cache (keyed by the derived pack's content, so a ``--tools`` file
+    is not re-read as YAML in every process) and compiled once per process per distinct ``text``
+    (``tools`` as JSON: the memo key).
+
+    Raises:
+        ToolSchemaError: ``tools`` is not a list of function schemas.
+    """
+    hit = _TOOL_RULES.get(text)
+    if hit is None:
+        from trajaudit.engine import pack_cache
+        from trajaudit.engine.tool_rules import synthesize_tool_rules
+
+        loaded = pack_cache.load_data(synthesize_tool_rules(tools).pack)
+        hit = pack_cache.compile_loaded(loaded)
+        if len(_TOOL_RULES) >= 8:
+            _TOOL_RULES.pop(next(iter(_TOOL_RULES)))
+        _TOOL_RULES[text] = hit
+    return hit
+
+
+#: per-process memo of :func:`_compiled_tool_rules` (compiled rules are immutable closures)
+_TOOL_RULES: dict[str, tuple[Any, ...]] = {}
 
 
 def unique_rules(groups: list[tuple[str, Any]], *, hint: dict[str, str] | None = None) -> tuple[list[Any], dict[str, str]]:
@@ -269,6 +326,7 @@ def clear_caches(packs: bool = True) -> None:
         from trajaudit.engine import pack_cache, regex_safety, rule_parser
 
         _compiled_shipped.cache_clear()
+        _TOOL_RULES.clear()
         _superseded_in.cache_clear()
         _loaded_shipped.cache_clear()
         rule_parser.clear_memo()

@@ -150,6 +150,42 @@ def _load(path: Path) -> LoadedPack:
     return loaded
 
 
+def load_data(data: dict[str, Any]) -> LoadedPack:
+    """Load a pack given as data (e.g. the SCHEMA pack derived from a ``--tools`` file), from the cache
+    when an entry for the same data exists: the key is a SHA-256 of :func:`code_fingerprint` and the
+    data's JSON text (key order kept: it is the order of the YAML the loader reads), so the YAML
+    dump and parse of :func:`~trajaudit.engine.rule_pack.load_pack` run only on a miss.
+
+    Raises:
+        RulePackError: as :func:`~trajaudit.engine.rule_pack.load_pack` (errors never come from the cache).
+    """
+    with _gc_paused():
+        key = data_key(data)
+        if key is not None:
+            hit = _read(key)
+            if hit is not None:
+                return hit
+        with RP.recording_deps() as deps:
+            pack = RP.load_pack(data)
+        loaded = LoadedPack(pack, key, deps)
+        if key is not None:
+            _write(loaded)
+        return loaded
+
+
+def data_key(data: dict[str, Any]) -> str | None:
+    """The cache key of a pack given as data (:func:`load_data`), or ``None`` when the cache is off or
+    the data is not plain JSON (then it is never cached)."""
+    if cache_dir() is None:
+        return None
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        log.debug("pack cache: no key for a pack given as data: %s", e)
+        return None
+    return sha256(json.dumps([code_fingerprint(), "data", text]).encode()).hexdigest()
+
+
 def compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
     """Compile the enabled rules of ``loaded.pack``; the entry's ASTs and regex verdicts spare the
     parse and the safety check, and a first compile stores them.
