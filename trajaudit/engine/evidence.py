@@ -470,13 +470,14 @@ def _superseded_in(path: str) -> frozenset[str]:
 
 
 def evaluate_rules(trajectory: Trajectory, rules: list[Any], context: AuditContext) -> ValidationLog:
-    """:func:`~trajaudit.engine.rule_eval.evaluate` with the context's oracle, budget and tools."""
+    """:func:`~trajaudit.engine.rule_eval.evaluate` with the context's oracle, budget and tools, in one pass
+    over the run (:func:`~trajaudit.engine.rule_stepper.evaluate_run`: the same log)."""
     if not rules:
         return ValidationLog(trajectory.id)
-    from trajaudit.engine.rule_eval import evaluate
+    from trajaudit.engine.rule_stepper import evaluate_run
 
-    return evaluate(trajectory, rules, oracle=context.extra.get("oracle"), config=context.config,
-                    tools=context.tools)
+    return evaluate_run(trajectory, rules, oracle=context.extra.get("oracle"), config=context.config,
+                        tools=context.tools)
 
 
 def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:

@@ -21,6 +21,7 @@ from trajaudit.engine.pack_messages import close_hint
 from trajaudit.engine.regex_safety import refusal, regex_risk
 from trajaudit.engine.rule_builtins import BUILTINS
 from trajaudit.engine.rule_compile_base import _NO, C, Fn, _const
+from trajaudit.engine.rule_columnar import columnar_quant, eq_join_parts
 from trajaudit.engine.rule_compile_paths import PathsMixin
 from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
@@ -264,7 +265,9 @@ class ExprCompiler(PathsMixin, OperatorsMixin):
                          key=id(node), label=A.unparse(node), share=share,
                          substring=self._substring_test(node, seq.type, closed_parts, open_parts, inner))
         typ = {"exists": "bool", "forall": "bool", "count": "num"}.get(node.kind, et)
-        return C(plan.run, typ)
+        eq = eq_join_parts(open_parts, node.var, free_names)
+        join = (self.compile(eq[0], inner).fn, self.compile(eq[1], inner).fn) if eq is not None else None
+        return C(columnar_quant(plan, join) or plan.run, typ)
 
     def _substring_test(self, node: A.Quant, seq_type: str, closed: list[A.Expr], opened: list[A.Expr],
                         inner: dict[str, str]) -> tuple[Fn, bool] | None:

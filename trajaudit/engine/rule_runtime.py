@@ -201,6 +201,7 @@ class TrajContext:
         self.shared: dict[Any, Any] = {}  # run-wide values of expressions shared by rules (rule_queries)
         self.ops = 0
         self.budget = budget
+        self.lazy = False  # rule_columnar: the run grows step by step (prefix state extended on demand)
         self.oracle = oracle
         self.tools = tools
         self.checkers = checkers

@@ -1,0 +1,382 @@
+"""Columnar (prefix-state) evaluation of the rule language's quantifiers over a run (issue 22).
+
+A quantifier over a step or call range whose filter is *closed* (it reads only the bound variable,
+pack parameters and run constants — see :mod:`trajaudit.engine.rule_queries`) has an answer that is a
+function of the range alone: "the latest earlier tool output of ``find_user_id_by_email``", "how many
+earlier user turns mention a refund", "is there an earlier successful authentication". The compiler
+recognizes these shapes and compiles them, instead of the generic :meth:`QuantPlan.run`, into a
+closure over *prefix state* (:class:`PrefixFilter`): the positions of the run's steps (calls) where
+the filter holds, or raised, extended once per step and queried in O(1) for ``earlier`` /
+``calls(earlier)`` (O(log n) for ``since(x)`` and other windows). Recognized shapes:
+
+- ``exists | first | latest | count  v in RANGE where CLOSED`` — ``RANGE`` any step or call range
+  (``earlier``, ``calls(earlier)``, ``since(latest x in earlier where …)``, ``later``, ``steps`` …);
+- ``forall v in RANGE [where CLOSED]: CLOSED_BODY`` (the prefix state of the violators);
+- ``latest | first | exists  v in RANGE where CLOSED and KEY(v) == VALUE and …`` with ``VALUE`` not
+  reading ``v``: an *equality join* — the prefix state also files each candidate under the string
+  ``KEY(v)``, so ``latest o in earlier where o.kind == "tool" and o.json.order_id == call.args.order_id``
+  goes straight to the candidates holding that order id instead of scanning every earlier output.
+
+Anything else (open conditions of other forms, bodies that read the current step, sequences that are
+lists) keeps :meth:`QuantPlan.run`. Nothing is generated or executed: these are closures built from
+the same compiled sub-closures.
+
+Exactness (the reference is :meth:`QuantPlan.run`; ``tests/test_rule_columnar.py`` compares them):
+the result, the witness binding, the evidence entries (addresses, values, notes) and the budget
+charges are those of the reference path. The state is the reference's own per-run index
+(``QuantPlan._matches``: the closed filter over the whole universe, charged once) when the run is
+complete (a batch); a :class:`~trajaudit.engine.rule_runtime.TrajContext` with ``lazy`` set (a run
+growing one step at a time, e.g. a runtime monitor) extends it only as far as the queries need and
+charges each element when it is first evaluated — the same answers, and a budget counted in
+elements actually evaluated.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any, Callable
+
+from trajaudit.engine import rule_ast as A
+from trajaudit.engine.rule_builtins import CallRange, StepRange
+from trajaudit.engine.rule_queries import QuantPlan, _range_addr
+from trajaudit.engine.rule_runtime import Env, EvalError
+
+Fn = Callable[[Env], Any]
+
+__all__ = ["PrefixFilter", "columnar_quant", "eq_join_parts"]
+
+
+class PrefixFilter:
+    """The prefix state of one filter over one universe (a run's step views or call views).
+
+    Attributes:
+        matches: sorted positions ``i < upto`` where the filter held or raised.
+        err_pos: sorted positions where it raised; ``errors`` their messages.
+        keys: for an equality join, ``{key string: [positions, sorted]}`` of the matches whose key
+            value is a string, and ``key_bad`` the sorted positions whose key raised (those are always
+            visited, as the reference scan visits them); ``keys`` is ``None`` without a join.
+        upto: how many elements of the universe have been filed.
+    """
+
+    __slots__ = ("matches", "err_pos", "errors", "keys", "key_bad", "upto")
+
+    def __init__(self, join: bool) -> None:
+        self.matches: list[int] = []
+        self.err_pos: list[int] = []
+        self.errors: dict[int, str] = {}
+        self.keys: dict[str, list[int]] | None = {} if join else None
+        self.key_bad: list[int] = []
+        self.upto = 0
+
+    def extend(self, env: Env, universe: list[Any], hi: int, var: str, pred: Fn | None, key: Fn | None,
+               charge: bool) -> None:
+        """File elements ``upto..hi-1`` of ``universe``: evaluate ``pred`` (``None``: always true) and,
+        for a join, ``key`` on each (in a scratch environment: nothing they record is kept).
+        ``charge``: count each evaluated element against the current rule's budget first."""
+        if hi <= self.upto:
+            return
+        lo = self.upto
+        if charge:
+            env.tc.charge(hi - lo)
+        scratch = Env(env.tc, env.k)
+        vars_ = scratch.vars
+        matches, errors = self.matches, self.errors
+        for i in range(lo, hi):
+            vars_[var] = universe[i]
+            if pred is not None:
+                try:
+                    if not pred(scratch):
+                        continue
+                except EvalError as e:
+                    matches.append(i)
+                    self.err_pos.append(i)
+                    errors[i] = str(e)
+                    continue
+            matches.append(i)
+            if key is not None:
+                self._file_key(scratch, key, i)
+        self.upto = hi
+
+    def _file_key(self, scratch: Env, key: Fn, i: int) -> None:
+        try:
+            k = key(scratch)
+        except EvalError:
+            self.key_bad.append(i)
+            return
+        if k.__class__ is str:  # any other value never equals a string VALUE (and compares without raising)
+            self.keys.setdefault(k, []).append(i)  # type: ignore[union-attr]
+
+
+def _ranged(env: Env, seq: Any) -> tuple[list[Any], int, int]:
+    """``(universe, lo, hi)`` of a step or call range (what ``QuantPlan._universe`` computes)."""
+    tc = env.tc
+    if seq.__class__ is StepRange:
+        views = tc.views
+        n = len(views)
+        lo, hi = seq.lo, seq.hi
+        return views, (lo if 0 <= lo <= n else 0 if lo < 0 else n), (hi if 0 <= hi <= n else 0 if hi < 0 else n)
+    cs = tc.call_steps
+    return tc.all_calls, bisect_left(cs, seq.lo), bisect_left(cs, seq.hi)
+
+
+def _state(plan: QuantPlan, env: Env, universe: list[Any], hi: int, tag: str, pred: Fn | None,
+           key: Fn | None) -> tuple[Any, ...]:
+    """``(matches, err_pos, errors, filter)`` of ``plan`` on ``universe`` covering ``[0, hi)``.
+
+    A complete run (``tc.lazy`` false) uses the reference index :meth:`QuantPlan._matches` (the same
+    cache entry, charge and sharing between rules); its join keys, when asked, are filed once per
+    run beside it. A lazy run extends a :class:`PrefixFilter` to ``hi``."""
+    tc = env.tc
+    if not tc.lazy:
+        matches, err_pos, errors = plan._matches(env, universe, tag, pred)  # type: ignore[arg-type]
+        if key is None:
+            return matches, err_pos, errors, None
+        ck = (plan.key, tag + "-keys", id(universe))
+        pf = tc.cache.get(ck)
+        if pf is None:  # the join keys of the matches (pure reads: nothing charged, as the reference
+            pf = PrefixFilter(True)  # scan evaluates them only on the elements it visits)
+            scratch = Env(tc, env.k)
+            errs = set(err_pos)
+            for i in matches:
+                if i in errs:
+                    continue
+                scratch.vars[plan.var] = universe[i]
+                pf._file_key(scratch, key, i)
+            pf.upto = len(universe)
+            tc.cache[ck] = pf
+        return matches, err_pos, errors, pf
+    ck = (plan.key, tag + "-lazy", id(universe))
+    pf = tc.cache.get(ck)
+    if pf is None:
+        pf = tc.cache[ck] = PrefixFilter(key is not None)
+    pf.extend(env, universe, hi, plan.var, pred, key, charge=True)
+    return pf.matches, pf.err_pos, pf.errors, pf
+
+
+def _first_error_in(err_pos: list[int], errors: dict[int, str], lo: int, hi: int) -> None:
+    if err_pos:
+        j = bisect_left(err_pos, lo)
+        if j < len(err_pos) and err_pos[j] < hi:
+            raise EvalError(errors[err_pos[j]])
+
+
+def eq_join_parts(open_parts: list[A.Expr], var: str, free: Callable[..., set[str]]) -> tuple[A.Expr, A.Expr] | None:
+    """``(KEY, VALUE)`` when the first open conjunct is ``KEY == VALUE`` (either order) with ``KEY`` a
+    path on ``var`` (``v.f.g``, constant keys) and ``VALUE`` not reading ``var``, neither nesting a
+    quantifier or comprehension; else ``None``. (Only the first conjunct: the reference evaluates the
+    conjuncts in order, so a later one is never evaluated on an element whose key differs.)"""
+    if not open_parts:
+        return None
+    e = open_parts[0]
+    if not (isinstance(e, A.Binary) and e.op == "=="):
+        return None
+    for key, value in ((e.left, e.right), (e.right, e.left)):
+        node = key
+        while isinstance(node, A.Attr):
+            node = node.obj
+        if not (isinstance(key, A.Attr) and isinstance(node, A.Name) and node.id == var):
+            continue
+        if var in free(value) or any(isinstance(n, (A.Quant, A.Comprehension)) for n in (*key.walk(), *value.walk())):
+            continue
+        return key, value
+    return None
+
+
+def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | None:
+    """The prefix-state closure of ``plan`` (see the module docstring), or ``None`` when its shape is
+    not one of the recognized ones (the caller keeps ``plan.run``).
+
+    Args:
+        plan: the compiled quantifier.
+        join: for a plan whose first open conjunct is an equality join (:func:`eq_join_parts`), the
+            compiled ``(KEY, VALUE)`` closures.
+
+    Returns:
+        ``fn(env) -> value`` with :meth:`QuantPlan.run`'s result, witness, evidence and charges; for a
+        sequence that is not a step or call range it calls ``plan.run``.
+    """
+    kind, var, label = plan.kind, plan.var, plan.label
+    if plan.substring is not None:
+        return None
+    reference = plan.run
+    seq_fn = _seq_value(plan)
+    miss_note = f"no match: {label}"
+    if kind == "forall":
+        if not plan.body_closed or plan.open is not None:
+            return None
+        body, closed = plan.body, plan.closed
+        pred: Fn = (lambda e: not body(e)) if closed is None else (lambda e: closed(e) and not body(e))  # type: ignore[misc]
+
+        def run_forall(env: Env) -> Any:
+            seq = seq_fn(env)
+            if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
+                return reference(env)
+            universe, lo, hi = _ranged(env, seq)
+            matches, err_pos, errors, _ = _state(plan, env, universe, hi, "forall", pred, None)
+            _first_error_in(err_pos, errors, lo, hi)
+            a = bisect_left(matches, lo) if lo else 0
+            if a < len(matches) and matches[a] < hi:
+                item = universe[matches[a]]
+                env.witness[var] = item
+                env.seen.append((item.address, item, var))
+                return False
+            return True
+        return run_forall
+    if plan.body is not None:
+        return None
+    if plan.closed is None:
+        return _bare_closure(plan, reference, miss_note) if plan.open is None else None
+    if plan.open is not None and (join is None or kind == "count"):
+        return None
+    closed = plan.closed
+    if join is None:
+        def run(env: Env) -> Any:
+            seq = seq_fn(env)
+            if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
+                return reference(env)
+            universe, lo, hi = _ranged(env, seq)
+            matches, err_pos, errors, _ = _state(plan, env, universe, hi, "filter", closed, None)
+            a = bisect_left(matches, lo) if lo else 0
+            b = bisect_left(matches, hi)
+            if kind == "count":
+                _first_error_in(err_pos, errors, lo, hi)
+                return b - a
+            if a < b:
+                env.tc.charge()  # the one element the reference scan visits
+                i = matches[b - 1] if kind == "latest" else matches[a]
+                if i in errors:
+                    raise EvalError(errors[i])
+                item = universe[i]
+                env.witness[var] = item
+                env.seen.append((item.address, item, var))
+                return item if kind != "exists" else True
+            env.seen.append((_range_addr(seq), None, miss_note))
+            return False if kind == "exists" else None
+        return run
+    return _join_closure(plan, join, reference, miss_note)
+
+
+def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note: str) -> Fn:
+    """The equality-join form of :func:`columnar_quant` (``latest``/``first``/``exists``).
+
+    The reference scan visits the candidates (closed matches in range) newest first for ``latest``,
+    charging one per visit; on each it evaluates the open conjuncts, the first being ``KEY == VALUE``.
+    With ``VALUE`` a string, ``equal(key, VALUE)`` is ``key == VALUE`` for any key, so a candidate whose
+    key did not raise and differs fails that conjunct without raising, and what it recorded is
+    dropped: such candidates are skipped here and only charged. The candidates
+    that remain — key equal to ``VALUE``, key not a string, key raised, or filter raised — are
+    visited exactly as the reference does (the reference scan itself, on those positions), so the
+    witness, evidence, errors and charges are the reference's. ``VALUE`` must be a string (else, or
+    when it raises, the reference runs)."""
+    kind, var = plan.kind, plan.var
+    key_fn, value_fn = join
+    seq_fn, closed, test = _seq_value(plan), plan.closed, plan.open
+    scan = plan._scan
+    latest = kind == "latest"
+
+    def run(env: Env) -> Any:
+        seq = seq_fn(env)
+        if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
+            return reference(env)
+        mark = len(env.seen)
+        try:
+            value = value_fn(env)
+        except EvalError:
+            value = None
+        finally:
+            del env.seen[mark:]
+        if value.__class__ is not str:
+            return reference(env)
+        universe, lo, hi = _ranged(env, seq)
+        matches, err_pos, errors, pf = _state(plan, env, universe, hi, "filter", closed, key_fn)
+        a = bisect_left(matches, lo) if lo else 0
+        b = bisect_left(matches, hi)
+        if a >= b:
+            env.seen.append((_range_addr(seq), None, miss_note))
+            return False if kind == "exists" else None
+        # positions the reference must really visit, in scan order: key equal to VALUE, key raised, filter raised
+        must = _merge(pf.keys.get(value, ()), pf.key_bad, err_pos, matches[a], hi)
+        charge = env.tc.charge
+        if latest:
+            nxt = b - 1  # the reference's next candidate place
+            for p in reversed(must):
+                j = bisect_left(matches, p, a, b)
+                if nxt > j:
+                    charge(nxt - j)
+                got = scan(env, range(j, j + 1), matches, errors, universe, None, test, seq_addr=None)
+                if got is not None:
+                    return got
+                nxt = j - 1
+            if nxt >= a:
+                charge(nxt - a + 1)
+        else:
+            nxt = a
+            for p in must:
+                j = bisect_left(matches, p, a, b)
+                if j > nxt:
+                    charge(j - nxt)
+                got = scan(env, range(j, j + 1), matches, errors, universe, None, test, seq_addr=None)
+                if got is not None and got is not False:
+                    return got
+                nxt = j + 1
+            if b > nxt:
+                charge(b - nxt)
+        env.seen.append((_range_addr(seq), None, miss_note))
+        return False if kind == "exists" else None
+
+    return run
+
+
+def _seq_value(plan: QuantPlan) -> Fn:
+    """The closure giving the quantified sequence as the reference reads it (through ``seq_loc`` when
+    there is one: that read records no evidence)."""
+    loc = plan.seq_loc
+    if loc is None:
+        return plan.seq
+    return lambda env: loc(env)[0]
+
+
+def _bare_closure(plan: QuantPlan, reference: Fn, miss_note: str) -> Fn:
+    """``exists/first/latest/count v in RANGE`` without a condition (the reference's ``_bare``)."""
+    kind, var, label = plan.kind, plan.var, plan.label
+    loc = plan.seq_loc
+    seq_fn = plan.seq
+
+    def run(env: Env) -> Any:
+        if loc is not None:
+            seq, addr = loc(env)
+        else:
+            seq, addr = seq_fn(env), None
+        if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
+            return reference(env)
+        universe, lo, hi = _ranged(env, seq)
+        n = hi - lo if hi > lo else 0
+        if kind == "count":
+            if n:
+                env.tc.charge(n)
+            env.seen.append((addr if addr is not None else _range_addr(seq), n, label))
+            return n
+        if not n:
+            env.seen.append((addr if addr is not None else _range_addr(seq), None, miss_note))
+            return False if kind == "exists" else None
+        env.tc.charge()
+        item = universe[hi - 1] if kind == "latest" else universe[lo]
+        env.witness[var] = item
+        env.seen.append((item.address, item, var))
+        return True if kind == "exists" else item
+
+    return run
+
+
+def _merge(*lists_and_bounds: Any) -> list[int]:
+    """Sorted distinct positions ``lo <= p < hi`` from the three sorted position lists."""
+    *lists, lo, hi = lists_and_bounds
+    out: set[int] = set()
+    for xs in lists:
+        if not xs:
+            continue
+        j = bisect_left(xs, lo)
+        while j < len(xs) and xs[j] < hi:
+            out.add(xs[j])
+            j += 1
+    return sorted(out)
