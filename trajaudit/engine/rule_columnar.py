@@ -12,8 +12,8 @@ the filter holds, or raised, extended once per step and queried in O(1) for ``ea
 - ``exists | first | latest | count  v in RANGE where CLOSED`` — ``RANGE`` any step or call range
   (``earlier``, ``calls(earlier)``, ``since(latest x in earlier where …)``, ``later``, ``steps`` …);
 - ``forall v in RANGE [where CLOSED]: CLOSED_BODY`` (the prefix state of the violators);
-- ``latest | first | exists  v in RANGE where CLOSED and KEY(v) == VALUE and …`` with ``VALUE`` not
-  reading ``v``: an *equality join* — the prefix state also files each candidate under the string
+- ``latest | first | exists  v in RANGE where CLOSED and KEY(v) == VALUE and … [: BODY]`` with
+  ``VALUE`` not reading ``v`` (a string, or a not too large int, at run time): an *equality join* — the prefix state also files each candidate under the string
   ``KEY(v)``, so ``latest o in earlier where o.kind == "tool" and o.json.order_id == call.args.order_id``
   goes straight to the candidates holding that order id instead of scanning every earlier output.
 
@@ -39,11 +39,15 @@ from typing import Any, Callable
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.rule_builtins import CallRange, StepRange
 from trajaudit.engine.rule_queries import QuantPlan, _range_addr
-from trajaudit.engine.rule_runtime import Env, EvalError
+from trajaudit.engine.rule_runtime import CallView, Env, EvalError, StepView
 
 Fn = Callable[[Env], Any]
 
 __all__ = ["PrefixFilter", "columnar_quant", "eq_join_parts"]
+
+#: Compile recognized quantifiers to prefix-state closures. Tests set it to ``False`` to compile the
+#: reference closures (:meth:`QuantPlan.run` everywhere) and compare.
+ENABLED = True
 
 
 class PrefixFilter:
@@ -103,8 +107,25 @@ class PrefixFilter:
         except EvalError:
             self.key_bad.append(i)
             return
-        if k.__class__ is str:  # any other value never equals a string VALUE (and compares without raising)
+        c = k.__class__
+        if c is str or c is int or c is bool:
             self.keys.setdefault(k, []).append(i)  # type: ignore[union-attr]
+        elif c not in _NEVER_EQUAL:  # a float (compared with a tolerance) or anything unusual: visited
+            self.key_bad.append(i)
+
+
+#: key classes that ``equal`` never finds equal to a string or an int VALUE (and compares without raising)
+_NEVER_EQUAL = frozenset({type(None), list, dict, tuple, StepView, CallView})
+
+#: int VALUEs a join looks up exactly: for ints of smaller magnitude, ``equal``'s 1e-9 relative
+#: tolerance is below 1, so it holds only for equal ints (and ``True``/``False`` for 1/0, which a dict
+#: lookup finds too); larger ones take the reference path
+_INT_LIMIT = 500_000_000
+
+
+def _joinable(value: Any) -> bool:
+    c = value.__class__
+    return c is str or (c is int and -_INT_LIMIT < value < _INT_LIMIT)
 
 
 def _ranged(env: Env, seq: Any) -> tuple[list[Any], int, int]:
@@ -196,7 +217,7 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | N
         sequence that is not a step or call range it calls ``plan.run``.
     """
     kind, var, label = plan.kind, plan.var, plan.label
-    if plan.substring is not None:
+    if not ENABLED or plan.substring is not None:
         return None
     reference = plan.run
     seq_fn = _seq_value(plan)
@@ -222,7 +243,7 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | N
                 return False
             return True
         return run_forall
-    if plan.body is not None:
+    if plan.body is not None and (join is None or kind == "count"):
         return None
     if plan.closed is None:
         return _bare_closure(plan, reference, miss_note) if plan.open is None else None
@@ -261,13 +282,15 @@ def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note
 
     The reference scan visits the candidates (closed matches in range) newest first for ``latest``,
     charging one per visit; on each it evaluates the open conjuncts, the first being ``KEY == VALUE``.
-    With ``VALUE`` a string, ``equal(key, VALUE)`` is ``key == VALUE`` for any key, so a candidate whose
-    key did not raise and differs fails that conjunct without raising, and what it recorded is
-    dropped: such candidates are skipped here and only charged. The candidates
-    that remain — key equal to ``VALUE``, key not a string, key raised, or filter raised — are
-    visited exactly as the reference does (the reference scan itself, on those positions), so the
-    witness, evidence, errors and charges are the reference's. ``VALUE`` must be a string (else, or
-    when it raises, the reference runs)."""
+    With ``VALUE`` a string, or an int of magnitude below :data:`_INT_LIMIT`, ``equal(key, VALUE)``
+    holds exactly for the keys a dict lookup of ``VALUE`` finds among the string, int and bool keys,
+    and never for null, lists, objects or views; so a candidate whose key is one of those, did not
+    raise and is not found fails that conjunct without raising, and what it recorded is dropped: such
+    candidates are skipped here and only charged. The candidates that remain — key found, key a
+    float or of another class, key raised, or filter raised — are visited exactly as the reference
+    does (the reference scan itself, on those positions, body included), so the witness, evidence,
+    errors and charges are the reference's. Any other ``VALUE`` (or one that raises) takes the
+    reference path."""
     kind, var = plan.kind, plan.var
     key_fn, value_fn = join
     seq_fn, closed, test = _seq_value(plan), plan.closed, plan.open
@@ -285,7 +308,7 @@ def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note
             value = None
         finally:
             del env.seen[mark:]
-        if value.__class__ is not str:
+        if not _joinable(value):
             return reference(env)
         universe, lo, hi = _ranged(env, seq)
         matches, err_pos, errors, pf = _state(plan, env, universe, hi, "filter", closed, key_fn)

@@ -233,12 +233,17 @@ class RunState:
         if self.finished:
             return self.log
         tc, vlog = self.tc, self.log
+        late = False
         for st in self.steppers:
             if st.pending:
                 units, st.pending = st.pending, []
                 out: list[Record] = []
                 st.run_units(tc, units, out)
                 vlog.records.extend(out)
+                late = late or bool(out)
+        if late:  # deferred records join their step in rule order (within a rule: call order, kept by the stable sort)
+            pos = {st.rule.id: i for i, st in enumerate(self.steppers)}
+            vlog.records.sort(key=lambda r: (r.step, pos[r.rule_id]))
         for st in self.steppers:
             vlog.skipped += st.skipped
             if st.stopped is not None:
