@@ -15,7 +15,12 @@ is the *ratio* of two codes measured alternately in the same minutes. This scrip
    setup, rules, claims, judge);
 3. **fresh CLI** (``--cli-rounds`` alternating pairs): ``python -m trajaudit audit TAU --tools TOOLS -q
    -o FILE`` as a new process (pack cache warm), CPU time (user + system) of the child, in runs/s;
-4. prints both and the ratios.
+4. prints both and the ratios;
+5. with ``--instructions``: the warm batch's instruction count per run of each side, which the load
+   of the machine does not change: each side's worker runs under ``valgrind --tool=cachegrind
+   --cache-sim=no`` twice, with 0 and with ``--batches`` timed batches (``--rounds`` and the stage
+   split are not used); the difference of the two "I refs" totals, divided by the batches and the 29
+   runs, is one warm batch per run (imports, warm-up and start-up cancel out).
 
 Run: ``python benchmarks/bench_vs_release.py [--rounds 5] [--batches 3] [--cli-rounds 5]``.
 Output is recorded in ``benchmarks/bench_vs_release.txt`` and docs/perf.md.
@@ -86,7 +91,8 @@ rates, splits = [], []
 for _ in range({batches}):
     clear_caches(); n, dt = batch(); rates.append(n / dt)
     clear_caches(); splits.append(staged())
-print(json.dumps({{"rate": statistics.median(rates), "split": {{k: statistics.median(s[k] for s in splits) for k in splits[0]}}}}))
+print(json.dumps({{"rate": statistics.median(rates) if rates else 0.0,
+                  "split": {{k: statistics.median(s[k] for s in splits) for k in (splits[0] if splits else {{}})}}}}))
 """
 
 
@@ -111,6 +117,20 @@ def warm(root: Path, batches: int, env: dict[str, str]) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def instructions(root: Path, batches: int, env: dict[str, str], tmp: Path) -> int:
+    """Instructions executed by the warm worker with ``batches`` timed batches (cachegrind's ``I refs``)."""
+    code = WORKER.format(root=str(root), path=str(TAU), tools=str(TOOLS), batches=batches)
+    out = tmp / f"cg-{root.name}-{batches}.out"
+    res = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+                          sys.executable, "-c", code], capture_output=True, text=True, cwd=root, env=env)
+    if res.returncode:
+        raise SystemExit(f"valgrind worker failed for {root}:\n{res.stderr[-2000:]}")
+    for line in res.stderr.splitlines():
+        if "I   refs:" in line or "I refs:" in line:
+            return int(line.split(":")[1].strip().replace(",", ""))
+    raise SystemExit(f"no instruction count in valgrind's output:\n{res.stderr[-1000:]}")
+
+
 def cli(root: Path, env: dict[str, str], out: Path) -> float:
     """CPU seconds (user + system) of one fresh ``python -m trajaudit audit`` on the tau file with tools."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -129,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="alternating warm rounds (default 5)")
     ap.add_argument("--batches", type=int, default=3, help="timed batches per warm process (default 3)")
     ap.add_argument("--cli-rounds", type=int, default=5, help="alternating fresh-CLI pairs (default 5)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions of a warm batch with valgrind (cachegrind) instead of timing")
     args = ap.parse_args(argv)
     if not TAU.exists():
         print(f"tau-retail data not found at {TAU}; nothing measured")
@@ -142,6 +164,16 @@ def main(argv: list[str] | None = None) -> int:
         for env in envs.values():
             env.pop("TRAJAUDIT_NO_CACHE", None)
         n_runs = 29
+        if args.instructions:
+            print(f"instructions per run of a warm batch (valgrind cachegrind; batches {args.batches} minus 0)")
+            per = {}
+            for name, root in sides.items():
+                warm(root, 0, envs[name])  # the pack cache entries written, outside the counts
+                total = instructions(root, args.batches, envs[name], tmp) - instructions(root, 0, envs[name], tmp)
+                per[name] = total / args.batches / n_runs
+                print(f"  {name:9s}: {per[name] / 1e6:8.2f} M instructions per run")
+            print(f"  ratio previous/current: {per['previous'] / per['current']:.2f}x")
+            return 0
         print(f"python {platform.python_version()}; one process per measurement, CPU time (one core); "
               f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
         print(f"previous release: {args.base or args.base_rev} ({base}); current: {ROOT}")
