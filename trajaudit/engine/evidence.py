@@ -110,9 +110,6 @@ def check_tool_parameters(fn: dict[str, Any], *, file: str | None = None, index:
         ToolSchemaError: ``parameters`` is not an object, declares a ``type`` other than
             ``"object"``, or breaks the metaschema (the best-matching error, with its JSON path).
     """
-    from jsonschema.exceptions import SchemaError
-    from jsonschema.validators import Draft202012Validator, validator_for
-
     from trajaudit.engine.tool_rules import ToolSchemaError
 
     if "parameters" not in fn:
@@ -127,6 +124,9 @@ def check_tool_parameters(fn: dict[str, Any], *, file: str | None = None, index:
                               f"\"type\": {json.dumps(params['type'])[:80]}", file=file, index=index)
     if _meta_fast_ok(params):
         return
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import Draft202012Validator, validator_for
+
     try:
         validator_for(params, default=Draft202012Validator).check_schema(params)
     except SchemaError as e:

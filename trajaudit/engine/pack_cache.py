@@ -25,6 +25,7 @@ files are kept (the oldest are removed when an entry is written). Deleting the d
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import logging
 import os
@@ -75,7 +76,6 @@ def cache_dir() -> Path | None:
 @cache
 def code_fingerprint() -> str:
     """SHA-256 of :data:`CODE_FILES`, the trajaudit version and the versions of the libraries involved."""
-    import jsonschema
     import lark
     import yaml
 
@@ -86,7 +86,10 @@ def code_fingerprint() -> str:
     root = Path(trajaudit.__file__).parent
     for rel in CODE_FILES:
         h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
-    js = Path(jsonschema.__file__).parent  # no cheap version string: size and mtime of its validators
+    # no cheap version string: size and mtime of its validators (the package is found, not imported:
+    # a fresh audit of valid runs never needs jsonschema itself)
+    spec = importlib.util.find_spec("jsonschema")
+    js = Path(spec.origin).parent if spec is not None and spec.origin else Path(".")
     for name in ("validators.py", "_keywords.py"):
         st = (js / name).stat()
         h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
