@@ -76,6 +76,13 @@ SHAPES_PACK = {
          "guard": "step.kind == \"tool\"",
          "let": {"p": "latest s in earlier", "n": "count s in earlier", "q": "first s in later"},
          "assert": "p != null and n >= 0", "message": "{p.address} {q}"},
+        {"id": "substring", "title": "t", "type": "PROVENANCE", "severity": "warning",
+         "guard": "call.name in params.writes",
+         "let": {"tokens": "captures(str(call.args), /#W\\d|\\d+/)",
+                 "ungrounded": "[t for t in tokens where not (exists s in earlier where lower(t) in lower(s.content))]",
+                 "last": "latest s in earlier where str(call.args.order_id) in s.content",
+                 "bad": "first s in earlier where call.args.order_id.x in s.content"},
+         "assert": "len(ungrounded) == 0", "message": "{ungrounded} {last} {bad}"},
         {"id": "later-join", "title": "t", "type": "PROTOCOL", "severity": "warning",
          "guard": "call.name in params.writes",
          "let": {"again": "first o in later where o.kind == \"tool\" and o.json.order_id == call.args.order_id"},
@@ -198,6 +205,7 @@ def test_columnar_closures_are_used() -> None:
     assert by_id["forall-prefix"].assertion.__qualname__ == "columnar_quant.<locals>.run_forall"
     assert by_id["join-latest"].lets[0][2].__qualname__ == "_join_closure.<locals>.run"
     assert by_id["bare"].lets[0][2].__qualname__ == "_bare_closure.<locals>.run"
+    assert by_id["substring"].lets[2][2].__qualname__ == "_substring_closure.<locals>.run"
     ref = {r.id.split(".")[-1]: r for r in _compile(load_pack(SHAPES_PACK), False)}
     assert ref["exists-closed"].assertion.__qualname__ == "QuantPlan.run"
 

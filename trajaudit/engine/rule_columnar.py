@@ -39,7 +39,8 @@ from typing import Any, Callable
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.rule_builtins import CallRange, StepRange
 from trajaudit.engine.rule_queries import QuantPlan, _range_addr
-from trajaudit.engine.rule_runtime import CallView, Env, EvalError, StepView
+from trajaudit.engine.regex_prefilter import lower_text
+from trajaudit.engine.rule_runtime import CallView, Env, EvalError, StepView, is_num, member
 
 Fn = Callable[[Env], Any]
 
@@ -217,9 +218,11 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | N
         sequence that is not a step or call range it calls ``plan.run``.
     """
     kind, var, label = plan.kind, plan.var, plan.label
-    if not ENABLED or plan.substring is not None:
+    if not ENABLED:
         return None
     reference = plan.run
+    if plan.substring is not None:
+        return _substring_closure(plan, reference)
     seq_fn = _seq_value(plan)
     miss_note = f"no match: {label}"
     if kind == "forall":
@@ -317,12 +320,14 @@ def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note
         if a >= b:
             env.seen.append((_range_addr(seq), None, miss_note))
             return False if kind == "exists" else None
-        # positions the reference must really visit, in scan order: key equal to VALUE, key raised, filter raised
-        must = _merge(pf.keys.get(value, ()), pf.key_bad, err_pos, matches[a], hi)
+        # positions the reference must really visit, in scan order: key equal to VALUE, key raised, filter
+        # raised; walked lazily (a hit usually comes first), from one sorted list when the other two
+        # have nothing in the range (the common case), else from their merge
+        must = _must_visit(pf.keys.get(value, ()), pf.key_bad, err_pos, matches[a], hi, latest)
         charge = env.tc.charge
         if latest:
             nxt = b - 1  # the reference's next candidate place
-            for p in reversed(must):
+            for p in must:
                 j = bisect_left(matches, p, a, b)
                 if nxt > j:
                     charge(nxt - j)
@@ -346,6 +351,100 @@ def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note
                 charge(b - nxt)
         env.seen.append((_range_addr(seq), None, miss_note))
         return False if kind == "exists" else None
+
+    return run
+
+
+_RAISED = object()
+
+
+class _Occurrences:
+    """Where one needle occurs in a run's step texts: ``pos`` (sorted) for steps ``< upto``."""
+
+    __slots__ = ("pos", "upto")
+
+    def __init__(self) -> None:
+        self.pos: list[int] = []
+        self.upto = 0
+
+    def first_in(self, lo: int, hi: int, holds: Callable[[int], bool]) -> int | None:
+        """The first occurrence in ``[lo, hi)``, filing steps only until it is found."""
+        pos = self.pos
+        j = bisect_left(pos, lo)
+        if j < len(pos) and pos[j] < hi:
+            return pos[j]
+        while self.upto < hi:
+            i = self.upto
+            self.upto = i + 1
+            if holds(i):
+                pos.append(i)
+                if i >= lo:
+                    return i
+        return None
+
+    def last_in(self, lo: int, hi: int, holds: Callable[[int], bool]) -> int | None:
+        """The last occurrence in ``[lo, hi)`` (every step below ``hi`` filed)."""
+        pos = self.pos
+        while self.upto < hi:
+            i = self.upto
+            self.upto = i + 1
+            if holds(i):
+                pos.append(i)
+        j = bisect_left(pos, hi)
+        return pos[j - 1] if j and pos[j - 1] >= lo else None
+
+
+def _substring_closure(plan: QuantPlan, reference: Fn) -> Fn:
+    """The reference's substring plan (``exists/first/latest s in STEPS where X in [lower(]s.content[)]``,
+    ``QuantPlan._substring``) with the scan for the witness replaced by a per-run index of where each
+    needle occurs, filed step by step and only as far as asked: the same witness, the same charges
+    (the steps the reference's scan would visit before it), and the reference scan on the witness for
+    the evidence. A needle repeated at many steps (the same id in every later call) no longer re-scans
+    the prefix. Anything else (not a step range, an empty range, a needle that raises or is not text
+    or a number) is the reference path."""
+    needle_fn, lowered = plan.substring  # type: ignore[misc]
+    loc, seq_fn, test = plan.seq_loc, plan.seq, plan.open
+    latest = plan.kind == "latest"
+    scan = plan._scan
+
+    def run(env: Env) -> Any:
+        if loc is not None:
+            seq, addr = loc(env)
+        else:
+            seq, addr = seq_fn(env), None
+        if seq.__class__ is not StepRange:
+            return reference(env)
+        universe, lo, hi = _ranged(env, seq)
+        if hi <= lo:
+            return reference(env)
+        mark = len(env.seen)
+        try:
+            needle = needle_fn(env)
+        except EvalError:
+            needle = _RAISED
+        finally:
+            del env.seen[mark:]
+        if needle is _RAISED or not (needle.__class__ is str or is_num(needle)):
+            return reference(env)
+        cache = env.tc.cache
+        key = ("substring", id(universe), lowered, needle.__class__, needle)
+        occ = cache.get(key)
+        if occ is None:
+            occ = cache[key] = _Occurrences()
+
+        def holds(i: int) -> bool:
+            text = universe[i].step.content
+            return member(needle, lower_text(text) if lowered and isinstance(text, str) else text)
+
+        i = occ.last_in(lo, hi, holds) if latest else occ.first_in(lo, hi, holds)
+        where = addr or seq
+        if i is not None:
+            visited = (hi - 1 - i) if latest else (i - lo)
+            if visited:
+                env.tc.charge(visited)
+            return scan(env, range(i, i + 1), None, {}, universe, None, test, seq_addr=where)
+        env.tc.charge(hi - lo)
+        return scan(env, range(0), None, {}, universe, None, test, seq_addr=where)
 
     return run
 
@@ -389,6 +488,23 @@ def _bare_closure(plan: QuantPlan, reference: Fn, miss_note: str) -> Fn:
         return True if kind == "exists" else item
 
     return run
+
+
+def _must_visit(keyed: Any, bad: list[int], err: list[int], lo: int, hi: int, backward: bool) -> Any:
+    """The positions ``lo <= p < hi`` of the three sorted lists, in ascending order (descending when
+    ``backward``): an iterator over ``keyed`` alone when ``bad`` and ``err`` have none in the range."""
+    if not _any_in(bad, lo, hi) and not _any_in(err, lo, hi):
+        i, j = bisect_left(keyed, lo), bisect_left(keyed, hi)
+        return (keyed[t] for t in range(j - 1, i - 1, -1)) if backward else (keyed[t] for t in range(i, j))
+    merged = _merge(keyed, bad, err, lo, hi)
+    return reversed(merged) if backward else iter(merged)
+
+
+def _any_in(xs: list[int], lo: int, hi: int) -> bool:
+    if not xs:
+        return False
+    j = bisect_left(xs, lo)
+    return j < len(xs) and xs[j] < hi
 
 
 def _merge(*lists_and_bounds: Any) -> list[int]:
