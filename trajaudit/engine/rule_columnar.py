@@ -57,27 +57,21 @@ class PrefixFilter:
     Attributes:
         matches: sorted positions ``i < upto`` where the filter held or raised.
         err_pos: sorted positions where it raised; ``errors`` their messages.
-        keys: for an equality join, ``{key string: [positions, sorted]}`` of the matches whose key
-            value is a string, and ``key_bad`` the sorted positions whose key raised (those are always
-            visited, as the reference scan visits them); ``keys`` is ``None`` without a join.
         upto: how many elements of the universe have been filed.
     """
 
-    __slots__ = ("matches", "err_pos", "errors", "keys", "key_bad", "upto")
+    __slots__ = ("matches", "err_pos", "errors", "upto")
 
-    def __init__(self, join: bool) -> None:
+    def __init__(self) -> None:
         self.matches: list[int] = []
         self.err_pos: list[int] = []
         self.errors: dict[int, str] = {}
-        self.keys: dict[str, list[int]] | None = {} if join else None
-        self.key_bad: list[int] = []
         self.upto = 0
 
-    def extend(self, env: Env, universe: list[Any], hi: int, var: str, pred: Fn | None, key: Fn | None,
-               charge: bool) -> None:
-        """File elements ``upto..hi-1`` of ``universe``: evaluate ``pred`` (``None``: always true) and,
-        for a join, ``key`` on each (in a scratch environment: nothing they record is kept).
-        ``charge``: count each evaluated element against the current rule's budget first."""
+    def extend(self, env: Env, universe: list[Any], hi: int, var: str, pred: Fn | None, charge: bool) -> None:
+        """File elements ``upto..hi-1`` of ``universe``: evaluate ``pred`` (``None``: always true) on
+        each (in a scratch environment: nothing it records is kept). ``charge``: count each evaluated
+        element against the current rule's budget first."""
         if hi <= self.upto:
             return
         lo = self.upto
@@ -98,9 +92,39 @@ class PrefixFilter:
                     errors[i] = str(e)
                     continue
             matches.append(i)
-            if key is not None:
-                self._file_key(scratch, key, i)
         self.upto = hi
+
+
+class KeyIndex:
+    """The join keys of a filter's matches (:func:`eq_join_parts`), filed in position order as far as
+    queries need: ``keys`` ``{key: [positions, sorted]}`` for string, int and bool keys, ``key_bad``
+    the sorted positions whose key raised or is of a class ``equal`` may find close (floats, others);
+    null, lists, objects and views are filed nowhere (they never equal a string or int VALUE).
+    Evaluating a key is a pure read (the reference scan evaluates it on the elements it visits
+    without a charge of its own), so filing charges nothing."""
+
+    __slots__ = ("keys", "key_bad", "done")
+
+    def __init__(self) -> None:
+        self.keys: dict[Any, list[int]] = {}
+        self.key_bad: list[int] = []
+        self.done = 0  # matches[:done] are filed
+
+    def extend(self, env: Env, universe: list[Any], matches: list[int], errors: dict[int, str], hi: int, var: str,
+               key: Fn) -> None:
+        """File the matches below position ``hi`` (those whose filter raised are not keyed)."""
+        end = bisect_left(matches, hi, self.done)
+        if end <= self.done:
+            return
+        scratch = Env(env.tc, env.k)
+        vars_ = scratch.vars
+        for t in range(self.done, end):
+            i = matches[t]
+            if i in errors:
+                continue
+            vars_[var] = universe[i]
+            self._file_key(scratch, key, i)
+        self.done = end
 
     def _file_key(self, scratch: Env, key: Fn, i: int) -> None:
         try:
@@ -110,10 +134,14 @@ class PrefixFilter:
             return
         c = k.__class__
         if c is str or c is int or c is bool:
-            self.keys.setdefault(k, []).append(i)  # type: ignore[union-attr]
+            self.keys.setdefault(k, []).append(i)
         elif c not in _NEVER_EQUAL:  # a float (compared with a tolerance) or anything unusual: visited
             self.key_bad.append(i)
 
+
+#: an equality join scans (the reference way) when it has at most this many candidates in range,
+#: and files and reads keys only above it (a short run's few candidates cost less to scan)
+JOIN_MIN = 12
 
 #: key classes that ``equal`` never finds equal to a string or an int VALUE (and compares without raising)
 _NEVER_EQUAL = frozenset({type(None), list, dict, tuple, StepView, CallView})
@@ -141,38 +169,31 @@ def _ranged(env: Env, seq: Any) -> tuple[list[Any], int, int]:
     return tc.all_calls, bisect_left(cs, seq.lo), bisect_left(cs, seq.hi)
 
 
-def _state(plan: QuantPlan, env: Env, universe: list[Any], hi: int, tag: str, pred: Fn | None,
-           key: Fn | None) -> tuple[Any, ...]:
-    """``(matches, err_pos, errors, filter)`` of ``plan`` on ``universe`` covering ``[0, hi)``.
+def _state(plan: QuantPlan, env: Env, universe: list[Any], hi: int, tag: str, pred: Fn | None) -> tuple[Any, ...]:
+    """``(matches, err_pos, errors)`` of ``plan`` on ``universe``, covering at least ``[0, hi)``.
 
     A complete run (``tc.lazy`` false) uses the reference index :meth:`QuantPlan._matches` (the same
-    cache entry, charge and sharing between rules); its join keys, when asked, are filed once per
-    run beside it. A lazy run extends a :class:`PrefixFilter` to ``hi``."""
+    cache entry, charge and sharing between rules). A lazy run extends a :class:`PrefixFilter` to ``hi``."""
     tc = env.tc
     if not tc.lazy:
-        matches, err_pos, errors = plan._matches(env, universe, tag, pred)  # type: ignore[arg-type]
-        if key is None:
-            return matches, err_pos, errors, None
-        ck = (plan.key, tag + "-keys", id(universe))
-        pf = tc.cache.get(ck)
-        if pf is None:  # the join keys of the matches (pure reads: nothing charged, as the reference
-            pf = PrefixFilter(True)  # scan evaluates them only on the elements it visits)
-            scratch = Env(tc, env.k)
-            errs = set(err_pos)
-            for i in matches:
-                if i in errs:
-                    continue
-                scratch.vars[plan.var] = universe[i]
-                pf._file_key(scratch, key, i)
-            pf.upto = len(universe)
-            tc.cache[ck] = pf
-        return matches, err_pos, errors, pf
+        return plan._matches(env, universe, tag, pred)  # type: ignore[arg-type]
     ck = (plan.key, tag + "-lazy", id(universe))
     pf = tc.cache.get(ck)
     if pf is None:
-        pf = tc.cache[ck] = PrefixFilter(key is not None)
-    pf.extend(env, universe, hi, plan.var, pred, key, charge=True)
-    return pf.matches, pf.err_pos, pf.errors, pf
+        pf = tc.cache[ck] = PrefixFilter()
+    pf.extend(env, universe, hi, plan.var, pred, charge=True)
+    return pf.matches, pf.err_pos, pf.errors
+
+
+def _key_index(plan: QuantPlan, env: Env, universe: list[Any], matches: list[int], errors: dict[int, str], hi: int,
+               key: Fn) -> KeyIndex:
+    cache = env.tc.cache
+    ck = (plan.key, "join-keys", id(universe), id(matches))
+    ki = cache.get(ck)
+    if ki is None:
+        ki = cache[ck] = KeyIndex()
+    ki.extend(env, universe, matches, errors, hi, plan.var, key)
+    return ki
 
 
 def _first_error_in(err_pos: list[int], errors: dict[int, str], lo: int, hi: int) -> None:
@@ -236,7 +257,7 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | N
             if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
                 return reference(env)
             universe, lo, hi = _ranged(env, seq)
-            matches, err_pos, errors, _ = _state(plan, env, universe, hi, "forall", pred, None)
+            matches, err_pos, errors = _state(plan, env, universe, hi, "forall", pred)
             _first_error_in(err_pos, errors, lo, hi)
             a = bisect_left(matches, lo) if lo else 0
             if a < len(matches) and matches[a] < hi:
@@ -259,7 +280,7 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | N
             if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
                 return reference(env)
             universe, lo, hi = _ranged(env, seq)
-            matches, err_pos, errors, _ = _state(plan, env, universe, hi, "filter", closed, None)
+            matches, err_pos, errors = _state(plan, env, universe, hi, "filter", closed)
             a = bisect_left(matches, lo) if lo else 0
             b = bisect_left(matches, hi)
             if kind == "count":
@@ -314,12 +335,12 @@ def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note
         if not _joinable(value):
             return reference(env)
         universe, lo, hi = _ranged(env, seq)
-        matches, err_pos, errors, pf = _state(plan, env, universe, hi, "filter", closed, key_fn)
+        matches, err_pos, errors = _state(plan, env, universe, hi, "filter", closed)
         a = bisect_left(matches, lo) if lo else 0
         b = bisect_left(matches, hi)
-        if a >= b:
-            env.seen.append((_range_addr(seq), None, miss_note))
-            return False if kind == "exists" else None
+        if b - a <= JOIN_MIN:  # few candidates: the reference scan (filing keys would cost more)
+            return scan(env, range(a, b), matches, errors, universe, None, test, seq_addr=seq)
+        pf = _key_index(plan, env, universe, matches, errors, hi, key_fn)
         # positions the reference must really visit, in scan order: key equal to VALUE, key raised, filter
         # raised; walked lazily (a hit usually comes first), from one sorted list when the other two
         # have nothing in the range (the common case), else from their merge

@@ -25,6 +25,9 @@ API (what a runtime monitor builds on)::
   evaluated at its own step.
 - Each rule's :class:`Stepper` keeps its budget use (``ops``), whether the budget stopped it, and how
   many candidate units came after the stop (the ``incomplete`` note is written by :meth:`finish`).
+- A complete run (``lazy=False``) lists each rule's units once from the run's index
+  (``rule_eval.candidates``) and visits at step ``k`` only the rules with units there; a growing run
+  (``lazy=True``) selects them from step ``k`` alone (:func:`units_at`).
 - The per-run context is a :class:`~trajaudit.engine.rule_runtime.TrajContext`; with ``lazy=True``
   the prefix state of quantifiers is extended only up to the steps queried (O(1) amortized per
   step), instead of being computed over the whole run on first use (the batch's exact budget
@@ -40,7 +43,7 @@ from typing import Any
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.compiled_rule import CompiledRule
 from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.rule_eval import _evidence, _record, _run_one
+from trajaudit.engine.rule_eval import _evidence, _record, _run_one, candidates
 from trajaudit.engine.rule_runtime import BudgetExceeded, CallView, Env, EvalError, TrajContext
 from trajaudit.engine.validation_log import LazyRecord, Record, ValidationLog
 from trajaudit.errors import LLMUnreachableError
@@ -202,6 +205,20 @@ class RunState:
         self.steppers = [Stepper(r, defer and not prefix_decidable(r)) for r in rules]
         self.next_step = 0
         self.finished = False
+        # a complete run (not lazy): every rule's units are listed once, by step, from the run's index
+        # (rule_eval.candidates), so a step visits only the rules that have units there
+        self._by_step: dict[int, list[tuple[Stepper, list[tuple[int, CallView | None]]]]] | None = None
+        if not lazy:
+            n = len(trajectory.steps)
+            by_step: dict[int, list[tuple[Stepper, list[tuple[int, CallView | None]]]]] = {}
+            for st in self.steppers:
+                groups: dict[int, list[tuple[int, CallView | None]]] = {}
+                for u in candidates(st.rule, self.tc):
+                    groups.setdefault(u[0], []).append(u)
+                st.skipped += n - len(groups)
+                for k, units in groups.items():
+                    by_step.setdefault(k, []).append((st, units))
+            self._by_step = by_step
 
     def advance(self, k: int) -> list[Record]:
         """Evaluate every rule's units at step ``k`` (deferred rules queue theirs).
@@ -217,8 +234,15 @@ class RunState:
                              f"step(s){' (already finished)' if self.finished else ''}")
         out: list[Record] = []
         tc = self.tc
-        for st in self.steppers:
-            st.advance(tc, k, out)
+        if self._by_step is not None:
+            for st, units in self._by_step.get(k, ()):
+                if st.deferred:
+                    st.pending.extend(units)
+                else:
+                    st.run_units(tc, units, out)
+        else:
+            for st in self.steppers:
+                st.advance(tc, k, out)
         self.log.records.extend(out)
         self.next_step = k + 1
         return out
