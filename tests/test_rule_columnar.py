@@ -83,6 +83,14 @@ SHAPES_PACK = {
                  "last": "latest s in earlier where str(call.args.order_id) in s.content",
                  "bad": "first s in earlier where call.args.order_id.x in s.content"},
          "assert": "len(ungrounded) == 0", "message": "{ungrounded} {last} {bad}"},
+        {"id": "prefix-lists", "title": "t", "type": "RELATIONAL_POST", "severity": "warning",
+         "guard": "call.name in params.writes",
+         "let": {"statuses": "[o.json.status for o in outputs(earlier, \"lookup\") where select(o.json, \"type(@)\") == \"object\"]",
+                 "ids": "[c.args.order_id for c in calls(earlier) where c.name in params.writes]",
+                 "sizes": "[len(s.content) for s in earlier]",
+                 "first_items": "[o.json.items[0] for o in outputs(earlier) where o.json != null]"},
+         "assert": "len(statuses) + len(ids) + len(sizes) >= len(first_items)",
+         "message": "{statuses} {ids} {first_items}"},
         {"id": "later-join", "title": "t", "type": "PROTOCOL", "severity": "warning",
          "guard": "call.name in params.writes",
          "let": {"again": "first o in later where o.kind == \"tool\" and o.json.order_id == call.args.order_id"},
@@ -217,6 +225,7 @@ def test_columnar_closures_are_used() -> None:
     assert by_id["join-latest"].lets[0][2].__qualname__ == "_join_closure.<locals>.run"
     assert by_id["bare"].lets[0][2].__qualname__ == "_bare_closure.<locals>.run"
     assert by_id["substring"].lets[2][2].__qualname__ == "_substring_closure.<locals>.run"
+    assert by_id["prefix-lists"].lets[1][2].__qualname__ == "prefix_comprehension.<locals>.run"  # (the others: shared)
     ref = {r.id.split(".")[-1]: r for r in _compile(load_pack(SHAPES_PACK), False)}
     assert ref["exists-closed"].assertion.__qualname__ == "QuantPlan.run"
 

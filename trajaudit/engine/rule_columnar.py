@@ -44,7 +44,7 @@ from trajaudit.engine.rule_runtime import CallView, Env, EvalError, StepView, is
 
 Fn = Callable[[Env], Any]
 
-__all__ = ["PrefixFilter", "columnar_quant", "eq_join_parts"]
+__all__ = ["KeyIndex", "PrefixFilter", "columnar_quant", "eq_join_parts", "prefix_comprehension"]
 
 #: Compile recognized quantifiers to prefix-state closures. Tests set it to ``False`` to compile the
 #: reference closures (:meth:`QuantPlan.run` everywhere) and compare.
@@ -540,3 +540,102 @@ def _merge(*lists_and_bounds: Any) -> list[int]:
             out.add(xs[j])
             j += 1
     return sorted(out)
+
+
+# ---- comprehensions over the prefix -----------------------------------------------------------
+
+class _PrefixList:
+    """A closed comprehension's per-element outcomes over a prefix universe, in order: ``vals`` the
+    kept values, ``kept[j]`` how many of the first ``j`` elements were kept, ``err`` the first
+    element (position among the elements) whose filter or value raised and the exception."""
+
+    __slots__ = ("vals", "kept", "err_at", "err")
+
+    def __init__(self) -> None:
+        self.vals: list[Any] = []
+        self.kept: list[int] = [0]
+        self.err_at: int | None = None
+        self.err: BaseException | None = None
+
+
+def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
+                         free: Callable[..., set[str]]) -> Fn | None:
+    """A prefix-state closure for ``[ELT for v in SEQ where COND]`` with ``SEQ`` one of ``earlier``,
+    ``calls(earlier)``, ``outputs(earlier)``, ``outputs(earlier, "tool")`` and ``ELT``/``COND`` closed
+    (reading only ``v``, parameters and ``traj``; no quantifier or comprehension inside): the
+    per-element outcomes are computed once per run, element by element as the prefix grows, and each
+    query returns the kept values of its prefix — the reference's list (a new list; the values are
+    shared, as :func:`~trajaudit.engine.rule_queries.shared_comprehension` shares them), the same
+    budget charge (the prefix's length) and, when an element raised, the same exception (the first in
+    order). A comprehension records no evidence (the reference discards what it reads). ``None``
+    for other shapes (the caller keeps the reference closure). The caller checks that ``earlier`` is
+    not shadowed by a let or variable."""
+    if not ENABLED:
+        return None
+    seq, var = node.seq, node.var
+    name: str | None = None
+    if isinstance(seq, A.Name) and seq.id == "earlier":
+        shape = "steps"
+    elif isinstance(seq, A.Call) and seq.func in ("calls", "outputs") and seq.args \
+            and isinstance(seq.args[0], A.Name) and seq.args[0].id == "earlier":
+        if seq.func == "calls" and len(seq.args) == 1:
+            shape = "calls"
+        elif seq.func == "outputs" and len(seq.args) == 1:
+            shape = "outputs"
+        elif seq.func == "outputs" and len(seq.args) == 2 and isinstance(seq.args[1], A.Literal) \
+                and isinstance(seq.args[1].value, str):
+            shape, name = "outputs", seq.args[1].value
+        else:
+            return None
+    else:
+        return None
+    for part in (node.elt, node.where):
+        if part is None:
+            continue
+        if free(part, frozenset({var})) - {"params", "traj"}:
+            return None
+        if any(isinstance(n, (A.Quant, A.Comprehension)) for n in part.walk()):
+            return None
+    key = ("prefix-list", id(node))
+
+    def positions(env: Env) -> tuple[list[Any], Any, int]:
+        """``(universe, index of element j in it or None for identity, count before the current step)``."""
+        tc = env.tc
+        if shape == "steps":
+            n = len(tc.views)
+            return tc.views, None, env.k if env.k <= n else n
+        if shape == "calls":
+            return tc.all_calls, None, bisect_left(tc.call_steps, env.k)
+        pk = ("prefix-outputs", name)
+        pos = tc.cache.get(pk)
+        if pos is None:  # what outputs(earlier[, name]) keeps, as positions (tool steps; of that tool)
+            base = tc.by_kind.get("tool", ()) if name is None else tc.by_output_name.get(name, ())
+            pos = tc.cache[pk] = [i for i in base if tc.traj.steps[i].kind == "tool"]
+        return tc.views, pos, bisect_left(pos, env.k)
+
+    def run(env: Env) -> Any:
+        universe, pos, hi = positions(env)
+        tc = env.tc
+        tc.charge(hi)  # the reference charges the materialized sequence's length
+        st = tc.cache.get(key)
+        if st is None:
+            st = tc.cache[key] = _PrefixList()
+        done = len(st.kept) - 1
+        if done < hi and st.err_at is None:
+            scratch = Env(tc, env.k)
+            vars_ = scratch.vars
+            vals, kept = st.vals, st.kept
+            for j in range(done, hi):
+                vars_[var] = universe[j if pos is None else pos[j]]
+                try:
+                    if where is None or where(scratch):
+                        vals.append(elt(scratch))
+                except Exception as e:  # noqa: BLE001 - re-raised by every query whose prefix holds it
+                    st.err_at, st.err = j, e
+                    break
+                kept.append(len(vals))
+        if st.err_at is not None and st.err_at < hi:
+            raise st.err  # type: ignore[misc]
+        return st.vals[:st.kept[hi]]
+
+    return run

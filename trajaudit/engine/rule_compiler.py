@@ -21,7 +21,7 @@ from trajaudit.engine.pack_messages import close_hint
 from trajaudit.engine.regex_safety import refusal, regex_risk
 from trajaudit.engine.rule_builtins import BUILTINS
 from trajaudit.engine.rule_compile_base import _NO, C, Fn, _const
-from trajaudit.engine.rule_columnar import columnar_quant, eq_join_parts
+from trajaudit.engine.rule_columnar import columnar_quant, eq_join_parts, prefix_comprehension
 from trajaudit.engine.rule_compile_paths import PathsMixin
 from trajaudit.engine.rule_ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.rule_parser import Where, caret
@@ -152,6 +152,8 @@ class ExprCompiler(PathsMixin, OperatorsMixin):
             elt = self.compile(node.elt, inner).fn
             var, sfn = node.var, seq.fn
             fn = lambda env: comprehension(env, var, sfn(env), where, elt)  # noqa: E731
+            shadowed = "earlier" in scope or "earlier" in self.lets
+            fn = (None if shadowed else prefix_comprehension(node, where, elt, free_names)) or fn
             return C(shared_comprehension(node, fn) if shareable(node, scope, self.lets) else fn, "list")
         raise self.error(node, f"unsupported expression {type(node).__name__}")
 
