@@ -257,3 +257,22 @@ def test_advance_checks_its_order(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="already finished"):
         state.advance(1)
     assert log.trajectory_id == traj.id
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_outputs_of_a_step_range_from_the_index(tmp_path: Path, seed: int) -> None:
+    """``outputs(RANGE[, name])`` from the run's tool-output index equals the filter over the range."""
+    from trajaudit.engine.rule_builtins import StepRange, _outputs, as_items
+    from trajaudit.engine.rule_runtime import Env, StepView, TrajContext
+
+    traj = _run(tmp_path, _msgs(seed, 30))
+    tc = TrajContext(traj)
+    n = len(traj.steps)
+    env = Env(tc, n - 1)
+    for lo in range(-1, n + 2, 3):
+        for hi in range(-1, n + 2):
+            for name in (None, "lookup", "login", "nope"):
+                seq = StepRange(lo, hi)
+                want = [v for v in as_items(env, seq) if isinstance(v, StepView) and v.step.kind == "tool"
+                        and (name is None or tc.output_name(v.step.index) == name)]
+                assert _outputs(env, seq, name) == want

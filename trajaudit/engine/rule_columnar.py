@@ -606,11 +606,7 @@ def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
             return tc.views, None, env.k if env.k <= n else n
         if shape == "calls":
             return tc.all_calls, None, bisect_left(tc.call_steps, env.k)
-        pk = ("prefix-outputs", name)
-        pos = tc.cache.get(pk)
-        if pos is None:  # what outputs(earlier[, name]) keeps, as positions (tool steps; of that tool)
-            base = tc.by_kind.get("tool", ()) if name is None else tc.by_output_name.get(name, ())
-            pos = tc.cache[pk] = [i for i in base if tc.traj.steps[i].kind == "tool"]
+        pos = tc.tool_positions(name)  # what outputs(earlier[, name]) keeps
         return tc.views, pos, bisect_left(pos, env.k)
 
     def run(env: Env) -> Any:
