@@ -5,7 +5,8 @@ with its verdict, message, evidence and bindings, the skip count and the ``incom
 
 - the reference: ``rule_eval.evaluate`` with the rules compiled with ``rule_columnar.ENABLED = False``
   (every quantifier through ``QuantPlan.run``), rule by rule;
-- the pipeline's: ``rule_stepper.evaluate_run`` (one pass, prefix-state quantifiers);
+- the pipeline's: ``rule_stepper.evaluate_run`` (``RunState.run_complete``: prefix-state quantifiers),
+  and the same complete run advanced step by step;
 - the monitor's: a ``RunState`` with ``defer=True, lazy=True`` advanced one step at a time.
 """
 
@@ -137,6 +138,10 @@ def _logs(traj, pack, budget: int = 200_000):
     for k in range(len(traj.steps)):
         streamed.extend(state.advance(k))
     monitor = state.finish()
+    stepped = RunState(traj, rules, config=cfg)  # a complete run advanced step by step
+    for k in range(len(traj.steps)):
+        stepped.advance(k)
+    assert stepped.finish().to_dict() == one_pass
     return ref, one_pass, monitor.to_dict(), streamed
 
 
@@ -213,6 +218,10 @@ def _budget_case(tmp_path: Path, seed: int, n: int, budget: int) -> None:
     cfg = AuditConfig(rule_budget=budget)
     ref = evaluate(traj, _compile(pack, False), config=cfg).to_dict()
     assert evaluate_run(traj, _compile(pack, True), config=cfg).to_dict() == ref
+    stepped = RunState(traj, _compile(pack, True), config=cfg)
+    for k in range(len(traj.steps)):
+        stepped.advance(k)
+    assert stepped.finish().to_dict() == ref
     if budget == 200_000:
         _check(traj, pack)
 

@@ -206,20 +206,49 @@ class RunState:
         self.steppers = [Stepper(r, defer and not prefix_decidable(r)) for r in rules]
         self.next_step = 0
         self.finished = False
-        # a complete run (not lazy): every rule's units are listed once, by step, from the run's index
-        # (rule_eval.candidates), so a step visits only the rules that have units there
+        # a complete run (not lazy): every rule's units are listed once from the run's index
+        # (rule_eval.candidates); advance() then visits at step k only the rules with units there
+        self._units: list[list[tuple[int, CallView | None]]] | None = None
         self._by_step: dict[int, list[tuple[Stepper, list[tuple[int, CallView | None]]]]] | None = None
         if not lazy:
             n = len(trajectory.steps)
-            by_step: dict[int, list[tuple[Stepper, list[tuple[int, CallView | None]]]]] = {}
+            self._units = []
             for st in self.steppers:
+                units = candidates(st.rule, self.tc)
+                st.skipped += n - len({u[0] for u in units})
+                self._units.append(units)
+
+    def _step_plan(self) -> dict[int, list[tuple[Stepper, list[tuple[int, CallView | None]]]]]:
+        if self._by_step is None:
+            by_step: dict[int, list[tuple[Stepper, list[tuple[int, CallView | None]]]]] = {}
+            for st, units in zip(self.steppers, self._units or (), strict=True):
                 groups: dict[int, list[tuple[int, CallView | None]]] = {}
-                for u in candidates(st.rule, self.tc):
+                for u in units:
                     groups.setdefault(u[0], []).append(u)
-                st.skipped += n - len(groups)
-                for k, units in groups.items():
-                    by_step.setdefault(k, []).append((st, units))
+                for k, us in groups.items():
+                    by_step.setdefault(k, []).append((st, us))
             self._by_step = by_step
+        return self._by_step
+
+    def run_complete(self) -> ValidationLog:
+        """Evaluate a complete run (``lazy=False``, nothing advanced yet) rule by rule and finish: the
+        same log as advancing every step then :meth:`finish`, faster — one rule's closures stay hot in
+        the CPU's caches over the run's steps (visiting 56 rules at every step took ~25% more time
+        on tau at the same instruction count).
+
+        Raises:
+            ValueError: the state is lazy, or steps were already advanced.
+        """
+        if self._units is None or self.next_step or self.finished:
+            raise ValueError("run_complete() needs a complete run (lazy=False) that has not been advanced")
+        tc, records = self.tc, self.log.records
+        for st, units in zip(self.steppers, self._units, strict=True):
+            if st.deferred:
+                st.pending.extend(units)
+            else:
+                st.run_units(tc, units, records)
+        self.next_step = len(tc.traj.steps)
+        return self.finish()
 
     def advance(self, k: int) -> list[Record]:
         """Evaluate every rule's units at step ``k`` (deferred rules queue theirs).
@@ -235,8 +264,8 @@ class RunState:
                              f"step(s){' (already finished)' if self.finished else ''}")
         out: list[Record] = []
         tc = self.tc
-        if self._by_step is not None:
-            for st, units in self._by_step.get(k, ()):
+        if self._units is not None:
+            for st, units in self._step_plan().get(k, ()):
                 if st.deferred:
                     st.pending.extend(units)
                 else:
@@ -282,17 +311,14 @@ class RunState:
 
 def evaluate_run(trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Any = None, config: Any = None,
                  tools: list[dict[str, Any]] | None = None) -> ValidationLog:
-    """:func:`~trajaudit.engine.rule_eval.evaluate` in one pass over the steps (:class:`RunState`);
-    the same log. Arguments are not re-checked (the audit pipeline passes compiled rules). The cyclic
+    """:func:`~trajaudit.engine.rule_eval.evaluate` through :class:`RunState` (:meth:`RunState.run_complete`:
+    rule by rule over the complete run, prefix-state quantifiers); the same log. Arguments are not re-checked (the audit pipeline passes compiled rules). The cyclic
     garbage collector is paused while the run is evaluated (and restored after): every collection
     re-traversed the run's growing records and caches, 2/3 of the rule stage on a run 100x a tau run."""
     was = gc.isenabled()
     gc.disable()  # the run's records and caches are alive until it ends: collections during it re-traverse
     try:          # them (quadratic on long runs); its few reference cycles are collected afterwards
-        state = RunState(trajectory, rules, oracle=oracle, config=config, tools=tools)
-        for k in range(len(trajectory.steps)):
-            state.advance(k)
-        return state.finish()
+        return RunState(trajectory, rules, oracle=oracle, config=config, tools=tools).run_complete()
     finally:
         if was:
             gc.enable()
