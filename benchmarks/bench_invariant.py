@@ -118,10 +118,10 @@ print(json.dumps({"findings": sorted(found), "warm_cpu": (time.process_time() - 
 TRAJAUDIT_WORKER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[4])
-from trajaudit.engine.compiled_rule import compile_rules
-from trajaudit.engine.loader import load_path
-from trajaudit.engine.rule_pack import load_pack
-from trajaudit.engine.rule_stepper import evaluate_run
+from trajaudit import load_path
+from trajaudit.engine.packs.compile import compile_rules
+from trajaudit.engine.packs.pack import load_pack
+from trajaudit.engine.validation.stepper import evaluate_run
 pack, path, repeat = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 rules = compile_rules(load_pack(pack))
 runs = load_path(path).trajectories

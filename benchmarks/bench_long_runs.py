@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_rules import concatenated  # noqa: E402
 
 from trajaudit import load_many  # noqa: E402
-from trajaudit.engine.evidence import clear_caches, gather  # noqa: E402
-from trajaudit.engine.pipeline import AuditSpec, audit_one, build_context  # noqa: E402
+from trajaudit.engine.run.evidence import clear_caches, gather  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec, build_context  # noqa: E402
+from trajaudit.engine.strategies.registry import default_strategies  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 TAU = DATA / "tau_retail" / "trajectories.json"
@@ -45,14 +46,20 @@ def measure(runs: list, copies: int, spec: AuditSpec) -> dict[str, float]:
     gc.collect()
     gc.freeze()
     try:
+        strategy = default_strategies().get(spec.strategy)
         for t in trajs:
             b = gather(t, ctx)
             t0 = time.process_time()
-            audit_one(t, spec.strategy, ctx)
+            was = gc.isenabled()
+            gc.disable()  # as pipeline.audit_one runs the strategy
+            try:
+                strategy.diagnose(t, b, ctx)
+            finally:
+                if was:
+                    gc.enable()
             out["judge"] += time.process_time() - t0
             out["rules"] += b.timings["rules"]
             out["claims"] += b.timings["claims"]
-            ctx.extra.pop("_evidence", None)
     finally:
         gc.unfreeze()
     return out

@@ -50,8 +50,20 @@ WORKER = r"""
 import gc, json, statistics, sys, time
 sys.path.insert(0, {root!r})
 from trajaudit import load_many
-from trajaudit.engine.evidence import clear_caches, gather
-from trajaudit.engine.pipeline import AuditSpec, audit_one, audit_trajectories, build_context
+try:  # the layout after the redesign (issue 16)
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.evidence import clear_caches, gather
+    from trajaudit.engine.run.pipeline import AuditSpec, build_context
+    from trajaudit.engine.strategies.registry import default_strategies
+
+    def judge(t, ctx, bundle):
+        return default_strategies().get(spec.strategy).diagnose(t, bundle, ctx)
+except ImportError:  # the previous release's layout
+    from trajaudit.engine.evidence import clear_caches, gather
+    from trajaudit.engine.pipeline import AuditSpec, audit_one, audit_trajectories, build_context
+
+    def judge(t, ctx, bundle):
+        return audit_one(t, spec.strategy, ctx)  # reads the evidence gather cached on the context
 path, spec = {path!r}, AuditSpec(tools={tools!r})
 
 def batch():
@@ -77,7 +89,7 @@ def staged():
         for t in runs:
             b = gather(t, ctx)
             t2 = time.process_time()
-            kept.append(audit_one(t, spec.strategy, ctx))
+            kept.append(judge(t, ctx, b))
             gc.freeze()
             out["judge"] += time.process_time() - t2
             out["rules"] += b.timings["rules"]

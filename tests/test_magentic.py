@@ -1,6 +1,6 @@
 """Magentic-One traces: hand-written fixtures (tests/data/magentic, see build_fixtures.py) in the
 Who&When hand-crafted and AgentRx bare-list shapes, and the general mechanisms they needed:
-embedded observations are evidence (engine/observation.py), JSON in agent text is not quotation,
+embedded observations are evidence (engine/trace/observation.py), JSON in agent text is not quotation,
 inline ``` is not code, a code runner's output belongs to the step that wrote the code."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from trajaudit import audit, load
 from trajaudit.cli import main as cli
 from trajaudit.engine.claims import build_claim_graph
 from trajaudit.engine.claims.model import Support
-from trajaudit.engine.judge import is_consequential_action
-from trajaudit.engine.observation import observation_start, split_observation
-from trajaudit.llm.strategies.views import snap_step
+from trajaudit.engine.strategies.llm.views import snap_step
+from trajaudit.engine.strategies.offline_judge import is_consequential_action
+from trajaudit.engine.trace.observation import observation_start, split_observation
 
 MAG = Path(__file__).resolve().parent / "data" / "magentic"
 RUNS = sorted(p.stem for p in (MAG / "who_and_when").glob("*.json"))
@@ -110,7 +110,11 @@ def test_inline_fence_is_not_code_and_runner_output_goes_to_the_code():
     assert is_consequential_action(t.steps[7])
     assert t.code_authors == {10: 7, 16: 13}
     d = audit(t)
-    assert (d.critical_step, d.agent, d.category) == (13, "Assistant", "invalid_invocation")
+    # The team went on after the last failed run (the Orchestrator asked for a fix, the Assistant
+    # summed by hand): the request did not end on that failure (issue 17), so
+    # run-ends-after-failed-call no longer blames the last rewrite (13); the judge falls back to the
+    # first consequential action, the first script (7: its gold step), still the Assistant's.
+    assert (d.critical_step, d.agent) == (7, "Assistant")
 
 
 @pytest.mark.parametrize("name,step,agent,category", [
@@ -136,9 +140,10 @@ def test_eval_scores_magentic_agents(tmp_path):
                                  str(MAG / "agentrx"), "--format", "json", "--bootstrap", "10"])
     assert r.exit_code == 0, r.output
     metrics = json.loads(r.output)["metrics"]
-    # steps: m1, m2, m5, m7 exact; agents: all seven (m4's failing code is blamed on the Assistant that
-    # wrote it, not on the Orchestrator's "please run it"; 6 of 7 before code_authors)
-    assert round(metrics["step_exact"]["value"] * 7) == 4
+    # steps: m1, m2, m4, m5, m7 exact (m4 since issue 17, see above); agents: all seven (m4's failing
+    # code is blamed on the Assistant that wrote it, not on the Orchestrator's "please run it"; 6 of
+    # 7 before code_authors)
+    assert round(metrics["step_exact"]["value"] * 7) == 5
     assert round(metrics["agent_exact"]["value"] * 7) == 7
 
 
@@ -180,8 +185,8 @@ def test_llm_step_on_runner_output_snaps_to_the_code_author():
 
 def test_observation_memo_is_bounded_and_cleared_with_the_other_caches():
     """perf.md: every per-process cache is bounded by text size and emptied by clear_caches()."""
-    from trajaudit.engine import observation
-    from trajaudit.engine.evidence import clear_caches
+    from trajaudit.engine.run.evidence import clear_caches
+    from trajaudit.engine.trace import observation
 
     clear_caches(packs=False)
     page = "I opened it.\nAddress: file:///a.txt\nViewport position: Showing page 1 of 1.\n"

@@ -3,9 +3,9 @@
 Three ways to evaluate the same rules on the same run must give equal validation logs (every record
 with its verdict, message, evidence and bindings, the skip count and the ``incomplete`` notes):
 
-- the reference: ``rule_eval.evaluate`` with the rules compiled with ``rule_columnar.ENABLED = False``
+- the reference: ``validation.rule_eval.evaluate`` with the rules compiled with ``dsl.columnar.ENABLED = False``
   (every quantifier through ``QuantPlan.run``), rule by rule;
-- the pipeline's: ``rule_stepper.evaluate_run`` (``RunState.run_complete``: prefix-state quantifiers),
+- the pipeline's: ``validation.stepper.evaluate_run`` (``RunState.run_complete``: prefix-state quantifiers),
   and the same complete run advanced step by step;
 - the monitor's: a ``RunState`` with ``defer=True, lazy=True`` advanced one step at a time.
 """
@@ -20,15 +20,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajaudit import load_many
-from trajaudit.engine import rule_columnar
-from trajaudit.engine.compiled_rule import compile_rules
-from trajaudit.engine.loader import load_path
-from trajaudit.engine.rule_eval import evaluate
-from trajaudit.engine.rule_pack import load_pack
-from trajaudit.engine.rule_stepper import RunState, evaluate_run, prefix_decidable
-from trajaudit.engine.strategy import AuditConfig
-from trajaudit.engine.tool_rules import rules_from_tools
+from trajaudit import load_many, load_path
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.dsl import columnar as rule_columnar
+from trajaudit.engine.packs.compile import compile_rules
+from trajaudit.engine.packs.pack import load_pack
+from trajaudit.engine.packs.tool_rules import rules_from_tools
+from trajaudit.engine.validation.rule_eval import evaluate
+from trajaudit.engine.validation.stepper import RunState, evaluate_run, prefix_decidable
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TAU = DATA / "tau_retail" / "trajectories.json"
@@ -271,8 +270,8 @@ def test_advance_checks_its_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_outputs_of_a_step_range_from_the_index(tmp_path: Path, seed: int) -> None:
     """``outputs(RANGE[, name])`` from the run's tool-output index equals the filter over the range."""
-    from trajaudit.engine.rule_builtins import StepRange, _outputs, as_items
-    from trajaudit.engine.rule_runtime import Env, StepView, TrajContext
+    from trajaudit.engine.dsl.builtins import StepRange, _outputs, as_items
+    from trajaudit.engine.dsl.runtime import Env, StepView, TrajContext
 
     traj = _run(tmp_path, _msgs(seed, 30))
     tc = TrajContext(traj)

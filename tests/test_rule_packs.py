@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 
 from trajaudit import compile_rules, evaluate, load_pack
-from trajaudit.engine.rule_pack import shipped_packs
-from trajaudit.engine.rule_testing import run_examples
+from trajaudit.engine.packs.pack import shipped_packs
+from trajaudit.engine.validation.rule_tests import run_examples
 
 SHIPPED = ["generic", "generic.protocol", "generic.system", "generic.guardrails", "generic.capability",
-           "generic.provenance", "generic.relational", "tau_retail"]
+           "generic.provenance", "tau_retail"]
 
 
 @pytest.fixture(scope="module")
 def tau_rules():
     """What the audit pipeline applies to a retail run: the generic packs and the policy pack (whose
     explicit-yes-before-write supersedes the generic confirmation-before-write)."""
-    from trajaudit.engine.evidence import load_rules
+    from trajaudit.engine.packs.selection import load_rules
 
     rules = load_rules(("generic", "tau_retail"), None)
     assert "generic.protocol.confirmation-before-write" not in {r.id for r in rules}
@@ -52,12 +52,12 @@ def test_shipped_packs_load_by_short_name_and_every_example_passes():
             if not spec.disabled:
                 assert {e["expect"] for e in spec.examples} & {"fail", "skip"}, spec.id
     results = run_examples(compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail")))
-    assert len(results) == 127 and [r.detail for r in results if not r.ok] == []
+    assert len(results) == 129 and [r.detail for r in results if not r.ok] == []
     assert load_pack("tau_retail").metadata["applies_to_tools"][0] == "calculate"
 
 
 def test_count_claim_contradicting_available_variants(tau_logs):
-    rec = record(tau_logs["2"], 6, "generic.relational.available-count-matches")
+    rec = record(tau_logs["2"], 6, "tau_retail.available-count-matches")
     assert rec.verdict == "fail" and rec.targets == ("misinterpretation_of_tool_output",)
     assert rec.bindings["claimed"] == 11 and rec.bindings["actual"] == 10
     assert "steps.5" in [e.address for e in rec.evidence]
@@ -144,8 +144,9 @@ def test_recall_at_the_gold_step_on_the_29_tau_runs(tau_logs, tau_gold):
 
 
 def test_generic_rules_on_tau_runs(tau_runs, generic_rules):
-    rec = record(evaluate(tau_runs["20"], generic_rules), 20, "generic.relational.status-claim-matches")
+    rec = record(evaluate(tau_runs["20"], compile_rules(load_pack("tau_retail"))), 20, "tau_retail.status-claim-matches")
     assert rec.verdict == "fail" and "Delivered Orders (#W4967593" in rec.message and "processed" in rec.message
+    assert not [r for r in generic_rules if "status" in r.id and "claim" in r.id]  # no order statuses in generic
     rec = record(evaluate(tau_runs["80"], generic_rules), 25, "generic.protocol.run-ends-on-open-request")
     assert rec.verdict == "fail" and rec.targets == ("system_failure",)
     rec = record(evaluate(tau_runs["105"], generic_rules), 42, "generic.protocol.run-ends-after-failed-call")
@@ -199,8 +200,8 @@ def test_the_override_example_in_the_docs_loads():
     pack = load_pack(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))
     assert not pack.rule("one-action-per-turn").disabled and pack.rule("tool-traceback").disabled
     assert pack.rule("claim-values-grounded").severity == "info"
-    assert pack.rule("status-claim-matches").params["status_field"] == "state"
-    assert len(compile_rules(pack)) == 25
+    assert "moderation" in pack.rule("content-policy-refusal").params["content_policy"]
+    assert len(compile_rules(pack)) == 23
 
 
 GENERIC_CONFIRM = "generic.protocol.confirmation-before-write"
@@ -224,8 +225,9 @@ def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, ta
     """tau_retail.explicit-yes-before-write declares metadata.supersedes: the audit of a retail run
     (domain pack chosen by its tools) and explicitly named packs keep one record, not two; a user's
     pack can do the same."""
-    from trajaudit.engine.evidence import load_rules, superseded_ids
-    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+    from trajaudit.engine.packs.selection import load_rules, superseded_ids
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
 
     res = audit_trajectories([tau_runs["12"]], AuditSpec()).results[0]
     ids_at_18 = {r.rule_id for r in res.log.records if r.step == 18 and r.verdict == "fail"}
@@ -311,7 +313,8 @@ def test_a_rules_first_listed_target_breaks_a_category_tie(tau_runs):
     """The handoff rules list intent_not_supported first: when their finding is the only one at the
     chosen step, the two targets tie in votes and the first-listed one is the category (not the global
     precedence, which prefers instruction_adherence_failure)."""
-    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
 
     for spec in (AuditSpec(default_packs=False, rules=("generic",)), AuditSpec()):
         d = audit_trajectories([tau_runs["47"]], spec).results[0].diagnosis

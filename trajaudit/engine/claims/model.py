@@ -99,6 +99,12 @@ class ClaimConfig:
             final-answer step is chosen).
         brief_is_handoff: a run that opens with a decision step quoting the task (a manager's brief)
             hands its unsupported claims to the team: the first step adopting one commits to it.
+            (Only used when ``brief_is_input`` is off.)
+        brief_is_input: that opening brief is the run's input, not a claim of the run: nothing
+            precedes it, so no decision of this run can have produced it. Its text is evidence (a
+            source, like the task it restates), visible from the brief on, and no claims are
+            extracted from it: a value the team takes from it is supported (issue 17: 27 of 126
+            Who&When runs were blamed at the brief for values the run was handed).
     """
 
     max_claims_per_step: int = 200
@@ -108,10 +114,11 @@ class ClaimConfig:
     max_text_chars: int = 200_000
     termination_tokens: tuple[str, ...] = ("terminate", "###stop###", "exit", "stop")
     brief_is_handoff: bool = True
+    brief_is_input: bool = True
 
     @classmethod
     def from_audit(cls, audit: Any) -> ClaimConfig:
-        """Build from an :class:`~trajaudit.engine.strategy.AuditConfig` (uses its ``max_claims_per_step``)."""
+        """Build from an :class:`~trajaudit.engine.config.AuditConfig` (uses its ``max_claims_per_step``)."""
         return cls(max_claims_per_step=int(getattr(audit, "max_claims_per_step", cls.max_claims_per_step)))
 
     def is_write_tool(self, name: str) -> bool:
