@@ -79,7 +79,7 @@ def staged():
     runs = load_many([path]).trajectories
     t1 = time.process_time()
     ctx = build_context(spec)
-    for dp in ctx.extra.get("domain_packs", ()):
+    for dp in (ctx.domain_packs if hasattr(ctx, "domain_packs") else ctx.extra.get("domain_packs", ())):
         if any(dp.applies({{n for s in t.steps for n in s.tool_names}}) for t in runs):
             dp.rules
     out["load"], out["setup"] = t1 - t0, time.process_time() - t1
