@@ -55,7 +55,7 @@ def read_json(path: str | Path) -> Any:
     text, _lossy = trace_text.decode(data, p)  # as trace files: empty and UTF-16/32 files named (iconv hint)
     try:
         return safe_json.loads(text)
-    except safe_json.NestedTooDeep as e:
+    except safe_json.LimitExceeded as e:
         raise TraceFormatError(str(e), file=p, adapter=ADAPTER) from None
     except json.JSONDecodeError as e:
         raise TraceFormatError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=p,

@@ -129,7 +129,7 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
             if line.strip():
                 try:
                     docs.append((n, safe_json.loads(line)))
-                except safe_json.NestedTooDeep as e:
+                except safe_json.LimitExceeded as e:
                     problems.append(Problem(str(p), n, f"{p}: line {n}: {e} (skipped)"))
                 except json.JSONDecodeError as e:
                     problems.append(Problem(str(p), n, f"{p}: line {n}: invalid JSON ({e.msg}) (skipped)"))
