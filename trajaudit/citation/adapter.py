@@ -30,7 +30,7 @@ from trajaudit.citation.model import (
     extract_markers,
     sentences_with_citations,
 )
-from trajaudit.engine import safe_json, trace_text
+from trajaudit.engine import regular_files, safe_json, trace_text
 from trajaudit.engine.regex_safety import refusal, regex_risk
 from trajaudit.engine.schema import validator
 from trajaudit.errors import TraceFormatError
@@ -49,7 +49,7 @@ def read_json(path: str | Path) -> Any:
     """Parse a JSON file; raises :class:`TraceFormatError` naming the file (and line/column)."""
     p = str(path)
     try:
-        data = Path(path).read_bytes()
+        data = regular_files.read_bytes(path)
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e}", file=p, adapter=ADAPTER) from None
     text, _lossy = trace_text.decode(data, p)  # as trace files: empty and UTF-16/32 files named (iconv hint)

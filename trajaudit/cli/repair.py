@@ -20,7 +20,7 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     write_text,
 )
-from trajaudit.engine import safe_json
+from trajaudit.engine import regular_files, safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.trace_text import jsonl_lines
@@ -132,7 +132,7 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
     matches: list[Diagnosis] = []
     refused: list[str] = []
     try:
-        lines = jsonl_lines(Path(path).read_text(encoding="utf-8"))
+        lines = jsonl_lines(regular_files.read_text(path))
     except (OSError, UnicodeDecodeError) as e:
         raise TrajauditError(f"{path}: cannot read diagnoses: {e}") from None
     for n, line in enumerate(lines, 1):

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine import safe_json
+from trajaudit.engine import regular_files, safe_json
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.strategy import AuditContext
 from trajaudit.engine.validation_log import ValidationLog
@@ -74,7 +74,7 @@ def read_tool_list(path: str | Path) -> list[dict[str, Any]]:
 
 def _tools_json(path: str | Path) -> Any:
     try:
-        return safe_json.loads(Path(path).read_text(encoding="utf-8"))
+        return safe_json.loads(regular_files.read_text(path))
     except (OSError, ValueError) as e:
         raise TrajauditError(f"{path}: cannot read tool schemas: {e}") from None
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit.api_args import check_path, check_paths, check_record, check_source
+from trajaudit.engine import regular_files
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
 from trajaudit.engine.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.ir import Source, Trajectory
@@ -204,7 +205,7 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
     """
     file = str(path)
     try:
-        data = Path(path).read_bytes()
+        data = regular_files.read_bytes(path)
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
     text, lossy = decode(data, file)
@@ -267,10 +268,12 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            yield from once(sorted((q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in TRACE_SUFFIXES),
+            yield from once(sorted((q for q in p.rglob("*") if q.suffix.lower() in TRACE_SUFFIXES
+                                    and regular_files.is_candidate(q)),
                                    key=natural))
         elif any(ch in str(raw) for ch in "*?[") and not p.exists():
-            yield from once(sorted((Path(q) for q in glob.glob(str(raw), recursive=True) if Path(q).is_file()),
+            yield from once(sorted((Path(q) for q in glob.glob(str(raw), recursive=True)
+                                    if regular_files.is_candidate(Path(q))),
                                    key=natural))
         else:
             yield from once([p])

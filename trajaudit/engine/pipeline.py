@@ -20,6 +20,7 @@ from trajaudit.api_args import check_paths
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory, renumbered
 from trajaudit.engine.loader import expand_paths, iter_load, load_checked, load_many, problem_details
+from trajaudit.engine.regular_files import file_kind
 from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
 from trajaudit.engine.validation_log import ValidationLog
@@ -348,7 +349,7 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
 def _expected_runs(path: Any) -> int:
     """A progress estimate of a file's runs before it is read: its non-empty lines for JSONL, else 1
     (a ``.json`` file of several runs corrects it when read)."""
-    if not str(path).endswith((".jsonl", ".ndjson")):
+    if not str(path).endswith((".jsonl", ".ndjson")) or file_kind(path) is not None:  # never open a FIFO
         return 1
     try:
         with open(path, "rb") as f:

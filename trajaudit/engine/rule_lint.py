@@ -33,6 +33,7 @@ from typing import Any
 
 import z3
 
+from trajaudit.engine import regular_files
 from trajaudit.engine import rule_ast as A
 from trajaudit.engine.compiled_rule import CompiledRule, compile_rule
 from trajaudit.engine.ir import STEP_KINDS
@@ -223,7 +224,7 @@ def _schema_findings(source: Any) -> list[LintFinding]:
             doc = YamlDoc(source, None)
         elif isinstance(source, (str, Path)):
             path = resolve_pack(str(source))
-            doc = YamlDoc(path.read_text(encoding="utf-8"), str(path))
+            doc = YamlDoc(regular_files.read_text(path), str(path))
         else:
             return []
     except (RulePackError, OSError, UnicodeDecodeError):

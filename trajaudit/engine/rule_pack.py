@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from trajaudit.engine import regular_files
 from trajaudit.engine.pack_messages import close_hint, did_you_mean, schema_problems
 from trajaudit.engine.pack_yaml import SourceLoc, YamlDoc, caret, is_shipped_file  # noqa: F401 - re-exported
 from trajaudit.engine.rule_parser import Where
@@ -273,7 +274,7 @@ def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...],
     if len(chain) > MAX_INCLUDE_DEPTH:
         raise RulePackError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", file=str(path))
     try:
-        text = path.read_text(encoding="utf-8")
+        text = regular_files.read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         raise RulePackError(f"cannot read rule pack: {e}", file=str(path)) from None
     if _DEP_RECORDERS:

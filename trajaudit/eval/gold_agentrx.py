@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit.engine import safe_json
+from trajaudit.engine.regular_files import file_kind
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
 from trajaudit.eval.gold_items import (
     NUMBERING,
@@ -142,6 +143,8 @@ def agentrx_jsonl(p: Path) -> bool:
     """Whether the first JSON line of ``p`` is an AgentRx entry (``failures``/``root_cause``), which
     generic gold JSONL (``critical_step``) never has."""
     try:
+        if file_kind(p) is not None:  # a FIFO would block the sniff: the gold loader reports it
+            return False
         with p.open(encoding="utf-8-sig", errors="replace") as f:
             for line in f:
                 if line.strip():

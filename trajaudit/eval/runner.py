@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine import safe_json
+from trajaudit.engine import regular_files, safe_json
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import load_many
@@ -113,7 +113,7 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        text = regular_files.read_text(p, "utf-8-sig")
     except OSError as e:
         raise TrajauditError(f"{p}: cannot read: {e.strerror or e}") from None
     docs: list[tuple[int, Any]] = []

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from trajaudit.engine import safe_yaml
+from trajaudit.engine import regular_files, safe_yaml
 from trajaudit.errors import ConfigError
 
 StructuredMode = Literal["auto", "json_schema", "json_object"]
@@ -140,7 +140,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = regular_files.read_text(p)
     except OSError as e:
         raise ConfigError(f"{p}: cannot read the LLM config file: {e.strerror or e}") from None
     try:

@@ -35,7 +35,7 @@ import jmespath
 import jmespath.exceptions
 import yaml
 
-from trajaudit.engine import safe_yaml
+from trajaudit.engine import regular_files, safe_yaml
 from trajaudit.engine.adapters.base import (
     NAMED_USERS,
     Classified,
@@ -102,7 +102,7 @@ class MappingAdapter:
     def from_file(cls, path: str | Path) -> MappingAdapter:
         """Read a mapping YAML file; raises :class:`TraceFormatError` naming the file."""
         try:
-            spec = safe_yaml.load(Path(path).read_text(encoding="utf-8"))
+            spec = safe_yaml.load(regular_files.read_text(path))
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
             raise TraceFormatError(f"cannot read mapping: {e}", file=str(path)) from None
         return cls(spec, origin=str(path))
