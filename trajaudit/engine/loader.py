@@ -19,6 +19,7 @@ from typing import Any
 from trajaudit.api_args import check_path, check_paths, check_record, check_source
 from trajaudit.engine import regular_files
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
+from trajaudit.engine.boundary import describe
 from trajaudit.engine.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
@@ -152,7 +153,18 @@ def load_document(
             err = e if e.adapter else TraceFormatError(e.message, json_path=e.json_path, adapter=adapter.name)
             located = err.located(file=file, record=rec)
             result.problems.append(Problem(file or "<input>", rec, str(located), problem_details(flags)))
+        except Exception as e:  # noqa: BLE001 - the per-run boundary: this run is reported, the others load
+            result.problems.append(_unexpected(e, file, rec, flags))
     return result
+
+
+def _unexpected(e: Exception, file: str | None, record: int | None, flags: tuple[str, ...] = ()) -> Problem:
+    """The :class:`Problem` for an unexpected exception while loading a run (the per-run boundary,
+    :mod:`trajaudit.engine.boundary`): the message names the file and record; the traceback is kept
+    in ``details`` for ``--debug``."""
+    where, message, details = describe(e, "load")
+    located = TraceFormatError(message, file=file, record=record)
+    return Problem(file or "<input>", record, str(located), {**problem_details(flags), **details}, stage=where)
 
 
 def load_path(
@@ -186,8 +198,13 @@ def load_path(
     check_record("load_path", record)
     mapping = mapping_for(format, mapping)
     result = LoadResult()
-    for part in _load_parts(path, format, mapping, options, record=record, chunk=None):
-        result.extend(part)
+    try:
+        for part in _load_parts(path, format, mapping, options, record=record, chunk=None):
+            result.extend(part)
+    except TraceFormatError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the per-file boundary: reported as the file's problem
+        result.problems.append(_unexpected(e, str(path), record))
     if record is not None and not result.trajectories and not result.problems:
         raise TraceFormatError(f"record {record} not found (records are 0-based JSONL line numbers)", file=str(path))
     return result
@@ -234,6 +251,8 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
                 raise (lossy_note(e) if lossy else e) from None
             refused.add(e)
             part.problems.append(Problem(file, line, str(e.located(file=file, record=line)), problem_details(flags)))
+        except Exception as e:  # noqa: BLE001 - the per-run boundary (a bug in an adapter): reported, batch goes on
+            part.problems.append(_unexpected(e, file, line if multi else record, flags))
         loaded = loaded or bool(part.trajectories)
         if chunk is not None and len(part.trajectories) >= chunk:
             yield part
@@ -331,6 +350,8 @@ def _iter_files(paths: list[Any], format: str | None, mapping: Any, options: Loa
             yield from ((p, part) for part in _load_parts(p, format, mapping, options, chunk=ITER_CHUNK))
         except TraceFormatError as e:
             yield p, LoadResult(problems=[Problem(str(p), e.record, str(e))])
+        except Exception as e:  # noqa: BLE001 - the per-file boundary: the file is reported, the batch goes on
+            yield p, LoadResult(problems=[_unexpected(e, str(p), None)])
 
 
 #: Runs per part that :func:`iter_load` reads at a time from a multi-run (JSONL) file.

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.api_args import check_paths
+from trajaudit.engine import boundary
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.ir import Trajectory, renumbered
 from trajaudit.engine.loader import expand_paths, iter_load, load_checked, load_many, problem_details
 from trajaudit.engine.regular_files import file_kind
 from trajaudit.engine.rule_pack import RulePack
 from trajaudit.engine.strategy import AuditConfig, AuditContext, default_strategies
-from trajaudit.engine.validation_log import ValidationLog
+from trajaudit.engine.validation_log import RUN_BUDGET_NOTE, ValidationLog
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
 
 log = logging.getLogger(__name__)
@@ -132,13 +133,16 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
             f"strategy {strategy_name!r} needs an LLM endpoint: pass --base-url and --model (or set "
             "TRAJAUDIT_BASE_URL and TRAJAUDIT_MODEL), or use --strategy offline"
         )
-    diagnosis = with_source_message(strategy.diagnose(trajectory, context), trajectory)
+    with boundary.stage("judge"):
+        diagnosis = with_source_message(strategy.diagnose(trajectory, context), trajectory)
     if context.extra.get("repair"):
         from trajaudit.engine.repair import attach_repair
 
-        diagnosis = attach_repair(diagnosis, trajectory, context.llm)
-    bundle = gather(trajectory, context)
-    return AuditResult(trajectory, diagnosis, bundle.log, bundle.claim_rows)
+        with boundary.stage("repair"):
+            diagnosis = attach_repair(diagnosis, trajectory, context.llm)
+    with boundary.stage("evidence"):
+        bundle = gather(trajectory, context)
+    return AuditResult(trajectory, degraded(diagnosis, bundle.log), bundle.log, bundle.claim_rows)
 
 
 def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnosis:
@@ -154,15 +158,43 @@ def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnos
                                                     "source_message": trajectory.steps[k].source_number})
 
 
-def _problem(t: Trajectory, message: str) -> Problem:
+def _problem(t: Trajectory, message: str | RunError) -> Problem:
     """The :class:`Problem` for a run that was loaded but could not be audited. The message names
     where the run came from (``FILE, record N (run ID): …``; only ``ID: …`` for in-memory runs), so
-    two runs with the same id in different files are told apart."""
+    two runs with the same id in different files are told apart. A :class:`RunError` also gives the
+    stage and the details (an unexpected exception's traceback, for ``--debug``)."""
+    err = message if isinstance(message, RunError) else RunError("judge", message)
     where = t.source.file or ""
     if where and t.source.record is not None:
         where += f", record {t.source.record}"
-    text = f"{where} (run {t.id}): {message}" if where else f"{t.id}: {message}"
-    return Problem(t.source.file or t.id, t.source.record, text, problem_details(t.flags))
+    text = f"{where} (run {t.id}): {err.message}" if where else f"{t.id}: {err.message}"
+    return Problem(t.source.file or t.id, t.source.record, text, {**problem_details(t.flags), **err.details},
+                   stage=err.stage)
+
+
+@dataclass(frozen=True)
+class RunError:
+    """Why one run of a batch was not audited (what the per-run boundary caught, picklable so worker
+    processes send it back): the stage, the message and details (``traceback`` for ``--debug``)."""
+
+    stage: str
+    message: str
+    details: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, e: BaseException, default_stage: str = "judge") -> RunError:
+        """The record of an exception caught at the boundary (:func:`trajaudit.engine.boundary.describe`)."""
+        where, message, details = boundary.describe(e, default_stage)
+        return cls(where, message, details)
+
+
+def degraded(diagnosis: Diagnosis, vlog: ValidationLog | None) -> Diagnosis:
+    """``diagnosis`` marked ``metadata["degraded"]`` (the notes) when the run's rule evaluation hit
+    its time budget (``AuditConfig.run_timeout``): the checks left were ``unknown``."""
+    notes = [n for n in (vlog.incomplete if vlog is not None else ()) if n.startswith(RUN_BUDGET_NOTE)]
+    if not notes:
+        return diagnosis
+    return dataclasses.replace(diagnosis, metadata={**diagnosis.metadata, "degraded": notes})
 
 
 def freeze_long_lived() -> bool:
@@ -205,7 +237,7 @@ def audit_trajectories(
     results: dict[int, AuditResult] = {}
     done = [0]
 
-    def finished(i: int, result: AuditResult | None, error: str | None) -> None:
+    def finished(i: int, result: AuditResult | None, error: RunError | str | None) -> None:
         if result is not None and on_result is not None:
             on_result(i, result)
         elif result is not None:
@@ -233,8 +265,9 @@ def audit_trajectories(
     return out
 
 
-#: ``finished(index, result, error)``: called once per run of a batch, in completion order.
-Done = Callable[[int, "AuditResult | None", "str | None"], None]
+#: ``finished(index, result, error)``: called once per run of a batch, in completion order (``error``:
+#: a :class:`RunError`, or a message).
+Done = Callable[[int, "AuditResult | None", "RunError | str | None"], None]
 
 
 def _audit_serial(trajectories: Sequence[Trajectory], indices: Iterable[int], spec: AuditSpec, finished: Done) -> None:
@@ -260,12 +293,11 @@ def audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: I
             result = audit_one(t, strategy, ctx)
         except (ConfigError, LLMUnreachableError):  # every further run would fail the same way
             raise
-        except (TrajauditError, LookupError) as e:
-            finished(i, None, str(e))
-            continue
-        except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
-            log.exception("audit of %s failed", t.id)
-            finished(i, None, f"internal error: {type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - the per-run boundary: reported, the batch goes on
+            err = RunError.of(e)
+            if "traceback" in err.details:
+                log.debug("audit of %s failed:\n%s", t.id, err.details["traceback"])
+            finished(i, None, err)
             continue
         finished(i, result, None)
 
@@ -315,7 +347,7 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
     runs: list[Trajectory] = []  # the part being audited, its first run's index in the batch, the total
     base = done = total = 0
 
-    def finished(i: int, result: AuditResult | None, error: str | None) -> None:
+    def finished(i: int, result: AuditResult | None, error: RunError | str | None) -> None:
         nonlocal done
         if result is not None:
             on_result(base + i, result)

@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.run_budget import DEFAULT_RUN_TIMEOUT
 from trajaudit.registry import Registry
 
 INCONCLUSIVE = "inconclusive"
@@ -31,6 +32,9 @@ class AuditConfig:
             ``unknown`` records with the reason.
         max_claims_per_step: cap on extracted claims per step (the cap is reported when hit).
         min_violation_severity: violations below this severity are ignored by the offline judge.
+        run_timeout: seconds of rule evaluation per run (z3 time included; ``None``: unlimited); when
+            used up, the checks left are ``unknown`` and the diagnosis is marked degraded
+            (:mod:`trajaudit.engine.run_budget`).
     """
 
     taxonomy: str = "agentrx"
@@ -38,6 +42,7 @@ class AuditConfig:
     rule_budget: int = 200_000
     max_claims_per_step: int = 200
     min_violation_severity: str = "warning"
+    run_timeout: float | None = DEFAULT_RUN_TIMEOUT
 
 
 @dataclass
