@@ -235,6 +235,7 @@ def audit_trajectories(
     """
     out = BatchResult()
     results: dict[int, AuditResult] = {}
+    problems: dict[int, Problem] = {}  # reported in input order (workers finish in any order)
     done = [0]
 
     def finished(i: int, result: AuditResult | None, error: RunError | str | None) -> None:
@@ -245,7 +246,7 @@ def audit_trajectories(
             if frozen:
                 gc.freeze()  # the result lives to the end of the batch: out of the collector's way
         else:
-            out.problems.append(_problem(trajectories[i], error or "not audited"))
+            problems[i] = _problem(trajectories[i], error or "not audited")
         done[0] += 1
         if progress:
             progress(done[0])
@@ -262,6 +263,7 @@ def audit_trajectories(
         if frozen:
             gc.unfreeze()
     out.results = [results[i] for i in sorted(results)]
+    out.problems = [problems[i] for i in sorted(problems)]
     return out
 
 
