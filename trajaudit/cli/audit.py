@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import Counter
 
@@ -20,13 +21,17 @@ from trajaudit.cli.common import (
     llm_config_for,
     llm_options,
     refuse_overwriting_input,
+    refuse_same_outputs,
     report_load,
     write_parts,
-    write_text,
 )
+from trajaudit.cli.outputs import RESUME_KEY, JsonlAppender, Resumable, options_key, read_resumable, run_key
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.forced_format import mapping_for
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import FLAG_NON_UTF8
 from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths
+from trajaudit.engine.run_budget import DEFAULT_RUN_TIMEOUT
 from trajaudit.engine.strategy import AuditConfig, default_strategies
 from trajaudit.errors import LLMUnreachableError
 
@@ -53,12 +58,21 @@ from trajaudit.errors import LLMUnreachableError
               help="Also write a repair directive per run (Diagnosis.repair): synthesized by the LLM when an "
                    "endpoint is configured, else a template built from the diagnosis (labelled as such).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
+@click.option("--resume", is_flag=True,
+              help="Append to an existing -o instead of replacing it: runs already diagnosed there with the same "
+                   "options are skipped, the rest are audited and each diagnosis is appended as it finishes "
+                   "(a batch killed mid-way is finished by running the same command again).")
+@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
+              show_default=True, metavar="SECONDS",
+              help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left are "
+                   "'unknown' and the diagnosis is marked degraded (metadata.degraded).")
 @format_options
 @llm_options
 @handle_errors
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
           output: str, report: str | None, jobs: int, seed: int, quiet: bool, fmt: str | None,
-          mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions) -> None:
+          mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions, resume: bool = False,
+          run_timeout: float = DEFAULT_RUN_TIMEOUT) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
@@ -84,13 +98,19 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     llm = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=repair, what=f"strategy {strategy!r}")
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
+    if resume and output == "-":
+        fail("--resume appends to the -o file: give a file, not '-'")
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
+    refuse_same_outputs({"-o/--output": output, "--report": report})
     refuse_overwriting_input(output, given)
     refuse_overwriting_input(report, given, "--report")
     check_output_folder(output)
     check_output_folder(report, "--report")
-    spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
+    adapter = mapping_for(fmt, mapping)  # a bad mapping (expression too deep) is refused before the batch
+    config = AuditConfig(taxonomy=taxonomy, seed=seed, run_timeout=run_timeout)
+    spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=config,
                      default_packs=not no_default_packs, llm=llm, repair=repair)
+    journal = _Journal.open(output, spec, fmt, mapping) if resume else None
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -100,26 +120,32 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        kept = _Kept(report, title=f"trajaudit report ({strategy})")
+        kept = _Kept(report, title=f"trajaudit report ({strategy})", journal=journal)
         try:
-            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping,
+            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=adapter,
                                 progress=progress if show_progress else None,
-                                on_result=kept.add)
+                                on_result=kept.add, skip=journal.done if journal else None)
         except LLMUnreachableError as e:
-            fail(f"{e}\nthe batch was stopped (every further run would fail the same way): no diagnosis was written (answers already "
+            said = (f"the diagnoses finished so far are in {output} (--resume goes on from there)" if journal else
+                    "no diagnosis was written")
+            fail(f"{e}\nthe batch was stopped (every further run would fail the same way): {said} (answers already "
                  "received are in the LLM cache, so a re-run does not ask for them again)")
+        finally:
+            if journal is not None:
+                journal.close()
     report_load(kept.flagged, batch.problems)
-    lines = "".join(kept.lines[i] + "\n" for i in sorted(kept.lines))
-    if output == "-":
-        sys.stdout.write(lines)
+    if journal is not None:
+        journal.say(batch.skipped)
+    elif output == "-":
+        sys.stdout.write("".join(kept.lines[i] + "\n" for i in sorted(kept.lines)))
     else:
-        write_text(output, lines)
+        write_parts(output, (kept.lines[i] + "\n" for i in sorted(kept.lines)))
     if report and kept.report is not None:
         write_parts(report, kept.report.render_parts(batch.problems))
         kept.report.close()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
-    if not kept.lines and not batch.problems:
+    if not kept.lines and not batch.problems and not batch.skipped:
         fail("no trace files found under the given paths")
     if batch.problems:
         sys.exit(EXIT_FINDINGS)
@@ -131,9 +157,10 @@ class _Kept:
     JSONL line, a summary row, and — for ``--report`` only — the run's report section, rendered now and
     spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
-    def __init__(self, report: str | None, title: str) -> None:
+    def __init__(self, report: str | None, title: str, journal: _Journal | None = None) -> None:
         from trajaudit.report import HtmlReport, MarkdownReport
 
+        self.journal = journal
         self.lines: dict[int, str] = {}
         self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}
         self.flagged: list[Trajectory] = []
@@ -144,7 +171,7 @@ class _Kept:
     def add(self, i: int, r: AuditResult) -> None:
         """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
         d = r.diagnosis
-        self.lines[i] = d.to_json()
+        self.lines[i] = d.to_json() if self.journal is None else self.journal.append(d)
         prev = r.trajectory.steps[d.critical_step].preview(60) if d.critical_step is not None else ""
         step = str(d.critical_step)
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
@@ -154,6 +181,59 @@ class _Kept:
             self.flagged.append(r.trajectory)
         if self.report is not None:
             self.report.add(i, r)
+
+
+class _Journal:
+    """``audit --resume``: the runs already diagnosed in ``-o`` (with the same options: strategy, packs
+    and their contents, tools, mapping, taxonomy, seed, repair, time budget, LLM settings), and the
+    appender that adds each new diagnosis as one complete line as soon as it finishes (a process
+    killed mid-batch leaves a valid prefix; a torn last line is cut away when the file is opened
+    again). Each line carries the options' fingerprint in ``metadata.resume_key``."""
+
+    def __init__(self, output: str, key: str, found: Resumable) -> None:
+        self.output, self.key, self.found = output, key, found
+        self.writer: JsonlAppender | None = None
+
+    @classmethod
+    def open(cls, output: str, spec: AuditSpec, fmt: str | None, mapping: str | None) -> _Journal:
+        llm = spec.llm
+        options = {"strategy": spec.strategy, "rules": list(map(str, spec.rules)), "tools": spec.tools,
+                   "taxonomy": spec.config.taxonomy, "seed": spec.config.seed, "default_packs": spec.default_packs,
+                   "repair": spec.repair, "run_timeout": spec.config.run_timeout, "format": fmt, "mapping": mapping,
+                   "llm": None if llm is None else [llm.base_url, llm.model, llm.temperature, llm.max_tokens,
+                                                    llm.seed, llm.structured]}
+        files = [r for r in spec.rules if isinstance(r, str)] + [spec.tools if isinstance(spec.tools, str) else None,
+                                                                 mapping]
+        return cls(output, options_key(options, files), read_resumable(output, repair=False))
+
+    def done(self, t: Trajectory) -> bool:
+        """Whether run ``t`` is already diagnosed in the file with these options."""
+        return run_key(t.source.file, t.source.record, t.id, self.key) in self.found.done
+
+    def append(self, d: Diagnosis) -> str:
+        """Append ``d`` (with the fingerprint) as one line; the line is returned. The file is opened on
+        the first diagnosis (after the batch's rules, tools and runs were checked), a torn last line
+        cut away first."""
+        line = dataclasses.replace(d, metadata={**d.metadata, RESUME_KEY: self.key}).to_json()
+        if self.writer is None:
+            read_resumable(self.output, repair=True)
+            self.writer = JsonlAppender(self.output)
+        self.writer.write(line)
+        return line
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    def say(self, skipped: int) -> None:
+        """Tell what resuming did (stderr)."""
+        notes = []
+        if self.found.torn:
+            notes.append(f"a torn last line ({self.found.torn} bytes, a run killed mid-write) was cut away")
+        if self.found.unreadable:
+            notes.append(f"{len(self.found.unreadable)} line(s) that are not diagnoses were kept as they are")
+        notes.append(f"{skipped} run(s) already diagnosed there were skipped")
+        console(err=True).print(f"resumed {self.output}: " + "; ".join(notes), highlight=False, markup=False)
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:

@@ -49,10 +49,12 @@ class AuditResult:
 
 @dataclass
 class BatchResult:
-    """A batch audit: results in input order and the runs that were reported and skipped."""
+    """A batch audit: results in input order, the runs that were reported and skipped (``problems``),
+    and how many runs ``skip`` left out (``skipped``: already diagnosed, ``audit --resume``)."""
 
     results: list[AuditResult] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    skipped: int = 0
 
 
 @dataclass(frozen=True)
@@ -313,10 +315,13 @@ def audit_paths(
     mapping: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     on_result: Callable[[int, AuditResult], None] | None = None,
+    skip: Callable[[Trajectory], bool] | None = None,
 ) -> BatchResult:
     """Load every run under ``paths`` (files, folders, globs) and audit them.
 
     Args:
+        skip: a run for which ``skip(run)`` is true is not audited (``audit --resume``: already
+            diagnosed); counted in ``BatchResult.skipped``.
         progress: called with ``(finished, total)`` after each run.
         on_result: as for :func:`audit_trajectories` (results streamed, not kept). Serially
             (``jobs == 1``) the input streams too: files are read one at a time and a file's runs are
@@ -326,18 +331,22 @@ def audit_paths(
             read first (the workers inherit it).
     """
     if on_result is not None and jobs <= 1:
-        return _audit_stream(paths, spec, format, mapping, progress, on_result)
+        return _audit_stream(paths, spec, format, mapping, progress, on_result, skip)
     loaded = load_many(paths, format=format, mapping=mapping)
-    total = len(loaded.trajectories)
-    res = audit_trajectories(loaded.trajectories, spec, jobs=jobs,
+    runs = loaded.trajectories
+    if skip is not None:
+        runs = [t for t in runs if not skip(t)]
+    total = len(runs)
+    res = audit_trajectories(runs, spec, jobs=jobs,
                              progress=(lambda n: progress(n, total)) if progress else None, on_result=on_result)
     res.problems = loaded.problems + res.problems
+    res.skipped = len(loaded.trajectories) - len(runs)
     return res
 
 
-def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, format: str | None, mapping: str | None,
-                  progress: Callable[[int, int], None] | None, on_result: Callable[[int, AuditResult], None]
-                  ) -> BatchResult:
+def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, format: str | None, mapping: Any,
+                  progress: Callable[[int, int], None] | None, on_result: Callable[[int, AuditResult], None],
+                  skip: Callable[[Trajectory], bool] | None = None) -> BatchResult:
     """:func:`audit_paths` serially, one file at a time (results to ``on_result`` with their index in
     the whole batch, in input order); problems: the load problems, then the audit problems, as
     :func:`audit_paths` orders them."""
@@ -347,7 +356,7 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
     load_problems: list[Problem] = []
     audit_problems: list[Problem] = []
     runs: list[Trajectory] = []  # the part being audited, its first run's index in the batch, the total
-    base = done = total = 0
+    base = done = total = skipped = 0
 
     def finished(i: int, result: AuditResult | None, error: RunError | str | None) -> None:
         nonlocal done
@@ -365,8 +374,12 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
         for path, got in iter_load(files, format=format, mapping=mapping):
             load_problems.extend(got.problems)
             runs = got.trajectories
+            if skip is not None:
+                kept = [t for t in runs if not skip(t)]
+                skipped += len(runs) - len(kept)
+                runs = kept
             seen[str(path)] = seen.get(str(path), 0) + len(runs) + len(got.problems)
-            total = sum(max(n, seen.get(f, 0)) for f, n in expected.items()) - len(load_problems)
+            total = sum(max(n, seen.get(f, 0)) for f, n in expected.items()) - len(load_problems) - skipped
             audit_with(ctx, runs, range(len(runs)), spec.strategy, finished)
             base += len(runs)
         if progress and done and max(total, done) != done:
@@ -375,7 +388,7 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
         if frozen:
             gc.unfreeze()
         close_context(ctx)
-    out = BatchResult()
+    out = BatchResult(skipped=skipped)
     out.problems = load_problems + audit_problems
     return out
 
