@@ -10,6 +10,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from trajaudit.cli.check import say_never_fired
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     LLMOptions,
@@ -164,6 +165,8 @@ class _Kept:
         self.lines: dict[int, str] = {}
         self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}
         self.flagged: list[Trajectory] = []
+        self.applied: dict[str, None] = {}  # rule ids applied to some run, in order
+        self.fired: set[str] = set()  # rule ids with a record (their guard held) on some run
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
             self.report = MarkdownReport(title=title) if report.endswith((".md", ".markdown")) else HtmlReport(title=title)
@@ -177,6 +180,9 @@ class _Kept:
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
             step += f" (msg {d.metadata['source_message']})"
         self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, prev)
+        self.applied.update(dict.fromkeys(r.rule_ids))
+        if r.log is not None:
+            self.fired.update(rec.rule_id for rec in r.log.records)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
         if self.report is not None:
@@ -253,5 +259,6 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     out.print(table)
     cats = Counter(row[3] for row in rows)
     out.print("categories: " + ", ".join(f"{k} {v}" for k, v in cats.most_common()), highlight=False)
+    say_never_fired([rid for rid in kept.applied if rid not in kept.fired], len(rows))
     where = [f"diagnoses → {output}"] + ([f"report → {report}"] if report else [])
     out.print("; ".join(where), highlight=False)

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
+    check_output_folder,
     console,
     fail,
     handle_errors,
@@ -18,9 +19,13 @@ from trajaudit.cli.common import (
     report_load,
     write_text,
 )
+from trajaudit.engine.boundary import each_run
 from trajaudit.engine.evidence import load_rules
+from trajaudit.engine.forced_format import mapping_for
 from trajaudit.engine.loader import load_many
 from trajaudit.engine.rule_eval import evaluate
+from trajaudit.engine.run_budget import DEFAULT_RUN_TIMEOUT
+from trajaudit.engine.strategy import AuditConfig
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
 
 _VERDICT_STYLE = {"fail": "bold red", "unknown": "yellow", "pass": "green"}
@@ -69,6 +74,23 @@ def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
     return [(rid, len(rs), rs[0].reason or "-") for rid, rs in seen.items() if all(r.verdict == "unknown" for r in rs)]
 
 
+def never_fired(rule_ids: list[str], logs: list[ValidationLog]) -> list[str]:
+    """The rules (ids, in the given order) whose guard never held on any run of ``logs``: not one
+    record (pass, fail or unknown) anywhere — a rule that can never report anything on this data (a
+    guard that names a tool the runs never call, a typo in a field name)."""
+    fired = {r.rule_id for lg in logs for r in lg.records}
+    return [rid for rid in dict.fromkeys(rule_ids) if rid not in fired]
+
+
+def say_never_fired(ids: list[str], runs: int, limit: int = 20) -> None:
+    """Print the rules that never fired (stderr), the first ``limit`` by name."""
+    if not ids or not runs:
+        return
+    shown = ", ".join(ids[:limit]) + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
+    console(err=True).print(f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never "
+                            f"held): {shown}", markup=False, highlight=False, soft_wrap=True)
+
+
 @click.command("check")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
@@ -86,9 +108,13 @@ def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False),
               help="YAML mapping of jmespath expressions for a custom trace format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the JSON logs to this file too.")
+@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
+              show_default=True, metavar="SECONDS",
+              help="Rule-evaluation time budget per run (z3 time included); the checks left are 'unknown'.")
 @handle_errors
 def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_on: str, tools_file: str | None,
-          show_pass: bool, input_format: str | None, mapping: str | None, output: str | None) -> None:
+          show_pass: bool, input_format: str | None, mapping: str | None, output: str | None,
+          run_timeout: float = DEFAULT_RUN_TIMEOUT) -> None:
     """Evaluate rule packs on every run in FILES and print the validation logs.
 
     Exit code 0 when no violation reaches --fail-on and every input was read; 1 when one does, or
@@ -104,15 +130,20 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
     """
     if not packs and not tools_file:
         fail("give at least one --rules PACK or --tools TOOLS.json")
-    refuse_overwriting_input(output, [*files, *packs, *([tools_file] if tools_file else [])])
+    refuse_overwriting_input(output, [*files, *packs, *([tools_file] if tools_file else []), *([mapping] if mapping else [])])
+    check_output_folder(output)
+    adapter = mapping_for(input_format, mapping)  # a bad mapping is refused before any run is read
     tools = read_tools(tools_file)
     # as audit combines packs: unique ids, superseded rules left out, the tools' SCHEMA rules added
     rules = load_rules(packs, tools)
-    res = load_many(list(files), format=input_format, mapping=mapping)
+    res = load_many(list(files), format=input_format, mapping=adapter)
+    config = AuditConfig(run_timeout=run_timeout)
+    checked, failed = each_run(res.trajectories, lambda t: evaluate(t, rules, tools=tools, config=config), "check")
+    res.problems.extend(failed)
     report_load(res.trajectories, res.problems)
-    if not res.trajectories:
+    if not checked:
         fail("no trajectory could be loaded from " + ", ".join(files))
-    logs = [evaluate(t, rules, tools=tools) for t in res.trajectories]
+    logs = [lg for _, lg in checked]
     if out_format == "json" or output:
         text = json.dumps([lg.to_dict() for lg in logs], ensure_ascii=False, indent=1, default=str)
         if output:
@@ -133,9 +164,19 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_
     skipped = f"; {len(res.problems)} input(s) skipped (listed above)" if res.problems else ""
     console(err=True).print(f"{len(logs)} run(s), {len(rules)} rule(s): {total_fail} violation(s), "
                             f"{bad} at or above {fail_on}{skipped}", highlight=False)
-    for rid, n, reason in never_evaluated(logs):  # a warning only: exit codes stay about violations
+    unevaluated = never_evaluated(logs)
+    for rid, n, reason in unevaluated:  # a warning only: exit codes stay about violations
         console(err=True).print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
                                 f"(never pass or fail; first reason: {reason})", markup=False, highlight=False,
                                 soft_wrap=True)
+    idle = never_fired([r.id for r in rules], logs)
+    say_never_fired(idle, len(logs))
+    if out_format == "json":  # the summary for machines too (stdout keeps the list of logs)
+        summary = {"runs": len(logs), "rules": len(rules), "violations": total_fail, "at_or_above_fail_on": bad,
+                   "fail_on": fail_on, "skipped_inputs": len(res.problems), "never_fired": idle,
+                   "never_evaluated": [rid for rid, _, _ in unevaluated],
+                   "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
+                                for p in res.problems]}
+        click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
     if bad or res.problems:
         raise SystemExit(EXIT_FINDINGS)

@@ -74,7 +74,7 @@ def refuse_clobbering(outputs: Mapping[str, str | os.PathLike[str] | None],
         if k[0] == "inode" and k[1] in wanted:
             opt, path = wanted[k[1]]
             raise TrajauditError(f"{opt} {path!r} is the input file {f!r}: writing it would overwrite the "
-                                 "input; choose another output path")
+                                 "trace; choose another output path")
 
 
 def _mode_for(target: str) -> int:

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
-from trajaudit.errors import TrajauditError
+from trajaudit.errors import LLMUnreachableError, Problem, TrajauditError
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _ATTR = "trajaudit_stage"
 
@@ -65,3 +69,31 @@ def describe(e: BaseException, default_stage: str) -> tuple[str, str, dict[str, 
 
 _GERUND = {"read": "reading", "load": "loading", "evidence": "gathering evidence", "judge": "judging",
            "repair": "writing the repair", "check": "checking", "claims": "extracting claims", "show": "showing"}
+
+
+def run_problem(t: Any, e: BaseException, default_stage: str) -> Problem:
+    """The :class:`~trajaudit.errors.Problem` of run ``t`` (a Trajectory) for an exception caught at
+    its boundary: ``FILE, record N (run ID): message`` as the pipeline words it."""
+    where_stage, message, details = describe(e, default_stage)
+    where = t.source.file or ""
+    if where and t.source.record is not None:
+        where += f", record {t.source.record}"
+    text = f"{where} (run {t.id}): {message}" if where else f"{t.id}: {message}"
+    return Problem(t.source.file or t.id, t.source.record, text, details, stage=where_stage)
+
+
+def each_run(runs: Iterable[T], fn: Callable[[T], R], default_stage: str) -> tuple[list[tuple[T, R]], list[Problem]]:
+    """``fn(run)`` for every run inside the per-run boundary: ``([(run, result)], [problem])`` — a run
+    whose ``fn`` raises is a problem (:func:`run_problem`), the others go on. ``LLMUnreachableError``
+    (every further run would fail the same way) is raised."""
+    done: list[tuple[T, R]] = []
+    problems: list[Problem] = []
+    for t in runs:
+        try:
+            with stage(default_stage):
+                done.append((t, fn(t)))
+        except LLMUnreachableError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the per-run boundary
+            problems.append(run_problem(t, e, default_stage))
+    return done, problems

@@ -65,7 +65,7 @@ def _worker_run(item: tuple[int, dict[str, Any] | None]) -> tuple[int, dict[str,
         return idx, None, err
     deferred = _deferrable(t, _WORKER["ctx"], _WORKER["deferrable"]) if _WORKER["defer"] else frozenset()
     return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_rows(deferred) if r.log else None,
-                 "claims": r.claims}, None
+                 "claims": r.claims, "rule_ids": r.rule_ids}, None
 
 
 class _PassEvidence:
@@ -176,7 +176,7 @@ def _take(reply: tuple[int, dict[str, Any] | None, Any], trajectories: Sequence[
     rows = payload["log"]
     finished(idx, AuditResult(t, Diagnosis.from_dict(payload["diagnosis"]),
                               ValidationLog.from_rows(rows, _PassEvidence(t, ctx)) if rows else None,
-                              payload["claims"]), None)
+                              payload["claims"], payload["rule_ids"]), None)
 
 
 def _worker_main(conn: Any, spec: AuditSpec, runs: Sequence[Trajectory] | None) -> None:

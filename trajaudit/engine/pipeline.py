@@ -39,12 +39,15 @@ class AuditResult:
         diagnosis: the strategy's :class:`Diagnosis`.
         log: the validation log (rules + claim findings), or ``None`` if the strategy gathered none.
         claims: a JSON-ready summary of the claim ledger (``[{claim, kind, step, status, ...}]``).
+        rule_ids: the ids of the rules applied to the run (with a guard or not), so a batch can name
+            the rules whose guard never held (``log`` holds records only where it did).
     """
 
     trajectory: Trajectory
     diagnosis: Diagnosis
     log: ValidationLog | None = None
     claims: list[dict[str, Any]] = field(default_factory=list)
+    rule_ids: tuple[str, ...] = ()
 
 
 @dataclass
@@ -125,7 +128,7 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
         LookupError: unknown strategy (with suggestions).
         ConfigError: the strategy needs an LLM and none is configured.
     """
-    from trajaudit.engine.evidence import gather
+    from trajaudit.engine.evidence import gather, rules_for
 
     strategy = default_strategies().get(strategy_name)
     if not trajectory.decision_steps:
@@ -144,7 +147,8 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
             diagnosis = attach_repair(diagnosis, trajectory, context.llm)
     with boundary.stage("evidence"):
         bundle = gather(trajectory, context)
-    return AuditResult(trajectory, degraded(diagnosis, bundle.log), bundle.log, bundle.claim_rows)
+    rule_ids = tuple(r.id for r in rules_for(trajectory, context)[0])
+    return AuditResult(trajectory, degraded(diagnosis, bundle.log), bundle.log, bundle.claim_rows, rule_ids)
 
 
 def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnosis:
