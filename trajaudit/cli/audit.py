@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections import Counter
 
@@ -26,8 +25,7 @@ from trajaudit.cli.common import (
     report_load,
     write_parts,
 )
-from trajaudit.cli.outputs import RESUME_KEY, JsonlAppender, Resumable, options_key, read_resumable, run_key
-from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.engine.forced_format import mapping_for
 from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import FLAG_NON_UTF8
@@ -111,7 +109,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     config = AuditConfig(taxonomy=taxonomy, seed=seed, run_timeout=run_timeout)
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=config,
                      default_packs=not no_default_packs, llm=llm, repair=repair)
-    journal = _Journal.open(output, spec, fmt, mapping) if resume else None
+    journal = ResumeJournal.for_spec(output, spec, fmt, mapping) if resume else None
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -136,7 +134,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
                 journal.close()
     report_load(kept.flagged, batch.problems)
     if journal is not None:
-        journal.say(batch.skipped)
+        console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
     elif output == "-":
         sys.stdout.write("".join(kept.lines[i] + "\n" for i in sorted(kept.lines)))
     else:
@@ -158,7 +156,7 @@ class _Kept:
     JSONL line, a summary row, and — for ``--report`` only — the run's report section, rendered now and
     spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
-    def __init__(self, report: str | None, title: str, journal: _Journal | None = None) -> None:
+    def __init__(self, report: str | None, title: str, journal: ResumeJournal | None = None) -> None:
         from trajaudit.report import HtmlReport, MarkdownReport
 
         self.journal = journal
@@ -187,59 +185,6 @@ class _Kept:
             self.flagged.append(r.trajectory)
         if self.report is not None:
             self.report.add(i, r)
-
-
-class _Journal:
-    """``audit --resume``: the runs already diagnosed in ``-o`` (with the same options: strategy, packs
-    and their contents, tools, mapping, taxonomy, seed, repair, time budget, LLM settings), and the
-    appender that adds each new diagnosis as one complete line as soon as it finishes (a process
-    killed mid-batch leaves a valid prefix; a torn last line is cut away when the file is opened
-    again). Each line carries the options' fingerprint in ``metadata.resume_key``."""
-
-    def __init__(self, output: str, key: str, found: Resumable) -> None:
-        self.output, self.key, self.found = output, key, found
-        self.writer: JsonlAppender | None = None
-
-    @classmethod
-    def open(cls, output: str, spec: AuditSpec, fmt: str | None, mapping: str | None) -> _Journal:
-        llm = spec.llm
-        options = {"strategy": spec.strategy, "rules": list(map(str, spec.rules)), "tools": spec.tools,
-                   "taxonomy": spec.config.taxonomy, "seed": spec.config.seed, "default_packs": spec.default_packs,
-                   "repair": spec.repair, "run_timeout": spec.config.run_timeout, "format": fmt, "mapping": mapping,
-                   "llm": None if llm is None else [llm.base_url, llm.model, llm.temperature, llm.max_tokens,
-                                                    llm.seed, llm.structured]}
-        files = [r for r in spec.rules if isinstance(r, str)] + [spec.tools if isinstance(spec.tools, str) else None,
-                                                                 mapping]
-        return cls(output, options_key(options, files), read_resumable(output, repair=False))
-
-    def done(self, t: Trajectory) -> bool:
-        """Whether run ``t`` is already diagnosed in the file with these options."""
-        return run_key(t.source.file, t.source.record, t.id, self.key) in self.found.done
-
-    def append(self, d: Diagnosis) -> str:
-        """Append ``d`` (with the fingerprint) as one line; the line is returned. The file is opened on
-        the first diagnosis (after the batch's rules, tools and runs were checked), a torn last line
-        cut away first."""
-        line = dataclasses.replace(d, metadata={**d.metadata, RESUME_KEY: self.key}).to_json()
-        if self.writer is None:
-            read_resumable(self.output, repair=True)
-            self.writer = JsonlAppender(self.output)
-        self.writer.write(line)
-        return line
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-    def say(self, skipped: int) -> None:
-        """Tell what resuming did (stderr)."""
-        notes = []
-        if self.found.torn:
-            notes.append(f"a torn last line ({self.found.torn} bytes, a run killed mid-write) was cut away")
-        if self.found.unreadable:
-            notes.append(f"{len(self.found.unreadable)} line(s) that are not diagnoses were kept as they are")
-        notes.append(f"{skipped} run(s) already diagnosed there were skipped")
-        console(err=True).print(f"resumed {self.output}: " + "; ".join(notes), highlight=False, markup=False)
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:

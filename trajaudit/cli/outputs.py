@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -25,7 +26,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.loader import expand_paths
+from trajaudit.engine.pipeline import AuditSpec
 from trajaudit.errors import TrajauditError
 
 
@@ -241,5 +245,61 @@ class JsonlAppender:
         self.close()
 
 
+class ResumeJournal:
+    """``audit --resume`` / ``eval --resume``: the runs already diagnosed in the output (with the same options: strategy, packs
+    and their contents, tools, mapping, taxonomy, seed, repair, time budget, LLM settings), and the
+    appender that adds each new diagnosis as one complete line as soon as it finishes (a process
+    killed mid-batch leaves a valid prefix; a torn last line is cut away when the file is opened
+    again). Each line carries the options' fingerprint in ``metadata.resume_key``."""
+
+    def __init__(self, output: str, key: str, found: Resumable) -> None:
+        self.output, self.key, self.found = output, key, found
+        self.writer: JsonlAppender | None = None
+
+    @classmethod
+    def for_spec(cls, output: str, spec: AuditSpec, fmt: str | None, mapping: str | None) -> ResumeJournal:
+        """The journal of ``output`` for the options of ``spec`` (and the input format or mapping)."""
+        llm = spec.llm
+        options = {"strategy": spec.strategy, "rules": list(map(str, spec.rules)), "tools": spec.tools,
+                   "taxonomy": spec.config.taxonomy, "seed": spec.config.seed, "default_packs": spec.default_packs,
+                   "repair": spec.repair, "run_timeout": spec.config.run_timeout, "format": fmt, "mapping": mapping,
+                   "llm": None if llm is None else [llm.base_url, llm.model, llm.temperature, llm.max_tokens,
+                                                    llm.seed, llm.structured]}
+        files = [r for r in spec.rules if isinstance(r, str)] + [spec.tools if isinstance(spec.tools, str) else None,
+                                                                 mapping]
+        return cls(output, options_key(options, files), read_resumable(output, repair=False))
+
+    def done(self, t: Trajectory) -> bool:
+        """Whether run ``t`` is already diagnosed in the file with these options."""
+        return run_key(t.source.file, t.source.record, t.id, self.key) in self.found.done
+
+    def append(self, d: Diagnosis) -> str:
+        """Append ``d`` (with the fingerprint) as one line; the line is returned. The file is opened on
+        the first diagnosis (after the batch's rules, tools and runs were checked), a torn last line
+        cut away first."""
+        line = dataclasses.replace(d, metadata={**d.metadata, RESUME_KEY: self.key}).to_json()
+        if self.writer is None:
+            read_resumable(self.output, repair=True)
+            self.writer = JsonlAppender(self.output)
+        self.writer.write(line)
+        return line
+
+    def close(self) -> None:
+        """fsync and close the file (when a diagnosis was appended)."""
+        if self.writer is not None:
+            self.writer.close()
+
+    def summary(self, skipped: int) -> str:
+        """What resuming did, in words (``resumed FILE: …``)."""
+        notes = []
+        if self.found.torn:
+            notes.append(f"a torn last line ({self.found.torn} bytes, a run killed mid-write) was cut away")
+        if self.found.unreadable:
+            notes.append(f"{len(self.found.unreadable)} line(s) that are not diagnoses were kept as they are")
+        notes.append(f"{skipped} run(s) already diagnosed there were skipped")
+        return f"resumed {self.output}: " + "; ".join(notes)
+
+
+
 __all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "options_key",
-                      "read_resumable", "refuse_clobbering", "run_key"]
+                      "read_resumable", "refuse_clobbering", "run_key", "ResumeJournal"]
