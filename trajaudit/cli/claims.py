@@ -16,6 +16,7 @@ from trajaudit.cli.common import (
     input_format_option,
     report_load,
 )
+from trajaudit.engine.boundary import each_run
 from trajaudit.engine.claims import ClaimConfig, build_claim_graph
 from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link
 from trajaudit.engine.loader import load_path
@@ -50,11 +51,12 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
     if max_claims_per_step < 1:
         fail("--max-claims-per-step must be at least 1")
     res = load_path(file, format=fmt, mapping=mapping, record=record)
-    report_load(res.trajectories, res.problems)
-    if not res.trajectories:
-        fail(f"{file}: no trajectory could be loaded")
     cfg = ClaimConfig(max_claims_per_step=max_claims_per_step)
-    graphs = [build_claim_graph(t, cfg) for t in res.trajectories]
+    built, failed = each_run(res.trajectories, lambda t: build_claim_graph(t, cfg), "claims")
+    report_load(res.trajectories, res.problems + failed)
+    if not built:
+        fail(f"{file}: no trajectory could be loaded")
+    graphs = [g for _, g in built]
     out = console()
     if out_format == "json":
         docs = [to_node_link(g) for g in graphs]

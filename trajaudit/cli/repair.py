@@ -67,7 +67,7 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
         raise TrajauditError("give --diagnosis or --strategy, not both")
     if not output.lower().endswith(".json"):
         raise TrajauditError(f"-o/--output must end in .json (the resumed run is one JSON document), got {output!r}")
-    refuse_overwriting_input(output, [file])
+    refuse_overwriting_input(output, [file, *([mapping] if mapping else [])])
     t = _load_one(file, record, fmt, mapping)
     client = None
     try:

@@ -17,7 +17,8 @@ from trajaudit.cli.common import (
     report_load,
     write_text,
 )
-from trajaudit.engine.ir import renumbered
+from trajaudit.engine.boundary import each_run
+from trajaudit.engine.ir import Trajectory, renumbered
 from trajaudit.engine.loader import TRACE_SUFFIXES, load_path
 
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
@@ -43,35 +44,41 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
       trajaudit show run.json --width 120
     """
     res = load_path(file, format=fmt, mapping=mapping, record=record)
-    report_load(res.trajectories, res.problems)
+    tables, failed = each_run(res.trajectories, lambda t: _outline_table(t, width), "show")
+    report_load(res.trajectories, res.problems + failed)
     out = console()
-    for t in res.trajectories:
-        title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
-        table = Table(title=title, title_justify="left", show_lines=False, expand=False)
-        split = renumbered(t)
-        table.add_column("#", justify="right")
-        if split:  # steps are no longer message positions: say which message each step came from
-            table.add_column("msg", justify="right")
-        table.add_column("kind")
-        table.add_column("agent")
-        table.add_column("tool")
-        table.add_column("preview", overflow="fold")
-        for row in t.outline(width):
-            style = _KIND_STYLE.get(row["kind"], "")
-            flags = t.steps[row["index"]].flags
-            out_step = t.steps[row["index"]].tool_output
-            failed = "  ✗ failed" if out_step is not None and out_step.is_error else ""
-            preview = row["preview"] + failed + (f"  ⚑{','.join(flags)}" if flags else "")
-            msg = [str(t.steps[row["index"]].source_number)] if split else []
-            table.add_row(str(row["index"]), *msg, row["kind"], row["agent"] or "", row["tool"], preview, style=style)
+    for t, table in tables:
         out.print(table)
         if t.task:  # after the run's table (its title names the run), cut at a word with "…"
             task = " ".join(t.task.split())
             if len(task) > width * 2:
                 task = task[: width * 2].rsplit(" ", 1)[0] + " …"
             out.print(f"task: {task}", highlight=False, markup=False)
-    if not res.trajectories:
+    if not tables:
         fail(f"{file}: no trajectory could be loaded")
+
+
+def _outline_table(t: Trajectory, width: int) -> Table:
+    """The outline table of one run (``show``)."""
+    title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
+    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
+    split = renumbered(t)
+    table.add_column("#", justify="right")
+    if split:  # steps are no longer message positions: say which message each step came from
+        table.add_column("msg", justify="right")
+    table.add_column("kind")
+    table.add_column("agent")
+    table.add_column("tool")
+    table.add_column("preview", overflow="fold")
+    for row in t.outline(width):
+        style = _KIND_STYLE.get(row["kind"], "")
+        flags = t.steps[row["index"]].flags
+        out_step = t.steps[row["index"]].tool_output
+        failed = "  ✗ failed" if out_step is not None and out_step.is_error else ""
+        preview = row["preview"] + failed + (f"  ⚑{','.join(flags)}" if flags else "")
+        msg = [str(t.steps[row["index"]].source_number)] if split else []
+        table.add_row(str(row["index"]), *msg, row["kind"], row["agent"] or "", row["tool"], preview, style=style)
+    return table
 
 
 @click.command("convert")
@@ -89,12 +96,13 @@ def convert(file: str, output: str, record: int | None, fmt: str | None, mapping
     """
     if not output.lower().endswith(TRACE_SUFFIXES):
         fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
-    refuse_overwriting_input(output, [file])
+    refuse_overwriting_input(output, [file, *([mapping] if mapping else [])])
     res = load_path(file, format=fmt, mapping=mapping, record=record)
-    report_load(res.trajectories, res.problems)
-    if not res.trajectories:
+    converted, failed = each_run(res.trajectories, lambda t: t.to_dict(), "convert")
+    report_load(res.trajectories, res.problems + failed)
+    if not converted:
         fail(f"{file}: no trajectory could be loaded")
-    dicts = [t.to_dict() for t in res.trajectories]
+    dicts = [d for _, d in converted]
     out = Path(output)
     if output.lower().endswith((".jsonl", ".ndjson")):
         write_text(out, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))
