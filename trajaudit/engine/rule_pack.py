@@ -197,6 +197,9 @@ def resolve_pack(ref: str, relative_to: str | None = None) -> Path:
         hit = _shipped(ref)
         if hit is not None:
             return hit
+    kind = regular_files.file_kind(p)
+    if kind not in (None, "missing", "unreadable", "a folder"):  # a FIFO, socket, device, dangling link: never opened
+        raise RulePackError(f"rule pack {ref!r}: {kind}, not a regular file (not opened)", file=relative_to)
     known = ", ".join(shipped_packs()) or "none"
     raise RulePackError(f"rule pack {ref!r} not found (not a file; shipped packs: {known})", file=relative_to)
 
