@@ -279,7 +279,8 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
 
     def once(found: Iterable[Path]) -> Iterator[Path]:
         for q in found:  # the same file reached twice (named twice, or inside a named folder) loads once
-            key = q.resolve()
+            # (a dangling link is itself: two links to the same missing file are two paths to report)
+            key = q.resolve() if q.exists() else q.absolute()
             if key not in seen:
                 seen.add(key)
                 yield q
