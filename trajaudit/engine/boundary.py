@@ -42,8 +42,10 @@ def stage_of(e: BaseException, default: str) -> str:
 
 
 def expected(e: BaseException) -> bool:
-    """Whether ``e`` is a documented error (its message is the report) rather than a bug."""
-    return isinstance(e, (TrajauditError, LookupError, OSError, UnicodeDecodeError))
+    """Whether ``e`` is a documented error (its message is the report) rather than a bug: a
+    :class:`TrajauditError`, a registry's plain ``LookupError`` (an unknown name, with suggestions), an
+    ``OSError`` or a ``UnicodeDecodeError`` (a file). A ``KeyError`` or ``IndexError`` is a bug."""
+    return isinstance(e, (TrajauditError, OSError, UnicodeDecodeError)) or type(e) is LookupError
 
 
 def describe(e: BaseException, default_stage: str) -> tuple[str, str, dict[str, str]]:
