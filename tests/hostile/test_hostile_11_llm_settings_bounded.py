@@ -37,6 +37,7 @@ def test_an_out_of_range_setting_is_refused_before_anything_is_written(tmp_path,
 def test_every_numeric_setting_is_bounded_in_the_api_too():
     assert set(BOUNDS) == {"temperature", "max_tokens", "timeout", "max_retries", "concurrency", "context_chars", "seed"}
     for key, (low, high, _) in BOUNDS.items():
-        with pytest.raises(ConfigError, match=key):
-            LLMConfig(base_url="http://x/v1", model="m", **{key: high * 2 + 1 if high > 0 else 10**30})
+        for bad in (high * 2 + 1, low - 1):
+            with pytest.raises(ConfigError, match=key):
+                LLMConfig(base_url="http://x/v1", model="m", **{key: bad})
         LLMConfig(base_url="http://x/v1", model="m", **{key: high if key != "seed" else 7})
