@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from trajaudit.errors import LLMUnreachableError, Problem, TrajauditError
+from trajaudit.errors import LLMUnreachableError, Problem, TraceFormatError, TrajauditError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -71,6 +71,14 @@ def describe(e: BaseException, default_stage: str) -> tuple[str, str, dict[str, 
 
 _GERUND = {"read": "reading", "load": "loading", "evidence": "gathering evidence", "judge": "judging",
            "repair": "writing the repair", "check": "checking", "claims": "extracting claims", "show": "showing"}
+
+
+def load_problem(e: BaseException, file: str | None, record: int | None, details: dict | None = None) -> Problem:
+    """The :class:`~trajaudit.errors.Problem` for an exception while loading one run (or file): the
+    message names the file and record (``FILE, record N: …``), ``details`` gets the traceback."""
+    where, message, extra = describe(e, "load")
+    located = TraceFormatError(message, file=file, record=record)
+    return Problem(file or "<input>", record, str(located), {**(details or {}), **extra}, stage=where)
 
 
 def run_problem(t: Any, e: BaseException, default_stage: str) -> Problem:

@@ -9,7 +9,6 @@ failures (unreadable, empty, not JSON, no format matches, not in the forced form
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,15 +18,15 @@ from typing import Any
 from trajaudit.api_args import check_path, check_paths, check_record, check_source
 from trajaudit.engine import regular_files
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
-from trajaudit.engine.boundary import describe
+from trajaudit.engine.boundary import load_problem
 from trajaudit.engine.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.ir import Source, Trajectory
+from trajaudit.engine.regular_files import TRACE_SUFFIXES, expand_paths  # noqa: F401 - re-exported (the loader's API)
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace_text import decode, documents, lossy_note
 from trajaudit.errors import Problem, TraceFormatError
 from trajaudit.registry import Registry
 
-TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 FLAG_NON_UTF8 = "non_utf8"
 
 
@@ -159,12 +158,8 @@ def load_document(
 
 
 def _unexpected(e: Exception, file: str | None, record: int | None, flags: tuple[str, ...] = ()) -> Problem:
-    """The :class:`Problem` for an unexpected exception while loading a run (the per-run boundary,
-    :mod:`trajaudit.engine.boundary`): the message names the file and record; the traceback is kept
-    in ``details`` for ``--debug``."""
-    where, message, details = describe(e, "load")
-    located = TraceFormatError(message, file=file, record=record)
-    return Problem(file or "<input>", record, str(located), {**problem_details(flags), **details}, stage=where)
+    """The per-run boundary's :class:`Problem` for an unexpected exception while loading a run."""
+    return load_problem(e, file, record, problem_details(flags))
 
 
 def load_path(
@@ -261,42 +256,6 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
     if whole is not None:  # not in the forced format at all: one error for the file, not one copy per line
         raise (lossy_note(whole) if lossy else whole)
     yield part
-
-
-def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Expand files, folders (recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``) and glob patterns.
-
-    Yields paths in a stable (sorted, natural-number-aware) order. Non-existent paths are yielded
-    as given so that the caller reports them.
-    """
-
-    def natural(p: Path) -> tuple:
-        import re
-
-        return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p)))
-
-    seen: set[Path] = set()
-
-    def once(found: Iterable[Path]) -> Iterator[Path]:
-        for q in found:  # the same file reached twice (named twice, or inside a named folder) loads once
-            # (a dangling link is itself: two links to the same missing file are two paths to report)
-            key = q.resolve() if q.exists() else q.absolute()
-            if key not in seen:
-                seen.add(key)
-                yield q
-
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            yield from once(sorted((q for q in p.rglob("*") if q.suffix.lower() in TRACE_SUFFIXES
-                                    and regular_files.is_candidate(q)),
-                                   key=natural))
-        elif any(ch in str(raw) for ch in "*?[") and not p.exists():
-            yield from once(sorted((Path(q) for q in glob.glob(str(raw), recursive=True)
-                                    if regular_files.is_candidate(Path(q))),
-                                   key=natural))
-        else:
-            yield from once([p])
 
 
 def load_many(

@@ -12,9 +12,15 @@ between the two is refused too).
 from __future__ import annotations
 
 import errno
+import glob
 import os
+import re
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+#: The suffixes of trace files a folder is searched for.
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
@@ -101,3 +107,37 @@ def is_candidate(p: Path) -> bool:
         return not p.is_dir()
     except OSError:
         return True
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Expand files, folders (recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``) and glob patterns.
+
+    Yields paths in a stable (sorted, natural-number-aware) order. Non-existent paths are yielded
+    as given so that the caller reports them.
+    """
+
+    def natural(p: Path) -> tuple:
+        return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p)))
+
+    seen: set[Path] = set()
+
+    def once(found: Iterable[Path]) -> Iterator[Path]:
+        for q in found:  # the same file reached twice (named twice, or inside a named folder) loads once
+            # (a dangling link is itself: two links to the same missing file are two paths to report)
+            key = q.resolve() if q.exists() else q.absolute()
+            if key not in seen:
+                seen.add(key)
+                yield q
+
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            yield from once(sorted((q for q in p.rglob("*") if q.suffix.lower() in TRACE_SUFFIXES
+                                    and is_candidate(q)),
+                                   key=natural))
+        elif any(ch in str(raw) for ch in "*?[") and not p.exists():
+            yield from once(sorted((Path(q) for q in glob.glob(str(raw), recursive=True)
+                                    if is_candidate(Path(q))),
+                                   key=natural))
+        else:
+            yield from once([p])
