@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hostile_kit import cli, good_run, ids, one_line, write_jsonl
+from hostile_kit import cli, good_run, ids, one_line, snapshot, write_jsonl
 from llm_server import Raw
 
 GOOD = {"critical_step": 2, "agent": "assistant", "category": "intent_plan_misalignment", "confidence": 0.5,
@@ -38,6 +38,7 @@ def test_a_broken_body_is_an_endpoint_error_retried_then_reported_per_run(tmp_pa
     config = tmp_path / "llm.yaml"
     config.write_text(f"base_url: {llm_server.url}\nmodel: m\nmax_retries: 2\n")
     out = tmp_path / "d.jsonl"
+    before = snapshot(tmp_path)
     r = cli("audit", runs, "-s", "all-at-once", "--llm-config", config, "--no-cache", "-q", "-o", out)
     assert r.exit_code == 1, r.output
     assert ids(out) == ["ok1", "ok2"]
@@ -46,3 +47,4 @@ def test_a_broken_body_is_an_endpoint_error_retried_then_reported_per_run(tmp_pa
            f"with {said}" in text and "(after 2 retries)" in text
     assert asked["bad"] == 3  # the first try and two retries, as for a 5xx
     assert "Traceback" not in r.output and "internal error" not in r.output
+    assert {k: v for k, v in snapshot(tmp_path).items() if k != str(out)} == before  # inputs untouched

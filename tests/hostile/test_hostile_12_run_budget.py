@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 
-from hostile_kit import cli, diagnoses, good_run, write_json
+from hostile_kit import cli, diagnoses, good_run, snapshot, write_json
 
 from trajaudit import compile_rules, load, load_pack
 from trajaudit.engine import run_budget
@@ -43,8 +43,10 @@ def _long_run(tmp_path):
 def test_the_budget_stops_evaluation_and_marks_the_diagnosis(tmp_path):
     pack, run = _hard_pack(tmp_path), _long_run(tmp_path)
     out = tmp_path / "d.jsonl"
+    before = snapshot(tmp_path)
     r = cli("audit", run, "--rules", pack, "--no-default-packs", "--run-timeout", "0.5", "-q", "-o", out)
     assert r.exit_code == 0, r.output
+    assert {k: v for k, v in snapshot(tmp_path).items() if k != str(out)} == before
     (d,) = diagnoses(out)
     (note,) = d["metadata"]["degraded"]
     assert note.startswith("run time budget of 0.5 s exceeded (--run-timeout) at rule slow.undecidable")

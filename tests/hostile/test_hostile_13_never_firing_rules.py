@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from hostile_kit import cli, good_run, one_line, write_json
+from hostile_kit import cli, diagnoses, good_run, one_line, snapshot, write_json
 
 PACK = """pack: mine
 rules:
@@ -42,8 +42,11 @@ def test_audit_summary_names_it(tmp_path):
     run = write_json(tmp_path / "run.json", good_run("a"))
     pack = tmp_path / "p.yaml"
     pack.write_text(PACK)
+    before = snapshot(tmp_path)
     r = cli("audit", run, "--rules", pack, "--no-default-packs", "-o", tmp_path / "d.jsonl")
     assert r.exit_code == 0, r.output
+    assert [d["trajectory_id"] for d in diagnoses(tmp_path / "d.jsonl")] == ["a"]
+    assert {k: v for k, v in snapshot(tmp_path).items() if not k.endswith("d.jsonl")} == before
     assert "note: 1 rule(s) never applied on these 1 run(s) (their guard never held): mine.never" in one_line(r.stderr)
 
 
