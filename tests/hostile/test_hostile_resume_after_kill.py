@@ -73,3 +73,21 @@ def test_resume_with_other_options_diagnoses_again(tmp_path, batch):
     got = diagnoses(out)
     assert [d["strategy"] for d in got] == ["offline"] * 3 + ["first"] * 3
     assert len({d["metadata"]["resume_key"] for d in got}) == 2
+
+
+def test_eval_resume_scores_the_same_as_an_uninterrupted_eval(tmp_path):
+    data = ROOT / "examples" / "data" / "who_and_when"
+    plain = cli("eval", data, "--gold", data, "-s", "offline", "--format", "json")
+    assert plain.exit_code == 0, plain.output
+    pred = tmp_path / "pred.jsonl"
+    first = cli("eval", data, "--gold", data, "-s", "offline", "--format", "json", "--save-pred", pred, "--resume")
+    assert first.exit_code == 0 and first.stdout == plain.stdout
+    lines = pred.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 3
+    pred.write_bytes(lines[0] + lines[1][:30])  # killed while writing the second diagnosis
+    again = cli("eval", data, "--gold", data, "-s", "offline", "--format", "json", "--save-pred", pred, "--resume")
+    assert again.exit_code == 0, again.output
+    assert "a torn last line (30 bytes" in one_line(again.stderr) and "1 run(s) already diagnosed" in one_line(again.stderr)
+    assert again.stdout == plain.stdout and len(diagnoses(pred)) == 3
+    r = cli("eval", data, "--gold", data, "-s", "offline", "--resume")
+    assert r.exit_code == 2 and "--resume goes with --strategy and --save-pred" in one_line(r.stderr)
