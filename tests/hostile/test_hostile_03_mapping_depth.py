@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from hostile_kit import cli, good_run, one_line, write_json
 
-from trajaudit.engine.adapters.mapping import MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH
+from trajaudit.engine.trace.adapters.mapping import MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH
 
 
 def test_deep_and_long_expressions_are_refused_before_any_output(tmp_path):

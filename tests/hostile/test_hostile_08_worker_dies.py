@@ -17,8 +17,9 @@ import signal
 import pytest
 from hostile_kit import good_run, write_jsonl
 
-import trajaudit.engine.parallel as parallel
-from trajaudit.engine.pipeline import AuditSpec, audit_paths
+import trajaudit.engine.run.parallel as parallel
+from trajaudit.engine.run.batch import audit_paths
+from trajaudit.engine.run.pipeline import AuditSpec
 
 pytestmark = pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="the kill hook needs fork")
 

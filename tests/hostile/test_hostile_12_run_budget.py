@@ -12,11 +12,10 @@ import random
 
 from hostile_kit import cli, diagnoses, good_run, snapshot, write_json
 
-from trajaudit import compile_rules, load, load_pack
-from trajaudit.engine import run_budget
-from trajaudit.engine.relational import SOLVER_TIMEOUT_MS
-from trajaudit.engine.rule_eval import evaluate
-from trajaudit.engine.strategy import AuditConfig
+from trajaudit import compile_rules, load, load_pack, run_budget
+from trajaudit.checkers.relational import SOLVER_TIMEOUT_MS
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.validation.rule_eval import evaluate
 
 
 def _hard_pack(tmp_path):

@@ -9,9 +9,10 @@ import sys
 
 from hostile_kit import cli, good_run, ids, one_line, write_jsonl
 
-import trajaudit.engine.adapters.openai_chat as openai_chat
-import trajaudit.engine.judge as judge
-from trajaudit.engine.pipeline import AuditSpec, audit_paths
+import trajaudit.engine.strategies.offline_judge as judge
+import trajaudit.engine.trace.adapters.openai_chat as openai_chat
+from trajaudit.engine.run.batch import audit_paths
+from trajaudit.engine.run.pipeline import AuditSpec
 
 
 def _batch(tmp_path):
@@ -21,10 +22,10 @@ def _batch(tmp_path):
 def _plant_judge_bug(monkeypatch):
     real = judge.OfflineJudge.diagnose
 
-    def diagnose(self, t, ctx):
+    def diagnose(self, t, evidence, ctx):
         if t.id == "b":
             raise ZeroDivisionError("planted")
-        return real(self, t, ctx)
+        return real(self, t, evidence, ctx)
     monkeypatch.setattr(judge.OfflineJudge, "diagnose", diagnose)
 
 

@@ -18,10 +18,11 @@ from hostile_kit import good_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajaudit.engine import safe_json, safe_yaml
-from trajaudit.engine.adapters import MappingAdapter
-from trajaudit.engine.loader import load_document, load_many
-from trajaudit.engine.pipeline import AuditSpec, audit_paths
+from trajaudit import safe_json, safe_yaml
+from trajaudit.engine.run.batch import audit_paths
+from trajaudit.engine.run.pipeline import AuditSpec
+from trajaudit.engine.trace.adapters import MappingAdapter
+from trajaudit.engine.trace.loader import load_document, load_many
 from trajaudit.errors import TraceFormatError
 
 _N = int(os.environ.get("TRAJAUDIT_FUZZ_EXAMPLES", "0"))

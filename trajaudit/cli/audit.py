@@ -26,13 +26,16 @@ from trajaudit.cli.common import (
     write_parts,
 )
 from trajaudit.cli.outputs import ResumeJournal
-from trajaudit.engine.forced_format import mapping_for
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import FLAG_NON_UTF8
-from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths
-from trajaudit.engine.run_budget import DEFAULT_RUN_TIMEOUT
-from trajaudit.engine.strategy import AuditConfig, default_strategies
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.run.batch import audit_paths
+from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.forced_format import mapping_for
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import LLMUnreachableError
+from trajaudit.report import HtmlReport, MarkdownReport
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
 
 @click.command("audit")
@@ -157,8 +160,6 @@ class _Kept:
     spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
     def __init__(self, report: str | None, title: str, journal: ResumeJournal | None = None) -> None:
-        from trajaudit.report import HtmlReport, MarkdownReport
-
         self.journal = journal
         self.lines: dict[int, str] = {}
         self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}

@@ -23,13 +23,15 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
-from trajaudit.engine.forced_format import mapping_for
-from trajaudit.engine.loader import load_many
-from trajaudit.engine.run_budget import DEFAULT_RUN_TIMEOUT
-from trajaudit.engine.strategy import default_strategies
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.run.pipeline import AuditSpec, build_context
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.forced_format import mapping_for
+from trajaudit.engine.trace.loader import load_many
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_paths
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
 
 @click.command("eval")
@@ -112,9 +114,6 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     if strategy:
         if not paths:
             fail("--strategy needs DATASET paths (the runs to diagnose)")
-        from trajaudit.engine.pipeline import AuditSpec, build_context
-        from trajaudit.engine.strategy import AuditConfig
-
         strat = default_strategies().get(strategy)
         spec = AuditSpec(strategy=strategy, rules=rules, tools=tools,
                          config=AuditConfig(seed=seed, run_timeout=run_timeout), default_packs=not no_default_packs)

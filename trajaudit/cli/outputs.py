@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import expand_paths
-from trajaudit.engine.pipeline import AuditSpec
+from trajaudit.engine.run.pipeline import AuditSpec
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.loader import expand_paths
 from trajaudit.errors import TrajauditError
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from trajaudit.boundary import each_run
 from trajaudit.cli.common import (
     console,
     fail,
@@ -17,9 +18,8 @@ from trajaudit.cli.common import (
     report_load,
     write_text,
 )
-from trajaudit.engine.boundary import each_run
-from trajaudit.engine.ir import Trajectory, renumbered
-from trajaudit.engine.loader import TRACE_SUFFIXES, load_path
+from trajaudit.engine.trace.ir import Trajectory, renumbered
+from trajaudit.engine.trace.loader import TRACE_SUFFIXES, load_path
 
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
 

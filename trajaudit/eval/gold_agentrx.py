@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine import safe_json
-from trajaudit.engine.regular_files import file_kind
+from trajaudit import safe_json
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
 from trajaudit.eval.gold_items import (
     NUMBERING,
@@ -30,6 +29,7 @@ from trajaudit.eval.gold_items import (
     read_json,
     read_jsonl_lines,
 )
+from trajaudit.regular_files import file_kind
 
 log = logging.getLogger(__name__)
 

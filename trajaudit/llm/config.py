@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 import yaml
 
-from trajaudit.engine import regular_files, safe_yaml
-from trajaudit.errors import ConfigError
+from trajaudit import regular_files, safe_yaml
+from trajaudit.errors import ArgumentTypeError, ConfigError
 
 StructuredMode = Literal["auto", "json_schema", "json_object"]
 
@@ -194,3 +194,17 @@ def build_config(values: dict[str, Any] | None = None, *, config_file: str | Pat
         return LLMConfig(**merged)
     except ConfigError as e:
         raise ConfigError(f"{config_file}: {e}" if config_file else str(e)) from None
+
+
+def check_llm(function: str, value: Any) -> Any:
+    """``llm``: ``None`` or a :class:`trajaudit.llm.LLMConfig`.
+
+    Raises:
+        ArgumentTypeError: anything else (e.g. a URL string).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, LLMConfig):
+        raise ArgumentTypeError(function, "llm", value, "None or a trajaudit.llm.LLMConfig "
+                                "(e.g. trajaudit.llm.build_config({'base_url': URL, 'model': NAME}))")
+    return value
