@@ -6,9 +6,11 @@ import sys
 from collections import Counter
 
 import click
+from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from trajaudit import __version__
 from trajaudit.cli.check import say_never_fired
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
@@ -16,7 +18,6 @@ from trajaudit.cli.common import (
     check_output_folder,
     console,
     fail,
-    format_options,
     handle_errors,
     llm_config_for,
     llm_options,
@@ -25,6 +26,7 @@ from trajaudit.cli.common import (
     report_load,
     write_parts,
 )
+from trajaudit.cli.options import check_input_paths, io_options
 from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import audit_paths
@@ -33,9 +35,14 @@ from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.forced_format import mapping_for
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
+from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import LLMUnreachableError
 from trajaudit.report import HtmlReport, MarkdownReport
+from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
+from trajaudit.report.html import rule_titles
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
+
+_DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "junit": "trajaudit-junit.xml"}
 
 
 @click.command("audit")
@@ -50,8 +57,9 @@ from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 @click.option("-s", "--strategy", default="offline", show_default=True,
               help="How to diagnose: offline (no LLM), the baselines first, last, random, first-violation, or an "
                    "LLM strategy (all-at-once, step-by-step, binary-search, agentrx, searchauditor, drift, hybrid).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default="diagnoses.jsonl", show_default=True,
-              help="Write one diagnosis per line (JSONL); '-' for stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Where to write the --format output; '-' for stdout. Default: diagnoses.jsonl (jsonl), "
+                   "trajaudit.sarif (sarif), trajaudit-junit.xml (junit).")
 @click.option("--report", "report", type=click.Path(dir_okay=False),
               help="Also write a report: .html (self-contained) or .md.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes.")
@@ -63,18 +71,20 @@ from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 @click.option("--resume", is_flag=True,
               help="Append to an existing -o instead of replacing it: runs already diagnosed there with the same "
                    "options are skipped, the rest are audited and each diagnosis is appended as it finishes "
-                   "(a batch killed mid-way is finished by running the same command again).")
+                   "(a batch killed mid-way is finished by running the same command again). --format jsonl only.")
 @click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
               show_default=True, metavar="SECONDS",
               help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left are "
                    "'unknown' and the diagnosis is marked degraded (metadata.degraded).")
-@format_options
+@io_options(["jsonl", "sarif", "junit"], "jsonl",
+            help="What -o holds: jsonl (one diagnosis per line), sarif (SARIF 2.1.0: one result per rule "
+                 "violation) or junit (JUnit XML: a test case per run x rule).")
 @llm_options
 @handle_errors
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
-          output: str, report: str | None, jobs: int, seed: int, quiet: bool, fmt: str | None,
-          mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions, resume: bool = False,
-          run_timeout: float = DEFAULT_RUN_TIMEOUT) -> None:
+          output: str | None, report: str | None, jobs: int, seed: int, quiet: bool, out_format: str,
+          fmt: str | None, mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions,
+          resume: bool = False, run_timeout: float = DEFAULT_RUN_TIMEOUT) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
@@ -92,7 +102,10 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
       trajaudit audit runs/ -o diagnoses.jsonl --report report.html
       trajaudit audit runs.json --rules my_pack.yaml --tools tools.json --jobs 4
       trajaudit audit runs.json --strategy all-at-once --base-url http://localhost:8000/v1 --model M
+      trajaudit audit runs/ --format sarif -o trajaudit.sarif   # for code scanning in CI
     """
+    output = output or _DEFAULT_OUTPUT[out_format]
+    check_input_paths(paths)
     try:
         chosen = default_strategies().get(strategy)
     except LookupError as e:
@@ -100,6 +113,9 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     llm = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=repair, what=f"strategy {strategy!r}")
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
+    if resume and out_format != "jsonl":
+        fail(f"--resume appends JSONL diagnoses to -o: it cannot continue a --format {out_format} file (written "
+             "whole at the end of the batch); resume the JSONL, or drop --resume")
     if resume and output == "-":
         fail("--resume appends to the -o file: give a file, not '-'")
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
@@ -122,7 +138,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        kept = _Kept(report, title=f"trajaudit report ({strategy})", journal=journal)
+        kept = _Kept(report, title=f"trajaudit report ({strategy})", journal=journal,
+                     findings=out_format != "jsonl")
         try:
             batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=adapter,
                                 progress=progress if show_progress else None,
@@ -138,10 +155,20 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     report_load(kept.flagged, batch.problems)
     if journal is not None:
         console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
-    elif output == "-":
-        sys.stdout.write("".join(kept.lines[i] + "\n" for i in sorted(kept.lines)))
+    elif out_format == "jsonl":
+        lines = (kept.lines[i] + "\n" for i in sorted(kept.lines))
+        if output == "-":
+            sys.stdout.write("".join(lines))
+        else:
+            write_parts(output, lines)
     else:
-        write_parts(output, (kept.lines[i] + "\n" for i in sorted(kept.lines)))
+        findings = [kept.findings[i] for i in sorted(kept.findings)]
+        text = (sarif_text(findings, titles=rule_titles(rules), version=__version__) if out_format == "sarif"
+                else junit_xml(findings))
+        if output == "-":
+            sys.stdout.write(text)
+        else:
+            write_parts(output, (text,))  # atomic, as the JSONL
     if report and kept.report is not None:
         write_parts(report, kept.report.render_parts(batch.problems))
         kept.report.close()
@@ -159,8 +186,11 @@ class _Kept:
     JSONL line, a summary row, and — for ``--report`` only — the run's report section, rendered now and
     spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
-    def __init__(self, report: str | None, title: str, journal: ResumeJournal | None = None) -> None:
+    def __init__(self, report: str | None, title: str, journal: ResumeJournal | None = None,
+                 findings: bool = False) -> None:
         self.journal = journal
+        self.keep_findings = findings
+        self.findings: dict[int, RunFindings] = {}
         self.lines: dict[int, str] = {}
         self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}
         self.flagged: list[Trajectory] = []
@@ -184,8 +214,35 @@ class _Kept:
             self.fired.update(rec.rule_id for rec in r.log.records)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
+        if self.keep_findings:  # SARIF / JUnit: the violations and the applied rules, not the log
+            log = r.log if r.log is not None else ValidationLog(r.trajectory.id)
+            self.findings[i] = RunFindings.of(log, r.trajectory.source.file, r.trajectory.source.record)
         if self.report is not None:
             self.report.add(i, r)
+
+
+_COLUMNS = (("run", "left"), ("step", "right"), ("agent", "left"), ("category", "left"), ("conf.", "right"),
+            ("preview", "left"))
+
+
+def _fit_columns(rows: list[tuple[str, str, str, str, float, str]], width: int) -> list[int]:
+    """Column widths of the summary table within ``width`` characters: the category column is as wide
+    as the widest category shown (never cut); run id and agent give way first (down to 6 characters),
+    the preview takes what is left (one line, cut with "…")."""
+    def longest(i: int, head: str) -> int:
+        return max([len(head)] + [len(str(r[i])) for r in rows])
+
+    run, step, agent = min(longest(0, "run"), 16), longest(1, "step"), min(longest(2, "agent"), 20)
+    cat, conf = longest(3, "category"), 5
+    gaps = 3 * (len(_COLUMNS) - 1)  # SIMPLE_HEAD, no edge: padding, a blank rule, padding between columns
+    preview = width - gaps - (run + step + agent + cat + conf)
+    while preview < 12 and (agent > 6 or run > 6):
+        if agent >= run and agent > 6:
+            agent -= 1
+        else:
+            run -= 1
+        preview += 1
+    return [run, step, agent, cat, conf, max(preview, 8)]
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
@@ -195,16 +252,19 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
             out.print("no run could be audited", highlight=False)
         return
     rows = [kept.rows[i] for i in sorted(kept.rows)]
-    table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left")
-    for col in ("run", "step", "agent", "category", "conf.", "preview"):
-        table.add_column(col, overflow="fold" if col == "preview" else "ellipsis")
-    for rid, step, agent, category, confidence, prev in rows[:50]:
-        table.add_row(rid, step, agent, category, f"{confidence:.2f}", prev)
+    table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False)
+    shown = rows[:50]
+    widths = _fit_columns(shown, out.width)
+    for (col, just), w in zip(_COLUMNS, widths, strict=True):
+        table.add_column(col, width=w, no_wrap=True, overflow="ellipsis", justify=just)  # type: ignore[arg-type]
+    for rid, step, agent, category, confidence, prev in shown:
+        table.add_row(rid, step, agent, category, f"{confidence:.2f}", " ".join(prev.split()))
     if len(rows) > 50:
         table.add_row("…", "", "", f"{len(rows) - 50} more", "", "")
     out.print(table)
     cats = Counter(row[3] for row in rows)
     out.print("categories: " + ", ".join(f"{k} {v}" for k, v in cats.most_common()), highlight=False)
     say_never_fired([rid for rid in kept.applied if rid not in kept.fired], len(rows))
-    where = [f"diagnoses → {output}"] + ([f"report → {report}"] if report else [])
+    where = [f"{'diagnoses' if output.endswith('.jsonl') else 'results'} → {output}"] + ([f"report → {report}"] if report else [])
     out.print("; ".join(where), highlight=False)
