@@ -92,8 +92,10 @@ def say_never_fired(ids: list[str], runs: int, limit: int = 20) -> None:
     if not ids or not runs:
         return
     shown = ", ".join(ids[:limit]) + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
+    # wrapped at the terminal's width (words kept whole), as the rest of the summary: a batch's
+    # list of rule ids is one long line
     console(err=True).print(f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never "
-                            f"held): {shown}", markup=False, highlight=False, soft_wrap=True)
+                            f"held): {shown}", markup=False, highlight=False)
 
 
 @click.command("check")
