@@ -36,14 +36,15 @@ def test_a_200_answer_that_is_not_a_chat_completion_fails_that_run_with_a_clear_
     """Was: an HTML page or plain text with HTTP 200 (a proxy, a web UI at the wrong --base-url) made
     the openai package return a str and the client crash on ``resp.choices``: 'internal error:
     AttributeError' with a logged traceback. Now one run fails naming the URL; the next is audited."""
-    llm_server.script(Raw("<html><body>Please log in</body></html>", "text/html"), GOOD)
+    page = Raw("<html><body>Please log in</body></html>", "text/html")
+    llm_server.script(page, page, page, page, GOOD)  # the first try and the client's 3 retries (issue 18)
     res, diags = _audit(tmp_path, llm_server, _two_runs(tmp_path, tau_file))
     assert res.exit_code == 1, res.output
     assert "Traceback" not in res.output and "AttributeError" not in res.output
     said = " ".join(res.output.split())
-    assert (f"all-at-once: {llm_server.url} answered HTTP 200 with not a chat completion but str "
-            "'<html><body>Please log in</body></html>'; is it the OpenAI-compatible API root (usually "
-            "ending in /v1)?") in said
+    assert (f"all-at-once: endpoint error: {llm_server.url} answered HTTP 200 with not a chat completion but str "
+            "'<html><body>Please log in</body></html>' (after 3 retries); is it the OpenAI-compatible API root "
+            "(usually ending in /v1)?") in said
     assert [d["trajectory_id"] for d in diags] == ["3"] and diags[0]["critical_step"] == 2
 
 

@@ -13,7 +13,7 @@ PLANTED = Path(__file__).parent / "rules_data" / "planted_lint.yaml"
 
 
 def _by_rule(findings):
-    return {(f.rule_id.split(".")[-1] if f.rule_id else None, f.code) for f in findings}
+    return {(f.rule_id.split(".")[-1] if f.rule_id else None, f.code) for f in findings if f.code != "no-examples"}
 
 
 def test_planted_findings():
@@ -38,7 +38,10 @@ def test_planted_findings():
 
 def test_clean_and_broken_packs():
     ok = "pack: ok\nrules:\n  - id: a\n    type: PROTOCOL\n    guard: step.kind == 'agent'\n    assert: not content ~ /x/\n"
-    assert lint_pack(ok) == []
+    (f,) = lint_pack(ok)  # issue 18: a rule without examples is named
+    assert (f.level, f.code, f.rule_id) == ("warning", "no-examples", "ok.a")
+    with_examples = ok + "    examples:\n      - {messages: [{role: assistant, content: x}], expect: fail}\n"
+    assert lint_pack(with_examples) == []
     bad_schema = "pack: b\nrules:\n  - id: a\n    type: NOPE\n    colour: red\n    assert: x\n"
     found = lint_pack(bad_schema)
     assert [(f.code, f.location) for f in found] == [("schema", "<rules>:4:11"), ("schema", "<rules>:5:5")]
@@ -52,7 +55,8 @@ def test_lint_cli_exit_codes():
     res = r.invoke(main, ["rules", "lint", str(PLANTED)])
     assert res.exit_code == 1
     assert "unsatisfiable-guard [planted.never-applies]" in res.stdout
-    assert "6 error(s), 1 warning(s)" in res.stderr
+    rules = len(lint_pack(str(PLANTED))) - 7  # the 7 planted findings; the rest: no-examples warnings
+    assert f"6 error(s), {1 + rules} warning(s)" in res.stderr
 
 
 def test_supersedes_names_must_be_known_rules():

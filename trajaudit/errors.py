@@ -202,9 +202,15 @@ class Problem:
         file: the input file.
         record: record number in the file, or ``None``.
         message: the error text.
+        details: extra facts (``non_utf8``; ``traceback``: the text of an unexpected exception's
+            traceback, printed by the CLI only with ``--debug``).
+        stage: where it failed: ``read`` (the file), ``load`` (parsing, format, mapping), ``evidence``
+            (rules, claims), ``judge`` (the strategy), ``repair``, ``check`` (``trajaudit check``),
+            ``worker`` (a worker process died).
     """
 
     file: str
     record: int | None
     message: str
     details: dict = field(default_factory=dict)
+    stage: str = "load"

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import z3
 
+from trajaudit import run_budget
+
 MAX_SUBSET_ITEMS = 64
 SOLVER_TIMEOUT_MS = 2000
 
@@ -40,7 +42,8 @@ def subset_summing_to(values: list[int | float], target: int | float) -> list[in
         The chosen values in their original order, or ``None`` when no subset sums to ``target``.
 
     Raises:
-        ValueError: too many values, or z3 could not decide within ``SOLVER_TIMEOUT_MS``.
+        ValueError: too many values, or z3 could not decide within ``SOLVER_TIMEOUT_MS`` (or what is left
+            of the run's time budget, :mod:`trajaudit.run_budget`).
     """
     import z3  # loaded on the first subset question, not when the rule language is imported
 
@@ -49,8 +52,11 @@ def subset_summing_to(values: list[int | float], target: int | float) -> list[in
     picks = [z3.Bool(f"pick_{i}") for i in range(len(values))]
     total = z3.Sum([z3.If(p, _real(_exact(v)), z3.RealVal(0)) for p, v in zip(picks, values, strict=True)]) \
         if values else z3.RealVal(0)
+    limit = run_budget.remaining_ms(SOLVER_TIMEOUT_MS)  # solver time counts against the run's budget
+    if limit <= 0:
+        raise ValueError("z3 was not asked: the run's time budget (--run-timeout) is used up")
     s = z3.Solver()
-    s.set("timeout", SOLVER_TIMEOUT_MS)
+    s.set("timeout", limit)
     s.add(total == _real(_exact(target)))
     res = s.check()
     if res == z3.unknown:

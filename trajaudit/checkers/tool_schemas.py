@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trajaudit import safe_json
+from trajaudit import regular_files, safe_json
 from trajaudit.errors import TrajauditError
 
 __all__ = ["ToolSchemaError", "check_tool_parameters", "load_tools", "read_tool_list", "tool_schemas"]
@@ -61,7 +61,7 @@ def read_tool_list(path: str | Path) -> list[dict[str, Any]]:
 
 def _tools_json(path: str | Path) -> Any:
     try:
-        return safe_json.loads(Path(path).read_text(encoding="utf-8"))
+        return safe_json.loads(regular_files.read_text(path))
     except (OSError, ValueError) as e:
         raise TrajauditError(f"{path}: cannot read tool schemas: {e}") from None
 

@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 from jsonschema.exceptions import best_match
 
-from trajaudit import safe_json
+from trajaudit import regular_files, safe_json
 from trajaudit.citation.mapping import CitationMapping
 from trajaudit.citation.model import (
     DEFAULT_CITATION_PATTERN,
@@ -51,13 +51,13 @@ def read_json(path: str | Path) -> Any:
     """Parse a JSON file; raises :class:`TraceFormatError` naming the file (and line/column)."""
     p = str(path)
     try:
-        data = Path(path).read_bytes()
+        data = regular_files.read_bytes(path)
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e}", file=p, adapter=ADAPTER) from None
     text, _lossy = trace_text.decode(data, p)  # as trace files: empty and UTF-16/32 files named (iconv hint)
     try:
         return safe_json.loads(text)
-    except safe_json.NestedTooDeep as e:
+    except safe_json.LimitExceeded as e:
         raise TraceFormatError(str(e), file=p, adapter=ADAPTER) from None
     except json.JSONDecodeError as e:
         raise TraceFormatError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=p,

@@ -38,7 +38,7 @@ import jmespath
 import jmespath.exceptions
 import yaml
 
-from trajaudit import safe_yaml
+from trajaudit import regular_files, safe_yaml
 from trajaudit.citation.model import FORMAT
 from trajaudit.errors import TraceFormatError
 
@@ -105,7 +105,7 @@ class CitationMapping:
     def from_file(cls, path: str | Path) -> CitationMapping:
         """Read a mapping YAML file; raises :class:`TraceFormatError` naming the file."""
         try:
-            spec = safe_yaml.load(Path(path).read_text(encoding="utf-8"))
+            spec = safe_yaml.load(regular_files.read_text(path))
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
             raise TraceFormatError(f"cannot read mapping: {e}", file=str(path), adapter="citation-mapping") from None
         return cls(spec, origin=str(path))

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from trajaudit import __version__
+from trajaudit.cli.check import say_never_fired
 from trajaudit.cli.cluster import (
     ClusterOptions,
     check_cluster_use,
@@ -28,16 +29,18 @@ from trajaudit.cli.common import (
     llm_config_for,
     llm_options,
     refuse_overwriting_input,
+    refuse_same_outputs,
     report_load,
     write_parts,
-    write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options
+from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
 from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.forced_format import mapping_for
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.engine.trace.shards import is_url
@@ -46,6 +49,7 @@ from trajaudit.errors import LLMUnreachableError
 from trajaudit.report import HtmlReport, MarkdownReport
 from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
 from trajaudit.report.html import rule_titles
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
 _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "junit": "trajaudit-junit.xml"}
 
@@ -76,6 +80,14 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
 @click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
               help="The offline judge's weights (JSON from `trajaudit judge fit`); default: the shipped ones.")
+@click.option("--resume", is_flag=True,
+              help="Append to an existing -o instead of replacing it: runs already diagnosed there with the same "
+                   "options are skipped, the rest are audited and each diagnosis is appended as it finishes "
+                   "(a batch killed mid-way is finished by running the same command again). --format jsonl only.")
+@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
+              show_default=True, metavar="SECONDS",
+              help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left are "
+                   "'unknown' and the diagnosis is marked degraded (metadata.degraded).")
 @io_options(["jsonl", "sarif", "junit"], "jsonl",
             help="What -o holds: jsonl (one diagnosis per line), sarif (SARIF 2.1.0: one result per rule "
                  "violation) or junit (JUnit XML: a test case per run x rule).")
@@ -85,7 +97,8 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
           output: str | None, report: str | None, jobs: int, seed: int, quiet: bool, out_format: str,
           fmt: str | None, mapping: str | None, no_default_packs: bool, repair: bool, judge_weights: str | None,
-          llm_opts: LLMOptions, cluster: ClusterOptions) -> None:
+          llm_opts: LLMOptions, cluster: ClusterOptions, resume: bool = False,
+          run_timeout: float = DEFAULT_RUN_TIMEOUT) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
@@ -117,15 +130,27 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     llm = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=repair, what=f"strategy {strategy!r}")
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
+    if resume and out_format != "jsonl":
+        fail(f"--resume appends JSONL diagnoses to -o: it cannot continue a --format {out_format} file (written "
+             "whole at the end of the batch); resume the JSONL, or drop --resume")
+    if resume and output == "-":
+        fail("--resume appends to the -o file: give a file, not '-'")
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
+    if resume and cluster.scheduler:
+        fail("--resume is not supported with --scheduler: run the cluster batch again without it, or resume "
+             "locally")
+    refuse_same_outputs({"-o/--output": output, "--report": report})
     if not is_url(output):
         refuse_overwriting_input(output, given)
         check_output_folder(output)
     refuse_overwriting_input(report, given, "--report")
     check_output_folder(report, "--report")
     weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
-    spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
+    adapter = mapping_for(fmt, mapping)  # a bad mapping (expression too deep) is refused before the batch
+    config = AuditConfig(taxonomy=taxonomy, seed=seed, run_timeout=run_timeout)
+    spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=config,
                      default_packs=not no_default_packs, llm=llm, repair=repair, judge_weights=weights)
+    journal = ResumeJournal.for_spec(output, spec, fmt, mapping) if resume else None
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -135,21 +160,29 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        kept = _Kept(report, title=f"trajaudit report ({strategy})", findings=out_format != "jsonl")
+        kept = _Kept(report, title=f"trajaudit report ({strategy})", journal=journal,
+                     findings=out_format != "jsonl")
         try:
             if cluster.scheduler:
                 batch = run_on_cluster(cluster, paths, spec, fmt=fmt, mapping=mapping,
                                        progress=progress if show_progress else None, on_result=kept.add,
                                        with_logs=bool(report) or out_format != "jsonl")
             else:
-                batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping,
+                batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=adapter,
                                     progress=progress if show_progress else None,
-                                    on_result=kept.add)
+                                    on_result=kept.add, skip=journal.done if journal else None)
         except LLMUnreachableError as e:
-            fail(f"{e}\nthe batch was stopped (every further run would fail the same way): no diagnosis was written (answers already "
+            said = (f"the diagnoses finished so far are in {output} (--resume goes on from there)" if journal else
+                    "no diagnosis was written")
+            fail(f"{e}\nthe batch was stopped (every further run would fail the same way): {said} (answers already "
                  "received are in the LLM cache, so a re-run does not ask for them again)")
+        finally:
+            if journal is not None:
+                journal.close()
     report_load(kept.flagged, batch.problems)
-    if out_format == "jsonl":
+    if journal is not None:
+        console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
+    elif out_format == "jsonl":
         lines = [kept.lines[i] for i in sorted(kept.lines)]
         if output == "-":
             sys.stdout.write("".join(line + "\n" for line in lines))
@@ -162,13 +195,13 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         if output == "-":
             sys.stdout.write(text)
         else:
-            write_text(output, text)
+            write_parts(output, (text,))  # atomic, as the JSONL
     if report and kept.report is not None:
         write_parts(report, kept.report.render_parts(batch.problems))
         kept.report.close()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
-    if not kept.lines and not batch.problems:
+    if not kept.lines and not batch.problems and not batch.skipped:
         fail("no trace files found under the given paths")
     if batch.problems:
         sys.exit(EXIT_FINDINGS)
@@ -180,12 +213,16 @@ class _Kept:
     JSONL line, a summary row, and — for ``--report`` only — the run's report section, rendered now and
     spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
-    def __init__(self, report: str | None, title: str, findings: bool = False) -> None:
+    def __init__(self, report: str | None, title: str, journal: ResumeJournal | None = None,
+                 findings: bool = False) -> None:
+        self.journal = journal
         self.keep_findings = findings
         self.findings: dict[int, RunFindings] = {}
         self.lines: dict[int, str] = {}
         self.rows: dict[int, tuple[str, str, str, str, float, str, str]] = {}
         self.flagged: list[Trajectory] = []
+        self.applied: dict[str, None] = {}  # rule ids applied to some run, in order
+        self.fired: set[str] = set()  # rule ids with a record (their guard held) on some run
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
             self.report = MarkdownReport(title=title) if report.endswith((".md", ".markdown")) else HtmlReport(title=title)
@@ -193,12 +230,15 @@ class _Kept:
     def add(self, i: int, r: AuditResult) -> None:
         """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
         d = r.diagnosis
-        self.lines[i] = d.to_json()
+        self.lines[i] = d.to_json() if self.journal is None else self.journal.append(d)
         prev = r.trajectory.steps[d.critical_step].preview(60) if d.critical_step is not None else ""
         step = str(d.critical_step)
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
             step += f" (msg {d.metadata['source_message']})"
         self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
+        self.applied.update(dict.fromkeys(r.rule_ids))
+        if r.log is not None:
+            self.fired.update(rec.rule_id for rec in r.log.records)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
         if self.keep_findings:  # SARIF / JUnit: the violations and the applied rules, not the log
@@ -254,5 +294,6 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     out.print(table)
     cats = Counter(row[3] for row in rows)
     out.print("categories: " + ", ".join(f"{k} {v}" for k, v in cats.most_common()), highlight=False)
+    say_never_fired([rid for rid in kept.applied if rid not in kept.fired], len(rows))
     where = [f"{'diagnoses' if output.endswith('.jsonl') else 'results'} → {output}"] + ([f"report → {report}"] if report else [])
     out.print("; ".join(where), highlight=False)

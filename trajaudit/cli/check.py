@@ -9,6 +9,7 @@ import click
 from rich.table import Table
 
 from trajaudit import __version__
+from trajaudit.boundary import each_run
 from trajaudit.checkers.tool_schemas import read_tool_list
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
@@ -21,14 +22,18 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options
+from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.selection import default_packs, load_rules
 from trajaudit.engine.run.evidence import rules_for
 from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.trace.forced_format import mapping_for
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import load_many
 from trajaudit.engine.validation.rule_eval import evaluate
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
 from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
 from trajaudit.report.html import rule_titles
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
 _VERDICT_STYLE = {"fail": "bold red", "unknown": "yellow", "pass": "green"}
 
@@ -74,6 +79,25 @@ def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
     return [(rid, len(rs), rs[0].reason or "-") for rid, rs in seen.items() if all(r.verdict == "unknown" for r in rs)]
 
 
+def never_fired(rule_ids: list[str], logs: list[ValidationLog]) -> list[str]:
+    """The rules (ids, in the given order) whose guard never held on any run of ``logs``: not one
+    record (pass, fail or unknown) anywhere — a rule that can never report anything on this data (a
+    guard that names a tool the runs never call, a typo in a field name)."""
+    fired = {r.rule_id for lg in logs for r in lg.records}
+    return [rid for rid in dict.fromkeys(rule_ids) if rid not in fired]
+
+
+def say_never_fired(ids: list[str], runs: int, limit: int = 20) -> None:
+    """Print the rules that never fired (stderr), the first ``limit`` by name."""
+    if not ids or not runs:
+        return
+    shown = ", ".join(ids[:limit]) + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
+    # wrapped at the terminal's width (words kept whole), as the rest of the summary: a batch's
+    # list of rule ids is one long line
+    console(err=True).print(f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never "
+                            f"held): {shown}", markup=False, highlight=False)
+
+
 @click.command("check")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
@@ -100,10 +124,13 @@ def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
                    "with failures (and every run's summary).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the --format output (json when --format is table) to this file instead of stdout.")
+@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
+              show_default=True, metavar="SECONDS",
+              help="Rule-evaluation time budget per run (z3 time included); the checks left are 'unknown'.")
 @handle_errors
 def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool, out_format: str, fail_on: str,
           tools_file: str | None, show_pass: bool, verbose: bool, quiet: bool, all_records: bool, fmt: str | None,
-          mapping: str | None, output: str | None) -> None:
+          mapping: str | None, output: str | None, run_timeout: float = DEFAULT_RUN_TIMEOUT) -> None:
     """Evaluate rule packs on every run in FILES and print the validation logs.
 
     Without --rules the shipped packs apply as in `trajaudit audit` (the generic pack, and the domain
@@ -130,28 +157,34 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     given = [*files, *packs, *([tools_file] if tools_file else []), *([mapping] if mapping else [])]
     refuse_overwriting_input(output, given)
     check_output_folder(output)
+    adapter = mapping_for(fmt, mapping)  # a bad mapping is refused before any run is read
     tools = read_tools(tools_file)
     # as audit combines packs: unique ids, superseded rules left out, the tools' SCHEMA rules added,
     # the shipped domain packs applied to the runs whose tools select them
     always, domains = default_packs([]) if defaults else ([], [])
     rules = load_rules(tuple(always) + tuple(packs), tools, defaults=always, domains=domains)
-    res = load_many(list(files), format=fmt, mapping=mapping)
-    report_load(res.trajectories, res.problems)
-    if not res.trajectories:
-        fail("no trajectory could be loaded from " + ", ".join(files))
-    context = AuditContext(rules=rules, tools=tools, domain_packs=tuple(domains))
-    logs = []
-    rule_ids = {r.id for r in rules}
-    for t in res.trajectories:
+    res = load_many(list(files), format=fmt, mapping=adapter)
+    config = AuditConfig(run_timeout=run_timeout)
+    context = AuditContext(config=config, rules=rules, tools=tools, domain_packs=tuple(domains))
+    applied: dict[str, None] = {}  # rule ids applied to some run (after domain packs superseded some), in order
+
+    def check_run(t: Trajectory) -> ValidationLog:
         run_rules, _ = rules_for(t, context)
-        rule_ids.update(r.id for r in run_rules)
-        logs.append(evaluate(t, run_rules, tools=tools))
+        applied.update(dict.fromkeys(r.id for r in run_rules))
+        return evaluate(t, run_rules, tools=tools, config=config)
+
+    checked, failed = each_run(res.trajectories, check_run, "check")
+    res.problems.extend(failed)
+    report_load(res.trajectories, res.problems)
+    if not checked:
+        fail("no trajectory could be loaded from " + ", ".join(files))
+    logs = [lg for _, lg in checked]
+    rule_ids = {r.id for r in rules} | set(applied)
     floor = severity_rank(fail_on)
     text = None
     if out_format in ("json", "sarif", "junit") or output:
         if out_format in ("sarif", "junit"):
-            findings = [RunFindings.of(lg, t.source.file, t.source.record) for lg, t in zip(logs, res.trajectories,
-                                                                                           strict=True)]
+            findings = [RunFindings.of(lg, t.source.file, t.source.record) for t, lg in checked]
             text = (sarif_text(findings, titles=rule_titles(packs), version=__version__) if out_format == "sarif"
                     else junit_xml(findings, fail_on=fail_on))
         else:
@@ -177,10 +210,20 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
         console(err=True).print(f"{len(logs)} run(s), {len(rule_ids)} rule(s): {total_fail} violation(s), "
                                 f"{bad} at or above {fail_on}{skipped}" + (f" ({failing} run(s) with violations)"
                                                                            if failing else ""), highlight=False)
-        for rid, n, reason in never_evaluated(logs):  # a warning only: exit codes stay about violations
+        unevaluated = never_evaluated(logs)
+        for rid, n, reason in unevaluated:  # a warning only: exit codes stay about violations
             console(err=True).print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
                                     f"(never pass or fail; first reason: {reason})", markup=False, highlight=False,
                                     soft_wrap=True)
+        idle = never_fired(list(applied), logs)
+        say_never_fired(idle, len(logs))
+        if out_format == "json":  # the summary for machines too (stdout keeps the list of logs)
+            summary = {"runs": len(logs), "rules": len(rule_ids), "violations": total_fail, "at_or_above_fail_on": bad,
+                       "fail_on": fail_on, "skipped_inputs": len(res.problems), "runs_with_violations": failing,
+                       "never_fired": idle, "never_evaluated": [rid for rid, _, _ in unevaluated],
+                       "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
+                                    for p in res.problems]}
+            click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
     if bad or res.problems:
         raise SystemExit(EXIT_FINDINGS)
 

@@ -28,6 +28,7 @@ from trajaudit.cli.common import (
     handle_errors,
     llm_options,
     refuse_overwriting_input,
+    refuse_same_outputs,
     write_text,
 )
 from trajaudit.cli.options import io_options
@@ -82,6 +83,7 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
       trajaudit cite run.json --llm --base-url http://localhost:8000/v1 --model M
     """
     given = [file, *([mapping] if mapping else [])]
+    refuse_same_outputs({"--html": html_out, "--log": log_out})
     refuse_overwriting_input(html_out, given, "--html")
     refuse_overwriting_input(log_out, given, "--log")
     run = load_run(file, mapping=mapping)

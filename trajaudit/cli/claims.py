@@ -9,11 +9,13 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from trajaudit.boundary import each_run
 from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
     report_load,
+    report_problems,
 )
 from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id
 from trajaudit.engine.claims import ClaimConfig, build_claim_graph
@@ -50,10 +52,12 @@ def claims(file: str, record: int | None, run_id: str | None, out_format: str, u
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_load(res.trajectories, res.problems)
     runs = select_run_id(res.trajectories, file, run_id)
-    if not runs:
-        fail(f"{file}: no trajectory could be loaded")
     cfg = ClaimConfig(max_claims_per_step=max_claims_per_step)
-    graphs = [build_claim_graph(t, cfg) for t in runs]
+    built, failed = each_run(runs, lambda t: build_claim_graph(t, cfg), "claims")
+    report_problems(failed)
+    if not built:
+        fail(f"{file}: no trajectory could be loaded")
+    graphs = [g for _, g in built]
     out = console()
     if out_format == "json":
         docs = [to_node_link(g) for g in graphs]

@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from trajaudit.cli.outputs import atomic_write, refuse_clobbering
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
 from trajaudit.llm.client import LLMClient
@@ -66,14 +67,13 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
 
 def write_parts(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
     """:func:`write_text` of the concatenation of ``parts``, written piece by piece (a batch report
-    is never held whole).
+    is never held whole), atomically (:func:`trajaudit.cli.outputs.atomic_write`: a temporary file in
+    the same folder, fsynced, renamed over the target — a full disk leaves the old file intact).
 
     Raises:
         OSError: the file cannot be written.
     """
-    with open(path, "wb") as f:
-        for part in parts:
-            f.write(part.encode("utf-8", "backslashreplace"))
+    atomic_write(path, parts)
 
 
 def check_output_folder(output: str | None, option: str = "-o/--output") -> None:
@@ -95,28 +95,39 @@ def check_output_folder(output: str | None, option: str = "-o/--output") -> None
 
 
 def refuse_overwriting_input(output: str | None, inputs: Iterable[str], option: str = "-o/--output") -> None:
-    """Refuse an output path that is one of the input files named on the command line (the same
-    file, also through a link): writing it would destroy the trace being read. Inputs found by
-    expanding folders or globs are not checked (re-auditing ``runs/`` may rewrite ``runs/d.jsonl``).
+    """Refuse an output path that is one of the input files (the same file, also through a link),
+    including the files found by expanding the folders and globs among ``inputs``: writing it would
+    destroy the input being read. :func:`refuse_same_outputs` compares a command's outputs.
 
     Raises:
         TrajauditError: naming the option and the file.
     """
-    if not output or output == "-" or not os.path.exists(output):
-        return
-    for given in inputs:
-        if os.path.isfile(given) and os.path.samefile(given, output):
-            raise TrajauditError(f"{option} {output!r} is the input file {given!r}: writing it would overwrite "
-                                 "the trace; choose another output path")
+    refuse_clobbering({option: output}, inputs)
+
+
+def refuse_same_outputs(outputs: dict[str, str | None]) -> None:
+    """Refuse two outputs of one command naming the same file (``-o X.html --report X.html``).
+
+    Raises:
+        TrajauditError: naming both options and the file.
+    """
+    refuse_clobbering(outputs)
+
+
+#: Print the traceback of unexpected errors (``--debug`` on a command, or ``TRAJAUDIT_DEBUG=1``).
+DEBUG = {"on": False}
 
 
 def report_problems(problems: list[Problem]) -> None:
-    """Print skipped runs to stderr, one line each."""
+    """Print skipped runs to stderr, one line each (with ``--debug``, an unexpected error's traceback
+    after its line)."""
     if not problems:
         return
     c = console(err=True)
     for p in problems:
         c.print(f"[yellow]skipped:[/] {escape(clip(p.message))}", markup=True, highlight=False)
+        if DEBUG["on"] and p.details.get("traceback"):
+            c.print(p.details["traceback"].rstrip(), markup=False, highlight=False, soft_wrap=True)
 
 
 def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ()) -> None:
@@ -140,11 +151,15 @@ def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:
 
 
 def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn documented trajaudit errors into ``error: …`` + exit code 2 (never a traceback)."""
+    """Turn documented trajaudit errors into ``error: …`` + exit code 2, and add the command's
+    ``--debug`` option. Any other exception is a bug: ``error: internal error: Type: message`` + exit
+    code 2, its traceback printed only with ``--debug`` (or ``TRAJAUDIT_DEBUG=1``)."""
     import functools
+    import traceback
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        DEBUG["on"] = bool(kwargs.pop("debug", False)) or os.environ.get("TRAJAUDIT_DEBUG", "") not in ("", "0")
         try:
             return f(*args, **kwargs)
         except (TrajauditError, LookupError) as e:
@@ -153,8 +168,15 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
             fail(f"cannot read a file as UTF-8 text: {e}")
         except OSError as e:  # an output path that cannot be written, a file that vanished
             fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as e:  # noqa: BLE001 - the command's last boundary: no traceback without --debug
+            if DEBUG["on"]:
+                console(err=True).print(traceback.format_exc().rstrip(), markup=False, highlight=False, soft_wrap=True)
+            fail(f"internal error: {type(e).__name__}: {e}" + ("" if DEBUG["on"] else " (--debug shows the traceback)"))
 
-    return wrapper
+    return click.option("--debug", "debug", is_flag=True, envvar="TRAJAUDIT_DEBUG",
+                        help="Print the traceback of unexpected errors (a bug report's details).")(wrapper)
 
 
 # --- LLM endpoint options ----------------------------------------------------------------------------

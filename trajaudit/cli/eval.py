@@ -17,20 +17,24 @@ from trajaudit.cli.common import (
     handle_errors,
     llm_options,
     refuse_overwriting_input,
+    refuse_same_outputs,
     report_problems,
     write_parts,
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options
+from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.forced_format import mapping_for
 from trajaudit.engine.trace.loader import load_many
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_paths
 from trajaudit.report.eval_html import eval_html_parts
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
 
 @click.command("eval")
@@ -61,12 +65,18 @@ from trajaudit.report.eval_html import eval_html_parts
 @click.option("--misses", type=int, default=20, show_default=True, help="Misses to list (-1: all, 0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random strategy and the bootstrap.")
 @click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples for the 95% CIs.")
+@click.option("--resume", is_flag=True,
+              help="With --strategy and --save-pred: append to an existing --save-pred file, skipping the runs already "
+                   "diagnosed there with the same options; each new diagnosis is appended as it is made.")
+@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
+              show_default=True, metavar="SECONDS", help="With --strategy: rule-evaluation time budget per run.")
 @llm_options
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategies: tuple[str, ...],
              taxonomy: str | None, tools: str | None, rules: tuple[str, ...], no_default_packs: bool,
-             judge_weights: str | None, fmt: str | None, mapping: str | None, out_format: str, output: str | None, report_file: str | None,
-             save_pred: str | None, misses: int, seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
+             judge_weights: str | None, fmt: str | None, mapping: str | None, out_format: str, output: str | None,
+             report_file: str | None, save_pred: str | None, misses: int, seed: int, bootstrap: int, llm_opts: LLMOptions,
+             resume: bool = False, run_timeout: float = DEFAULT_RUN_TIMEOUT) -> None:
     """Score diagnoses against gold labels with the metrics of AgentRx, SearchAuditor, Who&When and DRIFT.
 
     \b
@@ -91,17 +101,22 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         fail("give exactly one of --pred FILE or --strategy NAME")
     if judge_weights and strategy != "offline":
         fail("--judge-weights needs --strategy offline (the weights are the offline judge's)")
+    if resume and not (strategy and save_pred):
+        fail("--resume goes with --strategy and --save-pred FILE (the diagnoses file it appends to)")
     trace_format = fmt
     if report_file and not report_file.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report_file!r}")
     check_input_paths(datasets, "dataset")
-    given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules]
+    given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules,
+             *([mapping] if mapping else [])]
+    refuse_same_outputs({"-o/--output": output, "--save-pred": save_pred, "--report": report_file})
     refuse_overwriting_input(output, given)
     refuse_overwriting_input(save_pred, given, "--save-pred")
     refuse_overwriting_input(report_file, given, "--report")
     check_output_folder(output)
     check_output_folder(save_pred, "--save-pred")
     check_output_folder(report_file, "--report")
+    adapter = mapping_for(trace_format, mapping)  # a bad mapping is refused before anything is read
     gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
     if not gold_set:
         report_problems_text(gold_set.problems)
@@ -112,22 +127,32 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         if not paths:
             fail("--strategy needs DATASET paths (the runs to diagnose)")
         strat = default_strategies().get(strategy)
-        ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
-                                      default_packs=not no_default_packs,
-                                      judge_weights=load_weights(judge_weights) if judge_weights else None))
+        spec = AuditSpec(strategy=strategy, rules=rules, tools=tools,
+                         config=AuditConfig(seed=seed, run_timeout=run_timeout), default_packs=not no_default_packs,
+                         judge_weights=load_weights(judge_weights) if judge_weights else None)
+        ctx = build_context(spec)
         if getattr(strat, "needs_llm", False):
             ctx.llm = client_from_options(llm_opts)
+        journal = ResumeJournal.for_spec(save_pred, spec, trace_format, mapping) if resume and save_pred else None
         try:
-            out = run_on_paths(paths, strategy, context=ctx, format=trace_format, mapping=mapping)
+            out = run_on_paths(paths, strategy, context=ctx, format=trace_format, mapping=adapter,
+                               skip=journal.done if journal else None,
+                               on_diagnosis=journal.append if journal else None)
         finally:
             if ctx.llm is not None:
                 ctx.llm.close()
+            if journal is not None:
+                journal.close()
         report_problems(out.problems)
         skipped = len(out.problems)
         diagnoses, trajectories = out.diagnoses, out.trajectories
+        if journal is not None:  # score every diagnosis of these options in the file, the earlier ones too
+            earlier, _ = read_diagnoses(save_pred)
+            diagnoses = [d for d in earlier if d.metadata.get(RESUME_KEY) == journal.key]
+            err.print(journal.summary(len(diagnoses) - len(out.diagnoses)), highlight=False, markup=False)
         if not diagnoses:
             fail(f"no run could be diagnosed with strategy {strategy!r} ({skipped} skipped): nothing to score")
-        if save_pred:
+        if save_pred and journal is None:
             write_text(save_pred, "".join(d.to_json() + "\n" for d in diagnoses))
             err.print(f"wrote {len(diagnoses)} diagnoses to {save_pred}", highlight=False)
     else:
@@ -138,7 +163,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
             fail(f"{pred}: no diagnosis could be read: nothing to score")
         if not paths:
             paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
-        res = load_many(paths, format=trace_format, mapping=mapping) if paths else None
+        res = load_many(paths, format=trace_format, mapping=adapter) if paths else None
         trajectories = res.trajectories if res else []
         if res is not None and res.problems:  # a trace that cannot be read gives no preview or run length
             report_problems(res.problems)

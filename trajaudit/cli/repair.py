@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from trajaudit import safe_json
+from trajaudit import regular_files, safe_json
 from trajaudit.cli.common import (
     LLMOptions,
     console,
@@ -75,7 +75,7 @@ def repair(file: str, record: int | None, run_id: str | None, diagnoses: str | N
     if not output.lower().endswith(".json"):
         raise TrajauditError(f"-o/--output must end in .json (the resumed run is one JSON document), got {output!r}")
     check_run_choice(record, run_id)
-    refuse_overwriting_input(output, [file])
+    refuse_overwriting_input(output, [file, *([mapping] if mapping else [])])
     t = _load_one(file, record, run_id, fmt, mapping)
     client = None
     try:
@@ -134,7 +134,7 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
     matches: list[Diagnosis] = []
     refused: list[str] = []
     try:
-        lines = jsonl_lines(Path(path).read_text(encoding="utf-8"))
+        lines = jsonl_lines(regular_files.read_text(path))
     except (OSError, UnicodeDecodeError) as e:
         raise TrajauditError(f"{path}: cannot read diagnoses: {e}") from None
     for n, line in enumerate(lines, 1):

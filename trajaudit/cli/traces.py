@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.table import Table
 
+from trajaudit.boundary import each_run
 from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
     refuse_overwriting_input,
     report_load,
+    report_problems,
     write_text,
 )
 from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id
-from trajaudit.engine.trace.ir import renumbered
+from trajaudit.engine.trace.ir import Trajectory, renumbered
 from trajaudit.engine.trace.loader import TRACE_SUFFIXES, load_path
 
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
@@ -49,40 +52,53 @@ def show(file: str, record: int | None, run_id: str | None, width: int, out_form
     report_load(res.trajectories, res.problems)
     runs = select_run_id(res.trajectories, file, run_id)
     if out_format == "json":
-        if not runs:
+        docs, failed = each_run(runs, lambda t: _outline_doc(t, width), "show")
+        report_problems(failed)
+        if not docs:
             fail(f"{file}: no trajectory could be loaded")
-        docs = [{"id": t.id, "format": t.source.format, "file": t.source.file, "record": t.source.record,
-                 "task": t.task, "steps": t.outline(width)} for t in runs]
-        click.echo(json.dumps(docs, ensure_ascii=False, indent=1))
+        click.echo(json.dumps([d for _, d in docs], ensure_ascii=False, indent=1))
         return
+    tables, failed = each_run(runs, lambda t: _outline_table(t, width), "show")
+    report_problems(failed)
     out = console()
-    for t in runs:
-        title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
-        table = Table(title=title, title_justify="left", show_lines=False, expand=False)
-        split = renumbered(t)
-        table.add_column("#", justify="right")
-        if split:  # steps are no longer message positions: say which message each step came from
-            table.add_column("msg", justify="right")
-        table.add_column("kind")
-        table.add_column("agent")
-        table.add_column("tool", overflow="ellipsis", max_width=24)
-        table.add_column("preview", overflow="ellipsis", no_wrap=True, ratio=1)
-        for row in t.outline(width):
-            style = _KIND_STYLE.get(row["kind"], "")
-            flags = t.steps[row["index"]].flags
-            out_step = t.steps[row["index"]].tool_output
-            failed = "  ✗ failed" if out_step is not None and out_step.is_error else ""
-            preview = row["preview"] + failed + (f"  ⚑{','.join(flags)}" if flags else "")
-            msg = [str(t.steps[row["index"]].source_number)] if split else []
-            table.add_row(str(row["index"]), *msg, row["kind"], row["agent"] or "", row["tool"], preview, style=style)
+    for t, table in tables:
         out.print(table)
         if t.task:  # after the run's table (its title names the run), cut at a word with "…"
             task = " ".join(t.task.split())
             if len(task) > width * 2:
                 task = task[: width * 2].rsplit(" ", 1)[0] + " …"
             out.print(f"task: {task}", highlight=False, markup=False)
-    if not res.trajectories:
+    if not tables:
         fail(f"{file}: no trajectory could be loaded")
+
+
+def _outline_doc(t: Trajectory, width: int) -> dict[str, Any]:
+    """The outline of one run as JSON (``show --format json``)."""
+    return {"id": t.id, "format": t.source.format, "file": t.source.file, "record": t.source.record,
+            "task": t.task, "steps": t.outline(width)}
+
+
+def _outline_table(t: Trajectory, width: int) -> Table:
+    """The outline table of one run (``show``)."""
+    title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
+    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
+    split = renumbered(t)
+    table.add_column("#", justify="right")
+    if split:  # steps are no longer message positions: say which message each step came from
+        table.add_column("msg", justify="right")
+    table.add_column("kind")
+    table.add_column("agent")
+    table.add_column("tool", overflow="ellipsis", max_width=24)
+    table.add_column("preview", overflow="ellipsis", no_wrap=True, ratio=1)
+    for row in t.outline(width):
+        style = _KIND_STYLE.get(row["kind"], "")
+        flags = t.steps[row["index"]].flags
+        out_step = t.steps[row["index"]].tool_output
+        failed = "  ✗ failed" if out_step is not None and out_step.is_error else ""
+        preview = row["preview"] + failed + (f"  ⚑{','.join(flags)}" if flags else "")
+        msg = [str(t.steps[row["index"]].source_number)] if split else []
+        table.add_row(str(row["index"]), *msg, row["kind"], row["agent"] or "", row["tool"], preview, style=style)
+    return table
 
 
 @click.command("convert")
@@ -104,13 +120,15 @@ def convert(file: str, output: str, record: int | None, run_id: str | None, out_
     check_run_choice(record, run_id)
     if not output.lower().endswith(TRACE_SUFFIXES):
         fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
-    refuse_overwriting_input(output, [file])
+    refuse_overwriting_input(output, [file, *([mapping] if mapping else [])])
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_load(res.trajectories, res.problems)
     runs = select_run_id(res.trajectories, file, run_id)
-    if not runs:
+    converted, failed = each_run(runs, lambda t: t.to_dict(), "convert")
+    report_problems(failed)
+    if not converted:
         fail(f"{file}: no trajectory could be loaded")
-    dicts = [t.to_dict() for t in runs]
+    dicts = [d for _, d in converted]
     out = Path(output)
     layout = out_format or ("jsonl" if output.lower().endswith((".jsonl", ".ndjson")) else "json")
     if layout == "jsonl":

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
+
 __all__ = ["AuditConfig"]
 
 
@@ -19,6 +21,9 @@ class AuditConfig:
             ``unknown`` records with the reason.
         max_claims_per_step: cap on extracted claims per step (the cap is reported when hit).
         min_violation_severity: violations below this severity are ignored by the offline judge.
+        run_timeout: seconds of rule evaluation per run (z3 time included; ``None``: unlimited); when
+            used up, the checks left are ``unknown`` and the diagnosis is marked degraded
+            (:mod:`trajaudit.run_budget`).
     """
 
     taxonomy: str = "agentrx"
@@ -26,3 +31,4 @@ class AuditConfig:
     rule_budget: int = 200_000
     max_claims_per_step: int = 200
     min_violation_severity: str = "warning"
+    run_timeout: float | None = DEFAULT_RUN_TIMEOUT

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from trajaudit import safe_yaml
+from trajaudit import regular_files, safe_yaml
 from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import TrajauditError
 
@@ -311,7 +311,7 @@ def load_taxonomy(name_or_path: str | os.PathLike[str]) -> Taxonomy:
     p = Path(text)
     if p.suffix.lower() in (".yaml", ".yml") or p.exists():
         try:
-            return parse_taxonomy(p.read_text(encoding="utf-8"), file=text)
+            return parse_taxonomy(regular_files.read_text(p), file=text)
         except OSError as e:
             raise TaxonomyError(f"cannot read: {e.strerror or e}", file=text) from None
     raise TaxonomyError(f"unknown taxonomy (shipped: {', '.join(list_taxonomies())}; or give a .yaml path)", file=text)

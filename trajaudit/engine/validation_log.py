@@ -22,6 +22,8 @@ SEVERITIES: tuple[str, ...] = ("info", "warning", "error", "critical")
 RULE_TYPES: tuple[str, ...] = ("SCHEMA", "PROTOCOL", "RELATIONAL_POST", "PROVENANCE", "TEMPORAL", "CAPABILITY")
 
 LOG_SCHEMA_VERSION = 1
+#: How a ``ValidationLog.incomplete`` note of the run's time budget (``--run-timeout``) begins.
+RUN_BUDGET_NOTE = "run time budget"
 
 
 def severity_rank(severity: str) -> int:

@@ -112,7 +112,7 @@ def load_jsonl_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy | Non
             continue
         try:
             d = safe_json.loads(line)
-        except safe_json.NestedTooDeep as e:
+        except safe_json.LimitExceeded as e:
             gold.problems.append(f"line {ln}: {e} (skipped)")
             continue
         except json.JSONDecodeError as e:

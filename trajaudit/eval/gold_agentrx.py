@@ -29,6 +29,7 @@ from trajaudit.eval.gold_items import (
     read_json,
     read_jsonl_lines,
 )
+from trajaudit.regular_files import file_kind
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +143,8 @@ def agentrx_jsonl(p: Path) -> bool:
     """Whether the first JSON line of ``p`` is an AgentRx entry (``failures``/``root_cause``), which
     generic gold JSONL (``critical_step``) never has."""
     try:
+        if file_kind(p) is not None:  # a FIFO would block the sniff: the gold loader reports it
+            return False
         with p.open(encoding="utf-8-sig", errors="replace") as f:
             for line in f:
                 if line.strip():

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajaudit import safe_json
+from trajaudit import regular_files, safe_json
 from trajaudit.engine.diagnosis import Diagnosis, other_run
 from trajaudit.engine.taxonomy import Taxonomy
 from trajaudit.engine.trace.text import jsonl_lines
@@ -177,7 +177,7 @@ def read_json(path: Path) -> Any:
         GoldFormatError: unreadable, or not valid JSON.
     """
     try:
-        return safe_json.loads(path.read_text(encoding="utf-8-sig"))
+        return safe_json.loads(regular_files.read_text(path, "utf-8-sig"))
     except OSError as e:
         raise GoldFormatError(f"cannot read: {e.strerror or e}", file=str(path)) from None
     except ValueError as e:  # JSONDecodeError, NestedTooDeep, UnicodeDecodeError
@@ -193,7 +193,7 @@ def read_jsonl_lines(path: Path) -> list[str]:
         GoldFormatError: unreadable, or not valid UTF-8.
     """
     try:
-        return jsonl_lines(path.read_text(encoding="utf-8-sig"))
+        return jsonl_lines(regular_files.read_text(path, "utf-8-sig"))
     except OSError as e:
         raise GoldFormatError(f"cannot read: {e.strerror or e}", file=str(path)) from None
     except UnicodeDecodeError as e:

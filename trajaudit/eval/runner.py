@@ -12,12 +12,13 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajaudit import safe_json
+from trajaudit import regular_files, safe_json
+from trajaudit.boundary import describe
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.run.evidence import gather
 from trajaudit.engine.run.pipeline import with_source_message
@@ -51,7 +52,9 @@ def offline_strategies(registry: Registry[Strategy] | None = None) -> list[str]:
 
 
 def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *,
-                 context: AuditContext | None = None, registry: Registry[Strategy] | None = None) -> RunOutput:
+                 context: AuditContext | None = None, registry: Registry[Strategy] | None = None,
+                 skip: Callable[[Trajectory], bool] | None = None,
+                 on_diagnosis: Callable[[Diagnosis], None] | None = None) -> RunOutput:
     """Diagnose every trajectory with one strategy.
 
     Each diagnosis gets ``metadata.source_message`` as ``trajaudit audit`` gives it
@@ -62,6 +65,9 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
         trajectories: the runs (IR; labels are not part of it).
         strategy: a strategy name from ``registry`` (default :func:`default_strategies`) or an object.
         context: the :class:`AuditContext` (default: an empty one).
+        skip: a run for which ``skip(run)`` is true is not diagnosed (``eval --resume``: already in
+            ``--save-pred``); it stays in ``trajectories``.
+        on_diagnosis: called with each diagnosis as soon as it is made (``eval --resume`` appends it).
 
     Raises:
         LookupError: unknown strategy name (with close-match suggestions).
@@ -76,29 +82,40 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
     out = RunOutput()
     for t in trajectories:
         out.trajectories.append(t)
+        if skip is not None and skip(t):
+            continue
         try:
-            out.diagnoses.append(with_source_message(strat.diagnose(t, gather(t, ctx), ctx), t))
+            d = with_source_message(strat.diagnose(t, gather(t, ctx), ctx), t)
         except LLMUnreachableError:  # every further run would fail the same way: stop the batch
             raise
         except TrajauditError as e:
-            out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {e}"))
-        except Exception as e:  # noqa: BLE001 - one failing run must not stop the batch; logged with traceback
-            log.exception("strategy %s failed on %s", strat.name, t.id)
+            out.problems.append(Problem(t.source.file or t.id, t.source.record, f"{t.id}: {e}", stage="judge"))
+            continue
+        except Exception as e:  # noqa: BLE001 - the per-run boundary: one failing run must not stop the batch
+            where, message, details = describe(e, "judge")
+            log.debug("strategy %s failed on %s:\n%s", strat.name, t.id, details.get("traceback", ""))
             out.problems.append(Problem(t.source.file or t.id, t.source.record,
-                                        f"{t.id}: strategy {strat.name} failed: {type(e).__name__}: {e}"))
+                                        f"{t.id}: strategy {strat.name} failed: {message}", details, stage=where))
+            continue
+        out.diagnoses.append(d)
+        if on_diagnosis is not None:
+            on_diagnosis(d)
     return out
 
 
 def run_on_paths(paths: Iterable[str | os.PathLike[str]], strategy: str | Strategy, *,
                  context: AuditContext | None = None, registry: Registry[Strategy] | None = None,
-                 format: str | None = None, mapping: str | os.PathLike[str] | None = None) -> RunOutput:
+                 format: str | None = None, mapping: Any = None,
+                 skip: Callable[[Trajectory], bool] | None = None,
+                 on_diagnosis: Callable[[Diagnosis], None] | None = None) -> RunOutput:
     """Load ``paths`` (files, folders, globs) with :func:`load_many` (``format``/``mapping`` as for
-    ``trajaudit audit``) and run :func:`run_strategy`.
+    ``trajaudit audit``) and run :func:`run_strategy` (``skip``, ``on_diagnosis`` as there).
 
     Loading problems are included in the result's ``problems``.
     """
     res = load_many(paths, format=format, mapping=mapping)
-    out = run_strategy(res.trajectories, strategy, context=context, registry=registry)
+    out = run_strategy(res.trajectories, strategy, context=context, registry=registry, skip=skip,
+                       on_diagnosis=on_diagnosis)
     out.problems = list(res.problems) + out.problems
     return out
 
@@ -116,7 +133,7 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        text = regular_files.read_text(p, "utf-8-sig")
     except OSError as e:
         raise TrajauditError(f"{p}: cannot read: {e.strerror or e}") from None
     docs: list[tuple[int, Any]] = []
@@ -132,7 +149,7 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
             if line.strip():
                 try:
                     docs.append((n, safe_json.loads(line)))
-                except safe_json.NestedTooDeep as e:
+                except safe_json.LimitExceeded as e:
                     problems.append(Problem(str(p), n, f"{p}: line {n}: {e} (skipped)"))
                 except json.JSONDecodeError as e:
                     problems.append(Problem(str(p), n, f"{p}: line {n}: invalid JSON ({e.msg}) (skipped)"))

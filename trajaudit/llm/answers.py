@@ -75,7 +75,7 @@ def parse_json_answer(content: str | None, validator: Any) -> tuple[dict[str, An
         return None, "the answer was empty"
     try:
         value = safe_json.loads(text, allow_nan=False)
-    except safe_json.NestedTooDeep as e:
+    except safe_json.LimitExceeded as e:
         return None, f"the answer is not usable JSON: {e}"
     except json.JSONDecodeError as e:
         return None, f"the answer is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})"

@@ -293,27 +293,43 @@ class LLMClient:
         in_chars = messages_chars(messages)
         chars["input"] += in_chars
         oa = self._openai
-        with self._slots, self._shared:
-            t0 = time.perf_counter()
-            try:
-                resp = self._api.chat.completions.create(**kwargs)
-            except (oa.BadRequestError, oa.UnprocessableEntityError) as e:
-                record(self.usage, calls=1, input_chars=in_chars, latency_s=time.perf_counter() - t0)
-                if response_format and response_format.get("type") == "json_schema":
-                    raise _Unsupported(self._describe(e, name)) from None
-                record(self.usage, requests=1, failures=1)
-                raise LLMError(self._describe(e, name)) from None
-            except oa.OpenAIError as e:
-                record(self.usage, calls=1, requests=1, failures=1, input_chars=in_chars,
-                       latency_s=time.perf_counter() - t0)
-                raise self._error(e, name) from None
-            latency = time.perf_counter() - t0
-        try:
-            choice, content, refusal, (tokens_in, tokens_out) = completion_parts(resp)
-        except NotACompletion as e:
-            record(self.usage, calls=1, requests=1, failures=1, input_chars=in_chars, latency_s=latency)
-            raise LLMError(f"{name}: {self.config.base_url} answered HTTP 200 with {e}; is it the "
-                           "OpenAI-compatible API root (usually ending in /v1)?") from None
+        retries = self.config.max_retries
+        for attempt in range(retries + 1):
+            with self._slots, self._shared:
+                t0 = time.perf_counter()
+                try:
+                    resp = self._api.chat.completions.create(**kwargs)
+                except (oa.BadRequestError, oa.UnprocessableEntityError) as e:
+                    record(self.usage, calls=1, input_chars=in_chars, latency_s=time.perf_counter() - t0)
+                    if response_format and response_format.get("type") == "json_schema":
+                        raise _Unsupported(self._describe(e, name)) from None
+                    record(self.usage, requests=1, failures=1)
+                    raise LLMError(self._describe(e, name)) from None
+                except oa.OpenAIError as e:
+                    record(self.usage, calls=1, requests=1, failures=1, input_chars=in_chars,
+                           latency_s=time.perf_counter() - t0)
+                    raise self._error(e, name) from None
+                except ValueError as e:  # JSONDecodeError: a truncated or cut body (a proxy, a crashed worker)
+                    fault: str = f"a body that is not JSON ({_short(str(e), 120)})"
+                else:
+                    try:
+                        choice, content, refusal, (tokens_in, tokens_out) = completion_parts(resp)
+                        fault = ""
+                    except NotACompletion as e:
+                        fault = str(e)
+                latency = time.perf_counter() - t0
+            if not fault:
+                break
+            # a body that is not a chat completion is an endpoint fault, retried like a 5xx
+            record(self.usage, calls=1, input_chars=in_chars, latency_s=latency)
+            if attempt < retries:
+                log.info("%s: %s answered HTTP 200 with %s; retrying", name, self.config.base_url, fault)
+                time.sleep(endpoint_backoff(attempt))
+                continue
+            record(self.usage, requests=1, failures=1)
+            raise LLMError(f"{name}: endpoint error: {self.config.base_url} answered HTTP 200 with {fault} "
+                           f"(after {retries} retries); is it the OpenAI-compatible API root (usually ending "
+                           "in /v1)?")
         chars["output"] += len(content or "")
         record(self.usage, calls=1, latency_s=latency, input_chars=in_chars, output_chars=len(content or ""),
                input_tokens=tokens_in, output_tokens=tokens_out)
@@ -359,6 +375,12 @@ def _no_connection(e: Exception, oa: Any) -> bool:
         return False
     cause = e.__cause__
     return cause is not None and any(c.__name__ == "ConnectError" for c in type(cause).__mro__)
+
+
+def endpoint_backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt + 1`` of a request whose answer was not a chat
+    completion: 0.25 s doubling, at most 8 s (as the ``openai`` client backs off on a 5xx)."""
+    return min(8.0, 0.25 * 2 ** attempt)
 
 
 class _Unsupported(Exception):

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from trajaudit import safe_yaml
+from trajaudit import regular_files, safe_yaml
 from trajaudit.errors import ArgumentTypeError, ConfigError
 
 StructuredMode = Literal["auto", "json_schema", "json_object"]
@@ -73,10 +73,7 @@ class LLMConfig:
             problems.append(f"base_url must be an http(s) URL, got {self.base_url!r}")
         if not self.model:
             problems.append("model must be non-empty")
-        if self.max_tokens < 1 or self.concurrency < 1 or self.max_retries < 0:
-            problems.append("max_tokens and concurrency must be >= 1 and max_retries >= 0")
-        if self.timeout <= 0 or self.context_chars < 1000:
-            problems.append("timeout must be > 0 and context_chars >= 1000")
+        problems.extend(out_of_bounds(self))
         if self.structured not in ("auto", "json_schema", "json_object"):
             problems.append(f"structured must be auto, json_schema or json_object, got {self.structured!r}")
         if problems:
@@ -87,6 +84,39 @@ class LLMConfig:
         d = dataclasses.asdict(self)
         d["api_key"] = "***" if self.api_key else ""
         return d
+
+
+#: The bounds of every numeric setting, ``name: (lowest, highest, unit)`` (both included; ``timeout``
+#: must also be > 0). A setting outside them is a ConfigError naming the setting, the value and the
+#: bounds: ``max_retries: 1000000000`` against an endpoint answering 429 kept a batch on its first run
+#: forever.
+BOUNDS: dict[str, tuple[float, float, str]] = {
+    "temperature": (0.0, 2.0, ""),
+    "max_tokens": (1, 1_000_000, " tokens"),
+    "timeout": (0.0, 3600.0, " s"),
+    "max_retries": (0, 20, ""),
+    "concurrency": (1, 64, ""),
+    "context_chars": (1000, 100_000_000, " characters"),
+    "seed": (-(2**63), 2**63 - 1, ""),
+}
+
+
+def out_of_bounds(config: LLMConfig) -> list[str]:
+    """The messages for the numeric settings of ``config`` outside :data:`BOUNDS` (empty when all fit)."""
+    import math
+
+    problems = []
+    for name, (low, high, unit) in BOUNDS.items():
+        value = getattr(config, name)
+        if value is None and name == "seed":
+            continue
+        bad = not isinstance(value, (int, float)) or isinstance(value, bool) or \
+            (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high or \
+            (name == "timeout" and value <= 0)
+        if bad:
+            lo = "more than 0" if name == "timeout" else f"{low:g}"
+            problems.append(f"{name} must be between {lo} and {high:g}{unit}, got {value!r}")
+    return problems
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(LLMConfig)}
@@ -110,7 +140,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = regular_files.read_text(p)
     except OSError as e:
         raise ConfigError(f"{p}: cannot read the LLM config file: {e.strerror or e}") from None
     try:
@@ -119,6 +149,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: not valid {'TOML' if p.suffix.lower() == '.toml' else 'YAML'}: {e}") from None
     except RecursionError:  # tomllib recurses per level of nesting (YAML is guarded by safe_yaml)
         raise ConfigError(f"{p}: not valid TOML: nested too deeply") from None
+    except ValueError as e:  # tomllib: an integer beyond Python's int-conversion limit (YAML: safe_yaml)
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
     if data is None:
         data = {}
     if isinstance(data, dict) and isinstance(data.get("llm"), dict):
@@ -158,7 +190,10 @@ def build_config(values: dict[str, Any] | None = None, *, config_file: str | Pat
     if not merged.get("base_url") or not merged.get("model"):
         missing = [k for k in ("base_url", "model") if not merged.get(k)]
         raise ConfigError(f"{NO_ENDPOINT_HELP} (missing: {', '.join(missing)})")
-    return LLMConfig(**merged)
+    try:
+        return LLMConfig(**merged)
+    except ConfigError as e:
+        raise ConfigError(f"{config_file}: {e}" if config_file else str(e)) from None
 
 
 def check_llm(function: str, value: Any) -> Any:

@@ -315,7 +315,7 @@ def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note
     does (the reference scan itself, on those positions, body included), so the witness, evidence,
     errors and charges are the reference's. Any other ``VALUE`` (or one that raises) takes the
     reference path."""
-    kind, var = plan.kind, plan.var
+    kind = plan.kind
     key_fn, value_fn = join
     seq_fn, closed, test = _seq_value(plan), plan.closed, plan.open
     scan = plan._scan

@@ -13,6 +13,7 @@ Reports, each with the rule id and file:line:col:
   both hold there (one of them must fail);
 - ``empty-pack`` / ``unknown-target`` (warnings): no enabled rule, or a target that is not a category
   of the pack's taxonomy (default agentrx);
+- ``no-examples`` (warning): an enabled rule without ``examples`` (``rules test`` cannot show it fires);
 - ``unknown-superseded`` (warning): a ``metadata.supersedes`` entry that names no rule of the pack or
   of a shipped pack (a typo would silently keep both rules).
 
@@ -33,6 +34,7 @@ from typing import Any
 
 import z3
 
+from trajaudit import regular_files
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.compiler import _NO, ExprCompiler
 from trajaudit.engine.dsl.parser import Where
@@ -230,7 +232,7 @@ def _schema_findings(source: Any) -> list[LintFinding]:
             doc = YamlDoc(source, None)
         elif isinstance(source, (str, Path)):
             path = resolve_pack(str(source))
-            doc = YamlDoc(path.read_text(encoding="utf-8"), str(path))
+            doc = YamlDoc(regular_files.read_text(path), str(path))
         else:
             return []
     except (RulePackError, OSError, UnicodeDecodeError):
@@ -306,6 +308,14 @@ def _supersedes_findings(pack: RulePack) -> list[LintFinding]:
     return out
 
 
+def _example_findings(pack: RulePack) -> list[LintFinding]:
+    """A ``no-examples`` warning per enabled rule without ``examples``: ``rules test`` cannot show it
+    ever fires, and a guard that never holds on real data goes unnoticed."""
+    return [LintFinding("warning", "no-examples", "the rule has no examples: `trajaudit rules test` cannot show that "
+                        "it fires (add a failing and a passing example)", spec.id, str(spec.loc))
+            for spec in pack.enabled_rules if not spec.examples]
+
+
 def lint_pack(source: Any) -> list[LintFinding]:
     """Lint a pack (path, shipped name, YAML text, dict or :class:`RulePack`); never raises for bad packs.
 
@@ -323,7 +333,7 @@ def _lint(source: Any) -> list[LintFinding]:
         found = _schema_findings(source) if e.message.startswith("schema:") else []
         code = "yaml" if "YAML" in e.message else "schema" if e.message.startswith("schema:") else "pack"
         return found or [LintFinding("error", code, _with_caret(e), e.rule_id, _where(e))]
-    findings: list[LintFinding] = _target_findings(pack) + _supersedes_findings(pack)
+    findings: list[LintFinding] = _target_findings(pack) + _supersedes_findings(pack) + _example_findings(pack)
     compiled: list[CompiledRule] = []
     for spec in pack.enabled_rules:
         try:

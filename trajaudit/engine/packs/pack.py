@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from trajaudit import regular_files
 from trajaudit.api_args import PACKS, check_mapping, is_path
 from trajaudit.engine.dsl.parser import Where
 from trajaudit.engine.packs.messages import did_you_mean, schema_problems
@@ -198,6 +199,9 @@ def resolve_pack(ref: str, relative_to: str | None = None) -> Path:
         hit = _shipped(ref)
         if hit is not None:
             return hit
+    kind = regular_files.file_kind(p)
+    if kind not in (None, "missing", "unreadable", "a folder"):  # a FIFO, socket, device, dangling link: never opened
+        raise RulePackError(f"rule pack {ref!r}: {kind}, not a regular file (not opened)", file=relative_to)
     known = ", ".join(shipped_packs()) or "none"
     raise RulePackError(f"rule pack {ref!r} not found (not a file; shipped packs: {known})", file=relative_to)
 
@@ -272,7 +276,7 @@ def _load_file(path: Path, overrides: dict[str, Any], chain: tuple[str, ...],
     if len(chain) > MAX_INCLUDE_DEPTH:
         raise RulePackError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", file=str(path))
     try:
-        text = path.read_text(encoding="utf-8")
+        text = regular_files.read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         raise RulePackError(f"cannot read rule pack: {e}", file=str(path)) from None
     if _DEP_RECORDERS:

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from trajaudit.errors import RulePackError
-from trajaudit.safe_yaml import YAMLAliasBomb, check_aliases
+from trajaudit.safe_yaml import YAMLLimitError, check_aliases
 
 
 def _second_colon(src: str) -> bool:
@@ -75,10 +75,10 @@ class YamlDoc:
             ld = loader(text)  # the reader may already reject the text (e.g. a control character)
             node = ld.get_single_node()
             check_aliases(node)
-        except YAMLAliasBomb as e:
+        except YAMLLimitError as e:  # aliases expanding too far, an integer or string beyond the limits
             if ld is not None:
                 ld.dispose()
-            raise RulePackError(str(e), file=file) from None
+            raise RulePackError(str(e), file=file, line=e.line) from None
         except yaml.YAMLError as e:
             if ld is not None:
                 ld.dispose()

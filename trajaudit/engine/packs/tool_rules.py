@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajaudit import safe_json
+from trajaudit import regular_files, safe_json
 from trajaudit.checkers.tool_schemas import ToolSchemaError, check_tool_parameters
 from trajaudit.engine.packs.pack import RulePack, load_pack
 
@@ -75,7 +75,7 @@ def read_tools_file(path: str | Path) -> list[dict[str, Any]]:
             ``parameters`` is not a valid object JSON Schema (names file, element and tool).
     """
     try:
-        data = safe_json.loads(Path(path).read_text(encoding="utf-8"))
+        data = safe_json.loads(regular_files.read_text(path))
     except (OSError, UnicodeDecodeError) as e:
         raise ToolSchemaError(f"cannot read tool schemas: {e}", file=str(path)) from None
     except ValueError as e:

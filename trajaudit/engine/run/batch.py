@@ -18,6 +18,7 @@ from trajaudit.engine.run.pipeline import (
     AuditResult,
     AuditSpec,
     Done,
+    RunError,
     audit_with,
     build_context,
     close_context,
@@ -27,16 +28,19 @@ from trajaudit.engine.run.pipeline import (
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import expand_paths, iter_load, load_many
 from trajaudit.errors import Problem
+from trajaudit.regular_files import file_kind
 
 __all__ = ["BatchResult", "audit_paths", "audit_trajectories"]
 
 
 @dataclass
 class BatchResult:
-    """A batch audit: results in input order and the runs that were reported and skipped."""
+    """A batch audit: results in input order, the runs that were reported and skipped (``problems``),
+    and how many runs ``skip`` left out (``skipped``: already diagnosed, ``audit --resume``)."""
 
     results: list[AuditResult] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    skipped: int = 0
 
 
 def audit_trajectories(
@@ -63,9 +67,10 @@ def audit_trajectories(
     """
     out = BatchResult()
     results: dict[int, AuditResult] = {}
+    problems: dict[int, Problem] = {}  # reported in input order (workers finish in any order)
     done = [0]
 
-    def finished(i: int, result: AuditResult | None, error: str | None) -> None:
+    def finished(i: int, result: AuditResult | None, error: RunError | str | None) -> None:
         if result is not None and on_result is not None:
             on_result(i, result)
         elif result is not None:
@@ -73,7 +78,7 @@ def audit_trajectories(
             if frozen:
                 gc.freeze()  # the result lives to the end of the batch: out of the collector's way
         else:
-            out.problems.append(problem_of(trajectories[i], error or "not audited"))
+            problems[i] = problem_of(trajectories[i], error or "not audited")
         done[0] += 1
         if progress:
             progress(done[0])
@@ -88,6 +93,7 @@ def audit_trajectories(
         if frozen:
             gc.unfreeze()
     out.results = [results[i] for i in sorted(results)]
+    out.problems = [problems[i] for i in sorted(problems)]
     return out
 
 
@@ -109,10 +115,13 @@ def audit_paths(
     mapping: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     on_result: Callable[[int, AuditResult], None] | None = None,
+    skip: Callable[[Trajectory], bool] | None = None,
 ) -> BatchResult:
     """Load every run under ``paths`` (files, folders, globs) and audit them.
 
     Args:
+        skip: a run for which ``skip(run)`` is true is not audited (``audit --resume``: already
+            diagnosed); counted in ``BatchResult.skipped``.
         progress: called with ``(finished, total)`` after each run.
         on_result: as for :func:`audit_trajectories` (results streamed, not kept). Serially
             (``jobs == 1``) the input streams too: files are read one at a time and a file's runs are
@@ -122,18 +131,22 @@ def audit_paths(
             read first (the workers inherit it).
     """
     if on_result is not None and jobs <= 1:
-        return _audit_stream(paths, spec, format, mapping, progress, on_result)
+        return _audit_stream(paths, spec, format, mapping, progress, on_result, skip)
     loaded = load_many(paths, format=format, mapping=mapping)
-    total = len(loaded.trajectories)
-    res = audit_trajectories(loaded.trajectories, spec, jobs=jobs,
+    runs = loaded.trajectories
+    if skip is not None:
+        runs = [t for t in runs if not skip(t)]
+    total = len(runs)
+    res = audit_trajectories(runs, spec, jobs=jobs,
                              progress=(lambda n: progress(n, total)) if progress else None, on_result=on_result)
     res.problems = loaded.problems + res.problems
+    res.skipped = len(loaded.trajectories) - len(runs)
     return res
 
 
-def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, format: str | None, mapping: str | None,
-                  progress: Callable[[int, int], None] | None, on_result: Callable[[int, AuditResult], None]
-                  ) -> BatchResult:
+def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, format: str | None, mapping: Any,
+                  progress: Callable[[int, int], None] | None, on_result: Callable[[int, AuditResult], None],
+                  skip: Callable[[Trajectory], bool] | None = None) -> BatchResult:
     """:func:`audit_paths` serially, one file at a time (results to ``on_result`` with their index in
     the whole batch, in input order); problems: the load problems, then the audit problems, as
     :func:`audit_paths` orders them."""
@@ -143,9 +156,9 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
     load_problems: list[Problem] = []
     audit_problems: list[Problem] = []
     runs: list[Trajectory] = []  # the part being audited, its first run's index in the batch, the total
-    base = done = total = 0
+    base = done = total = skipped = 0
 
-    def finished(i: int, result: AuditResult | None, error: str | None) -> None:
+    def finished(i: int, result: AuditResult | None, error: RunError | str | None) -> None:
         nonlocal done
         if result is not None:
             on_result(base + i, result)
@@ -161,8 +174,12 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
         for path, got in iter_load(files, format=format, mapping=mapping):
             load_problems.extend(got.problems)
             runs = got.trajectories
+            if skip is not None:
+                kept = [t for t in runs if not skip(t)]
+                skipped += len(runs) - len(kept)
+                runs = kept
             seen[str(path)] = seen.get(str(path), 0) + len(runs) + len(got.problems)
-            total = sum(max(n, seen.get(f, 0)) for f, n in expected.items()) - len(load_problems)
+            total = sum(max(n, seen.get(f, 0)) for f, n in expected.items()) - len(load_problems) - skipped
             audit_with(ctx, runs, range(len(runs)), spec.strategy, finished)
             base += len(runs)
         if progress and done and max(total, done) != done:
@@ -171,7 +188,7 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
         if frozen:
             gc.unfreeze()
         close_context(ctx)
-    out = BatchResult()
+    out = BatchResult(skipped=skipped)
     out.problems = load_problems + audit_problems
     return out
 
@@ -179,12 +196,10 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
 def _expected_runs(path: Any) -> int:
     """A progress estimate of a file's runs before it is read: its non-empty lines for JSONL, else 1
     (a ``.json`` file of several runs corrects it when read)."""
-    if not str(path).endswith((".jsonl", ".ndjson")):
+    if not str(path).endswith((".jsonl", ".ndjson")) or file_kind(path) is not None:  # never open a FIFO
         return 1
     try:
         with open(path, "rb") as f:
             return max(1, sum(1 for line in f if line.strip()))
     except OSError:
         return 1
-
-

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-from collections import Counter
+import signal
+from collections import Counter, deque
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.connection import wait
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
@@ -21,6 +22,7 @@ from trajaudit.engine.run.pipeline import (
     AuditResult,
     AuditSpec,
     Done,
+    RunError,
     audit_one,
     audit_with,
     build_context,
@@ -53,19 +55,19 @@ def _worker_init(spec: AuditSpec, runs: Sequence[Trajectory] | None) -> None:
     freeze_long_lived()  # the inherited batch and the compiled packs: out of the collector's way
 
 
-def _worker_run(item: tuple[int, dict[str, Any] | None]) -> tuple[int, dict[str, Any] | None, str | None]:
+def _worker_run(item: tuple[int, dict[str, Any] | None]) -> tuple[int, dict[str, Any] | None, RunError | None]:
     idx, tdict = item
     t = _WORKER["runs"][idx] if tdict is None else Trajectory.from_dict(tdict)
     try:
         r = audit_one(t, _WORKER["spec"].strategy, _WORKER["ctx"])
-    except (TrajauditError, LookupError) as e:
-        return idx, None, str(e)
-    except Exception as e:  # noqa: BLE001 - a bug in one run must not sink the batch; reported
-        log.exception("audit of %s failed", t.id)
-        return idx, None, f"internal error: {type(e).__name__}: {e}"
+    except Exception as e:  # noqa: BLE001 - the per-run boundary: a bug in one run must not sink the batch
+        err = RunError.of(e)
+        if "traceback" in err.details:
+            log.debug("audit of %s failed:\n%s", t.id, err.details["traceback"])
+        return idx, None, err
     deferred = _deferrable(t, _WORKER["ctx"], _WORKER["deferrable"]) if _WORKER["defer"] else frozenset()
     return idx, {"diagnosis": r.diagnosis.to_dict(), "log": r.log.to_rows(deferred) if r.log else None,
-                 "claims": r.claims}, None
+                 "claims": r.claims, "rule_ids": r.rule_ids}, None
 
 
 class _PassEvidence:
@@ -117,26 +119,159 @@ def audit_parallel(trajectories: Sequence[Trajectory], spec: AuditSpec, jobs: in
     start method it audits the first run itself, doing the one-time work (lazy imports, compiling the
     packs the runs select, regex analyses) once for the children to inherit, and the children read the
     runs from the inherited batch (only indices travel); otherwise runs are shipped as dicts. Logs
-    come back as rows (:meth:`ValidationLog.to_rows`), pass records without their evidence."""
+    come back as rows (:meth:`ValidationLog.to_rows`), pass records without their evidence.
+
+    Each worker audits one run at a time, so the parent knows which run a worker held when it died
+    (the OOM killer, a segfault, ``kill -9``): the worker is replaced, and its run is retried once in
+    the fresh worker; when that one dies too the run is reported as its own error (stage ``worker``).
+    Runs finished before are already passed to ``finished`` (the CLI has written them)."""
     mp = multiprocessing.get_context()
     forked = mp.get_start_method() == "fork"
     ctx = build_context(spec)
+    pool = _Pool(mp, spec, trajectories if forked else None)
     try:
         if forked:
             audit_with(ctx, trajectories, [0], spec.strategy, finished)
-            items: list[tuple[int, dict[str, Any] | None]] = [(i, None) for i in range(1, len(trajectories))]
+            todo = deque(range(1, len(trajectories)))
         else:
-            items = [(i, t.to_dict()) for i, t in enumerate(trajectories)]
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp, initializer=_worker_init,
-                                 initargs=(spec, trajectories if forked else None)) as ex:
-            for idx, payload, err in ex.map(_worker_run, items, chunksize=max(1, len(items) // (jobs * 8))):
-                if payload is None:
-                    finished(idx, None, err)
+            todo = deque(range(len(trajectories)))
+        attempts: Counter[int] = Counter()
+        for _ in range(min(jobs, len(todo))):
+            pool.spawn()
+        while todo or pool.busy():
+            for w in pool.idle():
+                if not todo:
+                    break
+                i = todo.popleft()
+                w.give(i, None if forked else trajectories[i].to_dict())
+            for w, reply in pool.wait():
+                if reply is not None:
+                    _take(reply, trajectories, ctx, finished)
                     continue
-                t = trajectories[idx]
-                rows = payload["log"]
-                finished(idx, AuditResult(t, Diagnosis.from_dict(payload["diagnosis"]),
-                                          ValidationLog.from_rows(rows, _PassEvidence(t, ctx)) if rows else None,
-                                          payload["claims"]), None)
+                i, how = w.current, w.death()
+                pool.replace(w)
+                attempts[i] += 1
+                if attempts[i] < 2:  # retried once, in the fresh worker
+                    log.warning("the worker auditing %s died (%s); retrying it in a fresh worker",
+                                trajectories[i].id, how)
+                    fresh = pool.workers[-1]
+                    fresh.give(i, None if forked else trajectories[i].to_dict())
+                else:
+                    finished(i, None, RunError("worker", f"the worker process auditing this run died ({how}); "
+                                                         "retried once in a fresh worker, which died too"))
     finally:
+        pool.close()
         close_context(ctx)
+
+
+def _take(reply: tuple[int, dict[str, Any] | None, Any], trajectories: Sequence[Trajectory], ctx: AuditContext,
+          finished: Done) -> None:
+    idx, payload, err = reply
+    if payload is None:
+        finished(idx, None, err)
+        return
+    t = trajectories[idx]
+    rows = payload["log"]
+    finished(idx, AuditResult(t, Diagnosis.from_dict(payload["diagnosis"]),
+                              ValidationLog.from_rows(rows, _PassEvidence(t, ctx)) if rows else None,
+                              payload["claims"], payload["rule_ids"]), None)
+
+
+def _worker_main(conn: Any, spec: AuditSpec, runs: Sequence[Trajectory] | None) -> None:
+    """A worker process: build the context, then audit the run each message names until ``None``."""
+    _worker_init(spec, runs)  # its Finalize closes the context when the process exits
+    while True:
+        try:
+            item = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        if item is None:
+            return
+        conn.send(_worker_run(item))
+
+
+class _Worker:
+    """One worker process and the run it holds (``current``, ``None`` when idle)."""
+
+    def __init__(self, process: Any, conn: Any) -> None:
+        self.process, self.conn = process, conn
+        self.current: int | None = None
+
+    def give(self, i: int, tdict: dict[str, Any] | None) -> None:
+        self.current = i
+        try:
+            self.conn.send((i, tdict))
+        except OSError:  # it died before it could take the run: found dead by the next wait
+            pass
+
+    def death(self) -> str:
+        """How the process ended, in words (after it has)."""
+        self.process.join(timeout=5)
+        code = self.process.exitcode
+        if code is not None and code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+
+class _Pool:
+    """Worker processes audited one run at a time (see :func:`audit_parallel`)."""
+
+    def __init__(self, mp: Any, spec: AuditSpec, runs: Sequence[Trajectory] | None) -> None:
+        self.mp, self.spec, self.runs = mp, spec, runs
+        self.workers: list[_Worker] = []
+
+    def spawn(self) -> _Worker:
+        parent, child = self.mp.Pipe()
+        process = self.mp.Process(target=_worker_main, args=(child, self.spec, self.runs), daemon=True)
+        process.start()
+        child.close()
+        w = _Worker(process, parent)
+        self.workers.append(w)
+        return w
+
+    def replace(self, dead: _Worker) -> _Worker:
+        self.workers.remove(dead)
+        dead.conn.close()
+        return self.spawn()
+
+    def idle(self) -> list[_Worker]:
+        return [w for w in self.workers if w.current is None]
+
+    def busy(self) -> bool:
+        return any(w.current is not None for w in self.workers)
+
+    def wait(self) -> list[tuple[_Worker, Any]]:
+        """Block until a busy worker answers or dies: ``[(worker, reply)]``, reply ``None`` for a death
+        (its ``current`` still names the run it held)."""
+        busy = [w for w in self.workers if w.current is not None]
+        ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
+        out = []
+        for w in busy:
+            if w.conn not in ready and w.process.sentinel not in ready:
+                continue
+            try:
+                if w.conn.poll():
+                    out.append((w, w.conn.recv()))
+                    w.current = None
+                    continue
+            except (EOFError, OSError):
+                pass
+            if not w.process.is_alive():
+                out.append((w, None))
+        return out
+
+    def close(self) -> None:
+        for w in self.workers:
+            try:
+                w.conn.send(None)
+            except OSError:
+                pass
+        for w in self.workers:
+            w.process.join(timeout=5)
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join()
+            w.conn.close()

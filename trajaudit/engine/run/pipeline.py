@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajaudit import boundary
 from trajaudit.api_args import check_name, check_tools
 from trajaudit.checkers.tool_schemas import load_tools, tool_schemas
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.packs.pack import RulePack, check_packs
 from trajaudit.engine.packs.selection import default_packs, included_files, load_rules
-from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.run.evidence import gather, rules_for
 from trajaudit.engine.run.repair_prefix import attach_repair
 from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.strategies.judge_weights import WEIGHTS_KEY, JudgeWeights, load_weights
@@ -31,7 +32,7 @@ from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.trace.ir import Trajectory, renumbered
 from trajaudit.engine.trace.loader import load_checked, problem_details
-from trajaudit.engine.validation_log import ValidationLog
+from trajaudit.engine.validation_log import RUN_BUDGET_NOTE, ValidationLog
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
 from trajaudit.llm.client import LLMClient
 from trajaudit.llm.config import check_llm
@@ -51,12 +52,15 @@ class AuditResult:
         diagnosis: the strategy's :class:`Diagnosis`.
         log: the validation log (rules + claim findings), or ``None`` if the strategy gathered none.
         claims: a JSON-ready summary of the claim ledger (``[{claim, kind, step, status, ...}]``).
+        rule_ids: the ids of the rules applied to the run (with a guard or not), so a batch can name
+            the rules whose guard never held (``log`` holds records only where it did).
     """
 
     trajectory: Trajectory
     diagnosis: Diagnosis
     log: ValidationLog | None = None
     claims: list[dict[str, Any]] = field(default_factory=list)
+    rule_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,11 +150,15 @@ def _audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext
             f"strategy {strategy_name!r} needs an LLM endpoint: pass --base-url and --model (or set "
             "TRAJAUDIT_BASE_URL and TRAJAUDIT_MODEL), or use --strategy offline"
         )
-    evidence = gather(trajectory, context)
-    diagnosis = with_source_message(strategy.diagnose(trajectory, evidence, context), trajectory)
+    with boundary.stage("evidence"):
+        evidence = gather(trajectory, context)
+    with boundary.stage("judge"):
+        diagnosis = with_source_message(strategy.diagnose(trajectory, evidence, context), trajectory)
     if context.repair:
-        diagnosis = attach_repair(diagnosis, trajectory, context.llm)
-    return AuditResult(trajectory, diagnosis, evidence.log, evidence.claim_rows)
+        with boundary.stage("repair"):
+            diagnosis = attach_repair(diagnosis, trajectory, context.llm)
+    rule_ids = tuple(r.id for r in rules_for(trajectory, context)[0])
+    return AuditResult(trajectory, degraded(diagnosis, evidence.log), evidence.log, evidence.claim_rows, rule_ids)
 
 
 def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnosis:
@@ -166,15 +174,43 @@ def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnos
                                                     "source_message": trajectory.steps[k].source_number})
 
 
-def problem_of(t: Trajectory, message: str) -> Problem:
+def problem_of(t: Trajectory, message: str | RunError) -> Problem:
     """The :class:`Problem` for a run that was loaded but could not be audited. The message names
     where the run came from (``FILE, record N (run ID): …``; only ``ID: …`` for in-memory runs), so
-    two runs with the same id in different files are told apart."""
+    two runs with the same id in different files are told apart. A :class:`RunError` also gives the
+    stage and the details (an unexpected exception's traceback, for ``--debug``)."""
+    err = message if isinstance(message, RunError) else RunError("judge", message)
     where = t.source.file or ""
     if where and t.source.record is not None:
         where += f", record {t.source.record}"
-    text = f"{where} (run {t.id}): {message}" if where else f"{t.id}: {message}"
-    return Problem(t.source.file or t.id, t.source.record, text, problem_details(t.flags))
+    text = f"{where} (run {t.id}): {err.message}" if where else f"{t.id}: {err.message}"
+    return Problem(t.source.file or t.id, t.source.record, text, {**problem_details(t.flags), **err.details},
+                   stage=err.stage)
+
+
+@dataclass(frozen=True)
+class RunError:
+    """Why one run of a batch was not audited (what the per-run boundary caught, picklable so worker
+    processes send it back): the stage, the message and details (``traceback`` for ``--debug``)."""
+
+    stage: str
+    message: str
+    details: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, e: BaseException, default_stage: str = "judge") -> RunError:
+        """The record of an exception caught at the boundary (:func:`trajaudit.boundary.describe`)."""
+        where, message, details = boundary.describe(e, default_stage)
+        return cls(where, message, details)
+
+
+def degraded(diagnosis: Diagnosis, vlog: ValidationLog | None) -> Diagnosis:
+    """``diagnosis`` marked ``metadata["degraded"]`` (the notes) when the run's rule evaluation hit
+    its time budget (``AuditConfig.run_timeout``): the checks left were ``unknown``."""
+    notes = [n for n in (vlog.incomplete if vlog is not None else ()) if n.startswith(RUN_BUDGET_NOTE)]
+    if not notes:
+        return diagnosis
+    return dataclasses.replace(diagnosis, metadata={**diagnosis.metadata, "degraded": notes})
 
 
 def freeze_long_lived() -> bool:
@@ -191,8 +227,9 @@ def freeze_long_lived() -> bool:
     return True
 
 
-#: ``finished(index, result, error)``: called once per run of a batch, in completion order.
-Done = Callable[[int, "AuditResult | None", "str | None"], None]
+#: ``finished(index, result, error)``: called once per run of a batch, in completion order (``error``:
+#: a :class:`RunError`, or a message).
+Done = Callable[[int, "AuditResult | None", "RunError | str | None"], None]
 
 
 def audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: Iterable[int], strategy: str,
@@ -209,12 +246,11 @@ def audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: I
             result = audit_one(t, strategy, ctx)
         except (ConfigError, LLMUnreachableError):  # every further run would fail the same way
             raise
-        except (TrajauditError, LookupError) as e:
-            finished(i, None, str(e))
-            continue
-        except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
-            log.exception("audit of %s failed", t.id)
-            finished(i, None, f"internal error: {type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - the per-run boundary: reported, the batch goes on
+            err = RunError.of(e)
+            if "traceback" in err.details:
+                log.debug("audit of %s failed:\n%s", t.id, err.details["traceback"])
+            finished(i, None, err)
             continue
         finished(i, result, None)
 

@@ -9,14 +9,15 @@ failures (unreadable, empty, not JSON, no format matches, not in the forced form
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajaudit import regular_files
 from trajaudit.api_args import SOURCE, check_path, check_paths, check_record
+from trajaudit.boundary import load_problem
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
 from trajaudit.engine.trace.forced_format import MisfitTally, mapping_for, misfits
@@ -24,8 +25,8 @@ from trajaudit.engine.trace.ir import Source, Trajectory
 from trajaudit.engine.trace.text import decode, documents, lossy_note
 from trajaudit.errors import ArgumentTypeError, Problem, TraceFormatError
 from trajaudit.registry import Registry
+from trajaudit.regular_files import TRACE_SUFFIXES, expand_paths  # noqa: F401 - re-exported (the loader's API)
 
-TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 FLAG_NON_UTF8 = "non_utf8"
 
 
@@ -161,7 +162,14 @@ def load_document(
             err = e if e.adapter else TraceFormatError(e.message, json_path=e.json_path, adapter=adapter.name)
             located = err.located(file=file, record=rec)
             result.problems.append(Problem(file or "<input>", rec, str(located), problem_details(flags)))
+        except Exception as e:  # noqa: BLE001 - the per-run boundary: this run is reported, the others load
+            result.problems.append(_unexpected(e, file, rec, flags))
     return result
+
+
+def _unexpected(e: Exception, file: str | None, record: int | None, flags: tuple[str, ...] = ()) -> Problem:
+    """The per-run boundary's :class:`Problem` for an unexpected exception while loading a run."""
+    return load_problem(e, file, record, problem_details(flags))
 
 
 def load_path(
@@ -195,8 +203,13 @@ def load_path(
     check_record("load_path", record)
     mapping = mapping_for(format, mapping)
     result = LoadResult()
-    for part in load_parts(path, format, mapping, options, record=record, chunk=None):
-        result.extend(part)
+    try:
+        for part in load_parts(path, format, mapping, options, record=record, chunk=None):
+            result.extend(part)
+    except TraceFormatError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the per-file boundary: reported as the file's problem
+        result.problems.append(_unexpected(e, str(path), record))
     if record is not None and not result.trajectories and not result.problems:
         raise TraceFormatError(f"record {record} not found (records are 0-based JSONL line numbers)", file=str(path))
     return result
@@ -213,7 +226,7 @@ def load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, o
     TraceFormatError as :func:`load_path` (a run's file unreadable, empty or not JSON) when met."""
     file = str(path)
     try:
-        data = Path(path).read_bytes() if data is None else data
+        data = regular_files.read_bytes(path) if data is None else data
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
     text, lossy = decode(data, file)
@@ -242,6 +255,8 @@ def load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, o
                 raise (lossy_note(e) if lossy else e) from None
             refused.add(e)
             part.problems.append(Problem(file, line, str(e.located(file=file, record=line)), problem_details(flags)))
+        except Exception as e:  # noqa: BLE001 - the per-run boundary (a bug in an adapter): reported, batch goes on
+            part.problems.append(_unexpected(e, file, line if multi else record, flags))
         loaded = loaded or bool(part.trajectories)
         if chunk is not None and len(part.trajectories) >= chunk:
             yield part
@@ -250,40 +265,6 @@ def load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, o
     if whole is not None:  # not in the forced format at all: one error for the file, not one copy per line
         raise (lossy_note(whole) if lossy else whole)
     yield part
-
-
-def expand_paths(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...] = TRACE_SUFFIXES) -> Iterator[Path]:
-    """Expand files, folders (recursively: files ending in ``suffixes``, default ``*.json``, ``*.jsonl``,
-    ``*.ndjson``) and glob patterns.
-
-    Yields paths in a stable (sorted, natural-number-aware) order. Non-existent paths are yielded
-    as given so that the caller reports them.
-    """
-
-    def natural(p: Path) -> tuple:
-        import re
-
-        return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(p)))
-
-    seen: set[Path] = set()
-
-    def once(found: Iterable[Path]) -> Iterator[Path]:
-        for q in found:  # the same file reached twice (named twice, or inside a named folder) loads once
-            key = q.resolve()
-            if key not in seen:
-                seen.add(key)
-                yield q
-
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            yield from once(sorted((q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in suffixes),
-                                   key=natural))
-        elif any(ch in str(raw) for ch in "*?[") and not p.exists():
-            yield from once(sorted((Path(q) for q in glob.glob(str(raw), recursive=True) if Path(q).is_file()),
-                                   key=natural))
-        else:
-            yield from once([p])
 
 
 def load_many(
@@ -338,6 +319,8 @@ def _iter_files(paths: list[Any], format: str | None, mapping: Any, options: Loa
             yield from ((p, part) for part in load_parts(p, format, mapping, options, chunk=ITER_CHUNK))
         except TraceFormatError as e:
             yield p, LoadResult(problems=[Problem(str(p), e.record, str(e))])
+        except Exception as e:  # noqa: BLE001 - the per-file boundary: the file is reported, the batch goes on
+            yield p, LoadResult(problems=[_unexpected(e, str(p), None)])
 
 
 #: Runs per part that :func:`iter_load` reads at a time from a multi-run (JSONL) file.

@@ -93,7 +93,7 @@ def _documents(text: str, file: str, jsonl: bool, first_line: int = 0) -> Iterat
     if not jsonl:
         try:
             doc = safe_json.loads(text)
-        except safe_json.NestedTooDeep as e:
+        except safe_json.LimitExceeded as e:
             raise TraceFormatError(str(e), file=file) from None
         except json.JSONDecodeError as e:
             if not (e.msg.startswith("Extra data") and "\n" in text.strip()):
@@ -110,6 +110,8 @@ def _documents(text: str, file: str, jsonl: bool, first_line: int = 0) -> Iterat
             yield n, safe_json.loads(line), None
         except safe_json.NestedTooDeep as e:
             yield n, None, f"JSON on line {n + 1} {e}"
+        except safe_json.LimitExceeded as e:
+            yield n, None, f"JSON on line {n + 1}: {e.what}"
         except json.JSONDecodeError as e:
             yield n, None, f"invalid JSON on line {n + 1} column {e.colno}: {e.msg}"
     if not found:

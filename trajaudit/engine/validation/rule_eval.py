@@ -8,6 +8,9 @@ false, else the assertion's verdict with evidence e; the validation log keeps ev
 - each rule has an operation budget per trajectory (``AuditConfig.rule_budget``): when it runs out
   the current step gets an ``unknown`` record with the reason, the rule stops, and the log's
   ``incomplete`` list says how many candidate steps were not evaluated — never a silent skip;
+- the run's rule evaluation has a wall-clock budget (``AuditConfig.run_timeout``, z3 time included):
+  when it runs out, the current check and the first candidate of every later rule are ``unknown``
+  ("run time budget … exceeded") and ``incomplete`` counts what was not evaluated;
 - a rule that raises on a step (a type error on odd data, a checker crash) yields an ``unknown``
   record naming the error and the step; the other rules and steps still run.
 """
@@ -15,8 +18,10 @@ false, else the assertion's verdict with evidence e; the validation log keeps ev
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
+from trajaudit import run_budget
 from trajaudit.api_args import check_tool_list
 from trajaudit.checkers.base import CheckContext
 from trajaudit.checkers.semantic import NoLLMOracle, SemanticOracle
@@ -33,7 +38,7 @@ from trajaudit.engine.dsl.runtime import (
 from trajaudit.engine.packs.compile import CompiledRule, compile_rules
 from trajaudit.engine.packs.pack import RulePack
 from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.validation_log import Evidence, LazyRecord, Record, ValidationLog
+from trajaudit.engine.validation_log import RUN_BUDGET_NOTE, Evidence, LazyRecord, Record, ValidationLog
 from trajaudit.errors import ArgumentTypeError, LLMUnreachableError
 
 log = logging.getLogger(__name__)
@@ -200,17 +205,29 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule] | Any, *, oracle:
     """
     rules = _check_arguments(trajectory, rules, tools)
     cfg = config or AuditConfig()
+    with run_budget.deadline(getattr(cfg, "run_timeout", run_budget.DEFAULT_RUN_TIMEOUT)) as deadline:
+        return _evaluate(trajectory, rules, oracle, cfg, tools, deadline)
+
+
+def _evaluate(trajectory: Trajectory, rules: list[CompiledRule], oracle: SemanticOracle | None, cfg: Any,
+              tools: list[dict[str, Any]] | None, deadline: float | None) -> ValidationLog:
     tc = TrajContext(trajectory, budget=cfg.rule_budget, oracle=oracle, tools=tools)
     vlog = ValidationLog(trajectory.id)
     n = len(trajectory.steps)
     records = vlog.records
     budget = tc.budget
-    for rule in rules:
+    now = time.monotonic
+    out_of_time = False
+    for r_pos, rule in enumerate(rules):
         tc.ops = 0
         units = candidates(rule, tc)
         visited = 0
         for pos, (k, call) in enumerate(units):
             env = Env(tc, k, call)
+            if deadline is not None and now() >= deadline:
+                _out_of_time(vlog, rules, r_pos, pos, units, tc, cfg.run_timeout)
+                out_of_time = True
+                break
             try:
                 tc.ops += 1  # tc.charge(), inlined
                 if tc.ops > budget:
@@ -241,9 +258,34 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule] | Any, *, oracle:
             else:
                 vlog.add(rec)
         vlog.skipped += max(0, n - len({k for k, _ in units}))
+        if out_of_time:
+            break
     tc.release()  # lazy pass records keep views and values, not the run's query caches
     vlog.sort()
     return vlog
+
+
+def _out_of_time(vlog: ValidationLog, rules: list[CompiledRule], r_pos: int, pos: int,
+                 units: list[tuple[int, CallView | None]], tc: TrajContext, seconds: float) -> None:
+    """The run's time budget is used up at ``rules[r_pos]``'s unit ``pos``: that rule's unit and the
+    first candidate unit of every later rule get an ``unknown`` record saying so, and one
+    ``incomplete`` note (beginning with :data:`RUN_BUDGET_NOTE`) counts what was not evaluated."""
+    reason = f"{RUN_BUDGET_NOTE} of {seconds:g} s exceeded (--run-timeout)"
+    left = len(units) - pos
+    rule = rules[r_pos]
+    k = units[pos][0]
+    vlog.add(_record(rule, k, "unknown", reason, (), reason=reason))
+    later = 0
+    for other in rules[r_pos + 1:]:
+        try:
+            first = candidates(other, tc)[:1]
+        except Exception:  # noqa: BLE001 - the index of a rule is not worth more time now
+            first = []
+        if first:
+            vlog.add(_record(other, first[0][0], "unknown", reason, (), reason=reason))
+            later += 1
+    vlog.incomplete.append(f"{reason} at rule {rule.id}, step {k}: {left} candidate step(s) of it and "
+                           f"{len(rules) - r_pos - 1} later rule(s) ({later} with candidate steps) not evaluated")
 
 
 def _check_arguments(trajectory: Any, rules: Any, tools: Any) -> list[CompiledRule]:

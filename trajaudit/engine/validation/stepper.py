@@ -39,14 +39,16 @@ from __future__ import annotations
 
 import gc
 import logging
+import time
 from typing import Any
 
+from trajaudit import run_budget
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.runtime import BudgetExceeded, CallView, Env, EvalError, TrajContext
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.validation.rule_eval import _evidence, _record, _run_one, candidates
+from trajaudit.engine.validation.rule_eval import _evidence, _out_of_time, _record, _run_one, candidates
 from trajaudit.engine.validation_log import LazyRecord, Record, ValidationLog
 from trajaudit.errors import LLMUnreachableError
 
@@ -101,6 +103,14 @@ def units_at(rule: CompiledRule, tc: TrajContext, k: int) -> list[tuple[int, Cal
     return [(k, None)]
 
 
+class OutOfTime(Exception):
+    """The run's time budget was used up before unit ``pos`` of the rule being evaluated."""
+
+    def __init__(self, pos: int) -> None:
+        super().__init__(pos)
+        self.pos = pos
+
+
 class Stepper:
     """One rule over one run, one step at a time (see the module docstring).
 
@@ -136,8 +146,14 @@ class Stepper:
             return
         self.run_units(tc, units, out)
 
-    def run_units(self, tc: TrajContext, units: list[tuple[int, CallView | None]], out: list[Record]) -> None:
-        """Evaluate ``units`` in order with this rule's budget (what the reference loop does per unit)."""
+    def run_units(self, tc: TrajContext, units: list[tuple[int, CallView | None]], out: list[Record],
+                  deadline: float | None = None) -> None:
+        """Evaluate ``units`` in order with this rule's budget (what the reference loop does per unit).
+
+        Raises:
+            OutOfTime: ``deadline`` (``time.monotonic``) passed before the unit at ``OutOfTime.pos``
+                (the run's ``--run-timeout`` budget, :mod:`trajaudit.run_budget`).
+        """
         rule = self.rule
         if self.stopped is not None:
             self.left += len(units)
@@ -146,6 +162,8 @@ class Stepper:
         budget = tc.budget
         try:
             for pos, (k, call) in enumerate(units):
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise OutOfTime(pos)
                 env = Env(tc, k, call)
                 try:
                     tc.ops += 1
@@ -199,6 +217,7 @@ class RunState:
     def __init__(self, trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Any = None, config: Any = None,
                  tools: list[dict[str, Any]] | None = None, defer: bool = False, lazy: bool = False) -> None:
         cfg = config or AuditConfig()
+        self.config = cfg
         self.tc = TrajContext(trajectory, budget=cfg.rule_budget, oracle=oracle, tools=tools)
         self.tc.lazy = lazy
         self.log = ValidationLog(trajectory.id)
@@ -241,13 +260,21 @@ class RunState:
         if self._units is None or self.next_step or self.finished:
             raise ValueError("run_complete() needs a complete run (lazy=False) that has not been advanced")
         tc, records = self.tc, self.log.records
-        for st, units in zip(self.steppers, self._units, strict=True):
-            if st.deferred:
-                st.pending.extend(units)
-            else:
-                st.run_units(tc, units, records)
-        self.next_step = len(tc.traj.steps)
-        return self.finish()
+        seconds = getattr(self.config, "run_timeout", run_budget.DEFAULT_RUN_TIMEOUT)
+        with run_budget.deadline(seconds) as deadline:
+            for r_pos, (st, units) in enumerate(zip(self.steppers, self._units, strict=True)):
+                if st.deferred:
+                    st.pending.extend(units)
+                    continue
+                try:
+                    st.run_units(tc, units, records, deadline)
+                except OutOfTime as e:  # the reference's handling: that unit and each later rule's first unknown
+                    _out_of_time(self.log, [x.rule for x in self.steppers], r_pos, e.pos, units, tc, seconds)
+                    for later in self.steppers[r_pos + 1:]:
+                        later.pending = []
+                    break
+            self.next_step = len(tc.traj.steps)
+            return self.finish()
 
     def advance(self, k: int) -> list[Record]:
         """Evaluate every rule's units at step ``k`` (deferred rules queue theirs).

@@ -145,7 +145,7 @@ def parse_substeps(value: Any, path: str) -> list[Any]:
     text = value.strip()
     try:
         doc = safe_json.loads(text)
-    except safe_json.NestedTooDeep as e:
+    except safe_json.LimitExceeded as e:
         raise TraceFormatError(f"'substeps' string: {e}", json_path=path) from None
     except ValueError:
         doc = _literal(text, path)

@@ -35,7 +35,7 @@ import jmespath
 import jmespath.exceptions
 import yaml
 
-from trajaudit import safe_yaml
+from trajaudit import regular_files, safe_yaml
 from trajaudit.engine.trace.adapters.base import (
     NAMED_USERS,
     Classified,
@@ -93,16 +93,26 @@ class MappingAdapter:
         self._fields = {f: self._compile(fields.get(f, _DEFAULT_FIELDS.get(f, f)), f"fields.{f}") for f in _FIELDS}
 
     def _compile(self, expr: Any, key: str) -> Any:
+        text = str(expr)
         try:
-            return jmespath.compile(str(expr))
+            check_expression(text)
+            compiled = jmespath.compile(text)
         except jmespath.exceptions.JMESPathError as e:
             raise TraceFormatError(f"bad jmespath for {key!r}: {e}", file=self.origin) from None
+        except (ExpressionTooLarge, RecursionError, ValueError) as e:  # ValueError: a literal beyond the limits
+            why = str(e) if isinstance(e, ExpressionTooLarge) else \
+                "nested too deeply" if isinstance(e, RecursionError) else str(e)
+            raise TraceFormatError(f"bad jmespath for {key!r}: {why}", file=self.origin) from None
+        depth = _ast_depth(compiled.parsed)
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise TraceFormatError(f"bad jmespath for {key!r}: {ExpressionTooLarge('depth', depth)}", file=self.origin)
+        return _Guarded(compiled, key, text)
 
     @classmethod
     def from_file(cls, path: str | Path) -> MappingAdapter:
         """Read a mapping YAML file; raises :class:`TraceFormatError` naming the file."""
         try:
-            spec = safe_yaml.load(Path(path).read_text(encoding="utf-8"))
+            spec = safe_yaml.load(regular_files.read_text(path))
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
             raise TraceFormatError(f"cannot read mapping: {e}", file=str(path)) from None
         return cls(spec, origin=str(path))
@@ -163,6 +173,85 @@ class MappingAdapter:
         src = Source(self.name, source.file, source.record, "0-based position in the mapped message list")
         first_user = next((s.content for s in steps if s.kind == "user"), "")
         return assemble(steps, id=tid, source=src, task=task if isinstance(task, str) else first_user)
+
+
+#: Characters of one mapping expression (real ones are a few dozen).
+MAX_EXPRESSION_CHARS = 2000
+#: Nesting of one mapping expression: brackets/parentheses/braces in its text, and levels of its
+#: parsed tree (jmespath's parser and interpreter recurse once or more per level: thousands of
+#: parentheses raised RecursionError while the mapping compiled).
+MAX_EXPRESSION_DEPTH = 50
+
+
+class ExpressionTooLarge(ValueError):
+    """A mapping expression longer or more deeply nested than the limits."""
+
+    def __init__(self, what: str, got: int) -> None:
+        limit = MAX_EXPRESSION_CHARS if what == "size" else MAX_EXPRESSION_DEPTH
+        unit = "characters" if what == "size" else "levels"
+        super().__init__(f"expression too {'long' if what == 'size' else 'deeply nested'} ({got} {unit}; "
+                         f"the limit is {limit})")
+
+
+def check_expression(text: str) -> None:
+    """Refuse, before it is compiled, an expression longer than :data:`MAX_EXPRESSION_CHARS` or with
+    brackets nested deeper than :data:`MAX_EXPRESSION_DEPTH`.
+
+    Raises:
+        ExpressionTooLarge: naming the size or depth and the limit.
+    """
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ExpressionTooLarge("size", len(text))
+    depth = deepest = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]}":
+            depth -= 1
+    if deepest > MAX_EXPRESSION_DEPTH:
+        raise ExpressionTooLarge("depth", deepest)
+
+
+def _ast_depth(node: Any) -> int:
+    """Levels of a parsed jmespath tree (``{"type", "children"}`` dicts). Iterative."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(n, dict):
+            stack.extend((c, d + 1) for c in n.get("children") or ())
+    return deepest
+
+
+class _Guarded:
+    """A compiled mapping expression whose evaluation errors name the expression: a jmespath type
+    error at run time (``abs(goal)`` on a string) raised ``JMESPathTypeError`` out of the loader, and
+    the file's good runs were lost. :meth:`search` raises :class:`TraceFormatError` instead, which the
+    loader reports for that run (the others load)."""
+
+    __slots__ = ("expr", "key", "text")
+
+    def __init__(self, expr: Any, key: str, text: str) -> None:
+        self.expr, self.key, self.text = expr, key, text
+
+    def search(self, value: Any) -> Any:
+        """The expression's value on ``value``.
+
+        Raises:
+            TraceFormatError: the expression failed on this input (type error, nesting too deep).
+        """
+        try:
+            return self.expr.search(value)
+        except jmespath.exceptions.JMESPathTypeError as e:  # its text quotes the whole value: say the types
+            raise TraceFormatError(f"the mapping expression {self.key!r} ({self.text!r}) failed: {e.function_name}() "
+                                   f"expected {' or '.join(map(str, e.expected_types))}, got {e.actual_type}") from None
+        except jmespath.exceptions.JMESPathError as e:
+            raise TraceFormatError(f"the mapping expression {self.key!r} ({self.text!r}) failed: "
+                                   f"{str(e)[:300]}") from None
+        except RecursionError:
+            raise TraceFormatError(f"the mapping expression {self.key!r} ({self.text!r}) failed: nested too "
+                                   "deeply") from None
 
 
 def _kind(value: Any) -> str:

@@ -1,0 +1,305 @@
+"""Output files that never destroy inputs or each other, and survive a full disk or a kill.
+
+- :func:`refuse_clobbering`: before any output opens, every output path is compared with every input
+  file — folders and globs expanded as the loader expands them, so a trace found inside an audited
+  folder counts — and with the other outputs (``-o X.html --report X.html`` wrote the JSONL and then
+  replaced it with the HTML).
+- :func:`atomic_write`: an output is written to a temporary file in the target's folder, flushed and
+  fsynced, then renamed over the target: on a full disk (or a file-size limit, or an exception while
+  rendering) the old file survives intact and no torn file is left (``open(path, "wb")`` truncated the
+  old diagnoses first, then died with a torn last line).
+- :class:`JsonlAppender` and :func:`read_resumable`: ``audit --resume`` appends one complete line per
+  finished run to ``-o`` (flushed as it is written), so a process killed mid-batch leaves a valid
+  prefix of complete lines; resuming cuts a torn last line away and skips the runs already there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.run.pipeline import AuditSpec
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.loader import expand_paths
+from trajaudit.errors import TrajauditError
+
+
+def _key(path: str) -> tuple[str, Any]:
+    """What identifies a file: its (device, inode) when it exists (links and hard links included),
+    else its resolved path."""
+    try:
+        st = os.stat(path)
+        return "inode", (st.st_dev, st.st_ino)
+    except OSError:
+        return "path", os.path.realpath(os.path.abspath(path))
+
+
+def input_files(inputs: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Every input file under ``inputs``: files as given, folders and globs expanded as the loader
+    expands them (:func:`~trajaudit.engine.loader.expand_paths`)."""
+    return [str(p) for p in expand_paths([str(x) for x in inputs if x])]
+
+
+def refuse_clobbering(outputs: Mapping[str, str | os.PathLike[str] | None],
+                      inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Refuse, before anything is written, an output that is an input file or another output.
+
+    Args:
+        outputs: ``{option: path}`` of the command's outputs (``None`` and ``"-"`` = not a file).
+        inputs: input paths: files, folders, globs (expanded), rule packs, tools, mappings, gold files.
+
+    Raises:
+        TrajauditError: naming the option(s) and the file.
+    """
+    given = {opt: str(p) for opt, p in outputs.items() if p and str(p) != "-"}
+    if not given:
+        return
+    seen: dict[tuple[str, Any], str] = {}
+    for opt, path in given.items():
+        k = _key(path)
+        if k in seen:
+            raise TrajauditError(f"{seen[k]} and {opt} name the same file {path!r}: the second would replace the "
+                                 "first; choose two different paths")
+        seen[k] = opt
+    wanted = {_key(p)[1]: (opt, p) for opt, p in given.items() if _key(p)[0] == "inode"}
+    if not wanted:
+        return  # no output exists yet: none can be an input
+    for f in input_files(inputs):
+        k = _key(f)
+        if k[0] == "inode" and k[1] in wanted:
+            opt, path = wanted[k[1]]
+            raise TrajauditError(f"{opt} {path!r} is the input file {f!r}: writing it would overwrite the "
+                                 "trace; choose another output path")
+
+
+def _mode_for(target: str) -> int:
+    """The permission bits a replaced file keeps, or a new file gets (0666 minus the umask)."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def _fsync_dir(folder: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
+    """Write the concatenation of ``parts`` (UTF-8; a lone surrogate as its ``\\udXXX`` escape) to
+    ``path`` atomically: a temporary file in the same folder, flushed and fsynced, renamed over the
+    target (a symbolic link's target is replaced, the link kept). On any error the temporary file is
+    removed and the old file is untouched. A target that exists and is not a regular file (``/dev/null``,
+    a FIFO the user named) is written through directly.
+
+    Raises:
+        OSError: the file cannot be written (disk full, file-size limit, permissions).
+    """
+    target = os.path.realpath(os.fspath(path))
+    if os.path.exists(target) and not os.path.isfile(target):
+        with open(target, "wb") as f:
+            for part in parts:
+                f.write(part.encode("utf-8", "backslashreplace"))
+        return
+    folder = os.path.dirname(target) or "."
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for part in parts:
+                f.write(part.encode("utf-8", "backslashreplace"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _mode_for(target))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(folder)
+
+
+# --- resumable JSONL ----------------------------------------------------------------------------------
+
+#: The diagnosis metadata key holding the options fingerprint of ``audit --resume`` lines.
+RESUME_KEY = "resume_key"
+
+
+def options_key(options: Mapping[str, Any], files: Iterable[str | os.PathLike[str] | None] = ()) -> str:
+    """A short fingerprint (16 hex digits) of the options that produce a diagnosis: their canonical
+    JSON plus the content of the files they name (rule packs, tools, mapping), so an edited pack
+    makes its runs be diagnosed again."""
+    h = hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode())
+    for f in files:
+        if f and os.path.isfile(f):
+            with open(f, "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()[:16]
+
+
+def run_key(file: str | None, record: int | None, run_id: str, options: str) -> tuple[str, int | None, str, str]:
+    """What identifies a finished run in a resumable output: file, record, run id, options key."""
+    return (os.path.abspath(file) if file else "", record, str(run_id), options)
+
+
+@dataclass
+class Resumable:
+    """What :func:`read_resumable` found in an existing output.
+
+    Attributes:
+        done: run keys (:func:`run_key`) of the diagnoses already there.
+        lines: complete lines kept. torn: bytes of a torn last line cut away (0 when none).
+        unreadable: 1-based numbers of complete lines that are not JSON objects (kept, not counted as done).
+    """
+
+    done: set[tuple[str, int | None, str, str]] = field(default_factory=set)
+    lines: int = 0
+    torn: int = 0
+    unreadable: list[int] = field(default_factory=list)
+
+
+def read_resumable(path: str | os.PathLike[str], *, repair: bool = True) -> Resumable:
+    """Read an existing ``audit --resume`` output: the runs it holds (lines with a ``resume_key``), and
+    cut a torn last line (a process killed mid-write: no final newline) away when ``repair``.
+
+    Raises:
+        OSError: the file exists but cannot be read or truncated.
+    """
+    out = Resumable()
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        return out
+    with open(p, "rb") as f:
+        data = f.read()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        out.torn = len(data) - end
+        if repair:
+            with open(p, "r+b") as f:
+                f.truncate(end)
+                f.flush()
+                os.fsync(f.fileno())
+    for n, raw in enumerate(data[:end].splitlines(), 1):
+        if not raw.strip():
+            continue
+        out.lines += 1
+        try:
+            d = json.loads(raw)
+        except ValueError:
+            out.unreadable.append(n)
+            continue
+        if not isinstance(d, dict):
+            out.unreadable.append(n)
+            continue
+        key = (d.get("metadata") or {}).get(RESUME_KEY) if isinstance(d.get("metadata"), dict) else None
+        if isinstance(key, str) and d.get("trajectory_id") is not None:
+            out.done.add(run_key(d.get("file"), d.get("record"), d["trajectory_id"], key))
+    return out
+
+
+class JsonlAppender:
+    """Append complete lines to a file, each written whole and flushed as it comes (a process killed
+    between two lines leaves a valid prefix); fsynced when closed.
+
+    Raises:
+        OSError: the file cannot be opened or written.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+
+    def write(self, line: str) -> None:
+        """Append ``line`` plus a newline in one ``write`` call."""
+        data = (line + "\n").encode("utf-8", "backslashreplace")
+        while data:
+            n = os.write(self._fd, data)
+            data = data[n:]
+
+    def close(self) -> None:
+        """fsync and close."""
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ResumeJournal:
+    """``audit --resume`` / ``eval --resume``: the runs already diagnosed in the output (with the same options: strategy, packs
+    and their contents, tools, mapping, taxonomy, seed, repair, time budget, LLM settings), and the
+    appender that adds each new diagnosis as one complete line as soon as it finishes (a process
+    killed mid-batch leaves a valid prefix; a torn last line is cut away when the file is opened
+    again). Each line carries the options' fingerprint in ``metadata.resume_key``."""
+
+    def __init__(self, output: str, key: str, found: Resumable) -> None:
+        self.output, self.key, self.found = output, key, found
+        self.writer: JsonlAppender | None = None
+
+    @classmethod
+    def for_spec(cls, output: str, spec: AuditSpec, fmt: str | None, mapping: str | None) -> ResumeJournal:
+        """The journal of ``output`` for the options of ``spec`` (and the input format or mapping)."""
+        llm = spec.llm
+        options = {"strategy": spec.strategy, "rules": list(map(str, spec.rules)), "tools": spec.tools,
+                   "taxonomy": spec.config.taxonomy, "seed": spec.config.seed, "default_packs": spec.default_packs,
+                   "repair": spec.repair, "run_timeout": spec.config.run_timeout, "format": fmt, "mapping": mapping,
+                   "llm": None if llm is None else [llm.base_url, llm.model, llm.temperature, llm.max_tokens,
+                                                    llm.seed, llm.structured]}
+        files = [r for r in spec.rules if isinstance(r, str)] + [spec.tools if isinstance(spec.tools, str) else None,
+                                                                 mapping]
+        return cls(output, options_key(options, files), read_resumable(output, repair=False))
+
+    def done(self, t: Trajectory) -> bool:
+        """Whether run ``t`` is already diagnosed in the file with these options."""
+        return run_key(t.source.file, t.source.record, t.id, self.key) in self.found.done
+
+    def append(self, d: Diagnosis) -> str:
+        """Append ``d`` (with the fingerprint) as one line; the line is returned. The file is opened on
+        the first diagnosis (after the batch's rules, tools and runs were checked), a torn last line
+        cut away first."""
+        line = dataclasses.replace(d, metadata={**d.metadata, RESUME_KEY: self.key}).to_json()
+        if self.writer is None:
+            read_resumable(self.output, repair=True)
+            self.writer = JsonlAppender(self.output)
+        self.writer.write(line)
+        return line
+
+    def close(self) -> None:
+        """fsync and close the file (when a diagnosis was appended)."""
+        if self.writer is not None:
+            self.writer.close()
+
+    def summary(self, skipped: int) -> str:
+        """What resuming did, in words (``resumed FILE: …``)."""
+        notes = []
+        if self.found.torn:
+            notes.append(f"a torn last line ({self.found.torn} bytes, a run killed mid-write) was cut away")
+        if self.found.unreadable:
+            notes.append(f"{len(self.found.unreadable)} line(s) that are not diagnoses were kept as they are")
+        notes.append(f"{skipped} run(s) already diagnosed there were skipped")
+        return f"resumed {self.output}: " + "; ".join(notes)
+
+
+
+__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "options_key",
+                      "read_resumable", "refuse_clobbering", "run_key", "ResumeJournal"]
