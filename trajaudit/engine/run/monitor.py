@@ -139,14 +139,15 @@ class RuleStage:
         self.deferred.sort(key=lambda r: order[r.id])
         return new
 
-    def advance(self, traj: Trajectory) -> list[Record]:
-        """The records of the run's last step (and catch-up records of newly applicable rules)."""
-        k = len(traj.steps) - 1
+    def advance(self, traj: Trajectory, since: int | None = None) -> list[Record]:
+        """The records of the run's last step (and catch-up records of newly applicable rules);
+        ``since``: the records of every step from ``since`` on (several steps added at once)."""
+        k = len(traj.steps) - 1 if since is None else since
         new = {r.id for r in self._select(traj)}
         if not self.decidable:
             return []
         vlog = evaluate(traj, self.decidable, config=self.context.config, tools=self.context.tools)
-        out = [r for r in vlog.records if r.step == k or (r.rule_id in new)]
+        out = [r for r in vlog.records if r.step >= k or (r.rule_id in new)]
         self.records.extend(out)
         self.skipped = vlog.skipped
         self.incomplete = list(vlog.incomplete)
@@ -246,7 +247,7 @@ class Monitor:
                 [step] = build_steps([msg], self._classify, options=self.options, path=f"$[{k}]")
             except TraceFormatError as e:
                 raise MonitorError(f"message {k}: {e}") from None
-            flags = [f for f in step.flags if f != FLAG_ORPHAN_TOOL_OUTPUT]
+            flags = [f for f in step.flags if f not in (FLAG_ORPHAN_TOOL_OUTPUT, FLAG_UNANSWERED_CALL)]  # set by the run
             if step.tool_output is not None and step.tool_output.call_id is not None \
                     and step.tool_output.call_id not in self._calls:
                 flags.append(FLAG_ORPHAN_TOOL_OUTPUT)
@@ -302,6 +303,33 @@ class Monitor:
         for s in new_steps:
             self.steps.append(s)
             out += self._rules.advance(self.trajectory())
+        self._sync()
+        return out
+
+    def add_history(self, messages: Iterable[Any]) -> list[Record]:
+        """Take several messages at once (a conversation's known prefix, e.g. a proxied request's
+        messages): the records they settle, evaluated in one pass instead of one per message.
+
+        Raises:
+            MonitorError: a message cannot be read (the monitor's state is unchanged).
+        """
+        if self.closed:
+            raise MonitorError("add_history() after close(): the run is finished")
+        k0 = len(self.steps)
+        calls = set(self._calls)
+        new: list[Step] = []
+        try:
+            for m in messages:
+                for s in self._steps_of(m):
+                    new.append(s)
+                    self.steps.append(s)
+        except MonitorError:
+            del self.steps[k0:]
+            self._calls = calls
+            raise
+        if not new:
+            return []
+        out = self._rules.advance(self.trajectory(), since=k0)
         self._sync()
         return out
 
