@@ -27,6 +27,7 @@ Needs the optional extra ``trajaudit[guard]`` (starlette, uvicorn, httpx), impor
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -195,21 +196,32 @@ class Guard:
         self.stop_on_alarm = stop_on_alarm
         self.alarm_threshold = alarm_threshold
         self.log_path = Path(log_path) if log_path else None
-        self.tool_names = ({t["function"]["name"] for t in context.tools if isinstance(t.get("function"), dict)}
-                           if context.tools else None)
+        self.tool_names = ({(t.get("function") if isinstance(t.get("function"), dict) else t).get("name")
+                            for t in context.tools} if context.tools else None)
         self._lock = threading.Lock()
 
-    def decide(self, messages: list[Any], message: dict[str, Any]) -> Decision:
-        """Check the answer ``message`` (an assistant message) after the conversation ``messages``.
+    def open(self, messages: list[Any]) -> Monitor:
+        """A monitor holding the conversation ``messages`` (read before the request goes upstream).
 
         Raises:
             MonitorError: a message cannot be read (names its position).
         """
-        key = run_key(messages)
         with self._lock:  # the rules' run caches are per call, but packs compile lazily: one at a time
-            m = Monitor(context=self.context, run_id=key, alarm_threshold=self.alarm_threshold)
+            m = Monitor(context=self.context, run_id=run_key(messages), alarm_threshold=self.alarm_threshold)
             m.add_history(messages)
-            step = len(m.steps)
+        return m
+
+    def decide(self, monitor: Monitor | list[Any], message: dict[str, Any]) -> Decision:
+        """Check the answer ``message`` (an assistant message) after the conversation held by
+        ``monitor`` (:meth:`open`; or the conversation's message list).
+
+        Raises:
+            MonitorError: a message cannot be read (names its position).
+        """
+        m = monitor if isinstance(monitor, Monitor) else self.open(monitor)
+        key = m.run_id
+        step = len(m.steps)
+        with self._lock:
             new = m.add(message)
             alarm = self.stop_on_alarm and m.check_alarm()
         findings = [_finding(r) for r in new if r.verdict != "pass"]
@@ -315,6 +327,10 @@ def build_app(guard: Guard, upstream: str, *, timeout: float = 600.0, transport:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "request body must be a JSON object with a 'messages' list")
         messages = body["messages"]
+        try:
+            monitor = await run_in_threadpool(guard.open, messages)
+        except MonitorError as e:
+            return _error(400, f"cannot read the conversation: {e}")
         stream = body.get("stream") is True
         url = f"{base}/chat/completions"
         headers = _forward_headers(request)
@@ -344,9 +360,9 @@ def build_app(guard: Guard, upstream: str, *, timeout: float = 600.0, transport:
             return _error(502, f"{e}" if "chat completion" in str(e) else
                           f"the upstream answer is not a chat completion: {e}", "upstream_error")
         try:
-            dec = await run_in_threadpool(guard.decide, messages, message)
+            dec = await run_in_threadpool(guard.decide, monitor, message)
         except MonitorError as e:
-            return _error(400, f"cannot read the conversation: {e}")
+            return _error(502, f"cannot read the upstream answer: {e}", "upstream_error")
         extra = {"x-trajaudit-decision": dec.decision, "x-trajaudit-run": dec.run_key}
         if dec.findings:
             extra["x-trajaudit-findings"] = guard.header(dec)
@@ -386,8 +402,12 @@ def build_app(guard: Guard, upstream: str, *, timeout: float = 600.0, transport:
 
     routes = [Route("/v1/chat/completions", chat, methods=["POST"]), Route("/chat/completions", chat, methods=["POST"]),
               Route("/trajaudit/health", health), Route("/{path:path}", passthrough, methods=["GET", "POST"])]
-    app = Starlette(routes=routes, on_shutdown=[client.aclose])
-    return app
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        yield
+        await client.aclose()
+
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 def serve(app: Any, host: str = "127.0.0.1", port: int = 8787) -> None:
