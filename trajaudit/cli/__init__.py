@@ -15,6 +15,7 @@ from trajaudit.cli.cite import cite
 from trajaudit.cli.claims import claims
 from trajaudit.cli.eval import eval_cmd
 from trajaudit.cli.llm import llm
+from trajaudit.cli.online import guard_cmd, watch_cmd
 from trajaudit.cli.repair import repair
 from trajaudit.cli.rules import rules
 from trajaudit.cli.traces import convert, show
@@ -36,7 +37,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, audit, eval_cmd, cite, claims, check, rules, llm, repair):
+for _cmd in (show, convert, audit, eval_cmd, cite, claims, check, rules, llm, repair, watch_cmd, guard_cmd):
     main.add_command(_cmd)
 
 
