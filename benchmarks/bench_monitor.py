@@ -26,7 +26,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trajaudit import load_path  # noqa: E402
 from trajaudit.engine.run.evidence import rules_for  # noqa: E402
 from trajaudit.engine.run.monitor import Monitor  # noqa: E402
 from trajaudit.engine.run.pipeline import AuditSpec, build_context  # noqa: E402

@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-
 from guard_server import GuardServer, tool_call_completion, tool_call_stream
 from llm_server import Raw, ScriptedLLMServer, Sleep, Status
+
 from trajaudit.online.guard import assemble_stream, parse_sse, run_key
 
 ROOT = Path(__file__).resolve().parents[1]
