@@ -231,6 +231,14 @@ def render(tau: dict[str, EvalReport], ww: dict[str, EvalReport], extra: list[st
     return "\n".join(out)
 
 
+def detection_section(data: Path) -> list[str]:
+    """The online-detection table (issue 20): ``benchmarks/online_detection.py`` replays both sets
+    message by message through ``trajaudit.Monitor``."""
+    import online_detection
+
+    return online_detection.render(online_detection.measure(data))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
@@ -242,7 +250,7 @@ def main() -> None:
     print(f"strategies without an LLM: {', '.join(offline_strategies(default_strategies()))}")
     tau = evaluate_set("tau", [tau_dir / "trajectories.json"], tau_dir / "ground_truth.json", tools, generic_only=True)
     ww = evaluate_set("who&when", [ww_dir], ww_dir, None)
-    args.out.write_text(render(tau, ww, precision_section(args.data)), encoding="utf-8")
+    args.out.write_text(render(tau, ww, precision_section(args.data) + detection_section(args.data)), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

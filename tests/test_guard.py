@@ -165,3 +165,18 @@ def test_assemble_stream_joins_deltas():
                                                                                    "arguments": '{"a": 1, "b": "xyz"}'}}]
     with pytest.raises(ValueError):
         assemble_stream([{"id": "x"}])
+
+
+def test_stop_on_alarm_blocks_without_http(tmp_path):
+    """Guard.decide with --stop-on-alarm: once the judge's estimate rests on a finding, the answer is blocked."""
+    from trajaudit.engine.run.pipeline import AuditSpec, build_context
+    from trajaudit.online.guard import Guard
+
+    g = Guard(build_context(AuditSpec()), stop_on_alarm=True, alarm_threshold=0.0, block_on="critical")
+    msg = {"role": "assistant", "content": None, "tool_calls": [{"id": "c9", "type": "function", "function": {
+        "name": CANCEL[0], "arguments": json.dumps(CANCEL[1])}}]}
+    dec = g.decide(UNAUTH, msg)
+    assert dec.alarm and dec.decision == "block"
+    assert any(f["rule"] == "guard.alarm" for f in dec.violations)
+    g2 = Guard(build_context(AuditSpec()), stop_on_alarm=False, block_on="critical")
+    assert g2.decide(UNAUTH, msg).decision == "annotate"  # error-level failure, below the critical floor

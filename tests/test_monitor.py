@@ -128,3 +128,31 @@ def test_diagnosis_basis_and_alarm(tau_runs, ctx):
 def test_prefix_decidable_splits_default_packs(ctx):
     kinds = {prefix_decidable(r) for r in ctx.rules}
     assert kinds == {True, False}
+
+
+def test_anthropic_messages_one_at_a_time(ctx):
+    """Anthropic Messages (tool_use / tool_result blocks) fed one by one read as the batch adapter reads them."""
+    from trajaudit import load
+
+    msgs = [
+        {"role": "user", "content": "What is the status of order #W1?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Let me look."},
+                                          {"type": "tool_use", "id": "tu1", "name": "get_order_details",
+                                           "input": {"order_id": "#W1"}},
+                                          {"type": "tool_use", "id": "tu2", "name": "get_user_details",
+                                           "input": {"user_id": "u1"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": '{"status": "pending"}'},
+                                     {"type": "tool_result", "tool_use_id": "tu2", "content": "Error: not found",
+                                      "is_error": True}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Your order #W1 is delivered."}]},
+    ]
+    t = load({"id": "anth", "messages": msgs}, format="anthropic")
+    m = Monitor(context=ctx, run_id=t.id, source=t.source)
+    for msg in msgs:
+        m.add(msg)
+    m.close()
+
+    def ir(steps):
+        return [{k: v for k, v in s.to_dict().items() if k != "source_number"} for s in steps]
+    assert ir(m.trajectory(final=True).steps) == ir(t.steps)
+    assert m.log.to_dict() == gather(t, ctx).log.to_dict()

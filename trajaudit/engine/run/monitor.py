@@ -185,6 +185,10 @@ class Monitor:
             ``finding`` and a confidence of at least this.
         context: a prepared :class:`AuditContext` (overrides ``rules``/``tools``/``taxonomy``;
             several monitors can share one).
+        source: the run's :class:`Source` (default ``Source("monitor")``).
+        dialect: ``openai`` or ``anthropic`` (content blocks normalized by the Anthropic adapter);
+            default: OpenAI until a message carries a ``tool_use``/``tool_result`` block, Anthropic
+            from then on.
 
     Attributes:
         log: the :class:`ValidationLog` so far (records of settled verdicts, by step).
@@ -198,7 +202,8 @@ class Monitor:
     def __init__(self, rules: Any = (), tools: Any = None, taxonomy: str = "agentrx", *, run_id: str | None = None,
                  task: str | None = None, system_prompts: dict[str, str] | None = None,
                  options: LoadOptions | None = None, alarm_threshold: float = 0.6,
-                 context: AuditContext | None = None, source: Source | None = None) -> None:
+                 context: AuditContext | None = None, source: Source | None = None,
+                 dialect: str | None = None) -> None:
         self._own_context = context is None
         if context is None:
             packs, tool_arg = check_packs("Monitor", rules), check_tools("Monitor", tools)
@@ -210,6 +215,9 @@ class Monitor:
         self.system_prompts = dict(system_prompts or {})
         self.source = source or Source("monitor")
         self.alarm_threshold = alarm_threshold
+        if dialect not in (None, "openai", "anthropic"):
+            raise MonitorError(f"dialect must be openai or anthropic (or None: detected), got {dialect!r}")
+        self.dialect = dialect
         self.steps: list[Step] = []
         self.alarm: int | None = None
         self.closed = False
@@ -234,8 +242,10 @@ class Monitor:
         msgs: list[dict[str, Any]] = [item]
         notes = None
         content = item.get("content")
-        if isinstance(content, list) and any(anthropic_adapter.block_type(b) in ("tool_use", "tool_result")
-                                             for b in content):
+        if self.dialect is None and isinstance(content, list) and any(
+                anthropic_adapter.block_type(b) in ("tool_use", "tool_result") for b in content):
+            self.dialect = "anthropic"  # from the first tool block on, messages are read as Anthropic's
+        if self.dialect == "anthropic" and isinstance(content, list):
             try:
                 msgs, notes = anthropic_adapter.normalize([item], f"$[{k}]")
             except TraceFormatError as e:
