@@ -92,7 +92,9 @@ def test_unanswered_call_settled_at_close(ctx):
         {"id": "c1", "type": "function", "function": {"name": "cancel_pending_order", "arguments": "{}"}}]})
     m.add({"role": "assistant", "content": "Done, the order is cancelled."})
     assert "unanswered_call" not in m.steps[1].flags
-    m.close()
+    given = [r.to_dict() for r in m.log.records]
+    late = m.close()
+    assert len(given) + len(late) == len(m.log.records)  # nothing handed out twice
     assert "unanswered_call" in m.trajectory(final=True).steps[1].flags
     assert m.log.to_dict() == gather(m.trajectory(final=True), ctx).log.to_dict()
 

@@ -26,6 +26,8 @@ keeps the new step's records, so its cost per step grows with the run (see docs/
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -97,8 +99,8 @@ def diagnosis_basis(diagnosis: Diagnosis) -> str:
     return "finding"
 
 
-def _key(r: Record) -> tuple[Any, ...]:
-    return (r.step, r.rule_id, r.verdict)
+def _ident(r: Record) -> str:
+    return json.dumps(r.to_dict(), sort_keys=True, default=str)
 
 
 class RuleStage:
@@ -154,11 +156,12 @@ class RuleStage:
         return out
 
     def finish(self, traj: Trajectory) -> list[Record]:
-        """Evaluate the deferred rules on the whole run; returns their records."""
-        self._select(traj)
-        if not self.deferred:
+        """Evaluate the deferred rules (and any rule that joins only now) on the whole run; returns their records."""
+        new = {r.id for r in self._select(traj)}
+        todo = [r for r in self.decidable if r.id in new] + self.deferred
+        if not todo:
             return []
-        vlog = evaluate(traj, self.deferred, config=self.context.config, tools=self.context.tools)
+        vlog = evaluate(traj, todo, config=self.context.config, tools=self.context.tools)
         self.records.extend(vlog.records)
         self.skipped += vlog.skipped
         self.incomplete += vlog.incomplete
@@ -362,18 +365,24 @@ class Monitor:
         if not self.steps:
             return []
         traj = self.trajectory(final=True)
-        before = {id(r) for r in self._rules.records}
         unanswered = any(FLAG_UNANSWERED_CALL in s.flags for s in traj.steps) and \
             any(FLAG_UNANSWERED_CALL not in s.flags for s in self.steps)
         if unanswered:  # a rule may read the flag: re-settle the prefix rules on the flagged run
+            given = Counter(_ident(r) for r in self._rules.records)
             self._rules = RuleStage(self.context)
             self.steps = list(traj.steps)
-            self._rules.records = []
             for k in range(len(traj.steps)):
                 self._rules.advance(dataclasses.replace(traj, steps=traj.steps[:k + 1]))
-        out = self._rules.finish(traj)
-        if unanswered:
-            out = [r for r in self._rules.records if id(r) not in before]
+            out = []
+            for r in self._rules.records:  # hand out only what differs from the records already given
+                i = _ident(r)
+                if given[i] > 0:
+                    given[i] -= 1
+                else:
+                    out.append(r)
+            out += self._rules.finish(traj)
+        else:
+            out = self._rules.finish(traj)
         cg = build_claim_graph(traj, self.context.config)
         self._claims = list(cg.to_records())
         self._claim_incomplete = list(cg.incomplete)
