@@ -69,13 +69,13 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
             if out_format == "json":
                 click.echo(json.dumps({"event": "violation", **r.to_dict()}, ensure_ascii=False, default=str))
             else:
-                out.print(f"[bold red]FAIL[/] step {r.step:>4}  {r.rule_id}  [dim]({r.severity})[/]  ", end="")
-                out.print(r.message, markup=False, highlight=False)
+                out.print(f"[bold red]FAIL[/] step {r.step:>4}  {r.rule_id}  [dim]({r.severity})[/]  ", end="", soft_wrap=True)
+                out.print(r.message, markup=False, highlight=False, soft_wrap=True)
 
     def skipped(n: int, why: str) -> None:
         if out_format == "json":
             click.echo(json.dumps({"event": "skipped", "line": n, "error": why}, ensure_ascii=False))
-        err.print(f"skipped: {file}:{n}: {why}", markup=False, highlight=False)
+        err.print(f"skipped: {file}:{n}: {why}", markup=False, highlight=False, soft_wrap=True)
 
     def alarm(m: Monitor) -> None:
         d = m.diagnosis()
@@ -85,10 +85,10 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
             click.echo(json.dumps(info, ensure_ascii=False))
         else:
             out.print(f"[bold magenta]ALARM[/] at step {m.alarm}: critical step {info['critical_step']} "
-                      f"({info['category']}, confidence {info['confidence']}); the run is stopped")
+                      f"({info['category']}, confidence {info['confidence']}); the run is stopped", soft_wrap=True)
 
     err.print(f"watching {file} ({len(monitor.context.rules)} rule(s); domain packs join when their tools are called)",
-              markup=False, highlight=False)
+              markup=False, highlight=False, soft_wrap=True)
     res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show,
                 on_skip=skipped, on_alarm=alarm, poll=poll)
     total = sum(1 for r in monitor.log.records if r.verdict == "fail")
@@ -98,7 +98,7 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
         click.echo(json.dumps(summary))
     err.print(f"{file}: run ended ({res.reason}) after {len(monitor.steps)} step(s): {total} violation(s), "
               f"{bad} at or above {fail_on}" + (f"; {len(res.skipped)} line(s) skipped" if res.skipped else ""),
-              markup=False, highlight=False)
+              markup=False, highlight=False, soft_wrap=True)
     if bad or res.skipped or res.reason == "alarm":
         raise SystemExit(EXIT_FINDINGS)
 
@@ -145,7 +145,7 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
     g = Guard(ctx, mode=mode, block_on=block_on, block_status=block_status, stop_on_alarm=stop_on_alarm,
               alarm_threshold=alarm_threshold, log_path=log_path)
     console(err=True).print(f"trajaudit guard ({mode}) on http://{host}:{port}/v1 -> {upstream}; decisions: {log_path}",
-                            markup=False, highlight=False)
+                            markup=False, highlight=False, soft_wrap=True)
     serve(build_app(g, upstream, timeout=timeout), host=host, port=port)
 
 
