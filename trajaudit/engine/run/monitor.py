@@ -17,10 +17,12 @@ Messages accepted by :meth:`Monitor.add`:
   normalized by the Anthropic adapter's reading (a message of several results gives several steps),
 - an IR :class:`~trajaudit.engine.trace.ir.Step` (its index is set to its position in the run).
 
-Rule evaluation: prefix-decidable rules are evaluated at each step on the run so far; the others are
-deferred to ``close()``. The stepping goes through :class:`RuleStage` — until the incremental
-``RunState`` machinery (issue 22) is merged, it evaluates the prefix with the batch evaluator and
-keeps the new step's records, so its cost per step grows with the run (see docs/monitor.md).
+Rule evaluation: prefix-decidable rules (issue 22's ``stepper.prefix_decidable``) are evaluated at
+each step on the run so far; the others are deferred to ``close()``. The stepping goes through
+:class:`RuleStage`, which still evaluates the prefix with the batch evaluator and keeps the new
+step's records, so its cost per step grows with the run: moving it onto ``stepper.RunState``
+(``defer=True, lazy=True``) needs a rule context that grows with the run (not yet written; see
+docs/monitor.md).
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from trajaudit.api_args import check_tools
 from trajaudit.engine.claims import build_claim_graph
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.pack import check_packs
 from trajaudit.engine.run.evidence import gather, rules_for
@@ -52,38 +53,14 @@ from trajaudit.engine.trace.ir import (
     Trajectory,
 )
 from trajaudit.engine.validation.rule_eval import evaluate
+from trajaudit.engine.validation.stepper import prefix_decidable
 from trajaudit.engine.validation_log import Record, ValidationLog
 from trajaudit.errors import TraceFormatError, TrajauditError
 
 __all__ = ["Monitor", "MonitorError", "RuleStage", "diagnosis_basis", "prefix_decidable"]
 
-#: names whose value lies (partly) after the current step
-_FUTURE_NAMES = frozenset({"later", "steps", "traj"})
-_FUTURE_FUNCS = frozenset({"outputs_of"})
-_FUTURE_FIELDS = frozenset({"output"})
-
-
 class MonitorError(TrajauditError, ValueError):
     """A message the monitor cannot read (names the message's position), or a misuse (add after close)."""
-
-
-def prefix_decidable(rule: CompiledRule) -> bool:
-    """Whether every unit of ``rule`` at step ``k`` is decided by steps ``0..k`` alone: no
-    ``later``/``steps``/``traj`` name, no ``outputs_of`` call, no ``.output`` field, not a
-    ``check:`` rule (checkers and the semantic oracle see the whole run). Conservative.
-
-    (The same test as issue 22's ``rule_stepper.prefix_decidable``; one of them goes when both meet.)"""
-    if rule.check is not None:
-        return False
-    for e in rule.asts.values():
-        for n in e.walk():
-            if isinstance(n, A.Name) and n.id in _FUTURE_NAMES:
-                return False
-            if isinstance(n, A.Call) and n.func in _FUTURE_FUNCS:
-                return False
-            if isinstance(n, A.Attr) and n.name in _FUTURE_FIELDS:
-                return False
-    return True
 
 
 def diagnosis_basis(diagnosis: Diagnosis) -> str:
