@@ -5,7 +5,7 @@ A long run repeats the turns of a tau-retail dev run (its messages after the sys
 made unique per repetition) up to 5,000+ steps. At each measured step k (10, 100, 1,000, 5,000) a
 monitor holding the first k steps (``add_history``, one pass) takes the next ``--window`` steps one
 ``add()`` at a time; each add is timed (``time.perf_counter``). The baseline evaluates the default
-packs' rules on the whole prefix (``rule_eval.evaluate`` over steps 0..k, what a monitor without
+packs' rules on the whole prefix (``stepper.evaluate_run`` over steps 0..k, what a monitor without
 incremental state does per step) for the same steps. Targets: p99 <= 1 ms per step and flat (step
 5,000 within 2x of step 10).
 
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from trajaudit.engine.run.evidence import rules_for  # noqa: E402
 from trajaudit.engine.run.monitor import Monitor  # noqa: E402
 from trajaudit.engine.run.pipeline import AuditSpec, build_context  # noqa: E402
-from trajaudit.engine.validation.rule_eval import evaluate  # noqa: E402
+from trajaudit.engine.validation.stepper import evaluate_run  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 
@@ -75,7 +75,7 @@ def measure(steps: list[int], window: int, data: Path = DATA) -> list[dict]:
             traj = m.trajectory()
             t0 = time.perf_counter()
             rules, _ = rules_for(traj, ctx)
-            evaluate(dataclasses.replace(traj), rules, config=ctx.config, tools=ctx.tools)
+            evaluate_run(dataclasses.replace(traj), rules, config=ctx.config, tools=ctx.tools)
             base.append(time.perf_counter() - t0)
         rows.append({"step": k, "monitor_p50_ms": 1e3 * statistics.median(mon), "monitor_p99_ms": 1e3 * pct(mon, 99),
                      "prefix_p50_ms": 1e3 * statistics.median(base), "prefix_p99_ms": 1e3 * pct(base, 99)})

@@ -19,7 +19,7 @@ Messages accepted by :meth:`Monitor.add`:
 
 Rule evaluation: prefix-decidable rules (issue 22's ``stepper.prefix_decidable``) are evaluated at
 each step on the run so far; the others are deferred to ``close()``. The stepping goes through
-:class:`RuleStage`, which still evaluates the prefix with the batch evaluator and keeps the new
+:class:`RuleStage`, which still evaluates the prefix with the batch evaluator (``stepper.evaluate_run``, one pass) and keeps the new
 step's records, so its cost per step grows with the run: moving it onto ``stepper.RunState``
 (``defer=True, lazy=True``) needs a rule context that grows with the run (not yet written; see
 docs/monitor.md).
@@ -52,8 +52,7 @@ from trajaudit.engine.trace.ir import (
     Step,
     Trajectory,
 )
-from trajaudit.engine.validation.rule_eval import evaluate
-from trajaudit.engine.validation.stepper import prefix_decidable
+from trajaudit.engine.validation.stepper import evaluate_run, prefix_decidable
 from trajaudit.engine.validation_log import Record, ValidationLog
 from trajaudit.errors import TraceFormatError, TrajauditError
 
@@ -125,7 +124,7 @@ class RuleStage:
         new = {r.id for r in self._select(traj)}
         if not self.decidable:
             return []
-        vlog = evaluate(traj, self.decidable, config=self.context.config, tools=self.context.tools)
+        vlog = evaluate_run(traj, self.decidable, config=self.context.config, tools=self.context.tools)
         out = [r for r in vlog.records if r.step >= k or (r.rule_id in new)]
         self.records.extend(out)
         self.skipped = vlog.skipped
@@ -138,7 +137,7 @@ class RuleStage:
         todo = [r for r in self.decidable if r.id in new] + self.deferred
         if not todo:
             return []
-        vlog = evaluate(traj, todo, config=self.context.config, tools=self.context.tools)
+        vlog = evaluate_run(traj, todo, config=self.context.config, tools=self.context.tools)
         self.records.extend(vlog.records)
         self.skipped += vlog.skipped
         self.incomplete += vlog.incomplete
