@@ -360,6 +360,14 @@ def render(tau: dict[str, EvalReport], ww: dict[str, EvalReport],
     return "\n".join(out)
 
 
+def detection_section(data: Path) -> list[str]:
+    """The online-detection table (issue 20): ``benchmarks/online_detection.py`` replays both sets
+    message by message through ``trajaudit.Monitor``."""
+    import online_detection
+
+    return online_detection.render(online_detection.measure(data))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
@@ -376,7 +384,7 @@ def main() -> None:
             DevSet(WW, load_many([ww_dir]).trajectories, load_gold(ww_dir), AuditSpec(config=AuditConfig(seed=SEED)))]
     reports, fits = lodo(sets)
     section = lodo_lines(reports, {TAU: tau, WW: ww}, fits)
-    args.out.write_text(render(tau, ww, section + precision_section(args.data)), encoding="utf-8")
+    args.out.write_text(render(tau, ww, section + precision_section(args.data) + detection_section(args.data)), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "audit",
     "CompiledRule",
     "LoadOptions",
+    "Monitor",
     "LoadResult",
     "RulePack",
     "Source",
@@ -50,7 +51,7 @@ __all__ = [
 
 
 #: Public names loaded on first use: name -> defining module.
-_LAZY = {"audit": "trajaudit.engine.run.pipeline"}
+_LAZY = {"audit": "trajaudit.engine.run.pipeline", "Monitor": "trajaudit.engine.run.monitor"}
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rules": ("trajaudit.cli.rules", "rules"),
     "llm": ("trajaudit.cli.llm", "llm"),
     "repair": ("trajaudit.cli.repair", "repair"),
+    "watch": ("trajaudit.cli.online", "watch_cmd"),
+    "guard": ("trajaudit.cli.online", "guard_cmd"),
 }
 
 

@@ -1,0 +1,434 @@
+"""Checking a run while it runs: :class:`Monitor` (issue 20).
+
+A monitor receives a run one message (or IR step) at a time and answers, after each one, the
+violations that this step settles: the records of the prefix-decidable rules at the new step, and
+the records of earlier steps whose verdict the new step decides (a domain pack that applies from
+the first call of one of its tools evaluates its rules on the steps already seen).
+``close()`` settles the end-of-run rules (rules that read past the current step: ``later``,
+``steps``, a call's ``output``, ``check:`` rules; and the claim ledger's findings) and returns their
+records. After the last message and ``close()``, ``monitor.log`` equals the batch validation log of
+the same run (``run.evidence.gather``), record for record (tests/test_monitor.py).
+
+Messages accepted by :meth:`Monitor.add`:
+
+- an OpenAI chat message (``{"role": ..., "content": ..., "tool_calls": [...], "tool_call_id": ...}``,
+  a ``name`` for multi-agent logs; Who&When's ``{"name", "role", "content"}`` messages are read so),
+- an Anthropic Messages message (``content`` a list of ``tool_use`` / ``tool_result`` / ``text`` blocks):
+  normalized by the Anthropic adapter's reading (a message of several results gives several steps),
+- an IR :class:`~trajaudit.engine.trace.ir.Step` (its index is set to its position in the run).
+
+Rule evaluation: prefix-decidable rules (issue 22's ``stepper.prefix_decidable``) are evaluated at
+each step on the run so far; the others are deferred to ``close()``. The stepping goes through
+:class:`RuleStage`, which still evaluates the prefix with the batch evaluator (``stepper.evaluate_run``, one pass) and keeps the new
+step's records, so its cost per step grows with the run: moving it onto ``stepper.RunState``
+(``defer=True, lazy=True``) needs a rule context that grows with the run (not yet written; see
+docs/monitor.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from trajaudit.api_args import check_tools
+from trajaudit.engine.claims import build_claim_graph
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.packs.compile import CompiledRule
+from trajaudit.engine.packs.pack import check_packs
+from trajaudit.engine.run.evidence import gather, rules_for
+from trajaudit.engine.run.pipeline import AuditSpec, build_context, close_context
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.adapters import anthropic as anthropic_adapter
+from trajaudit.engine.trace.adapters.base import LoadOptions, build_steps, classify_openai
+from trajaudit.engine.trace.ir import (
+    FLAG_ORPHAN_TOOL_OUTPUT,
+    FLAG_UNANSWERED_CALL,
+    Source,
+    Step,
+    Trajectory,
+)
+from trajaudit.engine.validation.stepper import evaluate_run, prefix_decidable
+from trajaudit.engine.validation_log import Record, ValidationLog
+from trajaudit.errors import TraceFormatError, TrajauditError
+
+__all__ = ["Monitor", "MonitorError", "RuleStage", "diagnosis_basis", "prefix_decidable"]
+
+class MonitorError(TrajauditError, ValueError):
+    """A message the monitor cannot read (names the message's position), or a misuse (add after close)."""
+
+
+def diagnosis_basis(diagnosis: Diagnosis) -> str:
+    """What a diagnosis of the offline judge rests on: ``finding`` (an unrecovered error-level
+    failure, or the origin of one), ``weak`` (only weaker findings), ``fallback`` (no finding: the
+    first consequential action / last decision prior). Read from the judge's rationale, which names
+    the path it took; any other strategy's diagnosis with evidence counts as ``finding``."""
+    if diagnosis.basis:  # the offline judge says it (Diagnosis.basis); older or other strategies: read the rationale
+        return diagnosis.basis
+    why = diagnosis.rationale or ""
+    if diagnosis.critical_step is None or why.startswith(("no rule or claim evidence", "no evidence", "no decision step")):
+        return "fallback"
+    if why.startswith("no error-level failure"):
+        return "weak"
+    return "finding"
+
+
+def _ident(r: Record) -> str:
+    return json.dumps(r.to_dict(), sort_keys=True, default=str)
+
+
+class RuleStage:
+    """The rules of one growing run, one step at a time (what :class:`Monitor` steps).
+
+    ``advance(trajectory)`` is called once per new step with the run so far; it returns the records
+    settled by that step. ``finish(trajectory)`` evaluates the deferred rules and returns their
+    records. Rule selection follows the batch (``evidence.rules_for``): a domain pack joins when the
+    run first calls one of its tools, and its prefix-decidable rules are then evaluated on the steps
+    already seen (their records are returned with that step).
+    """
+
+    def __init__(self, context: AuditContext) -> None:
+        self.context = context
+        self.decidable: list[CompiledRule] = []
+        self.deferred: list[CompiledRule] = []
+        self._ids: set[str] = set()
+        self.records: list[Record] = []
+        self.skipped = 0
+        self.incomplete: list[str] = []
+        self.dropped: list[Record] = []
+
+    def _select(self, traj: Trajectory) -> list[CompiledRule]:
+        rules, _ = rules_for(traj, self.context)
+        new = [r for r in rules if r.id not in self._ids]
+        keep = {r.id for r in rules}
+        if self._ids - keep:  # a domain pack superseded a rule: its records are withdrawn
+            self.dropped += [r for r in self.records if r.rule_id not in keep]
+            self.records = [r for r in self.records if r.rule_id in keep]
+            self.decidable = [r for r in self.decidable if r.id in keep]
+            self.deferred = [r for r in self.deferred if r.id in keep]
+            self._ids &= keep
+        order = {r.id: i for i, r in enumerate(rules)}
+        for r in new:
+            (self.decidable if prefix_decidable(r) else self.deferred).append(r)
+            self._ids.add(r.id)
+        self.decidable.sort(key=lambda r: order[r.id])
+        self.deferred.sort(key=lambda r: order[r.id])
+        return new
+
+    def advance(self, traj: Trajectory, since: int | None = None) -> list[Record]:
+        """The records of the run's last step (and catch-up records of newly applicable rules);
+        ``since``: the records of every step from ``since`` on (several steps added at once)."""
+        k = len(traj.steps) - 1 if since is None else since
+        new = {r.id for r in self._select(traj)}
+        if not self.decidable:
+            return []
+        vlog = evaluate_run(traj, self.decidable, config=self.context.config, tools=self.context.tools)
+        out = [r for r in vlog.records if r.step >= k or (r.rule_id in new)]
+        self.records.extend(out)
+        self.skipped = vlog.skipped
+        self.incomplete = list(vlog.incomplete)
+        return out
+
+    def finish(self, traj: Trajectory) -> list[Record]:
+        """Evaluate the deferred rules (and any rule that joins only now) on the whole run; returns their records."""
+        new = {r.id for r in self._select(traj)}
+        todo = [r for r in self.decidable if r.id in new] + self.deferred
+        if not todo:
+            return []
+        vlog = evaluate_run(traj, todo, config=self.context.config, tools=self.context.tools)
+        self.records.extend(vlog.records)
+        self.skipped += vlog.skipped
+        self.incomplete += vlog.incomplete
+        return list(vlog.records)
+
+    def order(self, traj: Trajectory) -> dict[str, int]:
+        """Rule id -> position in the batch's rule order (records within a step follow it)."""
+        rules, _ = rules_for(traj, self.context)
+        return {r.id: i for i, r in enumerate(rules)}
+
+
+class Monitor:
+    """Audit a run while it runs (see the module docstring).
+
+    Args:
+        rules: extra rule packs (paths, shipped pack names, ``RulePack`` objects), as ``audit``'s
+            ``rules``; the default packs always apply (a domain pack once the run calls its tools).
+        tools: the run's OpenAI function schemas (a path or the list), for SCHEMA rules.
+        taxonomy: taxonomy id of the diagnosis' category.
+        run_id, task, system_prompts: the run's id, task text (default: the first user turn, as the
+            batch adapters take it) and prompts given outside the messages.
+        options: :class:`LoadOptions` for reading messages (content cut, tool-runner names).
+        alarm_threshold: :meth:`check_alarm` raises the alarm when the judge's estimate has basis
+            ``finding`` and a confidence of at least this.
+        context: a prepared :class:`AuditContext` (overrides ``rules``/``tools``/``taxonomy``;
+            several monitors can share one).
+        source: the run's :class:`Source` (default ``Source("monitor")``).
+        dialect: ``openai`` or ``anthropic`` (content blocks normalized by the Anthropic adapter);
+            default: OpenAI until a message carries a ``tool_use``/``tool_result`` block, Anthropic
+            from then on.
+
+    Attributes:
+        log: the :class:`ValidationLog` so far (records of settled verdicts, by step).
+        steps: the run's steps so far (IR).
+        alarm: ``None``, or the step at which the alarm was first raised.
+
+    Raises:
+        RulePackError, ArgumentTypeError: invalid packs or tools (as ``audit``).
+    """
+
+    def __init__(self, rules: Any = (), tools: Any = None, taxonomy: str = "agentrx", *, run_id: str | None = None,
+                 task: str | None = None, system_prompts: dict[str, str] | None = None,
+                 options: LoadOptions | None = None, alarm_threshold: float = 0.6,
+                 context: AuditContext | None = None, source: Source | None = None,
+                 dialect: str | None = None) -> None:
+        self._own_context = context is None
+        if context is None:
+            packs, tool_arg = check_packs("Monitor", rules), check_tools("Monitor", tools)
+            context = build_context(AuditSpec(rules=packs, tools=tool_arg, config=AuditConfig(taxonomy=taxonomy)))
+        self.context = context
+        self.options = options or LoadOptions()
+        self.run_id = run_id or "monitored-run"
+        self.task = task
+        self.system_prompts = dict(system_prompts or {})
+        self.source = source or Source("monitor")
+        self.alarm_threshold = alarm_threshold
+        if dialect not in (None, "openai", "anthropic"):
+            raise MonitorError(f"dialect must be openai or anthropic (or None: detected), got {dialect!r}")
+        self.dialect = dialect
+        self.steps: list[Step] = []
+        self.alarm: int | None = None
+        self.closed = False
+        self._rules = RuleStage(context)
+        self._calls: set[str] = set()
+        self._answered: set[str] = set()
+        self._claims: list[Record] = []
+        self._claim_incomplete: list[str] = []
+        self._diag: tuple[int, Diagnosis] | None = None
+        self.log = ValidationLog(self.run_id)
+
+    # -- input ------------------------------------------------------------------------------------------
+    def _steps_of(self, item: Any) -> list[Step]:
+        k = len(self.steps)
+        if isinstance(item, Step):
+            return [dataclasses.replace(item, index=k)]
+        if not isinstance(item, dict):
+            raise MonitorError(f"message {k}: expected a chat message (an object with a 'role') or an IR Step, "
+                               f"got {type(item).__name__}")
+        if "role" not in item:
+            raise MonitorError(f"message {k}: no 'role' field (keys: {sorted(item)[:8]})")
+        msgs: list[dict[str, Any]] = [item]
+        notes = None
+        content = item.get("content")
+        if self.dialect is None and isinstance(content, list) and any(
+                anthropic_adapter.block_type(b) in ("tool_use", "tool_result") for b in content):
+            self.dialect = "anthropic"  # from the first tool block on, messages are read as Anthropic's
+        if self.dialect == "anthropic" and isinstance(content, list):
+            try:
+                msgs, notes = anthropic_adapter.normalize([item], f"$[{k}]")
+            except TraceFormatError as e:
+                raise MonitorError(f"message {k}: {e}") from None
+        out = []
+        for j, msg in enumerate(msgs):
+            note = notes[j] if notes is not None else None
+            try:
+                [step] = build_steps([msg], self._classify, options=self.options, path=f"$[{k}]")
+            except TraceFormatError as e:
+                raise MonitorError(f"message {k}: {e}") from None
+            flags = [f for f in step.flags if f not in (FLAG_ORPHAN_TOOL_OUTPUT, FLAG_UNANSWERED_CALL)]  # set by the run
+            if step.tool_output is not None and step.tool_output.call_id is not None \
+                    and step.tool_output.call_id not in self._calls:
+                flags.append(FLAG_ORPHAN_TOOL_OUTPUT)
+            meta = dict(step.metadata)
+            if note is not None:
+                flags += [f for f in note.flags if f not in flags]
+                meta.update(note.metadata)
+            out.append(dataclasses.replace(step, index=k + j, flags=tuple(flags), metadata=meta))
+            for c in step.tool_calls:
+                if c.id:
+                    self._calls.add(c.id)
+        return out
+
+    def _classify(self, msg: dict[str, Any], i: int) -> Any:
+        return classify_openai(msg, i, tool_agents=self.options.tool_agent_pattern)
+
+    def trajectory(self, *, final: bool = False) -> Trajectory:
+        """The run so far as a :class:`Trajectory` (``final``: calls never answered flagged ``unanswered_call``)."""
+        steps = self.steps
+        if final:
+            answered = {s.tool_output.call_id for s in steps if s.tool_output is not None}
+            steps = [dataclasses.replace(s, flags=s.flags + (FLAG_UNANSWERED_CALL,))
+                     if any(c.id and c.id not in answered for c in s.tool_calls)
+                     and FLAG_UNANSWERED_CALL not in s.flags else s for s in steps]
+        task = self.task
+        if task is None:
+            task = next((s.content for s in steps if s.kind == "user"), "")
+        agents: list[str] = []
+        for s in steps:
+            if s.is_decision and s.agent and s.agent not in agents:
+                agents.append(s.agent)
+        final_answer = next((s.content for s in reversed(steps) if s.is_decision and s.content.strip()
+                             and not s.tool_calls), None)
+        return Trajectory(id=self.run_id, steps=tuple(steps), source=self.source, task=task, final_answer=final_answer,
+                          agents=tuple(agents), system_prompts=self.system_prompts)
+
+    def add(self, message_or_step: Any) -> list[Record]:
+        """Take the run's next message (or IR step); return the records it settles.
+
+        Returns:
+            The new records (pass / fail / unknown) of the step(s) the message became, plus the
+            records of earlier steps decided now (rules of a domain pack that just became
+            applicable); ``[r for r in records if r.verdict == "fail"]`` are the violations.
+
+        Raises:
+            MonitorError: the message cannot be read (the monitor's state is unchanged), or the
+                monitor is closed.
+        """
+        if self.closed:
+            raise MonitorError("add() after close(): the run is finished")
+        new_steps = self._steps_of(message_or_step)
+        out: list[Record] = []
+        for s in new_steps:
+            self.steps.append(s)
+            out += self._rules.advance(self.trajectory())
+        self._sync()
+        return out
+
+    def add_history(self, messages: Iterable[Any]) -> list[Record]:
+        """Take several messages at once (a conversation's known prefix, e.g. a proxied request's
+        messages): the records they settle, evaluated in one pass instead of one per message.
+
+        Raises:
+            MonitorError: a message cannot be read (the monitor's state is unchanged).
+        """
+        if self.closed:
+            raise MonitorError("add_history() after close(): the run is finished")
+        k0 = len(self.steps)
+        calls = set(self._calls)
+        new: list[Step] = []
+        try:
+            for m in messages:
+                for s in self._steps_of(m):
+                    new.append(s)
+                    self.steps.append(s)
+        except MonitorError:
+            del self.steps[k0:]
+            self._calls = calls
+            raise
+        if not new:
+            return []
+        out = self._rules.advance(self.trajectory(), since=k0)
+        self._sync()
+        return out
+
+    def extend(self, items: Iterable[Any]) -> list[Record]:
+        """:meth:`add` each item; all the records settled."""
+        out: list[Record] = []
+        for it in items:
+            out += self.add(it)
+        return out
+
+    def close(self) -> list[Record]:
+        """Settle the end-of-run verdicts: deferred rules, unanswered calls, the claim ledger's findings.
+
+        Returns:
+            The records settled now. ``monitor.log`` is then the run's batch validation log.
+        """
+        if self.closed:
+            return []
+        self.closed = True
+        if not self.steps:
+            return []
+        traj = self.trajectory(final=True)
+        unanswered = any(FLAG_UNANSWERED_CALL in s.flags for s in traj.steps) and \
+            any(FLAG_UNANSWERED_CALL not in s.flags for s in self.steps)
+        if unanswered:  # a rule may read the flag: re-settle the prefix rules on the flagged run
+            given = Counter(_ident(r) for r in self._rules.records)
+            self._rules = RuleStage(self.context)
+            self.steps = list(traj.steps)
+            for k in range(len(traj.steps)):
+                self._rules.advance(dataclasses.replace(traj, steps=traj.steps[:k + 1]))
+            out = []
+            for r in self._rules.records:  # hand out only what differs from the records already given
+                i = _ident(r)
+                if given[i] > 0:
+                    given[i] -= 1
+                else:
+                    out.append(r)
+            out += self._rules.finish(traj)
+        else:
+            out = self._rules.finish(traj)
+        cg = build_claim_graph(traj, self.context.config)
+        self._claims = list(cg.to_records())
+        self._claim_incomplete = list(cg.incomplete)
+        out += self._claims
+        self._sync(traj)
+        return out
+
+    def _sync(self, traj: Trajectory | None = None) -> None:
+        vlog = ValidationLog(self.run_id)
+        vlog.records = list(self._rules.records) + list(self._claims)
+        vlog.skipped = self._rules.skipped
+        vlog.incomplete = list(self._rules.incomplete) + self._claim_incomplete
+        if traj is not None:
+            for s in traj.steps:
+                if "truncated" in s.flags:
+                    vlog.incomplete.append(
+                        f"steps.{s.index} content was cut at {len(s.content):,} of "
+                        f"{s.metadata.get('original_length', 0):,} characters (LoadOptions.max_content_chars); "
+                        "claims about the cut part may be reported as unsupported")
+        order = self._rules.order(traj or self.trajectory()) if self.steps else {}
+        big = len(order)
+        vlog.records.sort(key=lambda r: (r.step, order.get(r.rule_id, big)))
+        vlog.sort()
+        self.log = vlog
+
+    # -- judgement --------------------------------------------------------------------------------------
+    def diagnosis(self) -> Diagnosis | None:
+        """The offline judge's current estimate on the run so far (``None`` before any decision
+        step); ``metadata["basis"]`` is ``finding`` | ``weak`` | ``fallback`` (:func:`diagnosis_basis`).
+        Computed on demand (evidence of the prefix), memoized per step count."""
+        n = len(self.steps)
+        if self._diag is not None and self._diag[0] == n:
+            return self._diag[1]
+        traj = self.trajectory(final=self.closed)
+        if not traj.decision_steps:
+            return None
+        bundle = gather(traj, self.context)
+        d = default_strategies().get("offline").diagnose(traj, bundle, self.context)
+        d = dataclasses.replace(d, metadata={**d.metadata, "basis": diagnosis_basis(d)})
+        self._diag = (n, d)
+        return d
+
+    def check_alarm(self) -> bool:
+        """Whether the alarm is raised: the estimate rests on a finding with confidence >=
+        ``alarm_threshold``. Once raised it stays (``self.alarm`` = the step count when it was raised)."""
+        if self.alarm is not None:
+            return True
+        d = self.diagnosis()
+        if d is not None and d.metadata.get("basis") == "finding" and d.confidence >= self.alarm_threshold:
+            self.alarm = len(self.steps) - 1
+            return True
+        return False
+
+    def release(self) -> None:
+        """Release the context the monitor built (an LLM client's pool)."""
+        if self._own_context:
+            close_context(self.context)
+
+    def __enter__(self) -> Monitor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+        self.release()
+
+
+def violations(records: Sequence[Record]) -> list[Record]:
+    """The failures among ``records``."""
+    return [r for r in records if r.verdict == "fail"]
+
+
