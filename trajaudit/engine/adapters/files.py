@@ -1,0 +1,89 @@
+"""Whole-file readings the line-by-line loader cannot do: span lines joined into one document (a
+trace is spread over many export batches, one per line), and Inspect AI's ``.eval`` archives.
+
+- :func:`joins_lines`: a JSON-lines file whose first document is an OTLP/JSON batch, an SDK span, a
+  Phoenix span or a LangSmith run holds pieces of traces, not one run per line: the loader joins every line into
+  one document (:func:`join_lines`), so a trace is one run whatever the batching; a line that is
+  not JSON (a truncated batch) is reported alone and the others are read.
+- :func:`is_eval_archive`/:func:`read_eval_archive`: an ``.eval`` file is a zip (``header.json``,
+  ``samples/*.json``); it is read as the JSON log Inspect writes (``{"version", "eval", "samples"}``),
+  by Inspect's own ``read_eval_log`` when ``inspect_ai`` is installed, else from the documented zip
+  layout.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from typing import Any
+
+from trajaudit.engine import safe_json
+from trajaudit.engine.adapters.langsmith import is_run as is_langsmith_run
+from trajaudit.engine.adapters.openinference import is_phoenix_span
+from trajaudit.engine.adapters.otel import is_span_document
+from trajaudit.errors import TraceFormatError
+
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def joins_lines(doc: Any) -> bool:
+    """Whether a JSON-lines file whose first document is ``doc`` is read as one joined document."""
+    return is_span_document(doc) or is_langsmith_run(doc) or is_phoenix_span(doc)
+
+
+def join_lines(docs: list[Any]) -> Any:
+    """The documents of a span/run JSON-lines file as one: OTLP batches merged into one
+    ``{"resourceSpans", "resourceLogs"}``, anything else (SDK spans, runs) as one list."""
+    if all(isinstance(d, dict) and ("resourceSpans" in d or "resourceLogs" in d) for d in docs):
+        return {"resourceSpans": [rs for d in docs for rs in d.get("resourceSpans") or []],
+                "resourceLogs": [rl for d in docs for rl in d.get("resourceLogs") or []]}
+    out: list[Any] = []
+    for d in docs:
+        out.extend(d if isinstance(d, list) else [d])
+    return out
+
+
+def is_eval_archive(data: bytes, file: str) -> bool:
+    """An Inspect ``.eval`` log (by its suffix, or a zip's magic bytes)."""
+    return file.lower().endswith(".eval") or data[:4] == ZIP_MAGIC
+
+
+def _natural(name: str) -> tuple[Any, ...]:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+
+
+def read_eval_archive(data: bytes, file: str) -> dict[str, Any]:
+    """An Inspect ``.eval`` zip → ``{"version", "status", "eval", "samples": [...]}`` (the JSON log's shape).
+
+    Raises:
+        TraceFormatError: not a zip, no ``header.json``/``samples/``, or a member that is not JSON.
+    """
+    try:
+        import inspect_ai.log as inspect_log  # optional: trajaudit[inspect]
+    except ImportError:
+        inspect_log = None
+    if inspect_log is not None and data[:4] == ZIP_MAGIC:
+        try:
+            log = inspect_log.read_eval_log(io.BytesIO(data) if not file else file)
+        except Exception:  # noqa: BLE001 - fall back to the documented layout, which names the fault
+            log = None
+        if log is not None:
+            return log.model_dump(mode="json", exclude_none=True)
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise TraceFormatError("not an Inspect .eval log: the file is not a zip archive", file=file) from None
+    with zf:
+        names = zf.namelist()
+        samples = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")), key=_natural)
+        if "header.json" not in names and "_journal/start.json" not in names and not samples:
+            raise TraceFormatError("not an Inspect .eval log: no header.json or samples/ in the zip", file=file)
+        try:
+            header = safe_json.loads(zf.read("header.json")) if "header.json" in names else (
+                safe_json.loads(zf.read("_journal/start.json")))
+            doc = {"version": header.get("version"), "status": header.get("status"), "eval": header.get("eval") or {},
+                   "samples": [safe_json.loads(zf.read(n)) for n in samples]}
+        except (ValueError, zipfile.BadZipFile, KeyError, OSError) as e:
+            raise TraceFormatError(f"unreadable Inspect .eval log: {e}", file=file) from None
+    return doc
