@@ -19,7 +19,10 @@ server (tests/llm_server.py, on 127.0.0.1) and captured by each library as its u
   mode (``tracing_context(enabled="local")``: nothing is sent); the finished root run tree.
 - ``inspect_log.eval`` and ``inspect_log.json``: an Inspect AI task with a tool run against the
   server through the ``openai-api`` provider (base URL from the environment).
-- ``chat.json``: the same run written as OpenAI chat messages (the last request plus the answer).
+- ``langfuse_trace.json``: the same loop recorded as a Langfuse trace (the public API's trace JSON,
+  from Langfuse's documented data model: the langfuse SDK exports OTel spans to a Langfuse server
+  and has no offline export of this shape).
+- ``chat.json``: the same run written as OpenAI chat messages (the agent loop's own message list).
 
 A library that is not installed is skipped with a note (``pip install -e '.[fixtures]'``).
 Run: ``python scripts/make_trace_fixtures.py [--out tests/data/traces] [--only otel,inspect,...]``.
@@ -290,6 +293,60 @@ def make_inspect(out_dir: Path) -> None:
     write_eval_log(log, str(out_dir / "inspect_log.json"), format="json")
 
 
+def write_langfuse(out: Path) -> None:
+    """The same run as a Langfuse trace (the public API's trace JSON: an AGENT observation, a
+    GENERATION per model call with the request's messages and the answer, a TOOL per tool run), built
+    from Langfuse's documented data model while the agent loop runs (the langfuse SDK needs a server)."""
+    import datetime
+    import uuid
+
+    trace_id = uuid.UUID(int=0x1F0).hex
+    clock = [datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)]
+
+    def now() -> str:
+        clock[0] += datetime.timedelta(milliseconds=10)
+        return clock[0].isoformat().replace("+00:00", "Z")
+
+    agent_id = uuid.UUID(int=1).hex
+    observations: list[dict[str, Any]] = []
+    agent_start = now()
+
+    def obs(kind: str, name: str, start: str, **fields: Any) -> None:
+        observations.append({"id": uuid.UUID(int=len(observations) + 2).hex, "traceId": trace_id, "type": kind,
+                             "name": name, "startTime": start, "endTime": now(), "parentObservationId": agent_id,
+                             "level": "DEFAULT", "statusMessage": None, **fields})
+
+    def on_chat(fn: Any) -> Any:
+        start = now()
+        resp = fn()
+        request = server.requests[-1]
+        msg = resp.choices[0].message
+        output = {"role": "assistant", "content": msg.content}
+        if msg.tool_calls:
+            output["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.function.name, "arguments": c.function.arguments}} for c in msg.tool_calls]
+        obs("GENERATION", "chat", start, model="scripted-model", input=request["messages"], output=output,
+            usage={"input": resp.usage.prompt_tokens, "output": resp.usage.completion_tokens, "unit": "TOKENS"})
+        return resp
+
+    def on_tool(name: str, call_id: str, args: dict[str, Any], fn: Any) -> str:
+        start = now()
+        result = fn()
+        obs("TOOL", name, start, input=args, output=result, metadata={"tool_call_id": call_id})
+        return result
+
+    with ScriptedLLMServer() as server:
+        server.script(*script())
+        messages = agent_loop(openai_client(server.url), on_tool=on_tool, on_chat=on_chat)
+    agent = {"id": agent_id, "traceId": trace_id, "type": "AGENT", "name": AGENT, "startTime": agent_start,
+             "endTime": now(), "parentObservationId": None, "input": USER, "output": messages[-1]["content"],
+             "level": "DEFAULT", "statusMessage": None}
+    trace = {"id": trace_id, "timestamp": agent_start, "name": "retail-support", "input": USER,
+             "output": messages[-1]["content"], "sessionId": None, "userId": None, "tags": [], "metadata": {},
+             "observations": [agent, *observations], "scores": []}
+    out.write_text(json.dumps(trace, indent=1) + "\n", encoding="utf-8")
+
+
 def write_chat(out: Path) -> None:
     """The same run as OpenAI chat messages, from the agent loop itself (no tracing)."""
     with ScriptedLLMServer() as server:
@@ -303,6 +360,7 @@ def write_chat(out: Path) -> None:
 
 MAKERS = {
     "chat": lambda d: write_chat(d / "chat.json"),
+    "langfuse": lambda d: write_langfuse(d / "langfuse_trace.json"),
     "otel": lambda d: (make_otel(d / "otel_genai.jsonl", "span"), make_otel(d / "otel_genai_events.jsonl", "events"),
                        make_otel(d / "otel_genai_nocontent.jsonl", "none")),
     "openinference": lambda d: make_openinference(d / "openinference.jsonl"),

@@ -171,6 +171,7 @@ class _Conversation:
     seen: Counter = field(default_factory=Counter)
     issued: set[str] = field(default_factory=set)
     answered: set[str] = field(default_factory=set)
+    uncaptured: dict[str, int] = field(default_factory=dict)  # call id -> its tool message without a result
 
     def add(self, m: dict[str, Any], span: SpanRecord, flags: tuple[str, ...] = ()) -> None:
         self.seen[_fingerprint(m)] += 1
@@ -179,6 +180,8 @@ class _Conversation:
                 self.issued.add(str(c["id"]))
         if m.get("role") in ("tool", "function") and m.get("tool_call_id") is not None:
             self.answered.add(str(m["tool_call_id"]))
+            if FLAG_CONTENT_NOT_CAPTURED in flags:
+                self.uncaptured[str(m["tool_call_id"])] = len(self.messages)
         self.messages.append(m)
         self.notes.append(MessageNote(flags, {"span_id": span.span_id, "span_name": span.name}))
 
@@ -189,6 +192,12 @@ class _Conversation:
             here[fp] += 1
             if here[fp] > self.seen[fp]:
                 self.add(m, span)
+            elif fp[0] == "tool" and fp[1] in self.uncaptured:  # a tool span without its result: the
+                k = self.uncaptured.pop(fp[1])  # next model call's input shows it
+                self.messages[k] = {**self.messages[k], "content": m.get("content")}
+                old = self.notes[k]
+                self.notes[k] = MessageNote(tuple(f for f in old.flags if f != FLAG_CONTENT_NOT_CAPTURED),
+                                            {**old.metadata, "content_from_span": span.span_id})
 
 
 def walk_order(spans: list[SpanRecord]) -> tuple[list[SpanRecord], dict[str, SpanRecord], int, int]:
