@@ -131,8 +131,10 @@ def make_otel(out: Path, mode: str) -> None:
     subprocess.run([sys.executable, __file__, "--child-otel", str(out)], env=env, check=True)
 
 
-def child_otel(out: Path) -> None:
-    """The OTel capture itself (run in a child process by :func:`make_otel`)."""
+def child_otel(out: Path | None, endpoint: str | None = None, encoding: str = "protobuf") -> None:
+    """The OTel capture itself (run in a child process by :func:`make_otel`): spans and GenAI log
+    events to the OTLP/JSON file ``out``, or spans exported over OTLP/HTTP to ``endpoint`` (``/v1/traces``)
+    as protobuf or JSON (how ``tests/test_otlp_receiver.py`` feeds ``trajaudit serve``)."""
     from opentelemetry import trace
     from opentelemetry._logs import set_logger_provider
     from opentelemetry.exporter.otlp.json.file import FileSpanExporter
@@ -145,13 +147,21 @@ def child_otel(out: Path) -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.util.genai.handler import get_telemetry_handler
 
-    out.unlink(missing_ok=True)
     resource = Resource.create({"service.name": "retail-agent"})
     provider = TracerProvider(resource=resource)
-    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(str(out))))
-    trace.set_tracer_provider(provider)
     logs = LoggerProvider(resource=resource)
-    logs.add_log_record_processor(SimpleLogRecordProcessor(FileLogExporter(str(out))))
+    if endpoint is not None:
+        if encoding == "json":
+            from opentelemetry.exporter.otlp.json.http import OTLPSpanExporter
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    else:
+        assert out is not None
+        out.unlink(missing_ok=True)
+        provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(str(out))))
+        logs.add_log_record_processor(SimpleLogRecordProcessor(FileLogExporter(str(out))))
+    trace.set_tracer_provider(provider)
     set_logger_provider(logs)
     OpenAIInstrumentor().instrument(tracer_provider=provider, logger_provider=logs)
     handler = get_telemetry_handler(tracer_provider=provider, logger_provider=logs)
@@ -374,9 +384,15 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "tests" / "data" / "traces")
     ap.add_argument("--only", default=",".join(MAKERS), help="comma-separated subset of: " + ", ".join(MAKERS))
     ap.add_argument("--child-otel", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--export-otlp", metavar="URL",
+                    help="run the OTel-instrumented agent once, exporting its spans over OTLP/HTTP to URL (/v1/traces)")
+    ap.add_argument("--encoding", choices=("protobuf", "json"), default="protobuf", help="with --export-otlp")
     args = ap.parse_args()
     if args.child_otel:
         child_otel(args.child_otel)
+        return 0
+    if args.export_otlp:
+        child_otel(None, args.export_otlp, args.encoding)
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     missing = []

@@ -17,6 +17,7 @@ from trajaudit.cli.eval import eval_cmd
 from trajaudit.cli.llm import llm
 from trajaudit.cli.repair import repair
 from trajaudit.cli.rules import rules
+from trajaudit.cli.serve import serve
 from trajaudit.cli.traces import convert, show
 
 
@@ -36,7 +37,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, audit, eval_cmd, cite, claims, check, rules, llm, repair):
+for _cmd in (show, convert, audit, eval_cmd, cite, claims, check, rules, llm, repair, serve):
     main.add_command(_cmd)
 
 
