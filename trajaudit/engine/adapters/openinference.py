@@ -25,7 +25,7 @@ from typing import Any
 
 from trajaudit.engine.adapters.base import LoadOptions, Sniff
 from trajaudit.engine.adapters.langsmith import completion_messages
-from trajaudit.engine.adapters.otel import SpanTrace, hex_id, is_span_document, read_spans
+from trajaudit.engine.adapters.otel import SpanTrace, has_attribute, hex_id, is_span_document, read_spans
 from trajaudit.engine.adapters.spans import (
     Op,
     SpanRecord,
@@ -187,10 +187,6 @@ def _from_phoenix(d: dict[str, Any], order: int) -> SpanRecord | None:
                       iso_ns(d.get("end_time")), attrs, events, err, order)
 
 
-def _has_kind(spans: list[SpanRecord]) -> bool:
-    return any(KIND in s.attributes for s in spans)
-
-
 class OpenInferenceAdapter:
     """OpenInference spans (OTLP/JSON or Phoenix span JSON): one run per trace id."""
 
@@ -201,7 +197,7 @@ class OpenInferenceAdapter:
         """Match a span document one of whose spans has an ``openinference.span.kind``."""
         if _phoenix_spans(doc) is not None:
             return Sniff(True)
-        if is_span_document(doc) and _has_kind(read_spans(doc)[0]):
+        if is_span_document(doc) and has_attribute(doc, KIND):
             return Sniff(True)
         return Sniff(False, "no span with an 'openinference.span.kind' attribute")
 

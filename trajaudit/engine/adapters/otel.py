@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,7 @@ NUMBERING = ("OpenTelemetry: 0-based position in the conversation rebuilt from t
 LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 AGENT_OPS = frozenset({"invoke_agent", "create_agent"})
 _ERROR_CODES = (2, "STATUS_CODE_ERROR", "ERROR")
+_HEX = re.compile(r"[0-9a-fA-F]+")
 
 
 @dataclass
@@ -107,7 +109,7 @@ def hex_id(raw: Any) -> str | None:
     if not isinstance(raw, str) or not raw:
         return None
     s = raw[2:] if raw.startswith("0x") else raw
-    if len(s) in (16, 32) and all(c in "0123456789abcdefABCDEF" for c in s):
+    if len(s) in (16, 32) and _HEX.fullmatch(s):
         return s.lower()
     try:
         b = base64.b64decode(s, validate=True)
@@ -209,6 +211,31 @@ def _from_sdk(d: dict[str, Any], order: int) -> SpanRecord | None:
     err = str(status.get("description") or "error") if status.get("status_code") == "ERROR" else None
     return SpanRecord(tid, sid, hex_id(d.get("parent_id")), str(d.get("name") or ""), iso_ns(d.get("start_time")),
                       iso_ns(d.get("end_time")), key_values(d.get("attributes")), events, err, order)
+
+
+def raw_spans(doc: Any) -> Any:
+    """The raw span objects of a span document (OTLP spans and SDK spans), unconverted, in order."""
+    for d in doc if isinstance(doc, list) else [doc]:
+        if not isinstance(d, dict):
+            continue
+        if _sdk_span(d):
+            yield d
+            continue
+        for rs in d.get("resourceSpans") or []:
+            for ss in (rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []) if isinstance(rs, dict) else []:
+                yield from ((ss.get("spans") or []) if isinstance(ss, dict) else [])
+
+
+def has_attribute(doc: Any, key: str) -> bool:
+    """Whether a span of the span document carries the attribute ``key`` (a scan of the keys only)."""
+    for raw in raw_spans(doc):
+        attrs = raw.get("attributes") if isinstance(raw, dict) else None
+        if isinstance(attrs, dict):
+            if key in attrs:
+                return True
+        elif isinstance(attrs, list) and any(isinstance(kv, dict) and kv.get("key") == key for kv in attrs):
+            return True
+    return False
 
 
 def span_traces(doc: Any) -> list[SpanTrace]:
