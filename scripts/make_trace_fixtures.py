@@ -261,8 +261,8 @@ def make_langsmith(out: Path) -> None:
 def make_inspect(out_dir: Path) -> None:
     """A one-sample Inspect task with the two tools, run against the server; .eval and .json logs."""
     from inspect_ai import Task, eval
-    from inspect_ai.log import read_eval_log, write_eval_log
     from inspect_ai.dataset import Sample
+    from inspect_ai.log import read_eval_log, write_eval_log
     from inspect_ai.solver import generate, system_message, use_tools
     from inspect_ai.tool import tool
 

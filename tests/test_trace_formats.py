@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import DATA, ROOT
+
 from trajaudit import load, load_many, load_path
 from trajaudit.cli import main
 from trajaudit.engine.adapters import default_adapters
 from trajaudit.engine.adapters.spans import FLAG_CONTENT_NOT_CAPTURED, FLAG_SYNTHESIZED_CALL
-from trajaudit.engine.loader import detect
+from trajaudit.engine.loader import detect, load_document
 from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
 from trajaudit.errors import TraceFormatError
 
@@ -274,9 +274,6 @@ def test_langfuse_nested_children_list_and_data_page(tmp_path):
     assert shape(load(nested)) == base
     two = copy.deepcopy(trace)
     two["id"] = "second"
-    res = load_many([])  # noqa: F841 - load_many of nothing is empty
-    from trajaudit.engine.loader import load_document
-
     got = load_document({"data": [trace, two]})
     assert [t.id for t in got.trajectories] == [trace["id"], "second"]
 
@@ -358,10 +355,7 @@ def test_sdk_span_json_form():
 
 def test_interleaved_traces_are_split_by_trace_id():
     a, b = small_trace(T1, "alpha", "1"), small_trace(T2, "beta", "2")
-    mixed = [x for pair in zip(b, a) for x in pair]
-    res = load_many([])  # noqa: F841
-    from trajaudit.engine.loader import load_document
-
+    mixed = [x for pair in zip(b, a, strict=True) for x in pair]
     got = load_document(_otlp(mixed))
     assert [t.id for t in got.trajectories] == [T2, T1]
     by = {t.id: t for t in got.trajectories}
@@ -390,8 +384,6 @@ def test_spans_without_genai_attributes_are_ignored_and_counted():
 
 
 def test_a_trace_of_only_non_genai_spans_is_reported_alone():
-    from trajaudit.engine.loader import load_document
-
     spans = small_trace(T1) + [span(T2, "7" * 16, None, "GET /", 1, {"http.method": "GET"})]
     got = load_document(_otlp(spans), file="x.json")
     assert [t.id for t in got.trajectories] == [T1]
@@ -445,8 +437,6 @@ def test_eval_file_that_is_not_a_zip_fails_alone(tmp_path):
 
 
 def test_inspect_sample_without_messages_is_reported_alone():
-    from trajaudit.engine.loader import load_document
-
     log = json.loads((TRACES / "inspect_log.json").read_text())
     log["samples"].append({"id": "broken", "epoch": 1})
     got = load_document(log, file="log.json")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from trajaudit.cli.common import check_output_folder, console, fail, handle_errors
-from trajaudit.engine.otlp_receiver import TraceBuffer, serve as run_server
+from trajaudit.engine.otlp_receiver import TraceBuffer
+from trajaudit.engine.otlp_receiver import serve as run_server
 from trajaudit.engine.pipeline import AuditSpec
 from trajaudit.engine.strategy import AuditConfig
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import itertools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Any
 
 from trajaudit.api_args import check_path, check_paths, check_record, check_source
 from trajaudit.engine.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
-from trajaudit.engine.adapters.files import is_eval_archive, join_lines, joins_lines, read_eval_archive
+from trajaudit.engine.adapters.files import is_eval_archive, peek_joined, read_eval_archive
 from trajaudit.engine.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.engine.schema import schema_errors
@@ -219,16 +218,14 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
     part = LoadResult()
     refused = MisfitTally()  # the lines the forced format refused whole
     loaded = False
-    items = documents(text, file, jsonl, lossy=lossy)
-    first = next(items, None)
-    if (first is not None and mapping is None and first[0] is not None and first[2] is None
-            and joins_lines(first[1])):  # span/run lines: one document, read whole (a trace spans many lines)
-        doc, problems = _joined_lines(first, items, file, flags)
-        part.problems.extend(problems)
-        part.extend(load_document(doc, file=file, format=format, record=record, options=options, flags=flags))
+    joined, bad, items = peek_joined(documents(text, file, jsonl, lossy=lossy), mapping is None)
+    if joined is not None:  # span/run lines: one document (a trace spans many export batches)
+        part.problems.extend(Problem(file, n, str(TraceFormatError(e, file=file, record=n)), problem_details(flags))
+                             for n, e in bad)
+        part.extend(load_document(joined, file=file, format=format, record=record, options=options, flags=flags))
         yield part
         return
-    for line, doc, err in itertools.chain([first] if first is not None else [], items):
+    for line, doc, err in items:
         multi = jsonl or line is not None  # a .json file of several JSON lines reads as JSONL
         if record is not None and multi and line != record:
             continue
@@ -255,20 +252,6 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
     if whole is not None:  # not in the forced format at all: one error for the file, not one copy per line
         raise (lossy_note(whole) if lossy else whole)
     yield part
-
-
-def _joined_lines(first: tuple[int | None, Any, str | None], rest: Iterator[tuple[int | None, Any, str | None]],
-                  file: str, flags: tuple[str, ...]) -> tuple[Any, list[Problem]]:
-    """A JSON-lines file of span batches or runs (:func:`~trajaudit.engine.adapters.files.joins_lines`
-    on its first document) as one document, every line joined, and a problem per line that is no
-    JSON (a truncated batch: reported alone, the other lines read)."""
-    docs, problems = [first[1]], []
-    for n, d, e in rest:
-        if e:
-            problems.append(Problem(file, n, str(TraceFormatError(e, file=file, record=n)), problem_details(flags)))
-        else:
-            docs.append(d)
-    return join_lines(docs), problems
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:

@@ -14,8 +14,10 @@ trace is spread over many export batches, one per line), and Inspect AI's ``.eva
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import zipfile
+from collections.abc import Iterator
 from typing import Any
 
 from trajaudit.engine import safe_json
@@ -30,6 +32,32 @@ ZIP_MAGIC = b"PK\x03\x04"
 def joins_lines(doc: Any) -> bool:
     """Whether a JSON-lines file whose first document is ``doc`` is read as one joined document."""
     return is_span_document(doc) or is_langsmith_run(doc) or is_phoenix_span(doc)
+
+
+def peek_joined(items: Iterator[tuple[int | None, Any, str | None]], allowed: bool = True
+                ) -> tuple[Any, list[tuple[int | None, str]], Iterator[tuple[int | None, Any, str | None]]]:
+    """The loader's look at a file's first document (``items``: ``(line, doc, error)`` as
+    :func:`~trajaudit.engine.trace_text.documents` yields them).
+
+    Returns:
+        ``(joined, bad, rest)``: for a JSON-lines file whose first line :func:`joins_lines` (and
+        ``allowed``), the lines joined into one document (:func:`join_lines`), the ``(line, error)`` of
+        each line that is no JSON, and nothing left to read; otherwise ``(None, [], items)`` with the
+        first item put back.
+    """
+    first = next(items, None)
+    if first is None:
+        return None, [], iter(())
+    line, doc, err = first
+    if not allowed or line is None or err is not None or not joins_lines(doc):
+        return None, [], itertools.chain([first], items)
+    docs, bad = [doc], []
+    for n, d, e in items:
+        if e:
+            bad.append((n, e))
+        else:
+            docs.append(d)
+    return join_lines(docs), bad, iter(())
 
 
 def join_lines(docs: list[Any]) -> Any:

@@ -25,7 +25,6 @@ from typing import Any
 
 from trajaudit.engine.adapters.base import LoadOptions, Sniff
 from trajaudit.engine.adapters.langsmith import completion_messages, lc_or_openai_messages
-from trajaudit.engine.adapters.otel import SpanTrace
 from trajaudit.engine.adapters.spans import Op, SpanRecord, as_text, build_trace, iso_ns, parse_json_text
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
