@@ -45,7 +45,8 @@ TRACES = ROOT / "tests" / "data" / "traces"
 CAPTURES = (("OpenTelemetry GenAI, content on spans", "otel_genai.jsonl"),
             ("OpenTelemetry GenAI, content as log events", "otel_genai_events.jsonl"),
             ("OpenInference", "openinference.jsonl"), ("LangSmith run tree", "langsmith_run_tree.json"),
-            ("Langfuse trace", "langfuse_trace.json"), ("Inspect AI .eval", "inspect_log.eval"),
+            ("Langfuse trace (API JSON)", "langfuse_trace.json"),
+            ("Langfuse SDK spans (no server)", "langfuse_sdk.jsonl"), ("Inspect AI .eval", "inspect_log.eval"),
             ("Inspect AI .json", "inspect_log.json"))
 
 

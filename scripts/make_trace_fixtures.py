@@ -21,7 +21,9 @@ server (tests/llm_server.py, on 127.0.0.1) and captured by each library as its u
   server through the ``openai-api`` provider (base URL from the environment).
 - ``langfuse_trace.json``: the same loop recorded as a Langfuse trace (the public API's trace JSON,
   from Langfuse's documented data model: the langfuse SDK exports OTel spans to a Langfuse server
-  and has no offline export of this shape).
+  and has no offline export of this shape), and ``langfuse_sdk.jsonl``: what the langfuse SDK itself
+  exports with no server (its OpenTelemetry spans, ``langfuse.openai`` generations and agent/tool
+  observations, written to OTLP/JSON through the SDK's ``span_exporter``).
 - ``chat.json``: the same run written as OpenAI chat messages (the agent loop's own message list).
 
 A library that is not installed is skipped with a note (``pip install -e '.[fixtures]'``).
@@ -357,6 +359,41 @@ def write_langfuse(out: Path) -> None:
     out.write_text(json.dumps(trace, indent=1) + "\n", encoding="utf-8")
 
 
+def make_langfuse_sdk(out: Path) -> None:
+    """The langfuse SDK itself, with no server: its OpenTelemetry spans go to an OTLP/JSON file (the
+    SDK's ``span_exporter``); ``langfuse.openai`` records the model calls, observations of type agent
+    and tool the rest. Run in a child process (the SDK sets up its own tracer provider)."""
+    subprocess.run([sys.executable, __file__, "--child-langfuse", str(out)], check=True)
+
+
+def child_langfuse(out: Path) -> None:
+    """The Langfuse SDK capture itself (see :func:`make_langfuse_sdk`)."""
+    os.environ.setdefault("LANGFUSE_HOST", "http://127.0.0.1:9")  # never the internet: nothing is sent
+    from langfuse import Langfuse
+    from langfuse.openai import OpenAI as LangfuseOpenAI
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+
+    out.unlink(missing_ok=True)
+    lf = Langfuse(public_key="pk-lf-local", secret_key="sk-lf-local", host="http://127.0.0.1:9",
+                  span_exporter=FileSpanExporter(str(out)))
+    with ScriptedLLMServer() as server:
+        server.script(*script())
+        client = LangfuseOpenAI(base_url=server.url, api_key="not-a-key", max_retries=0)
+
+        def on_tool(name: str, call_id: str, args: dict[str, Any], fn: Any) -> str:
+            with lf.start_as_current_observation(as_type="tool", name=name, input=args,
+                                                 metadata={"tool_call_id": call_id}) as obs:
+                result = fn()
+                obs.update(output=result)
+            return result
+
+        with lf.start_as_current_observation(as_type="agent", name=AGENT, input=USER) as agent:
+            messages = agent_loop(client, on_tool=on_tool)
+            agent.update(output=messages[-1]["content"])
+    lf.flush()
+    lf.shutdown()
+
+
 def write_chat(out: Path) -> None:
     """The same run as OpenAI chat messages, from the agent loop itself (no tracing)."""
     with ScriptedLLMServer() as server:
@@ -370,7 +407,7 @@ def write_chat(out: Path) -> None:
 
 MAKERS = {
     "chat": lambda d: write_chat(d / "chat.json"),
-    "langfuse": lambda d: write_langfuse(d / "langfuse_trace.json"),
+    "langfuse": lambda d: (write_langfuse(d / "langfuse_trace.json"), make_langfuse_sdk(d / "langfuse_sdk.jsonl")),
     "otel": lambda d: (make_otel(d / "otel_genai.jsonl", "span"), make_otel(d / "otel_genai_events.jsonl", "events"),
                        make_otel(d / "otel_genai_nocontent.jsonl", "none")),
     "openinference": lambda d: make_openinference(d / "openinference.jsonl"),
@@ -384,12 +421,16 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "tests" / "data" / "traces")
     ap.add_argument("--only", default=",".join(MAKERS), help="comma-separated subset of: " + ", ".join(MAKERS))
     ap.add_argument("--child-otel", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--child-langfuse", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--export-otlp", metavar="URL",
                     help="run the OTel-instrumented agent once, exporting its spans over OTLP/HTTP to URL (/v1/traces)")
     ap.add_argument("--encoding", choices=("protobuf", "json"), default="protobuf", help="with --export-otlp")
     args = ap.parse_args()
     if args.child_otel:
         child_otel(args.child_otel)
+        return 0
+    if args.child_langfuse:
+        child_langfuse(args.child_langfuse)
         return 0
     if args.export_otlp:
         child_otel(None, args.export_otlp, args.encoding)

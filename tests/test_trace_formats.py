@@ -33,6 +33,7 @@ FIXTURES = {  # file -> the format it is detected as
     "openinference.jsonl": "openinference",
     "langsmith_run_tree.json": "langsmith",
     "langfuse_trace.json": "langfuse",
+    "langfuse_sdk.jsonl": "langfuse",
     "inspect_log.eval": "inspect",
     "inspect_log.json": "inspect",
 }
@@ -446,7 +447,8 @@ def test_inspect_sample_without_messages_is_reported_alone():
 
 # -- the generator still works with the installed libraries -------------------------------------------
 
-LIBS = ("opentelemetry.instrumentation.openai_v2", "openinference.instrumentation.openai", "langsmith", "inspect_ai")
+LIBS = ("opentelemetry.instrumentation.openai_v2", "openinference.instrumentation.openai", "langsmith", "inspect_ai",
+        "langfuse")
 
 
 @pytest.mark.skipif(any(importlib.util.find_spec(m.split(".")[0]) is None for m in LIBS),

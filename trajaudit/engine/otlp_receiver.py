@@ -6,7 +6,8 @@ protobuf (``application/x-protobuf``; decoding needs ``opentelemetry-proto``, in
 or as OTLP/JSON (``application/json``), optionally gzip-compressed. Spans are grouped by trace id
 in a :class:`TraceBuffer`; a trace is *complete* when its root span (no parent) has ended and no
 span of it arrived for ``quiet`` seconds — then it is read as the ``otel`` (or ``openinference``)
-format and audited, and its diagnosis appended to a JSONL file (one line per trace, flushed). A
+format (``openinference`` or ``langfuse`` when its spans carry their attributes) and audited, and its
+diagnosis appended to a JSONL file (one line per trace, flushed). A
 trace whose root never arrives is audited anyway ``max_wait`` seconds after its first span
 (``metadata.incomplete_trace``).
 
@@ -36,6 +37,7 @@ from typing import IO, Any
 
 from trajaudit.engine import safe_json
 from trajaudit.engine.adapters.base import LoadOptions
+from trajaudit.engine.adapters.langfuse import OBSERVATION, LangfuseAdapter
 from trajaudit.engine.adapters.openinference import KIND, OpenInferenceAdapter
 from trajaudit.engine.adapters.otel import OTelAdapter, SpanTrace, read_spans
 from trajaudit.engine.adapters.spans import SpanRecord
@@ -162,12 +164,13 @@ class TraceAuditor:
         self.spec = spec or AuditSpec()
         self.context = build_context(self.spec)
         self.options = options or LoadOptions()
-        self._otel, self._oi = OTelAdapter(), OpenInferenceAdapter()
+        self._otel, self._oi, self._lf = OTelAdapter(), OpenInferenceAdapter(), LangfuseAdapter()
 
     def audit(self, trace: SpanTrace, complete: bool, stats: ReceiverStats) -> dict[str, Any] | None:
         """Audit one trace; returns the diagnosis written (as a dict), or ``None`` when the trace
         could not be read or audited (logged, counted in ``stats.failed``)."""
-        adapter = self._oi if any(KIND in s.attributes for s in trace.spans) else self._otel
+        adapter = (self._oi if any(KIND in s.attributes for s in trace.spans)
+                   else self._lf if any(OBSERVATION + "type" in s.attributes for s in trace.spans) else self._otel)
         try:
             traj = adapter.convert(trace, source=Source(adapter.name, None, None), options=self.options)
             if not complete:

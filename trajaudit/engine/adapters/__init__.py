@@ -31,15 +31,16 @@ def default_adapters() -> Registry[Adapter]:
     (a tool_use/tool_result/thinking block, a top-level ``system``); the other two need their own
     ``type`` fields, which plain OpenAI messages never have. ``agentrx_steps`` (AgentRx step records)
     comes after them: no other format has its ``steps`` of ``substeps`` or ``trajectory_id`` beside ``steps``.
-    The trace formats come last (``openinference`` before ``otel``: both read OTLP/JSON, OpenInference
-    when a span carries ``openinference.span.kind``); each needs keys no chat format has (``resourceSpans``,
+    The trace formats come last (``openinference`` and ``langfuse`` before ``otel``: all three read
+    OTLP/JSON, OpenInference when a span carries ``openinference.span.kind``, Langfuse when one carries
+    ``langfuse.observation.type``); each needs keys no chat format has (``resourceSpans``,
     a ``context`` with ``trace_id``, ``run_type``, typed ``observations``, Inspect's ``eval`` beside
     ``samples``), so they never take another format's file (``tests/test_trace_formats.py``).
     """
     reg: Registry[Adapter] = Registry("format")
     for a in (IRAdapter(), TauAdapter(), WhoAndWhenAdapter(), AnthropicAdapter(), OpenAIResponsesAdapter(),
               LangChainAdapter(), OpenAIChatAdapter(), MagenticAdapter(), AgentRxStepsAdapter(),
-              OpenInferenceAdapter(), OTelAdapter(), LangSmithAdapter(), LangfuseAdapter(), InspectAdapter()):
+              OpenInferenceAdapter(), LangfuseAdapter(), OTelAdapter(), LangSmithAdapter(), InspectAdapter()):
         reg.register(a.name, a)
     return reg
 

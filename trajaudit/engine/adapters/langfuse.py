@@ -2,7 +2,10 @@
 
 Accepted documents: one trace (``{"id", "name", "input", "output", "observations": [...]}``, as
 ``GET /api/public/traces/{traceId}`` and the UI's JSON export give it), a list of traces, or
-``{"data": [...]}`` (a page of the traces list with observations); JSON lines of traces. An
+``{"data": [...]}`` (a page of the traces list with observations); JSON lines of traces. Also what
+the Langfuse SDK (v3+) exports: OpenTelemetry spans (OTLP/JSON, as for ``otel``) whose
+``langfuse.observation.*`` attributes carry the observation (type, input, output, level, metadata),
+one run per trace id — read as those observations. An
 observation is ``{"id", "traceId", "type", "name", "startTime", "endTime", "parentObservationId",
 "input", "output", "level", "statusMessage", "metadata"}``; observations may also be nested in a
 ``children`` (or ``observations``) list of their parent.
@@ -25,6 +28,7 @@ from typing import Any
 
 from trajaudit.engine.adapters.base import LoadOptions, Sniff
 from trajaudit.engine.adapters.langsmith import completion_messages, lc_or_openai_messages
+from trajaudit.engine.adapters.otel import SpanTrace, has_attribute, is_span_document, span_traces
 from trajaudit.engine.adapters.spans import Op, SpanRecord, as_text, build_trace, iso_ns, parse_json_text
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
@@ -32,6 +36,7 @@ from trajaudit.errors import TraceFormatError
 NUMBERING = ("Langfuse: 0-based position in the conversation rebuilt from the trace's observations "
              "(depth first, siblings by startTime; each GENERATION adds its new input messages, then its output; "
              "TOOL observations add their output)")
+OBSERVATION = "langfuse.observation."
 TYPES = frozenset({"SPAN", "GENERATION", "EVENT", "AGENT", "TOOL", "CHAIN", "RETRIEVER", "EVALUATOR",
                    "EMBEDDING", "GUARDRAIL"})
 
@@ -83,6 +88,24 @@ def _flatten(trace: dict[str, Any]) -> tuple[list[SpanRecord], int]:
     return out, bad
 
 
+def from_otel_span(s: SpanRecord) -> SpanRecord:
+    """A span exported by the Langfuse SDK (v3+, OpenTelemetry-based: ``langfuse.observation.type``,
+    ``.input``, ``.output``, ``.level``, ``.status_message``, ``.metadata.*``) as the observation it
+    stands for (the span's fields become the observation's)."""
+    a = s.attributes
+    obs: dict[str, Any] = {"id": s.span_id, "type": str(a.get(OBSERVATION + "type") or "").upper(), "name": s.name}
+    for key, field_name in (("input", "input"), ("output", "output"), ("level", "level"),
+                            ("status_message", "statusMessage"), ("model.name", "model")):
+        if OBSERVATION + key in a:
+            obs[field_name] = parse_json_text(a[OBSERVATION + key]) if key in ("input", "output") else a[OBSERVATION + key]
+    meta = {k[len(OBSERVATION + "metadata."):]: parse_json_text(v) for k, v in a.items()
+            if k.startswith(OBSERVATION + "metadata.")}
+    obs["metadata"] = {k: (v.strip('"') if isinstance(v, str) and v[:1] == '"' else v) for k, v in meta.items()}
+    level = str(obs.get("level") or "").upper()
+    err = s.error or (str(obs.get("statusMessage") or "error") if level == "ERROR" else None)
+    return SpanRecord(s.trace_id, s.span_id, s.parent_id, s.name, s.start, s.end, obs, s.events, err, s.order)
+
+
 def langfuse_op(s: SpanRecord) -> Op | None:
     """The reading of one observation (its fields are ``s.attributes``)."""
     o = s.attributes
@@ -127,19 +150,22 @@ class LangfuseAdapter:
     description = "Langfuse traces: {'id', 'observations': [...]} (GENERATION/TOOL/AGENT/SPAN), a list, or {'data': [...]}"
 
     def sniff(self, doc: Any) -> Sniff:
-        """Match a trace with observations, a list of them, or ``{"data": [...]}``."""
-        if _traces_of(doc) is not None:
+        """Match a trace with observations, a list of them, or ``{"data": [...]}``; or the Langfuse
+        SDK's OpenTelemetry spans (OTLP/JSON whose spans carry ``langfuse.observation.type``)."""
+        if _traces_of(doc) is not None or (is_span_document(doc) and has_attribute(doc, OBSERVATION + "type")):
             return Sniff(True)
         return Sniff(False, "no Langfuse trace (an object with an 'observations' list of typed observations)")
 
     def accepts(self, run: Any) -> Sniff:
-        """A forced ``--input-format``: one trace."""
-        if isinstance(run, dict) and isinstance(run.get("observations"), list):
+        """A forced ``--input-format``: one trace (API JSON, or the SDK's spans of one trace)."""
+        if isinstance(run, SpanTrace) or isinstance(run, dict) and isinstance(run.get("observations"), list):
             return Sniff(True)
         return Sniff(False, "expected a Langfuse trace: an object with an 'observations' list")
 
     def records(self, doc: Any) -> list[Any]:
         """One record per trace."""
+        if is_span_document(doc):
+            return span_traces(doc) or [doc]
         traces = _traces_of(doc)
         return list(traces) if traces is not None else [doc]
 
@@ -149,6 +175,9 @@ class LangfuseAdapter:
         Raises:
             TraceFormatError: not a trace, or no GENERATION/TOOL/AGENT observation in it.
         """
+        if isinstance(run, SpanTrace):
+            return build_trace([from_otel_span(s) for s in run.spans], langfuse_op, source=source, options=options,
+                               numbering=NUMBERING, metadata={"trace_id": run.trace_id, **run.metadata})
         if not isinstance(run, dict) or not isinstance(run.get("observations"), list):
             raise TraceFormatError("not a Langfuse trace: no 'observations' list", adapter=self.name)
         spans, bad = _flatten(run)

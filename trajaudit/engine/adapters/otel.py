@@ -383,7 +383,11 @@ def genai_op(s: SpanRecord) -> Op | None:
         if inputs is None and outputs is None and s.events:
             inputs, outputs, ev_system = _event_messages(s.events)
             system = system or ev_system
-        return Op("llm", agent=agent, inputs=inputs, outputs=outputs, system=system)
+        meta = {k: a[key] for k, key in (("model", "gen_ai.response.model"), ("input_tokens", "gen_ai.usage.input_tokens"),
+                                          ("output_tokens", "gen_ai.usage.output_tokens")) if key in a}
+        if "model" not in meta and "gen_ai.request.model" in a:
+            meta["model"] = a["gen_ai.request.model"]
+        return Op("llm", agent=agent, inputs=inputs, outputs=outputs, system=system, metadata=meta)
     return None
 
 

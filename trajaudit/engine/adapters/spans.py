@@ -93,6 +93,7 @@ class Op:
         result: the tool's result as text, or ``None`` when not captured.
         is_error: the tool run failed.
         system: system instructions given beside the input (prepended when the input has no system message).
+        metadata: kept on the steps of the model call's output (model, token usage).
     """
 
     kind: str
@@ -105,6 +106,7 @@ class Op:
     result: str | None = None
     is_error: bool = False
     system: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def iso_ns(value: Any) -> int | None:
@@ -173,7 +175,8 @@ class _Conversation:
     answered: set[str] = field(default_factory=set)
     uncaptured: dict[str, int] = field(default_factory=dict)  # call id -> its tool message without a result
 
-    def add(self, m: dict[str, Any], span: SpanRecord, flags: tuple[str, ...] = ()) -> None:
+    def add(self, m: dict[str, Any], span: SpanRecord, flags: tuple[str, ...] = (),
+            meta: dict[str, Any] | None = None) -> None:
         self.seen[_fingerprint(m)] += 1
         for c in m.get("tool_calls") or ():
             if isinstance(c, dict) and c.get("id") is not None:
@@ -183,7 +186,7 @@ class _Conversation:
             if FLAG_CONTENT_NOT_CAPTURED in flags:
                 self.uncaptured[str(m["tool_call_id"])] = len(self.messages)
         self.messages.append(m)
-        self.notes.append(MessageNote(flags, {"span_id": span.span_id, "span_name": span.name}))
+        self.notes.append(MessageNote(flags, {"span_id": span.span_id, "span_name": span.name, **(meta or {})}))
 
     def add_new_inputs(self, inputs: list[dict[str, Any]], span: SpanRecord) -> None:
         here: Counter = Counter()
@@ -288,13 +291,13 @@ def build_trace(spans: list[SpanRecord], interpret: Callable[[SpanRecord], Op | 
                 conv.add({"role": "system", "content": op.system}, s)
             if op.outputs is None:
                 conv.add({"role": "assistant", "content": "", **({"name": agent} if agent else {})}, s,
-                         (FLAG_CONTENT_NOT_CAPTURED,))
+                         (FLAG_CONTENT_NOT_CAPTURED,), op.metadata)
             for m in op.outputs or ():
                 m = dict(m)
                 if m.get("role") in (None, "assistant") and agent and not m.get("name"):
                     m["name"] = agent
                 m.setdefault("role", "assistant")
-                conv.add(m, s)
+                conv.add(m, s, meta=op.metadata)
         elif op.kind == "tool":
             _add_tool(conv, op, s, agent)
     if not conv.messages:
