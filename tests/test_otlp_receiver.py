@@ -201,3 +201,23 @@ def test_serve_receives_an_instrumented_agent_and_writes_its_diagnosis(tmp_path,
         stdout, stderr = server.communicate(timeout=30)
     assert server.returncode == 0, stderr
     assert "6 spans in 6 requests; 1 trace(s) audited, 0 not auditable, 0 evicted" in stderr
+
+
+@pytest.mark.parametrize("name,agent", [("openinference.jsonl", "retail_agent"), ("langfuse_sdk.jsonl", "retail_agent"),
+                                        ("otel_genai.jsonl", "retail_agent")])
+def test_receiver_reads_each_span_convention(name, agent):
+    """Batches as exporters send them (one per line of the fixture): the receiver picks the reading
+    (OpenInference, Langfuse SDK, GenAI) from the spans' attributes and audits the trace."""
+    buf = TraceBuffer(clock=Clock())
+    for line in (ROOT / "tests" / "data" / "traces" / name).read_text().splitlines():
+        doc = json.loads(line)
+        if "resourceSpans" in doc:
+            buf.add(doc)
+    (trace, complete), = buf.take_due(everything=True)
+    out = io.StringIO()
+    auditor = TraceAuditor(out)
+    d = auditor.audit(trace, complete, buf.stats)
+    auditor.close()
+    assert complete and d is not None
+    assert (d["critical_step"], d["agent"], d["category"]) == (4, agent, "instruction_adherence_failure")
+    assert d["metadata"]["source_span"]["trace_id"] == trace.trace_id

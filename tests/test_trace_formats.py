@@ -466,3 +466,38 @@ def test_fixtures_regenerate_and_still_parse(tmp_path):
         assert t.source.format == fmt
         if name in WITH_CONTENT:
             assert shape(t) == chat, name
+
+
+def test_eval_member_too_large_is_refused(tmp_path, monkeypatch):
+    from trajaudit.engine.adapters import files
+
+    monkeypatch.setattr(files, "MAX_MEMBER_BYTES", 100)
+    res = load_many([TRACES / "inspect_log.eval"])
+    assert not res.trajectories and len(res.problems) == 1
+    assert "larger than 100 bytes uncompressed (refused)" in res.problems[0].message
+
+
+def test_nested_agents_name_their_own_steps():
+    """An orchestrator delegating to a sub-agent: each model call's steps belong to the nearest
+    enclosing invoke_agent span; the sub-agent's own prompt and task are new steps of the run."""
+    def agent(sid, parent, name, start, end):
+        return span(T1, sid, parent, f"invoke_agent {name}", start,
+                    {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}, end=end)
+
+    spans = [
+        agent("1" * 16, None, "orchestrator", 0, 1000),
+        span(T1, "2" * 16, "1" * 16, "chat m", 10, chat_attrs([text("user", "plan a trip")],
+                                                              [text("assistant", "delegating to booker")])),
+        agent("3" * 16, "1" * 16, "booker", 100, 500),
+        span(T1, "4" * 16, "3" * 16, "chat m", 110, chat_attrs([text("system", "You book."), text("user", "book Rome")],
+                                                               [text("assistant", "booked Rome")])),
+        span(T1, "5" * 16, "1" * 16, "chat m", 600, chat_attrs(
+            [text("user", "plan a trip"), text("assistant", "delegating to booker"), text("user", "booker: booked Rome")],
+            [text("assistant", "your trip is planned")])),
+    ]
+    t = load(_otlp(spans))
+    assert [(s.kind, s.agent) for s in t.steps] == [
+        ("user", None), ("agent", "orchestrator"), ("system", None), ("user", None), ("agent", "booker"),
+        ("user", None), ("agent", "orchestrator")]
+    assert t.agents == ("orchestrator", "booker")
+    assert t.steps[4].metadata["span_id"] == "4" * 16

@@ -16,7 +16,9 @@ from __future__ import annotations
 import io
 import itertools
 import re
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +29,7 @@ from trajaudit.engine.adapters.otel import is_span_document
 from trajaudit.errors import TraceFormatError
 
 ZIP_MAGIC = b"PK\x03\x04"
+MAX_MEMBER_BYTES = 512 * 1024 * 1024  # one sample's JSON, uncompressed: a zip bomb is refused, not inflated
 
 
 def joins_lines(doc: Any) -> bool:
@@ -84,34 +87,49 @@ def _natural(name: str) -> tuple[Any, ...]:
 def read_eval_archive(data: bytes, file: str) -> dict[str, Any]:
     """An Inspect ``.eval`` zip → ``{"version", "status", "eval", "samples": [...]}`` (the JSON log's shape).
 
+    The zip's directory is checked first (a zip at all, Inspect's layout, no member over
+    :data:`MAX_MEMBER_BYTES` uncompressed); then the log is read by ``inspect_ai.log.read_eval_log``
+    when Inspect is installed, else (or when Inspect cannot read it) from the documented layout.
+
     Raises:
-        TraceFormatError: not a zip, no ``header.json``/``samples/``, or a member that is not JSON.
+        TraceFormatError: not a zip, no ``header.json``/``samples/``, a member too large, or a member
+            that is not JSON.
     """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = zf.namelist()
+            samples = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")), key=_natural)
+            head = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
+            if head is None and not samples:
+                raise TraceFormatError("not an Inspect .eval log: no header.json or samples/ in the zip", file=file)
+            big = [i.filename for i in zf.infolist() if i.file_size > MAX_MEMBER_BYTES]
+            if big:
+                raise TraceFormatError(f"Inspect .eval member {big[0]} is larger than {MAX_MEMBER_BYTES:,} bytes "
+                                       "uncompressed (refused)", file=file)
+            by_inspect = _inspect_read(file)
+            if by_inspect is not None:
+                return by_inspect
+            header = safe_json.loads(zf.read(head)) if head is not None else {}
+            header = header if isinstance(header, dict) else {}
+            return {"version": header.get("version"), "status": header.get("status"),
+                    "eval": header.get("eval") if isinstance(header.get("eval"), dict) else {"task": "task"},
+                    "samples": [safe_json.loads(zf.read(n)) for n in samples]}
+    except TraceFormatError:
+        raise
+    except zipfile.BadZipFile:
+        raise TraceFormatError("not an Inspect .eval log: the file is not a zip archive", file=file) from None
+    except (ValueError, KeyError, OSError, EOFError, RuntimeError, NotImplementedError, struct.error, zlib.error) as e:
+        raise TraceFormatError(f"unreadable Inspect .eval log: {type(e).__name__}: {e}", file=file) from None
+
+
+def _inspect_read(file: str) -> dict[str, Any] | None:
+    """The log as Inspect's own reader gives it (JSON form), or ``None`` when ``inspect_ai`` is not
+    installed or cannot read it (the documented layout is read instead, and names any fault)."""
     try:
         import inspect_ai.log as inspect_log  # optional: trajaudit[inspect]
     except ImportError:
-        inspect_log = None
-    if inspect_log is not None and data[:4] == ZIP_MAGIC:
-        try:
-            log = inspect_log.read_eval_log(io.BytesIO(data) if not file else file)
-        except Exception:  # noqa: BLE001 - fall back to the documented layout, which names the fault
-            log = None
-        if log is not None:
-            return log.model_dump(mode="json", exclude_none=True)
+        return None
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise TraceFormatError("not an Inspect .eval log: the file is not a zip archive", file=file) from None
-    with zf:
-        names = zf.namelist()
-        samples = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")), key=_natural)
-        if "header.json" not in names and "_journal/start.json" not in names and not samples:
-            raise TraceFormatError("not an Inspect .eval log: no header.json or samples/ in the zip", file=file)
-        try:
-            header = safe_json.loads(zf.read("header.json")) if "header.json" in names else (
-                safe_json.loads(zf.read("_journal/start.json")))
-            doc = {"version": header.get("version"), "status": header.get("status"), "eval": header.get("eval") or {},
-                   "samples": [safe_json.loads(zf.read(n)) for n in samples]}
-        except (ValueError, zipfile.BadZipFile, KeyError, OSError) as e:
-            raise TraceFormatError(f"unreadable Inspect .eval log: {e}", file=file) from None
-    return doc
+        return inspect_log.read_eval_log(file).model_dump(mode="json", exclude_none=True)
+    except Exception:  # noqa: BLE001 - any failure of the optional reader falls back to the documented layout
+        return None
