@@ -8,8 +8,10 @@ spans are real and only the ids differ.
   rebuild each conversation, validate the IR), side by side with the same N runs written as OpenAI
   chat (``chat.json`` copied N times) — the ratio says what the span reading costs over a chat log.
 - **receive**: ``POST /v1/traces`` over real HTTP (one keep-alive connection, one trace per request,
-  as ``BatchSpanProcessor`` sends them) to the receiver app served by uvicorn in this process, with the
-  auditing loop running; spans/s until the last diagnosis is written, and audits/s.
+  as ``BatchSpanProcessor`` sends them) to the receiver app served by uvicorn in this process: once
+  with the audits deferred to the shutdown (what the HTTP side takes alone), once with the auditing
+  loop running (audits share the process, so they slow the receiving); spans/s received and until the
+  last diagnosis is written.
 
 Run: ``python benchmarks/bench_trace_formats.py [--traces 500]``. Wall-clock figures on a shared
 machine are noisy; the load ratio is measured in one run.
@@ -74,7 +76,7 @@ def bench_load(n: int, tmp: Path) -> None:
           f"(span reading costs x{times['otlp.jsonl'] / times['chat.json']:.2f})")
 
 
-def bench_receive(n: int) -> None:
+def bench_receive(n: int, audit_while_receiving: bool = True) -> None:
     import uvicorn
 
     lines = otlp_lines(n)
@@ -85,7 +87,7 @@ def bench_receive(n: int) -> None:
     out = io.StringIO()
     buffer = TraceBuffer(quiet=0.05, max_traces=max(1000, n))
     auditor = TraceAuditor(out)
-    app = make_app(buffer, auditor, tick=0.02)
+    app = make_app(buffer, auditor, tick=0.02 if audit_while_receiving else 3600)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -102,14 +104,17 @@ def bench_receive(n: int) -> None:
         r.read()
         assert r.status == 200, r.status
     t_recv = time.perf_counter() - t0
-    while buffer.stats.audited + buffer.stats.failed < n:
-        time.sleep(0.01)
+    if audit_while_receiving:
+        while buffer.stats.audited + buffer.stats.failed < n:
+            time.sleep(0.01)
+    server.should_exit = True  # the shutdown audits what is still open
+    thread.join(timeout=120)
     t_all = time.perf_counter() - t0
-    server.should_exit = True
-    thread.join(timeout=30)
     assert buffer.stats.audited == n and len(out.getvalue().splitlines()) == n
-    print(f"receive: {n} traces, {spans} spans over HTTP in {t_recv:.2f} s ({spans / t_recv:.0f} spans/s received); "
-          f"all audited and written in {t_all:.2f} s ({spans / t_all:.0f} spans/s, {n / t_all:.1f} traces/s end to end)")
+    label = "auditing while receiving" if audit_while_receiving else "audits deferred to shutdown"
+    print(f"receive ({label}): {n} traces, {spans} spans over HTTP in {t_recv:.2f} s ({spans / t_recv:.0f} spans/s "
+          f"received); all audited and written in {t_all:.2f} s ({spans / t_all:.0f} spans/s, "
+          f"{n / t_all:.1f} traces/s end to end)")
 
 
 def main() -> None:
@@ -118,6 +123,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="trajaudit-traces-") as tmp:
         bench_load(args.traces, Path(tmp))
+    bench_receive(args.traces, audit_while_receiving=False)
     bench_receive(args.traces)
 
 
