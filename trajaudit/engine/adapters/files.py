@@ -26,6 +26,7 @@ from trajaudit.engine import safe_json
 from trajaudit.engine.adapters.langsmith import is_run as is_langsmith_run
 from trajaudit.engine.adapters.openinference import is_phoenix_span
 from trajaudit.engine.adapters.otel import is_span_document
+from trajaudit.engine.adapters.spans import as_list
 from trajaudit.errors import TraceFormatError
 
 ZIP_MAGIC = b"PK\x03\x04"
@@ -67,8 +68,8 @@ def join_lines(docs: list[Any]) -> Any:
     """The documents of a span/run JSON-lines file as one: OTLP batches merged into one
     ``{"resourceSpans", "resourceLogs"}``, anything else (SDK spans, runs) as one list."""
     if all(isinstance(d, dict) and ("resourceSpans" in d or "resourceLogs" in d) for d in docs):
-        return {"resourceSpans": [rs for d in docs for rs in d.get("resourceSpans") or []],
-                "resourceLogs": [rl for d in docs for rl in d.get("resourceLogs") or []]}
+        return {"resourceSpans": [rs for d in docs for rs in as_list(d.get("resourceSpans"))],
+                "resourceLogs": [rl for d in docs for rl in as_list(d.get("resourceLogs"))]}
     out: list[Any] = []
     for d in docs:
         out.extend(d if isinstance(d, list) else [d])

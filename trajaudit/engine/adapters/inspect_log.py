@@ -23,7 +23,7 @@ from typing import Any
 
 from trajaudit.engine.adapters.base import LoadOptions, Sniff
 from trajaudit.engine.adapters.openai_chat import MessageNote, convert_chat
-from trajaudit.engine.adapters.spans import as_text
+from trajaudit.engine.adapters.spans import as_list, as_text
 from trajaudit.engine.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 
@@ -57,7 +57,7 @@ def _content(content: Any) -> tuple[Any, dict[str, Any]]:
 
 
 def _messages(sample: dict[str, Any]) -> tuple[list[dict[str, Any]], list[MessageNote]]:
-    failed = {str(e.get("id")) for e in sample.get("events") or []
+    failed = {str(e.get("id")) for e in as_list(sample.get("events"))
               if isinstance(e, dict) and e.get("event") == "tool" and e.get("error")}
     msgs: list[dict[str, Any]] = []
     notes: list[MessageNote] = []

@@ -38,7 +38,8 @@ RUN_TYPES = frozenset({"llm", "chain", "tool", "retriever", "embedding", "prompt
 
 def is_run(doc: Any) -> bool:
     """A LangSmith run object: ``run_type`` (a known type) beside ``id`` or ``name``, and ``inputs``."""
-    return (isinstance(doc, dict) and doc.get("run_type") in RUN_TYPES and ("id" in doc or "name" in doc)
+    return (isinstance(doc, dict) and isinstance(doc.get("run_type"), str) and doc["run_type"] in RUN_TYPES
+            and ("id" in doc or "name" in doc)
             and ("inputs" in doc or "child_runs" in doc or "trace_id" in doc))
 
 

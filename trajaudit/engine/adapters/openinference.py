@@ -29,6 +29,7 @@ from trajaudit.engine.adapters.otel import SpanTrace, has_attribute, hex_id, is_
 from trajaudit.engine.adapters.spans import (
     Op,
     SpanRecord,
+    as_list,
     as_text,
     build_trace,
     group_by_trace,
@@ -181,8 +182,9 @@ def _from_phoenix(d: dict[str, Any], order: int) -> SpanRecord | None:
     if "span_kind" in d:
         attrs.setdefault(KIND, d["span_kind"])
     err = (d.get("status_message") or "error") if str(d.get("status_code") or "").upper() == "ERROR" else None
-    events = [{"name": e.get("name") or "", "time": iso_ns(e.get("timestamp")), "attributes": e.get("attributes") or {},
-               "body": None} for e in d.get("events") or [] if isinstance(e, dict)]
+    events = [{"name": str(e.get("name") or ""), "time": iso_ns(e.get("timestamp")),
+               "attributes": e.get("attributes") if isinstance(e.get("attributes"), dict) else {},
+               "body": None} for e in as_list(d.get("events")) if isinstance(e, dict)]
     return SpanRecord(tid, sid, hex_id(d.get("parent_id")), str(d.get("name") or ""), iso_ns(d.get("start_time")),
                       iso_ns(d.get("end_time")), attrs, events, err, order)
 
@@ -215,7 +217,7 @@ class OpenInferenceAdapter:
         if phoenix is not None:
             spans, bad = [], 0
             for d in phoenix:
-                s = _from_phoenix(d, len(spans)) if is_phoenix_span(d) or isinstance(d, dict) and "context" in d else None
+                s = _from_phoenix(d, len(spans)) if is_phoenix_span(d) else None
                 if s is None:
                     bad += 1
                 else:

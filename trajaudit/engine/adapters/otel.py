@@ -38,6 +38,7 @@ from trajaudit.engine.adapters.base import LoadOptions, Sniff
 from trajaudit.engine.adapters.spans import (
     Op,
     SpanRecord,
+    as_list,
     as_text,
     build_trace,
     group_by_trace,
@@ -83,11 +84,11 @@ def any_value(v: Any) -> Any:
     if "boolValue" in v:
         return v["boolValue"]
     if "arrayValue" in v:
-        vals = (v["arrayValue"] or {}).get("values") if isinstance(v["arrayValue"], dict) else None
-        return [any_value(x) for x in vals or []]
+        vals = v["arrayValue"].get("values") if isinstance(v["arrayValue"], dict) else None
+        return [any_value(x) for x in as_list(vals)]
     if "kvlistValue" in v:
-        vals = (v["kvlistValue"] or {}).get("values") if isinstance(v["kvlistValue"], dict) else None
-        return key_values(vals)
+        vals = v["kvlistValue"].get("values") if isinstance(v["kvlistValue"], dict) else None
+        return key_values(as_list(vals))
     if "bytesValue" in v:
         return v["bytesValue"]
     return None if not v else v
@@ -98,7 +99,7 @@ def key_values(kvs: Any) -> dict[str, Any]:
     if isinstance(kvs, dict):
         return dict(kvs)
     out: dict[str, Any] = {}
-    for kv in kvs or []:
+    for kv in as_list(kvs):
         if isinstance(kv, dict) and isinstance(kv.get("key"), str):
             out[kv["key"]] = any_value(kv.get("value"))
     return out
@@ -159,17 +160,15 @@ def read_spans(doc: Any) -> tuple[list[SpanRecord], int]:
             else:
                 spans.append(s)
             continue
-        for rs in d.get("resourceSpans") or []:
-            for ss in (rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []) if isinstance(rs, dict) else []:
-                for raw in (ss.get("spans") or []) if isinstance(ss, dict) else []:
-                    s = _from_otlp(raw, len(spans))
-                    if s is None:
-                        bad += 1
-                    else:
-                        spans.append(s)
-        for rl in d.get("resourceLogs") or []:
-            for sl in (rl.get("scopeLogs") or []) if isinstance(rl, dict) else []:
-                for rec in (sl.get("logRecords") or []) if isinstance(sl, dict) else []:
+        for raw in raw_spans(d):
+            s = _from_otlp(raw, len(spans))
+            if s is None:
+                bad += 1
+            else:
+                spans.append(s)
+        for rl in as_list(d.get("resourceLogs")):
+            for sl in as_list(rl.get("scopeLogs")) if isinstance(rl, dict) else []:
+                for rec in as_list(sl.get("logRecords")) if isinstance(sl, dict) else []:
                     if isinstance(rec, dict) and hex_id(rec.get("spanId")):
                         logs.append((hex_id(rec.get("traceId")) or "", hex_id(rec["spanId"]) or "", rec))
     if logs:
@@ -179,7 +178,7 @@ def read_spans(doc: Any) -> tuple[list[SpanRecord], int]:
             if s is None:
                 continue
             attrs = key_values(rec.get("attributes"))
-            name = rec.get("eventName") or attrs.get("event.name") or attrs.get("gen_ai.event.name") or ""
+            name = str(rec.get("eventName") or attrs.get("event.name") or attrs.get("gen_ai.event.name") or "")
             s.events.append({"name": name, "time": iso_ns(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano")),
                              "attributes": attrs, "body": any_value(rec.get("body"))})
     return spans, bad
@@ -191,9 +190,9 @@ def _from_otlp(raw: Any, order: int) -> SpanRecord | None:
     tid, sid = hex_id(raw.get("traceId")), hex_id(raw.get("spanId"))
     if not tid or not sid:
         return None
-    events = [{"name": e.get("name") or "", "time": iso_ns(e.get("timeUnixNano")),
+    events = [{"name": str(e.get("name") or ""), "time": iso_ns(e.get("timeUnixNano")),
                "attributes": key_values(e.get("attributes")), "body": None}
-              for e in raw.get("events") or [] if isinstance(e, dict)]
+              for e in as_list(raw.get("events")) if isinstance(e, dict)]
     return SpanRecord(tid, sid, hex_id(raw.get("parentSpanId")), str(raw.get("name") or ""),
                       iso_ns(raw.get("startTimeUnixNano")), iso_ns(raw.get("endTimeUnixNano")),
                       key_values(raw.get("attributes")), events, _failed(raw.get("status")), order)
@@ -204,9 +203,9 @@ def _from_sdk(d: dict[str, Any], order: int) -> SpanRecord | None:
     tid, sid = hex_id(ctx.get("trace_id")), hex_id(ctx.get("span_id"))
     if not tid or not sid:
         return None
-    events = [{"name": e.get("name") or "", "time": iso_ns(e.get("timestamp")),
+    events = [{"name": str(e.get("name") or ""), "time": iso_ns(e.get("timestamp")),
                "attributes": key_values(e.get("attributes")), "body": None}
-              for e in d.get("events") or [] if isinstance(e, dict)]
+              for e in as_list(d.get("events")) if isinstance(e, dict)]
     status = d.get("status") if isinstance(d.get("status"), dict) else {}
     err = str(status.get("description") or "error") if status.get("status_code") == "ERROR" else None
     return SpanRecord(tid, sid, hex_id(d.get("parent_id")), str(d.get("name") or ""), iso_ns(d.get("start_time")),
@@ -221,9 +220,9 @@ def raw_spans(doc: Any) -> Any:
         if _sdk_span(d):
             yield d
             continue
-        for rs in d.get("resourceSpans") or []:
-            for ss in (rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []) if isinstance(rs, dict) else []:
-                yield from ((ss.get("spans") or []) if isinstance(ss, dict) else [])
+        for rs in as_list(d.get("resourceSpans")):
+            for ss in as_list(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans")) if isinstance(rs, dict) else []:
+                yield from (as_list(ss.get("spans")) if isinstance(ss, dict) else [])
 
 
 def has_attribute(doc: Any, key: str) -> bool:
@@ -267,7 +266,7 @@ def semconv_messages(value: Any) -> list[dict[str, Any]] | None:
         role = m.get("role") or "assistant"
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
-        for p in m.get("parts") or []:
+        for p in as_list(m.get("parts")):
             if not isinstance(p, dict):
                 texts.append(as_text(p))
                 continue

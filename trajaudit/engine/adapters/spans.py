@@ -109,6 +109,11 @@ class Op:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+def as_list(value: Any) -> list[Any]:
+    """``value`` when it is a list, else ``[]`` (a damaged field reads as empty, never as a crash)."""
+    return value if isinstance(value, list) else []
+
+
 def iso_ns(value: Any) -> int | None:
     """An ISO 8601 time (``2024-05-01T12:00:00.123456Z``) or a number of nanoseconds → nanoseconds,
     ``None`` when it is neither."""
@@ -159,7 +164,7 @@ def _fingerprint(m: dict[str, Any]) -> tuple[Any, ...]:
     role = m.get("role")
     if role in ("tool", "function") and m.get("tool_call_id") is not None:
         return ("tool", str(m["tool_call_id"]))
-    calls = tuple(str(c.get("id")) for c in m.get("tool_calls") or () if isinstance(c, dict))
+    calls = tuple(str(c.get("id")) for c in as_list(m.get("tool_calls")) if isinstance(c, dict))
     text = " ".join(text_of(m.get("content"))[0].split())
     return (role, text, calls)
 
@@ -178,7 +183,7 @@ class _Conversation:
     def add(self, m: dict[str, Any], span: SpanRecord, flags: tuple[str, ...] = (),
             meta: dict[str, Any] | None = None) -> None:
         self.seen[_fingerprint(m)] += 1
-        for c in m.get("tool_calls") or ():
+        for c in as_list(m.get("tool_calls")):
             if isinstance(c, dict) and c.get("id") is not None:
                 self.issued.add(str(c["id"]))
         if m.get("role") in ("tool", "function") and m.get("tool_call_id") is not None:
@@ -340,7 +345,7 @@ def _add_tool(conv: _Conversation, op: Op, s: SpanRecord, agent: str | None) -> 
 
 
 def _call_ids(m: dict[str, Any], name: str | None) -> Iterable[str]:
-    for c in m.get("tool_calls") or ():
+    for c in as_list(m.get("tool_calls")):
         fn = c.get("function") if isinstance(c, dict) else None
         if isinstance(fn, dict) and c.get("id") is not None and (name is None or fn.get("name") == name):
             yield str(c["id"])
