@@ -6,11 +6,11 @@ from __future__ import annotations
 import copy
 import json
 
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from conftest import ROOT
 from json_mutation import json_values, mutate
+
 from trajaudit.engine.adapters.files import join_lines
 from trajaudit.engine.loader import load_document
 from trajaudit.errors import TraceFormatError
