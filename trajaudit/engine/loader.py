@@ -218,12 +218,11 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
     part = LoadResult()
     refused = MisfitTally()  # the lines the forced format refused whole
     loaded = False
-    joined, bad, items = peek_joined(documents(text, file, jsonl, lossy=lossy), mapping is None)
-    if joined is not None:  # span/run lines: one document (a trace spans many export batches)
-        part.problems.extend(Problem(file, n, str(TraceFormatError(e, file=file, record=n)), problem_details(flags))
-                             for n, e in bad)
-        part.extend(load_document(joined, file=file, format=format, record=record, options=options, flags=flags))
-        yield part
+    joined, items = peek_joined(documents(text, file, jsonl, lossy=lossy), mapping is None, file,
+                                problem_details(flags))
+    if joined is not None:  # span/run lines: one document (a trace spans many export batches); bad lines reported
+        yield from (LoadResult(problems=joined[1]),
+                    load_document(joined[0], file=file, format=format, record=record, options=options, flags=flags))
         return
     for line, doc, err in items:
         multi = jsonl or line is not None  # a .json file of several JSON lines reads as JSONL

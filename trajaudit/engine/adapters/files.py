@@ -27,7 +27,7 @@ from trajaudit.engine.adapters.langsmith import is_run as is_langsmith_run
 from trajaudit.engine.adapters.openinference import is_phoenix_span
 from trajaudit.engine.adapters.otel import is_span_document
 from trajaudit.engine.adapters.spans import as_list
-from trajaudit.errors import TraceFormatError
+from trajaudit.errors import Problem, TraceFormatError
 
 ZIP_MAGIC = b"PK\x03\x04"
 MAX_MEMBER_BYTES = 512 * 1024 * 1024  # one sample's JSON, uncompressed: a zip bomb is refused, not inflated
@@ -38,30 +38,31 @@ def joins_lines(doc: Any) -> bool:
     return is_span_document(doc) or is_langsmith_run(doc) or is_phoenix_span(doc)
 
 
-def peek_joined(items: Iterator[tuple[int | None, Any, str | None]], allowed: bool = True
-                ) -> tuple[Any, list[tuple[int | None, str]], Iterator[tuple[int | None, Any, str | None]]]:
+def peek_joined(items: Iterator[tuple[int | None, Any, str | None]], allowed: bool, file: str,
+                details: dict[str, Any]) -> tuple[tuple[Any, list[Problem]] | None, Iterator[tuple[int | None, Any, str | None]]]:
     """The loader's look at a file's first document (``items``: ``(line, doc, error)`` as
     :func:`~trajaudit.engine.trace_text.documents` yields them).
 
     Returns:
-        ``(joined, bad, rest)``: for a JSON-lines file whose first line :func:`joins_lines` (and
-        ``allowed``), the lines joined into one document (:func:`join_lines`), the ``(line, error)`` of
-        each line that is no JSON, and nothing left to read; otherwise ``(None, [], items)`` with the
-        first item put back.
+        ``(joined, rest)``: for a JSON-lines file whose first line :func:`joins_lines` (and ``allowed``),
+        ``joined`` is the lines joined into one document (:func:`join_lines`) and a problem (with
+        ``details``) per line that is no JSON, and nothing is left in ``rest``;
+        otherwise ``joined`` is ``None`` and ``rest`` yields every item, the first put back.
     """
     first = next(items, None)
     if first is None:
-        return None, [], iter(())
+        return None, iter(())
     line, doc, err = first
     if not allowed or line is None or err is not None or not joins_lines(doc):
-        return None, [], itertools.chain([first], items)
-    docs, bad = [doc], []
+        return None, itertools.chain([first], items)
+    docs: list[Any] = [doc]
+    bad: list[Problem] = []
     for n, d, e in items:
         if e:
-            bad.append((n, e))
+            bad.append(Problem(file, n, str(TraceFormatError(e, file=file, record=n)), details))
         else:
             docs.append(d)
-    return join_lines(docs), bad, iter(())
+    return (join_lines(docs), bad), iter(())
 
 
 def join_lines(docs: list[Any]) -> Any:
