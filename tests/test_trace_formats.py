@@ -129,7 +129,7 @@ def test_fixture_detected_read_and_audited(name):
     assert d.category == "instruction_adherence_failure"
     if FIXTURES[name] != "inspect":
         src = d.metadata["source_span"]
-        assert src["span_id"] == t.steps[d.critical_step].metadata["span_id"]
+        assert src["span_id"] == t.steps[d.critical_step].metadata["span_id"] == t.steps[d.critical_step].source_number
         assert src["trace_id"] == t.metadata["trace_id"] == t.id
 
 

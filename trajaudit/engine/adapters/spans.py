@@ -25,7 +25,8 @@ The rebuilt conversation (the step numbering of every span format):
 - spans that mean nothing to trajaudit (no GenAI/OpenInference attributes, retrievers, plain
   functions) are ignored and counted in ``Trajectory.metadata["ignored_spans"]``.
 
-Every step keeps the span it came from in ``metadata.span_id`` (and ``span_name``); a diagnosis
+Every step keeps the span it came from: ``Step.source_number`` and ``metadata.span_id`` are its id
+(``metadata.span_name`` its name); a diagnosis
 of such a run carries ``metadata.source_span`` (``pipeline.with_source_message``). Duplicate span
 ids (a span exported twice) keep the first copy and are counted (``duplicate_spans``); a span whose
 parent is not in the trace is read as a root and counted (``missing_parents``).
@@ -191,7 +192,8 @@ class _Conversation:
             if FLAG_CONTENT_NOT_CAPTURED in flags:
                 self.uncaptured[str(m["tool_call_id"])] = len(self.messages)
         self.messages.append(m)
-        self.notes.append(MessageNote(flags, {"span_id": span.span_id, "span_name": span.name, **(meta or {})}))
+        self.notes.append(MessageNote(flags, {"span_id": span.span_id, "span_name": span.name, **(meta or {})},
+                                      span.span_id))
 
     def add_new_inputs(self, inputs: list[dict[str, Any]], span: SpanRecord) -> None:
         here: Counter = Counter()
@@ -205,7 +207,7 @@ class _Conversation:
                 self.messages[k] = {**self.messages[k], "content": m.get("content")}
                 old = self.notes[k]
                 self.notes[k] = MessageNote(tuple(f for f in old.flags if f != FLAG_CONTENT_NOT_CAPTURED),
-                                            {**old.metadata, "content_from_span": span.span_id})
+                                            {**old.metadata, "content_from_span": span.span_id}, old.source_number)
 
 
 def walk_order(spans: list[SpanRecord]) -> tuple[list[SpanRecord], dict[str, SpanRecord], int, int]:
