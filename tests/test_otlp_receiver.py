@@ -221,3 +221,17 @@ def test_receiver_reads_each_span_convention(name, agent):
     assert complete and d is not None
     assert (d["critical_step"], d["agent"], d["category"]) == (4, agent, "instruction_adherence_failure")
     assert d["metadata"]["source_span"]["trace_id"] == trace.trace_id
+
+
+def test_serve_refuses_a_port_in_use(tmp_path):
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = CliRunner().invoke(main, ["serve", "--otlp", str(port), "-o", str(tmp_path / "d.jsonl")])
+    assert r.exit_code == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in r.output

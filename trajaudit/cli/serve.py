@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import click
 
 from trajaudit.cli.common import check_output_folder, console, fail, handle_errors
@@ -12,7 +14,7 @@ from trajaudit.engine.strategy import AuditConfig
 
 
 @click.command("serve")
-@click.option("--otlp", "port", type=click.IntRange(0, 65535), required=True, metavar="PORT",
+@click.option("--otlp", "port", type=click.IntRange(1, 65535), required=True, metavar="PORT",
               help="Listen for OTLP/HTTP traces (POST /v1/traces, JSON or protobuf) on this port.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (0.0.0.0: every interface).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="diagnoses.jsonl", show_default=True,
@@ -49,6 +51,12 @@ def serve(port: int, host: str, output: str, quiet_period: float, max_wait: floa
         import uvicorn  # noqa: F401
     except ImportError:
         fail("trajaudit serve needs starlette and uvicorn: pip install 'trajaudit[serve]'")
+    try:  # a port in use (or a host not on this machine) is a usage error said in words, before starting
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as e:
+        fail(f"cannot listen on {host}:{port}: {e.strerror or e}")
     buffer = TraceBuffer(quiet=quiet_period, max_traces=max_traces, max_spans=max_spans, max_wait=max_wait)
     spec = AuditSpec(rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy))
     err = console(err=True)
