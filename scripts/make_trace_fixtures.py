@@ -152,12 +152,16 @@ def child_otel(out: Path | None, endpoint: str | None = None, encoding: str = "p
     resource = Resource.create({"service.name": "retail-agent"})
     provider = TracerProvider(resource=resource)
     logs = LoggerProvider(resource=resource)
-    if endpoint is not None:
+    if endpoint is not None:  # spans to ENDPOINT (…/v1/traces), log events to …/v1/logs beside it
         if encoding == "json":
             from opentelemetry.exporter.otlp.json.http import OTLPSpanExporter
+            from opentelemetry.exporter.otlp.json.http._log_exporter import OTLPLogExporter
         else:
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        logs_url = endpoint.removesuffix("/traces") + "/logs"
+        logs.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(endpoint=logs_url)))
     else:
         assert out is not None
         out.unlink(missing_ok=True)

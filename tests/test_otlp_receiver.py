@@ -107,7 +107,7 @@ def test_decode_body_json_gzip_and_errors():
         decode_body(b"{not json", "application/json", "")
     with pytest.raises(TraceFormatError, match="unsupported content type"):
         decode_body(raw, "text/plain", "")
-    with pytest.raises(TraceFormatError, match="no 'resourceSpans' list"):
+    with pytest.raises(TraceFormatError, match="no 'resourceSpans' \\(or 'resourceLogs'\\) list"):
         TraceBuffer().add({"resourceSpans": 3})
 
 
@@ -167,11 +167,12 @@ NEEDS = ("starlette", "uvicorn", "opentelemetry.instrumentation.openai_v2", "ope
 @pytest.mark.skipif(any(importlib.util.find_spec(m.split(".")[0]) is None for m in NEEDS)
                     or importlib.util.find_spec("opentelemetry.instrumentation") is None,
                     reason="needs trajaudit[serve] and the OpenTelemetry fixture libraries")
-@pytest.mark.parametrize("encoding", ["protobuf", "json"])
-def test_serve_receives_an_instrumented_agent_and_writes_its_diagnosis(tmp_path, encoding):
+@pytest.mark.parametrize("encoding,content", [("protobuf", "span_only"), ("json", "span_only"), ("protobuf", "event_only")])
+def test_serve_receives_an_instrumented_agent_and_writes_its_diagnosis(tmp_path, encoding, content):
     """The real thing: `trajaudit serve --otlp` in its own process; the OTel-instrumented agent loop
     (opentelemetry-instrumentation-openai-v2 against the scripted model server) exports to it over
-    OTLP/HTTP; the diagnosis line appears; SIGINT shuts it down cleanly with its counters."""
+    OTLP/HTTP — the messages on the spans, or as log events sent to /v1/logs; the diagnosis line
+    appears; SIGINT shuts it down cleanly with its counters."""
     if encoding == "json":
         pytest.importorskip("opentelemetry.exporter.otlp.json.http")
     port = _free_port()
@@ -182,7 +183,7 @@ def test_serve_receives_an_instrumented_agent_and_writes_its_diagnosis(tmp_path,
     try:
         _wait_port(port, server)
         env = {**os.environ, "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-               "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only"}
+               "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": content}
         agent = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_trace_fixtures.py"), "--export-otlp",
                                 f"http://127.0.0.1:{port}/v1/traces", "--encoding", encoding],
                                env=env, capture_output=True, text=True, timeout=120)
@@ -193,14 +194,15 @@ def test_serve_receives_an_instrumented_agent_and_writes_its_diagnosis(tmp_path,
         lines = out.read_text().splitlines()
         assert len(lines) == 1
         d = json.loads(lines[0])
-        assert d["critical_step"] == 4 and d["agent"] == "retail_agent"
+        assert d["critical_step"] == 4 and d["agent"] == "retail_agent"  # 2 had the messages been lost
         assert d["category"] == "instruction_adherence_failure"
         assert d["metadata"]["source_span"]["span_name"] == "chat scripted-model"
     finally:
         server.send_signal(signal.SIGINT)
         stdout, stderr = server.communicate(timeout=30)
     assert server.returncode == 0, stderr
-    assert "6 spans in 6 requests; 1 trace(s) audited, 0 not auditable, 0 evicted" in stderr
+    logs = 3 if content == "event_only" else 0  # one inference-details event per model call
+    assert f"6 spans and {logs} log records in {6 + logs} requests; 1 trace(s) audited, 0 not auditable, 0 evicted" in stderr
 
 
 @pytest.mark.parametrize("name,agent", [("openinference.jsonl", "retail_agent"), ("langfuse_sdk.jsonl", "retail_agent"),
@@ -235,3 +237,19 @@ def test_serve_refuses_a_port_in_use(tmp_path):
         r = CliRunner().invoke(main, ["serve", "--otlp", str(port), "-o", str(tmp_path / "d.jsonl")])
     assert r.exit_code == 2
     assert f"cannot listen on 127.0.0.1:{port}" in r.output
+
+
+def test_log_events_attach_to_their_spans_whatever_the_order():
+    """GenAI content exported as log records (the events fixture's resourceLogs lines), received before
+    the spans they belong to: the trace still reads with its messages."""
+    buf = TraceBuffer(clock=Clock())
+    lines = (ROOT / "tests" / "data" / "traces" / "otel_genai_events.jsonl").read_text().splitlines()
+    for line in reversed(lines):
+        buf.add(json.loads(line))
+    assert buf.stats.log_records == 3 and buf.stats.spans == 6
+    (trace, complete), = buf.take_due(everything=True)
+    out = io.StringIO()
+    auditor = TraceAuditor(out)
+    d = auditor.audit(trace, complete, buf.stats)
+    auditor.close()
+    assert (d["critical_step"], d["agent"]) == (4, "retail_agent")

@@ -15,7 +15,7 @@ from trajaudit.engine.strategy import AuditConfig
 
 @click.command("serve")
 @click.option("--otlp", "port", type=click.IntRange(1, 65535), required=True, metavar="PORT",
-              help="Listen for OTLP/HTTP traces (POST /v1/traces, JSON or protobuf) on this port.")
+              help="Listen for OTLP/HTTP traces (POST /v1/traces, and /v1/logs for GenAI events; JSON or protobuf) on this port.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (0.0.0.0: every interface).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="diagnoses.jsonl", show_default=True,
               help="Append one diagnosis per audited trace (JSONL, flushed per line).")
@@ -35,8 +35,8 @@ def serve(port: int, host: str, output: str, quiet_period: float, max_wait: floa
           max_spans: int, rules: tuple[str, ...], tools: str | None, taxonomy: str) -> None:
     """Receive traces from instrumented agents and audit each trace once it is complete.
 
-    Point an OpenTelemetry exporter at it (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://HOST:PORT/v1/traces):
-    spans are grouped by trace id; a trace is audited (offline strategy) when its root span has ended
+    Point an OpenTelemetry exporter at it (OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST:PORT: spans to
+    /v1/traces, GenAI content captured as log events to /v1/logs): spans are grouped by trace id; a trace is audited (offline strategy) when its root span has ended
     and no span arrived for --quiet-period seconds, read as the 'otel' format (or 'openinference' when
     its spans say so). Each diagnosis is appended to --output as it is made. Ctrl-C shuts down cleanly:
     the traces still open are audited first. Needs the serve extra: pip install 'trajaudit[serve]'.
@@ -63,6 +63,7 @@ def serve(port: int, host: str, output: str, quiet_period: float, max_wait: floa
     err.print(f"trajaudit: receiving OTLP/HTTP on http://{host}:{port}/v1/traces; diagnoses → {output}", highlight=False)
     with open(output, "a", encoding="utf-8", errors="backslashreplace") as out:
         stats = run_server(port, out, host=host, spec=spec, buffer=buffer)
-    err.print(f"trajaudit: {stats.spans} spans in {stats.requests} requests; {stats.audited} trace(s) audited, "
+    err.print(f"trajaudit: {stats.spans} spans and {stats.log_records} log records in {stats.requests} requests; "
+              f"{stats.audited} trace(s) audited, "
               f"{stats.failed} not auditable, {stats.evicted} evicted, {stats.dropped_spans} spans dropped, "
               f"{stats.bad_requests} bad requests", highlight=False)

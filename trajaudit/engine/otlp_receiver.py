@@ -1,7 +1,8 @@
 """An OTLP/HTTP trace receiver that audits each trace once it is complete (``trajaudit serve --otlp``).
 
-Any OpenTelemetry-instrumented agent can export to it (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=
-http://HOST:PORT/v1/traces``): ``POST /v1/traces`` with an ``ExportTraceServiceRequest`` as
+Any OpenTelemetry-instrumented agent can export to it (``OTEL_EXPORTER_OTLP_ENDPOINT=http://HOST:PORT``):
+``POST /v1/traces`` with an ``ExportTraceServiceRequest`` (and ``POST /v1/logs`` with an
+``ExportLogsServiceRequest``: GenAI content captured as log events, attached to their spans) as
 protobuf (``application/x-protobuf``; decoding needs ``opentelemetry-proto``, in the ``serve`` extra)
 or as OTLP/JSON (``application/json``), optionally gzip-compressed. Spans are grouped by trace id
 in a :class:`TraceBuffer`; a trace is *complete* when its root span (no parent) has ended and no
@@ -39,7 +40,14 @@ from trajaudit.engine import safe_json
 from trajaudit.engine.adapters.base import LoadOptions
 from trajaudit.engine.adapters.langfuse import OBSERVATION, LangfuseAdapter
 from trajaudit.engine.adapters.openinference import KIND, OpenInferenceAdapter
-from trajaudit.engine.adapters.otel import OTelAdapter, SpanTrace, read_spans
+from trajaudit.engine.adapters.otel import (
+    OTelAdapter,
+    SpanTrace,
+    attach_logs,
+    hex_id,
+    log_records,
+    read_spans,
+)
 from trajaudit.engine.adapters.spans import SpanRecord
 from trajaudit.engine.ir import Source
 from trajaudit.engine.pipeline import AuditSpec, audit_one, build_context, close_context
@@ -54,6 +62,7 @@ class _Open:
     """One trace being received."""
 
     spans: list[SpanRecord] = field(default_factory=list)
+    logs: list[dict[str, Any]] = field(default_factory=list)
     first: float = 0.0
     last: float = 0.0
     root_ended: bool = False
@@ -62,10 +71,12 @@ class _Open:
 
 @dataclass
 class ReceiverStats:
-    """Counters of a receiver: spans received, traces audited/failed/evicted, spans dropped."""
+    """Counters of a receiver: requests, spans and log records received, traces audited/failed/evicted,
+    spans dropped, bad requests."""
 
     requests: int = 0
     spans: int = 0
+    log_records: int = 0
     audited: int = 0
     failed: int = 0
     evicted: int = 0
@@ -101,39 +112,54 @@ class TraceBuffer:
             return len(self._open)
 
     def add(self, doc: Any) -> int:
-        """Add the spans of one OTLP/JSON request body (parsed). Returns the number of spans taken.
+        """Add the spans of one OTLP/JSON trace export (parsed), or the log records of a log export
+        (``resourceLogs``: GenAI content captured as events, tied to their spans). Returns the number
+        of spans (or log records) taken.
 
         Raises:
-            TraceFormatError: the body holds no ``resourceSpans`` list.
+            TraceFormatError: the body holds neither a ``resourceSpans`` nor a ``resourceLogs`` list.
         """
-        if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans", []), list):
-            raise TraceFormatError("not an OTLP trace export: no 'resourceSpans' list")
-        spans, _ = read_spans(doc)
+        if not isinstance(doc, dict) or not any(isinstance(doc.get(k), list) for k in ("resourceSpans", "resourceLogs")):
+            raise TraceFormatError("not an OTLP export: no 'resourceSpans' (or 'resourceLogs') list")
+        spans, _ = read_spans({"resourceSpans": doc.get("resourceSpans")})
+        records = log_records(doc)
         now = self.clock()
         with self._lock:
             self.stats.requests += 1
             for s in spans:
-                t = self._open.get(s.trace_id)
-                if t is None:
-                    while len(self._open) >= self.max_traces:
-                        old, dropped = self._open.popitem(last=False)
-                        self.stats.evicted += 1
-                        log.warning("open-trace cap (%d) reached: trace %s evicted unaudited (%d spans)",
-                                    self.max_traces, old, len(dropped.spans))
-                    t = self._open[s.trace_id] = _Open(first=now)
-                if len(t.spans) >= self.max_spans:
-                    if not t.dropped:
-                        log.warning("trace %s: more than %d spans; later spans dropped", s.trace_id, self.max_spans)
-                    t.dropped += 1
-                    self.stats.dropped_spans += 1
-                    continue
-                s.order = len(t.spans)
-                t.spans.append(s)
-                t.last = now
-                if not s.parent_id and s.end is not None:
-                    t.root_ended = True
+                t = self._entry(s.trace_id, now)
+                if t is not None:
+                    s.order = len(t.spans)
+                    t.spans.append(s)
+                    if not s.parent_id and s.end is not None:
+                        t.root_ended = True
+            for rec in records:
+                t = self._entry(hex_id(rec.get("traceId")) or "", now)
+                if t is not None:
+                    t.logs.append(rec)
             self.stats.spans += len(spans)
-        return len(spans)
+            self.stats.log_records += len(records)
+        return len(spans) + len(records)
+
+    def _entry(self, trace_id: str, now: float) -> _Open | None:
+        """The open trace ``trace_id`` (made, evicting the oldest past the cap), or ``None`` when it
+        already holds ``max_spans`` spans and log records (the item is dropped and counted)."""
+        t = self._open.get(trace_id)
+        if t is None:
+            while len(self._open) >= self.max_traces:
+                old, dropped = self._open.popitem(last=False)
+                self.stats.evicted += 1
+                log.warning("open-trace cap (%d) reached: trace %s evicted unaudited (%d spans)",
+                            self.max_traces, old, len(dropped.spans))
+            t = self._open[trace_id] = _Open(first=now)
+        if len(t.spans) + len(t.logs) >= self.max_spans:
+            if not t.dropped:
+                log.warning("trace %s: more than %d spans; later spans dropped", trace_id, self.max_spans)
+            t.dropped += 1
+            self.stats.dropped_spans += 1
+            return None
+        t.last = now
+        return t
 
     def take_due(self, *, everything: bool = False) -> list[tuple[SpanTrace, bool]]:
         """Remove and return the traces that are complete (or waited ``max_wait``; all with
@@ -147,6 +173,7 @@ class TraceBuffer:
                 if done or everything or now - t.first >= self.max_wait:
                     del self._open[tid]
                     meta: dict[str, Any] = {"dropped_spans": t.dropped} if t.dropped else {}
+                    attach_logs(t.spans, t.logs)
                     out.append((SpanTrace(tid, t.spans, meta), t.root_ended))
         return out
 
@@ -195,8 +222,9 @@ class TraceAuditor:
         close_context(self.context)
 
 
-def decode_body(body: bytes, content_type: str, encoding: str) -> Any:
-    """An OTLP/HTTP request body → the OTLP/JSON document.
+def decode_body(body: bytes, content_type: str, encoding: str, signal: str = "traces") -> Any:
+    """An OTLP/HTTP request body → the OTLP/JSON document (``signal``: ``traces`` or ``logs``, the
+    protobuf message: ``ExportTraceServiceRequest`` or ``ExportLogsServiceRequest``).
 
     Raises:
         TraceFormatError: not gzip when it says so, not JSON, not an ``ExportTraceServiceRequest``,
@@ -216,20 +244,22 @@ def decode_body(body: bytes, content_type: str, encoding: str) -> Any:
     if kind == "application/x-protobuf":
         try:
             from google.protobuf.json_format import MessageToDict
+            from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
             from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
         except ImportError:
             raise TraceFormatError("protobuf OTLP needs opentelemetry-proto: pip install 'trajaudit[serve]'") from None
-        req = ExportTraceServiceRequest()
+        req = ExportLogsServiceRequest() if signal == "logs" else ExportTraceServiceRequest()
         try:
             req.ParseFromString(body)
         except Exception as e:  # noqa: BLE001 - protobuf's DecodeError is not importable by one stable name
-            raise TraceFormatError(f"body is not an ExportTraceServiceRequest: {e}") from None
+            raise TraceFormatError(f"body is not an {type(req).__name__}: {e}") from None
         return MessageToDict(req)
     raise TraceFormatError(f"unsupported content type {content_type!r} (application/json or application/x-protobuf)")
 
 
 def make_app(buffer: TraceBuffer, auditor: TraceAuditor, *, tick: float = 0.25) -> Any:
-    """The starlette application: ``POST /v1/traces`` and a loop auditing complete traces every
+    """The starlette application: ``POST /v1/traces`` (and ``POST /v1/logs``: GenAI content exported as
+    log events, tied to the trace's spans) and a loop auditing complete traces every
     ``tick`` seconds (in a worker thread, so receiving never waits for an audit). On shutdown the
     open traces are audited and the auditor closed."""
     from starlette.applications import Starlette
@@ -237,11 +267,12 @@ def make_app(buffer: TraceBuffer, auditor: TraceAuditor, *, tick: float = 0.25) 
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    async def traces(request: Request) -> Response:
+    async def receive(request: Request) -> Response:
         body = await request.body()
         ctype = request.headers.get("content-type", "application/json")
         try:
-            doc = decode_body(body, ctype, request.headers.get("content-encoding", ""))
+            doc = decode_body(body, ctype, request.headers.get("content-encoding", ""),
+                              "logs" if request.url.path.endswith("/logs") else "traces")
             buffer.add(doc)
         except TraceFormatError as e:
             buffer.stats.bad_requests += 1
@@ -271,7 +302,8 @@ def make_app(buffer: TraceBuffer, auditor: TraceAuditor, *, tick: float = 0.25) 
             await drain(everything=True)
             auditor.close()
 
-    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])], lifespan=lifespan)
+    return Starlette(routes=[Route("/v1/traces", receive, methods=["POST"]), Route("/v1/logs", receive, methods=["POST"])],
+                     lifespan=lifespan)
 
 
 def serve(port: int, out: IO[str], *, host: str = "127.0.0.1", spec: AuditSpec | None = None,

@@ -147,7 +147,6 @@ def read_spans(doc: Any) -> tuple[list[SpanRecord], int]:
         ``(spans, malformed)``: ``malformed`` counts span/log entries that are not objects or lack ids.
     """
     spans: list[SpanRecord] = []
-    logs: list[tuple[str, str, dict[str, Any]]] = []
     bad = 0
     for d in doc if isinstance(doc, list) else [doc]:
         if not isinstance(d, dict):
@@ -166,22 +165,36 @@ def read_spans(doc: Any) -> tuple[list[SpanRecord], int]:
                 bad += 1
             else:
                 spans.append(s)
-        for rl in as_list(d.get("resourceLogs")):
-            for sl in as_list(rl.get("scopeLogs")) if isinstance(rl, dict) else []:
-                for rec in as_list(sl.get("logRecords")) if isinstance(sl, dict) else []:
-                    if isinstance(rec, dict) and hex_id(rec.get("spanId")):
-                        logs.append((hex_id(rec.get("traceId")) or "", hex_id(rec["spanId"]) or "", rec))
-    if logs:
-        by_id = {(s.trace_id, s.span_id): s for s in spans}
-        for tid, sid, rec in logs:
-            s = by_id.get((tid, sid))
-            if s is None:
-                continue
-            attrs = key_values(rec.get("attributes"))
-            name = str(rec.get("eventName") or attrs.get("event.name") or attrs.get("gen_ai.event.name") or "")
-            s.events.append({"name": name, "time": iso_ns(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano")),
-                             "attributes": attrs, "body": any_value(rec.get("body"))})
+    attach_logs(spans, log_records(doc))
     return spans, bad
+
+
+def log_records(doc: Any) -> list[dict[str, Any]]:
+    """The log records of an OTLP/JSON document (``resourceLogs`` → ``scopeLogs`` → ``logRecords``)
+    that are tied to a span (a ``spanId``)."""
+    out = []
+    for d in doc if isinstance(doc, list) else [doc]:
+        for rl in as_list(d.get("resourceLogs")) if isinstance(d, dict) else []:
+            for sl in as_list(rl.get("scopeLogs")) if isinstance(rl, dict) else []:
+                out.extend(rec for rec in (as_list(sl.get("logRecords")) if isinstance(sl, dict) else [])
+                           if isinstance(rec, dict) and hex_id(rec.get("spanId")))
+    return out
+
+
+def attach_logs(spans: list[SpanRecord], records: list[dict[str, Any]]) -> None:
+    """Add each log record to the span it names (``traceId``/``spanId``) as an event; records of
+    spans not in ``spans`` are left out."""
+    if not records:
+        return
+    by_id = {(s.trace_id, s.span_id): s for s in spans}
+    for rec in records:
+        s = by_id.get((hex_id(rec.get("traceId")) or "", hex_id(rec.get("spanId")) or ""))
+        if s is None:
+            continue
+        attrs = key_values(rec.get("attributes"))
+        name = str(rec.get("eventName") or attrs.get("event.name") or attrs.get("gen_ai.event.name") or "")
+        s.events.append({"name": name, "time": iso_ns(rec.get("timeUnixNano") or rec.get("observedTimeUnixNano")),
+                         "attributes": attrs, "body": any_value(rec.get("body"))})
 
 
 def _from_otlp(raw: Any, order: int) -> SpanRecord | None:
