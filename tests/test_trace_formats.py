@@ -501,3 +501,21 @@ def test_nested_agents_name_their_own_steps():
         ("user", None), ("agent", "orchestrator")]
     assert t.agents == ("orchestrator", "booker")
     assert t.steps[4].metadata["span_id"] == "4" * 16
+
+
+def test_remote_agent_span_with_messages_and_no_model_call_under_it():
+    """invoke_agent CLIENT spans of a remote agent (the service ran the model) carry the messages:
+    they are the steps; an agent span with model calls under it is only a name."""
+    remote = span(T1, "1" * 16, None, "invoke_agent travel", 0, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel",
+        "gen_ai.input.messages": [text("user", "book Rome")],
+        "gen_ai.output.messages": [text("assistant", "booked")]}, end=50)
+    t = load(_otlp([remote]))
+    assert [(s.kind, s.agent, s.content) for s in t.steps] == [("user", None, "book Rome"), ("agent", "travel", "booked")]
+    local = small_trace(T2, prefix="2")
+    local[0] = span(T2, "2" + "0" * 15, None, "invoke_agent helper", 100, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "helper",
+        "gen_ai.input.messages": [text("user", "question 2")], "gen_ai.output.messages": [text("assistant", "answer 2")]},
+        end=1000)
+    t = load(_otlp(local))
+    assert [s.kind for s in t.steps] == ["user", "agent", "tool", "agent"]  # not doubled by the agent span's own copy

@@ -376,8 +376,11 @@ def genai_op(s: SpanRecord) -> Op | None:
     if op is None:
         return None
     agent = a.get("gen_ai.agent.name") if isinstance(a.get("gen_ai.agent.name"), str) else None
-    if op in AGENT_OPS:
-        return Op("agent", agent=agent or (s.name.split(" ", 1)[1] if " " in s.name else None))
+    if op in AGENT_OPS:  # its messages, when recorded, are read only if no model call runs under it
+        return Op("agent", agent=agent or (s.name.split(" ", 1)[1] if " " in s.name else None),
+                  inputs=semconv_messages(a.get("gen_ai.input.messages")),
+                  outputs=semconv_messages(a.get("gen_ai.output.messages")),
+                  system=_instructions(a.get("gen_ai.system_instructions")))
     if op == "execute_tool":
         result = a.get("gen_ai.tool.call.result")
         failed = s.error is not None or isinstance(a.get("error.type"), str)

@@ -273,9 +273,15 @@ def build_trace(spans: list[SpanRecord], interpret: Callable[[SpanRecord], Op | 
     conv = _Conversation()
     ignored = 0
     agents: dict[str, str | None] = {}  # span id -> the agent named by it or its nearest agent ancestor
-    system_first: str | None = None
-    for s in ordered:
-        op = interpret(s)
+    ops = [(s, interpret(s)) for s in ordered]
+    busy: set[str] = set()  # spans with a model call or a tool run under them
+    for s, op in ops:
+        if op is not None and op.kind in ("llm", "tool"):
+            p = parents.get(s.span_id)
+            while p is not None and p.span_id not in busy:
+                busy.add(p.span_id)
+                p = parents.get(p.span_id)
+    for s, op in ops:
         p = parents.get(s.span_id)
         inherited = agents.get(p.span_id) if p is not None else None
         if op is None:
@@ -284,27 +290,18 @@ def build_trace(spans: list[SpanRecord], interpret: Callable[[SpanRecord], Op | 
             continue
         if op.kind == "agent":
             agents[s.span_id] = op.agent or inherited
-            continue
-        agents[s.span_id] = inherited
+            if s.span_id in busy or (op.inputs is None and op.outputs is None):
+                continue
+            # an agent invocation recorded with its messages and no model call under it (a remote
+            # agent: the service ran the model): its messages are the steps
+            op = Op("llm", agent=op.agent, inputs=op.inputs, outputs=op.outputs, system=op.system,
+                    metadata=op.metadata)
+            agents[s.span_id], inherited = op.agent or inherited, op.agent or inherited
+        else:
+            agents[s.span_id] = inherited
         agent = inherited or op.agent
         if op.kind == "llm":
-            if op.inputs is not None:
-                inputs = list(op.inputs)
-                if op.system and not any(m.get("role") in ("system", "developer") for m in inputs):
-                    inputs.insert(0, {"role": "system", "content": op.system})
-                conv.add_new_inputs(inputs, s)
-            elif op.system and system_first is None and not conv.messages:
-                system_first = op.system
-                conv.add({"role": "system", "content": op.system}, s)
-            if op.outputs is None:
-                conv.add({"role": "assistant", "content": "", **({"name": agent} if agent else {})}, s,
-                         (FLAG_CONTENT_NOT_CAPTURED,), op.metadata)
-            for m in op.outputs or ():
-                m = dict(m)
-                if m.get("role") in (None, "assistant") and agent and not m.get("name"):
-                    m["name"] = agent
-                m.setdefault("role", "assistant")
-                conv.add(m, s, meta=op.metadata)
+            _add_call(conv, op, s, agent)
         elif op.kind == "tool":
             _add_tool(conv, op, s, agent)
     if not conv.messages:
@@ -319,6 +316,26 @@ def build_trace(spans: list[SpanRecord], interpret: Callable[[SpanRecord], Op | 
     traj = convert_chat(conv.messages, source=source, options=options, run=run, notes=conv.notes,
                         step_numbering=numbering)
     return Trajectory(**{**traj.__dict__, "metadata": {**traj.metadata, **meta}})
+
+
+def _add_call(conv: _Conversation, op: Op, s: SpanRecord, agent: str | None) -> None:
+    """A model call: its new input messages, then its output (a content-less step when not captured)."""
+    if op.inputs is not None:
+        inputs = list(op.inputs)
+        if op.system and not any(m.get("role") in ("system", "developer") for m in inputs):
+            inputs.insert(0, {"role": "system", "content": op.system})
+        conv.add_new_inputs(inputs, s)
+    elif op.system and not conv.messages:
+        conv.add({"role": "system", "content": op.system}, s)
+    if op.outputs is None:
+        conv.add({"role": "assistant", "content": "", **({"name": agent} if agent else {})}, s,
+                 (FLAG_CONTENT_NOT_CAPTURED,), op.metadata)
+    for m in op.outputs or ():
+        m = dict(m)
+        if m.get("role") in (None, "assistant") and agent and not m.get("name"):
+            m["name"] = agent
+        m.setdefault("role", "assistant")
+        conv.add(m, s, meta=op.metadata)
 
 
 def _add_tool(conv: _Conversation, op: Op, s: SpanRecord, agent: str | None) -> None:
