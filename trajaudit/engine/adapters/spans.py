@@ -163,6 +163,7 @@ def openai_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
 def _fingerprint(m: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two messages of two model calls' inputs the same message."""
     role = m.get("role")
+    role = role if isinstance(role, str) or role is None else repr(role)  # a damaged role stays hashable
     if role in ("tool", "function") and m.get("tool_call_id") is not None:
         return ("tool", str(m["tool_call_id"]))
     calls = tuple(str(c.get("id")) for c in as_list(m.get("tool_calls")) if isinstance(c, dict))
