@@ -519,3 +519,16 @@ def test_remote_agent_span_with_messages_and_no_model_call_under_it():
         end=1000)
     t = load(_otlp(local))
     assert [s.kind for s in t.steps] == ["user", "agent", "tool", "agent"]  # not doubled by the agent span's own copy
+
+
+def test_cli_audits_the_whole_fixture_folder(tmp_path):
+    """`trajaudit audit` over every format at once (a folder: .json, .jsonl and .eval files)."""
+    out = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, ["audit", str(TRACES), "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == len(FIXTURES) + 1  # and chat.json
+    assert sorted(Path(d["file"]).name for d in rows) == sorted([*FIXTURES, "chat.json"])
+    for d in rows:
+        steps = 2 if d["file"].endswith("nocontent.jsonl") else 4  # no messages: the cancel call is step 2
+        assert (d["critical_step"], d["category"]) == (steps, "instruction_adherence_failure"), d["file"]
