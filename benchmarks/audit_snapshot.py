@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from trajaudit import load_many, load_path  # noqa: E402
-from trajaudit.engine.evidence import gather  # noqa: E402
-from trajaudit.engine.pipeline import AuditSpec, audit_one, build_context  # noqa: E402
+from trajaudit.engine.run.evidence import gather  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec, audit_one, build_context  # noqa: E402
 
 DATA = (ROOT.parent / "shared" / "data").resolve()
 TAU = DATA / "tau_retail" / "trajectories.json"

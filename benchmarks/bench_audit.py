@@ -14,7 +14,7 @@ evidence pipeline alone (loading, claim graph, judge) — where the claim graph 
 - *fresh process*: the whole thing in a new interpreter, timed from after ``import trajaudit`` and the
   pipeline module (the issue's measurement): lazy imports and one-time work (compiling the schema
   fast path, the shipped packs and regexes, reading the taxonomy) are included.
-- *batch (median)*: later batches, every per-process cache (``trajaudit.engine.evidence.clear_caches``:
+- *batch (median)*: later batches, every per-process cache (``trajaudit.engine.run.evidence.clear_caches``:
   compiled shipped packs, shared regex results, text analyses) cleared before each, so a batch gains
   only from what repeats *within* it — as a real batch does — never from the previous repetition.
 - *stage split* (ms per run, median): ``load`` (read, parse, convert, validate), ``setup`` (audit
@@ -51,11 +51,12 @@ os.environ["TRAJAUDIT_CACHE_DIR"] = _CACHE.name
 os.environ.pop("TRAJAUDIT_NO_CACHE", None)
 
 import trajaudit.engine.claims  # noqa: E402,F401 - start-up: the stages' modules
-import trajaudit.engine.judge  # noqa: E402,F401
-import trajaudit.engine.rule_eval  # noqa: E402,F401
+import trajaudit.engine.strategies.offline_judge  # noqa: E402,F401
+import trajaudit.engine.validation.rule_eval  # noqa: E402,F401
 from trajaudit import load_many  # noqa: E402
-from trajaudit.engine.evidence import clear_caches, gather  # noqa: E402
-from trajaudit.engine.pipeline import AuditSpec, audit_one, audit_trajectories, build_context  # noqa: E402
+from trajaudit.engine.run.batch import audit_trajectories  # noqa: E402
+from trajaudit.engine.run.evidence import clear_caches, gather  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec, audit_one, build_context  # noqa: E402
 
 _T_IMPORTS = time.process_time() - _T_START
 
@@ -84,7 +85,7 @@ def staged(path: Path, spec: AuditSpec) -> dict[str, float]:
     runs = load_many([path]).trajectories
     t1 = time.process_time()
     ctx = build_context(spec)
-    for dp in ctx.extra.get("domain_packs", ()):  # compiled on first use: count it here, as before
+    for dp in ctx.domain_packs:  # compiled on first use: count it here, as before
         if any(dp.applies({n for s in t.steps for n in s.tool_names}) for t in runs):
             dp.rules  # noqa: B018 - compiles the pack
     out["load"], out["setup"] = t1 - t0, time.process_time() - t1
@@ -108,7 +109,7 @@ FRESH = """
 import sys, time
 sys.path.insert(0, {root!r})
 from trajaudit import load_many
-from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+from trajaudit.engine.run.pipeline import AuditSpec, audit_trajectories
 t0 = time.process_time()
 ts = load_many([{path!r}]).trajectories
 audit_trajectories(ts, AuditSpec(default_packs={packs}))

@@ -12,7 +12,7 @@ import argparse
 import random
 import time
 
-from trajaudit.citation import OfflineJudge, audit_citations, run_from_dict
+from trajaudit.citation import OfflineCitationJudge, audit_citations, run_from_dict
 from trajaudit.citation.judge import _features
 
 WORDS = ("market battery charging sales price growth region policy subsidy vehicle fleet grid capacity demand "
@@ -62,7 +62,7 @@ def main() -> None:
             _features.cache_clear()  # time cold runs
             t0 = time.process_time()
             run = run_from_dict(doc)
-            report = audit_citations(run, OfflineJudge())
+            report = audit_citations(run, OfflineCitationJudge())
             dt = time.process_time() - t0
             best = dt if best is None else min(best, dt)
         n = sum(len(rs) for rs in report.results.values())

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from trajaudit import load_many  # noqa: E402
 from trajaudit.engine.claims import build_claim_graph  # noqa: E402
-from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory  # noqa: E402
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PATHS = [DATA / "tau_retail" / "trajectories.json", DATA / "who_and_when" / "algorithm_generated"]

@@ -36,10 +36,11 @@ from llm_server import ScriptedLLMServer, evidence_of, schema_name  # noqa: E402
 from staged_judges import drift_judge, hybrid_judge, minimal, searchauditor_judge  # noqa: E402
 
 from trajaudit import load_path  # noqa: E402
-from trajaudit.engine.pipeline import AuditSpec, build_context  # noqa: E402
-from trajaudit.engine.strategy import default_strategies  # noqa: E402
+from trajaudit.engine.run.evidence import gather  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec, build_context  # noqa: E402
+from trajaudit.engine.strategies.llm.views import whole_chars  # noqa: E402
+from trajaudit.engine.strategies.registry import default_strategies  # noqa: E402
 from trajaudit.llm import LLMClient, LLMConfig  # noqa: E402
-from trajaudit.llm.strategies.views import whole_chars  # noqa: E402
 
 
 def judge(runs):
@@ -77,14 +78,14 @@ def measure(name: str, runs, cfg: LLMConfig, extra: dict[str, Any]) -> dict[str,
     t0 = time.perf_counter()
     with LLMClient(cfg) as client:
         ctx = build_context(AuditSpec())
-        ctx.llm, ctx.extra = client, {**ctx.extra, **extra}
-        ds = [strat.diagnose(t, ctx) for t in runs]
+        ctx.llm, ctx.strategy_options = client, {**ctx.strategy_options, **extra}
+        ds = [strat.diagnose(t, gather(t, ctx), ctx) for t in runs]
     took = time.perf_counter() - t0
     with LLMClient(cfg) as again:
         ctx = build_context(AuditSpec())
-        ctx.llm, ctx.extra = again, {**ctx.extra, **extra}
+        ctx.llm, ctx.strategy_options = again, {**ctx.strategy_options, **extra}
         for t in runs:
-            strat.diagnose(t, ctx)
+            strat.diagnose(t, gather(t, ctx), ctx)
         rerun = again.usage.calls
     ratios = [d.usage["input_chars"] / whole_chars(t) for d, t in zip(ds, runs, strict=True)]
     return {"calls": statistics.mean(d.usage["calls"] for d in ds),

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from trajaudit import load_many
-from trajaudit.engine.adapters import LoadOptions
+from trajaudit.engine.trace.adapters import LoadOptions
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PATHS = [DATA / "tau_retail" / "trajectories.json", DATA / "who_and_when" / "algorithm_generated"]

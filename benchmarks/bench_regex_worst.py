@@ -24,7 +24,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trajaudit.engine.regex_prefilter import captures, clear_shared  # noqa: E402
+from trajaudit.engine.dsl.regex.prefilter import captures, clear_shared  # noqa: E402
 
 PACKS = sorted((ROOT / "trajaudit" / "rules").glob("*.yaml"))
 

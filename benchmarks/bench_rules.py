@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from trajaudit import compile_rules, evaluate, load_pack, load_path  # noqa: E402
-from trajaudit.engine.ir import Trajectory  # noqa: E402
-from trajaudit.engine.rule_eval import candidates  # noqa: E402
-from trajaudit.engine.rule_runtime import TrajContext  # noqa: E402
+from trajaudit.engine.dsl.runtime import TrajContext  # noqa: E402
+from trajaudit.engine.trace.ir import Trajectory  # noqa: E402
+from trajaudit.engine.validation.rule_eval import candidates  # noqa: E402
 
 TAU = ROOT.parent / "shared" / "data" / "tau_retail" / "trajectories.json"
 EXAMPLE = ROOT / "examples" / "rules" / "tau_retail_example.yaml"

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from trajaudit import load_many  # noqa: E402
-from trajaudit.engine.otlp_receiver import TraceAuditor, TraceBuffer, make_app  # noqa: E402
+from trajaudit.engine.run.otlp_receiver import TraceAuditor, TraceBuffer, make_app  # noqa: E402
 
 TRACES = ROOT / "tests" / "data" / "traces"
 

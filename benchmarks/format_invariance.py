@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's trajaudit, not an installed copy
 
 from trajaudit import load_many  # noqa: E402
-from trajaudit.engine.pipeline import AuditSpec, audit_trajectories  # noqa: E402
+from trajaudit.engine.run.batch import audit_trajectories  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec  # noqa: E402
 
 KEEP = ("role", "content", "tool_calls", "tool_call_id", "name")
 TRACES = ROOT / "tests" / "data" / "traces"

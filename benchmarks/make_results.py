@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's trajaudit, not an installed copy
 
 from trajaudit import __version__, load_many  # noqa: E402
-from trajaudit.engine.pipeline import AuditSpec, build_context  # noqa: E402
-from trajaudit.engine.strategy import AuditConfig, default_strategies  # noqa: E402
+from trajaudit.engine.config import AuditConfig  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec, build_context  # noqa: E402
+from trajaudit.engine.strategies.registry import default_strategies  # noqa: E402
 from trajaudit.eval import EvalReport, evaluate, load_gold, offline_strategies, run_strategy  # noqa: E402
 from trajaudit.eval.render import fmt_ci, fmt_value  # noqa: E402
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's trajaudit, not an installed one
 
 from trajaudit import evaluate, load_path  # noqa: E402
-from trajaudit.engine.evidence import load_rules  # noqa: E402
+from trajaudit.engine.packs.selection import load_rules  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "tau_retail"
 OUT = ROOT / "benchmarks" / "rule_packs_tau.md"

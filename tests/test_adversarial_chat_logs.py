@@ -9,7 +9,7 @@ import pytest
 
 import trajaudit
 from trajaudit import load_path
-from trajaudit.engine.adapters.speakers import is_human_name
+from trajaudit.engine.trace.adapters.speakers import is_human_name
 
 
 def _write(tmp_path, messages, name="run.json"):

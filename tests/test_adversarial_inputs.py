@@ -10,10 +10,9 @@ import pytest
 import yaml
 
 import trajaudit
-from trajaudit import load_path
-from trajaudit.engine import safe_yaml
+from trajaudit import load_path, safe_yaml
 from trajaudit.engine.claims.patterns import json_ranges
-from trajaudit.engine.pack_yaml import YamlDoc
+from trajaudit.engine.packs.positions import YamlDoc
 from trajaudit.errors import RulePackError
 from trajaudit.llm.client import parse_json_answer
 

@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from trajaudit import audit, load
 from trajaudit.cli import main as cli
-from trajaudit.engine.adapters.agentrx_steps import MAX_LITERAL_TOKENS, parse_substeps
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import FLAG_DROPPED_MESSAGE, FLAG_SPLIT_MESSAGE
-from trajaudit.engine.loader import load_path
+from trajaudit.engine.trace.adapters.agentrx_steps import MAX_LITERAL_TOKENS, parse_substeps
+from trajaudit.engine.trace.ir import FLAG_DROPPED_MESSAGE, FLAG_SPLIT_MESSAGE
+from trajaudit.engine.trace.loader import load_path
 from trajaudit.errors import TraceFormatError
 from trajaudit.eval import evaluate, load_gold
 from trajaudit.eval.gold import GoldItem, detect_gold_format, suffix_aliases

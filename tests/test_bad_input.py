@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trajaudit import TraceFormatError, load_path
-from trajaudit.engine.adapters import LoadOptions
-from trajaudit.engine.ir import FLAG_TRUNCATED, FLAG_UNKNOWN_ROLE
-from trajaudit.engine.loader import FLAG_NON_UTF8, load_document
+from trajaudit.engine.trace.adapters import LoadOptions
+from trajaudit.engine.trace.ir import FLAG_TRUNCATED, FLAG_UNKNOWN_ROLE
+from trajaudit.engine.trace.loader import FLAG_NON_UTF8, load_document
 
 
 @pytest.mark.parametrize(

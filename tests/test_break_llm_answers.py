@@ -7,9 +7,11 @@ import json
 
 from click.testing import CliRunner
 from llm_server import Raw, Reply, schema_name
+from strategy_helpers import with_evidence
 
 from trajaudit.cli import main
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.registry import default_strategies
 
 GOOD = {"critical_step": 2, "agent": "assistant", "category": "intent_plan_misalignment", "confidence": 0.5,
         "reason": "x"}
@@ -67,7 +69,7 @@ def test_an_integral_float_step_is_that_step_not_the_last_decision(llm_server, l
     30 on tau run 2) — and drift dropped keeper claims at step 2.0 as 'not a decision step'."""
     t = tau_runs["2"]
     llm_server.script(json.dumps(GOOD).replace('"critical_step": 2', '"critical_step": 2.0'))
-    d = default_strategies().get("all-at-once").diagnose(t, AuditContext(llm=llm_client))
+    d = default_strategies().get("all-at-once").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     assert d.critical_step == 2 and d.metadata["notes"] == []
     assert d.metadata["model_step"] == 2 and type(d.metadata["model_step"]) is int
 
@@ -76,7 +78,7 @@ def test_an_integral_float_step_is_that_step_not_the_last_decision(llm_server, l
         return Reply('{"critical_step": 8.0, "category": "intent_plan_misalignment", "confidence": 1.0, '
                      '"reason": "r", "agrees_with_offline": false}')
     llm_server.responder = hybrid
-    d = default_strategies().get("hybrid").diagnose(t, AuditContext(llm=llm_client))
+    d = default_strategies().get("hybrid").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     assert d.critical_step == 8 and not any("no step number" in n for n in d.metadata["notes"])
     assert d.confidence == 1.0
 

@@ -12,7 +12,7 @@ import pytest
 from policy_runs import CONFIRM, HANDOFF, call
 
 from trajaudit import evaluate, load
-from trajaudit.engine.loader import load_document
+from trajaudit.engine.trace.loader import load_document
 
 D = Path(__file__).resolve().parent / "data" / "dialects"
 
@@ -130,7 +130,7 @@ def test_the_message_says_none_when_no_user_turn_precedes_the_write(protocol):
 def test_repair_of_an_anthropic_run_resumes_under_its_top_level_system_prompt():
     """Was a documented gap: the resumed prefix (OpenAI messages rebuilt from the IR) dropped the
     top-level `system`, so the agent resumed without the very policy the diagnosis said it broke."""
-    from trajaudit.engine.repair import resume_document
+    from trajaudit.engine.run.repair_prefix import resume_document
 
     doc = {"system": "Obtain explicit user confirmation (yes) before cancelling anything.",
            "messages": [{"role": "user", "content": "Cancel order W1."},

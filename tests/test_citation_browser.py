@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trajaudit.citation import OfflineJudge, audit_citations, load_run, render_html
+from trajaudit.citation import OfflineCitationJudge, audit_citations, load_run, render_html
 from trajaudit.report.html import render_html as render_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.browser,
 
 
 def test_fragment_renders_inside_the_batch_report(tmp_path):
-    fragment = render_html(audit_citations(load_run(EX), OfflineJudge()))
+    fragment = render_html(audit_citations(load_run(EX), OfflineCitationJudge()))
     page = tmp_path / "report.html"
     page.write_text(render_report([], extra_sections=[fragment]), encoding="utf-8")
     dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],

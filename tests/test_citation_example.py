@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from citation_oracle import Oracle, llm_session
 
-from trajaudit.citation import LLMJudge, OfflineJudge, audit_citations, load_run
+from trajaudit.citation import LLMJudge, OfflineCitationJudge, audit_citations, load_run
 from trajaudit.citation.local import CORRECT, NOT_NEEDED
 
 EX = Path(__file__).resolve().parents[1] / "examples" / "citation"
@@ -59,7 +59,7 @@ def check_expected(report, expected=EXPECTED):
 @pytest.mark.parametrize("form", sorted(INPUTS))
 def test_offline_approximation_finds_the_expected_errors(form):
     path, mapping = INPUTS[form]
-    report = audit_citations(load_run(path, mapping=mapping), OfflineJudge())
+    report = audit_citations(load_run(path, mapping=mapping), OfflineCitationJudge())
     assert report.approximate and report.judge["name"] == "offline"
     check_expected(report)
 
@@ -85,7 +85,7 @@ def test_llm_path_against_scripted_server_finds_the_expected_errors(form):
 def test_the_two_paths_agree_on_every_sentence():
     """Offline and LLM verdicts coincide on the example (its sentences are built so both can decide them)."""
     run = load_run(INPUTS["native"][0])
-    offline = audit_citations(run, OfflineJudge())
+    offline = audit_citations(run, OfflineCitationJudge())
     with llm_session(Oracle()) as (server, client):
         llm = audit_citations(run, LLMJudge(client))
     flat = lambda rep: [(r.ref.address, r.verdict) for rs in rep.results.values() for r in rs]  # noqa: E731

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trajaudit.citation import (
-    OfflineJudge,
+    OfflineCitationJudge,
     audit_citations,
     load_run,
     render_html,
@@ -20,7 +20,7 @@ from trajaudit.citation.local import evaluate_run
 from trajaudit.engine.schema import schema_errors
 
 EX = Path(__file__).resolve().parents[1] / "examples" / "citation" / "ev_market.json"
-J = OfflineJudge()
+J = OfflineCitationJudge()
 
 
 def test_numbers_must_match_exactly():
@@ -36,11 +36,11 @@ def test_content_word_coverage_threshold():
     premise = ["Public charging points worldwide grew by 40% in 2023."]
     assert J.entails(premise, "Public charging points grew 40% in 2023.")
     assert not J.entails(premise, "Public charging points in rural Africa tripled their usage in 2023.")
-    assert OfflineJudge(coverage=0.5).entails(premise, "Public charging stations grew 40% in 2023.")
+    assert OfflineCitationJudge(coverage=0.5).entails(premise, "Public charging stations grew 40% in 2023.")
     assert "numbers not in support: 50%" in J.explain(premise, "Charging points grew 50% in 2023.")
     assert content_words("The batteries' prices") == {"battery", "price"}
     with pytest.raises(ValueError):
-        OfflineJudge(coverage=0)
+        OfflineCitationJudge(coverage=0)
 
 
 @pytest.mark.parametrize("sentence, needs", [

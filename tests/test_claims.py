@@ -8,7 +8,7 @@ import pytest
 
 from trajaudit.engine.claims import ClaimConfig, Support, build_claim_graph
 from trajaudit.engine.claims.normalize import norm_number
-from trajaudit.engine.ir import Step, ToolCall, Trajectory
+from trajaudit.engine.trace.ir import Step, ToolCall, Trajectory
 
 
 def _claim(g, step, value, kind=None):
@@ -89,7 +89,7 @@ def test_benign_unsupported_claim_is_not_an_error():
         Step(index=2, kind="agent", role="assistant", agent="a", content="I'll look it up.",
              tool_calls=(ToolCall(name="search", arguments={"q": "capital of France"}, id="1"),)),
     )
-    from trajaudit.engine.ir import Source
+    from trajaudit.engine.trace.ir import Source
 
     t = Trajectory(id="x", steps=steps, source=Source(format="openai"))
     g = build_claim_graph(t, ClaimConfig(replies_are_final=False))

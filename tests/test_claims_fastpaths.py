@@ -81,7 +81,7 @@ _tool_text = st.lists(st.sampled_from([" ", "\n", "\x1c", "Error", "errors", "ER
 @settings(max_examples=400, deadline=None)
 @given(_tool_text)
 def test_error_detection_fast_path_equals_the_regex(text):
-    from trajaudit.engine.adapters.base import _ERROR_RE, looks_like_error
+    from trajaudit.engine.trace.adapters.base import _ERROR_RE, looks_like_error
 
     assert looks_like_error(text) == bool(_ERROR_RE.search(text[:4000]))
 

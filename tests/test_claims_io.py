@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from trajaudit.cli import main
 from trajaudit.engine.claims import ClaimConfig, ClaimExtractor, RegexExtractor, Support, build_claim_graph
 from trajaudit.engine.claims.export import to_graphml, to_node_link, to_text
-from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
+from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditConfig
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.validation_log import ValidationLog
 
 

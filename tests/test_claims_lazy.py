@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from trajaudit import load_many, load_path
 from trajaudit.engine.claims import model as m
-from trajaudit.engine.claims.evidence import EvidenceIndex, Hit
+from trajaudit.engine.claims.evidence_index import EvidenceIndex, Hit
 from trajaudit.engine.claims.extract import (
     _CONDITIONAL,
     _HYPOTHETICAL,

@@ -194,7 +194,8 @@ def test_only_a_connection_that_cannot_be_made_is_unreachable(llm_server, llm_co
 def test_the_batch_loop_stops_on_an_unreachable_endpoint(llm_config, tau_runs):
     import dataclasses
 
-    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
     from trajaudit.errors import LLMUnreachableError
 
     runs = list(tau_runs.values())[:3]
@@ -232,7 +233,8 @@ def test_help_has_examples_and_no_seed_jargon(cmd):
 
 def test_a_pack_including_generic_with_overrides_replaces_the_default_generic(tmp_path, ww_dir):
     from trajaudit import load_path
-    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
 
     pack = tmp_path / "my.yaml"
     pack.write_text("pack: my\nversion: 1\ninclude:\n  - pack: generic\n    params: {closing: 'bye'}\n"

@@ -1,7 +1,7 @@
 """User-supplied YAML (and TOML) nested thousands of levels deep: PyYAML and tomllib recurse per level,
 so a trace mapping, citation mapping, taxonomy or LLM config file of ``[[[[…`` raised ``RecursionError``
 (a traceback from ``show --mapping`` and ``cite --mapping``). Now every such file is refused with an
-error naming it (``engine/safe_yaml.py``; rule packs had their own guard already)."""
+error naming it (``safe_yaml.py``; rule packs had their own guard already)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from trajaudit import safe_yaml
 from trajaudit.cli import main
-from trajaudit.engine import safe_yaml
-from trajaudit.engine.adapters.mapping import MappingAdapter
 from trajaudit.engine.taxonomy import TaxonomyError, load_taxonomy
+from trajaudit.engine.trace.adapters.mapping import MappingAdapter
 from trajaudit.errors import ConfigError, TraceFormatError
 from trajaudit.llm.config import load_config_file
 

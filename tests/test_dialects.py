@@ -17,8 +17,8 @@ from json_mutation import json_values, mutate
 import trajaudit
 from trajaudit import TraceFormatError, load, load_path
 from trajaudit.cli import main
-from trajaudit.engine.adapters import default_adapters
-from trajaudit.engine.ir import (
+from trajaudit.engine.trace.adapters import default_adapters
+from trajaudit.engine.trace.ir import (
     FLAG_MALFORMED_ARGUMENTS,
     FLAG_MALFORMED_CALL,
     FLAG_NON_TEXT_CONTENT,
@@ -26,7 +26,7 @@ from trajaudit.engine.ir import (
     FLAG_SPLIT_MESSAGE,
     FLAG_UNKNOWN_ROLE,
 )
-from trajaudit.engine.loader import load_document
+from trajaudit.engine.trace.loader import load_document
 from trajaudit.errors import TrajauditError
 
 D = Path(__file__).resolve().parent / "data" / "dialects"

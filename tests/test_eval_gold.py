@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from strategy_helpers import with_evidence
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.eval.gold import GoldFormatError, detect_gold_format, load_gold
@@ -125,8 +126,9 @@ def test_agentrx_magentic_form_end_to_end(tmp_path):
     """AgentRx Magentic-One gold: keyed by the trace file's stem, root-cause id a string, failure ids ints."""
     from pathlib import Path
 
-    from trajaudit.engine.loader import load
-    from trajaudit.engine.strategy import AuditContext, default_strategies
+    from trajaudit.engine.strategies.context import AuditContext
+    from trajaudit.engine.strategies.registry import default_strategies
+    from trajaudit.engine.trace.loader import load
     from trajaudit.eval.evaluate import evaluate
 
     trace = Path(__file__).resolve().parents[1] / "examples" / "traces" / "magentic_one.json"
@@ -139,7 +141,7 @@ def test_agentrx_magentic_form_end_to_end(tmp_path):
     assert gold["magentic_one"].critical_step == 4 and gold["magentic_one"].category == "invention_of_new_information"
     t = load(trace)
     assert t.steps[4].agent == "Orchestrator" and "museum opens at 9:00" in t.steps[4].content
-    last = default_strategies().get("last").diagnose(t, AuditContext())  # step 5, Orchestrator (-> WebSurfer)
+    last = default_strategies().get("last").diagnose(*with_evidence(t, AuditContext()))  # step 5, Orchestrator (-> WebSurfer)
     r = evaluate(gold, [last], trajectories=[t], resamples=10)
     assert r.value("step_exact") == 0.0 and r.value("step_within_1") == 1.0 and r.value("agent_exact") == 1.0
     assert r.value("category_terminal") == 0.0 and r.rows[0].gold_preview.startswith("Orchestrator: WebSurfer is blocked")

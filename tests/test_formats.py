@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trajaudit import TraceFormatError, load, load_path
-from trajaudit.engine.ir import FLAG_MALFORMED_ARGUMENTS, FLAG_ORPHAN_TOOL_OUTPUT, FLAG_UNANSWERED_CALL
+from trajaudit.engine.trace.ir import FLAG_MALFORMED_ARGUMENTS, FLAG_ORPHAN_TOOL_OUTPUT, FLAG_UNANSWERED_CALL
 
 EX = Path(__file__).resolve().parents[1] / "examples"
 

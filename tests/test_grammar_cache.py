@@ -1,4 +1,4 @@
-"""The on-disk grammar cache (engine/grammar_cache.py): a parser rebuilt from the JSON tables parses
+"""The on-disk grammar cache (engine/dsl/grammar_cache.py): a parser rebuilt from the JSON tables parses
 every expression — and fails on every bad one — exactly like the parser lark builds from rules.lark."""
 
 from __future__ import annotations
@@ -8,13 +8,14 @@ from importlib import resources
 import pytest
 from lark import Lark
 
-from trajaudit.engine import grammar_cache, rule_parser
-from trajaudit.engine import rule_ast as A
-from trajaudit.engine import rule_pack as RP
-from trajaudit.engine.rule_ast import same_data
+from trajaudit.engine.dsl import ast as A
+from trajaudit.engine.dsl import grammar_cache
+from trajaudit.engine.dsl import parser as rule_parser
+from trajaudit.engine.dsl.ast import same_data
+from trajaudit.engine.packs import pack as RP
 from trajaudit.errors import RulePackError
 
-TEXT = resources.files("trajaudit.engine").joinpath("rules.lark").read_text(encoding="utf-8")
+TEXT = resources.files("trajaudit.engine.dsl").joinpath("rules.lark").read_text(encoding="utf-8")
 OPTS = rule_parser._GRAMMAR_OPTIONS
 BAD = ["a ==", "(a == b", "x.count", "a = b", "a && b", "a || b", "!a", "'open", '"open', "/open", "$x", "`x`",
        "forall x in steps", "exists earlier", "a b", "1 2", "f(a,", "[1, 2", "a)", "'\\q'", "x[0", "a ~"]
@@ -28,7 +29,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def _built() -> Lark:
-    return Lark.open_from_package("trajaudit.engine", "rules.lark", **OPTS)
+    return Lark.open_from_package("trajaudit.engine.dsl", "rules.lark", **OPTS)
 
 
 def _texts() -> list[str]:

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from trajaudit.cli import main
-from trajaudit.engine.loader import load_path
-from trajaudit.engine.trace_text import wide_encoding
+from trajaudit.engine.trace.loader import load_path
+from trajaudit.engine.trace.text import wide_encoding
 from trajaudit.errors import TraceFormatError
 
 EX = Path(__file__).resolve().parents[1] / "examples"

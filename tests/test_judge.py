@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
-from trajaudit.engine.judge import OfflineJudge, blame, is_consequential_action
-from trajaudit.engine.strategy import AuditContext
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.offline_judge import OfflineJudge, blame, is_consequential_action
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.validation_log import Evidence, Record
 
 
@@ -44,13 +44,12 @@ def test_recovered_error_is_discounted_and_later_failure_wins():
     assert [(c.step, c.score) for c in cands] == [(2, 0.5), (8, 2.0)]  # step 2's error was retried successfully
 
 
-def test_choice_category_and_confidence(monkeypatch):
+def test_choice_category_and_confidence():
     t = _traj()
     recs = [_rec(3, "sys.tool-error", sev="warning"),
             _rec(6, "policy.confirm-before-write", targets=("instruction_adherence_failure",)),
             _rec(6, "schema.extra-arg", sev="warning", targets=("invalid_invocation",)),
             _rec(8, "claims.conflicting-evidence", targets=("misinterpretation_of_tool_output",))]
-    from trajaudit.engine import judge as jm
 
     class Bundle:
         def __init__(self):
@@ -58,8 +57,7 @@ def test_choice_category_and_confidence(monkeypatch):
             self.log = ValidationLog("t", list(recs))
             self.error_steps = (8,)
 
-    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle())
-    d = OfflineJudge().diagnose(t, AuditContext())
+    d = OfflineJudge().diagnose(t, Bundle(), AuditContext())  # the evidence is given, not gathered
     assert d.critical_step == 6 and d.agent == "assistant"
     assert d.category == "instruction_adherence_failure"  # vote 2.0 beats invalid_invocation's 1.0
     assert [c.step for c in d.candidates][:2] == [6, 8]
@@ -71,7 +69,7 @@ def test_tie_break_uses_category_precedence():
     t = _traj()
     j = OfflineJudge()
     (c,) = j.candidates(t, [_rec(6, "a", targets=("system_failure",)), _rec(6, "b", targets=("invalid_invocation",))])
-    from trajaudit.engine.judge import _category
+    from trajaudit.engine.strategies.offline_judge import _category
 
     assert _category(c, None) == "invalid_invocation"
 
@@ -85,9 +83,8 @@ def test_fallback_is_first_consequential_action_then_last_decision():
     assert is_consequential_action(code)
 
 
-def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamable(monkeypatch):
+def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamable():
     t = _traj()
-    from trajaudit.engine import judge as jm
     from trajaudit.engine.validation_log import ValidationLog
 
     recs = [_rec(2, "w1", sev="warning"), _rec(2, "w2", sev="warning"), _rec(2, "w3", sev="warning"),
@@ -97,8 +94,7 @@ def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamab
         log = ValidationLog("t", recs)
         error_steps = ()
 
-    monkeypatch.setattr(jm, "gather", lambda traj, ctx: Bundle())
-    d = OfflineJudge().diagnose(t, AuditContext())
+    d = OfflineJudge().diagnose(t, Bundle(), AuditContext())  # the evidence is given, not gathered
     assert d.critical_step == 6  # step 2 scores 3.0 from warnings only
     steps = list(t.steps) + [Step(9, "user", "user", "hello? are you there?")]
     t2 = Trajectory(id="t2", steps=tuple(steps), source=Source("openai"))
@@ -112,7 +108,7 @@ def test_fallback_category_in_a_dialogue_is_the_users_request():
     intent_plan_misalignment; JudgeSettings(user_prior=False) turns the prior off."""
     from dataclasses import replace
 
-    from trajaudit.engine.judge import JudgeSettings
+    from trajaudit.engine.strategies.offline_judge import JudgeSettings
 
     base = _traj()
     steps = list(base.steps)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from trajaudit import load
-from trajaudit.engine.judge import _last_success, _recovered
+from trajaudit.engine.strategies.offline_judge import _last_success, _recovered
 from trajaudit.engine.validation_log import Record
 
 

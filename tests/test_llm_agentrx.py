@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import pytest
 from llm_server import evidence_of, schema_name
+from strategy_helpers import with_evidence
 
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.errors import ConfigError
 from trajaudit.llm import LLMClient
 
@@ -93,7 +95,8 @@ def test_agentrx_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(ll
         for t in six_runs:
             ctx = AuditContext(llm=client)
             before = llm_server.calls
-            d = strategy.diagnose(t, ctx)
+            args = with_evidence(t, ctx)
+            d = strategy.diagnose(*args)
             assert schema_errors("diagnosis", d.to_dict()) == []
             target = target_of(t)
             assert (d.strategy, d.critical_step, d.category) == ("agentrx", target, CATEGORY)
@@ -116,7 +119,7 @@ def test_agentrx_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(ll
             assert any(e.note == f"violation of synthesized.run.{MARKS} (synthesized)"
                        and e.address.startswith(f"steps.{target}.content") for e in d.evidence), d.evidence
             assert all(e.address != "steps.9999" for e in d.evidence)  # a cited address outside the run is dropped
-            log = ctx.extra["_evidence"][1].log
+            log = args[1].log  # the run's evidence, with the synthesized rules' records merged in
             assert [r.step for r in log.records if r.rule_id == f"synthesized.run.{MARKS}" and r.verdict == "fail"] == [target]
             first[t.id] = d.to_dict()
     assert not marker.exists() and llm_server.exhausted == 0
@@ -128,14 +131,14 @@ def test_agentrx_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(ll
     llm_server.reset_counts()
     with LLMClient(llm_config) as client:
         for t in six_runs:
-            d = strategy.diagnose(t, AuditContext(llm=client)).to_dict()
+            d = strategy.diagnose(*with_evidence(t, AuditContext(llm=client))).to_dict()
             assert d["usage"]["calls"] == 0 and d["usage"]["cache_hits"] == d["usage"]["requests"] == 4
             assert {k: v for k, v in d.items() if k != "usage"} == {k: v for k, v in first[t.id].items() if k != "usage"}
     assert llm_server.calls == 0 and not marker.exists()
 
 
 def test_step_by_step_synthesis_scopes_each_rule_to_its_prefix(llm_server, llm_client, tau_runs):
-    from trajaudit.llm.synthesis import RuleSynthesizer
+    from trajaudit.engine.packs.synthesis import RuleSynthesizer
 
     t = tau_runs["47"]
     decisions = [s.index for s in t.decision_steps]
@@ -158,7 +161,7 @@ def test_step_by_step_synthesis_scopes_each_rule_to_its_prefix(llm_server, llm_c
 
 
 def test_reflection_prunes_a_rule_with_the_reason(llm_server, llm_client):
-    from trajaudit.llm.synthesis import RuleSynthesizer
+    from trajaudit.engine.packs.synthesis import RuleSynthesizer
 
     llm_server.script(
         {"rules": [
@@ -182,7 +185,7 @@ def test_agentrx_without_an_llm_fails_clearly(tau_runs):
     s = default_strategies().get("agentrx")
     assert s.needs_llm is True
     with pytest.raises(ConfigError, match=r"needs an LLM.*--base-url.*TRAJAUDIT_BASE_URL.*--strategy offline"):
-        s.diagnose(tau_runs["2"], AuditContext())
+        s.diagnose(*with_evidence(tau_runs["2"], AuditContext()))
 
 
 def test_a_failed_synthesis_degrades_to_pack_rules_and_says_so(llm_server, llm_client, tau_runs):
@@ -191,7 +194,7 @@ def test_a_failed_synthesis_degrades_to_pack_rules_and_says_so(llm_server, llm_c
     llm_server.script('{"rules": [', "still not JSON",
                       {"critical_step": k, "agent": "assistant", "category": "intent_plan_misalignment", "confidence": 0.4,
                        "rationale": f"steps.{k}", "evidence": [f"steps.{k}"], "violations_used": []})
-    d = default_strategies().get("agentrx").diagnose(t, AuditContext(llm=llm_client))
+    d = default_strategies().get("agentrx").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     assert schema_errors("diagnosis", d.to_dict()) == [] and d.critical_step == k
     assert d.usage["calls"] == 3 and d.usage["failures"] == 1 and d.metadata["synthesis"]["accepted"] == 0
     assert any(n.startswith("no rule synthesized: rule-synthesis-dynamic: the model's answer was still invalid")

@@ -60,8 +60,8 @@ def test_config_file_errors_are_clear(tmp_path):
 
 
 def test_core_imports_do_not_import_openai():
-    code = ("import sys, trajaudit, trajaudit.llm, trajaudit.llm.strategies\n"
-            "from trajaudit.engine.strategy import default_strategies\n"
+    code = ("import sys, trajaudit, trajaudit.llm, trajaudit.engine.strategies.llm\n"
+            "from trajaudit.engine.strategies.registry import default_strategies\n"
             "reg = default_strategies()\n"
             "[reg.get(n) for n in ('all-at-once', 'step-by-step', 'binary-search', 'searchauditor', 'drift',"
             " 'hybrid')]\n"

@@ -7,14 +7,16 @@ from __future__ import annotations
 import pytest
 from llm_server import evidence_of, schema_name
 from staged_judges import NOT_VERBATIM, drift_judge, target_of
+from strategy_helpers import with_evidence
 
 from trajaudit.engine.claims import RegexExtractor, build_claim_graph
 from trajaudit.engine.claims.extract import ClaimExtractor
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.llm.drift_claims import LLMClaimExtractor, claims_to_check
+from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.errors import LLMError
 from trajaudit.llm import LLMClient
-from trajaudit.llm.strategies.drift_claims import LLMClaimExtractor, claims_to_check
 
 TAU_IDS = ("2", "12", "47")
 WW_IDS = ("1", "10", "100")
@@ -35,7 +37,7 @@ def test_drift_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(llm_
     first = {}
     with LLMClient(llm_config) as client:
         for t in six_runs:
-            d = drift.diagnose(t, AuditContext(llm=client))
+            d = drift.diagnose(*with_evidence(t, AuditContext(llm=client)))
             assert schema_errors("diagnosis", d.to_dict()) == []
             led = d.metadata["ledger"]
             # the keeper's real claim joined the ledger at its verbatim quote; the made-up one was dropped
@@ -72,7 +74,7 @@ def test_drift_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(llm_
     llm_server.reset_counts()
     with LLMClient(llm_config) as client:
         for t in six_runs:
-            d = drift.diagnose(t, AuditContext(llm=client)).to_dict()
+            d = drift.diagnose(*with_evidence(t, AuditContext(llm=client))).to_dict()
             assert d["usage"]["calls"] == 0 and d["usage"]["cache_hits"] == d["usage"]["requests"] >= 2
             assert {k: v for k, v in d.items() if k != "usage"} == {k: v for k, v in first[t.id].items() if k != "usage"}
     assert llm_server.calls == 0
@@ -81,10 +83,10 @@ def test_drift_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(llm_
 def test_a_claim_the_seeker_finds_direct_is_no_longer_an_error_root(llm_server, llm_client, ww_runs):
     t = ww_runs["100"]
     llm_server.responder = drift_judge([t], support_status="MISSING")
-    before = default_strategies().get("drift").diagnose(t, AuditContext(llm=llm_client))
+    before = default_strategies().get("drift").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     llm_client.cache = None
     llm_server.responder = drift_judge([t], support_status="DIRECT")
-    after = default_strategies().get("drift").diagnose(t, AuditContext(llm=llm_client))
+    after = default_strategies().get("drift").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     checked = after.metadata["ledger"]["checked"]
     assert checked > 0 and after.metadata["ledger"]["changed"]
     assert all(ch["to"] == "DIRECT" for ch in after.metadata["ledger"]["changed"])
@@ -95,7 +97,7 @@ def test_a_claim_the_seeker_finds_direct_is_no_longer_an_error_root(llm_server, 
 def test_keeper_with_no_new_claims_still_diagnoses(llm_server, llm_client, tau_runs):
     t = tau_runs["12"]
     llm_server.responder = drift_judge([t], keep=False)
-    d = default_strategies().get("drift").diagnose(t, AuditContext(llm=llm_client))
+    d = default_strategies().get("drift").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     assert d.metadata["ledger"]["llm_claims"] == 0 and d.critical_step == d.error_steps[0]
     assert schema_errors("diagnosis", d.to_dict()) == []
 
@@ -122,5 +124,5 @@ def test_a_model_ignoring_the_schema_is_a_clear_error(llm_server, llm_client, ww
     llm_server.responder = lambda req: {"claims": "not a list"}
     with pytest.raises(LLMError, match=r"drift-keeper: the model's answer was still invalid after one retry: the "
                                        r"JSON does not match the schema at \$\.claims"):
-        default_strategies().get("drift").diagnose(ww_runs["1"], AuditContext(llm=llm_client))
+        default_strategies().get("drift").diagnose(*with_evidence(ww_runs["1"], AuditContext(llm=llm_client)))
     assert llm_server.calls == 2

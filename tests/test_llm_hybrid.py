@@ -8,15 +8,16 @@ import dataclasses
 import pytest
 from llm_server import ScriptedLLMServer, evidence_of
 from staged_judges import CATEGORY, hybrid_judge, target_of
+from strategy_helpers import with_evidence
 
-from trajaudit.engine.evidence import gather
-from trajaudit.engine.judge import OfflineJudge, blame
-from trajaudit.engine.pipeline import AuditSpec, build_context
+from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import default_strategies
+from trajaudit.engine.strategies.llm.views import final_answer_index, whole_chars, window_indices
+from trajaudit.engine.strategies.offline_judge import OfflineJudge, blame
+from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.errors import LLMError
 from trajaudit.llm import LLMClient
-from trajaudit.llm.strategies.views import final_answer_index, whole_chars, window_indices
 
 TAU_IDS = ("2", "12", "47")
 WW_IDS = ("1", "10", "100")
@@ -40,9 +41,9 @@ def test_hybrid_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(llm
     with LLMClient(llm_config) as client:
         ctx = context(client)
         for t in six_runs:
-            offline = OfflineJudge().diagnose(t, ctx)
+            offline = OfflineJudge().diagnose(*with_evidence(t, ctx))
             before = llm_server.calls
-            d = hybrid.diagnose(t, ctx)
+            d = hybrid.diagnose(*with_evidence(t, ctx))
             assert schema_errors("diagnosis", d.to_dict()) == []
             assert d.usage["calls"] == llm_server.calls - before == 1
             expected = offline.critical_step if offline.candidates else target_of(t)
@@ -68,7 +69,7 @@ def test_hybrid_on_three_tau_and_three_who_and_when_runs_then_from_the_cache(llm
     with LLMClient(llm_config) as client:
         ctx = context(client)
         for t in six_runs:
-            d = hybrid.diagnose(t, ctx).to_dict()
+            d = hybrid.diagnose(*with_evidence(t, ctx)).to_dict()
             assert d["usage"]["calls"] == 0 and d["usage"]["cache_hits"] == 1
             assert {k: v for k, v in d.items() if k != "usage"} == {k: v for k, v in first[t.id].items() if k != "usage"}
     assert llm_server.calls == 0
@@ -79,7 +80,7 @@ def test_hybrid_input_is_well_under_the_whole_trajectory_on_tau(llm_server, llm_
     llm_server.responder = hybrid_judge(runs)
     ctx = context(llm_client)
     for t in runs:
-        d = default_strategies().get("hybrid").diagnose(t, ctx)
+        d = default_strategies().get("hybrid").diagnose(*with_evidence(t, ctx))
         assert d.usage["input_chars"] < whole_chars(t), t.id
 
 
@@ -89,12 +90,12 @@ def test_hybrid_faults_are_clear_errors(llm_server, llm_config, ww_runs):
     with LLMClient(llm_config) as client, pytest.raises(LLMError, match="hybrid: the model's answer was still "
                                                                         "invalid after one retry: the answer is not "
                                                                         "valid JSON"):
-        default_strategies().get("hybrid").diagnose(t, context(client))
+        default_strategies().get("hybrid").diagnose(*with_evidence(t, context(client)))
     with ScriptedLLMServer() as gone:
         url = gone.url
     cfg = dataclasses.replace(llm_config, base_url=url, max_retries=0, timeout=2.0)
     with LLMClient(cfg) as client, pytest.raises(LLMError, match=f"hybrid: cannot reach {url}"):
-        default_strategies().get("hybrid").diagnose(t, context(client))
+        default_strategies().get("hybrid").diagnose(*with_evidence(t, context(client)))
 
 
 def test_an_injected_tool_output_stays_inside_evidence_blocks_in_every_staged_prompt(llm_server, llm_client):
@@ -106,7 +107,7 @@ def test_an_injected_tool_output_stays_inside_evidence_blocks_in_every_staged_pr
     t = injected_run()
     llm_server.responder = lambda req: minimal(req["response_format"]["json_schema"]["schema"])
     for name in ("searchauditor", "drift", "hybrid"):
-        d = default_strategies().get(name).diagnose(t, context(llm_client))
+        d = default_strategies().get(name).diagnose(*with_evidence(t, context(llm_client)))
         assert schema_errors("diagnosis", d.to_dict()) == [] and d.critical_step in (2, 4)
     carried = 0
     for req in llm_server.requests:

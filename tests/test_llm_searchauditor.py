@@ -9,14 +9,16 @@ import dataclasses
 import pytest
 from llm_server import ScriptedLLMServer, evidence_of, schema_name
 from staged_judges import CATEGORY, EARLY_CATEGORY, early_of, searchauditor_judge, target_of
+from strategy_helpers import with_evidence
 
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.llm.adjudication import Proposal, cluster_proposals, disagreement_summary
+from trajaudit.engine.strategies.llm.views import final_answer_index, whole_chars, window_indices
+from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.errors import ConfigError, LLMError
 from trajaudit.llm import LLMClient
-from trajaudit.llm.evidence import step_record
-from trajaudit.llm.strategies.adjudication import Proposal, cluster_proposals, disagreement_summary
-from trajaudit.llm.strategies.views import final_answer_index, whole_chars, window_indices
+from trajaudit.llm.fitting import step_record
 
 TAU_IDS = ("2", "12", "47")
 WW_IDS = ("1", "10", "100")
@@ -39,7 +41,7 @@ def test_searchauditor_on_three_tau_and_three_who_and_when_runs_then_from_the_ca
     with LLMClient(llm_config) as client:
         for t in six_runs:
             target, early = target_of(t), early_of(t)
-            d = sa.diagnose(t, AuditContext(llm=client))
+            d = sa.diagnose(*with_evidence(t, AuditContext(llm=client)))
             assert schema_errors("diagnosis", d.to_dict()) == []
             assert (d.strategy, d.critical_step, d.category, d.agent) == ("searchauditor", target, CATEGORY,
                                                                           t.steps[target].agent)
@@ -76,7 +78,7 @@ def test_searchauditor_on_three_tau_and_three_who_and_when_runs_then_from_the_ca
     llm_server.reset_counts()
     with LLMClient(llm_config) as client:
         for t in six_runs:
-            d = sa.diagnose(t, AuditContext(llm=client)).to_dict()
+            d = sa.diagnose(*with_evidence(t, AuditContext(llm=client))).to_dict()
             assert d["usage"]["calls"] == 0 and d["usage"]["cache_hits"] == d["usage"]["requests"] == 4
             assert {k: v for k, v in d.items() if k != "usage"} == {k: v for k, v in first[t.id].items() if k != "usage"}
     assert llm_server.calls == 0
@@ -86,7 +88,7 @@ def test_searchauditor_costs_less_than_three_whole_trajectories(llm_server, llm_
     runs = [tau_runs[i] for i in TAU_IDS]
     llm_server.responder = searchauditor_judge(runs)
     for t in runs:
-        d = default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=llm_client))
+        d = default_strategies().get("searchauditor").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
         whole = whole_chars(t)
         assert d.usage["input_chars"] < 3 * whole, (t.id, d.usage["input_chars"], whole)
         # the specialised audits see compressed views: cut, and said so
@@ -101,8 +103,7 @@ def test_repair_option_adds_a_synthesizer_that_sees_only_the_diagnosis_and_windo
     t = tau_runs["47"]
     llm_server.responder = searchauditor_judge([t])
     target = target_of(t)
-    d = default_strategies().get("searchauditor").diagnose(
-        t, AuditContext(llm=llm_client, extra={"searchauditor": {"repair": True}}))
+    d = default_strategies().get("searchauditor").diagnose(*with_evidence(t, AuditContext(llm=llm_client, strategy_options={"searchauditor": {"repair": True}})))
     assert d.usage["calls"] == 5 and schema_errors("diagnosis", d.to_dict()) == []
     assert d.repair == (f"1. Before acting at step {target}, re-read the tool output field by field.\n"
                         "2. Confirm the item ids with the user.")
@@ -119,7 +120,7 @@ def test_a_tool_output_named_by_the_adjudicator_goes_to_the_step_that_issued_the
     tool = next(s for s in t.steps if s.kind == "tool" and t.call_for(s) and t.call_for(s)[0].index > target_of(t))
     caller = t.call_for(tool)[0].index
     llm_server.responder = searchauditor_judge([t], adjudicated=lambda _: tool.index)
-    d = default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=llm_client))
+    d = default_strategies().get("searchauditor").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     assert d.critical_step == caller and d.metadata["adjudication"]["model_step"] == tool.index
     # the proposals the adjudicator overruled stay as candidates, one per step, best report first
     assert [c.step for c in d.candidates] == [caller, target_of(t), early_of(t)]
@@ -131,7 +132,7 @@ def test_a_tool_output_named_by_the_adjudicator_goes_to_the_step_that_issued_the
 def test_one_failed_audit_is_left_out_and_noted_all_three_failing_is_an_error(llm_server, llm_client, ww_runs):
     t = ww_runs["10"]
     llm_server.responder = searchauditor_judge([t], fail=("backward",))
-    d = default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=llm_client))
+    d = default_strategies().get("searchauditor").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     assert [r["report"] for r in d.metadata["reports"]] == ["holistic", "forward"]
     assert any(n.startswith("audit report failed and was left out: backward: searchauditor-backward: the model's "
                             "answer was still invalid after one retry") for n in d.metadata["notes"])
@@ -140,7 +141,7 @@ def test_one_failed_audit_is_left_out_and_noted_all_three_failing_is_an_error(ll
     llm_client.cache = None  # the answers above are cached; ask again
     with pytest.raises(LLMError, match=r"searchauditor: all three audit reports failed: holistic: "
                                        r"searchauditor-holistic: the model's answer was still invalid after one retry"):
-        default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=llm_client))
+        default_strategies().get("searchauditor").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
 
 
 def test_an_endpoint_that_is_down_is_a_clear_error(llm_config, ww_runs):
@@ -148,17 +149,17 @@ def test_an_endpoint_that_is_down_is_a_clear_error(llm_config, ww_runs):
         url = gone.url
     cfg = dataclasses.replace(llm_config, base_url=url, max_retries=0, timeout=2.0)
     with LLMClient(cfg) as client, pytest.raises(LLMError, match=f"cannot reach {url}"):
-        default_strategies().get("searchauditor").diagnose(ww_runs["1"], AuditContext(llm=client))
+        default_strategies().get("searchauditor").diagnose(*with_evidence(ww_runs["1"], AuditContext(llm=client)))
 
 
 def test_unknown_or_mistyped_options_are_config_errors(llm_client, ww_runs):
     sa = default_strategies().get("searchauditor")
     with pytest.raises(ConfigError, match=r"strategy 'searchauditor' has no option\(s\) \['repiar'\]; known: "):
-        sa.diagnose(ww_runs["1"], AuditContext(llm=llm_client, extra={"searchauditor": {"repiar": True}}))
+        sa.diagnose(*with_evidence(ww_runs["1"], AuditContext(llm=llm_client, strategy_options={"searchauditor": {"repiar": True}})))
     with pytest.raises(ConfigError, match="option 'radius' must be int, got '2'"):
-        sa.diagnose(ww_runs["1"], AuditContext(llm=llm_client, extra={"searchauditor": {"radius": "2"}}))
+        sa.diagnose(*with_evidence(ww_runs["1"], AuditContext(llm=llm_client, strategy_options={"searchauditor": {"radius": "2"}})))
     with pytest.raises(ConfigError, match="needs an LLM"):
-        sa.diagnose(ww_runs["1"], AuditContext())
+        sa.diagnose(*with_evidence(ww_runs["1"], AuditContext()))
 
 
 def test_clustering_and_disagreement_summary_are_deterministic():
@@ -183,7 +184,7 @@ def test_a_small_context_budget_cuts_visibly(llm_server, llm_config, tau_runs):
     t = tau_runs["2"]
     llm_server.responder = searchauditor_judge([t])
     with LLMClient(dataclasses.replace(llm_config, context_chars=6000)) as client:
-        d = default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=client))
+        d = default_strategies().get("searchauditor").diagnose(*with_evidence(t, AuditContext(llm=client)))
     ctx = d.metadata["context"]
     assert ctx["prompts"] == 4 and ctx["prompts_cut"] == 4 and ctx["budget_chars"] <= 6000
     assert "outline outline_capped: previews cut to 60 chars" in d.metadata["notes"]
@@ -202,7 +203,7 @@ def test_supporting_steps_outside_the_run_are_listed_not_snapped(llm_server, llm
     t = six_runs[0]
     llm_server.responder = searchauditor_judge([t], extra_support=(99999, len(t.steps)))
     with LLMClient(llm_config) as client:
-        d = default_strategies().get("searchauditor").diagnose(t, AuditContext(llm=client))
+        d = default_strategies().get("searchauditor").diagnose(*with_evidence(t, AuditContext(llm=client)))
     adj = d.metadata["adjudication"]
     assert adj["supporting_steps"] == sorted({target_of(t), early_of(t)})
     assert adj["supporting_steps_outside_run"] == [99999, len(t.steps)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from llm_server import Reply, evidence_of
 
 from trajaudit.checkers.semantic import SemanticOracle
-from trajaudit.llm import LLMSemanticOracle
+from trajaudit.checkers.semantic_llm import LLMSemanticOracle
 
 PREDICATE = "the agent confirmed the order details with the user before cancelling"
 

@@ -8,12 +8,14 @@ import re
 
 import pytest
 from llm_server import Reply, evidence_of, schema_name, user_text
+from strategy_helpers import with_evidence
 
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.errors import ConfigError, LLMError
 from trajaudit.llm import LLMClient
-from trajaudit.llm.evidence import step_record
+from trajaudit.llm.fitting import step_record
 
 STRATEGIES = ("all-at-once", "step-by-step", "binary-search")
 TAU_IDS = ("2", "12", "47")
@@ -70,7 +72,7 @@ def test_three_strategies_on_three_tau_and_three_who_and_when_runs(llm_server, l
             target = target_of(t)
             for name in STRATEGIES:
                 before = llm_server.calls
-                d = reg.get(name).diagnose(t, ctx)
+                d = reg.get(name).diagnose(*with_evidence(t, ctx))
                 calls = llm_server.calls - before
                 assert schema_errors("diagnosis", d.to_dict()) == []
                 assert (d.strategy, d.critical_step, d.agent) == (name, target, t.steps[target].agent)
@@ -100,7 +102,7 @@ def test_three_strategies_on_three_tau_and_three_who_and_when_runs(llm_server, l
         ctx = AuditContext(llm=client)
         for t in six_runs:
             for name in STRATEGIES:
-                d = reg.get(name).diagnose(t, ctx).to_dict()
+                d = reg.get(name).diagnose(*with_evidence(t, ctx)).to_dict()
                 was = first[(t.id, name)]
                 assert d["usage"]["calls"] == 0 and d["usage"]["cache_hits"] == d["usage"]["requests"] > 0
                 assert d["usage"]["input_chars"] == was["usage"]["input_chars"]
@@ -118,16 +120,16 @@ def test_named_step_that_is_not_a_decision_is_snapped_and_noted(llm_server, llm_
                        "confidence": 0.4, "reason": "x"},
                       {"critical_step": 999, "agent": "nobody", "category": "system_failure",
                        "confidence": 0.4, "reason": "y"})
-    d = reg.get("all-at-once").diagnose(t, AuditContext(llm=llm_client))
+    d = reg.get("all-at-once").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     assert d.critical_step == tool_step - 1 and t.steps[tool_step - 1].is_decision
     assert f"model named step {tool_step} (a tool step); mapped to the nearest decision step {tool_step - 1}" \
         in d.metadata["notes"]
     assert d.metadata["model_step"] == tool_step
-    d2 = reg.get("all-at-once").diagnose(t, AuditContext(llm=llm_client, extra={"again": 1}))
+    d2 = reg.get("all-at-once").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     # the same prompt again is a cache hit: the first answer, not the second, is reused
     assert d2.usage["cache_hits"] == 1 and d2.critical_step == d.critical_step
     llm_client.cache = None
-    d3 = reg.get("all-at-once").diagnose(t, AuditContext(llm=llm_client))
+    d3 = reg.get("all-at-once").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     last = t.decision_steps[-1].index
     assert d3.critical_step == last
     assert any("(out of range); mapped to the nearest decision step" in n for n in d3.metadata["notes"])
@@ -138,7 +140,7 @@ def test_step_by_step_with_no_decisive_step_reports_the_last_as_inconclusive(llm
     t = ww_runs["1"]
     llm_server.responder = lambda req: {"decisive": False, "category": "inconclusive", "confidence": 0.9,
                                         "reason": "fine"}
-    d = default_strategies().get("step-by-step").diagnose(t, AuditContext(llm=llm_client))
+    d = default_strategies().get("step-by-step").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     assert d.critical_step == t.decision_steps[-1].index and d.category == "inconclusive" and d.confidence == 0
     assert d.usage["calls"] == len(t.decision_steps)
     assert "no decision step was judged decisive" in d.metadata["notes"][-1]
@@ -152,7 +154,7 @@ def test_small_context_budget_cuts_are_reported_in_the_diagnosis(llm_server, llm
     target = target_of(t)
     llm_server.responder = judge_for([t])
     with LLMClient(dataclasses.replace(llm_config, context_chars=12000)) as client:
-        d = default_strategies().get("all-at-once").diagnose(t, AuditContext(llm=client))
+        d = default_strategies().get("all-at-once").diagnose(*with_evidence(t, AuditContext(llm=client)))
         ctx = d.metadata["context"]
         assert ctx["prompts_cut"] == 1 and ctx["modes"] == ["capped"] and ctx["budget_chars"] < 12000
         assert 0 in ctx["cut_steps"] and ctx["omitted_steps"] == []  # the long policy prompt was shortened
@@ -161,7 +163,7 @@ def test_small_context_budget_cuts_are_reported_in_the_diagnosis(llm_server, llm
         assert d.critical_step == target
         # tighter still: whole steps are left out, and named
     with LLMClient(dataclasses.replace(llm_config, context_chars=6000)) as tight:
-        d = default_strategies().get("all-at-once").diagnose(t, AuditContext(llm=tight))
+        d = default_strategies().get("all-at-once").diagnose(*with_evidence(t, AuditContext(llm=tight)))
         assert d.metadata["context"]["modes"] == ["window"] and d.metadata["context"]["omitted_steps"]
 
 
@@ -171,7 +173,7 @@ def test_injected_tool_output_reaches_the_server_only_inside_the_evidence_block(
     t = injected_run()
     llm_server.script({"critical_step": 4, "agent": "assistant", "category": "invention_of_new_information",
                        "confidence": 0.9, "reason": "claims a cancellation no tool performed"})
-    d = default_strategies().get("all-at-once").diagnose(t, AuditContext(llm=llm_client))
+    d = default_strategies().get("all-at-once").diagnose(*with_evidence(t, AuditContext(llm=llm_client)))
     assert d.critical_step == 4
     sent = llm_server.requests[0]["messages"]
     assert [m["role"] for m in sent] == ["system", "user"]
@@ -183,24 +185,24 @@ def test_injected_tool_output_reaches_the_server_only_inside_the_evidence_block(
 
 
 def test_strategies_without_an_llm_fail_clearly(tau_runs):
-    from trajaudit.engine.strategy import Strategy
+    from trajaudit.engine.strategies.base import Strategy
 
     reg = default_strategies()
     for name in STRATEGIES:
         s = reg.get(name)
         assert isinstance(s, Strategy) and s.name == name and s.needs_llm is True
         with pytest.raises(ConfigError, match=r"needs an LLM.*--base-url.*TRAJAUDIT_BASE_URL.*--strategy offline"):
-            s.diagnose(tau_runs["2"], AuditContext())
+            s.diagnose(*with_evidence(tau_runs["2"], AuditContext()))
 
 
 def test_a_failing_call_surfaces_as_llm_error(llm_server, llm_client, tau_runs):
     llm_server.script(Reply(refusal="I won't judge this."))
     with pytest.raises(LLMError, match="the model refused: I won't judge this."):
-        default_strategies().get("binary-search").diagnose(tau_runs["2"], AuditContext(llm=llm_client))
+        default_strategies().get("binary-search").diagnose(*with_evidence(tau_runs["2"], AuditContext(llm=llm_client)))
 
 
 def test_the_pipeline_api_runs_an_llm_strategy_from_an_llm_config(llm_server, llm_config, ww_dir, ww_runs):
-    from trajaudit.engine.pipeline import audit
+    from trajaudit.engine.run.pipeline import audit
 
     t = ww_runs["10"]
     llm_server.responder = judge_for([t])
@@ -217,7 +219,7 @@ def test_a_budget_smaller_than_the_prompt_itself_is_reported(llm_server, llm_con
     t = ww_runs["1"]
     llm_server.responder = judge_for([t])
     with LLMClient(dataclasses.replace(llm_config, context_chars=2000)) as client:
-        d = default_strategies().get("all-at-once").diagnose(t, AuditContext(llm=client))
+        d = default_strategies().get("all-at-once").diagnose(*with_evidence(t, AuditContext(llm=client)))
     assert any(n.startswith("all_at_once: the prompt without evidence is ") and "exceeds the 2000-char budget" in n
                for n in d.metadata["notes"])
     assert d.metadata["context"]["modes"] == ["window"]

@@ -7,12 +7,15 @@ so these tests assert plumbing — valid Diagnoses, schema-valid answers, the ca
 from __future__ import annotations
 
 import pytest
+from strategy_helpers import with_evidence
 
+from trajaudit.checkers.semantic_llm import LLMSemanticOracle
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditContext, default_strategies
-from trajaudit.llm import LLMClient, LLMConfig, LLMSemanticOracle
-from trajaudit.llm.strategies.agentrx import AgentRx
-from trajaudit.llm.strategies.base import categories
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.llm.agentrx import AgentRx
+from trajaudit.engine.strategies.llm.base import categories
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.llm import LLMClient, LLMConfig
 
 pytestmark = pytest.mark.localllm
 
@@ -36,7 +39,7 @@ def test_every_strategy_on_a_tau_run_then_again_from_the_cache(local_llm, tau_ru
         info = client.ping()
         assert info["reply"] and info["latency_s"] > 0
         for name in STRATEGIES:
-            d = reg.get(name).diagnose(t, AuditContext(llm=client))
+            d = reg.get(name).diagnose(*with_evidence(t, AuditContext(llm=client)))
             assert schema_errors("diagnosis", d.to_dict()) == []
             assert d.critical_step in decisions and d.agent == "assistant" and d.category in ids
             assert d.usage["calls"] >= 1 and d.usage["input_tokens"] > 0 and d.usage["failures"] == 0
@@ -47,7 +50,7 @@ def test_every_strategy_on_a_tau_run_then_again_from_the_cache(local_llm, tau_ru
         assert made >= 3
     with LLMClient(config(local_llm.url, cache)) as again:
         for name in STRATEGIES:
-            d = reg.get(name).diagnose(t, AuditContext(llm=again)).to_dict()
+            d = reg.get(name).diagnose(*with_evidence(t, AuditContext(llm=again))).to_dict()
             assert d["usage"]["calls"] == 0 and d["usage"]["cache_hits"] == d["usage"]["requests"]
             assert {k: v for k, v in d.items() if k != "usage"} == {k: v for k, v in first[name].items() if k != "usage"}
         assert again.usage.calls == 0
@@ -66,7 +69,7 @@ def staged_config(url: str, cache: str) -> LLMConfig:
 
 def test_staged_strategies_on_a_tau_run_then_again_from_the_cache(local_llm, tau_runs, tmp_path):
     """searchauditor (4 calls), drift (2-3) and hybrid (1) once each, then from the cache (0 calls)."""
-    from trajaudit.engine.pipeline import AuditSpec, build_context
+    from trajaudit.engine.run.pipeline import AuditSpec, build_context
 
     t = tau_runs["47"]
     decisions = {s.index for s in t.decision_steps}
@@ -77,9 +80,9 @@ def test_staged_strategies_on_a_tau_run_then_again_from_the_cache(local_llm, tau
     for attempt in ("cold", "cached"):
         with LLMClient(staged_config(local_llm.url, cache)) as client:
             ctx = build_context(AuditSpec())
-            ctx.llm, ctx.extra = client, {**ctx.extra, **STAGED_OPTIONS}
+            ctx.llm, ctx.strategy_options = client, {**ctx.strategy_options, **STAGED_OPTIONS}
             for name in STAGED:
-                d = reg.get(name).diagnose(t, ctx)
+                d = reg.get(name).diagnose(*with_evidence(t, ctx))
                 out = d.to_dict()
                 assert schema_errors("diagnosis", out) == []
                 assert d.critical_step in decisions and d.agent == "assistant" and d.category in ids
@@ -119,7 +122,7 @@ def test_agentrx_on_a_tau_run_then_again_from_the_cache(local_llm, tau_runs, tmp
     cfg = dataclasses.replace(config(local_llm.url, str(tmp_path / "cache.sqlite3")), max_tokens=700)
     agentrx = AgentRx(max_rules=1, max_semantic_checks=0, repair_rules=False)
     with LLMClient(cfg) as client:
-        d = agentrx.diagnose(t, AuditContext(llm=client))
+        d = agentrx.diagnose(*with_evidence(t, AuditContext(llm=client)))
         assert schema_errors("diagnosis", d.to_dict()) == []
         assert d.critical_step in decisions and d.agent == "assistant" and d.category in ids
         syn = d.metadata["synthesis"]
@@ -128,6 +131,6 @@ def test_agentrx_on_a_tau_run_then_again_from_the_cache(local_llm, tau_runs, tmp
         assert d.usage["requests"] >= 2 and d.usage["input_tokens"] > 0
         first = d.to_dict()
     with LLMClient(cfg) as again:
-        d = agentrx.diagnose(t, AuditContext(llm=again)).to_dict()
+        d = agentrx.diagnose(*with_evidence(t, AuditContext(llm=again))).to_dict()
         assert d["usage"]["calls"] == 0 and again.usage.calls == 0
         assert {k: v for k, v in d.items() if k != "usage"} == {k: v for k, v in first.items() if k != "usage"}

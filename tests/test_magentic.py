@@ -1,6 +1,6 @@
 """Magentic-One traces: hand-written fixtures (tests/data/magentic, see build_fixtures.py) in the
 Who&When hand-crafted and AgentRx bare-list shapes, and the general mechanisms they needed:
-embedded observations are evidence (engine/observation.py), JSON in agent text is not quotation,
+embedded observations are evidence (engine/trace/observation.py), JSON in agent text is not quotation,
 inline ``` is not code, a code runner's output belongs to the step that wrote the code."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from trajaudit import audit, load
 from trajaudit.cli import main as cli
 from trajaudit.engine.claims import build_claim_graph
 from trajaudit.engine.claims.model import Support
-from trajaudit.engine.judge import is_consequential_action
-from trajaudit.engine.observation import observation_start, split_observation
-from trajaudit.llm.strategies.views import snap_step
+from trajaudit.engine.strategies.llm.views import snap_step
+from trajaudit.engine.strategies.offline_judge import is_consequential_action
+from trajaudit.engine.trace.observation import observation_start, split_observation
 
 MAG = Path(__file__).resolve().parent / "data" / "magentic"
 RUNS = sorted(p.stem for p in (MAG / "who_and_when").glob("*.json"))
@@ -180,8 +180,8 @@ def test_llm_step_on_runner_output_snaps_to_the_code_author():
 
 def test_observation_memo_is_bounded_and_cleared_with_the_other_caches():
     """perf.md: every per-process cache is bounded by text size and emptied by clear_caches()."""
-    from trajaudit.engine import observation
-    from trajaudit.engine.evidence import clear_caches
+    from trajaudit.engine.run.evidence import clear_caches
+    from trajaudit.engine.trace import observation
 
     clear_caches(packs=False)
     page = "I opened it.\nAddress: file:///a.txt\nViewport position: Showing page 1 of 1.\n"

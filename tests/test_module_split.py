@@ -1,5 +1,5 @@
-"""Review finding: engine/loader.py and eval/evaluate.py had grown past the ~400-line guideline. The
-forced-format logic lives in engine/forced_format.py, the run bookkeeping of eval in eval/runs.py;
+"""Review finding: engine/trace/loader.py and eval/evaluate.py had grown past the ~400-line guideline. The
+forced-format logic lives in engine/trace/forced_format.py, the run bookkeeping of eval in eval/runs.py;
 both are exercised here on real files (the behaviour is covered in test_forced_format_batches.py
 and test_eval_run_length.py)."""
 
@@ -17,7 +17,7 @@ DIALECTS = Path(__file__).resolve().parent / "data" / "dialects"
 
 
 def test_loader_and_evaluate_stay_within_the_module_size_guideline():
-    for name in ("trajaudit.engine.loader", "trajaudit.eval.evaluate"):  # eval.evaluate is also a function name
+    for name in ("trajaudit.engine.trace.loader", "trajaudit.eval.evaluate"):  # eval.evaluate is also a function name
         n = len(Path(importlib.import_module(name).__file__).read_text().splitlines())
         assert n <= 400, f"{name}: {n} lines"
 

@@ -7,7 +7,7 @@ import json
 import re
 
 from trajaudit import load_path
-from trajaudit.engine.adapters.base import LoadOptions
+from trajaudit.engine.trace.adapters.base import LoadOptions
 
 
 def _write(tmp_path, messages, name="run.json"):
@@ -111,7 +111,7 @@ def test_named_users_must_be_a_known_mode():
 
 
 def test_mapping_format_reads_group_chats_too(tmp_path):
-    from trajaudit.engine.adapters.mapping import MappingAdapter
+    from trajaudit.engine.trace.adapters.mapping import MappingAdapter
 
     doc = {"log": [{"speaker": m.get("name"), "kind": m["role"], "text": m["content"]} for m in GROUP]}
     p = tmp_path / "chat.json"
@@ -149,7 +149,7 @@ def test_who_and_when_logs_as_openai_messages_read_like_the_who_and_when_adapter
 
 
 def test_a_mapping_file_can_force_the_reading_of_named_user_messages(tmp_path):
-    from trajaudit.engine.adapters.mapping import MappingAdapter
+    from trajaudit.engine.trace.adapters.mapping import MappingAdapter
     from trajaudit.errors import TraceFormatError
 
     msgs = [{"role": "user", "content": "task"}, {"role": "assistant", "name": "Planner", "content": "plan"},

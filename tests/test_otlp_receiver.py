@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT
 from test_trace_formats import T1, T2, _otlp, small_trace
 
-from trajaudit.engine.otlp_receiver import TraceAuditor, TraceBuffer, decode_body
+from trajaudit.engine.run.otlp_receiver import TraceAuditor, TraceBuffer, decode_body
 from trajaudit.errors import TraceFormatError
 
 

@@ -1,4 +1,4 @@
-"""The on-disk pack cache (engine/pack_cache.py): a warm load gives exactly the cold load's pack and
+"""The on-disk pack cache (engine/packs/cache.py): a warm load gives exactly the cold load's pack and
 compiled rules; corrupt, unwritable or disabled caches fall back silently; edits are picked up."""
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from json_mutation import json_values, mutate
 
-from trajaudit.engine import pack_cache, rule_parser
-from trajaudit.engine import rule_ast as A
-from trajaudit.engine import rule_pack as RP
-from trajaudit.engine.evidence import _compiled_shipped, _loaded_shipped, clear_caches, default_packs
+from trajaudit.engine.dsl import ast as A
+from trajaudit.engine.dsl import parser as rule_parser
+from trajaudit.engine.packs import cache as pack_cache
+from trajaudit.engine.packs import pack as RP
+from trajaudit.engine.packs.selection import _compiled_shipped, _loaded_shipped, default_packs
+from trajaudit.engine.run.evidence import clear_caches
 from trajaudit.errors import RulePackError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -338,8 +340,8 @@ def _split_reference(text: str, where):
 @settings(max_examples=400, deadline=None)
 @given(text=st.text(alphabet="ab{}x é", max_size=16))
 def test_template_split_equals_the_character_loop(text):
-    from trajaudit.engine.rule_parser import Where
-    from trajaudit.engine.rule_template import _split
+    from trajaudit.engine.dsl.parser import Where
+    from trajaudit.engine.dsl.template import _split
 
     def run(f):
         try:

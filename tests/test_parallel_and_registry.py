@@ -10,9 +10,10 @@ import sys
 import pytest
 
 from trajaudit import load_path
-from trajaudit.engine import parallel as parallel_mod
-from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
-from trajaudit.engine.strategy import LLM_STRATEGIES, default_strategies
+from trajaudit.engine.run import parallel as parallel_mod
+from trajaudit.engine.run.batch import audit_trajectories
+from trajaudit.engine.run.pipeline import AuditSpec
+from trajaudit.engine.strategies.registry import LLM_STRATEGIES, default_strategies
 from trajaudit.engine.validation_log import Evidence, LazyRecord, Record, ValidationLog
 from trajaudit.registry import Registry
 
@@ -89,13 +90,13 @@ def test_log_rows_ship_deferred_pass_records_bare_and_derive_them_on_read():
 
 def test_llm_strategies_are_listed_without_being_imported():
     code = ("import sys\n"
-            "from trajaudit.engine.strategy import default_strategies\n"
+            "from trajaudit.engine.strategies.registry import default_strategies\n"
             "reg = default_strategies()\n"
             "assert 'hybrid' in reg and len(reg) == 12, list(reg)\n"
             "assert reg.get('offline').name == 'offline'\n"
-            "print(any(m.startswith('trajaudit.llm.strategies') for m in sys.modules))\n"
+            "print(any(m.startswith('trajaudit.engine.strategies.llm') for m in sys.modules))\n"
             "reg.get('drift')\n"
-            "print(any(m.startswith('trajaudit.llm.strategies') for m in sys.modules))\n")
+            "print(any(m.startswith('trajaudit.engine.strategies.llm') for m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
 
@@ -133,9 +134,9 @@ def test_lazy_registration_errors():
 
 
 def test_pass_evidence_is_derived_only_when_it_matches_and_never_for_llm_strategies(tau_file):
-    from trajaudit.engine.evidence import gather
-    from trajaudit.engine.parallel import _deferrable, _PassEvidence
-    from trajaudit.engine.pipeline import build_context
+    from trajaudit.engine.run.evidence import gather
+    from trajaudit.engine.run.parallel import _deferrable, _PassEvidence
+    from trajaudit.engine.run.pipeline import build_context
     from trajaudit.errors import TrajauditError
 
     t = load_path(tau_file).trajectories[0]

@@ -12,8 +12,8 @@ import json
 import pytest
 
 from trajaudit import load_many
-from trajaudit.engine.evidence import clear_caches, gather
-from trajaudit.engine.pipeline import AuditSpec, audit_one, build_context
+from trajaudit.engine.run.evidence import clear_caches, gather
+from trajaudit.engine.run.pipeline import AuditSpec, audit_one, build_context
 
 
 def _outputs(runs, spec: AuditSpec, ctx) -> list[str]:

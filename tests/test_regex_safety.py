@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trajaudit import compile_rules, load_pack
-from trajaudit.engine.regex_safety import nested_unbounded
+from trajaudit.engine.dsl.regex.safety import nested_unbounded
 from trajaudit.errors import RulePackError
 
 
@@ -32,7 +32,7 @@ def test_shipped_packs_compile():
 
 
 def test_lint_warns_on_unknown_targets_and_empty_packs():
-    from trajaudit.engine.rule_lint import lint_pack
+    from trajaudit.engine.packs.lint import lint_pack
 
     rule = {"id": "x", "type": "PROTOCOL", "severity": "error", "targets": ["no_such_category", "system_failure"],
             "guard": 'step.kind == "tool"', "assert": "not output.is_error", "message": "m"}

@@ -8,11 +8,12 @@ import json
 
 from click.testing import CliRunner
 from llm_server import Reply, evidence_of, schema_name
+from strategy_helpers import with_evidence
 
 from trajaudit.cli import main
-from trajaudit.engine.loader import load_path
-from trajaudit.engine.repair import TEMPLATE_LABEL
+from trajaudit.engine.run.repair_prefix import TEMPLATE_LABEL
 from trajaudit.engine.schema import schema_errors
+from trajaudit.engine.trace.loader import load_path
 
 TAU_RECORDS = (0, 3, 13)  # runs "2", "12", "47"
 
@@ -158,11 +159,11 @@ def test_repair_keeps_openai_and_magentic_containers(tmp_path):
 
 
 def test_failed_llm_repair_falls_back_to_the_template_and_says_why(llm_server, tau_runs, llm_client):
-    from trajaudit.engine.pipeline import audit_one
-    from trajaudit.engine.strategy import AuditContext
+    from trajaudit.engine.run.pipeline import audit_one
+    from trajaudit.engine.strategies.context import AuditContext
 
     llm_server.script(Reply(refusal="no repairs today"))
-    res = audit_one(tau_runs["2"], "offline", AuditContext(llm=llm_client, extra={"repair": True}))
+    res = audit_one(tau_runs["2"], "offline", AuditContext(llm=llm_client, repair=True))
     d = res.diagnosis
     assert d.repair.startswith(TEMPLATE_LABEL) and d.metadata["repair"]["source"] == "template"
     assert "the model refused: no repairs today" in d.metadata["repair"]["note"]
@@ -208,11 +209,12 @@ def test_audit_with_worker_processes_uses_the_llm_and_matches_a_serial_run(llm_s
 def test_a_strategy_s_own_repair_is_kept(tau_runs):
     import dataclasses
 
-    from trajaudit.engine.repair import attach_repair
-    from trajaudit.engine.strategy import AuditContext, default_strategies
+    from trajaudit.engine.run.repair_prefix import attach_repair
+    from trajaudit.engine.strategies.context import AuditContext
+    from trajaudit.engine.strategies.registry import default_strategies
 
     t = tau_runs["2"]
-    d = default_strategies().get("last").diagnose(t, AuditContext())
+    d = default_strategies().get("last").diagnose(*with_evidence(t, AuditContext()))
     mine = dataclasses.replace(d, repair="1. Re-check the variant count.")
     kept = attach_repair(mine, t, llm=None)
     assert kept.repair == "1. Re-check the variant count." and kept.metadata["repair"] == {"source": "strategy"}
@@ -222,7 +224,7 @@ def test_a_strategy_s_own_repair_is_kept(tau_runs):
 def test_resumed_prefix_never_ends_on_a_call_without_its_output(tau_runs):
     """A critical step that is a tool output (or one output of a parallel call) moves the cut back to
     the call: chat APIs refuse an assistant tool call without its result."""
-    from trajaudit.engine.repair import resume_document
+    from trajaudit.engine.run.repair_prefix import resume_document
 
     t = tau_runs["2"]
     out = next(s for s in t.steps if s.kind == "tool")  # step 3 answers the call at step 2
@@ -238,7 +240,7 @@ def test_resumed_prefix_never_ends_on_a_call_without_its_output(tau_runs):
                 {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": "a", "name": "f", "content": "1"},
             {"role": "tool", "tool_call_id": "b", "name": "g", "content": "Error"}]
-    from trajaudit.engine.loader import load_document
+    from trajaudit.engine.trace.loader import load_document
 
     par = load_document(msgs).trajectories[0]
     doc, _ = resume_document(par, 3, "x")  # the second output of a parallel call

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+from trajaudit.engine.run.batch import audit_trajectories
+from trajaudit.engine.run.pipeline import AuditSpec
 from trajaudit.errors import Problem
 from trajaudit.report import HtmlReport, MarkdownReport, render_html, render_markdown
 from trajaudit.report.stream import RUN_TOKEN, RunRow, SectionSpool

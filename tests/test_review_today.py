@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+from trajaudit.engine.run.batch import audit_trajectories
+from trajaudit.engine.run.pipeline import AuditSpec
 from trajaudit.engine.validation_log import ValidationLog
 
 
@@ -41,7 +42,7 @@ def test_repair_and_eval_read_jsonl_lines_the_same_way(tmp_path):
     JSONL: all split at newlines only, as the loader does (a raw U+2028 in a record)."""
     import json
 
-    from trajaudit.engine.trace_text import jsonl_lines
+    from trajaudit.engine.trace.text import jsonl_lines
 
     text = json.dumps({"a": "x\u2028y"}, ensure_ascii=False) + "\r\n" + json.dumps({"b": 1}) + "\n"
     assert [json.loads(x) for x in jsonl_lines(text) if x.strip()] == [{"a": "x\u2028y"}, {"b": 1}]

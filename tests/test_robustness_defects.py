@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from trajaudit import compile_rules, load_pack
+from trajaudit import compile_rules, load_pack, safe_json
 from trajaudit.citation import load_run
 from trajaudit.cli import main
-from trajaudit.engine import pack_cache, safe_json
-from trajaudit.engine.adapters.base import parse_tool_call
 from trajaudit.engine.claims import sources
-from trajaudit.engine.loader import load, load_path
-from trajaudit.engine.regex_safety import regex_risk
+from trajaudit.engine.dsl.regex.safety import regex_risk
+from trajaudit.engine.packs import cache as pack_cache
+from trajaudit.engine.trace.adapters.base import parse_tool_call
+from trajaudit.engine.trace.loader import load, load_path
 from trajaudit.errors import RulePackError, TraceFormatError
 
 EX = Path(__file__).resolve().parents[1] / "examples"
@@ -98,7 +98,7 @@ def test_checker_pattern_and_citation_pattern_are_checked_too(tmp_path):
 
 def test_shipped_packs_still_compile_and_cached_verdicts_follow_the_code():
     assert len(compile_rules(load_pack("generic"))) > 10 and len(compile_rules(load_pack("tau_retail"))) > 10
-    assert "engine/regex_safety.py" in pack_cache.CODE_FILES
+    assert "engine/dsl/regex/safety.py" in pack_cache.code_files()
 
 
 # --- 2. deeply nested JSON ----------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Rule-engine fast paths give exactly the reference results: the literal prefilter of regexes never
-hides a match (engine/regex_prefilter.py); comprehensions shared by rules log what unshared ones do."""
+hides a match (engine/dsl/regex/prefilter.py); comprehensions shared by rules log what unshared ones do."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trajaudit.engine.regex_prefilter import (
+from trajaudit.engine.dsl.regex.prefilter import (
     _flatten,
     _search_branches,
     branch_plan,
@@ -21,7 +21,7 @@ from trajaudit.engine.regex_prefilter import (
     required_literals,
     span,
 )
-from trajaudit.engine.rule_pack import resolve_pack, shipped_packs
+from trajaudit.engine.packs.pack import resolve_pack, shipped_packs
 
 PATTERNS = [
     r"(?i:\btimed out\b|\b\w*Timeout(?:Error|Exception)\b|^\W*timeout\W*$|exitcode: 124\b)",
@@ -83,7 +83,7 @@ def test_required_literals_of_examples():
     assert cannot_match(rx, "all good") and not cannot_match(rx, "TRACEBACK (MOST RECENT CALL LAST)")
     assert not cannot_match(re.compile(r"(?i)kelvins"), "\u212aELVINS")  # non-ASCII text: the regex decides
     assert all(required_literals(re.compile(p)) is not None for p in _shipped_regexes()[:3])
-    from trajaudit.engine.regex_prefilter import info_of
+    from trajaudit.engine.dsl.regex.prefilter import info_of
 
     info = info_of(re.compile(PATTERNS[0]))  # "timeoute" contains "timeout": testing the latter suffices
     assert info.probe == ("exitcode: 124", "timed out", "timeout")
@@ -102,7 +102,7 @@ def test_branch_split_finds_exactly_the_match_of_the_alternation(text, data):
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_fragments, max_size=10).map("".join), st.data())
 def test_anchored_search_and_finditer_start_where_no_match_is_skipped(text, data):
-    from trajaudit.engine.regex_prefilter import _anchor_of, finditer_from, start_bound
+    from trajaudit.engine.dsl.regex.prefilter import _anchor_of, finditer_from, start_bound
 
     rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
     low = folded(text)
@@ -114,7 +114,7 @@ def test_anchored_search_and_finditer_start_where_no_match_is_skipped(text, data
 def test_ascii_folding_set_is_every_non_ascii_match_of_an_ascii_character():
     import sys
 
-    from trajaudit.engine.regex_prefilter import ASCII_FOLDING
+    from trajaudit.engine.dsl.regex.prefilter import ASCII_FOLDING
 
     others = "".join(chr(c) for c in range(128, sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
     found = {m.group(0) for m in re.finditer(r"[\x00-\x7f]", others, re.IGNORECASE)}
@@ -125,7 +125,7 @@ def test_ascii_folding_set_is_every_non_ascii_match_of_an_ascii_character():
 
 
 def test_ascii_mode_agrees_with_unicode_mode_on_every_ascii_character():
-    """What the ASCII twins rest on (engine/regex_ascii.py): classes and case folding, char by char."""
+    """What the ASCII twins rest on (engine/dsl/regex/ascii.py): classes and case folding, char by char."""
     chars = [chr(c) for c in range(128)]
     for cls in (r"\w", r"\W", r"\d", r"\D", r".", r"[^\w.-]", r"(?s).", r"\S", r"\s"):
         uni, asc = re.compile(cls), re.compile(cls, re.ASCII)
@@ -146,7 +146,7 @@ def test_ascii_mode_agrees_with_unicode_mode_on_every_inert_character():
     class, category or literal tells such a character apart in the two modes, case-insensitive or not."""
     import sys
 
-    from trajaudit.engine.regex_ascii import ascii_like, inert
+    from trajaudit.engine.dsl.regex.ascii import ascii_like, inert
 
     others = "".join(chr(c) for c in range(128, sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
     chars = "".join(c for c in re.sub(r"[\w\s]", "", others) if c.lower() == c == c.upper())  # what inert() says
@@ -161,7 +161,7 @@ def test_ascii_mode_agrees_with_unicode_mode_on_every_inert_character():
 
 
 def test_ascii_twin_examples():
-    from trajaudit.engine.regex_ascii import ascii_twin, twin_for
+    from trajaudit.engine.dsl.regex.ascii import ascii_twin, twin_for
 
     assert ascii_twin(re.compile(r"(?i)\u212aelvin|kelvins"))[0] is None  # a non-ASCII literal folds to "k"
     assert ascii_twin(re.compile(r"caf[e\u00e9]"))[0] is None
@@ -176,8 +176,8 @@ def test_ascii_twin_examples():
 @given(st.lists(_fragments | st.sampled_from(["\x1c", "\x1f x", "\t", "_a1", "a-b.c/d", "x@y.com"]),
                 max_size=10).map("".join), st.data())
 def test_ascii_twins_match_exactly_what_the_patterns_match(text, data):
-    from trajaudit.engine.regex_ascii import ascii_twin, twin_for
-    from trajaudit.engine.regex_prefilter import info_of
+    from trajaudit.engine.dsl.regex.ascii import ascii_twin, twin_for
+    from trajaudit.engine.dsl.regex.prefilter import info_of
 
     rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
     got = twin_for(rx, ascii_twin(rx), text)
@@ -194,8 +194,8 @@ _TOKEN_PATTERNS = [r"\d{3,}", r"(?i)[A-C]x|_[a-z]\d", r"a(?:/|@)b|[0-9]", r"(?:x
 @settings(max_examples=500, deadline=None)
 @given(_token_text, st.data())
 def test_required_chars_never_hide_a_match(text, data):
-    from trajaudit.engine.regex_chars import lacks_required, required_chars
-    from trajaudit.engine.regex_prefilter import finditer_from
+    from trajaudit.engine.dsl.regex.chars import lacks_required, required_chars
+    from trajaudit.engine.dsl.regex.prefilter import finditer_from
 
     rx = re.compile(data.draw(st.sampled_from(_TOKEN_PATTERNS + PATTERNS + _shipped_regexes())))
     sets = required_chars(rx)
@@ -206,7 +206,7 @@ def test_required_chars_never_hide_a_match(text, data):
 
 
 def test_required_chars_of_examples():
-    from trajaudit.engine.regex_chars import lacks_required, required_chars
+    from trajaudit.engine.dsl.regex.chars import lacks_required, required_chars
 
     token = _shipped_params()
     assert required_chars(re.compile(token["id_token"])) == (frozenset("0123456789@_"),)
@@ -222,7 +222,7 @@ def _shipped_params() -> dict:
 
 
 def test_anchor_examples():
-    from trajaudit.engine.regex_prefilter import _anchor_of, start_bound
+    from trajaudit.engine.dsl.regex.prefilter import _anchor_of, start_bound
 
     assert _anchor_of(re.compile(r"(?i)\bstatus(?: code)?\W{0,3}5\d\d\b")) == ({"status"}, 0)
     assert _anchor_of(re.compile(r"\w{0,5}(?:hello|world)x")) == ({"hello", "world"}, 10)
@@ -246,10 +246,10 @@ def test_branch_plan_of_examples():
 
 def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_file, monkeypatch):
     from trajaudit import load_path
-    from trajaudit.engine import rule_compiler
-    from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_eval import evaluate
-    from trajaudit.engine.rule_pack import load_pack
+    from trajaudit.engine.dsl import compiler as rule_compiler
+    from trajaudit.engine.packs.compile import compile_rules
+    from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.engine.validation.rule_eval import evaluate
 
     runs = load_path(tau_file).trajectories[:6]
     packs = [load_pack(name) for name in ("generic", "tau_retail")]
@@ -260,7 +260,7 @@ def test_rules_sharing_comprehensions_log_exactly_what_unshared_rules_log(tau_fi
     for t in runs:
         assert evaluate(t, shared).to_dict() == evaluate(t, plain).to_dict()
     # a small budget: replayed charges hit it exactly where the rules' own evaluations do
-    from trajaudit.engine.strategy import AuditConfig
+    from trajaudit.engine.config import AuditConfig
 
     cfg = AuditConfig(rule_budget=40)
     for t in runs[:3]:
@@ -271,9 +271,9 @@ def test_lazy_pass_records_equal_eager_ones(tau_file, monkeypatch):
     import dataclasses
 
     from trajaudit import load_path
-    from trajaudit.engine import rule_eval
-    from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_pack import load_pack
+    from trajaudit.engine.packs.compile import compile_rules
+    from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.engine.validation import rule_eval
     from trajaudit.engine.validation_log import Evidence, LazyRecord, Record
 
     calls = []
@@ -320,7 +320,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
 def test_select_type_shortcut_is_jmespath_type(value):
     import jmespath
 
-    from trajaudit.engine.rule_builtins import _select
+    from trajaudit.engine.dsl.builtins import _select
 
     expr = jmespath.compile("type(@)")
     assert _select(value, expr) == expr.search(value)
@@ -330,14 +330,14 @@ def test_select_type_shortcut_is_jmespath_type(value):
 @given(_json, st.none() | st.booleans() | st.text(max_size=3))
 def test_comparison_with_a_plain_constant_is_equal(value, const):
     """``x == "s"`` / ``x != null`` compile to Python's ==; the reference is rule_runtime.equal."""
-    from trajaudit.engine.rule_runtime import equal_reference as equal
+    from trajaudit.engine.dsl.runtime import equal_reference as equal
 
     assert (value == const) == equal(value, const) == (const == value)
     assert (value != const) == (not equal(value, const))
 
 
 def _views() -> list:
-    from trajaudit.engine.rule_runtime import CallView, StepView
+    from trajaudit.engine.dsl.runtime import CallView, StepView
 
     return [object.__new__(StepView), object.__new__(CallView)]  # compared by identity only
 
@@ -349,7 +349,7 @@ _values = _json | st.sampled_from(_views()) | st.lists(_json | st.sampled_from(_
 @given(_values, _values, st.text(max_size=3))
 def test_equal_and_member_shortcuts_match_the_reference(a, b, s):
     """A string equals only an equal string: ``equal``'s shortcut and ``member``'s ``in`` on lists."""
-    from trajaudit.engine.rule_runtime import equal, equal_reference, member
+    from trajaudit.engine.dsl.runtime import equal, equal_reference, member
 
     assert equal(a, b) == equal_reference(a, b) and equal(b, a) == equal_reference(b, a)
     assert equal(s, a) == equal_reference(s, a) and equal(a, s) == equal_reference(a, s)
@@ -362,8 +362,8 @@ def test_conjunctions_of_two_or_three_parts_are_all():
     """``_conj``'s unrolled forms: short-circuit in order and a bool, as ``all(f(env) for f in fns)``."""
     import itertools
 
-    from trajaudit.engine.rule_compiler import ExprCompiler
-    from trajaudit.engine.rule_parser import Where
+    from trajaudit.engine.dsl.compiler import ExprCompiler
+    from trajaudit.engine.dsl.parser import Where
 
     for n in (2, 3, 4):
         for vals in itertools.product([0, 1, [], [0], "x", None], repeat=n):
@@ -379,9 +379,9 @@ def test_conjunctions_of_two_or_three_parts_are_all():
 
 def test_outputs_of_is_the_comprehension_it_replaces(tau_file, ww_dir):
     from trajaudit import load_path
-    from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_eval import evaluate
-    from trajaudit.engine.rule_pack import load_pack
+    from trajaudit.engine.packs.compile import compile_rules
+    from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.engine.validation.rule_eval import evaluate
 
     pack = load_pack({"pack": "t", "rules": [{
         "id": "same", "type": "PROTOCOL",
@@ -402,11 +402,11 @@ def test_outputs_of_is_the_comprehension_it_replaces(tau_file, ww_dir):
 
 def test_unconditioned_quantifiers_over_ranges_match_the_scan(tau_file, monkeypatch):
     from trajaudit import load_path
-    from trajaudit.engine import rule_queries as Q
-    from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_eval import evaluate
-    from trajaudit.engine.rule_pack import load_pack
-    from trajaudit.engine.strategy import AuditConfig
+    from trajaudit.engine.config import AuditConfig
+    from trajaudit.engine.dsl import queries as Q
+    from trajaudit.engine.packs.compile import compile_rules
+    from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.engine.validation.rule_eval import evaluate
 
     exprs = ["exists s in earlier", "first s in earlier", "latest s in later", "count s in steps",
              "count c in calls(earlier)", "first c in calls(later)", "exists s in since(null)", "latest c in calls(steps)"]
@@ -429,11 +429,11 @@ def test_substring_quantifiers_match_the_scan(tau_file, ww_dir, monkeypatch):
     """``exists s in earlier where X in lower(s.content)`` finds its witness by plain substring tests;
     logs (evidence, witnesses, budget hits) equal the reference scan's."""
     from trajaudit import load_path
-    from trajaudit.engine.compiled_rule import compile_rules
-    from trajaudit.engine.rule_compiler import ExprCompiler
-    from trajaudit.engine.rule_eval import evaluate
-    from trajaudit.engine.rule_pack import load_pack
-    from trajaudit.engine.strategy import AuditConfig
+    from trajaudit.engine.config import AuditConfig
+    from trajaudit.engine.dsl.compiler import ExprCompiler
+    from trajaudit.engine.packs.compile import compile_rules
+    from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.engine.validation.rule_eval import evaluate
 
     extra = {"pack": "t", "rules": [
         {"id": "a", "type": "PROTOCOL", "guard": "step.is_decision",

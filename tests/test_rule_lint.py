@@ -7,7 +7,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from trajaudit.cli import main
-from trajaudit.engine.rule_lint import lint_pack
+from trajaudit.engine.packs.lint import lint_pack
 
 PLANTED = Path(__file__).parent / "rules_data" / "planted_lint.yaml"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trajaudit import compile_rules, evaluate, load, load_pack
-from trajaudit.engine import rule_pack
+from trajaudit.engine.packs import pack as rule_pack
 from trajaudit.errors import RulePackError
 
 BASE = """pack: base

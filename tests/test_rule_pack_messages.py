@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 from trajaudit.cli import main
-from trajaudit.engine.compiled_rule import compile_rules
-from trajaudit.engine.pack_cache import CODE_FILES
-from trajaudit.engine.rule_lint import lint_pack
-from trajaudit.engine.rule_pack import load_pack
+from trajaudit.engine.packs.cache import code_files
+from trajaudit.engine.packs.compile import compile_rules
+from trajaudit.engine.packs.lint import lint_pack
+from trajaudit.engine.packs.pack import load_pack
 from trajaudit.errors import RulePackError, TrajauditError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +154,7 @@ def test_own_rule_errors_are_not_moved(tmp_path):
 
 def test_override_locations_survive_the_pack_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAJAUDIT_CACHE_DIR", str(tmp_path / "cache"))
-    from trajaudit.engine import pack_cache
+    from trajaudit.engine.packs import cache as pack_cache
 
     outer = tmp_path / "outer.yaml"
     outer.write_text(f"pack: outer\ninclude:\n  - pack: {EXAMPLE}\n    params: {{yes_words: '(?i)sure'}}\n")
@@ -164,7 +164,7 @@ def test_override_locations_survive_the_pack_cache(tmp_path, monkeypatch):
     assert warm.pack == cold.pack == load_pack(outer)
     spec = warm.pack.rule("explicit-yes-before-write")
     assert (spec.field_locs["params.yes_words"].line, spec.field_locs["params.yes_words"].column) == (4, 26)
-    assert "engine/pack_messages.py" in CODE_FILES  # its messages are part of what a load produces
+    assert "engine/packs/messages.py" in code_files()  # its messages are part of what a load produces
 
 
 # ---- 13, 16: CLI ---------------------------------------------------------------------------

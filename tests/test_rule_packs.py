@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trajaudit import compile_rules, evaluate, load_pack
-from trajaudit.engine.rule_pack import shipped_packs
-from trajaudit.engine.rule_testing import run_examples
+from trajaudit.engine.packs.pack import shipped_packs
+from trajaudit.engine.validation.rule_tests import run_examples
 
 SHIPPED = ["generic", "generic.protocol", "generic.system", "generic.guardrails", "generic.capability",
            "generic.provenance", "generic.relational", "tau_retail"]
@@ -16,7 +16,7 @@ SHIPPED = ["generic", "generic.protocol", "generic.system", "generic.guardrails"
 def tau_rules():
     """What the audit pipeline applies to a retail run: the generic packs and the policy pack (whose
     explicit-yes-before-write supersedes the generic confirmation-before-write)."""
-    from trajaudit.engine.evidence import load_rules
+    from trajaudit.engine.packs.selection import load_rules
 
     rules = load_rules(("generic", "tau_retail"), None)
     assert "generic.protocol.confirmation-before-write" not in {r.id for r in rules}
@@ -224,8 +224,9 @@ def test_a_domain_rule_supersedes_the_generic_rule_it_makes_precise(tau_runs, ta
     """tau_retail.explicit-yes-before-write declares metadata.supersedes: the audit of a retail run
     (domain pack chosen by its tools) and explicitly named packs keep one record, not two; a user's
     pack can do the same."""
-    from trajaudit.engine.evidence import load_rules, superseded_ids
-    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+    from trajaudit.engine.packs.selection import load_rules, superseded_ids
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
 
     res = audit_trajectories([tau_runs["12"]], AuditSpec()).results[0]
     ids_at_18 = {r.rule_id for r in res.log.records if r.step == 18 and r.verdict == "fail"}
@@ -311,7 +312,8 @@ def test_a_rules_first_listed_target_breaks_a_category_tie(tau_runs):
     """The handoff rules list intent_not_supported first: when their finding is the only one at the
     chosen step, the two targets tie in votes and the first-listed one is the category (not the global
     precedence, which prefers instruction_adherence_failure)."""
-    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
 
     for spec in (AuditSpec(default_packs=False, rules=("generic",)), AuditSpec()):
         d = audit_trajectories([tau_runs["47"]], spec).results[0].diagnosis

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from trajaudit import compile_rules, evaluate, load, load_pack
-from trajaudit.engine import rule_ast as A
-from trajaudit.engine.rule_compiler import ExprCompiler
-from trajaudit.engine.rule_parser import CHARACTER_HINTS, COMMON_MISTAKES, Where, parse_expression
+from trajaudit.engine.dsl import ast as A
+from trajaudit.engine.dsl.compiler import ExprCompiler
+from trajaudit.engine.dsl.parser import CHARACTER_HINTS, COMMON_MISTAKES, Where, parse_expression
 from trajaudit.errors import RulePackError
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from trajaudit import compile_rules, evaluate, load, load_pack
-from trajaudit.engine.rule_testing import run_examples
+from trajaudit.engine.validation.rule_tests import run_examples
 from trajaudit.errors import RulePackError
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text(encoding="utf-8")

@@ -9,10 +9,10 @@ import pytest
 
 from trajaudit import compile_rules, default_checkers, evaluate, load, load_pack, register_checker
 from trajaudit.checkers.registry import CheckResult
-from trajaudit.engine.rule_eval import candidates
-from trajaudit.engine.rule_runtime import TrajContext
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.dsl.runtime import TrajContext
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.strategy import AuditConfig
+from trajaudit.engine.validation.rule_eval import candidates
 from trajaudit.engine.validation_log import Evidence
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trajaudit import compile_rules, evaluate, load, load_pack
-from trajaudit.engine.rule_compiler import ExprCompiler
-from trajaudit.engine.rule_parser import Where, parse_expression
+from trajaudit.engine.dsl.compiler import ExprCompiler
+from trajaudit.engine.dsl.parser import Where, parse_expression
 from trajaudit.errors import RulePackError
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

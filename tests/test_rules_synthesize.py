@@ -10,12 +10,12 @@ from click.testing import CliRunner
 from llm_server import evidence_of, schema_name
 
 from trajaudit.cli import main
-from trajaudit.engine.compiled_rule import compile_rules
-from trajaudit.engine.rule_lint import lint_pack
-from trajaudit.engine.rule_pack import load_pack
-from trajaudit.engine.rule_testing import run_examples
+from trajaudit.engine.packs.compile import compile_rules
+from trajaudit.engine.packs.lint import lint_pack
+from trajaudit.engine.packs.pack import load_pack
+from trajaudit.engine.packs.synthesis_check import check_rule, check_rules, drop_conflicts
 from trajaudit.engine.taxonomy import load_taxonomy
-from trajaudit.llm.rule_check import check_rule, check_rules, drop_conflicts
+from trajaudit.engine.validation.rule_tests import run_examples
 
 TAX = load_taxonomy("agentrx")
 AUTH = {"id": "authenticate-first", "title": "authenticate before reading user data", "type": "TEMPORAL",

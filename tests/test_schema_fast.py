@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from json_mutation import json_values, mutate
 
 from trajaudit import load_path
-from trajaudit.engine.adapters import LoadOptions
 from trajaudit.engine.schema import _fast_ok, fast_validator, is_valid, schema_errors, validator
+from trajaudit.engine.trace.adapters import LoadOptions
 
 SCHEMAS = ["trajectory", "validation_log", "diagnosis", "gold", "rule_pack", "taxonomy", "citation_run"]
 
@@ -80,7 +80,8 @@ def test_fast_path_agrees_with_jsonschema_on_arbitrary_documents(doc):
 
 
 def test_audit_outputs_pass_both_validators_and_mutations_agree(tau_file):
-    from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
 
     runs = load_path(tau_file).trajectories[:3]
     for r in audit_trajectories(runs, AuditSpec()).results:
@@ -105,9 +106,9 @@ def test_shipped_taxonomies_read_the_same_with_libyaml():
 def test_shipped_packs_read_the_same_with_libyaml(monkeypatch):
     from pathlib import Path
 
-    from trajaudit.engine import pack_yaml
-    from trajaudit.engine.pack_yaml import YamlDoc
-    from trajaudit.engine.rule_pack import resolve_pack, shipped_packs
+    from trajaudit.engine.packs import positions as pack_yaml
+    from trajaudit.engine.packs.pack import resolve_pack, shipped_packs
+    from trajaudit.engine.packs.positions import YamlDoc
 
     assert shipped_packs()
     for name in shipped_packs():

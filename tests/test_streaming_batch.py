@@ -8,7 +8,8 @@ import json
 from click.testing import CliRunner
 
 from trajaudit.cli import main
-from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+from trajaudit.engine.run.batch import audit_trajectories
+from trajaudit.engine.run.pipeline import AuditSpec
 
 
 def test_without_passes_keeps_findings_and_exact_counts(tau_runs):
@@ -48,7 +49,7 @@ def test_cli_output_is_in_input_order_with_a_bad_run_in_between(tmp_path, tau_fi
 
 
 def test_iter_load_reads_one_file_at_a_time_and_load_many_is_its_concatenation(tmp_path, tau_file):
-    from trajaudit.engine.loader import iter_load, load_many
+    from trajaudit.engine.trace.loader import iter_load, load_many
 
     recs = json.loads(tau_file.read_text())[:3]
     for i, r in enumerate(recs):
@@ -66,7 +67,7 @@ def test_iter_load_reads_one_file_at_a_time_and_load_many_is_its_concatenation(t
 
 
 def test_streamed_folder_batch_gives_the_same_results_in_order_with_exact_final_progress(tmp_path, tau_file):
-    from trajaudit.engine.pipeline import audit_paths
+    from trajaudit.engine.run.batch import audit_paths
 
     recs = json.loads(tau_file.read_text())[:4]
     for i, r in enumerate(recs):
@@ -81,7 +82,7 @@ def test_streamed_folder_batch_gives_the_same_results_in_order_with_exact_final_
 
 
 def test_a_jsonl_file_is_read_in_parts_with_the_same_runs_and_problems(tmp_path, tau_file):
-    from trajaudit.engine import loader
+    from trajaudit.engine.trace import loader
 
     recs = json.loads(tau_file.read_text())
     lines = [json.dumps({**recs[i % 29], "task_id": f"r{i}"}) for i in range(150)]
@@ -100,7 +101,7 @@ def test_a_jsonl_file_is_read_in_parts_with_the_same_runs_and_problems(tmp_path,
 def test_progress_total_of_a_streamed_jsonl_is_its_run_count_from_the_start(tmp_path, tau_file):
     """Parts of one JSONL file are not files: the total is estimated from its lines (exact here), not
     from the parts read so far (the bar read N/N throughout)."""
-    from trajaudit.engine.pipeline import audit_paths
+    from trajaudit.engine.run.batch import audit_paths
 
     recs = json.loads(tau_file.read_text())
     src = tmp_path / "many.jsonl"

@@ -10,9 +10,10 @@ import yaml
 from click.testing import CliRunner
 
 from trajaudit import compile_rules, evaluate, load, load_pack
+from trajaudit.checkers.tool_schemas import ToolSchemaError
 from trajaudit.cli import main
-from trajaudit.engine.rule_testing import run_examples
-from trajaudit.engine.tool_rules import ToolSchemaError, rules_from_tools, synthesize_tool_rules
+from trajaudit.engine.packs.tool_rules import rules_from_tools, synthesize_tool_rules
+from trajaudit.engine.validation.rule_tests import run_examples
 
 TAU = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tau_retail"
 

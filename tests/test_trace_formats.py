@@ -18,10 +18,11 @@ from conftest import DATA, ROOT
 
 from trajaudit import load, load_many, load_path
 from trajaudit.cli import main
-from trajaudit.engine.adapters import default_adapters
-from trajaudit.engine.adapters.spans import FLAG_CONTENT_NOT_CAPTURED, FLAG_SYNTHESIZED_CALL
-from trajaudit.engine.loader import detect, load_document
-from trajaudit.engine.pipeline import AuditSpec, audit_trajectories
+from trajaudit.engine.run.batch import audit_trajectories
+from trajaudit.engine.run.pipeline import AuditSpec
+from trajaudit.engine.trace.adapters import default_adapters
+from trajaudit.engine.trace.adapters.spans import FLAG_CONTENT_NOT_CAPTURED, FLAG_SYNTHESIZED_CALL
+from trajaudit.engine.trace.loader import detect, load_document
 from trajaudit.errors import TraceFormatError
 
 TRACES = ROOT / "tests" / "data" / "traces"
@@ -281,7 +282,7 @@ def test_langfuse_nested_children_list_and_data_page(tmp_path):
 
 def test_openinference_phoenix_span_json(tmp_path):
     """Phoenix's span JSON (context, span_kind, flat attributes), one span per line."""
-    from trajaudit.engine.adapters.otel import read_spans
+    from trajaudit.engine.trace.adapters.otel import read_spans
 
     doc = json.loads("[" + ",".join((TRACES / "openinference.jsonl").read_text().splitlines()) + "]")
     spans, _ = read_spans(doc)
@@ -469,7 +470,7 @@ def test_fixtures_regenerate_and_still_parse(tmp_path):
 
 
 def test_eval_member_too_large_is_refused(tmp_path, monkeypatch):
-    from trajaudit.engine.adapters import files
+    from trajaudit.engine.trace.adapters import files
 
     monkeypatch.setattr(files, "MAX_MEMBER_BYTES", 100)
     res = load_many([TRACES / "inspect_log.eval"])

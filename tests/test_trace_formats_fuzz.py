@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from json_mutation import json_values, mutate
 
-from trajaudit.engine.adapters.files import join_lines
-from trajaudit.engine.loader import load_document
+from trajaudit.engine.trace.adapters.files import join_lines
+from trajaudit.engine.trace.loader import load_document
 from trajaudit.errors import TraceFormatError
 
 TRACES = ROOT / "tests" / "data" / "traces"

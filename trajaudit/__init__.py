@@ -2,17 +2,23 @@
 
 Given a failed run, trajaudit says where it broke (the critical step), why (a root-cause category),
 who (the responsible agent), with an auditable validation log of evidence.
+
+``audit`` (the pipeline: evidence, claims, strategies, repair) is loaded on first use (PEP 562
+``__getattr__``), so ``import trajaudit`` — and every ``trajaudit.*`` import, which runs this file
+first — does not load the whole audit stack; ``from trajaudit import audit`` works as usual.
 """
 
+import importlib
+from typing import Any
+
 from trajaudit.checkers.registry import default_checkers, register_checker
-from trajaudit.engine.adapters.base import LoadOptions
-from trajaudit.engine.compiled_rule import CompiledRule, compile_rules
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Source, Step, ToolCall, ToolOutput, Trajectory
-from trajaudit.engine.loader import LoadResult, iter_load, load, load_many, load_path
-from trajaudit.engine.pipeline import audit
-from trajaudit.engine.rule_eval import evaluate
-from trajaudit.engine.rule_pack import RulePack, load_pack
+from trajaudit.engine.packs.compile import CompiledRule, compile_rules
+from trajaudit.engine.packs.pack import RulePack, load_pack
+from trajaudit.engine.trace.adapters.base import LoadOptions
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
+from trajaudit.engine.trace.loader import LoadResult, iter_load, load, load_many, load_path
+from trajaudit.engine.validation.rule_eval import evaluate
 from trajaudit.errors import TraceFormatError, TrajauditError
 
 __version__ = "0.1.0"
@@ -41,3 +47,21 @@ __all__ = [
     "load_path",
     "register_checker",
 ]
+
+
+#: Public names loaded on first use: name -> defining module.
+_LAZY = {"audit": "trajaudit.engine.run.pipeline"}
+
+
+def __getattr__(name: str) -> Any:
+    """``trajaudit.audit``: import the pipeline on first use (PEP 562); other names: AttributeError."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trajaudit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -6,6 +6,10 @@ Each check either returns the argument in the one form the internals use, or rai
 what is accepted — instead of a ``TypeError``/``AttributeError`` from deep inside pathlib or the
 engine. A bare ``str``/``os.PathLike`` where a list of paths or packs is accepted means ONE item
 (never its characters). See docs/api.md.
+
+The checks of a value of one of the package's own types live with that type (``check_source`` in
+``engine/trace/loader.py``, ``check_packs`` in ``engine/packs/pack.py``, ``check_llm`` in
+``llm/config.py``), so that this module, used everywhere, imports none of them.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trajaudit.errors import ArgumentTypeError
+
+__all__ = ["check_mapping", "check_name", "check_path", "check_paths", "check_record", "check_tool_list",
+           "check_tools", "is_path"]
 
 PATH = "a path (str or os.PathLike)"
 SOURCE = "a Trajectory, a trace path (str or os.PathLike), or a parsed trace document (dict or list)"
@@ -26,21 +33,6 @@ TOOLS_LIST = "a list of OpenAI function schemas (dicts)"
 def is_path(value: Any) -> bool:
     """``True`` for a ``str`` or an ``os.PathLike`` (not ``bytes``)."""
     return isinstance(value, (str, os.PathLike))
-
-
-def check_source(function: str, argument: str, value: Any) -> Any:
-    """A run to load: a Trajectory, a path (returned as ``str``), or a parsed dict/list document.
-
-    Raises:
-        ArgumentTypeError: anything else (``None``, a number, ``bytes`` …).
-    """
-    from trajaudit.engine.ir import Trajectory
-
-    if isinstance(value, (Trajectory, dict, list, str)):
-        return value
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    raise ArgumentTypeError(function, argument, value, SOURCE)
 
 
 def check_path(function: str, argument: str, value: Any) -> str | os.PathLike[str]:
@@ -93,31 +85,6 @@ def check_name(function: str, argument: str, value: Any) -> str:
     return value
 
 
-def check_packs(function: str, value: Any) -> tuple[Any, ...]:
-    """``rules``: pack references as a tuple of ``str`` (paths, shipped names) and ``RulePack``
-    objects. A single ``str``/``os.PathLike``/``RulePack`` is ONE pack; ``None`` means none.
-
-    Raises:
-        ArgumentTypeError: not a pack nor an iterable of packs, or an element is not a pack.
-    """
-    from trajaudit.engine.rule_pack import RulePack
-
-    def one(item: Any, where: str) -> Any:
-        if isinstance(item, RulePack):
-            return item
-        if is_path(item):
-            return os.fspath(item)
-        raise ArgumentTypeError(function, where, item, "a rule pack (a path, a shipped pack name, or a RulePack)")
-
-    if value is None:
-        return ()
-    if is_path(value) or isinstance(value, RulePack):
-        return (one(value, "rules"),)
-    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
-        raise ArgumentTypeError(function, "rules", value, PACKS)
-    return tuple(one(item, f"rules[{i}]") for i, item in enumerate(value))
-
-
 def check_tool_list(function: str, value: Any) -> list[dict[str, Any]] | None:
     """``tools`` given in memory: ``None`` or a list/tuple of dicts (OpenAI function schemas,
     ``{"type": "function", "function": {...}}`` or bare ``{"name", "parameters"}``).
@@ -149,22 +116,6 @@ def check_tools(function: str, value: Any) -> str | tuple[dict[str, Any], ...] |
     if isinstance(value, (list, tuple)):
         return tuple(check_tool_list(function, value) or ())
     raise ArgumentTypeError(function, "tools", value, f"None, a tools JSON file path, or {TOOLS_LIST}")
-
-
-def check_llm(function: str, value: Any) -> Any:
-    """``llm``: ``None`` or a :class:`trajaudit.llm.LLMConfig`.
-
-    Raises:
-        ArgumentTypeError: anything else (e.g. a URL string).
-    """
-    if value is None:
-        return None
-    from trajaudit.llm.config import LLMConfig
-
-    if not isinstance(value, LLMConfig):
-        raise ArgumentTypeError(function, "llm", value, "None or a trajaudit.llm.LLMConfig "
-                                "(e.g. trajaudit.llm.build_config({'base_url': URL, 'model': NAME}))")
-    return value
 
 
 def check_mapping(function: str, argument: str, value: Any) -> Mapping[str, Any] | None:

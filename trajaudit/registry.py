@@ -8,10 +8,18 @@ module-global state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import difflib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+
+def close_hint(word: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean a, b?"`` with up to three candidates close to ``word`` (difflib's defaults,
+    case-sensitive), or ``""`` — the suffix of the engine's unknown-name messages."""
+    close = difflib.get_close_matches(str(word), list(candidates), n=3)
+    return f"; did you mean {', '.join(close)}?" if close else ""
 
 
 class Registry(Generic[T]):
@@ -60,8 +68,6 @@ class Registry(Generic[T]):
         try:
             return self._built(name)
         except KeyError:
-            from trajaudit.engine.pack_messages import close_hint
-
             hint = close_hint(name, list(self._items))
             known = ", ".join(sorted(self._items)) or "none"
             raise LookupError(f"unknown {self.kind} {name!r}{hint} (known: {known})") from None

@@ -18,9 +18,10 @@ from typing import Any
 import jmespath
 import jsonschema
 
-from trajaudit.checkers.registry import CheckContext, Checker, CheckResult, register_checker
-from trajaudit.engine import safe_json
-from trajaudit.engine.regex_safety import refusal, regex_risk
+from trajaudit import safe_json
+from trajaudit.checkers.base import CheckContext, Checker, CheckResult, register_checker
+from trajaudit.engine.dsl.builtins import to_number
+from trajaudit.engine.dsl.regex.safety import refusal, regex_risk
 from trajaudit.engine.validation_log import Evidence
 from trajaudit.registry import Registry
 
@@ -107,7 +108,6 @@ def regex_search(ctx: CheckContext, pattern: str, flags: str = "", field: str = 
 def list_count_matches_claim(ctx: CheckContext, tool: str, list: str, claim: str, flags: str = "i") -> CheckResult:  # noqa: A002
     """The number captured by ``claim`` in the step's content equals the count of items ``list``
     (jmespath) selects in the latest ``tool`` output before the step."""
-    from trajaudit.engine.rule_builtins import to_number
 
     m = _rx(claim, flags).search(ctx.step.content or "")
     if not m:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from trajaudit.engine.ir import Step, Trajectory
+from trajaudit.engine.trace.ir import Step, Trajectory
 
 SemanticVerdict = Literal["pass", "fail", "unknown"]
 

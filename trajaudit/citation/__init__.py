@@ -1,6 +1,6 @@
 """Citation and faithfulness tracing across the agents of a deep-research run (seed 003).
 
-Load a run (:func:`load_run`), pick a judge (:class:`OfflineJudge`, approximate; or
+Load a run (:func:`load_run`), pick a judge (:class:`OfflineCitationJudge`, approximate; or
 :class:`LLMJudge` over an LLM client), then :func:`audit_citations` evaluates every invocation
 locally, checks the final report's citations and traces each of its errors to the invocation that
 introduced it. :func:`to_validation_log` and :func:`render_html` present the result. See docs/citation.md.
@@ -8,7 +8,7 @@ introduced it. :func:`to_validation_log` and :func:`render_html` present the res
 
 from trajaudit.citation.adapter import load_run, run_from_dict
 from trajaudit.citation.html import render_html, render_page
-from trajaudit.citation.judge import CitationJudge, OfflineJudge
+from trajaudit.citation.judge import CitationJudge, OfflineCitationJudge
 from trajaudit.citation.llm_judge import ChatJSONClient, LLMJudge
 from trajaudit.citation.local import ERROR_TYPES, SentenceResult, evaluate_invocation, evaluate_run
 from trajaudit.citation.mapping import CitationMapping
@@ -28,7 +28,7 @@ __all__ = [
     "InputUnit",
     "Invocation",
     "LLMJudge",
-    "OfflineJudge",
+    "OfflineCitationJudge",
     "OutputRef",
     "OutputUnit",
     "SentenceResult",

@@ -18,8 +18,11 @@ from typing import Any
 import networkx as nx
 from jsonschema.exceptions import best_match
 
+from trajaudit import safe_json
+from trajaudit.citation.mapping import CitationMapping
 from trajaudit.citation.model import (
     DEFAULT_CITATION_PATTERN,
+    FORMAT,
     CitationResolver,
     CitationRun,
     Document,
@@ -30,14 +33,13 @@ from trajaudit.citation.model import (
     extract_markers,
     sentences_with_citations,
 )
-from trajaudit.engine import safe_json, trace_text
-from trajaudit.engine.regex_safety import refusal, regex_risk
+from trajaudit.engine.dsl.regex.safety import refusal, regex_risk
 from trajaudit.engine.schema import validator
+from trajaudit.engine.trace import text as trace_text
 from trajaudit.errors import TraceFormatError
 
 log = logging.getLogger(__name__)
 
-FORMAT = "trajaudit.citation-run"
 ADAPTER = "citation-run"
 
 
@@ -80,7 +82,6 @@ def load_run(path: str | Path, *, mapping: str | Path | None = None) -> Citation
                        "--mapping M.yaml (Python: mapping=), a jmespath mapping onto the citation-run form",
                        "$", str(path))
         return run_from_dict(doc, file=str(path))
-    from trajaudit.citation.mapping import CitationMapping
 
     m = CitationMapping.from_file(mapping)
     mapped = m.apply(doc, file=str(path))

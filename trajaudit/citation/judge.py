@@ -4,7 +4,7 @@ Seed 003 App. A, Algorithm 1 calls three helper routines: EXTRACTSUPPORTINGSPANS
 ENTAILS. CITATIONSOF is structural here (the invocation model carries each span's citations); the other
 two — plus the need-citation test of §5 — are a :class:`CitationJudge`. Two implementations:
 
-- :class:`OfflineJudge` — lexical and numeric overlap, no LLM. **Approximate**: it cannot recognise
+- :class:`OfflineCitationJudge` — lexical and numeric overlap, no LLM. **Approximate**: it cannot recognise
   paraphrase or logical entailment; numbers must match exactly. Every report it produces says so.
 - :class:`trajaudit.citation.llm_judge.LLMJudge` — the paper's LLM prompts with the verbatim-span check.
 """
@@ -129,7 +129,7 @@ def _features(text: str) -> _Features:
     return _Features(numbers(text), content_words(text))
 
 
-class OfflineJudge:
+class OfflineCitationJudge:
     """Approximate judge by lexical and numeric overlap (no LLM; deterministic).
 
     Policy (docs/citation.md):

@@ -1,5 +1,5 @@
 """Map any JSON trace of a deep-research system to the citation-run form with a YAML file of jmespath
-expressions (like :mod:`trajaudit.engine.adapters.mapping` does for trajectories).
+expressions (like :mod:`trajaudit.engine.trace.adapters.mapping` does for trajectories).
 
 Seed 003 App. I: every system needs its own trace adapter, but the evaluation runs identically once the
 adapter exposes each agent's inputs and outputs. A mapping is that adapter, written as data::
@@ -38,8 +38,8 @@ import jmespath
 import jmespath.exceptions
 import yaml
 
-from trajaudit.citation.adapter import FORMAT
-from trajaudit.engine import safe_yaml
+from trajaudit import safe_yaml
+from trajaudit.citation.model import FORMAT
 from trajaudit.errors import TraceFormatError
 
 _TOP = ("id", "task", "final", "aliases", "documents", "invocations")

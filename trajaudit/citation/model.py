@@ -21,6 +21,9 @@ from typing import Literal
 
 import networkx as nx
 
+#: The ``format`` value of a citation run document (read by ``adapter``, written by ``mapping``).
+FORMAT = "trajaudit.citation-run"
+
 OutputKind = Literal["synthesized", "snippet"]
 OUTPUT_KINDS: tuple[str, ...] = ("synthesized", "snippet")
 INPUT_KINDS: tuple[str, ...] = ("document", "snippet", "note", "query", "other")

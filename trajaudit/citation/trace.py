@@ -283,7 +283,7 @@ def audit_citations(run: CitationRun, judge: CitationJudge) -> CitationReport:
 
     Args:
         run: the run (invocation model).
-        judge: an :class:`~trajaudit.citation.judge.OfflineJudge` (approximate) or an LLM judge.
+        judge: an :class:`~trajaudit.citation.judge.OfflineCitationJudge` (approximate) or an LLM judge.
 
     Returns:
         A :class:`CitationReport`. Judge failures become ``unknown`` verdicts, never exceptions.

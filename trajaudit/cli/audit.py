@@ -24,11 +24,14 @@ from trajaudit.cli.common import (
     write_parts,
     write_text,
 )
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import FLAG_NON_UTF8
-from trajaudit.engine.pipeline import AuditResult, AuditSpec, audit_paths
-from trajaudit.engine.strategy import AuditConfig, default_strategies
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.run.batch import audit_paths
+from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import LLMUnreachableError
+from trajaudit.report import HtmlReport, MarkdownReport
 
 
 @click.command("audit")
@@ -132,8 +135,6 @@ class _Kept:
     spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
     def __init__(self, report: str | None, title: str) -> None:
-        from trajaudit.report import HtmlReport, MarkdownReport
-
         self.lines: dict[int, str] = {}
         self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}
         self.flagged: list[Trajectory] = []

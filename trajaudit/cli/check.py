@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from trajaudit.checkers.tool_schemas import read_tool_list
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     console,
@@ -18,9 +19,9 @@ from trajaudit.cli.common import (
     report_load,
     write_text,
 )
-from trajaudit.engine.evidence import load_rules
-from trajaudit.engine.loader import load_many
-from trajaudit.engine.rule_eval import evaluate
+from trajaudit.engine.packs.selection import load_rules
+from trajaudit.engine.trace.loader import load_many
+from trajaudit.engine.validation.rule_eval import evaluate
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
 
 _VERDICT_STYLE = {"fail": "bold red", "unknown": "yellow", "pass": "green"}
@@ -30,11 +31,9 @@ def read_tools(path: str | None) -> list[dict[str, Any]] | None:
     """OpenAI function schemas from a JSON file (a list, as written), or ``None``.
 
     Raises:
-        TrajauditError: as :func:`~trajaudit.engine.evidence.load_tools` (which validates every
+        TrajauditError: as :func:`~trajaudit.checkers.tool_schemas.load_tools` (which validates every
             tool's ``parameters`` against the JSON Schema metaschema).
     """
-    from trajaudit.engine.evidence import read_tool_list
-
     return None if path is None else read_tool_list(path)
 
 

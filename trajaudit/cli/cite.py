@@ -9,6 +9,16 @@ import json
 import click
 from rich.table import Table
 
+from trajaudit.citation import (
+    ERROR_TYPES,
+    LLMJudge,
+    OfflineCitationJudge,
+    audit_citations,
+    load_run,
+    render_page,
+    to_validation_log,
+)
+from trajaudit.citation.local import UNKNOWN
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     LLMOptions,
@@ -70,15 +80,6 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
       trajaudit cite trace.json --mapping examples/citation/mappings/aiq_like.yaml --format json
       trajaudit cite run.json --llm --base-url http://localhost:8000/v1 --model M
     """
-    from trajaudit.citation import (
-        LLMJudge,
-        OfflineJudge,
-        audit_citations,
-        load_run,
-        render_page,
-        to_validation_log,
-    )
-
     given = [file, *([mapping] if mapping else [])]
     refuse_overwriting_input(html_out, given, "--html")
     refuse_overwriting_input(log_out, given, "--log")
@@ -92,7 +93,7 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
             client.close()
         _llm_summary(report, client.usage)
     else:
-        report = audit_citations(run, OfflineJudge())
+        report = audit_citations(run, OfflineCitationJudge())
     if html_out:
         write_text(html_out, render_page(report))
     if log_out:
@@ -110,8 +111,6 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
 
 def _llm_summary(report, usage) -> None:  # noqa: ANN001 (CitationReport, Usage; imported lazily)
     """Print the LLM accounting to stderr; exit 2 when the judge failed on every sentence it was asked about."""
-    from trajaudit.citation.local import UNKNOWN
-
     u = usage.to_dict()
     console(err=True).print(
         f"LLM judge: {u['requests']} requests, {u['calls']} calls, {u['cache_hits']} cache hits, "
@@ -124,7 +123,6 @@ def _llm_summary(report, usage) -> None:  # noqa: ANN001 (CitationReport, Usage;
 
 
 def _print_tables(report) -> None:  # noqa: ANN001 (CitationReport, imported lazily)
-    from trajaudit.citation import ERROR_TYPES
 
     out = console()
     run = report.run

@@ -17,8 +17,8 @@ from trajaudit.cli.common import (
     report_load,
 )
 from trajaudit.engine.claims import ClaimConfig, build_claim_graph
-from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link
-from trajaudit.engine.loader import load_path
+from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link, to_text
+from trajaudit.engine.trace.loader import load_path
 
 _STATUS_STYLE = {"DIRECT": "green", "WEAK": "yellow", "MISSING": "bold red", "CONFLICTING": "bold magenta"}
 
@@ -68,8 +68,6 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
     for g in graphs:
         p = g.propagate()
         if out_format == "text":
-            from trajaudit.engine.claims.export import to_text
-
             click.echo(to_text(g, unsupported))
             continue
         final = "none" if g.final_step is None else g.final_step

@@ -16,7 +16,11 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from trajaudit.errors import Problem, TrajauditError
+from trajaudit.engine.trace.adapters import default_adapters
+from trajaudit.engine.trace.loader import FLAG_NON_UTF8
+from trajaudit.errors import ConfigError, Problem, TrajauditError
+from trajaudit.llm.client import LLMClient
+from trajaudit.llm.config import OFFLINE_ADVICE, build_config, load_config_file
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -124,8 +128,6 @@ def input_format_option(*aliases: str, dest: str = "fmt") -> Callable[[Callable[
     registered adapter (``click.Choice``): an unknown name is a usage error (exit 2) listing the
     known formats, before any file is read.
     """
-    from trajaudit.engine.adapters import default_adapters
-
     names = list(default_adapters())
     return click.option("--input-format", *aliases, dest, type=click.Choice(names), metavar="NAME",
                         help=f"Force the input trace format ({', '.join(names)}); default: auto-detect.")
@@ -136,8 +138,6 @@ def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ())
     loader's ``non_utf8`` flag (bytes were replaced by U+FFFD, so quoted text may differ from the
     original), including runs that were then skipped (``problems`` whose ``details`` say
     ``non_utf8``). The exit code is not affected."""
-    from trajaudit.engine.loader import FLAG_NON_UTF8
-
     files = dict.fromkeys(t.source.file or t.id for t in trajectories if FLAG_NON_UTF8 in t.flags)
     files.update(dict.fromkeys(p.file for p in problems if p.details.get(FLAG_NON_UTF8)))
     c = console(err=True)
@@ -255,9 +255,6 @@ def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True, without
         ConfigError: no endpoint configured (the message names the flags and variables and the way
             to run without an LLM), or a bad config file.
     """
-    from trajaudit.errors import ConfigError
-    from trajaudit.llm.config import OFFLINE_ADVICE
-
     try:
         return _llm_config(opts, use_cache)
     except ConfigError as e:
@@ -270,8 +267,6 @@ def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True, without
 
 def _llm_config(opts: LLMOptions, use_cache: bool) -> Any:
     import os
-
-    from trajaudit.llm.config import build_config, load_config_file
 
     file_values = load_config_file(opts.config_file) if opts.config_file else {}
     if opts.no_cache or not use_cache:
@@ -290,8 +285,6 @@ def client_from_options(opts: LLMOptions, *, use_cache: bool = True, without_llm
     Raises:
         ConfigError: as :func:`llm_config_from_options`; ``openai`` missing; the cache cannot be opened.
     """
-    from trajaudit.llm.client import LLMClient
-
     return LLMClient(llm_config_from_options(opts, use_cache=use_cache, without_llm=without_llm))
 
 
@@ -312,8 +305,6 @@ def llm_config_for(opts: LLMOptions, *, needed: bool, wanted: bool = False, what
         ConfigError: needed and not configured (the message names the flags and variables and
             suggests ``--strategy offline``), or a bad config file.
     """
-    from trajaudit.errors import ConfigError
-
     if not needed and not (wanted and llm_configured(opts)):
         return None
     try:

@@ -21,8 +21,10 @@ from trajaudit.cli.common import (
     report_problems,
     write_text,
 )
-from trajaudit.engine.loader import load_many
-from trajaudit.engine.strategy import default_strategies
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.run.pipeline import AuditSpec, build_context
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.loader import load_many
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_paths
@@ -97,9 +99,6 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     if strategy:
         if not paths:
             fail("--strategy needs DATASET paths (the runs to diagnose)")
-        from trajaudit.engine.pipeline import AuditSpec, build_context
-        from trajaudit.engine.strategy import AuditConfig
-
         strat = default_strategies().get(strategy)
         ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
                                       default_packs=not no_default_packs))

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from trajaudit import safe_json
 from trajaudit.cli.common import (
     LLMOptions,
     console,
@@ -20,11 +21,17 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     write_text,
 )
-from trajaudit.engine import safe_json
-from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.trace_text import jsonl_lines
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.diagnosis import Diagnosis, other_run
+from trajaudit.engine.run.pipeline import AuditSpec, audit_one, build_context
+from trajaudit.engine.run.repair_prefix import resume_document, template_directive
+from trajaudit.engine.run.repair_writer import synthesize_repair
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.loader import load_path
+from trajaudit.engine.trace.text import jsonl_lines
 from trajaudit.errors import DiagnosisFormatError, TrajauditError
+from trajaudit.llm import LLMClient
 
 
 @click.command("repair")
@@ -61,8 +68,6 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
       trajaudit repair runs.json --record 0 --diagnosis d.jsonl -o resumed.json
       trajaudit repair run.json --strategy offline --template -o resumed.json
     """
-    from trajaudit.engine.repair import resume_document, template_directive
-
     if diagnoses and strategy:
         raise TrajauditError("give --diagnosis or --strategy, not both")
     if not output.lower().endswith(".json"):
@@ -87,12 +92,8 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
             if client is None:
                 cfg = llm_config_for(llm_opts, needed=False, wanted=True)
                 if cfg is not None:
-                    from trajaudit.llm import LLMClient
-
                     client = LLMClient(cfg)
             if client is not None:
-                from trajaudit.llm.repair import synthesize_repair
-
                 directive, source = synthesize_repair(client, t, d).text, "llm"
             else:
                 directive = template_directive(d, t)
@@ -108,8 +109,6 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
 
 
 def _load_one(file: str, record: int | None, fmt: str | None, mapping: str | None) -> Trajectory:
-    from trajaudit.engine.loader import load_path
-
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     if not res.trajectories:
         raise TrajauditError(res.problems[0].message if res.problems else f"{file}: no run could be loaded")
@@ -127,8 +126,6 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
         TrajauditError: unreadable file, a line that is not a diagnosis, or no diagnosis for ``t``
             (saying which lines had its id but named another run).
     """
-    from trajaudit.engine.diagnosis import other_run
-
     matches: list[Diagnosis] = []
     refused: list[str] = []
     try:
@@ -165,9 +162,6 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
 
 
 def _diagnose_now(t: Trajectory, strategy: str, taxonomy: str, llm_opts: LLMOptions) -> tuple[Diagnosis, Any]:
-    from trajaudit.engine.pipeline import AuditSpec, audit_one, build_context
-    from trajaudit.engine.strategy import AuditConfig, default_strategies
-
     chosen = default_strategies().get(strategy)
     cfg = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=True, what=f"strategy {strategy!r}")
     ctx = build_context(AuditSpec(strategy=strategy, config=AuditConfig(taxonomy=taxonomy), llm=cfg))

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from trajaudit.cli.common import console, fail, handle_errors, write_text
-from trajaudit.engine.rule_pack import RulePack, load_pack, shipped_packs
-from trajaudit.engine.tool_rules import read_tools_file, synthesize_tool_rules
+from trajaudit.engine.packs.pack import RulePack, load_pack, shipped_packs
+from trajaudit.engine.packs.tool_rules import read_tools_file, synthesize_tool_rules
 from trajaudit.errors import RulePackError
 
 

@@ -10,10 +10,16 @@ import click
 from rich.markup import escape
 
 from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors
-from trajaudit.engine.compiled_rule import compile_rule, compile_rules
-from trajaudit.engine.rule_lint import lint_pack
-from trajaudit.engine.rule_pack import is_pack_text, load_pack, resolve_pack
-from trajaudit.engine.rule_testing import run_examples
+from trajaudit.engine.packs.compile import compile_rule, compile_rules
+from trajaudit.engine.packs.lint import lint_pack
+from trajaudit.engine.packs.pack import (
+    is_pack_text,
+    load_pack,
+    resolve_pack,
+    shipped_rule_specs,
+    supersedes_of,
+)
+from trajaudit.engine.validation.rule_tests import run_examples
 from trajaudit.errors import RulePackError
 
 
@@ -121,8 +127,6 @@ def explain(pack: str, rule_id: str) -> None:
 
 def _superseded_by(rule_id: str) -> list[str]:
     """Ids of shipped rules whose ``metadata.supersedes`` names ``rule_id``."""
-    from trajaudit.engine.rule_pack import shipped_rule_specs, supersedes_of
-
     return [r.id for r in shipped_rule_specs() if rule_id in supersedes_of(r)]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from trajaudit.checkers.tool_schemas import load_tools
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     LLMOptions,
@@ -17,6 +18,8 @@ from trajaudit.cli.common import (
     llm_options,
     write_text,
 )
+from trajaudit.engine.packs.synthesis import RuleSynthesizer
+from trajaudit.engine.packs.synthesis_check import slug
 from trajaudit.errors import TrajauditError
 
 
@@ -43,10 +46,6 @@ def synthesize(policy: str | None, tools: str | None, output: str, pack_name: st
 
     Exit 0 when at least one rule was kept, 1 when none was, 2 on usage errors (no endpoint, bad files).
     """
-    from trajaudit.engine.evidence import load_tools
-    from trajaudit.llm.rule_check import slug
-    from trajaudit.llm.synthesis import RuleSynthesizer
-
     if not policy and not tools:
         raise TrajauditError("give --policy, --tools, or both")
     try:

@@ -7,10 +7,10 @@ import socket
 import click
 
 from trajaudit.cli.common import check_output_folder, console, fail, handle_errors
-from trajaudit.engine.otlp_receiver import TraceBuffer
-from trajaudit.engine.otlp_receiver import serve as run_server
-from trajaudit.engine.pipeline import AuditSpec
-from trajaudit.engine.strategy import AuditConfig
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.run.otlp_receiver import TraceBuffer
+from trajaudit.engine.run.otlp_receiver import serve as run_server
+from trajaudit.engine.run.pipeline import AuditSpec
 
 
 @click.command("serve")

@@ -17,8 +17,8 @@ from trajaudit.cli.common import (
     report_load,
     write_text,
 )
-from trajaudit.engine.ir import renumbered
-from trajaudit.engine.loader import TRACE_SUFFIXES, load_path
+from trajaudit.engine.trace.ir import renumbered
+from trajaudit.engine.trace.loader import TRACE_SUFFIXES, load_path
 
 _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"}
 

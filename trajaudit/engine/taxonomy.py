@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 from jsonschema.exceptions import best_match
 
-from trajaudit.engine import safe_yaml
+from trajaudit import safe_yaml
 from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import TrajauditError
 

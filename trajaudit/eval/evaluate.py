@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
 from trajaudit.engine.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.eval import metrics as M
 from trajaudit.eval.gold import GoldItem, GoldSet, other_file, suffix_aliases
 from trajaudit.eval.report import EvalReport, MetricValue, RunScore

@@ -28,10 +28,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine import safe_json
-from trajaudit.engine.loader import expand_paths
+from trajaudit import safe_json
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
+from trajaudit.engine.trace.loader import expand_paths
 from trajaudit.errors import TrajauditError
 from trajaudit.eval.gold_agentrx import agentrx_entry, agentrx_jsonl, load_agentrx_gold, suffix_aliases
 from trajaudit.eval.gold_items import (

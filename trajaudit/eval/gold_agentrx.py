@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine import safe_json
+from trajaudit import safe_json
 from trajaudit.engine.taxonomy import Taxonomy, load_taxonomy
 from trajaudit.eval.gold_items import (
     NUMBERING,

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine import safe_json
+from trajaudit import safe_json
 from trajaudit.engine.diagnosis import Diagnosis, other_run
 from trajaudit.engine.taxonomy import Taxonomy
-from trajaudit.engine.trace_text import jsonl_lines
+from trajaudit.engine.trace.text import jsonl_lines
 from trajaudit.errors import TrajauditError
 
 NUMBERING = {
@@ -186,7 +186,7 @@ def read_json(path: Path) -> Any:
 
 def read_jsonl_lines(path: Path) -> list[str]:
     """The lines of the JSONL file ``path`` (a UTF-8 byte-order mark allowed; split by
-    :func:`~trajaudit.engine.trace_text.jsonl_lines`, blank lines kept so line numbers stay 1-based
+    :func:`~trajaudit.engine.trace.text.jsonl_lines`, blank lines kept so line numbers stay 1-based
     file lines).
 
     Raises:

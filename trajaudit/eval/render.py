@@ -7,12 +7,13 @@ one-line previews of the gold and predicted steps, LLM usage, problems and notes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from trajaudit.eval.report import EvalReport, MetricValue, RunScore
+if TYPE_CHECKING:  # annotations only: the report's methods call this module
+    from trajaudit.eval.report import EvalReport, MetricValue, RunScore
 
 MAX_AGENTS = 20
 MAX_PROBLEM_LINES = 12

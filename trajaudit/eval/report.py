@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trajaudit.eval.render import render_rich, to_markdown
+
 EVAL_REPORT_VERSION = 1
 
 
@@ -169,14 +171,10 @@ class EvalReport:
 
     def to_markdown(self, *, max_misses: int | None = 20) -> str:
         """Markdown: summary metrics, random expectation, breakdowns, confusion matrix, misses, problems."""
-        from trajaudit.eval.render import to_markdown
-
         return to_markdown(self, max_misses=max_misses)
 
     def render(self, console: Any, *, max_misses: int | None = 20) -> None:
         """Print rich tables to a ``rich.console.Console``."""
-        from trajaudit.eval.render import render_rich
-
         render_rich(self, console, max_misses=max_misses)
 
 

@@ -17,13 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine import safe_json
+from trajaudit import safe_json
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory
-from trajaudit.engine.loader import load_many
-from trajaudit.engine.pipeline import with_source_message
-from trajaudit.engine.strategy import AuditContext, Strategy, default_strategies
-from trajaudit.engine.trace_text import jsonl_lines
+from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.run.pipeline import with_source_message
+from trajaudit.engine.strategies.base import Strategy
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.loader import load_many
+from trajaudit.engine.trace.text import jsonl_lines
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError
 from trajaudit.eval.gold import GoldSet, suffix_aliases
 from trajaudit.eval.runs import find_run, index_trajectories
@@ -52,7 +55,7 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
     """Diagnose every trajectory with one strategy.
 
     Each diagnosis gets ``metadata.source_message`` as ``trajaudit audit`` gives it
-    (:func:`~trajaudit.engine.pipeline.with_source_message`: runs whose step indexes are not message
+    (:func:`~trajaudit.engine.run.pipeline.with_source_message`: runs whose step indexes are not message
     positions), so a strategy is scored the same whether its diagnoses come from ``audit`` or here.
 
     Args:
@@ -74,7 +77,7 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
     for t in trajectories:
         out.trajectories.append(t)
         try:
-            out.diagnoses.append(with_source_message(strat.diagnose(t, ctx), t))
+            out.diagnoses.append(with_source_message(strat.diagnose(t, gather(t, ctx), ctx), t))
         except LLMUnreachableError:  # every further run would fail the same way: stop the batch
             raise
         except TrajauditError as e:

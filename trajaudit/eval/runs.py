@@ -3,7 +3,7 @@ source messages, as gold does.
 
 A loaded run is found by id, else by file and record (:func:`index_trajectories`, :func:`find_run`).
 Gold step numbers are source message positions; a run's step indexes are those positions only when
-it was not renumbered (:func:`~trajaudit.engine.ir.renumbered`: a split Anthropic message, an AgentRx
+it was not renumbered (:func:`~trajaudit.engine.trace.ir.renumbered`: a split Anthropic message, an AgentRx
 step of several substeps or none). So a diagnosis is scored at :func:`scored_step`, a run's length
 is :func:`run_length` (messages, not steps), and :class:`ScoredRun` converts between step indexes
 and positions (:func:`step_positions`). One notion of run length for all of eval (docs/eval.md).
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.ir import Trajectory, renumbered
+from trajaudit.engine.trace.ir import Trajectory, renumbered
 from trajaudit.eval.gold_items import GoldItem
 
 
@@ -56,8 +56,8 @@ class ScoredRun:
 def scored_step(d: Diagnosis) -> int | None:
     """The step a diagnosis is scored at, in the source's message numbering (what gold labels count):
     ``metadata.source_message`` when it holds an int — a run whose step indexes are not message
-    positions (:func:`~trajaudit.engine.ir.renumbered`: an Anthropic message split into several
-    steps, an AgentRx step of several substeps; :func:`trajaudit.engine.pipeline.with_source_message`
+    positions (:func:`~trajaudit.engine.trace.ir.renumbered`: an Anthropic message split into several
+    steps, an AgentRx step of several substeps; :func:`trajaudit.engine.run.pipeline.with_source_message`
     sets it) — else ``critical_step``. ``None`` when ``critical_step`` is ``None`` (no step, or one
     cleared as out of range by :func:`~trajaudit.eval.runner.check_step_ranges`)."""
     if d.critical_step is None:
@@ -76,7 +76,7 @@ def step_positions(t: Trajectory | None) -> tuple[int, ...] | None:
 
 def run_length(t: Trajectory | None) -> int | None:
     """The run's length in source messages — what gold step numbers count: ``max(source_number) + 1``
-    for a renumbered run (:func:`~trajaudit.engine.ir.renumbered`: a split Anthropic message is one
+    for a renumbered run (:func:`~trajaudit.engine.trace.ir.renumbered`: a split Anthropic message is one
     message of several steps, an AgentRx step without substeps one message of no step), else the
     number of steps. ``None`` without the run."""
     if t is None:

@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from trajaudit.engine import safe_json
+from trajaudit import safe_json
 
 _FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL)
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import jsonschema
 
-from trajaudit.errors import ConfigError, LLMError, LLMUnreachableError
+from trajaudit.errors import ConfigError, LLMError, LLMUnreachableError, TrajauditError
 from trajaudit.llm.answers import NotACompletion, clip_for_reask, completion_parts, parse_json_answer
 from trajaudit.llm.cache import ResponseCache, request_key
 from trajaudit.llm.config import LLMConfig
@@ -178,8 +178,6 @@ class LLMClient:
                 of raising it (a bad item in a batch is reported, the batch goes on); an
                 :class:`~trajaudit.errors.LLMUnreachableError` is raised all the same.
         """
-        from trajaudit.errors import TrajauditError
-
         def run(item: T) -> R | Exception:
             try:
                 return fn(item)

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 import yaml
 
-from trajaudit.engine import safe_yaml
-from trajaudit.errors import ConfigError
+from trajaudit import safe_yaml
+from trajaudit.errors import ArgumentTypeError, ConfigError
 
 StructuredMode = Literal["auto", "json_schema", "json_object"]
 
@@ -159,3 +159,17 @@ def build_config(values: dict[str, Any] | None = None, *, config_file: str | Pat
         missing = [k for k in ("base_url", "model") if not merged.get(k)]
         raise ConfigError(f"{NO_ENDPOINT_HELP} (missing: {', '.join(missing)})")
     return LLMConfig(**merged)
+
+
+def check_llm(function: str, value: Any) -> Any:
+    """``llm``: ``None`` or a :class:`trajaudit.llm.LLMConfig`.
+
+    Raises:
+        ArgumentTypeError: anything else (e.g. a URL string).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, LLMConfig):
+        raise ArgumentTypeError(function, "llm", value, "None or a trajaudit.llm.LLMConfig "
+                                "(e.g. trajaudit.llm.build_config({'base_url': URL, 'model': NAME}))")
+    return value

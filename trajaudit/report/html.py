@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from trajaudit.engine.pipeline import AuditResult
+from trajaudit.engine.run.pipeline import AuditResult
 from trajaudit.errors import Problem
 from trajaudit.report.markdown import evidence_text, visible
 from trajaudit.report.stream import RUN_TOKEN, RunRow, SectionSpool

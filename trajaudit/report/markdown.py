@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from trajaudit.engine.pipeline import AuditResult
+from trajaudit.engine.run.pipeline import AuditResult
 from trajaudit.errors import Problem
 from trajaudit.report.stream import RunRow, SectionSpool
 

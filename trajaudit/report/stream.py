@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trajaudit.engine.pipeline import AuditResult
+from trajaudit.engine.run.pipeline import AuditResult
 
 #: Stands for the run's position in the report inside a spooled HTML section (anchors): a position is
 #: known only once every run has arrived. The HTML markup never contains it and trace text cannot

@@ -7,6 +7,7 @@ Per-process caches (bounded LRU, results never depend on them): the position-fre
 texts (:mod:`.sources`) and the value normalizers (:mod:`.normalize`); :func:`clear_caches` empties them.
 """
 
+from trajaudit.engine.claims import extract, model, normalize, patterns, sources
 from trajaudit.engine.claims.extract import (
     ClaimExtractor,
     RegexExtractor,
@@ -27,8 +28,6 @@ from trajaudit.engine.claims.model import (
 def clear_caches() -> None:
     """Empty the claim package's memo caches (text analyses, normalized values, id-key orders, argument
     classifications, tool verbs, folded texts); results are unchanged."""
-    from trajaudit.engine.claims import extract, model, normalize, patterns, sources
-
     sources.clear_cache()
     extract._value_group.cache_clear()
     model.tool_verb.cache_clear()

@@ -53,8 +53,8 @@ from trajaudit.engine.claims.patterns import (
     status_re,
 )
 from trajaudit.engine.claims.scan import scan_values
-from trajaudit.engine.ir import Step, Trajectory
-from trajaudit.engine.observation import observation_start
+from trajaudit.engine.trace.ir import Step, Trajectory
+from trajaudit.engine.trace.observation import observation_start
 from trajaudit.registry import Registry
 
 log = logging.getLogger(__name__)

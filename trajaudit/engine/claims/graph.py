@@ -27,7 +27,8 @@ from trajaudit.engine.claims import model as m
 from trajaudit.engine.claims.extract import ClaimExtractor
 from trajaudit.engine.claims.ledger import build_ledger
 from trajaudit.engine.claims.propagate import propagate
-from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.claims.records import claim_records
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation_log import Record
 
 if TYPE_CHECKING:
@@ -85,8 +86,6 @@ class ClaimGraph:
 
     def to_records(self) -> list[Record]:
         """Findings as validation-log records (PROVENANCE for MISSING, RELATIONAL_POST for CONFLICTING)."""
-        from trajaudit.engine.claims.records import claim_records
-
         return claim_records(self)
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,7 +152,7 @@ def build_claim_graph(trajectory: Trajectory, config: m.ClaimConfig | Any | None
 
     Args:
         trajectory: the run (IR).
-        config: a :class:`ClaimConfig`, an :class:`~trajaudit.engine.strategy.AuditConfig` (its
+        config: a :class:`ClaimConfig`, an :class:`~trajaudit.engine.config.AuditConfig` (its
             ``max_claims_per_step`` is used) or ``None`` for defaults.
         extractors: claim extractors to run (default: the deterministic :class:`RegexExtractor`).
 

@@ -19,11 +19,11 @@ import logging
 from dataclasses import dataclass, field
 
 from trajaudit.engine.claims import model as m
-from trajaudit.engine.claims.evidence import EvidenceIndex
+from trajaudit.engine.claims.evidence_index import EvidenceIndex
 from trajaudit.engine.claims.extract import ClaimExtractor, extract_mentions
 from trajaudit.engine.claims.normalize import norm_text
 from trajaudit.engine.claims.support import SupportSeeker
-from trajaudit.engine.ir import Step, Trajectory
+from trajaudit.engine.trace.ir import Step, Trajectory
 
 log = logging.getLogger(__name__)
 

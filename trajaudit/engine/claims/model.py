@@ -111,7 +111,7 @@ class ClaimConfig:
 
     @classmethod
     def from_audit(cls, audit: Any) -> ClaimConfig:
-        """Build from an :class:`~trajaudit.engine.strategy.AuditConfig` (uses its ``max_claims_per_step``)."""
+        """Build from an :class:`~trajaudit.engine.config.AuditConfig` (uses its ``max_claims_per_step``)."""
         return cls(max_claims_per_step=int(getattr(audit, "max_claims_per_step", cls.max_claims_per_step)))
 
     def is_write_tool(self, name: str) -> bool:

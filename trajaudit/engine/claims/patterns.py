@@ -12,7 +12,7 @@ import re
 from bisect import bisect_left
 from functools import lru_cache
 
-from trajaudit.engine.regex_prefilter import ASCII_FOLDING, folds_like_ascii  # noqa: F401 - ASCII_FOLDING re-exported
+from trajaudit.engine.dsl.regex.prefilter import ASCII_FOLDING, folds_like_ascii  # noqa: F401 - ASCII_FOLDING re-exported
 
 #: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
 #: ``1.234,56`` (both separators), or plain with an optional decimal point. A lone decimal comma
@@ -291,7 +291,7 @@ def _spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
 @lru_cache(maxsize=8)
 def ascii_fold(text: str) -> str | None:
     """``text.lower()`` when, position by position, it shows exactly where ``re.IGNORECASE`` matches
-    ASCII letters in ``text`` (:func:`~trajaudit.engine.regex_prefilter.folds_like_ascii`: ASCII text,
+    ASCII letters in ``text`` (:func:`~trajaudit.engine.dsl.regex.prefilter.folds_like_ascii`: ASCII text,
     or lower-casing keeps the length and no character of ``ASCII_FOLDING`` occurs); ``None`` otherwise
     (the callers then take the plain regex path). Memoized for the last few texts: the passes over one
     agent text each ask for it."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from trajaudit.engine import safe_json
+from trajaudit import safe_json
 from trajaudit.engine.claims.normalize import (
     MEMO_MAX_CHARS,
     NUMBER_WORDS,

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajaudit.engine.claims import model as m
-from trajaudit.engine.claims.evidence import Collection, EvidenceIndex
+from trajaudit.engine.claims.evidence_index import Collection, EvidenceIndex
 from trajaudit.engine.claims.normalize import norm_text, singular
 from trajaudit.engine.claims.patterns import ascii_fold
-from trajaudit.engine.ir import Trajectory
+from trajaudit.engine.trace.ir import Trajectory
 
 _AFFIRM = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|that'?s (?:right|correct)|"
                      r"please (?:go ahead|proceed)|go ahead|proceed)\b", re.I)

@@ -1,0 +1,83 @@
+"""Checksummed cache files on disk, and where they live: shared by the pack cache
+(:mod:`trajaudit.engine.packs.cache`) and the grammar cache (:mod:`trajaudit.engine.dsl.grammar_cache`).
+
+:func:`cache_dir` is the one place that reads the cache's environment variables
+(``TRAJAUDIT_CACHE_DIR``, ``TRAJAUDIT_NO_CACHE``, ``XDG_CACHE_HOME``, the home folder): the caches
+call it for their directory; nothing deeper reads the environment. An entry file is one header line
+(``MAGIC FORMAT sha256-of-body``) and the body; :func:`read_body` returns ``None`` for anything that
+does not check out, :func:`write_body` writes atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from hashlib import sha256
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+FORMAT = 2
+MAGIC = "trajaudit-pack-cache"
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The cache directory, or ``None`` when ``TRAJAUDIT_NO_CACHE`` is set (to anything but ``0``/empty)
+    or no absolute location is known (no ``$TRAJAUDIT_CACHE_DIR``, absolute ``$XDG_CACHE_HOME`` or home).
+
+    Args:
+        environ: the environment to read (default: ``os.environ`` at the time of the call).
+    """
+    env = os.environ if environ is None else environ
+    if env.get("TRAJAUDIT_NO_CACHE", "") not in ("", "0"):
+        return None
+    explicit = env.get("TRAJAUDIT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):  # the XDG spec: a relative value is ignored
+        return Path(xdg) / "trajaudit" / "packs"
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home):  # no home directory: no default cache (never one in the working directory)
+        return None
+    return Path(home) / ".cache" / "trajaudit" / "packs"
+
+
+def read_body(p: Path) -> bytes | None:
+    """The body of the entry file ``p`` when its header and SHA-256 check out, else ``None`` (missing,
+    unreadable, truncated or edited files alike; a debug log says why)."""
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        log.debug("cache: cannot read %s: %s", p, e)
+        return None
+    head, _, body = raw.partition(b"\n")
+    try:
+        magic, fmt, digest = head.decode("ascii").split(" ")
+    except ValueError:
+        magic = fmt = digest = ""
+    if magic != MAGIC or fmt != str(FORMAT) or sha256(body).hexdigest() != digest:
+        log.debug("cache: ignoring %s (bad header or digest)", p)
+        return None
+    return body
+
+
+def write_body(p: Path, body: bytes) -> None:
+    """Write ``body`` with its header and SHA-256 to ``p`` atomically (a temp file, then a rename).
+
+    Raises:
+        OSError: the folder cannot be created or written.
+    """
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(f"{MAGIC} {FORMAT} {sha256(body).hexdigest()}\n".encode("ascii") + body)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,323 @@
+"""On-disk cache of loaded rule packs: the checked pack data and the ASTs of its expressions, as JSON.
+
+Loading a pack (YAML with node marks, schema validation, includes) and parsing its ~300 expressions
+with lark is most of the audit's one-time work (issue 6); the result is pure data. An entry holds the
+:class:`~trajaudit.engine.packs.pack.RulePack` (every rule spec with its source locations), the plain
+form (``rule_ast.to_data``) of every expression the compile parsed, and the verdicts of the regex
+safety check; the rules are still compiled to closures in every process (nothing executable is
+stored, and nothing stored is executed: the entry is read with ``json.loads`` only).
+
+Exact or not taken:
+- the key is a SHA-256 of the pack file's text and path, the trajaudit version, the source of the
+  package's source files (:func:`code_files`, found by walking the package), and the Python, lark, PyYAML and
+  jsonschema versions; on a hit every included file is resolved again and must be the same file with
+  the same text (includes may be relative to the working directory);
+- an entry is written only after the pack loaded and compiled without error, and only when its JSON
+  form reads back identical (typed equality: a YAML date, a non-string key, ``nan`` … are not cached);
+- the file carries a SHA-256 of its body; a truncated, edited or unreadable entry, an unwritable
+  directory, or any other problem falls back silently (a debug log) to the normal load.
+
+Where: ``$TRAJAUDIT_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/trajaudit/packs``, else
+``~/.cache/trajaudit/packs``. ``TRAJAUDIT_NO_CACHE=1`` turns it off. At most :data:`MAX_ENTRIES`
+files are kept (the oldest are removed when an entry is written). Deleting the directory is safe.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+
+from trajaudit.disk_cache import FORMAT, cache_dir, read_body, write_body
+from trajaudit.engine.dsl import parser as rule_parser
+from trajaudit.engine.dsl.ast import same_data
+from trajaudit.engine.dsl.regex import safety as regex_safety
+from trajaudit.engine.packs import pack as RP
+from trajaudit.engine.packs.compile import compile_rules
+
+log = logging.getLogger(__name__)
+
+MAX_ENTRIES = 128
+# the trajaudit package folder: the cache key covers every source file in it (code_files)
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+CODE_SUFFIXES = frozenset({".py", ".lark", ".json", ".yaml"})
+
+
+def code_files() -> list[str]:
+    """The package's own source files (``.py``, ``.lark``, ``.json``, ``.yaml``), relative to the
+    ``trajaudit`` folder, sorted: every file whose change could change what a load produces is among
+    them (found by walking the package, not listed by hand)."""
+    return sorted(p.relative_to(PACKAGE_ROOT).as_posix() for p in PACKAGE_ROOT.rglob("*")
+                  if p.suffix in CODE_SUFFIXES and "__pycache__" not in p.parts and p.is_file())
+
+
+@cache
+def code_fingerprint() -> str:
+    """SHA-256 of the package's files (:func:`code_files`: the trajaudit version is in
+    ``__init__.py``) and the versions of the libraries involved (Python, lark, PyYAML, jsonschema)."""
+    import jsonschema
+    import lark
+    import yaml
+
+    h = sha256(f"{FORMAT}|{sys.version}|{lark.__version__}|{yaml.__version__}|"
+               f"{getattr(yaml, '__with_libyaml__', False)}".encode())
+    for rel in code_files():
+        h.update(rel.encode() + b"\0" + (PACKAGE_ROOT / rel).read_bytes() + b"\0")
+    js = Path(jsonschema.__file__).parent  # no cheap version string: size and mtime of its validators
+    for name in ("validators.py", "_keywords.py"):
+        st = (js / name).stat()
+        h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+@dataclass
+class LoadedPack:
+    """A loaded pack plus what the cache knows about it.
+
+    Attributes:
+        pack: the :class:`RulePack`.
+        key: the entry's key (``None``: cache off or not applicable).
+        deps: what the load read (see ``rule_pack.recording_deps``).
+        parsed: ``{expression text: AST data}`` from the entry, or ``None`` (not compiled yet).
+        regex: ``{pattern: verdict}`` from the entry, or ``None``.
+    """
+
+    pack: RP.RulePack
+    key: str | None = None
+    deps: list[Any] = field(default_factory=list)
+    parsed: dict[str, list[Any]] | None = None
+    regex: dict[str, str] | None = None
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection in the block (restored after; nesting is fine): loading and
+    compiling allocate many long-lived objects (nodes, specs, closures) and would otherwise trigger
+    full collections that re-traverse everything already alive (e.g. the loaded runs)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def load(path: Path) -> LoadedPack:
+    """Load the pack file ``path`` (from the cache when a valid entry exists).
+
+    Raises:
+        RulePackError: as :func:`~trajaudit.engine.packs.pack.load_pack` (errors never come from the cache).
+    """
+    with _gc_paused():
+        return _load(path)
+
+
+def _load(path: Path) -> LoadedPack:
+    key = _key(path)
+    if key is not None:
+        hit = _read(key)
+        if hit is not None:
+            return hit
+    with RP.recording_deps() as deps:
+        pack = RP.load_pack(path)
+    loaded = LoadedPack(pack, key, deps)
+    if key is not None:
+        _write(loaded)
+    return loaded
+
+
+def compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
+    """Compile the enabled rules of ``loaded.pack``; the entry's ASTs and regex verdicts spare the
+    parse and the safety check, and a first compile stores them.
+
+    Raises:
+        RulePackError: a rule does not compile.
+    """
+    with _gc_paused():
+        return _compile_loaded(loaded)
+
+
+def _compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
+    if loaded.parsed is not None and loaded.regex is not None:
+        rule_parser.seed(loaded.parsed)
+        regex_safety.seed(loaded.regex)
+        try:
+            with rule_parser.recording() as parsed, regex_safety.recording() as regex:
+                compiled = tuple(compile_rules(loaded.pack))
+        except RP.RulePackError:
+            raise  # the same error a cold compile gives (the parse is the same; the compiler decides)
+        except Exception as e:  # noqa: BLE001 - e.g. a stored AST that does not decode: compile cold
+            log.debug("pack cache: entry for %s unusable (%s); compiling without it", loaded.pack.name, e)
+            rule_parser.clear_memo()
+            regex_safety.clear_memo()
+            loaded.parsed = loaded.regex = None
+        else:
+            if loaded.key is not None and not (parsed.keys() <= loaded.parsed.keys()
+                                               and regex.keys() <= loaded.regex.keys()):
+                # the compiler now parses something the entry lacks: store the complete set
+                loaded.parsed, loaded.regex = {**loaded.parsed, **parsed}, {**loaded.regex, **regex}
+                _write(loaded)
+            return compiled
+    with rule_parser.recording() as parsed, regex_safety.recording() as regex:
+        compiled = tuple(compile_rules(loaded.pack))
+    if loaded.key is not None:
+        loaded.parsed, loaded.regex = dict(parsed), dict(regex)
+        _write(loaded)
+    return compiled
+
+
+# ---- keys, entries ---------------------------------------------------------------------------
+
+def _key(path: Path) -> str | None:
+    if cache_dir() is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+        resolved = str(path.resolve())
+        return sha256(json.dumps([code_fingerprint(), str(path), resolved, RP.text_hash(text)]).encode()).hexdigest()
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        log.debug("pack cache: no key for %s: %s", path, e)
+        return None
+
+
+def _entry_path(key: str) -> Path | None:
+    d = cache_dir()
+    return None if d is None else d / f"{key}.json"
+
+
+def _deps_hold(deps: list[Any]) -> bool:
+    for kind, a, b, c in deps:
+        if kind == "include":
+            try:
+                if str(RP.resolve_pack(a, b)) != c:
+                    return False
+            except RP.RulePackError:
+                return False
+        elif kind == "file":
+            if RP.text_hash(Path(a).read_text(encoding="utf-8")) != c:
+                return False
+        else:
+            return False
+    return True
+
+
+def _read(key: str) -> LoadedPack | None:
+    p = _entry_path(key)
+    body = read_body(p) if p is not None else None
+    if body is None:
+        return None
+    try:
+        d = json.loads(body)
+        if d["key"] != key or not _deps_hold(d["deps"]):
+            return None
+        return LoadedPack(_pack_from(d["pack"]), key, d["deps"], d["parsed"], d["regex"])
+    except Exception as e:  # noqa: BLE001 - any problem with an entry means: load normally
+        log.debug("pack cache: ignoring entry %s: %s", p, e)
+        return None
+
+
+def _write(loaded: LoadedPack) -> None:
+    p = _entry_path(loaded.key or "")
+    if p is None or loaded.key is None:
+        return
+    try:
+        body = {"key": loaded.key, "deps": [list(x) for x in loaded.deps], "pack": _pack_data(loaded.pack),
+                "parsed": loaded.parsed, "regex": loaded.regex}
+        text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        back = json.loads(text)
+        if not same_data(back, body) or not same_data(_pack_data(_pack_from(back["pack"])), body["pack"]):
+            log.debug("pack cache: %s does not round-trip through JSON; not cached", loaded.pack.name)
+            return
+        write_body(p, text.encode("utf-8", "surrogatepass"))
+        _prune(p.parent)
+    except Exception as e:  # noqa: BLE001 - a cache that cannot be written is simply not used
+        log.debug("pack cache: cannot write an entry for %s: %s", loaded.pack.name, e)
+
+
+def _prune(d: Path) -> None:
+    entries = [q for q in d.glob("*.json") if len(q.stem) == 64]
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda q: q.stat().st_mtime)
+    for q in entries[: len(entries) - MAX_ENTRIES]:
+        q.unlink(missing_ok=True)
+
+
+# ---- RulePack <-> plain data -----------------------------------------------------------------
+# File names and each pack's effective params repeat in every rule: they are stored once, in tables
+# (``files``, ``params``), and rules refer to them by position. Every rule still gets its own params
+# dict (a shallow copy, as the loader makes).
+
+class _Tables:
+    def __init__(self) -> None:
+        self.files: list[str | None] = []
+        self.params: list[dict[str, Any]] = []
+        self._fi: dict[str | None, int] = {}
+        self._pi: dict[str, int] = {}
+
+    def file(self, f: str | None) -> int:
+        if f not in self._fi:
+            self._fi[f] = len(self.files)
+            self.files.append(f)
+        return self._fi[f]
+
+    def param_set(self, p: dict[str, Any]) -> int:
+        key = json.dumps(p, ensure_ascii=False, allow_nan=False)  # typed and ordered: 1, 1.0, true differ
+        if key not in self._pi:
+            self._pi[key] = len(self.params)
+            self.params.append(p)
+        return self._pi[key]
+
+
+def _loc_data(loc: RP.SourceLoc, t: _Tables) -> list[Any]:
+    return [t.file(loc.file), loc.line, loc.column, loc.indent]
+
+
+def _loc_from(d: list[Any], files: list[str | None]) -> RP.SourceLoc:
+    return RP.SourceLoc(files[d[0]], d[1], d[2], d[3])
+
+
+_SPEC_PLAIN = ("id", "type", "severity", "title", "description", "message", "guard", "assertion", "check",
+               "metadata", "pack", "disabled")
+
+
+def _spec_data(s: RP.RuleSpec, t: _Tables) -> dict[str, Any]:
+    d = {k: getattr(s, k) for k in _SPEC_PLAIN}
+    d.update(targets=list(s.targets), let=[[n, x] for n, x in s.let], examples=list(s.examples),
+             params=t.param_set(s.params), loc=_loc_data(s.loc, t),
+             field_locs={k: _loc_data(v, t) for k, v in s.field_locs.items()})
+    return d
+
+
+def _spec_from(d: dict[str, Any], files: list[str | None], params: list[dict[str, Any]]) -> RP.RuleSpec:
+    return RP.RuleSpec(targets=tuple(d["targets"]), let=tuple((n, x) for n, x in d["let"]),
+                       examples=tuple(d["examples"]), params=dict(params[d["params"]]),
+                       loc=_loc_from(d["loc"], files),
+                       field_locs={k: _loc_from(v, files) for k, v in d["field_locs"].items()},
+                       **{k: d[k] for k in _SPEC_PLAIN})
+
+
+_PACK_PLAIN = ("name", "version", "taxonomy", "description", "params", "file", "metadata")
+
+
+def _pack_data(p: RP.RulePack) -> dict[str, Any]:
+    t = _Tables()
+    d = {k: getattr(p, k) for k in _PACK_PLAIN}
+    d.update(rules=[_spec_data(s, t) for s in p.rules], includes=list(p.includes))
+    d.update(file_table=t.files, param_table=t.params)
+    return d
+
+
+def _pack_from(d: dict[str, Any]) -> RP.RulePack:
+    files, params = d["file_table"], d["param_table"]
+    return RP.RulePack(rules=tuple(_spec_from(s, files, params) for s in d["rules"]), includes=tuple(d["includes"]),
+                       **{k: d[k] for k in _PACK_PLAIN})

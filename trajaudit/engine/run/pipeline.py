@@ -1,0 +1,258 @@
+"""The audit pipeline for one run: trajectory in, one :class:`AuditResult` (diagnosis + evidence) out.
+
+Stages (see docs/architecture.md): evidence, gathered once (rule packs and tool-schema rules →
+validation log; claim extraction → claim graph, whose findings join the log) → strategy (judge),
+given that evidence → diagnosis (→ repair). Batches (serial, streamed, or in worker processes) are
+:mod:`trajaudit.engine.run.batch`; one broken run is reported as a
+:class:`~trajaudit.errors.Problem` and skipped, never the whole batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajaudit.api_args import check_name, check_tools
+from trajaudit.checkers.tool_schemas import load_tools, tool_schemas
+from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.packs.pack import RulePack, check_packs
+from trajaudit.engine.packs.selection import default_packs, included_files, load_rules
+from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.run.repair_prefix import attach_repair
+from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.taxonomy import load_taxonomy
+from trajaudit.engine.trace.ir import Trajectory, renumbered
+from trajaudit.engine.trace.loader import load_checked, problem_details
+from trajaudit.engine.validation_log import ValidationLog
+from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
+from trajaudit.llm.client import LLMClient
+from trajaudit.llm.config import check_llm
+
+__all__ = ["AuditResult", "AuditSpec", "audit", "audit_one", "build_context", "close_context", "problem_of",
+           "with_source_message"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AuditResult:
+    """One run's audit: the diagnosis and the evidence behind it.
+
+    Attributes:
+        trajectory: the audited run.
+        diagnosis: the strategy's :class:`Diagnosis`.
+        log: the validation log (rules + claim findings), or ``None`` if the strategy gathered none.
+        claims: a JSON-ready summary of the claim ledger (``[{claim, kind, step, status, ...}]``).
+    """
+
+    trajectory: Trajectory
+    diagnosis: Diagnosis
+    log: ValidationLog | None = None
+    claims: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """Everything needed to rebuild an :class:`AuditContext` in a worker process (picklable).
+
+    Attributes:
+        strategy: strategy name.
+        rules: rule pack paths or shipped pack names (``str``), or loaded ``RulePack`` objects.
+        tools: path of an OpenAI function-schema list, the list itself (a tuple of dicts), or ``None``.
+        config: the :class:`AuditConfig`.
+        llm: an LLM configuration object (``trajaudit.llm``) or ``None``.
+        default_packs: also apply the shipped generic pack, and the shipped domain packs whose tools
+            the run calls (see :func:`trajaudit.engine.packs.selection.default_packs`).
+        repair: fill ``Diagnosis.repair`` (an LLM directive when ``llm`` is set, else the template;
+            :func:`trajaudit.engine.run.repair_prefix.attach_repair`).
+    """
+
+    strategy: str = "offline"
+    rules: tuple[Any, ...] = ()
+    tools: str | tuple[dict[str, Any], ...] | None = None
+    config: AuditConfig = field(default_factory=AuditConfig)
+    llm: Any = None
+    default_packs: bool = True
+    repair: bool = False
+
+
+def build_context(spec: AuditSpec) -> AuditContext:
+    """Compile rules, read tool schemas and create the LLM client described by ``spec``.
+
+    Raises:
+        TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup.
+    """
+    llm = LLMClient(spec.llm) if spec.llm is not None else None
+    load_taxonomy(spec.config.taxonomy)  # an unknown taxonomy is a usage error, before any run
+    if isinstance(spec.tools, tuple):
+        tools = tool_schemas(list(spec.tools), "the tools argument") if spec.tools else None
+    else:
+        tools = load_tools(spec.tools) if spec.tools else None
+    named = [p if isinstance(p, str) else p.name for p in spec.rules]  # a RulePack counts by its name
+    if spec.default_packs:  # a shipped pack a user's pack includes applies through it, not twice
+        named += included_files(spec.rules)
+    always, domains = default_packs(named) if spec.default_packs else ([], [])
+    rules = load_rules(tuple(always) + tuple(spec.rules), tools, defaults=always, domains=domains)
+    return AuditContext(config=spec.config, rules=rules, tools=tools, llm=llm, domain_packs=tuple(domains),
+                        repair=spec.repair)
+
+
+def close_context(context: AuditContext) -> None:
+    """Release what :func:`build_context` opened (the LLM client's HTTP pool and cache)."""
+    if context.llm is not None and hasattr(context.llm, "close"):
+        context.llm.close()
+
+
+def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext) -> AuditResult:
+    """Audit one trajectory with the named strategy: gather its evidence once, give it to the
+    strategy, then (``context.repair``) attach a repair directive.
+
+    Raises:
+        TrajauditError: the run has no decision step.
+        LookupError: unknown strategy (with suggestions).
+        ConfigError: the strategy needs an LLM and none is configured.
+    """
+    strategy = default_strategies().get(strategy_name)
+    if not trajectory.decision_steps:
+        raise TrajauditError("run has no decision steps (no agent message): nothing to diagnose")
+    if strategy.needs_llm and context.llm is None:
+        raise ConfigError(
+            f"strategy {strategy_name!r} needs an LLM endpoint: pass --base-url and --model (or set "
+            "TRAJAUDIT_BASE_URL and TRAJAUDIT_MODEL), or use --strategy offline"
+        )
+    evidence = gather(trajectory, context)
+    diagnosis = with_source_message(strategy.diagnose(trajectory, evidence, context), trajectory)
+    if context.repair:
+        diagnosis = attach_repair(diagnosis, trajectory, context.llm)
+    return AuditResult(trajectory, diagnosis, evidence.log, evidence.claim_rows)
+
+
+def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnosis:
+    """``diagnosis`` with ``metadata["source_message"]``: the 0-based position, in the file's message
+    list, of the message the critical step came from — only for a run whose step indexes are not
+    message positions (:func:`~trajaudit.engine.trace.ir.renumbered`: an Anthropic message holding several
+    tool results, an AgentRx step of several substeps), where ``critical_step`` (a step index) is no
+    longer that position; and ``metadata["source_span"]`` (``{trace_id, span_id, span_name}``) for a
+    run read from a trace format, whose steps keep the span (run, observation) they came from.
+    Other diagnoses are returned as is."""
+    k = diagnosis.critical_step
+    if k is None or not 0 <= k < len(trajectory.steps):
+        return diagnosis
+    span = trajectory.steps[k].metadata.get("span_id")
+    if span is not None:  # a trace format (otel, openinference, langsmith, langfuse): the span it came from
+        diagnosis = dataclasses.replace(diagnosis, metadata={**diagnosis.metadata, "source_span": {
+            "trace_id": trajectory.metadata.get("trace_id"), "span_id": span,
+            "span_name": trajectory.steps[k].metadata.get("span_name")}})
+    if not renumbered(trajectory):
+        return diagnosis
+    return dataclasses.replace(diagnosis, metadata={**diagnosis.metadata,
+                                                    "source_message": trajectory.steps[k].source_number})
+
+
+def problem_of(t: Trajectory, message: str) -> Problem:
+    """The :class:`Problem` for a run that was loaded but could not be audited. The message names
+    where the run came from (``FILE, record N (run ID): …``; only ``ID: …`` for in-memory runs), so
+    two runs with the same id in different files are told apart."""
+    where = t.source.file or ""
+    if where and t.source.record is not None:
+        where += f", record {t.source.record}"
+    text = f"{where} (run {t.id}): {message}" if where else f"{t.id}: {message}"
+    return Problem(t.source.file or t.id, t.source.record, text, problem_details(t.flags))
+
+
+def freeze_long_lived() -> bool:
+    """Move every object alive now (the loaded runs, compiled rules, caches) out of the cyclic
+    garbage collector's view for the batch (``gc.freeze``); the batch freezes again after each run,
+    so the results it keeps (diagnosis, validation log) join them. Full collections, triggered by the
+    many short-lived objects of each audit, then stop re-traversing everything alive: they were ~20%
+    of a tau batch's CPU time. The price: a run's few reference cycles that are garbage when it ends
+    (~130 small objects on tau) are collected only after the batch. Undone by ``gc.unfreeze()`` after
+    the batch; ``False`` when the collector is disabled anyway."""
+    if not gc.isenabled():
+        return False
+    gc.freeze()
+    return True
+
+
+#: ``finished(index, result, error)``: called once per run of a batch, in completion order.
+Done = Callable[[int, "AuditResult | None", "str | None"], None]
+
+
+def audit_with(ctx: AuditContext, trajectories: Sequence[Trajectory], indices: Iterable[int], strategy: str,
+               finished: Done) -> None:
+    """Audit ``trajectories[i]`` for each ``i`` with ``ctx``; a run that cannot be audited is reported
+    through ``finished(i, None, message)`` and the batch goes on.
+
+    Raises:
+        ConfigError: the strategy cannot run at all (no LLM configured); nothing else does.
+    """
+    for i in indices:
+        t = trajectories[i]
+        try:
+            result = audit_one(t, strategy, ctx)
+        except (ConfigError, LLMUnreachableError):  # every further run would fail the same way
+            raise
+        except (TrajauditError, LookupError) as e:
+            finished(i, None, str(e))
+            continue
+        except Exception as e:  # noqa: BLE001 - reported per run, batch goes on
+            log.exception("audit of %s failed", t.id)
+            finished(i, None, f"internal error: {type(e).__name__}: {e}")
+            continue
+        finished(i, result, None)
+
+
+def audit(
+    trajectory: Trajectory | str | os.PathLike[str] | dict | list,
+    *,
+    rules: str | os.PathLike[str] | RulePack | Iterable[str | os.PathLike[str] | RulePack] | None = (),
+    tools: str | os.PathLike[str] | Sequence[dict[str, Any]] | None = None,
+    strategy: str = "offline",
+    taxonomy: str = "agentrx",
+    llm: Any = None,
+    record: int | None = None,
+    repair: bool = False,
+) -> Diagnosis:
+    """Audit one run and return its :class:`Diagnosis` (the Python API).
+
+    Args:
+        trajectory: a :class:`Trajectory`, a trace path (``str``/``os.PathLike``), or a parsed trace
+            document (``dict``/``list``).
+        rules: extra rule packs: one pack (a path, a shipped pack name, or a ``RulePack`` from
+            ``load_pack``) or a list of them; ``None`` for none (the default packs are always applied).
+        tools: the run's tool schemas for SCHEMA rules: a path to an OpenAI function-schema JSON
+            file, or that list itself (``[{"type": "function", "function": {...}}, ...]``).
+        strategy: ``offline`` (default, no LLM), a baseline, or an LLM strategy (needs ``llm``).
+        taxonomy: taxonomy id for the category.
+        llm: a :class:`trajaudit.llm.LLMConfig` for LLM strategies (``trajaudit.llm.build_config``).
+        record: which run (0-based ``int``) of a multi-run file.
+        repair: also fill ``Diagnosis.repair`` (LLM directive with ``llm``, else the template).
+
+    Raises:
+        TraceFormatError: the input cannot be read; RulePackError: a pack is invalid;
+        ConfigError: the strategy needs an LLM and none is configured;
+        UnknownStrategyError (a ConfigError and a LookupError): unknown strategy name;
+        ArgumentTypeError (a TrajauditError and a TypeError): an argument of the wrong type.
+    """
+    check_name("audit", "strategy", strategy)
+    check_name("audit", "taxonomy", taxonomy)
+    try:
+        default_strategies().get(strategy)
+    except LookupError as e:
+        raise UnknownStrategyError(str(e.args[0]) if e.args else str(e)) from None
+    packs, tool_arg, llm = check_packs("audit", rules), check_tools("audit", tools), check_llm("audit", llm)
+    t = load_checked(trajectory, format=None, record=record, function="audit", argument="trajectory")
+    spec = AuditSpec(strategy=strategy, rules=packs, tools=tool_arg, config=AuditConfig(taxonomy=taxonomy), llm=llm,
+                     repair=repair)
+    ctx = build_context(spec)
+    try:
+        return audit_one(t, strategy, ctx).diagnosis
+    finally:
+        close_context(ctx)
