@@ -100,8 +100,47 @@ def evaluate_set(name: str, traces: list[Path], gold_path: Path, tools: str | No
     return reports
 
 
-def render(tau: dict[str, EvalReport], ww: dict[str, EvalReport]) -> str:
-    """The RESULTS.md text."""
+def precision_section(data: Path) -> list[str]:
+    """The evidence-precision and false-alarm tables (issue 17): measured now by
+    ``benchmarks/precision.py`` and ``benchmarks/false_alarms.py``, beside the same scripts' figures at
+    commit 0a5dc19 (``benchmarks/*_before.json``, written with ``--code`` on a checkout of it)."""
+    import json
+
+    import false_alarms
+    import precision
+
+    here = ROOT / "benchmarks"
+    p_before = json.loads((here / "precision_before.json").read_text(encoding="utf-8"))
+    f_before = json.loads((here / "false_alarms_before.json").read_text(encoding="utf-8"))
+    p_now = precision.measure(data)
+    f_now = false_alarms.measure()
+    for name, r in p_now.items():
+        print(f"precision {name:9} early error {r['early_error']}/{r['runs']}  brief claims {r['task_claims_step0']}")
+    print(f"false alarms on successful runs: {f_now['flagged']}/{f_now['runs']}")
+    return [
+        "## Precision of the evidence (issue 17)",
+        "",
+        "The gold step is the *first* unrecoverable failure, so an error-level finding on a decision step",
+        "before it is, by the annotation's definition, not the root cause. Measured by",
+        "`benchmarks/precision.py` (\"before\" = the same script run on commit 0a5dc19, stored in",
+        "`benchmarks/precision_before.json`). \"Brief\": a run opening with a decision step that restates",
+        "the task (a manager's hand-off); it is the run's input, so no value in it is the run's claim.",
+        "",
+        *precision.render(p_now, p_before),
+        "",
+        "Proxy for false alarms on successful runs (`benchmarks/false_alarms.py`): synthetic successful",
+        "runs written for this benchmark in several formats (OpenAI chat with airline- and telecom-style",
+        "tau-like tools, Anthropic, LangChain, an AutoGen-style group chat, an orchestrator with a",
+        "progress ledger). They were written knowing the defects of issue 17, so they show those",
+        "defects are gone, not how often unseen successful runs are flagged.",
+        "",
+        *false_alarms.render(f_now, f_before),
+        "",
+    ]
+
+
+def render(tau: dict[str, EvalReport], ww: dict[str, EvalReport], extra: list[str] | None = None) -> str:
+    """The RESULTS.md text (``extra``: sections inserted before the published numbers)."""
     labels = {"step_exact": "exact step", "step_within_1": "±1", "step_within_3": "±3", "step_within_5": "±5",
               "step_exact_any_failure": "= any failure", "step_distance_mean": "mean dist.",
               "step_distance_normalized": "dist./length", "category_critical": "category", "agent_exact": "agent"}
@@ -149,6 +188,7 @@ def render(tau: dict[str, EvalReport], ww: dict[str, EvalReport]) -> str:
         "Agent accuracy is exact match after case/separator normalization (Who&When's own scorer counts",
         "substring matches). `random (expected)` agent accuracy is over decision steps, not over agents.",
         "",
+        *(extra or []),
         "## Published numbers on the same sets",
         "",
         "### Who&When algorithm-generated (Zhang et al., ICML 2025; as listed in `../shared/data/README.md`)",
@@ -202,7 +242,7 @@ def main() -> None:
     print(f"strategies without an LLM: {', '.join(offline_strategies(default_strategies()))}")
     tau = evaluate_set("tau", [tau_dir / "trajectories.json"], tau_dir / "ground_truth.json", tools, generic_only=True)
     ww = evaluate_set("who&when", [ww_dir], ww_dir, None)
-    args.out.write_text(render(tau, ww), encoding="utf-8")
+    args.out.write_text(render(tau, ww, precision_section(args.data)), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

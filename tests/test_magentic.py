@@ -110,7 +110,11 @@ def test_inline_fence_is_not_code_and_runner_output_goes_to_the_code():
     assert is_consequential_action(t.steps[7])
     assert t.code_authors == {10: 7, 16: 13}
     d = audit(t)
-    assert (d.critical_step, d.agent, d.category) == (13, "Assistant", "invalid_invocation")
+    # The team went on after the last failed run (the Orchestrator asked for a fix, the Assistant
+    # summed by hand): the request did not end on that failure (issue 17), so
+    # run-ends-after-failed-call no longer blames the last rewrite (13); the judge falls back to the
+    # first consequential action, the first script (7: its gold step), still the Assistant's.
+    assert (d.critical_step, d.agent) == (7, "Assistant")
 
 
 @pytest.mark.parametrize("name,step,agent,category", [
@@ -136,9 +140,10 @@ def test_eval_scores_magentic_agents(tmp_path):
                                  str(MAG / "agentrx"), "--format", "json", "--bootstrap", "10"])
     assert r.exit_code == 0, r.output
     metrics = json.loads(r.output)["metrics"]
-    # steps: m1, m2, m5, m7 exact; agents: all seven (m4's failing code is blamed on the Assistant that
-    # wrote it, not on the Orchestrator's "please run it"; 6 of 7 before code_authors)
-    assert round(metrics["step_exact"]["value"] * 7) == 4
+    # steps: m1, m2, m4, m5, m7 exact (m4 since issue 17, see above); agents: all seven (m4's failing
+    # code is blamed on the Assistant that wrote it, not on the Orchestrator's "please run it"; 6 of
+    # 7 before code_authors)
+    assert round(metrics["step_exact"]["value"] * 7) == 5
     assert round(metrics["agent_exact"]["value"] * 7) == 7
 
 

@@ -15,12 +15,13 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
-    input_format_option,
     llm_options,
     refuse_overwriting_input,
     report_problems,
+    write_parts,
     write_text,
 )
+from trajaudit.cli.options import check_input_paths, io_options
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.strategies.registry import default_strategies
@@ -28,6 +29,7 @@ from trajaudit.engine.trace.loader import load_many
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_paths
+from trajaudit.report.eval_html import eval_html_parts
 
 
 @click.command("eval")
@@ -47,12 +49,11 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
               help="With --strategy: a rule pack file or shipped pack name (repeatable), as for `trajaudit audit`.")
 @click.option("--no-default-packs", is_flag=True,
               help="With --strategy: do not apply the shipped generic and domain packs (as `trajaudit audit`).")
-@input_format_option("--trace-format", dest="trace_format")
-@click.option("--mapping", "mapping", type=click.Path(exists=True, dir_okay=False),
-              help="YAML mapping of jmespath expressions for a custom trace format (as for `trajaudit audit`).")
-@click.option("--format", "out_format", type=click.Choice(["table", "json", "markdown"]), default="table",
-              show_default=True, help="Report format.")
+@io_options(["table", "json", "markdown"], "table", help="Report format (stdout, or -o).", trace_format_alias=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False),
+              help="Also write a report: .html (the metrics, then every run with its gold step next to the "
+                   "prediction and the distance; self-contained) or .md.")
 @click.option("--save-pred", type=click.Path(dir_okay=False), help="With --strategy: also write the diagnoses JSONL.")
 @click.option("--misses", type=int, default=20, show_default=True, help="Misses to list (-1: all, 0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random strategy and the bootstrap.")
@@ -61,8 +62,8 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategies: tuple[str, ...],
              taxonomy: str | None, tools: str | None, rules: tuple[str, ...], no_default_packs: bool,
-             trace_format: str | None, mapping: str | None, out_format: str, output: str | None, save_pred: str | None, misses: int,
-             seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
+             fmt: str | None, mapping: str | None, out_format: str, output: str | None, report_file: str | None,
+             save_pred: str | None, misses: int, seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
     """Score diagnoses against gold labels with the metrics of AgentRx, SearchAuditor, Who&When and DRIFT.
 
     \b
@@ -85,11 +86,17 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     strategy = strategies[0] if strategies else None
     if bool(pred) == bool(strategy):
         fail("give exactly one of --pred FILE or --strategy NAME")
+    trace_format = fmt
+    if report_file and not report_file.endswith((".html", ".htm", ".md", ".markdown")):
+        fail(f"--report must end in .html or .md, got {report_file!r}")
+    check_input_paths(datasets, "dataset")
     given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules]
     refuse_overwriting_input(output, given)
     refuse_overwriting_input(save_pred, given, "--save-pred")
+    refuse_overwriting_input(report_file, given, "--report")
     check_output_folder(output)
     check_output_folder(save_pred, "--save-pred")
+    check_output_folder(report_file, "--report")
     gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
     if not gold_set:
         report_problems_text(gold_set.problems)
@@ -157,6 +164,13 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         click.echo(text, nl=not text.endswith("\n"))
     else:
         report.render(console(), max_misses=max_misses)
+    if report_file:
+        if report_file.endswith((".md", ".markdown")):
+            write_text(report_file, report.to_markdown(max_misses=None))
+        else:
+            write_parts(report_file, eval_html_parts(report, diagnoses, trajectories,
+                                                     title=f"trajaudit evaluation ({', '.join(report.strategies) or '?'})"))
+        err.print(f"wrote the report to {report_file}", highlight=False)
     for line in report.problems.get("pairing", []):
         err.print(f"[bold yellow]warning:[/] {escape(line)}; exit code 1", markup=True, highlight=False)
     if skipped:

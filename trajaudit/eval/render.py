@@ -241,4 +241,24 @@ def to_markdown(r: EvalReport, *, max_misses: int | None = 20, title: str | None
     return "\n".join(out).rstrip() + "\n"
 
 
-__all__ = ["abbreviations", "fmt_ci", "fmt_value", "render_rich", "to_markdown", "usage_table"]
+
+
+
+def metric_rows(r: EvalReport) -> list[tuple[str, ...]]:
+    """The metrics table's rows: ``(label, value, 95% CI, n, random expected, source and note)`` for each
+    metric that could be scored or was skipped for a stated reason (shared by every renderer)."""
+    return _metric_rows(r)
+
+
+def header_lines(r: EvalReport) -> list[str]:
+    """The report's header lines (gold source and format, strategies, counts)."""
+    return _header(r)
+
+
+def category_rows(r: EvalReport) -> list[tuple[str, ...]]:
+    """The per-gold-category rows: ``(category, n, step exact, step ±3, category ok, most predicted)``."""
+    return [(c["category"], str(c["n"]), _pct(c["step_exact"]), _pct(c["step_within_3"]), _pct(c["category_ok"]),
+             c["top_predicted"]) for c in r.per_category]
+
+__all__ = ["abbreviations", "category_rows", "fmt_ci", "fmt_value", "header_lines", "metric_rows", "render_rich",
+           "to_markdown", "usage_table"]

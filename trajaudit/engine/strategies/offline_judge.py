@@ -36,6 +36,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from trajaudit.engine.claims.origin import is_outcome_finding, origin_of
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.strategies.base import INCONCLUSIVE
 from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
@@ -75,6 +76,15 @@ class JudgeSettings:
         user_prior: in a dialogue with a user, the first-action fallback's category is
             ``underspecified_user_intent`` (:func:`_dialogue_request`, AgentRx §5); ``False`` keeps
             ``intent_plan_misalignment``.
+        redirect_to_origin: when the chosen step's findings are all outcome findings (a late
+            symptom: :func:`trajaudit.engine.claims.origin.is_outcome_finding`), choose the origin its
+            dependencies lead back to (:func:`trajaudit.engine.claims.origin.origin_of`) instead (AgentRx:
+            the first unrecoverable failure, not where it surfaced). Off by default: the dev sets
+            have no such decisive finding to choose it on, and AgentRx's taxonomy makes a block
+            (``guardrails_triggered``) or an environment fault (``system_failure``) the root cause
+            itself when the plan was valid. Either way the trace is reported in
+            ``metadata["origin"]``, the origin is added to the candidates, and
+            :func:`trajaudit.engine.claims.origin.origin_features` gives a ranker what it needs to decide.
     """
 
     threshold: float = 2.0
@@ -83,6 +93,7 @@ class JudgeSettings:
     max_candidates: int = 10
     weak_before_prior: bool = False
     user_prior: bool = True
+    redirect_to_origin: bool = False
 
 
 @dataclass
@@ -237,6 +248,19 @@ class OfflineJudge:
             chosen = max(cands, key=lambda c: (c.score, -c.step))
             how = "no error-level failure; strongest weaker finding"
         ranked = sorted(cands, key=lambda c: (c is not chosen, -c.score, c.step))[: self.settings.max_candidates]
+        trace = None
+        if chosen is not None and all(is_outcome_finding(t, rec) for rec, _, _ in chosen.findings):
+            trace = origin_of(t, chosen.step, bundle.graph)
+            if trace.step == chosen.step:
+                trace = None
+            elif self.settings.redirect_to_origin:
+                symptom = chosen
+                chosen = next((c for c in cands if c.step == trace.step), None) or _Cand(trace.step)
+                chosen.votes = chosen.votes or symptom.votes
+                chosen.primary = chosen.primary or symptom.primary
+                chosen.findings = chosen.findings or symptom.findings
+                how = (f"origin of a late symptom at steps.{symptom.step} "
+                       f"({' <- '.join(f'{x.relation} {x.step}' for x in trace.chain)})")
         if chosen is not None:
             step = chosen.step
             category = _category(chosen, taxonomy_ids)
@@ -256,16 +280,21 @@ class OfflineJudge:
                       reason="; ".join(f"{r.rule_id}{' (recovered)' if ok else ''}" for r, _, ok in c.findings[:4]),
                       evidence=tuple(e.address for r, _, _ in c.findings for e in r.evidence[:2])[:6])
             for c in ranked)
-        agent = t.steps[step].agent if step is not None else None
-        if step is not None and agent is None:
-            agent = t.steps[step].kind  # e.g. "user" when the user turn is to blame
+        if trace is not None and all(c.step != trace.step for c in cand_out):
+            cand_out += (Candidate(step=trace.step, category=INCONCLUSIVE, score=0.0,
+                                   agent=t.steps[trace.step].agent or t.steps[trace.step].kind,
+                                   reason=f"origin of the late symptom at steps.{trace.symptom}: "
+                                          + "; ".join(x.note for x in trace.chain[1:])[:300],
+                                   evidence=tuple(f"steps.{x.step}" for x in trace.chain)),)
+        agent = responsible_agent(t, step, category)
         return Diagnosis(
             trajectory_id=t.id, file=t.source.file, record=t.source.record, critical_step=step, agent=agent,
             category=category, taxonomy=context.config.taxonomy, confidence=round(conf, 3), rationale=rationale,
             evidence=evidence, candidates=cand_out, strategy=self.name,
             error_steps=tuple(sorted({c.step for c in strong} | set(bundle.error_steps))),
             metadata={"findings": sum(len(c.findings) for c in cands), "log_summary": bundle.log.summary()["verdicts"],
-                      **({"incomplete": list(bundle.log.incomplete)} if bundle.log.incomplete else {})},
+                      **({"incomplete": list(bundle.log.incomplete)} if bundle.log.incomplete else {}),
+                      **({"origin": trace.to_dict()} if trace is not None else {})},
         )
 
     def _prior(self, t: Trajectory) -> tuple[int | None, str, float, tuple[Evidence, ...], str]:
@@ -288,6 +317,30 @@ class OfflineJudge:
         last = ds[-1]
         return (last.index, INCONCLUSIVE, 0.1, (Evidence(last.address, last.preview(120), "last decision"),),
                 "no evidence and no consequential action; fallback: the last decision step")
+
+
+def responsible_agent(t: Trajectory, step: int | None, category: str) -> str | None:
+    """The agent a diagnosis names, consistent with its category (issue 17: a guess must not read
+    like a finding that contradicts itself).
+
+    - a user-caused category (``underspecified_user_intent``) names ``user``, also when the step is
+      the agent's action that carried the request out (the first-action fallback in a dialogue);
+    - a user turn blamed for another category (``run-ends-on-open-request``: the run stopped on an
+      unanswered request, ``system_failure``) names the agent that should have answered it: the
+      producer of the latest decision step before it (``user`` when there is none);
+    - otherwise the step's producer (its agent name, else its kind).
+
+    ``None`` when ``step`` is ``None``.
+    """
+    if step is None:
+        return None
+    s = t.steps[step]
+    if category in USER_CAUSED:
+        return "user"
+    if s.kind == "user":
+        prev = next((d for d in reversed(t.steps[:step]) if d.is_decision), None)
+        return (prev.agent or prev.kind) if prev is not None else "user"
+    return s.agent or s.kind
 
 
 def _dialogue_request(t: Trajectory, act: Step) -> Step | None:
