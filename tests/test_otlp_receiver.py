@@ -202,7 +202,8 @@ def test_serve_receives_an_instrumented_agent_and_writes_its_diagnosis(tmp_path,
         stdout, stderr = server.communicate(timeout=30)
     assert server.returncode == 0, stderr
     logs = 3 if content == "event_only" else 0  # one inference-details event per model call
-    assert f"6 spans and {logs} log records in {6 + logs} requests; 1 trace(s) audited, 0 not auditable, 0 evicted" in stderr
+    said = " ".join(stderr.split())
+    assert f"6 spans and {logs} log records in {6 + logs} requests; 1 trace(s) audited, 0 not auditable, 0 evicted" in said
 
 
 @pytest.mark.parametrize("name,agent", [("openinference.jsonl", "retail_agent"), ("langfuse_sdk.jsonl", "retail_agent"),

@@ -60,10 +60,11 @@ def serve(port: int, host: str, output: str, quiet_period: float, max_wait: floa
     buffer = TraceBuffer(quiet=quiet_period, max_traces=max_traces, max_spans=max_spans, max_wait=max_wait)
     spec = AuditSpec(rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy))
     err = console(err=True)
-    err.print(f"trajaudit: receiving OTLP/HTTP on http://{host}:{port}/v1/traces; diagnoses → {output}", highlight=False)
+    err.print(f"trajaudit: receiving OTLP/HTTP on http://{host}:{port}/v1/traces; diagnoses → {output}",
+              highlight=False, soft_wrap=True)
     with open(output, "a", encoding="utf-8", errors="backslashreplace") as out:
         stats = run_server(port, out, host=host, spec=spec, buffer=buffer)
     err.print(f"trajaudit: {stats.spans} spans and {stats.log_records} log records in {stats.requests} requests; "
               f"{stats.audited} trace(s) audited, "
               f"{stats.failed} not auditable, {stats.evicted} evicted, {stats.dropped_spans} spans dropped, "
-              f"{stats.bad_requests} bad requests", highlight=False)
+              f"{stats.bad_requests} bad requests", highlight=False, soft_wrap=True)
