@@ -11,6 +11,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from trajaudit import __version__
+from trajaudit.cli.cluster import (
+    ClusterOptions,
+    check_cluster_use,
+    cluster_options,
+    run_on_cluster,
+    write_diagnoses,
+)
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     LLMOptions,
@@ -32,6 +39,7 @@ from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
+from trajaudit.engine.trace.shards import is_url
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import LLMUnreachableError
 from trajaudit.report import HtmlReport, MarkdownReport
@@ -55,7 +63,8 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
                    "LLM strategy (all-at-once, step-by-step, binary-search, agentrx, searchauditor, drift, hybrid).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Where to write the --format output; '-' for stdout. Default: diagnoses.jsonl (jsonl), "
-                   "trajaudit.sarif (sarif), trajaudit-junit.xml (junit).")
+                   "trajaudit.sarif (sarif), trajaudit-junit.xml (junit). With jsonl, a .parquet name writes a "
+                   "Parquet table (docs/parquet.md); with --scheduler, an fsspec URL.")
 @click.option("--report", "report", type=click.Path(dir_okay=False),
               help="Also write a report: .html (self-contained) or .md.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes.")
@@ -68,10 +77,12 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
             help="What -o holds: jsonl (one diagnosis per line), sarif (SARIF 2.1.0: one result per rule "
                  "violation) or junit (JUnit XML: a test case per run x rule).")
 @llm_options
+@cluster_options
 @handle_errors
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
           output: str | None, report: str | None, jobs: int, seed: int, quiet: bool, out_format: str,
-          fmt: str | None, mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions) -> None:
+          fmt: str | None, mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions,
+          cluster: ClusterOptions) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
@@ -90,9 +101,11 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
       trajaudit audit runs.json --rules my_pack.yaml --tools tools.json --jobs 4
       trajaudit audit runs.json --strategy all-at-once --base-url http://localhost:8000/v1 --model M
       trajaudit audit runs/ --format sarif -o trajaudit.sarif   # for code scanning in CI
+      trajaudit audit s3://bucket/traces/ --scheduler tcp://scheduler:8786 -o diagnoses.parquet
     """
     output = output or _DEFAULT_OUTPUT[out_format]
-    check_input_paths(paths)
+    check_cluster_use(cluster, paths, output, jobs)
+    check_input_paths([p for p in paths if not is_url(p)])  # URLs (--scheduler only) are opened by fsspec
     try:
         chosen = default_strategies().get(strategy)
     except LookupError as e:
@@ -101,9 +114,10 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
-    refuse_overwriting_input(output, given)
+    if not is_url(output):
+        refuse_overwriting_input(output, given)
+        check_output_folder(output)
     refuse_overwriting_input(report, given, "--report")
-    check_output_folder(output)
     check_output_folder(report, "--report")
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
                      default_packs=not no_default_packs, llm=llm, repair=repair)
@@ -118,23 +132,32 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 
         kept = _Kept(report, title=f"trajaudit report ({strategy})", findings=out_format != "jsonl")
         try:
-            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping,
-                                progress=progress if show_progress else None,
-                                on_result=kept.add)
+            if cluster.scheduler:
+                batch = run_on_cluster(cluster, paths, spec, fmt=fmt, mapping=mapping,
+                                       progress=progress if show_progress else None, on_result=kept.add,
+                                       with_logs=bool(report) or out_format != "jsonl")
+            else:
+                batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping,
+                                    progress=progress if show_progress else None,
+                                    on_result=kept.add)
         except LLMUnreachableError as e:
             fail(f"{e}\nthe batch was stopped (every further run would fail the same way): no diagnosis was written (answers already "
                  "received are in the LLM cache, so a re-run does not ask for them again)")
     report_load(kept.flagged, batch.problems)
     if out_format == "jsonl":
-        text = "".join(kept.lines[i] + "\n" for i in sorted(kept.lines))
+        lines = [kept.lines[i] for i in sorted(kept.lines)]
+        if output == "-":
+            sys.stdout.write("".join(line + "\n" for line in lines))
+        else:
+            write_diagnoses(output, lines)
     else:
         findings = [kept.findings[i] for i in sorted(kept.findings)]
         text = (sarif_text(findings, titles=rule_titles(rules), version=__version__) if out_format == "sarif"
                 else junit_xml(findings))
-    if output == "-":
-        sys.stdout.write(text)
-    else:
-        write_text(output, text)
+        if output == "-":
+            sys.stdout.write(text)
+        else:
+            write_text(output, text)
     if report and kept.report is not None:
         write_parts(report, kept.report.render_parts(batch.problems))
         kept.report.close()

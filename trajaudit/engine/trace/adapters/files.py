@@ -52,18 +52,19 @@ def read_text(data: bytes, file: str, whole_files: bool = True) -> tuple[str, bo
     return text, lossy, None
 
 
-def trace_documents(text: str, file: str, jsonl: bool, lossy: bool, archive: Any = None, whole_files: bool = True
-                    ) -> Iterator[tuple[int | None, Any, str | None]]:
+def trace_documents(text: str, file: str, jsonl: bool, lossy: bool, archive: Any = None, whole_files: bool = True,
+                    first_line: int = 0) -> Iterator[tuple[int | None, Any, str | None]]:
     """The loader's ``(line, doc, error)`` items (as :func:`~trajaudit.engine.trace.text.documents`),
     with the whole-file readings: an archive read by :func:`read_text` is one document; a JSON-lines
     file whose first line :func:`joins_lines` (when ``whole_files``) is one joined document (line
     ``None``: its runs are traces, not lines), followed by an error item per line that is no JSON (a
-    truncated batch: reported alone, the other lines read).
+    truncated batch: reported alone, the other lines read). ``first_line``: the number of the text's
+    first line (a shard of a JSON-lines file; its span lines are joined within the shard).
     """
     if archive is not None:
         yield None, archive, None
         return
-    items = documents(text, file, jsonl, lossy=lossy)
+    items = documents(text, file, jsonl, lossy=lossy, first_line=first_line)
     first = next(items, None)
     if first is None:
         return
