@@ -18,6 +18,11 @@ not on the run. Variants (built in a temporary folder, never written next to the
 Who&When variants have one more message (the question), so their steps are compared shifted by one.
 Gold labels are read only here, to score (``mistake_step``); the audit never sees them.
 
+A second table compares one scripted agent run (tests/data/traces, made by the real libraries with
+``scripts/make_trace_fixtures.py``) as each trace format captured it with the same run written as
+OpenAI chat messages (``chat.json``): same steps (kind and text), same tool calls (name, arguments,
+id), same critical step and category.
+
 Run: ``python benchmarks/format_invariance.py [--data ../shared/data]``.
 """
 
@@ -37,6 +42,35 @@ from trajaudit.engine.run.batch import audit_trajectories  # noqa: E402
 from trajaudit.engine.run.pipeline import AuditSpec  # noqa: E402
 
 KEEP = ("role", "content", "tool_calls", "tool_call_id", "name")
+TRACES = ROOT / "tests" / "data" / "traces"
+CAPTURES = (("OpenTelemetry GenAI, content on spans", "otel_genai.jsonl"),
+            ("OpenTelemetry GenAI, content as log events", "otel_genai_events.jsonl"),
+            ("OpenInference", "openinference.jsonl"), ("LangSmith run tree", "langsmith_run_tree.json"),
+            ("Langfuse trace (API JSON)", "langfuse_trace.json"),
+            ("Langfuse SDK spans (no server)", "langfuse_sdk.jsonl"), ("Inspect AI .eval", "inspect_log.eval"),
+            ("Inspect AI .json", "inspect_log.json"))
+
+
+def captured_rows() -> list[tuple[str, str, str, str, str]]:
+    """``(capture, format, same steps, same tool calls, critical step and category vs chat)`` per capture."""
+    from trajaudit import load
+
+    def audit_one(t):
+        d = audit_trajectories([t], AuditSpec()).results[0].diagnosis
+        return d.critical_step, d.category
+
+    chat = load(TRACES / "chat.json")
+    base = audit_one(chat)
+    rows = []
+    for label, name in CAPTURES:
+        t = load(TRACES / name)
+        same_steps = [(s.kind, s.content) for s in t.steps] == [(s.kind, s.content) for s in chat.steps]
+        calls = [[(c.name, c.arguments, c.id) for c in s.tool_calls] for s in t.steps]
+        same_calls = calls == [[(c.name, c.arguments, c.id) for c in s.tool_calls] for s in chat.steps]
+        got = audit_one(t)
+        rows.append((label, t.source.format, f"{'yes' if same_steps else 'NO'} ({len(t.steps)})",
+                     "yes" if same_calls else "NO", f"{got[0]} {got[1]}" + ("" if got == base else f" (chat: {base})")))
+    return rows
 
 
 def steps(paths: list[Path], tools: str | None, key) -> dict[str, int | None]:
@@ -90,6 +124,14 @@ def main() -> None:
     for label, n, same, acc, base_acc in rows:
         score = f"{acc}/{n} ({base_acc}/{n})" if acc is not None else "same steps, same score"
         print(f"| {label} | {n} | {same}/{n} | {score} |")
+    print()
+    print("One scripted agent run captured by each tracing library vs the same run as OpenAI chat "
+          "(tests/data/traces/chat.json):")
+    print()
+    print("| capture | format | same steps as chat | same tool calls | critical step, category |")
+    print("|---|---|---|---|---|")
+    for row in captured_rows():
+        print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":

@@ -38,11 +38,14 @@ MODEL = "scripted-model"
 
 @dataclass
 class Reply:
-    """A chat completion: ``content`` and/or ``refusal``; ``finish_reason`` as given."""
+    """A chat completion: ``content`` and/or ``refusal``; ``finish_reason`` as given. ``tool_calls``
+    (``[{"id", "name", "arguments": dict}]``) makes it an assistant message calling tools, in the
+    OpenAI wire form (arguments sent as a JSON string; ``finish_reason`` then ``tool_calls``)."""
 
     content: str | None = None
     refusal: str | None = None
     finish_reason: str = "stop"
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -204,14 +207,20 @@ class ScriptedLLMServer:
                     answer = Reply(answer)
                 if not isinstance(answer, Reply):
                     raise TypeError(f"unscriptable answer {answer!r}")
-                prompt_chars = sum(len(m.get("content") or "") for m in request.get("messages", []))
+                prompt_chars = sum(len(m.get("content") or "") if isinstance(m.get("content"), (str, type(None)))
+                                   else len(json.dumps(m["content"])) for m in request.get("messages", []))
                 out_chars = len(answer.content or answer.refusal or "")
+                message: dict[str, Any] = {"role": "assistant", "content": answer.content, "refusal": answer.refusal}
+                finish = answer.finish_reason
+                if answer.tool_calls:
+                    message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
+                        "name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}} for c in answer.tool_calls]
+                    finish = "tool_calls" if finish == "stop" else finish
                 self._send(200, {
                     "id": f"chatcmpl-{server.calls}", "object": "chat.completion", "created": 0,
                     "model": request.get("model", MODEL),
-                    "choices": [{"index": 0, "finish_reason": answer.finish_reason, "logprobs": None,
-                                 "message": {"role": "assistant", "content": answer.content,
-                                             "refusal": answer.refusal}}],
+                    "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
+                                 "message": message}],
                     "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": out_chars // 4,
                               "total_tokens": prompt_chars // 4 + out_chars // 4},
                 })

@@ -44,7 +44,7 @@ def _calls(step):
 def test_registered_in_detection_order_before_openai():
     names = list(default_adapters())
     assert names == ["ir", "tau", "who_and_when", "anthropic", "openai_responses", "langchain", "openai", "magentic",
-                     "agentrx_steps"]
+                     "agentrx_steps", "openinference", "langfuse", "otel", "langsmith", "inspect"]
 
 
 @pytest.mark.parametrize("fmt,file", sorted(FORMATS.items()))

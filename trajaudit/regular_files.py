@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 #: The suffixes of trace files a folder is searched for.
-TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson")
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".eval")
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))

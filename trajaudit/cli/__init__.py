@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "repair": ("trajaudit.cli.repair", "repair"),
     "watch": ("trajaudit.cli.online", "watch_cmd"),
     "guard": ("trajaudit.cli.online", "guard_cmd"),
+    "serve": ("trajaudit.cli.serve", "serve"),
 }
 
 

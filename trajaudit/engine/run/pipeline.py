@@ -166,9 +166,18 @@ def with_source_message(diagnosis: Diagnosis, trajectory: Trajectory) -> Diagnos
     list, of the message the critical step came from — only for a run whose step indexes are not
     message positions (:func:`~trajaudit.engine.trace.ir.renumbered`: an Anthropic message holding several
     tool results, an AgentRx step of several substeps), where ``critical_step`` (a step index) is no
-    longer that position. Other diagnoses are returned as is."""
+    longer that position; and ``metadata["source_span"]`` (``{trace_id, span_id, span_name}``) for a
+    run read from a trace format, whose steps keep the span (run, observation) they came from.
+    Other diagnoses are returned as is."""
     k = diagnosis.critical_step
-    if k is None or not 0 <= k < len(trajectory.steps) or not renumbered(trajectory):
+    if k is None or not 0 <= k < len(trajectory.steps):
+        return diagnosis
+    span = trajectory.steps[k].metadata.get("span_id")
+    if span is not None:  # a trace format (otel, openinference, langsmith, langfuse): the span it came from
+        diagnosis = dataclasses.replace(diagnosis, metadata={**diagnosis.metadata, "source_span": {
+            "trace_id": trajectory.metadata.get("trace_id"), "span_id": span,
+            "span_name": trajectory.steps[k].metadata.get("span_name")}})
+    if not renumbered(trajectory):
         return diagnosis
     return dataclasses.replace(diagnosis, metadata={**diagnosis.metadata,
                                                     "source_message": trajectory.steps[k].source_number})

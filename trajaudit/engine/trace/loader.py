@@ -19,10 +19,10 @@ from trajaudit import regular_files
 from trajaudit.api_args import SOURCE, check_path, check_paths, check_record
 from trajaudit.boundary import load_problem
 from trajaudit.engine.schema import schema_errors
-from trajaudit.engine.trace.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters
+from trajaudit.engine.trace.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters, files
 from trajaudit.engine.trace.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.trace.ir import Source, Trajectory
-from trajaudit.engine.trace.text import decode, documents, lossy_note
+from trajaudit.engine.trace.text import lossy_note
 from trajaudit.errors import ArgumentTypeError, Problem, TraceFormatError
 from trajaudit.registry import Registry
 from trajaudit.regular_files import TRACE_SUFFIXES, expand_paths  # noqa: F401 - re-exported (the loader's API)
@@ -229,16 +229,16 @@ def load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, o
         data = regular_files.read_bytes(path) if data is None else data
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
-    text, lossy = decode(data, file)
+    text, lossy, archive = files.read_text(data, file, mapping is None)  # an Inspect .eval zip: read whole
     del data
     flags = (FLAG_NON_UTF8,) if lossy else ()
     jsonl = file.endswith((".jsonl", ".ndjson")) or first_line > 0
     part = LoadResult()
     refused = MisfitTally()  # the lines the forced format refused whole
     loaded = False
-    for line, doc, err in documents(text, file, jsonl, lossy=lossy, first_line=first_line):
+    for line, doc, err in files.trace_documents(text, file, jsonl, lossy, archive, mapping is None, first_line):
         multi = jsonl or line is not None  # a .json file of several JSON lines reads as JSONL
-        if record is not None and multi and line != record:
+        if record is not None and line is not None and line != record:
             continue
         if err:
             part.problems.append(Problem(file, line, str(TraceFormatError(err, file=file, record=line)),
@@ -247,7 +247,7 @@ def load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, o
         try:
             part.extend(
                 load_document(doc, file=file, format=format, mapping=mapping,
-                              record=None if multi else record, options=options,
+                              record=record if line is None else None, options=options,
                               line=line if multi else None, flags=flags)
             )
         except TraceFormatError as e:

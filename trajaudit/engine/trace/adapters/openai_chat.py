@@ -94,12 +94,13 @@ class MessageNote:
         flags: step flags to add (``FLAG_*`` of :mod:`trajaudit.engine.trace.ir`).
         metadata: step metadata to add.
         source_number: the position of the original message in the input (0-based), when the
-            normalization did not keep messages 1:1.
+            normalization did not keep messages 1:1; or the source's own id of what the message
+            came from (the span id, for the span formats).
     """
 
     flags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
-    source_number: int | None = None
+    source_number: int | str | None = None
 
 
 def with_notes(classify: Callable[[dict[str, Any], int], Classified], notes: list[MessageNote]

@@ -1,0 +1,155 @@
+"""Whole-file readings the line-by-line loader cannot do: span lines joined into one document (a
+trace is spread over many export batches, one per line), and Inspect AI's ``.eval`` archives.
+
+- :func:`joins_lines`: a JSON-lines file whose first document is an OTLP/JSON batch, an SDK span, a
+  Phoenix span or a LangSmith run holds pieces of traces, not one run per line: the loader joins every line into
+  one document (:func:`join_lines`), so a trace is one run whatever the batching; a line that is
+  not JSON (a truncated batch) is reported alone and the others are read.
+- :func:`is_eval_archive`/:func:`read_eval_archive`: an ``.eval`` file is a zip (``header.json``,
+  ``samples/*.json``); it is read as the JSON log Inspect writes (``{"version", "eval", "samples"}``),
+  by Inspect's own ``read_eval_log`` when ``inspect_ai`` is installed, else from the documented zip
+  layout.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+from trajaudit import safe_json
+from trajaudit.engine.trace.adapters.langsmith import is_run as is_langsmith_run
+from trajaudit.engine.trace.adapters.openinference import is_phoenix_span
+from trajaudit.engine.trace.adapters.otel import is_span_document
+from trajaudit.engine.trace.adapters.spans import as_list
+from trajaudit.engine.trace.text import decode, documents
+from trajaudit.errors import TraceFormatError
+
+ZIP_MAGIC = b"PK\x03\x04"
+MAX_MEMBER_BYTES = 512 * 1024 * 1024  # one sample's JSON, uncompressed: a zip bomb is refused, not inflated
+
+
+def joins_lines(doc: Any) -> bool:
+    """Whether a JSON-lines file whose first document is ``doc`` is read as one joined document."""
+    return is_span_document(doc) or is_langsmith_run(doc) or is_phoenix_span(doc)
+
+
+def read_text(data: bytes, file: str, whole_files: bool = True) -> tuple[str, bool, Any]:
+    """A trace file's bytes → ``(text, lossy, archive)``: an Inspect ``.eval`` zip (when ``whole_files``)
+    is read whole and never decoded as text (``("", False, its log document)``); any other file is
+    decoded (:func:`~trajaudit.engine.trace.text.decode`: ``(text, lossy, None)``).
+
+    Raises:
+        TraceFormatError: an unreadable ``.eval`` archive, or what ``decode`` raises.
+    """
+    if whole_files and is_eval_archive(data, file):
+        return "", False, read_eval_archive(data, file)
+    text, lossy = decode(data, file)
+    return text, lossy, None
+
+
+def trace_documents(text: str, file: str, jsonl: bool, lossy: bool, archive: Any = None, whole_files: bool = True,
+                    first_line: int = 0) -> Iterator[tuple[int | None, Any, str | None]]:
+    """The loader's ``(line, doc, error)`` items (as :func:`~trajaudit.engine.trace.text.documents`),
+    with the whole-file readings: an archive read by :func:`read_text` is one document; a JSON-lines
+    file whose first line :func:`joins_lines` (when ``whole_files``) is one joined document (line
+    ``None``: its runs are traces, not lines), followed by an error item per line that is no JSON (a
+    truncated batch: reported alone, the other lines read). ``first_line``: the number of the text's
+    first line (a shard of a JSON-lines file; its span lines are joined within the shard).
+    """
+    if archive is not None:
+        yield None, archive, None
+        return
+    items = documents(text, file, jsonl, lossy=lossy, first_line=first_line)
+    first = next(items, None)
+    if first is None:
+        return
+    if not whole_files or first[0] is None or first[2] is not None or not joins_lines(first[1]):
+        yield first
+        yield from items
+        return
+    docs: list[Any] = [first[1]]
+    bad: list[tuple[int | None, Any, str | None]] = []
+    for n, d, e in items:
+        if e:
+            bad.append((n, None, e))
+        else:
+            docs.append(d)
+    yield None, join_lines(docs), None
+    yield from bad
+
+
+def join_lines(docs: list[Any]) -> Any:
+    """The documents of a span/run JSON-lines file as one: OTLP batches merged into one
+    ``{"resourceSpans", "resourceLogs"}``, anything else (SDK spans, runs) as one list."""
+    if all(isinstance(d, dict) and ("resourceSpans" in d or "resourceLogs" in d) for d in docs):
+        return {"resourceSpans": [rs for d in docs for rs in as_list(d.get("resourceSpans"))],
+                "resourceLogs": [rl for d in docs for rl in as_list(d.get("resourceLogs"))]}
+    out: list[Any] = []
+    for d in docs:
+        out.extend(d if isinstance(d, list) else [d])
+    return out
+
+
+def is_eval_archive(data: bytes, file: str) -> bool:
+    """An Inspect ``.eval`` log (by its suffix, or a zip's magic bytes)."""
+    return file.lower().endswith(".eval") or data[:4] == ZIP_MAGIC
+
+
+def _natural(name: str) -> tuple[Any, ...]:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+
+
+def read_eval_archive(data: bytes, file: str) -> dict[str, Any]:
+    """An Inspect ``.eval`` zip → ``{"version", "status", "eval", "samples": [...]}`` (the JSON log's shape).
+
+    The zip's directory is checked first (a zip at all, Inspect's layout, no member over
+    :data:`MAX_MEMBER_BYTES` uncompressed); then the log is read by ``inspect_ai.log.read_eval_log``
+    when Inspect is installed, else (or when Inspect cannot read it) from the documented layout.
+
+    Raises:
+        TraceFormatError: not a zip, no ``header.json``/``samples/``, a member too large, or a member
+            that is not JSON.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = zf.namelist()
+            samples = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")), key=_natural)
+            head = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
+            if head is None and not samples:
+                raise TraceFormatError("not an Inspect .eval log: no header.json or samples/ in the zip", file=file)
+            big = [i.filename for i in zf.infolist() if i.file_size > MAX_MEMBER_BYTES]
+            if big:
+                raise TraceFormatError(f"Inspect .eval member {big[0]} is larger than {MAX_MEMBER_BYTES:,} bytes "
+                                       "uncompressed (refused)", file=file)
+            by_inspect = _inspect_read(file)
+            if by_inspect is not None:
+                return by_inspect
+            header = safe_json.loads(zf.read(head)) if head is not None else {}
+            header = header if isinstance(header, dict) else {}
+            return {"version": header.get("version"), "status": header.get("status"),
+                    "eval": header.get("eval") if isinstance(header.get("eval"), dict) else {"task": "task"},
+                    "samples": [safe_json.loads(zf.read(n)) for n in samples]}
+    except TraceFormatError:
+        raise
+    except zipfile.BadZipFile:
+        raise TraceFormatError("not an Inspect .eval log: the file is not a zip archive", file=file) from None
+    except (ValueError, KeyError, OSError, EOFError, RuntimeError, NotImplementedError, struct.error, zlib.error) as e:
+        raise TraceFormatError(f"unreadable Inspect .eval log: {type(e).__name__}: {e}", file=file) from None
+
+
+def _inspect_read(file: str) -> dict[str, Any] | None:
+    """The log as Inspect's own reader gives it (JSON form), or ``None`` when ``inspect_ai`` is not
+    installed or cannot read it (the documented layout is read instead, and names any fault)."""
+    try:
+        import inspect_ai.log as inspect_log  # optional: trajaudit[inspect]
+    except ImportError:
+        return None
+    try:
+        return inspect_log.read_eval_log(file).model_dump(mode="json", exclude_none=True)
+    except Exception:  # noqa: BLE001 - any failure of the optional reader falls back to the documented layout
+        return None
