@@ -15,10 +15,11 @@ from trajaudit.engine.dsl.regex.prefilter import (
     _flatten,
     _search_branches,
     branch_plan,
-    cannot_match,
     folded,
+    info_of,
     memo_search,
     required_literals,
+    ruled_out,
     span,
 )
 from trajaudit.engine.packs.pack import resolve_pack, shipped_packs
@@ -68,7 +69,8 @@ _fragments = st.sampled_from(["status", "STATUS code: 404", " 41", "#W12 is ship
 @given(st.lists(_fragments, max_size=8).map("".join), st.data())
 def test_prefilter_never_hides_a_match(text, data):
     rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
-    if cannot_match(rx, text):
+    low = folded(text)
+    if low is not None and ruled_out(info_of(rx), text, low):
         assert rx.search(text) is None
     memo: dict = {}
     assert memo_search(rx, text, memo) == span(rx.search(text))
@@ -80,11 +82,10 @@ def test_required_literals_of_examples():
     assert required_literals(re.compile(r"(?:abc)+x|(?:abc)?yz")) is None
     assert required_literals(re.compile(r"ab")) is None  # too short to be worth it
     rx = re.compile(PATTERNS[2])
-    assert cannot_match(rx, "all good") and not cannot_match(rx, "TRACEBACK (MOST RECENT CALL LAST)")
-    assert not cannot_match(re.compile(r"(?i)kelvins"), "\u212aELVINS")  # non-ASCII text: the regex decides
+    assert ruled_out(info_of(rx), "all good", folded("all good"))
+    assert not ruled_out(info_of(rx), "TRACEBACK (MOST RECENT CALL LAST)", folded("TRACEBACK (MOST RECENT CALL LAST)"))
+    assert folded("\u212aELVINS") is None  # non-ASCII text that does not fold like ASCII: the regex decides
     assert all(required_literals(re.compile(p)) is not None for p in _shipped_regexes()[:3])
-    from trajaudit.engine.dsl.regex.prefilter import info_of
-
     info = info_of(re.compile(PATTERNS[0]))  # "timeoute" contains "timeout": testing the latter suffices
     assert info.probe == ("exitcode: 124", "timed out", "timeout")
 
@@ -102,12 +103,12 @@ def test_branch_split_finds_exactly_the_match_of_the_alternation(text, data):
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_fragments, max_size=10).map("".join), st.data())
 def test_anchored_search_and_finditer_start_where_no_match_is_skipped(text, data):
-    from trajaudit.engine.dsl.regex.prefilter import _anchor_of, finditer_from, start_bound
+    from trajaudit.engine.dsl.regex.prefilter import finditer_from, start_bound
 
     rx = re.compile(data.draw(st.sampled_from(PATTERNS + _shipped_regexes())))
     low = folded(text)
     if low is not None:
-        assert span(rx.search(text, start_bound(_anchor_of(rx), low))) == span(rx.search(text))
+        assert span(rx.search(text, start_bound(info_of(rx).anchor, low))) == span(rx.search(text))
     assert [m.span() for m in finditer_from(rx, text)] == [m.span() for m in rx.finditer(text)]
 
 
@@ -222,11 +223,11 @@ def _shipped_params() -> dict:
 
 
 def test_anchor_examples():
-    from trajaudit.engine.dsl.regex.prefilter import _anchor_of, start_bound
+    from trajaudit.engine.dsl.regex.prefilter import start_bound
 
-    assert _anchor_of(re.compile(r"(?i)\bstatus(?: code)?\W{0,3}5\d\d\b")) == ({"status"}, 0)
-    assert _anchor_of(re.compile(r"\w{0,5}(?:hello|world)x")) == ({"hello", "world"}, 10)
-    assert _anchor_of(re.compile(r"\d+status")) is None  # unbounded before the literal
+    assert info_of(re.compile(r"(?i)\bstatus(?: code)?\W{0,3}5\d\d\b")).anchor == ({"status"}, 0)
+    assert info_of(re.compile(r"\w{0,5}(?:hello|world)x")).anchor == ({"hello", "world"}, 10)
+    assert info_of(re.compile(r"\d+status")).anchor is None  # unbounded before the literal
     assert start_bound(({"status"}, 2), "the status: 500") == 2
 
 

@@ -48,7 +48,8 @@ TOLERANCES = (1, 3, 5)
 @runtime_checkable
 class RepairGrader(Protocol):
     """Grades a repair directive against expert rubrics (SearchAuditor §5.1: an LLM grader; a case
-    passes only if every rubric is satisfied). Implemented by the LLM layer."""
+    passes only if every rubric is satisfied). No grader ships: a caller passes one to :func:`evaluate`
+    (``grader=``); without one Rep@Diag and FPS are skipped with a note."""
 
     def grade(self, repair: str, rubrics: Sequence[str], *, gold: GoldItem) -> bool: ...
 
