@@ -124,57 +124,10 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
     index = index_trajectories(trajectories)
     gs = gold if isinstance(gold, GoldSet) else GoldSet(gold.values())
     problems: dict[str, list[str]] = defaultdict(list)
-    preds: dict[str, Diagnosis] = {}
-    dup: Counter[str] = Counter()
     diags = [_as_diagnosis(d) for d in diagnoses]
-    other_files = 0
-    aliases = suffix_aliases(gs.keys(), [d.trajectory_id for d in diags])
-    for d in diags:
-        key = gs.match(d, aliases)
-        if key is None:
-            why = other_file(gs[d.trajectory_id], d) if d.trajectory_id in gs else None
-            other_files += why is not None
-            problems["unmatched_predictions"].append(f"{d.trajectory_id} ({why or 'not in the gold set'})")
-        elif key in preds:
-            dup[key] += 1
-        else:
-            preds[key] = d
-    if 2 * len(problems["unmatched_predictions"]) > len(diags):
-        problems["pairing"].append(_pairing_warning(len(problems["unmatched_predictions"]), len(diags), other_files,
-                                                    getattr(gold, "source", None)))
-    problems["duplicate_predictions"] = [f"{k} ({n + 1} predictions; the first was scored)" for k, n in dup.items()]
+    preds = _pair(gold, gs, diags, problems)
     unknown_pred: set[str] = set()
-    runs: list[ScoredRun] = []
-    for key, g in gold.items():
-        d = preds.get(key)
-        t = find_run(index, key, g, d)
-        n = run_length(t)
-        if n is not None and g.critical_step is not None and not 0 <= g.critical_step < n:
-            # a gold step past the loaded run names no message: excluded from step metrics, as a
-            # Who&When mistake_step out of range is (a distance to it would swamp the means)
-            g = dataclasses.replace(g, critical_step=None, problem=(
-                f"gold critical_step {g.critical_step} is outside the run's {n} steps "
-                f"(valid: 0..{n - 1}); excluded from step metrics"))
-        cat = None
-        if d is not None and d.category:
-            cat = tax.try_normalize(d.category) if tax else d.category
-            if cat is None:
-                unknown_pred.add(d.category)
-                cat = d.category
-        k_pred = d.critical_step if d is not None else None
-        negative = k_pred is not None and k_pred < 0
-        if negative:  # no such message: wrong everywhere (a ±k tolerance must not credit it)
-            problems["predictions"].append(f"{key}: critical_step {k_pred} is negative (counted wrong)")
-            k_pred = None
-        step = scored_step(d) if d is not None and k_pred is not None else None
-        agent = (d.agent or _step_agent(t, k_pred)) if d is not None else None
-        runs.append(ScoredRun(g, d, t, step, cat, agent, k_pred, step_positions(t)))
-        if d is None:
-            problems["missing_predictions"].append(key)
-        elif step is None and not negative:
-            problems["predictions"].append(f"{key}: the prediction has no critical step (counted wrong)")
-        if g.critical_step is None:
-            problems["gold_without_critical_step"].append(f"{key}: {g.problem or 'no critical step'}")
+    runs = [_scored_run(key, g, preds.get(key), index, tax, problems, unknown_pred) for key, g in gold.items()]
     problems["predictions"] += [f"category {c!r} is not in taxonomy {tax.id!r} (compared verbatim)"
                                 for c in sorted(unknown_pred) if tax]
     problems["gold"] = list(getattr(gold, "problems", []))
@@ -196,6 +149,76 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
     return report
 
 
+def _pair(gold: Mapping[str, GoldItem], gs: GoldSet, diags: list[Diagnosis],
+          problems: dict[str, list[str]]) -> dict[str, Diagnosis]:
+    """``{gold key: its prediction}`` (the first of duplicates); unmatched and duplicate predictions,
+    and a pairing warning when most match nothing, go to ``problems``."""
+    preds: dict[str, Diagnosis] = {}
+    dup: Counter[str] = Counter()
+    other_files = 0
+    aliases = suffix_aliases(gs.keys(), [d.trajectory_id for d in diags])
+    for d in diags:
+        key = gs.match(d, aliases)
+        if key is None:
+            why = other_file(gs[d.trajectory_id], d) if d.trajectory_id in gs else None
+            other_files += why is not None
+            problems["unmatched_predictions"].append(f"{d.trajectory_id} ({why or 'not in the gold set'})")
+        elif key in preds:
+            dup[key] += 1
+        else:
+            preds[key] = d
+    if 2 * len(problems["unmatched_predictions"]) > len(diags):
+        problems["pairing"].append(_pairing_warning(len(problems["unmatched_predictions"]), len(diags), other_files,
+                                                    getattr(gold, "source", None)))
+    problems["duplicate_predictions"] = [f"{k} ({n + 1} predictions; the first was scored)" for k, n in dup.items()]
+    return preds
+
+
+def _gold_in_range(g: GoldItem, n: int | None) -> GoldItem:
+    """``g``, or ``g`` without its critical step when the step is past the loaded run's ``n`` steps:
+    such a step names no message and is excluded from step metrics, as a Who&When mistake_step out of
+    range is (a distance to it would swamp the means)."""
+    if n is None or g.critical_step is None or 0 <= g.critical_step < n:
+        return g
+    return dataclasses.replace(g, critical_step=None, problem=(
+        f"gold critical_step {g.critical_step} is outside the run's {n} steps "
+        f"(valid: 0..{n - 1}); excluded from step metrics"))
+
+
+def _predicted_category(d: Diagnosis | None, tax: Taxonomy | None, unknown_pred: set[str]) -> str | None:
+    """The prediction's category normalized by ``tax`` (verbatim, and noted, when not in it)."""
+    if d is None or not d.category:
+        return None
+    cat = tax.try_normalize(d.category) if tax else d.category
+    if cat is None:
+        unknown_pred.add(d.category)
+        return d.category
+    return cat
+
+
+def _scored_run(key: str, g: GoldItem, d: Diagnosis | None, index: Any, tax: Taxonomy | None,
+                problems: dict[str, list[str]], unknown_pred: set[str]) -> ScoredRun:
+    """One gold run paired with its prediction (or none), with what the metrics read; problems of the
+    pair (missing or step-less prediction, negative step, gold without a critical step) are noted."""
+    t = find_run(index, key, g, d)
+    g = _gold_in_range(g, run_length(t))
+    cat = _predicted_category(d, tax, unknown_pred)
+    k_pred = d.critical_step if d is not None else None
+    negative = k_pred is not None and k_pred < 0
+    if negative:  # no such message: wrong everywhere (a ±k tolerance must not credit it)
+        problems["predictions"].append(f"{key}: critical_step {k_pred} is negative (counted wrong)")
+        k_pred = None
+    step = scored_step(d) if d is not None and k_pred is not None else None
+    agent = (d.agent or _step_agent(t, k_pred)) if d is not None else None
+    if d is None:
+        problems["missing_predictions"].append(key)
+    elif step is None and not negative:
+        problems["predictions"].append(f"{key}: the prediction has no critical step (counted wrong)")
+    if g.critical_step is None:
+        problems["gold_without_critical_step"].append(f"{key}: {g.problem or 'no critical step'}")
+    return ScoredRun(g, d, t, step, cat, agent, k_pred, step_positions(t))
+
+
 def _pairing_warning(unmatched: int, total: int, other_files: int, source: str | None) -> str:
     """The warning for an evaluation where most predictions belong to no gold run."""
     files = (f"; {other_files} of them share an id with a gold run but name another trace file"
@@ -207,8 +230,26 @@ def _pairing_warning(unmatched: int, total: int, other_files: int, source: str |
 
 def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, grader: RepairGrader | None,
              resamples: int, seed: int) -> None:
-    kw = {"resamples": resamples, "seed": seed}
+    """``report.metrics``: step, category, agent and diagnosis, repair, and span metrics, in that order."""
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed}
     stepped = [r for r in runs if r.gold.critical_step is not None]
+    out = _step_metrics(stepped, kw) + _category_metrics(runs, kw)
+    agent_runs = [r for r in runs if r.gold.agent]
+    out.append(_rate("agent_exact", "Agent (exact match)",
+                     [M.normalize_agent(r.agent) == M.normalize_agent(r.gold.agent) for r in agent_runs],
+                     "Who&When agent-level acc. (exact, not substring)", **kw))
+    diag_runs = [r for r in stepped if r.gold.category]
+    diag = [r.category == r.gold.category and M.in_span(r.step, r.gold.tolerance_span or (
+        r.gold.critical_step, r.gold.critical_step)) for r in diag_runs]
+    out.append(_rate("diag", "Diag (category ∧ step in span)", diag, SA, **kw))
+    out += _repair_metrics(report, diag_runs, diag, grader, kw)
+    out += _span_metrics(runs, kw)
+    report.metrics = {m.key: m for m in out}
+
+
+def _step_metrics(stepped: list[ScoredRun], kw: dict[str, Any]) -> list[MetricValue]:
+    """Critical-step metrics over the runs whose gold has a critical step: exact, within ±k, in the
+    tolerance span, any annotated failure, mean and normalized distance."""
     out: list[MetricValue] = []
     exact = [M.step_within(r.step, r.gold.critical_step) for r in stepped]
     out.append(_rate("step_exact", "Exact step (= CS-Strict)", exact,
@@ -233,6 +274,13 @@ def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, gr
     out.append(MetricValue("step_distance_normalized", "Mean distance / run length", M.mean(normd),
                            sum(d is not None for d in normd), None, "ratio", "AgentRx §4.1 (length-normalized)",
                            "over runs with a predicted step and a known length"))
+    return out
+
+
+def _category_metrics(runs: list[ScoredRun], kw: dict[str, Any]) -> list[MetricValue]:
+    """Root-cause category metrics: of the critical failure (accuracy, macro-F1), of any, the earliest
+    and the terminal annotated failure."""
+    out: list[MetricValue] = []
     cat_runs = [r for r in runs if r.gold.category]
     cat_ok = [r.category == r.gold.category for r in cat_runs]
     out.append(_rate("category_critical", "Category (critical) = RC-Acc", cat_ok, f"AgentRx §4.6; {SA} RC-Acc", **kw))
@@ -246,15 +294,12 @@ def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, gr
                  for r in fail_runs]
         out.append(_rate(f"category_{which}", f"Category ({which} failure)",
                          [r.category in fn(fs) for r, fs in pairs if fs], "AgentRx §4.6 (ties: any tied category)", **kw))
-    agent_runs = [r for r in runs if r.gold.agent]
-    out.append(_rate("agent_exact", "Agent (exact match)",
-                     [M.normalize_agent(r.agent) == M.normalize_agent(r.gold.agent) for r in agent_runs],
-                     "Who&When agent-level acc. (exact, not substring)", **kw))
-    diag_runs = [r for r in stepped if r.gold.category]
-    diag = [r.category == r.gold.category and M.in_span(r.step, r.gold.tolerance_span or (
-        r.gold.critical_step, r.gold.critical_step)) for r in diag_runs]
-    out.append(_rate("diag", "Diag (category ∧ step in span)", diag, SA, **kw))
-    out += _repair_metrics(report, diag_runs, diag, grader, kw)
+    return out
+
+
+def _span_metrics(runs: list[ScoredRun], kw: dict[str, Any]) -> list[MetricValue]:
+    """DRIFT's error-span precision, recall, F1 (macro) and first-error accuracy."""
+    out: list[MetricValue] = []
     span_runs = [r for r in runs if r.gold.error_steps is not None]
     prf = [M.span_prf(_pred_span(r), r.gold.error_steps or ()) for r in span_runs]
     for i, name in enumerate(("precision", "recall", "f1")):
@@ -262,7 +307,7 @@ def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, gr
                                "ratio", DRIFT, "prediction = error_steps, else {critical_step}"))
     out.append(_rate("first_error", "First-error accuracy",
                      [M.first_error_correct(_pred_span(r), r.gold.error_steps or ()) for r in span_runs], DRIFT, **kw))
-    report.metrics = {m.key: m for m in out}
+    return out
 
 
 def _pred_span(r: ScoredRun) -> tuple[int, ...]:
