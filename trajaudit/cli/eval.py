@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sys
+from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import click
+from rich.console import Console
 from rich.markup import escape
 
 from trajaudit.cli.common import (
@@ -97,45 +100,72 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     paths = list(datasets) or ([gold] if gold_set.format == "who_and_when" else [])
     err = console(err=True)
     if strategy:
-        if not paths:
-            fail("--strategy needs DATASET paths (the runs to diagnose)")
-        strat = default_strategies().get(strategy)
-        ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
-                                      default_packs=not no_default_packs))
-        if getattr(strat, "needs_llm", False):
-            ctx.llm = client_from_options(llm_opts)
-        try:
-            out = run_on_paths(paths, strategy, context=ctx, format=trace_format, mapping=mapping)
-        finally:
-            if ctx.llm is not None:
-                ctx.llm.close()
-        report_problems(out.problems)
-        skipped = len(out.problems)
-        diagnoses, trajectories = out.diagnoses, out.trajectories
-        if not diagnoses:
-            fail(f"no run could be diagnosed with strategy {strategy!r} ({skipped} skipped): nothing to score")
-        if save_pred:
-            write_text(save_pred, "".join(d.to_json() + "\n" for d in diagnoses))
-            err.print(f"wrote {len(diagnoses)} diagnoses to {save_pred}", highlight=False)
+        diagnoses, trajectories, skipped = _diagnose_runs(paths, strategy, rules, tools, no_default_packs, seed,
+                                                          trace_format, mapping, save_pred, llm_opts)
     else:
-        diagnoses, problems = read_diagnoses(pred)
-        report_problems(problems)
-        skipped = len(problems)
-        if not diagnoses:
-            fail(f"{pred}: no diagnosis could be read: nothing to score")
-        if not paths:
-            paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
-        res = load_many(paths, format=trace_format, mapping=mapping) if paths else None
-        trajectories = res.trajectories if res else []
-        if res is not None and res.problems:  # a trace that cannot be read gives no preview or run length
-            report_problems(res.problems)
-            skipped += len(res.problems)
+        diagnoses, trajectories, skipped = _read_predictions(pred or "", paths, trace_format, mapping)
     diagnoses, warnings = check_step_ranges(diagnoses, gold_set, trajectories)
     for w in warnings:
         err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)
     report = evaluate(gold_set, diagnoses, trajectories=trajectories, taxonomy=taxonomy,
                       resamples=bootstrap, seed=seed)
-    max_misses = None if misses < 0 else misses
+    _write_report(report, out_format, output, None if misses < 0 else misses)
+    for line in report.problems.get("pairing", []):
+        err.print(f"[bold yellow]warning:[/] {escape(line)}; exit code 1", markup=True, highlight=False)
+    if skipped:
+        err.print(f"{skipped} run(s) or prediction line(s) were skipped (see above); exit code 1", highlight=False)
+    if skipped or report.problems.get("pairing"):
+        sys.exit(1)
+
+
+def _diagnose_runs(paths: list[str], strategy: str, rules: tuple[str, ...], tools: str | None, no_default_packs: bool,
+                   seed: int, trace_format: str | None, mapping: str | None, save_pred: str | None,
+                   llm_opts: LLMOptions) -> tuple[list[Any], list[Any], int]:
+    """``--strategy``: diagnose the runs under ``paths`` as ``trajaudit audit`` would (same packs and
+    tools; the LLM options for an LLM strategy). Returns ``(diagnoses, trajectories, runs skipped)``."""
+    if not paths:
+        fail("--strategy needs DATASET paths (the runs to diagnose)")
+    strat = default_strategies().get(strategy)
+    ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
+                                  default_packs=not no_default_packs))
+    if getattr(strat, "needs_llm", False):
+        ctx.llm = client_from_options(llm_opts)
+    try:
+        out = run_on_paths(paths, strategy, context=ctx, format=trace_format, mapping=mapping)
+    finally:
+        if ctx.llm is not None:
+            ctx.llm.close()
+    report_problems(out.problems)
+    skipped = len(out.problems)
+    if not out.diagnoses:
+        fail(f"no run could be diagnosed with strategy {strategy!r} ({skipped} skipped): nothing to score")
+    if save_pred:
+        write_text(save_pred, "".join(d.to_json() + "\n" for d in out.diagnoses))
+        console(err=True).print(f"wrote {len(out.diagnoses)} diagnoses to {save_pred}", highlight=False)
+    return out.diagnoses, out.trajectories, skipped
+
+
+def _read_predictions(pred: str, paths: list[str], trace_format: str | None, mapping: str | None
+                      ) -> tuple[list[Any], list[Any], int]:
+    """``--pred``: the diagnoses of ``pred`` and the runs they name (from ``paths``, else the trace
+    files the diagnoses name that exist). Returns ``(diagnoses, trajectories, lines or runs skipped)``."""
+    diagnoses, problems = read_diagnoses(pred)
+    report_problems(problems)
+    skipped = len(problems)
+    if not diagnoses:
+        fail(f"{pred}: no diagnosis could be read: nothing to score")
+    if not paths:
+        paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
+    res = load_many(paths, format=trace_format, mapping=mapping) if paths else None
+    trajectories = res.trajectories if res else []
+    if res is not None and res.problems:  # a trace that cannot be read gives no preview or run length
+        report_problems(res.problems)
+        skipped += len(res.problems)
+    return diagnoses, trajectories, skipped
+
+
+def _write_report(report: Any, out_format: str, output: str | None, max_misses: int | None) -> None:
+    """The report as JSON, Markdown or the terminal tables, to ``output`` or stdout."""
     if out_format == "json":
         text = report.to_json()
     elif out_format == "markdown":
@@ -144,25 +174,15 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         text = None
     if output:
         if text is None:
-            from io import StringIO
-
-            from rich.console import Console
-
             buf = StringIO()
             report.render(Console(file=buf, width=160, highlight=False), max_misses=max_misses)
             text = buf.getvalue()
         write_text(output, text)
-        err.print(f"wrote the {out_format} report to {output}", highlight=False)
+        console(err=True).print(f"wrote the {out_format} report to {output}", highlight=False)
     elif text is not None:
         click.echo(text, nl=not text.endswith("\n"))
     else:
         report.render(console(), max_misses=max_misses)
-    for line in report.problems.get("pairing", []):
-        err.print(f"[bold yellow]warning:[/] {escape(line)}; exit code 1", markup=True, highlight=False)
-    if skipped:
-        err.print(f"{skipped} run(s) or prediction line(s) were skipped (see above); exit code 1", highlight=False)
-    if skipped or report.problems.get("pairing"):
-        sys.exit(1)
 
 
 def report_problems_text(lines: list[str]) -> None:
