@@ -9,9 +9,11 @@ import os
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import trajaudit
 from trajaudit import compile_rules, evaluate, load, load_many, load_pack
+from trajaudit.cli import main
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.errors import (
     ArgumentTypeError,
@@ -205,3 +207,27 @@ def test_in_memory_runs_without_an_id_get_distinct_reproducible_ids():
     assert ida.startswith("trajectory-") and len(ida) == len("trajectory-") + 10
     assert ida != idb and trajaudit.load(list(a)).id == ida
     assert trajaudit.load({"id": "r7", "messages": a}).id == "r7"
+
+
+def test_fresh_user_papercuts(tmp_path):
+    """A multi-run file without record= names the file; LoadResult prints a summary, not every run;
+    audit takes -s like eval; show marks a failed tool output."""
+    from pathlib import Path
+
+    import pytest
+
+    import trajaudit
+    from trajaudit.errors import TraceFormatError
+
+    sample = Path(__file__).resolve().parents[1] / "examples" / "data" / "tau_retail_sample.json"
+    with pytest.raises(TraceFormatError, match=r"tau_retail_sample\.json: input holds 3 runs; pass record=N"):
+        trajaudit.load(sample)
+    assert repr(trajaudit.load_many([sample])) == "LoadResult(3 trajectories [2, 34, 74], 0 problems)"
+    r = CliRunner().invoke(main, ["audit", str(sample), "-s", "first", "-o", str(tmp_path / "d.jsonl"), "-q"])
+    assert r.exit_code == 0 and [json.loads(x)["strategy"] for x in (tmp_path / "d.jsonl").read_text().splitlines()] == ["first"] * 3
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps([{"role": "user", "content": "hi"},
+                                 {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                                 {"role": "tool", "tool_call_id": "c", "name": "f", "content": "Error: boom"}]))
+    out = CliRunner().invoke(main, ["show", str(trace), "--width", "60"]).output
+    assert [ln for ln in out.splitlines() if "✗ failed" in ln] and "Error: boom" in out

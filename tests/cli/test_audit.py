@@ -78,3 +78,21 @@ def test_python_api_audit_on_bundled_example():
     assert "steps.5" in " ".join(e.address for e in d.evidence)
     d = trajaudit.audit(ex / "tau_retail_sample.json", record=1, tools=str(ex.parent / "tools" / "tau_retail_tools.json"))
     assert (d.trajectory_id, d.critical_step, d.category) == ("34", 16, "invalid_invocation")
+
+
+def test_audit_table_gives_the_message_position_of_a_split_anthropic_run(tmp_path):
+    msgs = [{"role": "user", "content": "Cancel orders A1 and B2."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get_order", "input": {"id": "A1"}},
+                                              {"type": "tool_use", "id": "t2", "name": "get_order", "input": {"id": "B2"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": '{"status": "delivered"}'},
+                                         {"type": "tool_result", "tool_use_id": "t2", "content": '{"status": "pending"}'}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t3", "name": "cancel_order", "input": {"id": "A1"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t3", "is_error": True,
+                                          "content": "Error: delivered orders cannot be cancelled"}]},
+            {"role": "assistant", "content": "Both orders are cancelled."}]
+    src = tmp_path / "split.json"
+    src.write_text(json.dumps({"system": "You are a shop agent.", "messages": msgs}))
+    r = CliRunner().invoke(main, ["audit", str(src), "-o", str(tmp_path / "d.jsonl")])
+    d = json.loads((tmp_path / "d.jsonl").read_text())
+    assert (d["critical_step"], d["metadata"]["source_message"]) == (4, 3)
+    assert "4 (msg 3)" in r.output

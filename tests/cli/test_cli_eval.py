@@ -104,3 +104,21 @@ def test_saved_predictions_round_trip(run, tau_file, tmp_path):
     ra, rb = json.loads(a.stdout), json.loads(b.stdout)
     assert ra["metrics"] == rb["metrics"] and ra["rows"] == rb["rows"]  # previews found via the diagnoses' file
     assert rb["rows"][0]["gold_preview"].startswith("assistant: Currently, there are 11 available T-shirt")
+
+
+def test_eval_refuses_two_strategies_instead_of_keeping_the_last(tau_file):
+    r = CliRunner().invoke(main, ["eval", str(tau_file), "--gold", str(tau_file.parent / "ground_truth.json"),
+                                  "-s", "first", "-s", "last"])
+    assert r.exit_code == 2 and "one --strategy per eval (got first, last)" in r.output
+
+
+def test_predictions_of_another_data_set_get_no_step_range_warnings(tmp_path, tau_file, ww_dir):
+    """tau diagnoses scored against Who&When gold share ids ("4", "12") with other runs: they pair with
+    nothing, so no run's length is used to judge their steps; one warning says what happened."""
+    preds = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, ["audit", str(tau_file), "-o", str(preds), "-q"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["eval", "--gold", str(ww_dir), "--pred", str(preds)])
+    assert r.exit_code == 1
+    assert "outside the run" not in r.stderr
+    assert "29 of 29 predictions match no gold run" in r.stderr

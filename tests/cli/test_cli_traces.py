@@ -58,3 +58,16 @@ def test_bad_input_exit_code_2_without_traceback(tmp_path):
     assert r.exit_code == 2 and "invalid JSON" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["show", str(p), "--format", "nope"])
     assert r.exit_code == 2
+
+
+def test_show_prints_the_task_after_the_run_cut_at_a_word(tmp_path):
+    task = "Please find the cheapest flight from Lisbon to Oslo " * 5
+    msgs = {"task": task, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(msgs), encoding="utf-8")
+    r = CliRunner().invoke(main, ["show", str(p), "--width", "20"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    (line,) = [x for x in lines if x.startswith("task: ")]
+    assert lines.index(line) > max(i for i, x in enumerate(lines) if "hello" in x)
+    assert line == "task: Please find the cheapest flight from …"

@@ -77,3 +77,12 @@ def test_check_with_tools_runs_schema_checker(tmp_path, tau_file):
     assert res.exit_code == 0, res.stderr
     verdicts = {r["verdict"] for lg in json.loads(res.stdout) for r in lg["records"]}
     assert verdicts == {"pass"}
+
+
+def test_rules_explain_shows_parameter_values_and_what_supersedes_the_rule():
+    r = CliRunner().invoke(main, ["rules", "explain", "generic", "generic.protocol.confirmation-before-write"])
+    assert r.exit_code == 0
+    assert "    confirmation_request = (?i)\\b(?:confirm|proceed|shall i|should i|go ahead)\\b" in r.output
+    assert "superseded by: tau_retail.explicit-yes-before-write" in r.output
+    r = CliRunner().invoke(main, ["rules", "explain", "tau_retail", "explicit-yes-before-write"])
+    assert "superseded by" not in r.output and '    write_tools = ["cancel_pending_order", ' in r.output

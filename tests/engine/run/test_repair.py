@@ -245,3 +245,40 @@ def test_resumed_prefix_never_ends_on_a_call_without_its_output(tau_runs):
     par = load_document(msgs).trajectories[0]
     doc, _ = resume_document(par, 3, "x")  # the second output of a parallel call
     assert [m["role"] for m in doc] == ["user", "user"]
+
+
+def test_repair_and_eval_read_jsonl_lines_the_same_way(tmp_path):
+    """repair finds a JSONL run's line by its record number, and eval/repair read diagnoses and gold
+    JSONL: all split at newlines only, as the loader does (a raw U+2028 in a record)."""
+    import json
+
+    from trajaudit.engine.trace.text import jsonl_lines
+
+    text = json.dumps({"a": "x\u2028y"}, ensure_ascii=False) + "\r\n" + json.dumps({"b": 1}) + "\n"
+    assert [json.loads(x) for x in jsonl_lines(text) if x.strip()] == [{"a": "x\u2028y"}, {"b": 1}]
+    assert len(text.splitlines()) == 3  # what the readers used to see
+
+
+def test_repair_resumes_the_right_jsonl_record_after_a_line_with_u2028(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+
+    first = {"id": "one", "messages": [{"role": "user", "content": "a\u2028b"}, {"role": "assistant", "content": "x"}]}
+    second = {"id": "two", "messages": [
+        {"role": "user", "content": "Cancel order W1"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "cancel_order", "arguments": '{"order_id": "W1"}'}}]},
+        {"role": "tool", "tool_call_id": "c", "name": "cancel_order", "content": "Error: cannot cancel"},
+        {"role": "assistant", "content": "Cancelled!"}]}
+    src = tmp_path / "runs.jsonl"
+    src.write_text(json.dumps(first, ensure_ascii=False) + "\n" + json.dumps(second) + "\n", encoding="utf-8")
+    out = tmp_path / "resumed.json"
+    r = CliRunner().invoke(main, ["repair", str(src), "--record", "1", "--template", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    msgs = doc["messages"] if isinstance(doc, dict) else doc
+    assert msgs[0]["content"] == "Cancel order W1" and msgs[-1]["role"] == "user"
+    assert "OpenAI messages 0..0 verbatim" in r.output  # the record's own line, not a rebuild from the IR
