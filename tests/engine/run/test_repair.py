@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from llm_server import Reply, evidence_of, schema_name
 from strategy_helpers import with_evidence
 
+from trajaudit import load
 from trajaudit.cli import main
 from trajaudit.engine.run.repair_prefix import TEMPLATE_LABEL
 from trajaudit.engine.schema import schema_errors
@@ -282,3 +283,21 @@ def test_repair_resumes_the_right_jsonl_record_after_a_line_with_u2028(tmp_path)
     msgs = doc["messages"] if isinstance(doc, dict) else doc
     assert msgs[0]["content"] == "Cancel order W1" and msgs[-1]["role"] == "user"
     assert "OpenAI messages 0..0 verbatim" in r.output  # the record's own line, not a rebuild from the IR
+
+
+def test_repair_of_an_anthropic_run_resumes_under_its_top_level_system_prompt():
+    """Was a documented gap: the resumed prefix (OpenAI messages rebuilt from the IR) dropped the
+    top-level `system`, so the agent resumed without the very policy the diagnosis said it broke."""
+    from trajaudit.engine.run.repair_prefix import resume_document
+
+    doc = {"system": "Obtain explicit user confirmation (yes) before cancelling anything.",
+           "messages": [{"role": "user", "content": "Cancel order W1."},
+                        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "cancel_order",
+                                                           "input": {"id": "W1"}}]},
+                        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}
+    t = load(doc)
+    resumed, what = resume_document(t, 1, "Ask the user to confirm first.")
+    assert [m["role"] for m in resumed] == ["system", "user", "user"]
+    assert resumed[0]["content"] == doc["system"] and "the run's system prompt, then steps 0..0" in what
+    plain = load({"messages": doc["messages"]}, format="anthropic")  # no system prompt: nothing added
+    assert [m["role"] for m in resume_document(plain, 1, "x")[0]] == ["user", "user"]

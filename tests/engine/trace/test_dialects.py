@@ -274,3 +274,80 @@ def test_edited_dialect_documents_load_or_fail_with_a_trajaudit_error(fmt, file,
             load_document(copy.deepcopy(doc), format=forced)
         except TrajauditError:
             pass
+
+
+def test_a_langchain_batch_with_one_empty_or_broken_run_is_still_read_as_langchain():
+    """Was: the LangChain sniff needed every run to be LangChain, so [good, {"messages": []}, good]
+    fell through to the OpenAI adapter, which read every good message as an unknown role (9 agent
+    steps, '<missing>' agents) — wrong diagnoses, no warning."""
+    good = json.loads((D / "langchain_cancel.json").read_text())
+    broken = {"messages": [good["messages"][0], "junk"]}
+    for bad, why in (({"messages": []}, "run has no messages"), (broken, "not a LangChain message")):
+        res = load_document([good, bad, copy.deepcopy(good)])
+        assert [t.source.format for t in res.trajectories] == ["langchain", "langchain"]
+        assert [t.source.record for t in res.trajectories] == [0, 2]
+        assert [s.kind for s in res.trajectories[0].steps][:2] == ["system", "user"]
+        (p,) = res.problems
+        assert p.record == 1 and why in p.message
+
+
+def test_a_responses_batch_with_one_empty_or_broken_run_keeps_the_good_runs():
+    """Was: one run object whose item list was empty or held a non-object made the whole list 'no
+    known trace format' — every run of the batch lost ('no run could be audited')."""
+    good = {"instructions": "Be brief.", "input": [{"role": "user", "content": "Cancel W1."}],
+            "output": [{"type": "function_call", "call_id": "k1", "name": "get_order", "arguments": '{"id": "W1"}'},
+                       {"type": "function_call_output", "call_id": "k1", "output": '{"status": "pending"}'},
+                       {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Pending."}]}]}
+    doc = [good, {"input": [], "output": []}, {"input": [{"role": "user", "content": "hi"}, 5]}, copy.deepcopy(good)]
+    res = load_document(doc)
+    assert [(t.source.format, t.source.record) for t in res.trajectories] == [("openai_responses", 0), ("openai_responses", 3)]
+    assert [(p.record, "run has no messages" in p.message or "$.input[1]" in p.message) for p in res.problems] == [(1, True), (2, True)]
+
+
+def test_a_single_broken_run_is_still_refused_with_its_reason():
+    """The relaxation is for lists of runs only: one run with a non-message element is no LangChain run."""
+    good = json.loads((D / "langchain_cancel.json").read_text())
+    with pytest.raises(Exception, match="element 1 is not a LangChain message"):
+        load_document({"messages": [good["messages"][0], "junk"]})
+
+
+def test_anthropic_server_tool_calls_and_their_results_are_calls_and_tool_steps():
+    """Was: server_tool_use / web_search_tool_result blocks were no evidence of Anthropic content, so a
+    run using only server tools was read as OpenAI messages, the calls and results as one JSON blob of
+    the assistant's text: no call, no failed output for the rules to see."""
+    doc = [{"role": "user", "content": "Latest Python release? And 2**100?"},
+           {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
+            "content": [
+                {"type": "server_tool_use", "id": "srv1", "name": "web_search", "input": {"query": "python release"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srv1",
+                 "content": [{"type": "web_search_result", "url": "https://python.org", "title": "Python"}]},
+                {"type": "server_tool_use", "id": "srv2", "name": "code_execution", "input": {"code": "print(2**100)"}},
+                {"type": "code_execution_tool_result", "tool_use_id": "srv2",
+                 "content": {"type": "code_execution_result", "stdout": "", "stderr": "NameError", "return_code": 1}},
+                {"type": "web_search_tool_result", "tool_use_id": "srv1",
+                 "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}},
+                {"type": "text", "text": "Python 3.14; 2**100 = 1267650600228229401496703205376."}]}]
+    t = load(doc)
+    assert t.source.format == "anthropic"
+    got = [(s.index, s.kind, s.tool_names, s.tool_output.is_error if s.tool_output else None, s.source_number)
+           for s in t.steps]
+    assert got == [(0, "user", (), None, 0), (1, "agent", ("web_search",), None, 1), (2, "tool", (), False, 1),
+                   (3, "agent", ("code_execution",), None, 1), (4, "tool", (), True, 1), (5, "tool", (), True, 1),
+                   (6, "agent", (), None, 1)]
+    assert t.steps[2].tool_output.call_id == "srv1" and "python.org" in t.steps[2].content
+    # LangChain content lists (read with the same block reader) keep such blocks as text, as before
+    lc = [{"type": "human", "content": "news?"},
+          {"type": "ai", "content": [{"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}]}]
+    assert load(lc).steps[1].tool_calls == ()
+
+
+def test_a_responses_mcp_call_is_named_by_the_mcp_tool_not_by_its_type():
+    """Was: every *_call item was named by its type, so an MCP server's delete_repo was the tool 'mcp'
+    and name-based rules (writes, handoffs) could not see what was called."""
+    t = load({"output": [
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "gh", "name": "delete_repo",
+         "arguments": '{"repo": "x"}', "output": None, "error": "permission denied"},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Deleted."}]}]})
+    assert [s.tool_names for s in t.steps] == [("delete_repo",), ("web_search",), ()]
+    assert t.steps[0].tool_calls[0].arguments["error"] == "permission denied"

@@ -9,6 +9,7 @@ import pytest
 
 from trajaudit import TraceFormatError, load, load_path
 from trajaudit.engine.trace.ir import FLAG_MALFORMED_ARGUMENTS, FLAG_ORPHAN_TOOL_OUTPUT, FLAG_UNANSWERED_CALL
+from trajaudit.engine.trace.loader import load_document
 
 EX = Path(__file__).resolve().parents[3] / "examples"
 
@@ -117,3 +118,12 @@ def test_forced_format_and_unknown_format(tmp_path, tau_file):
         load_path(tau_file, format="tua")
     res = load_path(tau_file, format="tau", record=3)
     assert [t.id for t in res.trajectories] == ["12"] and res.trajectories[0].source.record == 3
+
+
+def test_a_single_saved_message_is_named_as_such():
+    """A saved Anthropic API response ({"id", "type": "message", "role", "content", "stop_reason", …})
+    is one message: the error said only 'no known trace format matches' and listed eight formats."""
+    msg = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+           "content": [{"type": "text", "text": "Let me check."}], "stop_reason": "end_turn", "usage": {}}
+    with pytest.raises(Exception, match=r"^the document is one message \(a saved API response\?\), not a run"):
+        load_document(msg)
