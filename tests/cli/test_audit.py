@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import socket
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from trajaudit.cli import main
@@ -12,6 +15,12 @@ from trajaudit.engine.schema import schema_errors
 
 def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def run_offline(*args):
+    """``run`` with the LLM environment variables emptied (no endpoint configured by the machine)."""
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=NO_LLM_ENV)
+
 
 
 def test_audit_tau_with_baseline_writes_valid_jsonl_and_reports(tau_file, tmp_path):
@@ -96,3 +105,90 @@ def test_audit_table_gives_the_message_position_of_a_split_anthropic_run(tmp_pat
     d = json.loads((tmp_path / "d.jsonl").read_text())
     assert (d["critical_step"], d["metadata"]["source_message"]) == (4, 3)
     assert "4 (msg 3)" in r.output
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+SAMPLE = ROOT / "examples" / "data" / "tau_retail_sample.json"  # 3 tau runs, the first with id "2"
+
+
+NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
+
+
+def closed_port_url() -> str:
+    """An http://127.0.0.1 URL on a port nothing listens on (bound, then closed)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+PACK = """pack: inner
+rules:
+  - id: mention
+    type: PROTOCOL
+    severity: {sev}
+    targets: [instruction_adherence_failure]
+    guard: step.kind == "agent"
+    assert: 'content !~ "(?i)refund"'
+"""
+
+
+@pytest.fixture()
+def two_packs(tmp_path):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(PACK.format(sev="critical"))
+    b.write_text(PACK.format(sev="info"))
+    return a, b
+
+
+def test_audit_refuses_a_rule_id_defined_by_two_packs_like_check(two_packs, tmp_path):
+    a, b = two_packs
+    out = tmp_path / "d.jsonl"
+    for first, second in ((a, b), (b, a)):
+        for cmd in (("audit", SAMPLE, "-o", out, "-q"), ("check", SAMPLE)):
+            r = run_offline(*cmd, "--rules", first, "--rules", second)
+            assert r.exit_code == 2, (cmd, r.output)
+            assert f"error: rule id inner.mention is defined by both {first} and {second}" \
+                in r.stderr.replace("\n", "")
+    assert not out.exists()  # stopped before any run
+    r = run_offline("check", SAMPLE, "--rules", a, "--rules", a)  # the same pack twice is one pack
+    assert r.exit_code == 1 and "3 run(s), 1 rule(s)" in r.stderr
+
+
+def test_audit_refuses_a_user_pack_redefining_a_default_packs_rule(tmp_path):
+    generic = tmp_path / "g.yaml"
+    generic.write_text(PACK.replace("pack: inner", "pack: generic.system").replace("id: mention", "id: tool-traceback")
+                       .format(sev="info"))
+    r = run_offline("audit", SAMPLE, "--rules", generic, "-o", tmp_path / "d.jsonl", "-q")
+    assert r.exit_code == 2
+    err = r.stderr.replace("\n", "")
+    assert f"rule id generic.system.tool-traceback is defined by both generic and {generic}" in err
+    assert "generic is a default pack: turn the default packs off (--no-default-packs" in err
+    assert run_offline("audit", SAMPLE, "--rules", generic, "--no-default-packs", "-o", tmp_path / "d.jsonl",
+               "-q").exit_code == 0
+    # a shipped domain pack (applied to runs calling its tools) counts too
+    domain = tmp_path / "t.yaml"
+    domain.write_text(PACK.replace("pack: inner", "pack: tau_retail").replace("id: mention", "id: explicit-yes-before-write")
+                      .format(sev="info"))
+    r = run_offline("audit", SAMPLE, "--rules", domain, "-o", tmp_path / "d.jsonl", "-q")
+    assert r.exit_code == 2
+    assert f"rule id tau_retail.explicit-yes-before-write is defined by both {domain} and tau_retail" \
+        in r.stderr.replace("\n", "")
+
+
+def test_audit_with_an_endpoint_refusing_connections_stops_after_the_first_run(tmp_path):
+    url = closed_port_url()
+    cfg = tmp_path / "llm.yaml"
+    cfg.write_text(f"llm:\n  base_url: {url}\n  model: m\n  max_retries: 1\n  timeout: 2\n")
+    out = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, ["audit", str(SAMPLE), "--strategy", "all-at-once", "--llm-config", str(cfg),
+                                  "--no-cache", "-o", str(out)], env=NO_LLM_ENV, catch_exceptions=False)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    err = r.stderr.replace("\n", "")
+    assert err.count("cannot reach") == 1  # one message, not one per run (3 runs)
+    assert f"all-at-once: cannot reach {url} (after 1 retries): [Errno 111] Connection refused" in err
+    assert "the batch was stopped" in err and "skipped" not in err
+    assert not out.exists()

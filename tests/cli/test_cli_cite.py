@@ -17,6 +17,12 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
+def run_offline(*args):
+    """``run`` with the LLM environment variables emptied (no endpoint configured by the machine)."""
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=NO_LLM_ENV)
+
+
+
 def test_table_prints_agent_rates_and_recall_precision():
     r = run("cite", EX / "ev_market.json")
     assert r.exit_code == 1, r.output  # errors found
@@ -127,3 +133,32 @@ def test_utf16_and_empty_files_are_named_like_trace_files(tmp_path):
     empty.write_bytes(b"\xef\xbb\xbf  \n")
     r = run("cite", empty)
     assert r.exit_code == 2 and "empty.json: file is empty" in r.output
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+SAMPLE = ROOT / "examples" / "data" / "tau_retail_sample.json"  # 3 tau runs, the first with id "2"
+
+
+NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
+
+
+def test_cite_on_another_trace_says_what_was_expected_and_found_briefly():
+    r = run_offline("cite", SAMPLE)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    err = " ".join(r.stderr.split())
+    assert len(err) < 600, err  # was ~3 KB of the input, the reason cut off
+    assert 'not a citation run: expected a JSON object with "format": "trajaudit.citation-run"' in err
+    assert "found a JSON list of 3 item(s) (the first an object with keys task_id, reward, traj, trial, records)" in err
+    assert "pass --mapping M.yaml" in err
+    assert "Retail agent policy" not in err
+
+
+def test_cite_cuts_table_text_at_a_word_with_an_ellipsis():
+    from trajaudit.cli.cite import _cut
+
+    text = "Tesla's share fell to 19.9% while BYD gained two points, as smaller makers continued to drop another share"
+    cut = _cut(text, 100)
+    assert cut == "Tesla's share fell to 19.9% while BYD gained two points, as smaller makers continued to drop…"
+    assert _cut("short", 100) == "short"

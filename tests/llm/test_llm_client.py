@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -258,3 +259,32 @@ def test_model_output_is_never_executed(llm_server, llm_client, tmp_path):
     with pytest.raises(LLMError, match="not valid JSON"):  # code is not JSON: rejected, not run
         llm_client.chat_json(MSGS + [{"role": "user", "content": "2"}], free, name="x")
     assert not marker.exists()
+
+
+def closed_port_url() -> str:
+    """An http://127.0.0.1 URL on a port nothing listens on (bound, then closed)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_only_a_connection_that_cannot_be_made_is_unreachable(llm_server, llm_config):
+    import dataclasses
+
+    from llm_server import Sleep, Status
+
+    from trajaudit.errors import LLMError, LLMUnreachableError
+    from trajaudit.llm import LLMClient
+
+    msgs = [{"role": "user", "content": "hi"}]
+    with LLMClient(dataclasses.replace(llm_config, base_url=closed_port_url(), max_retries=0)) as client:
+        with pytest.raises(LLMUnreachableError, match="Connection refused"):
+            client.chat_text(msgs, name="x", use_cache=False)
+    llm_server.script(Status(500), Sleep(1.0, "late"))
+    with LLMClient(dataclasses.replace(llm_config, max_retries=0, timeout=0.3)) as client:
+        for what in ("answered HTTP 500", "no answer from"):
+            with pytest.raises(LLMError, match=what) as e:
+                client.chat_text(msgs, name="x", use_cache=False)
+            assert not isinstance(e.value, LLMUnreachableError)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
 from trajaudit import compile_rules, evaluate, load_pack
+from trajaudit.cli import main
 from trajaudit.engine.packs.pack import shipped_packs
 from trajaudit.engine.validation.rule_tests import run_examples
 
@@ -344,3 +346,30 @@ def test_the_protocol_packs_copy_of_system_error_matches_generic_system():
     """generic.protocol keeps a copy of generic.system's infrastructure regexes (packs cannot share
     parameters): they must stay equal."""
     assert load_pack("generic.protocol").params["system_error"] == load_pack("generic.system").params["system_error"]
+
+
+NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=NO_LLM_ENV)
+
+
+def test_a_pack_including_generic_with_overrides_replaces_the_default_generic(tmp_path, ww_dir):
+    from trajaudit import load_path
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
+
+    pack = tmp_path / "my.yaml"
+    pack.write_text("pack: my\nversion: 1\ninclude:\n  - pack: generic\n    params: {closing: 'bye'}\n"
+                    "overrides:\n  generic.provenance.claim-values-grounded: {severity: info}\n"
+                    "disable: [generic.system.tool-traceback]\nrules: []\n", encoding="utf-8")
+    runs = load_path(ww_dir / "1.json").trajectories
+    res = audit_trajectories(runs, AuditSpec(rules=(str(pack),)))
+    assert not res.problems
+    recs = res.results[0].log.records
+    ids = {r.rule_id for r in recs}
+    assert "generic.system.tool-traceback" not in ids and "generic.system.tool-system-error" in ids
+    assert {r.severity for r in recs if r.rule_id == "generic.provenance.claim-values-grounded"} == {"info"}
+    r = run("audit", ww_dir / "1.json", "--rules", pack, "-o", tmp_path / "o.jsonl", "-q")
+    assert r.exit_code == 0, r.output

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+
+import pytest
 
 
 def test_a_split_anthropic_run_names_the_message_of_the_critical_step(tmp_path):
@@ -31,3 +34,27 @@ def test_a_split_anthropic_run_names_the_message_of_the_critical_step(tmp_path):
     assert "msg" in out
     row = next(line for line in out.splitlines() if "cancel_order(" in line)
     assert [c.strip() for c in row.split("│")[1:4]] == ["4", "3", "agent"]
+
+
+def closed_port_url() -> str:
+    """An http://127.0.0.1 URL on a port nothing listens on (bound, then closed)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_the_batch_loop_stops_on_an_unreachable_endpoint(llm_config, tau_runs):
+    import dataclasses
+
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
+    from trajaudit.errors import LLMUnreachableError
+
+    runs = list(tau_runs.values())[:3]
+    cfg = dataclasses.replace(llm_config, base_url=closed_port_url(), max_retries=0, cache_path=None)
+    done = []
+    with pytest.raises(LLMUnreachableError):
+        audit_trajectories(runs, AuditSpec(strategy="all-at-once", llm=cfg), progress=done.append)
+    assert done == []  # the first run raised; the others were not tried
