@@ -16,7 +16,7 @@ settings.register_profile("ci", derandomize=True, database=None, deadline=None, 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+DATA = Path(os.environ.get("TRAJAUDIT_TEST_DATA") or ROOT.parent / "shared" / "data")  # override: a worktree elsewhere
 TAU = DATA / "tau_retail"
 WW = DATA / "who_and_when" / "algorithm_generated"
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 
 import pytest
+import report_page
 from click.testing import CliRunner
 
 from trajaudit.cli import main
@@ -34,7 +36,11 @@ def test_audit_tau_with_baseline_writes_valid_jsonl_and_reports(tau_file, tmp_pa
     assert first["trajectory_id"] == "2" and first["record"] == 0 and first["critical_step"] == 30
     assert first["strategy"] == "last" and first["agent"] == "assistant"
     page = html.read_text()
-    assert page.count('class="step critical"') == 29 and "http://" not in page and "<script" not in page
+    rows = report_page.runs(page)
+    assert [r["step"] for r in rows] == [d["critical_step"] for d in diags] and rows[0]["id"] == "2"
+    assert all(r["basis"] == "fallback" for r in rows)  # a baseline's step is a guess, marked as such
+    assert len(report_page.details(page)) == 29
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//|<link|@import|url\(""", page)  # no network assets
     assert run("audit", tau_file, "--strategy", "first", "-o", out, "--report", md, "-q").exit_code == 0
     assert "| 2 | 2 | inconclusive | assistant |" in md.read_text()
 
@@ -70,9 +76,11 @@ def test_usage_errors_exit_2(tmp_path, tau_file):
     assert r.exit_code == 2 and "did you mean first" in r.output
     r = CliRunner().invoke(main, ["audit", str(tau_file), "--report", "x.pdf"])
     assert r.exit_code == 2
-    r = CliRunner().invoke(main, ["audit", str(tmp_path / "nothing-here"), "--strategy", "first",
-                                  "-o", str(tmp_path / "d.jsonl")])
-    assert r.exit_code == 1 and "cannot read" in r.output
+    keep = tmp_path / "d.jsonl"
+    keep.write_text("kept\n")
+    r = CliRunner().invoke(main, ["audit", str(tmp_path / "nothing-here"), "--strategy", "first", "-o", str(keep)])
+    assert r.exit_code == 2 and "no such file or folder" in r.output  # a usage error, before anything is written
+    assert keep.read_text() == "kept\n"
 
 
 def test_python_api_audit_on_bundled_example():

@@ -53,7 +53,7 @@ def test_json_html_and_log_outputs(tmp_path):
         "invocations.researcher-1.outputs.3": "insufficient_citations",
         "invocations.researcher-1.outputs.4": "uncited_input_reliance"}
     page = html.read_text()
-    assert page.startswith("<!doctype html>") and page.count('<div class="ta-trace">') == 5
+    assert page.lower().startswith("<!doctype html>") and page.count('<div class="ta-trace">') == 5
     assert schema_errors("validation_log", json.loads(log.read_text())) == []
 
 

@@ -15,7 +15,7 @@ PACK = str(ROOT / "examples" / "rules" / "tau_retail_example.yaml")
 
 def test_check_json_and_exit_codes(tau_file):
     r = CliRunner()
-    res = r.invoke(main, ["check", str(tau_file), "--rules", PACK, "--format", "json"])
+    res = r.invoke(main, ["check", str(tau_file), "--rules", PACK, "--format", "json", "--all-records"])
     assert res.exit_code == 1
     logs = json.loads(res.stdout)
     assert len(logs) == 29
@@ -73,7 +73,7 @@ def test_check_with_tools_runs_schema_checker(tmp_path, tau_file):
     pack.write_text("pack: s\nrules:\n  - id: args\n    type: SCHEMA\n    check: {checker: tool_args_schema}\n")
     tools = tau_file.parent / "tools.json"
     res = CliRunner().invoke(main, ["check", str(tau_file), "--rules", str(pack), "--tools", str(tools),
-                                    "--format", "json"])
+                                    "--format", "json", "--all-records"])
     assert res.exit_code == 0, res.stderr
     verdicts = {r["verdict"] for lg in json.loads(res.stdout) for r in lg["records"]}
     assert verdicts == {"pass"}

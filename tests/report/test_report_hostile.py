@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import report_page
 from click.testing import CliRunner
 
 from trajaudit.cli import main
@@ -31,6 +32,19 @@ def test_audit_reports_show_hostile_text_inert(tmp_path):
     for doc in (html, md):
         assert "\x00" not in doc and "\u202e" not in doc
         assert "⟨U+0000⟩" in doc and "evil⟨U+202E⟩txt.exe" in doc
-        assert "<script>" not in doc
-    assert "&lt;script&gt;" in html
+        assert "<script>x" not in doc
+    assert "\\u003cscript\\u003ex\\u003c/script\\u003e" in html  # JSON escapes in the data: no tag can open
+    step = report_page.details(html)[0]["steps"][1]["x"]
+    assert step.endswith("evil⟨U+202E⟩txt.exe <script>x</script>")  # shown as text by the page (textContent)
     assert "[click](javascript" not in md and "\\[click\\](javascript" in md
+
+
+def test_script_json_cannot_end_its_script_block_and_round_trips():
+    from trajaudit.report.rundata import script_json
+
+    data = {"x": "</script><!-- <script>alert(1)</script> & \u2028\u2029 \ud800 é"}
+    text = script_json(data)
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert "\u2028" not in text and "\u2029" not in text
+    text.encode("utf-8")  # valid UTF-8: the lone surrogate is written as its escape
+    assert json.loads(text) == data

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import report_page
+
 from trajaudit.engine.run.batch import audit_trajectories
 from trajaudit.engine.run.pipeline import AuditSpec
 from trajaudit.errors import Problem
@@ -28,10 +30,12 @@ def test_out_of_order_arrival_gives_the_in_order_document(tau_runs):
     assert html.render(problems) == render_html(results, problems, title="t")
     assert md.render(problems) == render_markdown(results, problems, title="t")
     doc = html.render(problems)
-    # anchors are positions in the report: run 0 of the list is "2", whatever arrived first
-    assert doc.index('id="run-0"') < doc.index('id="run-1"') < doc.index('id="run-3"')
-    assert '<a href="#run-0">2</a>' in doc and RUN_TOKEN not in doc
-    assert doc.count('class="step critical"') == 4
+    # rows and details are in list order ("2" first), whatever arrived first
+    assert [r["id"] for r in report_page.runs(doc)] == ["2", "12", "47", "105"]
+    assert [d["steps"][0]["i"] for d in report_page.details(doc)] == [0, 0, 0, 0]
+    assert [len(d["steps"]) for d in report_page.details(doc)] == [len(r.trajectory.steps) for r in results]
+    assert doc.index('id="d0"') < doc.index('id="d1"') < doc.index('id="d3"') and RUN_TOKEN not in doc
+    assert "x.json record 3: not a trace" in doc
 
 
 def test_run_ids_with_the_token_are_escaped_not_replaced(tau_runs):
@@ -40,7 +44,8 @@ def test_run_ids_with_the_token_are_escaped_not_replaced(tau_runs):
     rep = HtmlReport()
     rep.add(5, dataclasses.replace(r, trajectory=t))
     doc = rep.render()
-    assert "&lt;RUN&gt; \ud800" in doc and 'id="run-0"' in doc
+    assert report_page.runs(doc)[0]["id"] == "<RUN> \ud800"  # JSON-escaped in the page, round-trips exactly
+    assert "<RUN>" not in doc and 'id="d0"' in doc
 
 
 def test_spool_rolls_to_disk_and_reads_back_in_index_order():

@@ -14,6 +14,7 @@ from trajaudit.cli.check import check
 from trajaudit.cli.cite import cite
 from trajaudit.cli.claims import claims
 from trajaudit.cli.eval import eval_cmd
+from trajaudit.cli.judge import judge
 from trajaudit.cli.llm import llm
 from trajaudit.cli.repair import repair
 from trajaudit.cli.rules import rules
@@ -36,7 +37,7 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-for _cmd in (show, convert, audit, eval_cmd, cite, claims, check, rules, llm, repair):
+for _cmd in (show, convert, audit, eval_cmd, judge, cite, claims, check, rules, llm, repair):
     main.add_command(_cmd)
 
 

@@ -6,16 +6,24 @@ import sys
 from collections import Counter
 
 import click
+from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from trajaudit import __version__
+from trajaudit.cli.cluster import (
+    ClusterOptions,
+    check_cluster_use,
+    cluster_options,
+    run_on_cluster,
+    write_diagnoses,
+)
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     LLMOptions,
     check_output_folder,
     console,
     fail,
-    format_options,
     handle_errors,
     llm_config_for,
     llm_options,
@@ -24,14 +32,22 @@ from trajaudit.cli.common import (
     write_parts,
     write_text,
 )
+from trajaudit.cli.options import check_input_paths, io_options
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
+from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
+from trajaudit.engine.trace.shards import is_url
+from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import LLMUnreachableError
 from trajaudit.report import HtmlReport, MarkdownReport
+from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
+from trajaudit.report.html import rule_titles
+
+_DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "junit": "trajaudit-junit.xml"}
 
 
 @click.command("audit")
@@ -46,8 +62,10 @@ from trajaudit.report import HtmlReport, MarkdownReport
 @click.option("-s", "--strategy", default="offline", show_default=True,
               help="How to diagnose: offline (no LLM), the baselines first, last, random, first-violation, or an "
                    "LLM strategy (all-at-once, step-by-step, binary-search, agentrx, searchauditor, drift, hybrid).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default="diagnoses.jsonl", show_default=True,
-              help="Write one diagnosis per line (JSONL); '-' for stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Where to write the --format output; '-' for stdout. Default: diagnoses.jsonl (jsonl), "
+                   "trajaudit.sarif (sarif), trajaudit-junit.xml (junit). With jsonl, a .parquet name writes a "
+                   "Parquet table (docs/parquet.md); with --scheduler, an fsspec URL.")
 @click.option("--report", "report", type=click.Path(dir_okay=False),
               help="Also write a report: .html (self-contained) or .md.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes.")
@@ -56,12 +74,18 @@ from trajaudit.report import HtmlReport, MarkdownReport
               help="Also write a repair directive per run (Diagnosis.repair): synthesized by the LLM when an "
                    "endpoint is configured, else a template built from the diagnosis (labelled as such).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
-@format_options
+@click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
+              help="The offline judge's weights (JSON from `trajaudit judge fit`); default: the shipped ones.")
+@io_options(["jsonl", "sarif", "junit"], "jsonl",
+            help="What -o holds: jsonl (one diagnosis per line), sarif (SARIF 2.1.0: one result per rule "
+                 "violation) or junit (JUnit XML: a test case per run x rule).")
 @llm_options
+@cluster_options
 @handle_errors
 def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, taxonomy: str, strategy: str,
-          output: str, report: str | None, jobs: int, seed: int, quiet: bool, fmt: str | None,
-          mapping: str | None, no_default_packs: bool, repair: bool, llm_opts: LLMOptions) -> None:
+          output: str | None, report: str | None, jobs: int, seed: int, quiet: bool, out_format: str,
+          fmt: str | None, mapping: str | None, no_default_packs: bool, repair: bool, judge_weights: str | None,
+          llm_opts: LLMOptions, cluster: ClusterOptions) -> None:
     """Audit every run under PATHS (files, folders, globs) and write one diagnosis per run.
 
     Each diagnosis names the critical step (0-based index of the message in the input file's
@@ -79,7 +103,13 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
       trajaudit audit runs/ -o diagnoses.jsonl --report report.html
       trajaudit audit runs.json --rules my_pack.yaml --tools tools.json --jobs 4
       trajaudit audit runs.json --strategy all-at-once --base-url http://localhost:8000/v1 --model M
+      trajaudit audit runs/ --format sarif -o trajaudit.sarif   # for code scanning in CI
+      trajaudit audit s3://bucket/traces/ --scheduler tcp://scheduler:8786 -o diagnoses.parquet
+      trajaudit audit runs/ --judge-weights weights.json   # weights from `trajaudit judge fit`
     """
+    output = output or _DEFAULT_OUTPUT[out_format]
+    check_cluster_use(cluster, paths, output, jobs)
+    check_input_paths([p for p in paths if not is_url(p)])  # URLs (--scheduler only) are opened by fsspec
     try:
         chosen = default_strategies().get(strategy)
     except LookupError as e:
@@ -88,12 +118,14 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
-    refuse_overwriting_input(output, given)
+    if not is_url(output):
+        refuse_overwriting_input(output, given)
+        check_output_folder(output)
     refuse_overwriting_input(report, given, "--report")
-    check_output_folder(output)
     check_output_folder(report, "--report")
+    weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy, seed=seed),
-                     default_packs=not no_default_packs, llm=llm, repair=repair)
+                     default_packs=not no_default_packs, llm=llm, repair=repair, judge_weights=weights)
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -103,20 +135,34 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        kept = _Kept(report, title=f"trajaudit report ({strategy})")
+        kept = _Kept(report, title=f"trajaudit report ({strategy})", findings=out_format != "jsonl")
         try:
-            batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping,
-                                progress=progress if show_progress else None,
-                                on_result=kept.add)
+            if cluster.scheduler:
+                batch = run_on_cluster(cluster, paths, spec, fmt=fmt, mapping=mapping,
+                                       progress=progress if show_progress else None, on_result=kept.add,
+                                       with_logs=bool(report) or out_format != "jsonl")
+            else:
+                batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=mapping,
+                                    progress=progress if show_progress else None,
+                                    on_result=kept.add)
         except LLMUnreachableError as e:
             fail(f"{e}\nthe batch was stopped (every further run would fail the same way): no diagnosis was written (answers already "
                  "received are in the LLM cache, so a re-run does not ask for them again)")
     report_load(kept.flagged, batch.problems)
-    lines = "".join(kept.lines[i] + "\n" for i in sorted(kept.lines))
-    if output == "-":
-        sys.stdout.write(lines)
+    if out_format == "jsonl":
+        lines = [kept.lines[i] for i in sorted(kept.lines)]
+        if output == "-":
+            sys.stdout.write("".join(line + "\n" for line in lines))
+        else:
+            write_diagnoses(output, lines)
     else:
-        write_text(output, lines)
+        findings = [kept.findings[i] for i in sorted(kept.findings)]
+        text = (sarif_text(findings, titles=rule_titles(rules), version=__version__) if out_format == "sarif"
+                else junit_xml(findings))
+        if output == "-":
+            sys.stdout.write(text)
+        else:
+            write_text(output, text)
     if report and kept.report is not None:
         write_parts(report, kept.report.render_parts(batch.problems))
         kept.report.close()
@@ -134,9 +180,11 @@ class _Kept:
     JSONL line, a summary row, and — for ``--report`` only — the run's report section, rendered now and
     spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
-    def __init__(self, report: str | None, title: str) -> None:
+    def __init__(self, report: str | None, title: str, findings: bool = False) -> None:
+        self.keep_findings = findings
+        self.findings: dict[int, RunFindings] = {}
         self.lines: dict[int, str] = {}
-        self.rows: dict[int, tuple[str, str, str, str, float, str]] = {}
+        self.rows: dict[int, tuple[str, str, str, str, float, str, str]] = {}
         self.flagged: list[Trajectory] = []
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
@@ -150,11 +198,40 @@ class _Kept:
         step = str(d.critical_step)
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
             step += f" (msg {d.metadata['source_message']})"
-        self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, prev)
+        self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
+        if self.keep_findings:  # SARIF / JUnit: the violations and the applied rules, not the log
+            log = r.log if r.log is not None else ValidationLog(r.trajectory.id)
+            self.findings[i] = RunFindings.of(log, r.trajectory.source.file, r.trajectory.source.record)
         if self.report is not None:
             self.report.add(i, r)
+
+
+_COLUMNS = (("run", "left"), ("step", "right"), ("agent", "left"), ("category", "left"), ("conf.", "right"),
+            ("basis", "left"), ("preview", "left"))
+
+
+def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: int) -> list[int]:
+    """Column widths of the summary table within ``width`` characters: the category column is as wide
+    as the widest category shown (never cut); the agent, the basis (down to 4: "fin…") and the run id
+    give way first (down to 6 characters), the preview takes what is left (one line, cut with "…")."""
+    def longest(i: int, head: str) -> int:
+        return max([len(head)] + [len(str(r[i])) for r in rows])
+
+    run, step, agent = min(longest(0, "run"), 16), longest(1, "step"), min(longest(2, "agent"), 20)
+    cat, conf, basis = longest(3, "category"), 5, longest(5, "basis")
+    gaps = 3 * (len(_COLUMNS) - 1)  # SIMPLE_HEAD, no edge: padding, a blank rule, padding between columns
+    preview = width - gaps - (run + step + agent + cat + conf + basis)
+    while preview < 12 and (agent > 6 or run > 6 or basis > 4):
+        if agent >= run and agent > 6:
+            agent -= 1
+        elif basis > 4:  # "fin…", "weak", "fal…": the basis gives way before the run id
+            basis -= 1
+        else:
+            run -= 1
+        preview += 1
+    return [run, step, agent, cat, conf, basis, max(preview, 8)]
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
@@ -164,15 +241,18 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
             out.print("no run could be audited", highlight=False)
         return
     rows = [kept.rows[i] for i in sorted(kept.rows)]
-    table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left")
-    for col in ("run", "step", "agent", "category", "conf.", "preview"):
-        table.add_column(col, overflow="fold" if col == "preview" else "ellipsis")
-    for rid, step, agent, category, confidence, prev in rows[:50]:
-        table.add_row(rid, step, agent, category, f"{confidence:.2f}", prev)
+    table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False)
+    shown = rows[:50]
+    widths = _fit_columns(shown, out.width)
+    for (col, just), w in zip(_COLUMNS, widths, strict=True):
+        table.add_column(col, width=w, no_wrap=True, overflow="ellipsis", justify=just)  # type: ignore[arg-type]
+    for rid, step, agent, category, confidence, basis, prev in shown:
+        table.add_row(rid, step, agent, category, f"{confidence:.2f}", basis, " ".join(prev.split()))
     if len(rows) > 50:
-        table.add_row("…", "", "", f"{len(rows) - 50} more", "", "")
+        table.add_row("…", "", "", f"{len(rows) - 50} more", "", "", "")
     out.print(table)
     cats = Counter(row[3] for row in rows)
     out.print("categories: " + ", ".join(f"{k} {v}" for k, v in cats.most_common()), highlight=False)
-    where = [f"diagnoses → {output}"] + ([f"report → {report}"] if report else [])
+    where = [f"{'diagnoses' if output.endswith('.jsonl') else 'results'} → {output}"] + ([f"report → {report}"] if report else [])
     out.print("; ".join(where), highlight=False)

@@ -8,21 +8,27 @@ from typing import Any
 import click
 from rich.table import Table
 
+from trajaudit import __version__
 from trajaudit.checkers.tool_schemas import read_tool_list
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
+    check_output_folder,
     console,
     fail,
     handle_errors,
-    input_format_option,
     refuse_overwriting_input,
     report_load,
     write_text,
 )
-from trajaudit.engine.packs.selection import load_rules
+from trajaudit.cli.options import check_input_paths, io_options
+from trajaudit.engine.packs.selection import default_packs, load_rules
+from trajaudit.engine.run.evidence import rules_for
+from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.trace.loader import load_many
 from trajaudit.engine.validation.rule_eval import evaluate
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
+from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
+from trajaudit.report.html import rule_titles
 
 _VERDICT_STYLE = {"fail": "bold red", "unknown": "yellow", "pass": "green"}
 
@@ -71,70 +77,121 @@ def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
 @click.command("check")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
-              help="A rule pack: a YAML file or a shipped pack's name (repeatable).")
-@click.option("--format", "out_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="Output: a table per run, or a JSON list of validation logs.")
+              help="A rule pack to check: a YAML file or a shipped pack's name (repeatable). Without --rules the "
+                   "default packs apply, as in `trajaudit audit`.")
+@click.option("--no-default-packs", is_flag=True,
+              help="Without --rules: only the --tools rules, not the shipped generic pack nor the shipped domain "
+                   "packs selected by each run's tools.")
+@io_options(["table", "json", "sarif", "junit"], "table",
+            help="Output: a table per run with findings, a JSON list of validation logs, SARIF 2.1.0 (one result "
+                 "per violation) or JUnit XML (a test case per run x rule).")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "critical"]), default="error",
               show_default=True,
-              help="Exit 1 when a violation at or above this severity exists (exit 1 also when an input was skipped).")
+              help="Exit 1 when a violation at or above this severity exists (exit 1 also when an input was skipped); "
+                   "in JUnit output, the severity that fails a test case.")
 @click.option("--tools", "tools_file", type=click.Path(dir_okay=False),
               help="JSON list of OpenAI function schemas: adds the SCHEMA rules of `rules from-tools` "
                    "and is given to checkers that validate tool calls.")
 @click.option("--show-pass", is_flag=True, help="Also list passing checks in the table.")
-@input_format_option(dest="input_format")
-@click.option("--mapping", type=click.Path(exists=True, dir_okay=False),
-              help="YAML mapping of jmespath expressions for a custom trace format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the JSON logs to this file too.")
+@click.option("--verbose", "-v", "verbose", is_flag=True, help="Table: also list the runs without findings.")
+@click.option("--quiet", "-q", is_flag=True, help="No tables or summary: only the exit code (and errors).")
+@click.option("--all-records", is_flag=True,
+              help="JSON: every record of every run (passes too); default: only the failing records of the runs "
+                   "with failures (and every run's summary).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the --format output (json when --format is table) to this file instead of stdout.")
 @handle_errors
-def check(files: tuple[str, ...], packs: tuple[str, ...], out_format: str, fail_on: str, tools_file: str | None,
-          show_pass: bool, input_format: str | None, mapping: str | None, output: str | None) -> None:
+def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool, out_format: str, fail_on: str,
+          tools_file: str | None, show_pass: bool, verbose: bool, quiet: bool, all_records: bool, fmt: str | None,
+          mapping: str | None, output: str | None) -> None:
     """Evaluate rule packs on every run in FILES and print the validation logs.
 
-    Exit code 0 when no violation reaches --fail-on and every input was read; 1 when one does, or
-    when an input (a file or a run in it) could not be read and was skipped (listed as `skipped:`),
-    so a broken trace does not pass a CI gate; 2 on usage or input errors (an unreadable pack, a
-    rule that does not compile, a rule id defined by two packs, no loadable run at all).
+    Without --rules the shipped packs apply as in `trajaudit audit` (the generic pack, and the domain
+    packs that a run's tools select; --no-default-packs turns them off); with --rules, the packs named
+    (a shipped pack or a part of one, such as generic.protocol, or your YAML file) are checked alone.
+    --tools adds the SCHEMA rules of the tools. The table and the JSON list the runs with findings
+    (--verbose / --all-records: every run). Exit code 0 when no violation
+    reaches --fail-on and every input was read; 1 when one does, or when an input (a file or a run in
+    it) could not be read and was skipped (listed as `skipped:`), so a broken trace does not pass a CI
+    gate; 2 on usage or input errors (a missing file, an unreadable pack, a rule that does not compile,
+    a rule id defined by two packs, no loadable run at all).
 
     \b
     Examples:
-      trajaudit check runs.json --rules generic
-      trajaudit check runs.json --rules generic --rules tau_retail --tools tools.json --fail-on warning
-      trajaudit check runs/*.json --rules my_pack.yaml --format json -o logs.json
+      trajaudit check runs.json
+      trajaudit check runs.json --rules my_pack.yaml --tools tools.json --fail-on warning
+      trajaudit check runs/*.json --format sarif -o trajaudit.sarif
+      trajaudit check runs/*.json --format junit -o junit.xml -q
     """
-    if not packs and not tools_file:
-        fail("give at least one --rules PACK or --tools TOOLS.json")
-    refuse_overwriting_input(output, [*files, *packs, *([tools_file] if tools_file else [])])
+    if no_default_packs and not packs and not tools_file:
+        fail("--no-default-packs leaves no rule: give --rules PACK or --tools TOOLS.json")
+    defaults = not packs and not no_default_packs  # --rules names the packs to check (sub-packs included)
+    check_input_paths(files)
+    given = [*files, *packs, *([tools_file] if tools_file else []), *([mapping] if mapping else [])]
+    refuse_overwriting_input(output, given)
+    check_output_folder(output)
     tools = read_tools(tools_file)
-    # as audit combines packs: unique ids, superseded rules left out, the tools' SCHEMA rules added
-    rules = load_rules(packs, tools)
-    res = load_many(list(files), format=input_format, mapping=mapping)
+    # as audit combines packs: unique ids, superseded rules left out, the tools' SCHEMA rules added,
+    # the shipped domain packs applied to the runs whose tools select them
+    always, domains = default_packs([]) if defaults else ([], [])
+    rules = load_rules(tuple(always) + tuple(packs), tools, defaults=always, domains=domains)
+    res = load_many(list(files), format=fmt, mapping=mapping)
     report_load(res.trajectories, res.problems)
     if not res.trajectories:
         fail("no trajectory could be loaded from " + ", ".join(files))
-    logs = [evaluate(t, rules, tools=tools) for t in res.trajectories]
-    if out_format == "json" or output:
-        text = json.dumps([lg.to_dict() for lg in logs], ensure_ascii=False, indent=1, default=str)
+    context = AuditContext(rules=rules, tools=tools, domain_packs=tuple(domains))
+    logs = []
+    rule_ids = {r.id for r in rules}
+    for t in res.trajectories:
+        run_rules, _ = rules_for(t, context)
+        rule_ids.update(r.id for r in run_rules)
+        logs.append(evaluate(t, run_rules, tools=tools))
+    floor = severity_rank(fail_on)
+    text = None
+    if out_format in ("json", "sarif", "junit") or output:
+        if out_format in ("sarif", "junit"):
+            findings = [RunFindings.of(lg, t.source.file, t.source.record) for lg, t in zip(logs, res.trajectories,
+                                                                                           strict=True)]
+            text = (sarif_text(findings, titles=rule_titles(packs), version=__version__) if out_format == "sarif"
+                    else junit_xml(findings, fail_on=fail_on))
+        else:
+            text = json.dumps([_log_json(lg, all_records) for lg in logs if all_records or _has_fail(lg)],
+                              ensure_ascii=False, indent=1, default=str) + "\n"
         if output:
-            write_text(output, text + "\n")
-        if out_format == "json":
-            click.echo(text)
-    if out_format == "table":
+            write_text(output, text)
+        elif not quiet:
+            click.echo(text, nl=False)
+    if out_format == "table" and not quiet:
         out = console()
         for lg in logs:
             table = render_table(lg, show_pass)
-            if table.row_count or lg.incomplete:
+            if _has_fail(lg) or lg.incomplete or (verbose and (table.row_count or show_pass)):
                 out.print(table)
-            else:
+            elif verbose:
                 out.print(table.title, highlight=False, markup=False)
-    floor = severity_rank(fail_on)
     bad = sum(1 for lg in logs for r in lg.records if r.verdict == "fail" and severity_rank(r.severity) >= floor)
-    total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
-    skipped = f"; {len(res.problems)} input(s) skipped (listed above)" if res.problems else ""
-    console(err=True).print(f"{len(logs)} run(s), {len(rules)} rule(s): {total_fail} violation(s), "
-                            f"{bad} at or above {fail_on}{skipped}", highlight=False)
-    for rid, n, reason in never_evaluated(logs):  # a warning only: exit codes stay about violations
-        console(err=True).print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
-                                f"(never pass or fail; first reason: {reason})", markup=False, highlight=False,
-                                soft_wrap=True)
+    if not quiet:
+        total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
+        failing = sum(1 for lg in logs if _has_fail(lg))
+        skipped = f"; {len(res.problems)} input(s) skipped (listed above)" if res.problems else ""
+        console(err=True).print(f"{len(logs)} run(s), {len(rule_ids)} rule(s): {total_fail} violation(s), "
+                                f"{bad} at or above {fail_on}{skipped}" + (f" ({failing} run(s) with violations)"
+                                                                           if failing else ""), highlight=False)
+        for rid, n, reason in never_evaluated(logs):  # a warning only: exit codes stay about violations
+            console(err=True).print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
+                                    f"(never pass or fail; first reason: {reason})", markup=False, highlight=False,
+                                    soft_wrap=True)
     if bad or res.problems:
         raise SystemExit(EXIT_FINDINGS)
+
+
+def _has_fail(lg: ValidationLog) -> bool:
+    return any(r.verdict == "fail" for r in lg.records)
+
+
+def _log_json(lg: ValidationLog, all_records: bool) -> dict[str, Any]:
+    """A log's JSON form; without ``all_records`` only its failing records (the summary keeps the counts)."""
+    d = lg.to_dict()
+    if not all_records:
+        d["records"] = [r for r in d.get("records", []) if r.get("verdict") == "fail"]
+    return d

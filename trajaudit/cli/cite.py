@@ -30,6 +30,7 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     write_text,
 )
+from trajaudit.cli.options import io_options
 
 
 def _cut(text: str, width: int) -> str:
@@ -49,8 +50,8 @@ def _pct(x: float | None) -> str:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False),
               help="YAML mapping (jmespath) from your system's trace to the citation-run form.")
-@click.option("--format", "out_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="Output: human tables, or the full JSON report.")
+@io_options(["table", "json"], "table", help="Output: human tables, or the full JSON report.", input_format=False,
+            mapping=False)
 @click.option("--html", "html_out", type=click.Path(dir_okay=False),
               help="Also write an HTML page with the propagation chain of each traced error.")
 @click.option("--log", "log_out", type=click.Path(dir_okay=False),

@@ -13,9 +13,9 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
-    input_format_option,
     report_load,
 )
+from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id
 from trajaudit.engine.claims import ClaimConfig, build_claim_graph
 from trajaudit.engine.claims.export import ledger_rows, to_graphml, to_node_link, to_text
 from trajaudit.engine.trace.loader import load_path
@@ -25,18 +25,15 @@ _STATUS_STYLE = {"DIRECT": "green", "WEAK": "yellow", "MISSING": "bold red", "CO
 
 @click.command("claims")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--record", type=int, help="Only this 0-based record of a multi-run file.")
-@click.option("--format", "out_format", type=click.Choice(["table", "text", "json", "graphml"]), default="table",
-              show_default=True, help="table/text: the ledger; json: node-link graph + ledger; graphml: the graph.")
+@run_options("Only one run")
+@io_options(["table", "text", "json", "graphml"], "table",
+            help="table/text: the ledger; json: node-link graph + ledger; graphml: the graph.")
 @click.option("--unsupported", is_flag=True, help="List only MISSING and CONFLICTING claims.")
 @click.option("--max-claims-per-step", type=int, default=ClaimConfig.max_claims_per_step, show_default=True,
               help="Cap on claims extracted from one step (hits are reported).")
-@input_format_option()
-@click.option("--mapping", type=click.Path(exists=True, dir_okay=False),
-              help="YAML mapping of jmespath expressions for a custom trace format.")
 @handle_errors
-def claims(file: str, record: int | None, out_format: str, unsupported: bool, max_claims_per_step: int,
-           fmt: str | None, mapping: str | None) -> None:
+def claims(file: str, record: int | None, run_id: str | None, out_format: str, unsupported: bool,
+           max_claims_per_step: int, fmt: str | None, mapping: str | None) -> None:
     """Print the claim ledger of each run in FILE (DRIFT: claims, support, dependency trace).
 
     Step numbers are 0-based positions in the file's message list. Exit code 0 (the ledger is a
@@ -49,12 +46,14 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
     """
     if max_claims_per_step < 1:
         fail("--max-claims-per-step must be at least 1")
+    check_run_choice(record, run_id)
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_load(res.trajectories, res.problems)
-    if not res.trajectories:
+    runs = select_run_id(res.trajectories, file, run_id)
+    if not runs:
         fail(f"{file}: no trajectory could be loaded")
     cfg = ClaimConfig(max_claims_per_step=max_claims_per_step)
-    graphs = [build_claim_graph(t, cfg) for t in res.trajectories]
+    graphs = [build_claim_graph(t, cfg) for t in runs]
     out = console()
     if out_format == "json":
         docs = [to_node_link(g) for g in graphs]
@@ -62,7 +61,7 @@ def claims(file: str, record: int | None, out_format: str, unsupported: bool, ma
         return
     if out_format == "graphml":
         if len(graphs) > 1:
-            fail(f"{file} holds {len(graphs)} runs; choose one with --record for GraphML")
+            fail(f"{file} holds {len(graphs)} runs; choose one with --record or --id for GraphML")
         click.echo(to_graphml(graphs[0]))
         return
     for g in graphs:

@@ -16,7 +16,6 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from trajaudit.engine.trace.adapters import default_adapters
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
 from trajaudit.llm.client import LLMClient
@@ -37,8 +36,8 @@ def console(err: bool = False) -> Console:
     data they interpolate.
     """
     stream = sys.stderr if err else sys.stdout
-    return Console(file=stream, soft_wrap=False, width=None if stream.isatty() else 160, highlight=False,
-                   markup=False)
+    wide = stream.isatty() or os.environ.get("COLUMNS", "").isdigit()  # a terminal's (or $COLUMNS) width
+    return Console(file=stream, soft_wrap=False, width=None if wide else 160, highlight=False, markup=False)
 
 
 def clip(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
@@ -119,19 +118,6 @@ def report_problems(problems: list[Problem]) -> None:
         c.print(f"[yellow]skipped:[/] {escape(clip(p.message))}", markup=True, highlight=False)
 
 
-def input_format_option(*aliases: str, dest: str = "fmt") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The ``--input-format NAME`` option, the same spelling on every command that reads traces.
-
-    ``aliases`` are older spellings kept working (``--format`` on show/convert/audit/repair,
-    ``--trace-format`` on eval); ``--input-format`` is listed first in ``--help``. NAME must be a
-    registered adapter (``click.Choice``): an unknown name is a usage error (exit 2) listing the
-    known formats, before any file is read.
-    """
-    names = list(default_adapters())
-    return click.option("--input-format", *aliases, dest, type=click.Choice(names), metavar="NAME",
-                        help=f"Force the input trace format ({', '.join(names)}); default: auto-detect.")
-
-
 def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ()) -> None:
     """Print one ``warning: FILE is not valid UTF-8 …`` line to stderr per file whose runs carry the
     loader's ``non_utf8`` flag (bytes were replaced by U+FFFD, so quoted text may differ from the
@@ -150,13 +136,6 @@ def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:
     valid UTF-8 (:func:`warn_non_utf8`), on stderr."""
     report_problems(problems)
     warn_non_utf8(trajectories, problems)
-
-
-def format_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the ``--input-format`` (alias ``--format``) and ``--mapping`` input options to a command."""
-    f = click.option("--mapping", "mapping", type=click.Path(exists=True, dir_okay=False),
-                     help="YAML mapping of jmespath expressions for a custom trace format.")(f)
-    return input_format_option("--format")(f)
 
 
 def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:

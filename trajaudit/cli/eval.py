@@ -18,19 +18,22 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
-    input_format_option,
     llm_options,
     refuse_overwriting_input,
     report_problems,
+    write_parts,
     write_text,
 )
+from trajaudit.cli.options import check_input_paths, io_options
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
+from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.loader import load_many
 from trajaudit.eval.evaluate import evaluate
 from trajaudit.eval.gold import GOLD_FORMATS, load_gold
 from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_paths
+from trajaudit.report.eval_html import eval_html_parts
 
 
 @click.command("eval")
@@ -50,12 +53,13 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
               help="With --strategy: a rule pack file or shipped pack name (repeatable), as for `trajaudit audit`.")
 @click.option("--no-default-packs", is_flag=True,
               help="With --strategy: do not apply the shipped generic and domain packs (as `trajaudit audit`).")
-@input_format_option("--trace-format", dest="trace_format")
-@click.option("--mapping", "mapping", type=click.Path(exists=True, dir_okay=False),
-              help="YAML mapping of jmespath expressions for a custom trace format (as for `trajaudit audit`).")
-@click.option("--format", "out_format", type=click.Choice(["table", "json", "markdown"]), default="table",
-              show_default=True, help="Report format.")
+@click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
+              help="With --strategy offline: the judge's weights (JSON from `trajaudit judge fit`).")
+@io_options(["table", "json", "markdown"], "table", help="Report format (stdout, or -o).", trace_format_alias=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False),
+              help="Also write a report: .html (the metrics, then every run with its gold step next to the "
+                   "prediction and the distance; self-contained) or .md.")
 @click.option("--save-pred", type=click.Path(dir_okay=False), help="With --strategy: also write the diagnoses JSONL.")
 @click.option("--misses", type=int, default=20, show_default=True, help="Misses to list (-1: all, 0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random strategy and the bootstrap.")
@@ -64,8 +68,8 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategies: tuple[str, ...],
              taxonomy: str | None, tools: str | None, rules: tuple[str, ...], no_default_packs: bool,
-             trace_format: str | None, mapping: str | None, out_format: str, output: str | None, save_pred: str | None, misses: int,
-             seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
+             judge_weights: str | None, fmt: str | None, mapping: str | None, out_format: str, output: str | None, report_file: str | None,
+             save_pred: str | None, misses: int, seed: int, bootstrap: int, llm_opts: LLMOptions) -> None:
     """Score diagnoses against gold labels with the metrics of AgentRx, SearchAuditor, Who&When and DRIFT.
 
     \b
@@ -88,11 +92,19 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     strategy = strategies[0] if strategies else None
     if bool(pred) == bool(strategy):
         fail("give exactly one of --pred FILE or --strategy NAME")
+    if judge_weights and strategy != "offline":
+        fail("--judge-weights needs --strategy offline (the weights are the offline judge's)")
+    trace_format = fmt
+    if report_file and not report_file.endswith((".html", ".htm", ".md", ".markdown")):
+        fail(f"--report must end in .html or .md, got {report_file!r}")
+    check_input_paths(datasets, "dataset")
     given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules]
     refuse_overwriting_input(output, given)
     refuse_overwriting_input(save_pred, given, "--save-pred")
+    refuse_overwriting_input(report_file, given, "--report")
     check_output_folder(output)
     check_output_folder(save_pred, "--save-pred")
+    check_output_folder(report_file, "--report")
     gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
     if not gold_set:
         report_problems_text(gold_set.problems)
@@ -101,7 +113,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     err = console(err=True)
     if strategy:
         diagnoses, trajectories, skipped = _diagnose_runs(paths, strategy, rules, tools, no_default_packs, seed,
-                                                          trace_format, mapping, save_pred, llm_opts)
+                                                          judge_weights, trace_format, mapping, save_pred, llm_opts)
     else:
         diagnoses, trajectories, skipped = _read_predictions(pred or "", paths, trace_format, mapping)
     diagnoses, warnings = check_step_ranges(diagnoses, gold_set, trajectories)
@@ -110,6 +122,8 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     report = evaluate(gold_set, diagnoses, trajectories=trajectories, taxonomy=taxonomy,
                       resamples=bootstrap, seed=seed)
     _write_report(report, out_format, output, None if misses < 0 else misses)
+    if report_file:
+        _write_report_file(report_file, report, diagnoses, trajectories)
     for line in report.problems.get("pairing", []):
         err.print(f"[bold yellow]warning:[/] {escape(line)}; exit code 1", markup=True, highlight=False)
     if skipped:
@@ -119,15 +133,17 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
 
 
 def _diagnose_runs(paths: list[str], strategy: str, rules: tuple[str, ...], tools: str | None, no_default_packs: bool,
-                   seed: int, trace_format: str | None, mapping: str | None, save_pred: str | None,
-                   llm_opts: LLMOptions) -> tuple[list[Any], list[Any], int]:
+                   seed: int, judge_weights: str | None, trace_format: str | None, mapping: str | None,
+                   save_pred: str | None, llm_opts: LLMOptions) -> tuple[list[Any], list[Any], int]:
     """``--strategy``: diagnose the runs under ``paths`` as ``trajaudit audit`` would (same packs and
-    tools; the LLM options for an LLM strategy). Returns ``(diagnoses, trajectories, runs skipped)``."""
+    tools; the judge's weights for ``offline``; the LLM options for an LLM strategy). Returns
+    ``(diagnoses, trajectories, runs skipped)``."""
     if not paths:
         fail("--strategy needs DATASET paths (the runs to diagnose)")
     strat = default_strategies().get(strategy)
     ctx = build_context(AuditSpec(strategy=strategy, rules=rules, tools=tools, config=AuditConfig(seed=seed),
-                                  default_packs=not no_default_packs))
+                                  default_packs=not no_default_packs,
+                                  judge_weights=load_weights(judge_weights) if judge_weights else None))
     if getattr(strat, "needs_llm", False):
         ctx.llm = client_from_options(llm_opts)
     try:
@@ -183,6 +199,16 @@ def _write_report(report: Any, out_format: str, output: str | None, max_misses: 
         click.echo(text, nl=not text.endswith("\n"))
     else:
         report.render(console(), max_misses=max_misses)
+
+
+def _write_report_file(report_file: str, report: Any, diagnoses: list[Any], trajectories: list[Any]) -> None:
+    """``--report``: the whole report (every miss) as Markdown (.md) or a self-contained HTML page."""
+    if report_file.endswith((".md", ".markdown")):
+        write_text(report_file, report.to_markdown(max_misses=None))
+    else:
+        write_parts(report_file, eval_html_parts(report, diagnoses, trajectories,
+                                                 title=f"trajaudit evaluation ({', '.join(report.strategies) or '?'})"))
+    console(err=True).print(f"wrote the report to {report_file}", highlight=False)
 
 
 def report_problems_text(lines: list[str]) -> None:

@@ -14,13 +14,13 @@ from trajaudit import safe_json
 from trajaudit.cli.common import (
     LLMOptions,
     console,
-    format_options,
     handle_errors,
     llm_config_for,
     llm_options,
     refuse_overwriting_input,
     write_text,
 )
+from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis, other_run
 from trajaudit.engine.run.pipeline import AuditSpec, audit_one, build_context
@@ -36,7 +36,7 @@ from trajaudit.llm import LLMClient
 
 @click.command("repair")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--record", type=int, help="Which run of a multi-run file (0-based).")
+@run_options("Which run of a multi-run file")
 @click.option("--diagnosis", "diagnoses", type=click.Path(exists=True, dir_okay=False),
               help="Diagnoses (JSONL from `trajaudit audit`); the line for this run is used.")
 @click.option("--strategy", help="Diagnose the run now with this strategy (default: offline) instead of --diagnosis.")
@@ -45,11 +45,12 @@ from trajaudit.llm import LLMClient
               help="Use the deterministic template directive even when an LLM endpoint is configured.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Where to write the resumed run (a .json file).")
-@format_options
+@io_options(["json"], "json", help="Output format of the resumed run (one JSON document).")
 @llm_options
 @handle_errors
-def repair(file: str, record: int | None, diagnoses: str | None, strategy: str | None, taxonomy: str,
-           use_template: bool, output: str, fmt: str | None, mapping: str | None, llm_opts: LLMOptions) -> None:
+def repair(file: str, record: int | None, run_id: str | None, diagnoses: str | None, strategy: str | None,
+           taxonomy: str, use_template: bool, output: str, out_format: str, fmt: str | None, mapping: str | None,
+           llm_opts: LLMOptions) -> None:
     """Write the messages of FILE's run before its critical step, in the run's own format, plus a repair
     directive as a user message: OpenAI messages for openai and tau inputs (tau's 'info' is not
     copied), the Who&When document with its history prefix (labels not copied), or the Magentic-One
@@ -66,14 +67,16 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
     Examples:
       trajaudit audit runs.json -o d.jsonl
       trajaudit repair runs.json --record 0 --diagnosis d.jsonl -o resumed.json
+      trajaudit repair runs.json --id 12 --diagnosis d.jsonl -o resumed.json
       trajaudit repair run.json --strategy offline --template -o resumed.json
     """
     if diagnoses and strategy:
         raise TrajauditError("give --diagnosis or --strategy, not both")
     if not output.lower().endswith(".json"):
         raise TrajauditError(f"-o/--output must end in .json (the resumed run is one JSON document), got {output!r}")
+    check_run_choice(record, run_id)
     refuse_overwriting_input(output, [file])
-    t = _load_one(file, record, fmt, mapping)
+    t = _load_one(file, record, run_id, fmt, mapping)
     client = None
     try:
         if diagnoses:
@@ -108,13 +111,15 @@ def repair(file: str, record: int | None, diagnoses: str | None, strategy: str |
     out.print(f"{output}: {described}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _load_one(file: str, record: int | None, fmt: str | None, mapping: str | None) -> Trajectory:
+def _load_one(file: str, record: int | None, run_id: str | None, fmt: str | None, mapping: str | None) -> Trajectory:
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     if not res.trajectories:
         raise TrajauditError(res.problems[0].message if res.problems else f"{file}: no run could be loaded")
-    if len(res.trajectories) > 1:
-        raise TrajauditError(f"{file} holds {len(res.trajectories)} runs: pass --record N (0-based)")
-    return res.trajectories[0]
+    runs = select_run_id(res.trajectories, file, run_id)
+    if len(runs) > 1:
+        raise TrajauditError(f"{file} holds {len(runs)} runs" + (f" with id {run_id!r}" if run_id else "")
+                             + ": pass --record N (0-based)" + ("" if run_id else " or --id RUN_ID"))
+    return runs[0]
 
 
 def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:

@@ -6,10 +6,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import click
 from rich.markup import escape
 
 from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors
+from trajaudit.cli.options import io_options
 from trajaudit.engine.packs.compile import compile_rule, compile_rules
 from trajaudit.engine.packs.lint import lint_pack
 from trajaudit.engine.packs.pack import (
@@ -31,21 +35,30 @@ def rules() -> None:
 @rules.command("lint")
 @click.argument("pack")
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+@io_options(["table", "json"], "table", help="Output: one line per finding, or a JSON document "
+            "({pack, errors, warnings, findings: [{level, code, rule_id, location, message}]}).",
+            input_format=False, mapping=False)
 @handle_errors
-def lint(pack: str, strict: bool) -> None:
+def lint(pack: str, strict: bool, out_format: str) -> None:
     """Report schema and compile errors, unsatisfiable guards, assertions that always or never hold,
     and pairs of rules that contradict (z3). Exit 1 when an error (or, with --strict, a warning) is found,
     2 when PACK cannot be read (no such file or shipped pack, not UTF-8 text)."""
     _readable(pack)
     findings = lint_pack(pack)
+    errors = sum(1 for f in findings if f.level == "error")
+    warnings = len(findings) - errors
+    if out_format == "json":
+        click.echo(json.dumps({"pack": pack, "errors": errors, "warnings": warnings,
+                               "findings": [dataclasses.asdict(f) for f in findings]}, ensure_ascii=False, indent=1))
+        if errors or (strict and warnings):
+            raise SystemExit(EXIT_FINDINGS)
+        return
     out = console()
     for f in findings:
         style = "bold red" if f.level == "error" else "yellow"
         out.print(f.level, style=style, end=" ", markup=False, highlight=False)
         out.print(f"{f.location} {f.code}" + (f" [{f.rule_id}]" if f.rule_id else "") + f": {f.message}",
                   markup=False, highlight=False, soft_wrap=True)
-    errors = sum(1 for f in findings if f.level == "error")
-    warnings = len(findings) - errors
     console(err=True).print(f"{pack}: {errors} error(s), {warnings} warning(s)", highlight=False)
     if errors or (strict and warnings):
         raise SystemExit(EXIT_FINDINGS)
@@ -67,8 +80,11 @@ def _readable(pack: str) -> None:
 @rules.command("test")
 @click.argument("pack")
 @click.option("-k", "select", help="Only rules whose id contains this text.")
+@io_options(["table", "json"], "table", help="Output: pytest-like lines, or a JSON document ({pack, passed, "
+            "failed, without_examples, results: [{rule_id, name, expect, ok, detail, location}]}).",
+            input_format=False, mapping=False)
 @handle_errors
-def test(pack: str, select: str | None) -> None:
+def test(pack: str, select: str | None, out_format: str) -> None:
     """Run every rule's pass/fail examples (pytest-like output). Exit 1 when an example fails, or when
     -k selects no example (a test run that tests nothing is not a pass)."""
     compiled = compile_rules(load_pack(pack))
@@ -76,6 +92,14 @@ def test(pack: str, select: str | None) -> None:
     if select:
         compiled = [r for r in compiled if select in r.id]
     results = run_examples(compiled)
+    if out_format == "json":
+        failed = sum(1 for r in results if not r.ok)
+        click.echo(json.dumps({"pack": pack, "passed": len(results) - failed, "failed": failed,
+                               "without_examples": [r.id for r in compiled if not r.spec.examples],
+                               "results": [dataclasses.asdict(r) for r in results]}, ensure_ascii=False, indent=1))
+        if failed or (select and not results):
+            raise SystemExit(EXIT_FINDINGS)
+        return
     if select and not results:
         why = f"no rule id contains {select!r} ({total} rule(s))" if not compiled else \
             f"{len(compiled)} rule(s) match but none has examples"

@@ -11,12 +11,12 @@ from rich.table import Table
 from trajaudit.cli.common import (
     console,
     fail,
-    format_options,
     handle_errors,
     refuse_overwriting_input,
     report_load,
     write_text,
 )
+from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id
 from trajaudit.engine.trace.ir import renumbered
 from trajaudit.engine.trace.loader import TRACE_SUFFIXES, load_path
 
@@ -25,12 +25,13 @@ _KIND_STYLE = {"system": "dim", "user": "cyan", "agent": "bold", "tool": "green"
 
 @click.command("show")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--record", type=int, help="Show only this 0-based record of a multi-run file.")
+@run_options("Show only one run")
 @click.option("--width", type=click.IntRange(min=10), default=90, show_default=True,
               help="Preview width in characters (at least 10).")
-@format_options
+@io_options(["table", "json"], "table", help="Output: a table per run, or the outlines as JSON.")
 @handle_errors
-def show(file: str, record: int | None, width: int, fmt: str | None, mapping: str | None) -> None:
+def show(file: str, record: int | None, run_id: str | None, width: int, out_format: str, fmt: str | None,
+         mapping: str | None) -> None:
     """Print the outline of each trajectory in FILE: index, agent, kind, tool, one-line preview.
 
     The index is the step's 0-based index, which diagnoses and gold labels use: the position of the
@@ -40,12 +41,22 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
     \b
     Examples:
       trajaudit show examples/data/tau_retail_sample.json --record 0
-      trajaudit show run.json --width 120
+      trajaudit show runs.jsonl --id 5 --width 120
+      trajaudit show run.json --format json
     """
+    check_run_choice(record, run_id)
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_load(res.trajectories, res.problems)
+    runs = select_run_id(res.trajectories, file, run_id)
+    if out_format == "json":
+        if not runs:
+            fail(f"{file}: no trajectory could be loaded")
+        docs = [{"id": t.id, "format": t.source.format, "file": t.source.file, "record": t.source.record,
+                 "task": t.task, "steps": t.outline(width)} for t in runs]
+        click.echo(json.dumps(docs, ensure_ascii=False, indent=1))
+        return
     out = console()
-    for t in res.trajectories:
+    for t in runs:
         title = f"{t.id}  [{t.source.format}]  {len(t.steps)} steps, {len(t.decision_steps)} decision steps"
         table = Table(title=title, title_justify="left", show_lines=False, expand=False)
         split = renumbered(t)
@@ -54,8 +65,8 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
             table.add_column("msg", justify="right")
         table.add_column("kind")
         table.add_column("agent")
-        table.add_column("tool")
-        table.add_column("preview", overflow="fold")
+        table.add_column("tool", overflow="ellipsis", max_width=24)
+        table.add_column("preview", overflow="ellipsis", no_wrap=True, ratio=1)
         for row in t.outline(width):
             style = _KIND_STYLE.get(row["kind"], "")
             flags = t.steps[row["index"]].flags
@@ -78,25 +89,31 @@ def show(file: str, record: int | None, width: int, fmt: str | None, mapping: st
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Output path: .json for one run (a list if several), .jsonl for one run per line.")
-@click.option("--record", type=int, help="Convert only this 0-based record of a multi-run file.")
-@format_options
+@run_options("Convert only one run")
+@io_options(["json", "jsonl"], None, help="Layout of -o: json (one run, or a list) or jsonl (one run per line); "
+                                          "default: from the -o suffix.")
 @handle_errors
-def convert(file: str, output: str, record: int | None, fmt: str | None, mapping: str | None) -> None:
+def convert(file: str, output: str, record: int | None, run_id: str | None, out_format: str | None,
+            fmt: str | None, mapping: str | None) -> None:
     """Convert FILE to the trajaudit IR (validated against trajectory.schema.json).
 
-    The output suffix chooses the layout: .json (one run, or a list of runs) or .jsonl/.ndjson
-    (one run per line); any other suffix is a usage error (exit 2), checked before FILE is read.
+    The output suffix (or --format) chooses the layout: .json (one run, or a list of runs) or
+    .jsonl/.ndjson (one run per line); any other suffix is a usage error (exit 2), checked before
+    FILE is read.
     """
+    check_run_choice(record, run_id)
     if not output.lower().endswith(TRACE_SUFFIXES):
         fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
     refuse_overwriting_input(output, [file])
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_load(res.trajectories, res.problems)
-    if not res.trajectories:
+    runs = select_run_id(res.trajectories, file, run_id)
+    if not runs:
         fail(f"{file}: no trajectory could be loaded")
-    dicts = [t.to_dict() for t in res.trajectories]
+    dicts = [t.to_dict() for t in runs]
     out = Path(output)
-    if output.lower().endswith((".jsonl", ".ndjson")):
+    layout = out_format or ("jsonl" if output.lower().endswith((".jsonl", ".ndjson")) else "json")
+    if layout == "jsonl":
         write_text(out, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))
     else:
         write_text(out, json.dumps(dicts[0] if len(dicts) == 1 else dicts, ensure_ascii=False, indent=1))

@@ -15,6 +15,8 @@ from trajaudit.engine.validation_log import Evidence
 from trajaudit.errors import ArgumentTypeError, DiagnosisFormatError
 
 DIAGNOSIS_SCHEMA_VERSION = 1
+#: What decided a diagnosis: an unrecovered error-level finding, weaker findings only, or no evidence.
+BASES: tuple[str, ...] = ("finding", "weak", "fallback")
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,10 @@ class Diagnosis:
         tolerance_span: ``(lo, hi)`` inclusive step range the strategy considers equivalent, or ``None``.
         usage: LLM accounting (calls, input/output tokens or characters, cache hits, latency seconds).
         metadata: anything else.
+        basis: what decided the step: ``finding`` (an unrecovered error-level finding of the
+            validation log), ``weak`` (weaker findings only: warnings, recovered errors), ``fallback``
+            (no evidence: a prior position — the baselines always), or ``None`` when the strategy does
+            not say (an LLM judge).
     """
 
     trajectory_id: str
@@ -90,6 +96,11 @@ class Diagnosis:
     tolerance_span: tuple[int, int] | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    basis: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.basis is not None and self.basis not in BASES:
+            raise ValueError(f"basis must be one of {', '.join(BASES)} or None, got {self.basis!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, valid against ``diagnosis.schema.json``."""
@@ -103,6 +114,7 @@ class Diagnosis:
             "category": self.category,
             "taxonomy": self.taxonomy,
             "confidence": self.confidence,
+            "basis": self.basis,
             "rationale": self.rationale,
             "evidence": [e.to_dict() for e in self.evidence],
             "candidates": [c.to_dict() for c in self.candidates],
@@ -155,6 +167,7 @@ class Diagnosis:
             file=d.get("file"),
             record=d.get("record"),
             confidence=float(d.get("confidence", 0.0)),
+            basis=d.get("basis"),
             rationale=d.get("rationale", ""),
             evidence=tuple(Evidence.from_dict(e) for e in d.get("evidence", [])),
             candidates=tuple(Candidate.from_dict(c) for c in d.get("candidates", [])),

@@ -25,6 +25,7 @@ from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.eval import metrics as M
+from trajaudit.eval.calibration import reliability
 from trajaudit.eval.gold import GoldItem, GoldSet
 from trajaudit.eval.pairing import pair_predictions, scored_run
 from trajaudit.eval.report import EvalReport, MetricValue, RunScore
@@ -131,10 +132,28 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
         report.notes.append("no trajectories given: previews, normalized distance and the random baseline's "
                             "expected value are left out")
     _breakdowns(report, runs)
+    report.calibration = _calibration(report)
     report.usage = _usage(diags)
     by_strategy = {name: _usage([d for d in diags if d.strategy == name]) for name in sorted({d.strategy for d in diags})}
     report.usage_by_strategy = {k: v for k, v in by_strategy.items() if v is not None}
     return report
+
+
+def _calibration(report: EvalReport) -> dict[str, Any] | None:
+    """Reliability of the confidences against exact-step hits over runs with a gold critical step (a
+    missing prediction counts as confidence 0, wrong); ``None`` when no prediction has a confidence > 0
+    (the trivial baselines)."""
+    rows = [r for r in report.rows if r.gold_step is not None]
+    if not any((r.confidence or 0.0) > 0 for r in rows):
+        return None
+    out = reliability([(r.confidence or 0.0, r.exact) for r in rows])
+    by_basis: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        b = by_basis.setdefault(r.basis or "(none)", {"runs": 0, "exact": 0})
+        b["runs"] += 1
+        b["exact"] += r.exact
+    out["by_basis"] = {k: {"runs": v["runs"], "step_exact": v["exact"] / v["runs"]} for k, v in sorted(by_basis.items())}
+    return out
 
 
 def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, grader: RepairGrader | None,
@@ -287,7 +306,8 @@ def _breakdowns(report: EvalReport, runs: list[ScoredRun]) -> None:
             category_ok=(r.category == g.category) if g.category else None,
             agent_ok=(M.normalize_agent(r.agent) == M.normalize_agent(g.agent)) if g.agent else None,
             gold_preview=_preview(r.traj, r.step_at(g.critical_step)), pred_preview=_preview(r.traj, r.index),
-            n_steps=g.n_steps or r.length))
+            n_steps=g.n_steps or r.length, confidence=r.diag.confidence if r.diag is not None else None,
+            basis=r.diag.basis if r.diag is not None else None))
     report.rows = rows
     by_cat: dict[str, list[RunScore]] = defaultdict(list)
     for row in rows:

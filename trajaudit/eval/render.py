@@ -132,6 +132,21 @@ def usage_table(r: EvalReport) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def calibration_table(r: EvalReport) -> tuple[list[str], list[list[str]], str]:
+    """The reliability table (confidence bins: runs, mean confidence, exact accuracy) and a summary line
+    (ECE, accuracy at 50% coverage, Brier score, accuracy per basis). Empty without confidences."""
+    c = r.calibration
+    if not c or not c.get("table"):
+        return [], [], ""
+    header = ["confidence", "runs", "mean confidence", "exact"]
+    rows = [[f"{b['lo']:.1f}–{b['hi']:.1f}", str(b["n"]), _pct(b["confidence"]), _pct(b["accuracy"])] for b in c["table"]]
+    basis = ", ".join(f"{k} {v['runs']} runs {_pct(v['step_exact'])}" for k, v in c.get("by_basis", {}).items())
+    summary = (f"ECE {_pct(c['ece'])} (0 = calibrated); accuracy {_pct(c['accuracy'])}, mean confidence "
+               f"{_pct(c['mean_confidence'])}; accuracy at 50% coverage (the most confident half) "
+               f"{_pct(c['accuracy_at_50'])}; Brier {c['brier']:.3f}" + (f"; by basis: {basis}" if basis else ""))
+    return header, rows, summary
+
+
 def _problem_lines(r: EvalReport) -> list[str]:
     lines = []
     for kind, items in r.problems.items():
@@ -188,6 +203,15 @@ def render_rich(r: EvalReport, console: Console, *, max_misses: int | None = 20)
                       "missing" if m.missing else ("—" if m.distance is None else str(m.distance)),
                       m.gold_preview, m.pred_preview)
         console.print(t)
+    header, rows, summary = calibration_table(r)
+    if rows:
+        t = Table(title="Reliability of the confidence (exact step)", title_justify="left", caption=summary,
+                  caption_justify="left")
+        for h in header:
+            t.add_column(h, justify="right")
+        for row in rows:
+            t.add_row(*row)
+        console.print(t)
     header, rows = usage_table(r)
     if rows:
         t = Table(title="LLM usage by strategy", title_justify="left", caption=USAGE_NOTE, caption_justify="left")
@@ -233,6 +257,9 @@ def to_markdown(r: EvalReport, *, max_misses: int | None = 20, title: str | None
             [(m.key, m.gold_step, "—" if m.pred_step is None else m.pred_step,
               "missing" if m.missing else ("—" if m.distance is None else m.distance), m.gold_preview, m.pred_preview)
              for m in misses]) + [""]
+    header, rows, summary = calibration_table(r)
+    if rows:
+        out += ["### Reliability of the confidence (exact step)", ""] + _md_table(header, rows) + ["", summary, ""]
     header, rows = usage_table(r)
     if rows:
         out += ["### LLM usage by strategy", ""] + _md_table(header, rows) + ["", USAGE_NOTE, ""]
@@ -241,4 +268,24 @@ def to_markdown(r: EvalReport, *, max_misses: int | None = 20, title: str | None
     return "\n".join(out).rstrip() + "\n"
 
 
-__all__ = ["abbreviations", "fmt_ci", "fmt_value", "render_rich", "to_markdown", "usage_table"]
+
+
+
+def metric_rows(r: EvalReport) -> list[tuple[str, ...]]:
+    """The metrics table's rows: ``(label, value, 95% CI, n, random expected, source and note)`` for each
+    metric that could be scored or was skipped for a stated reason (shared by every renderer)."""
+    return _metric_rows(r)
+
+
+def header_lines(r: EvalReport) -> list[str]:
+    """The report's header lines (gold source and format, strategies, counts)."""
+    return _header(r)
+
+
+def category_rows(r: EvalReport) -> list[tuple[str, ...]]:
+    """The per-gold-category rows: ``(category, n, step exact, step ±3, category ok, most predicted)``."""
+    return [(c["category"], str(c["n"]), _pct(c["step_exact"]), _pct(c["step_within_3"]), _pct(c["category_ok"]),
+             c["top_predicted"]) for c in r.per_category]
+
+__all__ = ["abbreviations", "calibration_table", "category_rows", "fmt_ci", "fmt_value", "header_lines", "metric_rows", "render_rich",
+           "to_markdown", "usage_table"]

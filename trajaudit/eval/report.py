@@ -63,6 +63,7 @@ class RunScore:
         gold_preview, pred_preview: one-line previews ("agent: text") of the two steps, when the
             trajectory was available.
         n_steps: run length in messages, when known.
+        confidence, basis: the prediction's confidence and basis (``None`` when missing).
     """
 
     key: str
@@ -80,6 +81,8 @@ class RunScore:
     gold_preview: str = ""
     pred_preview: str = ""
     n_steps: int | None = None
+    confidence: float | None = None
+    basis: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -106,6 +109,10 @@ class EvalReport:
             duplicate_predictions, gold_without_critical_step, gold, predictions).
         notes: remarks (skipped metrics, conventions used).
         usage: summed LLM accounting over the diagnoses that carry ``usage``, else ``None``.
+        calibration: is the confidence a probability of the exact step? Reliability figures over the
+            runs with a gold critical step (:func:`trajaudit.eval.calibration.reliability`: ``ece``,
+            ``accuracy_at_50``, ``brier``, the reliability ``table``) plus ``by_basis`` (runs and exact
+            accuracy per diagnosis basis); ``None`` when no prediction carries a confidence.
         usage_by_strategy: the same per strategy: ``{strategy: {"runs", "totals", "per_run"}}`` (only
             strategies whose diagnoses carry usage). ``input_chars``/``output_chars`` are tokenizer-free
             character counts of every prompt and answer (cache hits included); ``input_tokens``/
@@ -129,6 +136,7 @@ class EvalReport:
     notes: list[str] = field(default_factory=list)
     usage: dict[str, Any] | None = None
     usage_by_strategy: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calibration: dict[str, Any] | None = None
 
     @property
     def misses(self) -> list[RunScore]:
@@ -163,6 +171,7 @@ class EvalReport:
             "notes": self.notes,
             "usage": self.usage,
             "usage_by_strategy": self.usage_by_strategy,
+            "calibration": self.calibration,
         }
 
     def to_json(self, indent: int | None = 1) -> str:

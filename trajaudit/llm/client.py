@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 import jsonschema
@@ -83,9 +84,17 @@ class LLMClient:
         self.cache = cache if cache is not None else (ResponseCache(config.cache_path) if config.cache_path else None)
         self.usage = Usage()
         self._slots = threading.BoundedSemaphore(config.concurrency)
+        self._shared: AbstractContextManager[Any] = nullcontext()
         self._mode = "json_object" if config.structured == "json_object" else "json_schema"
 
     # -- public API -------------------------------------------------------------------------------
+
+    def share_limit(self, limiter: AbstractContextManager[Any]) -> None:
+        """Also hold ``limiter`` during every request (after this client's own ``concurrency`` slot):
+        a limit shared with other processes, e.g. a ``distributed.Semaphore`` that every worker of a
+        cluster holds, so the endpoint sees at most its ``max_leases`` requests at once
+        (:mod:`trajaudit.engine.run.cluster`)."""
+        self._shared = limiter
 
     @property
     def structured_mode(self) -> str:
@@ -284,7 +293,7 @@ class LLMClient:
         in_chars = messages_chars(messages)
         chars["input"] += in_chars
         oa = self._openai
-        with self._slots:
+        with self._slots, self._shared:
             t0 = time.perf_counter()
             try:
                 resp = self._api.chat.completions.create(**kwargs)

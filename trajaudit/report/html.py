@@ -1,135 +1,74 @@
-"""Self-contained HTML batch report (no network assets, no JavaScript needed).
+"""Self-contained HTML batch report (``audit --report x.html``; ``eval --report`` adds the gold).
 
-Layout: a summary (runs, categories, agents, skipped runs), then per run a header with the diagnosis
-(critical step, category, agent, confidence, rationale), and a timeline of steps with the critical
-step highlighted, violations and unsupported claims marked at their steps, and the evidence quoted.
-Evidence addresses ``steps.N…`` link to ``#<run>-step-N``.
+The page is rendered from jinja2 templates (:mod:`trajaudit.report.page`) with the one stylesheet
+and one small script inlined. The runs are data: a summary per run embedded as JSON (the runs table
+with sorting, filters and search, and the charts, are drawn from it by the script), and each run's
+detail (timeline, evidence, violations) in its own JSON block, parsed only when the run is opened —
+so a report of ten thousand runs stays usable. Deep links: ``report.html#run=ID&step=N``.
+
+Streaming: :class:`HtmlReport` turns each result into its summary and its detail JSON when the result
+arrives and spools the detail (see :class:`~trajaudit.report.stream.SectionSpool`); only the summaries
+stay in memory.
 """
 
 from __future__ import annotations
 
-import html
-import re
+import base64
+import zlib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cache
+from typing import Any, NamedTuple
 
+from markupsafe import Markup
+
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.packs.pack import load_pack, shipped_rule_specs
 from trajaudit.engine.run.pipeline import AuditResult
-from trajaudit.errors import Problem
-from trajaudit.report.markdown import evidence_text, visible
-from trajaudit.report.stream import RUN_TOKEN, RunRow, SectionSpool
+from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.validation_log import ValidationLog
+from trajaudit.errors import Problem, RulePackError
+from trajaudit.report import rundata
+from trajaudit.report.page import script, stylesheet, template
+from trajaudit.report.stream import SectionSpool
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
-header.top{background:#1d2330;color:#fff;padding:14px 24px}header.top h1{margin:0;font-size:20px}
-main{padding:16px 24px;max-width:1200px}section.run{background:#fff;border:1px solid #dde1e7;border-radius:8px;
-margin:18px 0;padding:12px 16px}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #eceef2;
-padding:4px 8px;text-align:left;vertical-align:top}th{background:#f0f2f5}.kind{font-size:12px;color:#667}
-.step.critical{background:#fff1f0;outline:2px solid #d93025}.step.critical td:first-child::before{content:"▶ ";color:#d93025}
-.badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;margin:1px 2px;background:#e8eaed}
-.badge.critical,.badge.error{background:#fce8e6;color:#a50e0e}.badge.warning{background:#fef7e0;color:#8a5a00}
-.badge.claim{background:#e8f0fe;color:#174ea6}.preview{white-space:pre-wrap;word-break:break-word;max-height:9em;overflow:auto}
-.diag{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}.diag dt{font-weight:600}.diag dd{margin:0}
-code{background:#f0f2f5;padding:0 3px;border-radius:3px}nav{display:flex;flex-wrap:wrap;gap:2px 10px}.evidence{font-size:12px;color:#333}
-"""
-
-_ADDR = re.compile(r"\bsteps\.(\d+)((?:\.[\w\[\]:-]+)*)")
+#: Runs above which :class:`HtmlReport` compresses the run details (see ``compress_above``).
+COMPRESS_ABOVE = 500
+#: Runs per compressed chunk of details.
+CHUNK = 64
 
 
-def _e(x: object) -> str:
-    """Text as inert HTML: escaped, control and bidi-override characters shown by name (:func:`visible`)."""
-    return html.escape(visible(str(x)), quote=True)
+def _chunk(k: int, details: list[str]) -> DetailBlock:
+    """Chunk ``k``: the JSON array of ``details``, gzip-compressed, base64 (no markup can occur in it)."""
+    raw = ("[" + ",".join(details) + "]").encode("utf-8")
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip stream, which DecompressionStream("gzip") reads
+    return DetailBlock("application/gzip-base64", f"c{k}", Markup(base64.b64encode(z.compress(raw) + z.flush()).decode()))
 
 
-def _anchor(run_idx: int | str) -> str:
-    return f"run-{run_idx}"
+class DetailBlock(NamedTuple):
+    """One ``<script>`` data block of run details (the template writes the element)."""
+
+    type: str
+    id: str
+    text: Markup
 
 
-def _link_addresses(text: str, run_idx: int | str) -> str:
-    """Escape ``text`` and turn ``steps.N…`` addresses into links to the step rows of the same run."""
-    out, pos = [], 0
-    for m in _ADDR.finditer(text):
-        out.append(_e(text[pos:m.start()]))
-        out.append(f'<a href="#{_anchor(run_idx)}-step-{m.group(1)}"><code>{_e(m.group(0))}</code></a>')
-        pos = m.end()
-    out.append(_e(text[pos:]))
-    return "".join(out)
+@cache
+def _shipped_titles() -> dict[str, str]:
+    return {r.id: r.title for r in shipped_rule_specs() if r.title}
 
 
-def _summary(rows: Sequence[RunRow], problems: Sequence[Problem]) -> str:
-    cats = Counter(r.category for r in rows)
-    agents = Counter(r.agent or "—" for r in rows)
-    body = "".join(
-        f'<tr><td><a href="#{_anchor(i)}">{_e(r.id)}</a></td><td>{_e(r.critical_step)}</td>'
-        f"<td>{_e(r.category)}</td><td>{_e(r.agent or '—')}</td>"
-        f"<td>{r.confidence:.2f}</td><td>{_e(r.file or '')}</td></tr>"
-        for i, r in enumerate(rows)
-    )
-    cat_rows = "".join(f"<tr><td>{_e(k)}</td><td>{v}</td></tr>" for k, v in cats.most_common())
-    agent_rows = "".join(f"<tr><td>{_e(k)}</td><td>{v}</td></tr>" for k, v in agents.most_common())
-    prob = ""
-    if problems:
-        prob = "<h3>Skipped runs</h3><ul>" + "".join(f"<li>{_e(p.message)}</li>" for p in problems) + "</ul>"
-    return (
-        f'<section class="run" id="summary"><h2>Summary</h2><p>{len(rows)} run(s) audited, '
-        f"{len(problems)} skipped.</p>"
-        '<div style="display:flex;gap:24px;flex-wrap:wrap"><div><h3>Categories</h3><table>'
-        f"<tr><th>category</th><th>runs</th></tr>{cat_rows}</table></div><div><h3>Agents</h3><table>"
-        f"<tr><th>agent</th><th>runs</th></tr>{agent_rows}</table></div></div>"
-        "<h3>Runs</h3><table><tr><th>run</th><th>critical step</th><th>category</th><th>agent</th>"
-        f"<th>confidence</th><th>file</th></tr>{body}</table>{prob}</section>"
-    )
-
-
-def _run_section(i: int | str, r: AuditResult, preview_chars: int) -> str:
-    t, d = r.trajectory, r.diagnosis
-    marks: dict[int, list[str]] = {}
-    if r.log is not None:
-        for rec in r.log.violations("info"):
-            marks.setdefault(rec.step, []).append(
-                f'<span class="badge {_e(rec.severity)}" title="{_e(rec.message)}">{_e(rec.rule_id)}</span>')
-    for c in r.claims:
-        if c.get("status") in ("MISSING", "CONFLICTING") and isinstance(c.get("step"), int):
-            marks.setdefault(c["step"], []).append(
-                f'<span class="badge claim" title="{_e(c.get("evidence") or "")}">{_e(c["status"].lower())}: '
-                f'{_e(str(c.get("value"))[:40])}</span>')
-    rows = []
-    for s in t.steps:
-        cls = "step critical" if s.index == d.critical_step else "step"
-        tool = ", ".join(s.tool_names) or (s.tool_output.name if s.tool_output else "") or ""
-        text = s.content if s.content else s.preview(preview_chars)
-        if len(text) > preview_chars:
-            text = text[:preview_chars] + f"… [{len(s.content) - preview_chars} more chars]"
-        badges = "".join(marks.get(s.index, []))
-        rows.append(
-            f'<tr class="{cls}" id="{_anchor(i)}-step-{s.index}"><td>{s.index}</td><td class="kind">{_e(s.kind)}</td>'
-            f"<td>{_e(s.agent or '')}</td><td>{_e(tool)}</td><td>{badges}<div class='preview'>{_e(text)}</div></td></tr>"
-        )
-    ev = "".join(
-        f"<li>{_link_addresses(e.address, i)} {_e(e.note or '')}: <code>{_e(evidence_text(e.value, 300))}</code></li>"
-        for e in d.evidence
-    )
-    cands = "".join(
-        f'<li><a href="#{_anchor(i)}-step-{c.step}">step {c.step}</a> · {_e(c.category)} · score {c.score:.2f} · '
-        f"{_link_addresses(c.reason, i)}</li>"
-        for c in d.candidates[:8]
-    )
-    crit = (f'<a href="#{_anchor(i)}-step-{d.critical_step}">step {d.critical_step}</a>'
-            if d.critical_step is not None else "none")
-    repair = f"<dt>repair</dt><dd>{_e(d.repair)}</dd>" if d.repair else ""
-    if r.log is not None and r.log.incomplete:
-        repair += "<dt>incomplete</dt><dd>" + "<br>".join(_link_addresses(n, i) for n in r.log.incomplete) + "</dd>"
-    return (
-        f'<section class="run" id="{_anchor(i)}"><h2>{_e(t.id)} <span class="kind">{_e(t.source.format)} · '
-        f"{_e(t.source.file or '')}{'' if t.source.record is None else ' #' + str(t.source.record)}</span></h2>"
-        f'<dl class="diag"><dt>critical step</dt><dd class="critical-step">{crit}</dd>'
-        f"<dt>category</dt><dd>{_e(d.category)} ({_e(d.taxonomy)})</dd><dt>agent</dt><dd>{_e(d.agent or '—')}</dd>"
-        f"<dt>confidence</dt><dd>{d.confidence:.2f}</dd><dt>strategy</dt><dd>{_e(d.strategy)}</dd>"
-        f"<dt>rationale</dt><dd>{_link_addresses(d.rationale, i)}</dd>{repair}</dl>"
-        f"<h3>Evidence</h3><ul class='evidence'>{ev or '<li>none</li>'}</ul>"
-        f"<h3>Candidates</h3><ol class='evidence'>{cands or '<li>none</li>'}</ol>"
-        f"<h3>Timeline</h3><table><tr><th>#</th><th>kind</th><th>agent</th><th>tool</th><th>content</th></tr>"
-        f"{''.join(rows)}</table><p><a href='#summary'>back to summary</a></p></section>"
-    )
+def rule_titles(packs: Iterable[Any] = ()) -> dict[str, str]:
+    """``{rule id: title}`` of the shipped rules and of ``packs`` (paths, shipped names or loaded
+    packs; a pack that does not load is left out — the audit itself reports it)."""
+    titles = dict(_shipped_titles())
+    for p in packs:
+        try:
+            pack = load_pack(p) if isinstance(p, str) else p
+        except (RulePackError, OSError):
+            continue
+        titles.update({r.id: r.title for r in getattr(pack, "rules", ()) if r.title})
+    return titles
 
 
 def render_html(
@@ -137,7 +76,7 @@ def render_html(
     problems: Sequence[Problem] = (),
     *,
     title: str = "trajaudit report",
-    preview_chars: int = 600,
+    preview_chars: int = rundata.STEP_CHARS,
     extra_sections: Sequence[str] = (),
 ) -> str:
     """Render a self-contained HTML report.
@@ -145,11 +84,11 @@ def render_html(
     Args:
         results: audited runs.
         problems: runs reported and skipped.
-        preview_chars: characters of each step's content shown in the timeline.
-        extra_sections: trusted HTML fragments (e.g. citation-tracing chains) appended after the runs.
+        preview_chars: characters of each step's text kept in the report.
+        extra_sections: trusted HTML fragments (e.g. citation-tracing sections) shown after the runs.
 
     Returns:
-        The whole HTML document as a string (UTF-8, inline CSS, no scripts or external assets). A batch
+        The whole HTML document (inline CSS and script, run data as JSON; no external assets). A batch
         that streams its results builds the same document with :class:`HtmlReport`.
     """
     report = HtmlReport(title=title, preview_chars=preview_chars)
@@ -163,40 +102,94 @@ def render_html(
 
 class HtmlReport(SectionSpool):
     """The HTML report of a batch whose results arrive one at a time, in any order (``audit_paths``'s
-    ``on_result``): each run's section is rendered when its result arrives and spooled (see
-    :class:`~trajaudit.report.stream.SectionSpool`); only a summary row per run stays in memory, so a
-    report of thousands of runs does not keep their trajectories and validation logs.
-    :meth:`render` gives exactly what :func:`render_html` gives for the results in index order.
+    ``on_result``): each run's detail JSON is made when its result arrives and spooled; a summary
+    row per run stays in memory. :meth:`render` gives exactly what :func:`render_html` gives for the
+    results in index order.
 
     Args:
         title: the page title.
-        preview_chars: characters of each step's content shown in the timeline.
+        preview_chars: characters of each step's text kept in the report.
+        titles: ``{rule id: title}`` for the evidence (default: :func:`rule_titles` of the shipped packs).
+        compress_above: with more runs than this, the details are written gzip-compressed, base64, in
+            chunks of :data:`CHUNK` runs (the page decompresses a chunk when one of its runs is opened):
+            ~3x smaller for large batches. Smaller reports keep one plain JSON block per run.
     """
 
-    def __init__(self, *, title: str = "trajaudit report", preview_chars: int = 600) -> None:
-        super().__init__(position_token=RUN_TOKEN)
+    def __init__(self, *, title: str = "trajaudit report", preview_chars: int = rundata.STEP_CHARS,
+                 titles: Mapping[str, str] | None = None, compress_above: int = COMPRESS_ABOVE) -> None:
+        super().__init__()
+        self.compress_above = compress_above
+        self.with_logs = False  # whether any run came with a validation log (eval's runs do not)
         self.title = title
         self.preview_chars = preview_chars
+        self.titles = dict(titles) if titles is not None else rule_titles()
 
     def add(self, index: int, result: AuditResult) -> None:
-        """Render run ``index``'s section (its position in the report is that of ``index`` among all
+        """Take run ``index``'s result (its position in the report is that of ``index`` among all
         indexes added)."""
-        self.put(index, RunRow.of(result), _run_section(RUN_TOKEN, result, self.preview_chars))
+        self.add_run(index, result.trajectory, result.diagnosis, result.log, result.claims)
+
+    def add_run(self, index: int, trajectory: Trajectory | None, diagnosis: Diagnosis,
+                log: ValidationLog | None = None, claims: Sequence[Mapping[str, Any]] = (),
+                gold: Mapping[str, Any] | None = None) -> None:
+        """Take one run from its parts (``eval --report``: no validation log, a gold ``{step, cat,
+        agent}``; ``trajectory`` ``None`` when the trace was not given)."""
+        self.with_logs = self.with_logs or log is not None
+        row = rundata.summary(trajectory, diagnosis, log, gold)
+        det = rundata.detail(trajectory, diagnosis, log, claims, self.titles, gold, step_chars=self.preview_chars)
+        self.put(index, row, rundata.script_json(det))
 
     def render(self, problems: Sequence[Problem] = (), *, extra_sections: Sequence[str] = ()) -> str:
         """The whole document (see :func:`render_html`)."""
         return "".join(self.render_parts(problems, extra_sections=extra_sections))
 
-    def render_parts(self, problems: Sequence[Problem] = (), *, extra_sections: Sequence[str] = ()) -> Iterator[str]:
-        """The document in pieces (head and summary, one piece per run, the end), to write without
-        holding it whole; their concatenation is :meth:`render`."""
+    def context(self, problems: Sequence[Problem] = (), extra_sections: Sequence[str] = ()) -> dict[str, Any]:
+        """The template variables of the page (the runs' details as a lazy iterator)."""
         rows = self.rows()
-        nav = "".join(f'<a href="#{_anchor(i)}">{_e(r.id)}</a>' for i, r in enumerate(rows[:200]))
-        yield (
-            "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<meta name='viewport' content='width=device-width'><title>{_e(self.title)}</title><style>{_CSS}</style></head>"
-            f"<body><header class='top'><h1>{_e(self.title)}</h1></header><main><nav>{nav}</nav>"
-            + _summary(rows, problems)
-        )
-        yield from self.sections()
-        yield f"{''.join(extra_sections)}</main></body></html>"
+        bases = Counter(r["basis"] for r in rows)
+        violated = sum(1 for r in rows if r["nviol"])
+        confs = [r["conf"] for r in rows]
+        tiles: list[tuple[str, int | str]] = [("runs audited", len(rows)), ("skipped", len(problems)),
+                 ("backed by a finding", bases.get("finding", 0)), ("weak evidence", bases.get("weak", 0)),
+                 ("fallback guesses", bases.get("fallback", 0))]
+        if self.with_logs:
+            tiles.append(("runs with violations", violated))
+        tiles.append(("mean confidence", f"{sum(confs) / len(confs):.2f}" if confs else "—"))
+        dists = [r["dist"] for r in rows if r.get("dist") is not None]
+        if dists:
+            tiles += [("exact step (Δ = 0)", sum(1 for x in dists if x == 0)), ("within 3 steps", sum(1 for x in dists if x <= 3))]
+        return {
+            "title": self.title, "css": stylesheet(), "js": script(), "n_runs": len(rows),
+            "n_problems": len(problems), "strategies": sorted({r["strat"] for r in rows}), "tiles": tiles,
+            "problems": [p.message for p in problems], "extra_sections": list(extra_sections),
+            "meta": Markup(rundata.script_json({"title": self.title, "chunk": CHUNK, "logs": self.with_logs})),
+            "runs": Markup(rundata.script_json(rows)),
+            "details": self._details(len(rows)),
+        }
+
+    def _details(self, n: int) -> Iterator[DetailBlock]:
+        """The runs' detail blocks, in order (plain JSON per run, or compressed chunks)."""
+        if n <= self.compress_above:
+            for pos, d in enumerate(self.sections()):
+                yield DetailBlock("application/json", f"d{pos}", Markup(d))
+            return
+        chunk: list[str] = []
+        k = 0
+        for d in self.sections():
+            chunk.append(d)
+            if len(chunk) == CHUNK:
+                yield _chunk(k, chunk)
+                chunk, k = [], k + 1
+        if chunk:
+            yield _chunk(k, chunk)
+
+    def render_parts(self, problems: Sequence[Problem] = (), *, extra_sections: Sequence[str] = (),
+                     template_name: str = "runs.html.j2", **extra: Any) -> Iterator[str]:
+        """The document in pieces, to write without holding it whole; their concatenation is
+        :meth:`render`. ``template_name`` and ``extra`` variables: ``eval --report``'s page."""
+        ctx = self.context(problems, extra_sections)
+        ctx.update(extra)
+        yield from template(template_name).generate(**ctx)
+
+
+__all__ = ["HtmlReport", "render_html", "rule_titles"]

@@ -79,7 +79,8 @@ def _section(r: AuditResult) -> str:
     lines = [f"## {_cell(r.trajectory.id)}", "", f"- file: {_code(src.file)}"
              + (f" record {_cell(src.record)}" if src.record is not None else ""),
              f"- critical step: **{_cell(d.critical_step)}** ({_cell(d.agent or '—')}), category "
-             f"**{_cell(d.category)}**, confidence {d.confidence:.2f}, strategy {_code(d.strategy)}",
+             f"**{_cell(d.category)}**, confidence {d.confidence:.2f}, basis {_cell(d.basis or '—')}, "
+             f"strategy {_code(d.strategy)}",
              f"- rationale: {_cell(d.rationale)}"]
     if d.repair:
         lines.append(f"- repair: {_cell(d.repair)}")
@@ -121,10 +122,11 @@ class MarkdownReport(SectionSpool):
         lines = [f"# {_cell(self.title)}", "", f"{len(rows)} run(s) audited, {len(problems)} skipped.", ""]
         cats = Counter(r.category for r in rows)
         lines += ["| category | runs |", "|---|---|"] + [f"| {_cell(k)} | {v} |" for k, v in cats.most_common()] + [""]
-        lines += ["| run | critical step | category | agent | confidence | preview |", "|---|---|---|---|---|---|"]
+        lines += ["| run | critical step | category | agent | confidence | basis | preview |",
+                  "|---|---|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| {_cell(r.id)} | {_cell(r.critical_step)} | {_cell(r.category)} | {_cell(r.agent or '—')} | "
-                         f"{r.confidence:.2f} | {_cell(r.preview)} |")
+                         f"{r.confidence:.2f} | {_cell(r.basis or '—')} | {_cell(r.preview)} |")
         lines.append("")
         yield "\n".join(lines)
         for section in self.sections():

@@ -3,7 +3,8 @@
 A batch report used to need every run's result until the end (the summary table comes first): with
 the trajectories and validation logs, ~200 KiB per tau run. ``audit`` now renders each run's section
 when its result arrives (``audit_paths``'s ``on_result``, in completion order under ``--jobs``) into a
-spooled temporary file and keeps only a :class:`RunRow`; the document is put together in index order
+spooled temporary file and keeps only a summary row (Markdown: a :class:`RunRow`; HTML: the run's
+summary dict, its section being the run's detail JSON); the document is put together in index order
 at the end, byte for byte what rendering the whole list gives (the renderers use this same path).
 """
 
@@ -12,12 +13,15 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from trajaudit.engine.run.pipeline import AuditResult
 
-#: Stands for the run's position in the report inside a spooled HTML section (anchors): a position is
-#: known only once every run has arrived. The HTML markup never contains it and trace text cannot
-#: (every ``<`` of trace text is escaped to ``&lt;``). Markdown sections have no anchors and no token.
+#: Stands for the run's position in the report inside a spooled section, for a renderer whose sections
+#: name their position (a position is known only once every run has arrived): the spool replaces it on
+#: the way out. Such a renderer must make sure its sections cannot otherwise contain it. The shipped
+#: renderers do not use it (the HTML report's detail blocks get their position from the template;
+#: Markdown sections have none).
 RUN_TOKEN = "<RUN>"
 
 
@@ -27,7 +31,8 @@ class RunRow:
 
     Attributes:
         id: the trajectory id.
-        critical_step / category / agent / confidence: the diagnosis' fields.
+        critical_step / category / agent / confidence / basis: the diagnosis' fields (``basis``:
+            finding, weak, fallback, or ``None`` when the strategy does not say).
         file: the run's source file ("" when it came from memory).
         preview: an 80-character preview of the critical step ("" without one).
     """
@@ -39,18 +44,19 @@ class RunRow:
     confidence: float
     file: str
     preview: str
+    basis: str | None = None
 
     @classmethod
     def of(cls, r: AuditResult) -> RunRow:
         """The row of an audited run."""
         d, t = r.diagnosis, r.trajectory
         prev = t.steps[d.critical_step].preview(80) if d.critical_step is not None else ""
-        return cls(t.id, d.critical_step, d.category, d.agent, d.confidence, t.source.file or "", prev)
+        return cls(t.id, d.critical_step, d.category, d.agent, d.confidence, t.source.file or "", prev, d.basis)
 
 
 class SectionSpool:
     """Rendered per-run sections, by run index, in a spooled temporary file (memory up to 8 MiB, then
-    disk), and one :class:`RunRow` per run. Sections are read back in index order by
+    disk), and one summary row per run. Sections are read back in index order by
     :meth:`sections`, with ``position_token`` (when given) replaced by the run's 0-based position
     among the runs — only for renderers whose output cannot contain the token otherwise (HTML:
     :data:`RUN_TOKEN`). Text round-trips exactly (lone surrogates included). Not thread-safe;
@@ -64,9 +70,9 @@ class SectionSpool:
         self._token = position_token
         self._file = tempfile.SpooledTemporaryFile(max_size=8 << 20)
         self._at: dict[int, tuple[int, int]] = {}
-        self._rows: dict[int, RunRow] = {}
+        self._rows: dict[int, Any] = {}
 
-    def put(self, index: int, row: RunRow, section: str) -> None:
+    def put(self, index: int, row: Any, section: str) -> None:
         """Keep run ``index``'s summary row and rendered section (a later put of the index replaces it)."""
         data = section.encode("utf-8", "surrogatepass")
         self._file.seek(0, 2)
@@ -74,8 +80,9 @@ class SectionSpool:
         self._file.write(data)
         self._rows[index] = row
 
-    def rows(self) -> list[RunRow]:
-        """The summary rows in index order."""
+    def rows(self) -> list[Any]:
+        """The summary rows in index order (:class:`RunRow` for Markdown, the summary dicts of
+        :func:`trajaudit.report.rundata.summary` for HTML)."""
         return [self._rows[i] for i in sorted(self._rows)]
 
     def sections(self) -> Iterator[str]:

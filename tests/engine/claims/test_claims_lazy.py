@@ -48,34 +48,35 @@ class EagerIndex:
         self.collections: dict[int, list[tuple[int, str, str, int]]] = {}
         for sid, src in enumerate(ix.sources):
             d = ix._digest(sid)
+            vis = ix._pos[sid]  # visibility: an embedded observation or pasted output sorts just before its step
             for suffix, key, size, _ in d.collections:
-                self.collections.setdefault(src.pos, []).append((src.pos, src.address + suffix, key, size))
+                self.collections.setdefault(vis, []).append((src.pos, src.address + suffix, key, size))
             for index, keys in ((self.values, d.values), (self.postings, d.words)):
                 for key in keys:
                     index.setdefault(key, []).append(sid)
             for ident, slots in d.facts.items():
-                self.objects.setdefault(ident, src.pos)
+                self.objects.setdefault(ident, vis)
                 for attr, (path, key, raw) in slots.items():
                     self.facts.setdefault((ident, attr), []).append((src.pos, sid, f"{path}.{key}", raw))
 
     def latest(self, key: str, before: int) -> Hit | None:
         for sid in reversed(self.values.get(key, ())):
-            if self.ix.sources[sid].pos < before:
+            if self.ix._pos[sid] < before:
                 return self.ix._hit(sid, key)
         for sid in reversed(self.postings.get(key, ())):
             src = self.ix.sources[sid]
-            if src.pos < before:
+            if self.ix._pos[sid] < before:
                 return Hit(sid, src.pos, src.address)
         return None
 
     def after(self, key: str, pos: int, kinds: tuple[str, ...] = ("user",)) -> Hit | None:
         for sid in self.values.get(key, ()):
             src = self.ix.sources[sid]
-            if src.pos > pos and src.kind in kinds:
+            if self.ix._pos[sid] > pos and src.kind in kinds:
                 return self.ix._hit(sid, key)
         for sid in self.postings.get(key, ()):
             src = self.ix.sources[sid]
-            if src.pos > pos and src.kind in kinds:
+            if self.ix._pos[sid] > pos and src.kind in kinds:
                 return Hit(sid, src.pos, src.address)
         return None
 
@@ -90,7 +91,7 @@ class EagerIndex:
         for lst in lists[1:]:
             cands.intersection_update(lst)
         partial = None
-        for sid in sorted((s for s in cands if self.ix.sources[s].pos < before), reverse=True):
+        for sid in sorted((s for s in cands if self.ix._pos[s] < before), reverse=True):
             src = self.ix.sources[sid]
             hit = Hit(sid, src.pos, src.address)
             if phrase in self.ix.normalized(sid):
@@ -101,7 +102,7 @@ class EagerIndex:
     def fact(self, obj: str, attr: str, before: int) -> tuple[int, str, Any] | None:
         best = None
         for f in self.facts.get((obj, attr), ()):
-            if f[0] < before:
+            if self.ix._pos[f[1]] < before:
                 best = f
         return None if best is None else (best[0], self.ix.sources[best[1]].address + best[2], best[3])
 

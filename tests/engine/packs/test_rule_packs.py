@@ -11,7 +11,7 @@ from trajaudit.engine.packs.pack import shipped_packs
 from trajaudit.engine.validation.rule_tests import run_examples
 
 SHIPPED = ["generic", "generic.protocol", "generic.system", "generic.guardrails", "generic.capability",
-           "generic.provenance", "generic.relational", "tau_retail"]
+           "generic.provenance", "tau_retail"]
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +54,12 @@ def test_shipped_packs_load_by_short_name_and_every_example_passes():
             if not spec.disabled:
                 assert {e["expect"] for e in spec.examples} & {"fail", "skip"}, spec.id
     results = run_examples(compile_rules(load_pack("generic")) + compile_rules(load_pack("tau_retail")))
-    assert len(results) == 127 and [r.detail for r in results if not r.ok] == []
+    assert len(results) == 129 and [r.detail for r in results if not r.ok] == []
     assert load_pack("tau_retail").metadata["applies_to_tools"][0] == "calculate"
 
 
 def test_count_claim_contradicting_available_variants(tau_logs):
-    rec = record(tau_logs["2"], 6, "generic.relational.available-count-matches")
+    rec = record(tau_logs["2"], 6, "tau_retail.available-count-matches")
     assert rec.verdict == "fail" and rec.targets == ("misinterpretation_of_tool_output",)
     assert rec.bindings["claimed"] == 11 and rec.bindings["actual"] == 10
     assert "steps.5" in [e.address for e in rec.evidence]
@@ -146,8 +146,9 @@ def test_recall_at_the_gold_step_on_the_29_tau_runs(tau_logs, tau_gold):
 
 
 def test_generic_rules_on_tau_runs(tau_runs, generic_rules):
-    rec = record(evaluate(tau_runs["20"], generic_rules), 20, "generic.relational.status-claim-matches")
+    rec = record(evaluate(tau_runs["20"], compile_rules(load_pack("tau_retail"))), 20, "tau_retail.status-claim-matches")
     assert rec.verdict == "fail" and "Delivered Orders (#W4967593" in rec.message and "processed" in rec.message
+    assert not [r for r in generic_rules if "status" in r.id and "claim" in r.id]  # no order statuses in generic
     rec = record(evaluate(tau_runs["80"], generic_rules), 25, "generic.protocol.run-ends-on-open-request")
     assert rec.verdict == "fail" and rec.targets == ("system_failure",)
     rec = record(evaluate(tau_runs["105"], generic_rules), 42, "generic.protocol.run-ends-after-failed-call")
@@ -201,8 +202,8 @@ def test_the_override_example_in_the_docs_loads():
     pack = load_pack(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))
     assert not pack.rule("one-action-per-turn").disabled and pack.rule("tool-traceback").disabled
     assert pack.rule("claim-values-grounded").severity == "info"
-    assert pack.rule("status-claim-matches").params["status_field"] == "state"
-    assert len(compile_rules(pack)) == 25
+    assert "moderation" in pack.rule("content-policy-refusal").params["content_policy"]
+    assert len(compile_rules(pack)) == 23
 
 
 GENERIC_CONFIRM = "generic.protocol.confirmation-before-write"

@@ -130,12 +130,13 @@ def test_cli_from_tools_check_tools_and_list(tmp_path, tau_file):
     assert "7 rule(s) for 16 tool(s)" in res.stderr
     assert yaml.safe_load(out.read_text())["params"]["tool_names"][0] == "calculate"
     assert r.invoke(main, ["rules", "test", str(out)]).exit_code == 0
-    res = r.invoke(main, ["check", str(tau_file), "--tools", str(TAU / "tools.json")])
+    res = r.invoke(main, ["check", str(tau_file), "--tools", str(TAU / "tools.json"), "--no-default-packs"])
     assert res.exit_code == 0 and "29 run(s), 7 rule(s): 0 violation(s)" in res.stderr
     bad_run = tmp_path / "bad.json"
     bad_run.write_text(json.dumps(_call("cancel_pending_order", '{"order_id": "#W1", "reason": "too slow"}',
                                         "Error: invalid reason")))
-    res = r.invoke(main, ["check", str(bad_run), "--tools", str(TAU / "tools.json"), "--format", "json"])
+    res = r.invoke(main, ["check", str(bad_run), "--tools", str(TAU / "tools.json"), "--format", "json",
+                          "--no-default-packs"])
     assert res.exit_code == 1
     (rec,) = [x for x in json.loads(res.stdout)[0]["records"] if x["verdict"] == "fail"]
     assert rec["rule_id"] == "tools.argument-enums" and rec["step"] == 1 and "['reason']" not in rec["message"]
@@ -145,7 +146,7 @@ def test_cli_from_tools_check_tools_and_list(tmp_path, tau_file):
     res = r.invoke(main, ["rules", "from-tools", str(junk)])
     assert res.exit_code == 2 and "must be a JSON list of function schemas" in res.stderr
     assert "Traceback" not in res.output
-    res = r.invoke(main, ["check", str(tau_file)])
+    res = r.invoke(main, ["check", str(tau_file), "--no-default-packs"])  # no rule at all: a usage error
     assert res.exit_code == 2 and "--rules PACK or --tools" in res.stderr
     res = r.invoke(main, ["rules", "list"])
     assert res.exit_code == 0 and "tau_retail" in res.stdout and "generic.provenance" in res.stdout

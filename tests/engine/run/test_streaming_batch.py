@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import report_page
 from click.testing import CliRunner
 
 from trajaudit.cli import main
@@ -45,7 +46,9 @@ def test_cli_output_is_in_input_order_with_a_bad_run_in_between(tmp_path, tau_fi
         got = [json.loads(x) for x in out.read_text().splitlines()]
         assert [(d["trajectory_id"], d["critical_step"]) for d in got] == [("2", 6), ("12", 18), ("47", 18)]
         html = rep.read_text()
-        assert [f'<section class="run" id="run-{k}">' in html for k in range(4)] == [True, True, True, False]
+        assert [r["id"] for r in report_page.runs(html)] == ["2", "12", "47"]
+        assert [f'id="d{k}"' in html for k in range(4)] == [True, True, True, False]
+        assert "skipped" in html and "Skipped runs (1)" in html
 
 
 def test_iter_load_reads_one_file_at_a_time_and_load_many_is_its_concatenation(tmp_path, tau_file):

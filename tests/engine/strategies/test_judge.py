@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.judge_features import FEATURES, features
 from trajaudit.engine.strategies.offline_judge import OfflineJudge, blame, is_consequential_action
 from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
 from trajaudit.engine.validation_log import Evidence, Record
@@ -38,13 +39,16 @@ def test_blame_moves_tool_output_findings_to_the_calling_step_and_user_findings_
 
 def test_recovered_error_is_discounted_and_later_failure_wins():
     t = _traj()
-    j = OfflineJudge()
-    cands = j.candidates(t, [_rec(3, "sys.tool-error"), _rec(8, "claims.conflicting-evidence", targets=(
+    table = features(t, [_rec(3, "sys.tool-error"), _rec(8, "claims.conflicting-evidence", targets=(
         "misinterpretation_of_tool_output",))])
-    assert [(c.step, c.score) for c in cands] == [(2, 0.5), (8, 2.0)]  # step 2's error was retried successfully
+    rows = {c.step: dict(zip(FEATURES, c.features, strict=True)) for c in table.candidates}
+    # step 2's error was retried successfully: recovered, not a candidate for "first unrecoverable"
+    assert rows[2]["error_recovered"] > 0 and rows[2]["error_unrecovered"] == 0 and rows[2]["first_error_step"] == 0
+    assert rows[8]["error_unrecovered"] > 0 and rows[8]["first_error_step"] == 1
+    assert [c.basis for c in table.candidates] == ["weak", "fallback", "fallback", "finding"]
 
 
-def test_choice_category_and_confidence():
+def test_choice_category_and_confidence(monkeypatch):
     t = _traj()
     recs = [_rec(3, "sys.tool-error", sev="warning"),
             _rec(6, "policy.confirm-before-write", targets=("instruction_adherence_failure",)),
@@ -57,7 +61,8 @@ def test_choice_category_and_confidence():
             self.log = ValidationLog("t", list(recs))
             self.error_steps = (8,)
 
-    d = OfflineJudge().diagnose(t, Bundle(), AuditContext())  # the evidence is given, not gathered
+    bundle = Bundle()
+    d = OfflineJudge().diagnose(t, bundle, AuditContext())
     assert d.critical_step == 6 and d.agent == "assistant"
     assert d.category == "instruction_adherence_failure"  # vote 2.0 beats invalid_invocation's 1.0
     assert [c.step for c in d.candidates][:2] == [6, 8]
@@ -67,23 +72,23 @@ def test_choice_category_and_confidence():
 
 def test_tie_break_uses_category_precedence():
     t = _traj()
-    j = OfflineJudge()
-    (c,) = j.candidates(t, [_rec(6, "a", targets=("system_failure",)), _rec(6, "b", targets=("invalid_invocation",))])
-    from trajaudit.engine.strategies.offline_judge import _category
+    table = features(t, [_rec(6, "a", targets=("system_failure",)), _rec(6, "b", targets=("invalid_invocation",))])
+    (c,) = [c for c in table.candidates if c.findings]
+    from trajaudit.engine.strategies.offline_judge import _category, _votes
 
-    assert _category(c, None) == "invalid_invocation"
+    assert _category(_votes(c.findings, 1), None) == "invalid_invocation"
 
 
 def test_fallback_is_first_consequential_action_then_last_decision():
     t = _traj()
     assert [s.index for s in t.steps if is_consequential_action(s)] == [6]
-    step, cat, conf, ev, why = OfflineJudge()._prior(t)
-    assert (step, cat) == (6, "intent_plan_misalignment") and "first consequential action" in why
+    step, cat, conf, ev, why = OfflineJudge()._prior(t)  # the shipped weights, no evidence
+    assert (step, cat) == (6, "intent_plan_misalignment") and "fallback" in why and 0 < conf < 1
     code = Step(1, "agent", "assistant", "```python\nprint(1)\n```", "coder")
     assert is_consequential_action(code)
 
 
-def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamable():
+def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamable(monkeypatch):
     t = _traj()
     from trajaudit.engine.validation_log import ValidationLog
 
@@ -94,7 +99,8 @@ def test_warnings_alone_never_make_a_step_critical_and_final_user_turn_is_blamab
         log = ValidationLog("t", recs)
         error_steps = ()
 
-    d = OfflineJudge().diagnose(t, Bundle(), AuditContext())  # the evidence is given, not gathered
+    bundle = Bundle()
+    d = OfflineJudge().diagnose(t, bundle, AuditContext())
     assert d.critical_step == 6  # step 2 scores 3.0 from warnings only
     steps = list(t.steps) + [Step(9, "user", "user", "hello? are you there?")]
     t2 = Trajectory(id="t2", steps=tuple(steps), source=Source("openai"))
@@ -117,7 +123,7 @@ def test_fallback_category_in_a_dialogue_is_the_users_request():
     steps = [replace(s, index=i) for i, s in enumerate(steps)]
     t = Trajectory(id="d", steps=tuple(steps), source=Source("openai"))
     step, cat, conf, ev, why = OfflineJudge()._prior(t)
-    assert (step, cat, conf) == (8, "underspecified_user_intent", 0.2)
+    assert (step, cat) == (8, "underspecified_user_intent") and 0 < conf < 1
     assert [e.address for e in ev] == ["steps.8", "steps.5"] and "the pending one, cancel it" in why
     assert OfflineJudge(JudgeSettings(user_prior=False))._prior(t)[:2] == (8, "intent_plan_misalignment")
     assert OfflineJudge()._prior(base)[:2] == (6, "intent_plan_misalignment")  # the task only: no dialogue

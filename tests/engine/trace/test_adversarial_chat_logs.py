@@ -104,7 +104,9 @@ def test_eval_reads_the_dataset_with_the_same_mapping_as_audit(tmp_path):
 
 def test_a_group_chat_without_a_user_turn_has_no_task_from_an_agent(tmp_path):
     """Every named ``user`` message is another agent's turn (or a runner's output): none is the task,
-    in the OpenAI adapter as in a mapping, so the Planner's value is its claim, not given evidence."""
+    in the OpenAI adapter as in a mapping. The claims stage then takes the opening message — nothing
+    precedes it, no task is given apart — as the run's input (issue 17: a run's opening requirement
+    is not its invention), so the Clerk's use of the order id is supported by it."""
     from trajaudit.engine.claims import build_claim_graph
     from trajaudit.engine.claims.model import Support
 
@@ -122,4 +124,5 @@ def test_a_group_chat_without_a_user_turn_has_no_task_from_an_agent(tmp_path):
                                                     ("tool", "Computer_terminal"), ("agent", "Critic")]
     assert a.task == b.task == ""
     order = next(c for c in build_claim_graph(a).claims if c.value == "98765")
-    assert (order.step, order.agent, order.status) == (0, "Planner", Support.MISSING)
+    assert (order.step, order.agent, order.status) == (1, "Clerk", Support.DIRECT)
+    assert order.evidence_address.startswith("steps.0.content")

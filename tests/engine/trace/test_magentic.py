@@ -110,7 +110,12 @@ def test_inline_fence_is_not_code_and_runner_output_goes_to_the_code():
     assert is_consequential_action(t.steps[7])
     assert t.code_authors == {10: 7, 16: 13}
     d = audit(t)
-    assert (d.critical_step, d.agent, d.category) == (13, "Assistant", "invalid_invocation")
+    # the fitted ranker picks the first failing script (the gold step: it was never fixed), not the
+    # second attempt (the hand-set judge chose 13 on run-ends-after-failed-call, which no longer fires:
+    # the team went on after that failure, issue 17); the finding there is the runner's traceback (a
+    # warning), so the basis is weak and the category system_failure (gold: invalid_invocation)
+    assert (d.critical_step, d.agent, d.basis) == (7, "Assistant", "weak")
+    assert d.category == "system_failure" and any(c.step == 13 for c in d.candidates)
 
 
 @pytest.mark.parametrize("name,step,agent,category", [
@@ -136,9 +141,10 @@ def test_eval_scores_magentic_agents(tmp_path):
                                  str(MAG / "agentrx"), "--format", "json", "--bootstrap", "10"])
     assert r.exit_code == 0, r.output
     metrics = json.loads(r.output)["metrics"]
-    # steps: m1, m2, m5, m7 exact; agents: all seven (m4's failing code is blamed on the Assistant that
+    # steps: 6 of 7 exact under the shipped (fitted) weights (4 under the hand-set judge: m4's first
+    # failing script is now found); agents: all seven (m4's failing code is blamed on the Assistant that
     # wrote it, not on the Orchestrator's "please run it"; 6 of 7 before code_authors)
-    assert round(metrics["step_exact"]["value"] * 7) == 4
+    assert round(metrics["step_exact"]["value"] * 7) == 6
     assert round(metrics["agent_exact"]["value"] * 7) == 7
 
 

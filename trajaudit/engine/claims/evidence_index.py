@@ -24,10 +24,25 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.claims.patterns import WORD_RE
 from trajaudit.engine.claims.sources import Digest, Members, digest
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.observation import observation_start
+
+_MAX_NOISE_SCAN = 200_000
+
+
+def _alternate(spans: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """``[gap, span, gap, span, …, gap]`` covering ``[0, size)``: spans at odd positions."""
+    out: list[tuple[int, int]] = []
+    prev = 0
+    for a, b in spans:
+        out.append((prev, a))
+        out.append((a, b))
+        prev = b
+    out.append((prev, size))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +102,13 @@ class EvidenceIndex:
     Args:
         trajectory: the run.
         max_json_chars: tool outputs longer than this are indexed as text only (no JSON walk).
+        inputs: decision steps that are the run's input (an opening brief restating the task:
+            :func:`~trajaudit.engine.claims.ledger.input_steps`); their text is evidence of kind
+            ``task``, visible from that step on.
     """
 
-    def __init__(self, trajectory: Trajectory, max_json_chars: int = 2_000_000) -> None:
+    def __init__(self, trajectory: Trajectory, max_json_chars: int = 2_000_000,
+                 inputs: frozenset[int] = frozenset()) -> None:
         self.sources: list[Source] = []
         self.user_positions: list[int] = []
         self._digests: list[Digest | None] = []  # computed on first use (_digest)
@@ -102,7 +121,17 @@ class EvidenceIndex:
             if isinstance(prompt, str) and prompt:
                 self._add(Source(-1, f"system_prompts.{agent}", prompt, "system"))
         for step in trajectory.steps:
+            if step.index in inputs and step.content:
+                self._add(Source(step.index, f"steps.{step.index}.content", step.content, "task"),
+                          key=step.index - 0.5)
+                continue
             if step.is_decision:
+                spans = runtime_spans(step.content[:_MAX_NOISE_SCAN])
+                if spans:  # runtime output pasted into the message is evidence (claims/noise.py)
+                    kept = "".join(step.content[a:b] if i % 2 else " " * (b - a)
+                                   for i, (a, b) in enumerate(_alternate(spans, len(step.content))))
+                    self._add(Source(step.index, f"steps.{step.index}.content", kept, "tool"),
+                              key=step.index - 0.5)
                 k = observation_start(step.content)
                 if k is not None:  # an observation embedded in the agent's message (engine/trace/observation.py)
                     # (the said part blanked, so offsets in the digest stay offsets in the content;

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.claims import model as m
+from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.claims.normalize import (
     NUMBER_WORDS,
     norm_id,
@@ -32,9 +33,11 @@ from trajaudit.engine.claims.normalize import (
     number_key,
     significant_digits,
     singular,
+    when_key,
 )
 from trajaudit.engine.claims.patterns import (
     _EXAMPLE_WORDS,
+    _MONTHS,
     _UNITS,
     COMPLETION_RE,
     QUOTED_RE,
@@ -69,6 +72,8 @@ _PLACEHOLDER = re.compile(r"^\D*(?:(\d)\1{4,}|0?123456789?|1234567?)\D*$")
 #: Words that cannot sit between a count and its noun ("one of these variants" is not a count).
 _FUNCTION_WORDS = frozenset("of in on at to for from by with per and or the a an these those this that is are was "
                             "were be been am pm than as into".split())
+#: A month name just before a number makes it a day of a date ("May 23 includes" counts nothing).
+_MONTH_BEFORE = re.compile(r"\b" + _MONTHS + r"\.?\s+$", re.I)
 _UNIT_NOUN = re.compile(r"(?:" + _UNITS + r")", re.I)
 #: Templates and placeholders in URLs and paths: ``{owner}``, ``<id>``, ``path/to/``, ``your_file``.
 _TEMPLATE = re.compile(r"[{}<>]|\bpath/to/|\byour[_-]|example\.(?:com|org)|\bxxx", re.I)
@@ -220,9 +225,12 @@ class RegexExtractor:
         """Mentions for one argument leaf: a short scalar is one claim; free text is scanned like prose."""
         if leaf is None or isinstance(leaf, bool):
             return
-        if isinstance(leaf, str) and (len(leaf) > 40 or "\n" in leaf or len(leaf.split()) > 4):
+        is_code = isinstance(leaf, str) and bool(_CODE_KEY.match(key))
+        if isinstance(leaf, str) and (is_code or len(leaf) > 40 or "\n" in leaf or len(leaf.split()) > 4):
+            # free text is scanned like prose; a command or expression, however short, like code (only
+            # the ids, paths, URLs and long numbers in it are claims, not the command as a whole)
             yield from self.text_mentions(leaf[: config.max_text_chars], step, address,
-                                          in_code=code_tool or bool(_CODE_KEY.match(key)), tool=tool)
+                                          in_code=code_tool or is_code, tool=tool)
             return
         raw = str(leaf)
         value = norm_scalar(leaf)
@@ -245,6 +253,7 @@ class RegexExtractor:
         if not text:
             return
         code = [(0, len(text))] if in_code else code_ranges(text)
+        noise = [] if in_code else runtime_spans(text)  # pasted runtime output: evidence, not claims
         markers = list_markers(text)
         folded = ascii_fold(text)
         examples = folded is None or any(w in folded for w in _EXAMPLE_WORDS)  # else no example sentence
@@ -254,6 +263,8 @@ class RegexExtractor:
         call = tool is not None
 
         def add(kind: str, value: str, a: int, b: int, slot: tuple[str, ...] = (), ctx: str = "") -> None:
+            if noise and _inside(a, noise):
+                return
             found.append(m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=kind, value=value,
                                    text=text[a:b], slot=slot, in_code=_inside(a, code), in_call=call,
                                    tool=tool, context=ctx))
@@ -264,7 +275,8 @@ class RegexExtractor:
             mods = tuple(w.casefold() for w in x.group("mods").split())
             if (noun in _NOT_COUNT_NOUNS or _UNIT_NOUN.fullmatch(noun) or _inside(x.start(), code)
                     or x.start("n") in markers or _FUNCTION_WORDS.intersection(mods)
-                    or (x.start() and text[x.start() - 1] in ":/")):
+                    or (x.start() and text[x.start() - 1] in ":/")
+                    or _MONTH_BEFORE.search(text, max(0, x.start() - 12), x.start())):
                 continue
             n = x.group("n").casefold()
             value = str(NUMBER_WORDS[n]) if n in NUMBER_WORDS else norm_number(n)
@@ -282,6 +294,12 @@ class RegexExtractor:
             if g in ("number", "money"):
                 if g == "number" and _glued(text, a, b):
                     continue
+                day = _MONTH_BEFORE.search(text, max(0, a - 12), a) if g == "number" and len(raw) <= 2 else None
+                if day is not None and raw.isdigit():  # "May 23": a day of a date without its year
+                    when = when_key(text[day.start():b] + " 2000", "date")  # (any year: only MM-DD is kept)
+                    if when is not None and len(when) == 10:
+                        add(m.KIND_DATE, when[5:], day.start(), b)
+                        continue
                 got = _number_mention(g, raw, ic)
                 if got is None:
                     continue
@@ -290,7 +308,9 @@ class RegexExtractor:
                 if not _TEMPLATE.search(raw):
                     add(m.KIND_URL, norm_text(raw), a, b)
             elif g in ("date", "time"):
-                add(_GROUP_KIND[g], norm_text(raw), a, b)
+                if g == "date" and _glued(text, a, b):
+                    continue  # a version stamp inside a name ("model-2024-08-06"), not a date claim
+                add(_GROUP_KIND[g], when_key(raw, g) or norm_text(raw), a, b)
             elif g == "path" and (_TEMPLATE.search(raw) or _ARTIFACT.search(text, max(0, a - 24), a)):
                 continue  # a template, or a file the step itself writes: not a claim about the world
             else:
@@ -399,8 +419,10 @@ def default_extractors() -> Registry[ClaimExtractor]:
 
 
 def extract_mentions(trajectory: Trajectory, config: m.ClaimConfig,
-                     extractors: list[ClaimExtractor] | None = None) -> tuple[dict[int, list[m.Mention]], list[str]]:
-    """Run the extractors over every decision step.
+                     extractors: list[ClaimExtractor] | None = None,
+                     skip: frozenset[int] = frozenset()) -> tuple[dict[int, list[m.Mention]], list[str]]:
+    """Run the extractors over every decision step except those in ``skip`` (steps that are the
+    run's input, :func:`~trajaudit.engine.claims.ledger.input_steps`).
 
     Returns:
         (``{step index: [mentions in text order]}``, ``incomplete`` notes: steps where the per-step cap
@@ -411,7 +433,7 @@ def extract_mentions(trajectory: Trajectory, config: m.ClaimConfig,
     incomplete: list[str] = []
     cap = config.max_claims_per_step
     for step in trajectory.steps:
-        if not step.is_decision:
+        if not step.is_decision or step.index in skip:
             continue
         if len(step.content) > config.max_text_chars:
             incomplete.append(f"steps.{step.index}: only the first {config.max_text_chars} of "

@@ -78,11 +78,26 @@ def final_answer_step(t: Trajectory, config: m.ClaimConfig,
 
 def brief_step(t: Trajectory, config: m.ClaimConfig) -> int | None:
     """The opening hand-off brief: the run's first step, when it is a decision step quoting the task
-    (its first 60 normalized characters), as a manager relaying the task to a team does; else ``None``."""
-    if not config.brief_is_handoff or not t.steps or not t.steps[0].is_decision or not t.task.strip():
+    (its first 60 normalized characters), as a manager relaying the task to a team does, or when the
+    run has no task apart from it (then that opening message is the task: a team leader's
+    requirement that opens a code-writing run); else ``None``."""
+    if not (config.brief_is_handoff or config.brief_is_input) or not t.steps or not t.steps[0].is_decision:
         return None
+    if not t.task.strip():
+        return 0
     head = norm_text(t.task)[:60]
     return 0 if head and head in norm_text(t.steps[0].content[: config.max_text_chars]) else None
+
+
+def input_steps(t: Trajectory, config: m.ClaimConfig) -> frozenset[int]:
+    """Decision steps that are the run's input rather than its decisions: the opening hand-off brief
+    (:func:`brief_step`) when ``config.brief_is_input``. Nothing precedes it in the run, so no
+    decision of this run produced what it says; it is evidence (the task as the team received it),
+    and no claims are extracted from it. Empty otherwise."""
+    if not config.brief_is_input:
+        return frozenset()
+    b = brief_step(t, config)
+    return frozenset() if b is None else frozenset((b,))
 
 
 def _conversational(t: Trajectory) -> bool:
@@ -93,7 +108,8 @@ def _conversational(t: Trajectory) -> bool:
 def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExtractor] | None = None) -> Ledger:
     """Extract, assess and link the claims of ``t``; see the module docstring. Never raises on content."""
     led = Ledger()
-    led.mentions, led.incomplete = extract_mentions(t, config, extractors)
+    inputs = input_steps(t, config)
+    led.mentions, led.incomplete = extract_mentions(t, config, extractors, skip=inputs)
     fin = final_answer_step(t, config, led.mentions)
     if fin is not None:
         led.final_step = fin.index
@@ -104,8 +120,8 @@ def build_ledger(t: Trajectory, config: m.ClaimConfig, extractors: list[ClaimExt
     if config.replies_are_final and _conversational(t):
         led.reply_steps = {s.index for s in t.steps if s.is_decision and s.content.strip()}
     led.write_steps = {s.index for s in t.steps if any(config.is_write_tool(c.name) for c in s.tool_calls)}
-    led.brief_step = brief_step(t, config)
-    ix = led.index = EvidenceIndex(t)
+    led.brief_step = None if inputs else brief_step(t, config)
+    ix = led.index = EvidenceIndex(t, inputs=inputs)
     seeker = SupportSeeker(t, ix, config)
     for step in sorted(led.mentions):
         ms = led.mentions[step]

@@ -99,6 +99,12 @@ class ClaimConfig:
             final-answer step is chosen).
         brief_is_handoff: a run that opens with a decision step quoting the task (a manager's brief)
             hands its unsupported claims to the team: the first step adopting one commits to it.
+            (Only used when ``brief_is_input`` is off.)
+        brief_is_input: that opening brief is the run's input, not a claim of the run: nothing
+            precedes it, so no decision of this run can have produced it. Its text is evidence (a
+            source, like the task it restates), visible from the brief on, and no claims are
+            extracted from it: a value the team takes from it is supported (issue 17: 27 of 126
+            Who&When runs were blamed at the brief for values the run was handed).
     """
 
     max_claims_per_step: int = 200
@@ -108,6 +114,7 @@ class ClaimConfig:
     max_text_chars: int = 200_000
     termination_tokens: tuple[str, ...] = ("terminate", "###stop###", "exit", "stop")
     brief_is_handoff: bool = True
+    brief_is_input: bool = True
 
     @classmethod
     def from_audit(cls, audit: Any) -> ClaimConfig:

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
+
+from dateutil import parser as dateutil_parser
 
 MEMO_SIZE = 16384
 MEMO_MAX_CHARS = 200
@@ -255,3 +258,89 @@ def singular(word: str) -> str:
     if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
         return w[:-1]
     return w
+
+
+@lru_cache(maxsize=MEMO_SIZE)
+def when_key(raw: str, group: str) -> str | None:
+    """The canonical key of a date or time as written, with python-dateutil: a full date as
+    ``YYYY-MM-DD`` (``"May 23, 2024"``, ``"23 May 2024"``, ``"2024-05-23"``, ``"5/23/2024"`` — month
+    first, as dateutil reads it), a month as ``YYYY-MM`` (``"April 2018"``), a date with a time as
+    ``YYYY-MM-DD HH:MM[:SS]``, a time of day as ``HH:MM`` or ``HH:MM:SS`` when the seconds are not zero
+    (``"06:00 AM"``, ``"6 am"`` and ``"06:00:00"`` are all ``06:00``). ``group`` is the pattern group that
+    matched (``date`` or ``time``). ``None`` when dateutil cannot read it (the caller keeps the text).
+    Memoized."""
+    text = raw.strip()
+    if not text:
+        return None
+    try:
+        a = dateutil_parser.parse(text, default=_D1)
+        b = dateutil_parser.parse(text, default=_D2)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if group == "time":
+        return _clock(a)
+    if a.year != b.year:
+        return None  # no year: not a calendar date we can place
+    has_time = bool(_CLOCK_IN_DATE.search(text))
+    if a.day != b.day:
+        return f"{a.year:04d}-{a.month:02d}"
+    day = f"{a.year:04d}-{a.month:02d}-{a.day:02d}"
+    return f"{day} {_clock(a)}" if has_time else day
+
+
+def _clock(d: datetime) -> str:
+    h, mi, s = d.hour, d.minute, d.second
+    return f"{h:02d}:{mi:02d}" if s == 0 else f"{h:02d}:{mi:02d}:{s:02d}"
+
+
+_CLOCK_IN_DATE = re.compile(r"\d[T ]\d{1,2}:\d{2}")
+
+
+#: Two defaults that differ in every field: a field dateutil fills from the default was not written.
+_D1, _D2 = datetime(1, 1, 1), datetime(2, 2, 2)
+
+
+#: Linear units by dimension: the factor to the dimension's base unit (metre, kilogram, litre,
+#: second, byte). A small table (no library needed for these); temperatures are not linear and are
+#: left out.
+UNIT_FACTORS: dict[str, tuple[str, float]] = {
+    **{u: ("length", 1000.0) for u in ("km", "kms", "kilometer", "kilometers", "kilometre", "kilometres")},
+    **{u: ("length", 1.0) for u in ("m", "meter", "meters", "metre", "metres")},
+    **{u: ("length", 0.01) for u in ("cm",)},
+    **{u: ("length", 0.001) for u in ("mm",)},
+    **{u: ("length", 1609.344) for u in ("mi", "mile", "miles")},
+    **{u: ("length", 0.3048) for u in ("ft", "feet", "foot")},
+    **{u: ("length", 0.0254) for u in ("in", "inch", "inches")},
+    **{u: ("mass", 1.0) for u in ("kg",)},
+    **{u: ("mass", 0.001) for u in ("g", "gram", "grams")},
+    **{u: ("mass", 0.45359237) for u in ("lb", "lbs", "pound", "pounds")},
+    **{u: ("mass", 0.028349523125) for u in ("oz", "ounce", "ounces")},
+    **{u: ("volume", 1.0) for u in ("l", "liter", "liters", "litre", "litres")},
+    **{u: ("volume", 0.001) for u in ("ml",)},
+    **{u: ("volume", 3.785411784) for u in ("gallon", "gallons")},
+    **{u: ("time", 1.0) for u in ("s", "sec", "secs", "second", "seconds")},
+    **{u: ("time", 60.0) for u in ("min", "mins", "minute", "minutes")},
+    **{u: ("time", 3600.0) for u in ("h", "hr", "hrs", "hour", "hours")},
+    **{u: ("time", 86400.0) for u in ("day", "days")},
+    **{u: ("time", 604800.0) for u in ("week", "weeks")},
+    **{u: ("data", 1e3) for u in ("kb",)},
+    **{u: ("data", 1e6) for u in ("mb",)},
+    **{u: ("data", 1e9) for u in ("gb",)},
+    **{u: ("data", 1e12) for u in ("tb",)},
+}
+_UNIT_AFTER = re.compile(r"[\d.,]\s?([A-Za-z]+)\s*$")
+_SCALE_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "mn": 1e6}
+
+
+def quantity(text: str) -> tuple[str, float] | None:
+    """``(dimension, value in the dimension's base unit)`` of a number written with a linear unit of
+    :data:`UNIT_FACTORS` (``"12.3 km"`` → ``("length", 12300.0)``, ``"12,345 m"`` →
+    ``("length", 12345.0)``); ``None`` without a known unit or a readable number."""
+    hit = _UNIT_AFTER.search(text.strip())
+    if hit is None:
+        return None
+    unit = UNIT_FACTORS.get(hit.group(1).casefold())
+    value = parse_number(text.strip()[: hit.start(1)].strip())
+    if unit is None or value is None:
+        return None
+    return unit[0], float(value) * unit[1]

@@ -32,6 +32,7 @@ from trajaudit.engine.claims.normalize import (
     norm_scalar,
     norm_text,
     singular,
+    when_key,
 )
 from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
 from trajaudit.engine.claims.patterns import words_of
@@ -200,7 +201,17 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
                 key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
             if key is not None and len(numbers) < NUMS_PER_SOURCE:
                 numbers.append((float(key), a, e))
-        elif g == "date" or g == "time" or g == "url":
+        elif g == "date" or g == "time":
+            key = norm_text(raw)
+            when = when_key(raw, g)  # the same date or time in any format ("May 23, 2024" = "2024-05-23")
+            day, _, clock = when.partition(" ") if when else ("", "", "")
+            for w in ((when, day, day[5:], clock) if len(day) == 10 else (when,) if when else ()):
+                # a timestamp also states its day and its time, a full date its month and day ("May 23")
+                if not w:
+                    continue
+                if w not in values:
+                    values[w] = f"[{a}:{e}]"
+        elif g == "url":
             key = norm_text(raw)
         else:
             key = norm_id(raw)

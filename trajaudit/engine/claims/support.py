@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajaudit.engine.claims import model as m
-from trajaudit.engine.claims.evidence_index import Collection, EvidenceIndex
-from trajaudit.engine.claims.normalize import norm_text, singular
+from trajaudit.engine.claims.evidence_index import Collection, EvidenceIndex, Hit
+from trajaudit.engine.claims.normalize import norm_text, quantity, singular
 from trajaudit.engine.claims.patterns import ascii_fold
 from trajaudit.engine.trace.ir import Trajectory
 
@@ -101,6 +101,10 @@ class SupportSeeker:
     # -- slots ------------------------------------------------------------------------------------
     def _count(self, mn: m.Mention, before: int) -> Assessment:
         n = int(mn.value) if mn.value.isdigit() else None
+        listed = self._listed_after(mn)
+        if n is not None and listed == n:
+            return Assessment(m.Support.WEAK, mn.address, n,
+                              f"counts the {n} items the step lists right after it (each item is its own claim)")
         if n is not None:
             for col in self.ix.latest_collections(before):
                 got = _count_slot(col, n, mn)
@@ -111,6 +115,28 @@ class SupportSeeker:
             return Assessment(m.Support.WEAK, hit.address if hit else None, mn.value,
                               "small count not checkable against a collection")
         return self._value(mn, before, [])
+
+    def _listed_after(self, mn: m.Mention) -> int | None:
+        """When the count's line ends with a colon and a list follows (numbered or bulleted lines), the
+        number of items in that list; else ``None``. "For red there are two available options:" followed
+        by two items counts its own enumeration, whatever qualifier the sentence leaves implicit."""
+        prefix = f"steps.{mn.step}.content["
+        if not mn.address.startswith(prefix):
+            return None
+        end = _end(mn.address)
+        text = self.t.steps[mn.step].content
+        nl = text.find("\n", end)
+        if nl < 0 or not text[end:nl].rstrip().endswith(":"):
+            return None
+        items = 0
+        for line in text[nl + 1: nl + 1 + 20_000].split("\n"):
+            if _LIST_ITEM.match(line):
+                items += 1
+            elif line.strip() and not line.startswith((" ", "\t")):
+                break  # the list ended (blank lines and indented continuation lines stay inside)
+            elif not line.strip() and items and _LIST_ITEM.match(line) is None:
+                continue
+        return items or None
 
     def _status(self, mn: m.Mention, before: int) -> Assessment:
         subject, word = mn.slot[1], mn.value
@@ -228,6 +254,9 @@ class SupportSeeker:
                 return Assessment(m.Support.WEAK, h.address, v, f"{v:g} approximately")
             if abs(v * 100 - x) < 1e-6 or abs(v / 100 - x) < 1e-9:
                 return Assessment(m.Support.WEAK, h.address, v, f"{v:g} as a percentage/fraction")
+        converted = self._in_other_unit(mn, near)
+        if converted is not None:
+            return converted
         pair = first_pair([v for v, _ in near], x)
         if pair is not None:
             i, j, op = pair
@@ -244,6 +273,29 @@ class SupportSeeker:
                 return Assessment(m.Support.CONFLICTING, h.address, v,
                                   f"{v:g} shown, with two adjacent digits swapped: a misreading")
         return Assessment(m.Support.MISSING, note="number not shown or derivable")
+
+    def _in_other_unit(self, mn: m.Mention, near: list[tuple[float, Hit]]) -> Assessment | None:
+        """WEAK when the claim is a quantity with a linear unit (:func:`~.normalize.quantity`) and a
+        nearby evidence number is the same quantity in another unit of that dimension, equal after
+        rounding the conversion to the claim's own precision (or within 0.5%): "12.3 km" for
+        "12,345 m", "5 miles" for "8.05 km"."""
+        want = quantity(mn.text)
+        if want is None:
+            return None
+        dim, si = want
+        digits = mn.value.split(".")[1] if "." in mn.value else ""
+        per_unit = si / float(mn.value) if float(mn.value) else 0.0  # the claim's unit in base units
+        tol = max(abs(si) * 0.005, 0.5 * 10 ** -len(digits) * abs(per_unit))
+        for _, h in near:
+            src = self.ix.sources[h.src]
+            span = _span(h.address)
+            if span is None:
+                continue
+            got = quantity(src.text[span[0]:span[1]])
+            if got is not None and got[0] == dim and got[1] != si and abs(got[1] - si) <= tol:
+                return Assessment(m.Support.WEAK, h.address, src.text[span[0]:span[1]],
+                                  f"the same {dim} in another unit")
+        return None
 
     def _confirmed(self, mn: m.Mention, got: Assessment) -> Assessment:
         hit = self.ix.after(mn.value, mn.step) if mn.kind not in (m.KIND_COUNT, m.KIND_STATUS) else None
@@ -283,6 +335,22 @@ def not_found(text: str) -> bool:
     if low is None:
         return _NOT_FOUND.search(text) is not None
     return any(w in low for w in _NOT_FOUND_WORDS)
+
+
+def _span(address: str) -> tuple[int, int] | None:
+    """``(start, end)`` of an address ending in ``[start:end]``, else ``None``."""
+    if not address.endswith("]") or "[" not in address:
+        return None
+    a, _, b = address[address.rfind("[") + 1: -1].partition(":")
+    return (int(a), int(b)) if a.isdigit() and b.isdigit() else None
+
+
+_LIST_ITEM = re.compile(r"^\s{0,3}(?:\d{1,3}[.)]|[-*•])\s+\S")
+
+
+def _end(address: str) -> int:
+    i = address.rfind("[")
+    return int(address[address.index(":", i) + 1: address.index("]", i)]) if i >= 0 else -1
 
 
 def _start(address: str) -> int:

@@ -10,6 +10,8 @@ Python: strings are unescaped with ``json.loads``, never ``eval``.
 from __future__ import annotations
 
 import json
+import linecache
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -72,8 +74,25 @@ class Where:
         elif line is not None:
             fl, fc = line, column
         where = f"in {self.field}: " if self.field else ""
-        return RulePackError(where + message, file=self.file, line=fl, column=fc, rule_id=self.rule_id,
-                             context=caret)
+        return RulePackError(where + message + comment_hint(self.file, self.line, self.column), file=self.file,
+                             line=fl, column=fc, rule_id=self.rule_id, context=caret)
+
+
+def comment_hint(file: str | None, line: int | None, column: int | None) -> str:
+    """``" — … quote this expression"`` when the expression starting at ``line``/``column`` of ``file``
+    is an unquoted YAML scalar with `` #`` after it on that line: YAML read the rest of the line as a
+    comment, so the expression was cut there. ``""`` otherwise (block scalars keep ``#``)."""
+    if not file or not line or not column:
+        return ""
+    linecache.checkcache(file)
+    src = linecache.getline(file, line)
+    start = column - 1
+    if not src or start > len(src) or not src[:start].rstrip().endswith(":") or src[start:start + 1] in ("'", '"'):
+        return ""
+    if re.search(r"\s#", src[start:]):
+        return (" — YAML read everything after ' #' on this line as a comment, cutting the expression: "
+                "quote this expression (assert: 'x == \"#tag\"') or write it as a block (assert: |)")
+    return ""
 
 
 def caret(text: str, line: int | None, column: int | None) -> str:

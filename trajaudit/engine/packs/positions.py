@@ -10,6 +10,7 @@ visits every expanded node (``safe_yaml.check_aliases``).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -19,6 +20,13 @@ import yaml
 
 from trajaudit.errors import RulePackError
 from trajaudit.safe_yaml import YAMLAliasBomb, check_aliases
+
+
+def _second_colon(src: str) -> bool:
+    """Whether a YAML line is ``key: value`` whose plain value holds ``': '`` too (``assert: a: b``):
+    the "mapping values are not allowed" error then comes from an unquoted expression, not indentation."""
+    m = re.match(r"\s*(?:-\s+)?[\w.-]+:\s+(.*)", src)
+    return m is not None and not m.group(1).startswith(("'", '"', "|", ">")) and ": " in m.group(1)
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,9 @@ class YamlDoc:
             line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
             ctx = caret(self.lines, line, col)
             problem = getattr(e, "problem", None) or str(e)
+            if "mapping values are not allowed" in problem and line and _second_colon(self.lines[line - 1]):
+                problem += (" — an unquoted ': ' inside a value starts a new key: quote this expression "
+                            "(assert: 'x == \"a: b\"') or write it as a block (assert: |)")
             raise RulePackError(f"YAML syntax error: {problem}", file=file, line=line, column=col, context=ctx) from None
         except RecursionError:
             if ld is not None:

@@ -8,6 +8,7 @@ define (:func:`unique_rules`) and rules that supersede others (:func:`superseded
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -135,6 +136,8 @@ def _compiled_shipped(path: str) -> tuple[Any, tuple[Any, ...]]:
 
 GENERIC_PACK = "generic"
 DOMAIN_KEY = "applies_to_tools"
+DISTINCTIVE_KEY = "distinctive_tools"
+POLICY_KEY = "applies_to_policy"
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,8 @@ class DomainPack:
     tools: frozenset[str]
     path: str
     min_overlap: float = 0.5
+    distinctive: frozenset[str] = frozenset()
+    policy: str | None = None
 
     @property
     def rules(self) -> tuple[Any, ...]:
@@ -168,11 +173,34 @@ class DomainPack:
         """The rule ids this pack's rules supersede (:func:`superseded_ids`; computed once per process)."""
         return _superseded_in(self.path)
 
-    def applies(self, called: set[str]) -> bool:
-        """Whether a run calling the tools ``called`` belongs to this domain."""
+    def applies(self, called: set[str], policy_text: str = "") -> bool:
+        """Whether a run calling the tools ``called`` (and showing ``policy_text``: its system prompts
+        and task) belongs to this domain.
+
+        A pack that declares ``distinctive_tools`` (tools no other domain has) applies when the run
+        calls at least one of them and the domain's tools make up ``min_overlap`` of the run's tools
+        *not shared with other domains* (the pack's tools that are not distinctive: ``think``,
+        ``calculate``, ``get_user_details``, ``transfer_to_human_agents`` in tau-bench count neither
+        way, so they never select a pack). A pack that declares ``applies_to_policy`` (a regular
+        expression) also applies when ``policy_text`` matches it. A pack declaring neither keeps the
+        older test: ``min_overlap`` of the run's distinct tools are domain tools.
+        """
+        if self.policy and policy_text and _policy_re(self.policy).search(policy_text):
+            return True
         if not called:
             return False
+        if self.distinctive:
+            if not called & self.distinctive:
+                return False
+            shared = self.tools - self.distinctive
+            own = called - shared
+            return bool(own) and len(own & self.tools) / len(own) >= self.min_overlap
         return len(called & self.tools) / len(called) >= self.min_overlap
+
+
+@lru_cache(maxsize=64)
+def _policy_re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 def included_files(packs: tuple[Any, ...] | list[Any]) -> list[str]:
@@ -215,9 +243,12 @@ def default_packs(explicit: tuple[str, ...] | list[str]) -> tuple[list[str], lis
         path = str(resolve_pack(n))
         pack = _loaded_shipped(path).pack
         tools = pack.metadata.get(DOMAIN_KEY)
-        if isinstance(tools, list) and tools:
-            domains.append(DomainPack(n, frozenset(map(str, tools)), path,
-                                      float(pack.metadata.get("min_tool_overlap", 0.5))))
+        policy = pack.metadata.get(POLICY_KEY)
+        if (isinstance(tools, list) and tools) or isinstance(policy, str):
+            distinctive = pack.metadata.get(DISTINCTIVE_KEY) or []
+            domains.append(DomainPack(n, frozenset(map(str, tools or [])), path,
+                                      float(pack.metadata.get("min_tool_overlap", 0.5)),
+                                      frozenset(map(str, distinctive)), policy if isinstance(policy, str) else None))
     return always, domains
 
 

@@ -47,7 +47,12 @@ def rules_for(trajectory: Trajectory, context: AuditContext) -> tuple[list[Any],
     """The compiled rules applied to ``trajectory``: the context's rules, then those of the domain
     packs its tools select (compiled on first use). Returns ``(rules, applied domain pack names)``."""
     called = {name for s in trajectory.steps for name in s.tool_names}
-    domains = [dp for dp in context.domain_packs if dp.applies(called)]
+    packs = context.domain_packs
+    policy = ""
+    if any(dp.policy for dp in packs):
+        policy = "\n".join([trajectory.task, *(p for p in trajectory.system_prompts.values() if isinstance(p, str)),
+                            *(s.content for s in trajectory.steps if s.kind == "system")])
+    domains = [dp for dp in packs if dp.applies(called, policy)]
     if not domains:
         return list(context.rules), []
     drop = frozenset().union(*(dp.superseded for dp in domains))

@@ -26,6 +26,7 @@ from trajaudit.engine.packs.selection import default_packs, included_files, load
 from trajaudit.engine.run.evidence import gather
 from trajaudit.engine.run.repair_prefix import attach_repair
 from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.strategies.judge_weights import WEIGHTS_KEY, JudgeWeights, load_weights
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.trace.ir import Trajectory, renumbered
@@ -72,6 +73,8 @@ class AuditSpec:
             the run calls (see :func:`trajaudit.engine.packs.selection.default_packs`).
         repair: fill ``Diagnosis.repair`` (an LLM directive when ``llm`` is set, else the template;
             :func:`trajaudit.engine.run.repair_prefix.attach_repair`).
+        judge_weights: the offline judge's weights: a weights file path, a loaded
+            :class:`~trajaudit.engine.strategies.judge_weights.JudgeWeights`, or ``None`` for the shipped ones.
     """
 
     strategy: str = "offline"
@@ -81,13 +84,15 @@ class AuditSpec:
     llm: Any = None
     default_packs: bool = True
     repair: bool = False
+    judge_weights: Any = None
 
 
 def build_context(spec: AuditSpec) -> AuditContext:
     """Compile rules, read tool schemas and create the LLM client described by ``spec``.
 
     Raises:
-        TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup.
+        TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup;
+            JudgeWeightsError (a TrajauditError) for an invalid ``judge_weights`` file (names it).
     """
     llm = LLMClient(spec.llm) if spec.llm is not None else None
     load_taxonomy(spec.config.taxonomy)  # an unknown taxonomy is a usage error, before any run
@@ -100,8 +105,12 @@ def build_context(spec: AuditSpec) -> AuditContext:
         named += included_files(spec.rules)
     always, domains = default_packs(named) if spec.default_packs else ([], [])
     rules = load_rules(tuple(always) + tuple(spec.rules), tools, defaults=always, domains=domains)
+    options: dict[str, dict[str, Any]] = {}
+    if spec.judge_weights is not None:
+        options["offline"] = {WEIGHTS_KEY: spec.judge_weights if isinstance(spec.judge_weights, JudgeWeights)
+                              else load_weights(spec.judge_weights)}
     return AuditContext(config=spec.config, rules=rules, tools=tools, llm=llm, domain_packs=tuple(domains),
-                        repair=spec.repair)
+                        repair=spec.repair, strategy_options=options)
 
 
 def close_context(context: AuditContext) -> None:

@@ -21,7 +21,7 @@ def baseline_diagnosis(t: Trajectory, step: int | None, strategy: str, taxonomy:
         if step is not None else ()
     return Diagnosis(trajectory_id=t.id, file=t.source.file, record=t.source.record, critical_step=step,
                      agent=agent, category=INCONCLUSIVE, taxonomy=taxonomy, confidence=confidence,
-                     rationale=reason, candidates=cands, strategy=strategy)
+                     rationale=reason, candidates=cands, strategy=strategy, basis="fallback")
 
 
 class FirstDecisionStep:

@@ -195,36 +195,35 @@ def load_path(
     check_record("load_path", record)
     mapping = mapping_for(format, mapping)
     result = LoadResult()
-    for part in _load_parts(path, format, mapping, options, record=record, chunk=None):
+    for part in load_parts(path, format, mapping, options, record=record, chunk=None):
         result.extend(part)
     if record is not None and not result.trajectories and not result.problems:
         raise TraceFormatError(f"record {record} not found (records are 0-based JSONL line numbers)", file=str(path))
     return result
 
 
-def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, options: LoadOptions | None, *,
-                record: int | None = None, chunk: int | None = None) -> Iterator[LoadResult]:
+def load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, options: LoadOptions | None, *,
+               record: int | None = None, chunk: int | None = None, data: bytes | None = None,
+               first_line: int = 0) -> Iterator[LoadResult]:
     """:func:`load_path`'s reading, as parts: the whole file in one part (``chunk=None``), or for a
     multi-run file (JSONL) parts of up to ``chunk`` runs, each JSONL line parsed and converted only
-    when its part is asked for — so a batch holds one part's runs at a time, not the file's.
-
-    Raises:
-        TraceFormatError: as :func:`load_path` (a single-run file's own failure; the file unreadable,
-            empty or not JSON), raised when the part that meets it is asked for.
-    """
+    when its part is asked for — so a batch holds one part's runs at a time, not the file's. ``data``:
+    bytes already read (``path`` names them), a whole file or its JSONL lines from line ``first_line``
+    on, records keeping their line numbers (:mod:`~trajaudit.engine.trace.shards`). Raises
+    TraceFormatError as :func:`load_path` (a run's file unreadable, empty or not JSON) when met."""
     file = str(path)
     try:
-        data = Path(path).read_bytes()
+        data = Path(path).read_bytes() if data is None else data
     except OSError as e:
         raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
     text, lossy = decode(data, file)
     del data
     flags = (FLAG_NON_UTF8,) if lossy else ()
-    jsonl = file.endswith((".jsonl", ".ndjson"))
+    jsonl = file.endswith((".jsonl", ".ndjson")) or first_line > 0
     part = LoadResult()
     refused = MisfitTally()  # the lines the forced format refused whole
     loaded = False
-    for line, doc, err in documents(text, file, jsonl, lossy=lossy):
+    for line, doc, err in documents(text, file, jsonl, lossy=lossy, first_line=first_line):
         multi = jsonl or line is not None  # a .json file of several JSON lines reads as JSONL
         if record is not None and multi and line != record:
             continue
@@ -253,8 +252,9 @@ def _load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, 
     yield part
 
 
-def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Expand files, folders (recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``) and glob patterns.
+def expand_paths(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...] = TRACE_SUFFIXES) -> Iterator[Path]:
+    """Expand files, folders (recursively: files ending in ``suffixes``, default ``*.json``, ``*.jsonl``,
+    ``*.ndjson``) and glob patterns.
 
     Yields paths in a stable (sorted, natural-number-aware) order. Non-existent paths are yielded
     as given so that the caller reports them.
@@ -277,7 +277,7 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            yield from once(sorted((q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in TRACE_SUFFIXES),
+            yield from once(sorted((q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in suffixes),
                                    key=natural))
         elif any(ch in str(raw) for ch in "*?[") and not p.exists():
             yield from once(sorted((Path(q) for q in glob.glob(str(raw), recursive=True) if Path(q).is_file()),
@@ -335,7 +335,7 @@ def _iter_files(paths: list[Any], format: str | None, mapping: Any, options: Loa
                 ) -> Iterator[tuple[Path, LoadResult]]:
     for p in expand_paths(paths):
         try:
-            yield from ((p, part) for part in _load_parts(p, format, mapping, options, chunk=ITER_CHUNK))
+            yield from ((p, part) for part in load_parts(p, format, mapping, options, chunk=ITER_CHUNK))
         except TraceFormatError as e:
             yield p, LoadResult(problems=[Problem(str(p), e.record, str(e))])
 

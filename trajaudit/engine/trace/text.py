@@ -72,22 +72,24 @@ def lossy_note(e: TraceFormatError) -> TraceFormatError:
                    file=e.file, record=e.record, json_path=e.json_path, adapter=e.adapter)
 
 
-def documents(text: str, file: str, jsonl: bool, *, lossy: bool = False
+def documents(text: str, file: str, jsonl: bool, *, lossy: bool = False, first_line: int = 0
               ) -> Iterator[tuple[int | None, Any, str | None]]:
     """Parse text into ``(line_or_None, doc, error)`` items, lazily for JSONL (one line parsed when
     asked for); JSONL when asked or when the JSON has extra lines (then every item has its line).
+    ``first_line``: the 0-based line number of the text's first line in its file (a range of a file's
+    lines), counted in the items and the messages.
 
     Raises:
         TraceFormatError: (when iterated) not JSON, too deeply nested, or no JSON line at all; with
             :func:`lossy_note` when ``lossy`` (the text was decoded with bytes replaced).
     """
     try:
-        yield from _documents(text, file, jsonl)
+        yield from _documents(text, file, jsonl, first_line)
     except TraceFormatError as e:
         raise (lossy_note(e) if lossy else e) from None
 
 
-def _documents(text: str, file: str, jsonl: bool) -> Iterator[tuple[int | None, Any, str | None]]:
+def _documents(text: str, file: str, jsonl: bool, first_line: int = 0) -> Iterator[tuple[int | None, Any, str | None]]:
     if not jsonl:
         try:
             doc = safe_json.loads(text)
@@ -100,7 +102,7 @@ def _documents(text: str, file: str, jsonl: bool) -> Iterator[tuple[int | None, 
             yield None, doc, None
             return
     found = False
-    for n, line in enumerate(jsonl_lines(text)):
+    for n, line in enumerate(jsonl_lines(text), first_line):
         if not line.strip():
             continue
         found = True

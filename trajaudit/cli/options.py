@@ -1,0 +1,184 @@
+"""Option parsing shared by the commands: one meaning per flag.
+
+- ``--input-format NAME`` is the only spelling that names an input trace format (every command that
+  reads traces). The older spellings keep working for one release with a deprecation warning:
+  ``--format NAME`` with an input format's name (on show, convert, audit, repair, claims, check, eval)
+  and ``--trace-format NAME`` (eval).
+- ``--format`` (alias ``--output-format``) only chooses the output format, on every command.
+- ``--record N`` (0-based position in a multi-run file) and ``--id RUN_ID`` (the run id the tables
+  show) choose one run wherever a run is chosen.
+- Inputs are checked before anything runs or is written: a path that does not exist (or a glob that
+  matches nothing) is a usage error, exit 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import click
+
+from trajaudit.cli.common import console, fail
+from trajaudit.engine.trace.adapters import default_adapters
+from trajaudit.engine.trace.ir import Trajectory
+
+#: The warning printed when ``--format``/``--trace-format`` names an input format.
+DEPRECATED = ("{flag} {name} as the input format is deprecated and will be removed in the next release: "
+              "use --input-format {name} ({flag_now})")
+
+
+def input_format_names() -> list[str]:
+    """The registered input formats (adapters), in registry order."""
+    return list(default_adapters())
+
+
+class LegacyInputFormat(str):
+    """An input format's name given to ``--format`` (the deprecated spelling); resolved by
+    :func:`io_options`' wrapper into the input format, with a warning."""
+
+
+class OutputFormat(click.ParamType):
+    """``--format`` values: one of the command's output formats; an input format's name is accepted
+    (deprecated, see :class:`LegacyInputFormat`) only where ``legacy_input`` is set."""
+
+    name = "format"
+
+    def __init__(self, choices: Sequence[str], legacy_input: bool) -> None:
+        self.choices = tuple(choices)
+        self.legacy_input = legacy_input
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:  # noqa: ARG002
+        return "[" + "|".join(self.choices) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, LegacyInputFormat) or value in self.choices:
+            return value
+        names = input_format_names()
+        if value in names:
+            if self.legacy_input:
+                return LegacyInputFormat(value)
+            self.fail(f"{value!r} is an input format: name it with --input-format {value} (--format chooses "
+                      f"the output: {', '.join(self.choices)})", param, ctx)
+        self.fail(f"{value!r} is not one of {', '.join(self.choices)} (input formats are named with --input-format: "
+                  f"{', '.join(names)})", param, ctx)
+
+
+def _warn(message: str) -> None:
+    console(err=True).print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def io_options(outputs: Sequence[str] | None, default: str | None = None, *, help: str = "Output format.",
+               input_format: bool = True, mapping: bool = True, trace_format_alias: bool = False
+               ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Add the format options to a command; it receives ``out_format`` and (with ``input_format``)
+    ``fmt`` (the input format or ``None``) and ``mapping``.
+
+    Args:
+        outputs: the command's output formats for ``--format``/``--output-format`` (``None``: the
+            command has no output choice; ``--format NAME`` is then only the deprecated input spelling).
+        default: the default output format (``None``: the command decides, e.g. from a file suffix).
+        input_format: add ``--input-format NAME`` (a registered adapter) and accept the deprecated
+            ``--format NAME``.
+        mapping: add ``--mapping FILE``.
+        trace_format_alias: also accept the deprecated ``--trace-format NAME`` (eval).
+    """
+
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            out = kwargs.pop("out_format", None)
+            fmt = kwargs.pop("fmt", None) if input_format else None
+            legacy = kwargs.pop("legacy_trace_format", None) if trace_format_alias else None
+            if legacy is not None:
+                _warn(DEPRECATED.format(flag="--trace-format", name=legacy, flag_now="same meaning"))
+                if fmt is not None and fmt != legacy:
+                    fail(f"--input-format {fmt} and --trace-format {legacy} disagree")
+                fmt = legacy
+            if isinstance(out, LegacyInputFormat):
+                _warn(DEPRECATED.format(flag="--format", name=str(out),
+                                        flag_now="--format now chooses the output format"))
+                if fmt is not None and fmt != out:
+                    fail(f"--input-format {fmt} and --format {out} disagree")
+                fmt, out = str(out), default
+            if out is None:
+                out = default
+            kwargs["out_format"] = out
+            if input_format:
+                kwargs["fmt"] = fmt
+            return f(*args, **kwargs)
+
+        g: Callable[..., Any] = wrapper
+        if mapping:
+            g = click.option("--mapping", "mapping", type=click.Path(exists=True, dir_okay=False),
+                             help="YAML mapping of jmespath expressions for a custom trace format.")(g)
+        if trace_format_alias:
+            g = click.option("--trace-format", "legacy_trace_format", type=click.Choice(input_format_names()),
+                             hidden=True, help="Deprecated: use --input-format.")(g)
+        if input_format:
+            names = input_format_names()
+            g = click.option("--input-format", "fmt", type=click.Choice(names), metavar="NAME",
+                             help=f"Force the input trace format ({', '.join(names)}); default: auto-detect.")(g)
+        choices = tuple(outputs or ())
+        if outputs is not None or input_format:
+            text = help + (f" (default: {default})" if default and outputs else "")
+            if not outputs:
+                text = "Deprecated spelling of --input-format (this command has one output format)."
+            g = click.option("--format", "--output-format", "out_format", type=OutputFormat(choices, input_format),
+                             default=None, hidden=not outputs, help=text)(g)
+        return g
+
+    return deco
+
+
+def run_options(what: str = "Only this run") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Add ``--record N`` and ``--id RUN_ID`` (the command receives ``record`` and ``run_id``)."""
+
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+        f = click.option("--id", "run_id", metavar="RUN_ID",
+                         help=f"{what}: the run with this id (the id the tables show).")(f)
+        return click.option("--record", type=click.IntRange(min=0), metavar="N",
+                            help=f"{what}: the N-th run of a multi-run file (0-based position).")(f)
+
+    return deco
+
+
+def check_run_choice(record: int | None, run_id: str | None) -> None:
+    """``--record`` and ``--id`` together are a usage error (exit 2)."""
+    if record is not None and run_id is not None:
+        fail("give --record N or --id RUN_ID, not both")
+
+
+def select_run_id(trajectories: list[Trajectory], file: str, run_id: str | None) -> list[Trajectory]:
+    """The runs of ``file`` with id ``run_id`` (all of them when ``run_id`` is ``None``).
+
+    Exits 2 (usage error) naming up to ten of the file's ids when no run has that id.
+    """
+    if run_id is None:
+        return trajectories
+    chosen = [t for t in trajectories if t.id == run_id]
+    if not chosen:
+        ids = [t.id for t in trajectories]
+        more = f" … ({len(ids)} runs)" if len(ids) > 10 else ""
+        fail(f"{file}: no run with id {run_id!r}" + (f" (ids: {', '.join(ids[:10])}{more})" if ids else ""))
+    return chosen
+
+
+_GLOB = frozenset("*?[")
+
+
+def check_input_paths(paths: Iterable[str], what: str = "input") -> None:
+    """Exit 2 (usage error) before any work or output when a path does not exist, or a glob matches
+    nothing: a typo must not replace ``-o`` with an empty batch."""
+    for p in paths:
+        if any(c in _GLOB for c in p) and not os.path.exists(p):
+            if not glob.glob(p, recursive=True):
+                fail(f"{what} {p!r}: the pattern matches no file")
+        elif not os.path.exists(p):
+            fail(f"{what} {p!r}: no such file or folder")
+
+
+__all__ = ["DEPRECATED", "LegacyInputFormat", "OutputFormat", "check_input_paths", "check_run_choice",
+           "input_format_names", "io_options", "run_options", "select_run_id"]

@@ -1,0 +1,511 @@
+"""Features of candidate decision steps for the offline judge's ranker (issue 17).
+
+The offline judge ranks the candidate steps of a run with a linear model whose weights are data
+(:mod:`trajaudit.engine.strategies.judge_weights`). This module turns a run and its evidence (validation log +
+claim ledger, :class:`~trajaudit.engine.strategies.context.EvidenceBundle`) into one feature vector per
+candidate step. Every feature states a *general* property of a step — how severe and how
+recovered the findings blamed on it are, what kind of rule or claim produced them, where the step
+sits in the run, what role its producer plays, what follows from it — and never names a dataset, a
+framework, an agent or a tool. Roles are derived from structure: an agent whose turns address
+other agents of the run by name (or carry an explicit hand-off target) *instructs*; an agent whose
+turns call tools or carry code to execute is a *tool caller*.
+
+Candidates: every decision step, plus a user turn that a finding blames (a rule whose target says the
+user caused the failure). Cost: one pass over the steps, the records and the claims of the run,
+plus a name scan per step over the run's agent names — linear in run length.
+
+AgentRx (arXiv 2602.02475) defines the critical step as the first unrecoverable failure; the
+``first_*`` features encode "earliest", the ``*_recovered`` ones "recovered"; how much each counts
+is the fitted model's business, not a hand-set threshold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajaudit.engine.claims.origin import origin_features
+from trajaudit.engine.trace.ir import FENCE_RE, Step, Trajectory
+from trajaudit.engine.validation_log import RULE_TYPES, Record, severity_rank
+
+#: Candidates with findings whose origin is traced (a constant: the judge stays linear in run length).
+MAX_TRACED = 16
+#: The rule that propagates an unsupported claim (a consequence, counted at its root step).
+PROPAGATION_RULE = "claims.propagates-unsupported"
+#: Targets that make a finding on a user turn the user's own fault.
+USER_CAUSED = frozenset({"underspecified_user_intent"})
+
+_WRITE_VERB = re.compile(
+    r"^(cancel|modify|update|exchange|return|book|send|delete|remove|create|transfer|pay|refund|submit|"
+    r"write|post|put|place|purchase|buy|order|set|add|edit|change|reserve|schedule|execute|run)", re.I)
+# Code to execute: a Markdown fence opening a line (an inline ``` in prose is not code) or a code-like line.
+_CODE = re.compile(FENCE_RE.pattern + r"|^\s*(import |def |SELECT |curl |pip install)", re.M)
+_SPACE = re.compile(r"\s+")
+_NAME_SEP = re.compile(r"[\s_\-]+")
+
+#: Feature names, in the order of :attr:`FeatureTable.rows`. Documented in docs/judge.md.
+FEATURES: tuple[str, ...] = (
+    # findings blamed on the step (distinct rules, log1p)
+    "error_unrecovered", "error_recovered", "warning_unrecovered", "warning_recovered", "info_findings",
+    *(f"type_{t.lower()}" for t in RULE_TYPES),
+    "family_claims", "family_generic_rules", "family_other_rules",
+    # claims introduced at the step (the claim ledger)
+    "claims_missing", "claims_conflicting", "claims_weak", "claims_introduced", "claims_reused_later",
+    "claims_reach_final", "propagation_root", "error_span", "first_error_span",
+    # order of the evidence
+    "first_error_step", "first_finding_step", "errors_before", "errors_after", "findings_after",
+    # position
+    "position", "decision_rank", "first_decision", "last_decision", "user_turn",
+    # the producer's role
+    "calls_tools", "writes_code", "consequential_action", "first_consequential_action",
+    "producer_instructs", "producer_calls_tools", "producer_share", "producer_first", "multi_agent",
+    "addresses_agent",
+    # what follows from the step
+    "own_output_error", "errors_following", "next_output_error", "dependents",
+    # loops and repeats
+    "repeats_earlier", "repeated_later", "loop_start",
+    # origin tracing (trajaudit.engine.claims.origin): late symptoms and the decisions they lead back to
+    "late_symptom", "origin_of_late_symptom", "dependency_depth", "origin_dependents",
+    # no evidence anywhere in the run: positions that stand in for it
+    "no_error_in_run", "no_finding_in_run", "last_decision_no_error", "first_action_no_error",
+    "first_decision_no_error",
+)
+FEATURE_INDEX = {name: i for i, name in enumerate(FEATURES)}
+
+
+def is_consequential_action(step: Step) -> bool:
+    """A decision step that acts irreversibly or executes: a write-like tool call, or code to run."""
+    if not step.is_decision:
+        return False
+    if any(_WRITE_VERB.match(c.name) for c in step.tool_calls):
+        return True
+    return bool(_CODE.search(step.content))
+
+
+_NEIGHBOURS: list[tuple[Trajectory, list[int | None], list[int | None]]] = []
+
+
+def decision_neighbours(t: Trajectory) -> tuple[list[int | None], list[int | None]]:
+    """``(previous, following)``: for every step index, the latest decision step before it and the
+    first decision step after it (``None`` when there is none). One pass each; the last run's lists
+    are kept, so blaming every record of a run costs O(steps + records), not O(steps × records)."""
+    if _NEIGHBOURS and _NEIGHBOURS[0][0] is t:
+        return _NEIGHBOURS[0][1], _NEIGHBOURS[0][2]
+    n = len(t.steps)
+    prev: list[int | None] = [None] * n
+    nxt: list[int | None] = [None] * n
+    last: int | None = None
+    for s in t.steps:
+        prev[s.index] = last
+        if s.is_decision:
+            last = s.index
+    last = None
+    for s in reversed(t.steps):
+        nxt[s.index] = last
+        if s.is_decision:
+            last = s.index
+    _NEIGHBOURS[:] = [(t, prev, nxt)]
+    return prev, nxt
+
+
+def blame(t: Trajectory, rec: Record) -> int | None:
+    """The decision step (or, for user-caused targets, the user step) a record is attributed to.
+
+    A finding on a tool output goes to the decision step that issued the call
+    (``Trajectory.call_for``) or wrote the code it ran (``Trajectory.code_authors``), else to the
+    nearest earlier decision step; a finding on a user turn goes to the next decision step unless its
+    targets say the user caused it or no agent step follows. ``None`` when nothing can be blamed.
+    """
+    k = rec.step
+    if not 0 <= k < len(t.steps):
+        return None
+    s = t.steps[k]
+    if s.is_decision:
+        return k
+    if s.kind == "tool":
+        hit = t.call_for(s)
+        if hit is not None:
+            return hit[0].index
+        if k in t.code_authors:  # a code runner's output: the step whose code it ran
+            return t.code_authors[k]
+        return decision_neighbours(t)[0][k]
+    if s.kind == "user" and USER_CAUSED & set(rec.targets):
+        return k
+    later = decision_neighbours(t)[1][k]
+    if later is not None:
+        return later
+    return k if s.kind == "user" else None  # a run that ends on this user turn: nothing later to blame
+
+
+def last_success(t: Trajectory) -> dict[tuple[str | None, str], int]:
+    """``{(agent, tool name): index of the last step where that agent's call of that tool, with a call
+    id, got an output that is not an error}`` — what :func:`recovered` asks of every later step."""
+    last: dict[tuple[str | None, str], int] = {}
+    for s in t.steps:
+        for c in s.tool_calls:
+            if c.id is None:
+                continue
+            res = t.output_after(c.id, s.index)
+            if res is not None and not res.tool_output.is_error:
+                last[(s.agent, c.name)] = s.index
+    return last
+
+
+def recovered(t: Trajectory, step: int, rec: Record, successes: dict[tuple[str | None, str], int]) -> bool:
+    """A finding is recovered when its rule says so (binding ``recovered``) or when a call of the step
+    failed and the same agent later called the same tool successfully (AgentRx: a failed call retried
+    successfully is not the critical failure). ``successes`` is :func:`last_success` of ``t``."""
+    if rec.bindings.get("recovered") is True:
+        return True
+    s = t.steps[step]
+    for call in s.tool_calls:
+        out = t.output_after(call.id, step)
+        if out is not None and out.tool_output.is_error and successes.get((s.agent, call.name), -1) > out.index:
+            return True
+    return False
+
+
+@dataclass
+class Finding:
+    """One failing record blamed on a candidate step.
+
+    Attributes:
+        record: the validation-log record.
+        recovered: the run repaired it (:func:`recovered`).
+    """
+
+    record: Record
+    recovered: bool
+
+    @property
+    def level(self) -> int:
+        """Severity rank (0 info … 3 critical)."""
+        return severity_rank(self.record.severity)
+
+
+@dataclass
+class Candidate:
+    """A candidate step with its findings and feature vector.
+
+    Attributes:
+        step: the step index.
+        findings: the failing records blamed on it (one per rule: its strongest hit), in log order.
+        features: values in :data:`FEATURES` order.
+    """
+
+    step: int
+    findings: list[Finding] = field(default_factory=list)
+    features: list[float] = field(default_factory=list)
+
+    @property
+    def has_error(self) -> bool:
+        """An unrecovered error-level (or critical) finding is blamed on this step."""
+        return any(f.level >= 2 and not f.recovered for f in self.findings)
+
+    @property
+    def has_finding(self) -> bool:
+        """A finding at warning level or above (recovered or not) is blamed on this step."""
+        return any(f.level >= 1 for f in self.findings)
+
+    @property
+    def basis(self) -> str:
+        """``finding`` (an unrecovered error-level finding), ``weak`` (weaker findings only) or
+        ``fallback`` (no finding at warning level or above: the step was chosen by position/role)."""
+        if self.has_error:
+            return "finding"
+        return "weak" if self.has_finding else "fallback"
+
+
+@dataclass
+class FeatureTable:
+    """The candidates of one run, in step order.
+
+    Attributes:
+        trajectory: the run.
+        candidates: one :class:`Candidate` per candidate step.
+    """
+
+    trajectory: Trajectory
+    candidates: list[Candidate]
+
+    @property
+    def rows(self) -> list[list[float]]:
+        """The feature vectors, one per candidate, in :data:`FEATURES` order."""
+        return [c.features for c in self.candidates]
+
+    def index_of(self, step: int) -> int | None:
+        """Position of candidate ``step`` in :attr:`candidates`, or ``None``."""
+        for i, c in enumerate(self.candidates):
+            if c.step == step:
+                return i
+        return None
+
+
+def _log1p(x: float) -> float:
+    return math.log1p(x)
+
+
+def _norm_name(name: str) -> str:
+    return _NAME_SEP.sub(" ", name.casefold()).strip()
+
+
+def _text_key(step: Step) -> str | None:
+    """A repeat key of a decision step's text: case and whitespace folded; ``None`` for short text."""
+    text = _SPACE.sub(" ", step.content.casefold()).strip()
+    if len(text) < 20:
+        return None
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=12).hexdigest()
+
+
+def _call_keys(step: Step) -> list[str]:
+    keys = []
+    for c in step.tool_calls:
+        try:
+            args = json.dumps(c.arguments, sort_keys=True, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            args = str(c.arguments)
+        keys.append(f"{c.name}\x00{args}")
+    return keys
+
+
+def _roles(t: Trajectory, decisions: Sequence[Step]) -> tuple[dict[str, float], dict[str, float], dict[int, bool]]:
+    """Per producer: share of its turns that address another agent of the run (``instructs``) and share
+    that call tools or carry code (``calls``); per decision step: whether it addresses another agent.
+
+    Addressing: the text names another agent of the run (case, ``_``/``-``/space folded; names shorter
+    than 3 characters are ignored), or the adapter recorded a hand-off target (``metadata.target``).
+    """
+    names = {a for a in (s.agent for s in decisions) if a}
+    folded = {a: _norm_name(a) for a in names}
+    patterns = {a: re.compile(r"(?<![\w])" + re.escape(f).replace(r"\ ", r"[\s_\-]+") + r"(?![\w])", re.I)
+                for a, f in folded.items() if len(f) >= 3}
+    turns: dict[str, int] = defaultdict(int)
+    instr: dict[str, int] = defaultdict(int)
+    calls: dict[str, int] = defaultdict(int)
+    addresses: dict[int, bool] = {}
+    for s in decisions:
+        a = s.agent or ""
+        turns[a] += 1
+        hit = bool(s.metadata.get("target")) if isinstance(s.metadata, dict) else False
+        if not hit and len(patterns) > 1:
+            hit = any(p.search(s.content) for other, p in patterns.items() if other != s.agent)
+        addresses[s.index] = hit
+        instr[a] += hit
+        calls[a] += bool(s.tool_calls) or bool(_CODE.search(s.content))
+    return ({a: instr[a] / n for a, n in turns.items()}, {a: calls[a] / n for a, n in turns.items()}, addresses)
+
+
+def _findings(t: Trajectory, records: Sequence[Record], min_level: int) -> tuple[
+        dict[int, dict[str, Finding]], dict[int, int]]:
+    """Findings per blamed step (one per rule: the strongest, unrecovered preferred) and propagation
+    records per root step."""
+    per_step: dict[int, dict[str, Finding]] = defaultdict(dict)
+    prop: dict[int, int] = defaultdict(int)
+    successes: dict[tuple[str | None, str], int] | None = None
+    for rec in records:
+        if rec.verdict != "fail":
+            continue
+        if rec.rule_id == PROPAGATION_RULE:
+            root = rec.bindings.get("root_step")
+            if isinstance(root, int):
+                prop[root] += 1
+            continue
+        if severity_rank(rec.severity) < min_level:
+            continue
+        step = blame(t, rec)
+        if step is None:
+            continue
+        if successes is None:
+            successes = last_success(t)
+        f = Finding(rec, recovered(t, step, rec, successes))
+        old = per_step[step].get(rec.rule_id)
+        if old is None or (f.level, not f.recovered) > (old.level, not old.recovered):
+            per_step[step][rec.rule_id] = f
+    return per_step, prop
+
+
+def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
+             min_severity: str = "info") -> FeatureTable:
+    """The candidate steps of run ``t`` and their feature vectors (:data:`FEATURES`).
+
+    Args:
+        t: the run.
+        records: its validation log records (rules and claim findings), in log order.
+        graph: its :class:`~trajaudit.engine.claims.graph.ClaimGraph` (claims, error spans), or
+            ``None`` (claim features are 0).
+        min_severity: findings below this severity are ignored (``info`` keeps them all: info-level
+            claim findings are a feature of their own).
+
+    Returns:
+        A :class:`FeatureTable`; no candidates when the run has no decision step.
+    """
+    steps = t.steps
+    n = len(steps)
+    decisions = [s for s in steps if s.is_decision]
+    per_step, prop = _findings(t, records, severity_rank(min_severity))
+    cand_steps = sorted({s.index for s in decisions} | {k for k in per_step if steps[k].kind == "user"})
+    if not cand_steps:
+        return FeatureTable(t, [])
+    dec_pos = {s.index: i for i, s in enumerate(decisions)}
+    n_dec = len(decisions)
+
+    # claims introduced per step
+    claim_stats: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+    dependents: dict[int, set[int]] = defaultdict(set)
+    error_span: set[int] = set()
+    first_span: int | None = None
+    if graph is not None:
+        for c in getattr(graph, "claims", ()):
+            st = claim_stats[c.step]
+            status = getattr(c.status, "value", str(c.status))
+            st[0] += status == "MISSING" and c.consequential
+            st[1] += status == "CONFLICTING"
+            st[2] += status == "WEAK"
+            st[3] += 1
+            st[4] += bool(c.reused_in)
+            st[5] += c.consequential
+            dependents[c.step].update(r for r in c.reused_in if r > c.step)
+        prop_res = graph.propagate()
+        error_span = set(prop_res.error_steps)
+        first_span = prop_res.first_error_step
+
+    # evidence order
+    err_steps = sorted(k for k, fs in per_step.items() if any(f.level >= 2 and not f.recovered for f in fs.values()))
+    any_steps = sorted(k for k, fs in per_step.items() if any(f.level >= 1 for f in fs.values()))
+    first_err = err_steps[0] if err_steps else None
+    first_any = any_steps[0] if any_steps else None
+
+    # roles
+    instructs, tool_share, addresses = _roles(t, decisions)
+    counts: dict[str, int] = defaultdict(int)
+    for s in decisions:
+        counts[s.agent or ""] += 1
+    first_agent = decisions[0].agent if decisions else None
+    multi = len(counts) > 1
+
+    # outputs per issuing step; errors after each position
+    out_error: dict[int, bool] = defaultdict(bool)
+    error_outputs: list[int] = []
+    for s in steps:
+        if s.kind != "tool" or s.tool_output is None:
+            continue
+        hit = t.call_for(s)
+        issuer = hit[0].index if hit is not None else t.code_authors.get(s.index)
+        if issuer is None:
+            issuer = decision_neighbours(t)[0][s.index]
+        if s.tool_output.is_error:
+            error_outputs.append(s.index)
+            if issuer is not None:
+                out_error[issuer] = True
+    next_output: dict[int, bool] = {}
+    nxt: bool | None = None
+    for s in reversed(steps):
+        if s.kind == "tool" and s.tool_output is not None:
+            nxt = bool(s.tool_output.is_error)
+        elif s.is_decision:
+            next_output[s.index] = bool(nxt) if nxt is not None and s.index + 1 < n and steps[s.index + 1].kind == "tool" else False
+
+    # repeats: calls (name + arguments) and texts of the same agent
+    seen: dict[str, int] = {}
+    later_count: dict[str, int] = defaultdict(int)
+    keys_of: dict[int, list[str]] = {}
+    for s in decisions:
+        keys = [f"c\x00{k}" for k in _call_keys(s)]
+        tk = _text_key(s)
+        if tk is not None:
+            keys.append(f"t\x00{s.agent}\x00{tk}")
+        keys_of[s.index] = keys
+        for k in keys:
+            later_count[k] += 1
+    first_consequential = next((s.index for s in decisions if is_consequential_action(s)), None)
+
+    # origin tracing of the candidates with findings (the earliest MAX_TRACED)
+    traced = [(k, [f.record for f in per_step[k].values() if f.level >= 1]) for k in any_steps[:MAX_TRACED]]
+    origins = origin_features(t, traced, graph) if traced else {}
+
+    no_err = first_err is None
+    no_any = first_any is None
+    errs_before = 0
+    err_set = set(err_steps)
+    finding_set = set(any_steps)
+    err_total = len(err_steps)
+    n_errors_out = len(error_outputs)
+    cands: list[Candidate] = []
+    err_out_ptr = 0
+    findings_seen = 0
+    for k in cand_steps:
+        s = steps[k]
+        fs = per_step.get(k, {})
+        by_level = [0, 0, 0, 0, 0]  # error unrec, error rec, warning unrec, warning rec, info
+        by_type = dict.fromkeys(RULE_TYPES, 0)
+        fam = [0, 0, 0]
+        for f in fs.values():
+            lv = f.level
+            if lv >= 2:
+                by_level[1 if f.recovered else 0] += 1
+            elif lv == 1:
+                by_level[3 if f.recovered else 2] += 1
+            else:
+                by_level[4] += 1
+            if lv >= 1 and not f.recovered:
+                if f.record.rule_type in by_type:
+                    by_type[f.record.rule_type] += 1
+                if f.record.origin == "claims" or f.record.rule_id.startswith("claims."):
+                    fam[0] += 1
+                elif f.record.rule_id.startswith("generic."):
+                    fam[1] += 1
+                else:
+                    fam[2] += 1
+        cs = claim_stats.get(k, [0, 0, 0, 0, 0, 0])
+        while err_out_ptr < n_errors_out and error_outputs[err_out_ptr] <= k:
+            err_out_ptr += 1
+        errs_following = n_errors_out - err_out_ptr
+        errors_after = err_total - errs_before - (1 if k in err_set else 0)
+        findings_after = len(any_steps) - findings_seen - (1 if k in finding_set else 0)
+        is_dec = s.is_decision
+        agent = s.agent or ""
+        rank = dec_pos.get(k)
+        keys = keys_of.get(k, [])
+        seen_before = any(seen.get(key, 0) > 0 for key in keys)
+        for key in keys:
+            seen[key] = seen.get(key, 0) + 1
+        repeated_later = any(later_count[key] > seen[key] for key in keys)
+        is_last = is_dec and rank == n_dec - 1
+        is_first = is_dec and rank == 0
+        is_first_act = k == first_consequential
+        row = [
+            *(_log1p(v) for v in by_level),
+            *(_log1p(by_type[ty]) for ty in RULE_TYPES),
+            *(_log1p(v) for v in fam),
+            _log1p(cs[0]), _log1p(cs[1]), _log1p(cs[2]), _log1p(cs[3]), _log1p(cs[4]), _log1p(cs[5]),
+            _log1p(prop.get(k, 0)), float(k in error_span), float(k == first_span),
+            float(k == first_err), float(k == first_any), _log1p(errs_before), _log1p(errors_after),
+            _log1p(findings_after),
+            k / (n - 1) if n > 1 else 0.0,
+            (rank / (n_dec - 1) if n_dec > 1 else 0.0) if rank is not None else 0.0,
+            float(is_first), float(is_last), float(s.kind == "user"),
+            float(bool(s.tool_calls)), float(bool(_CODE.search(s.content))) if is_dec else 0.0,
+            float(is_consequential_action(s)), float(is_first_act),
+            instructs.get(agent, 0.0) if is_dec else 0.0, tool_share.get(agent, 0.0) if is_dec else 0.0,
+            counts.get(agent, 0) / n_dec if is_dec and n_dec else 0.0,
+            float(is_dec and s.agent == first_agent), float(multi), float(addresses.get(k, False)),
+            float(out_error.get(k, False)), _log1p(errs_following), float(next_output.get(k, False)),
+            _log1p(len(dependents.get(k, ()))),
+            float(seen_before), float(repeated_later), float(repeated_later and not seen_before),
+            *(lambda o: (o.get("is_late_symptom", 0.0), o.get("is_origin_of_late_symptom", 0.0),
+                         _log1p(o.get("dependency_depth", 0.0)), _log1p(o.get("dependents", 0.0))))(origins.get(k, {})),
+            float(no_err), float(no_any), float(is_last and no_err), float(is_first_act and no_err),
+            float(is_first and no_err),
+        ]
+        if k in err_set:
+            errs_before += 1
+        if k in finding_set:
+            findings_seen += 1
+        cands.append(Candidate(k, list(fs.values()), row))
+    return FeatureTable(t, cands)

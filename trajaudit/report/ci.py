@@ -1,0 +1,179 @@
+"""CI outputs of ``check`` and ``audit``: SARIF 2.1.0 (code-scanning views) and JUnit XML (test reports).
+
+Both are built from :class:`RunFindings`, what a command keeps of each run's validation log (small:
+the violations and the ids of the rules that applied), so a streaming ``audit`` keeps no log.
+
+- SARIF (OASIS SARIF 2.1.0): one ``run`` (the tool trajaudit), one ``result`` per violation with the
+  rule id, the level (``critical``/``error`` -> ``error``, ``warning`` -> ``warning``, ``info`` ->
+  ``note``), the message, and as location the trace file (``physicalLocation``; the line of the run in
+  a JSONL file) and the step (``logicalLocations``: ``RUN/steps/N``; ``properties.step``).
+- JUnit XML: one ``testsuite`` per run and one ``testcase`` per run × rule that applied to it; a rule
+  with a violation at or above ``fail_on`` is a ``failure`` (every violation listed), one that could
+  only be ``unknown`` is ``skipped``.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajaudit.engine.validation_log import ValidationLog, severity_rank
+from trajaudit.report.markdown import visible
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+_LEVEL = {"critical": "error", "error": "error", "warning": "warning", "info": "note"}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One failing record: step (0-based), rule id, severity, message, rule type."""
+
+    step: int
+    rule_id: str
+    severity: str
+    message: str
+    rule_type: str = ""
+
+
+@dataclass(frozen=True)
+class RunFindings:
+    """What the CI outputs need of one run (text with control and bidi characters shown by name:
+    XML 1.0 cannot hold most control characters).
+
+    Attributes:
+        run_id: the trajectory id.
+        file: the trace file ("" when the run came from memory); record: its 0-based record, or ``None``.
+        violations: the failing records, in log order.
+        applied: ids of the rules whose guard held at some step (pass, fail or unknown).
+        unknown: ids of the rules that applied but could only be ``unknown`` (never pass or fail).
+    """
+
+    run_id: str
+    file: str
+    record: int | None
+    violations: tuple[Violation, ...] = ()
+    applied: tuple[str, ...] = ()
+    unknown: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def of(cls, log: ValidationLog, file: str | None, record: int | None) -> RunFindings:
+        """The findings of one validation log."""
+        viol = tuple(Violation(r.step, r.rule_id, r.severity, visible(r.message or r.reason or ""), r.rule_type)
+                     for r in log.records if r.verdict == "fail")
+        seen: dict[str, set[str]] = {}
+        for r in log.records:
+            if r.verdict in ("pass", "fail", "unknown"):
+                seen.setdefault(r.rule_id, set()).add(r.verdict)
+        unknown = frozenset(rid for rid, vs in seen.items() if vs == {"unknown"})
+        return cls(visible(log.trajectory_id), visible(file or ""), record, viol, tuple(seen), unknown)
+
+
+def _uri(path: str) -> str:
+    """A file path as a SARIF artifact URI (forward slashes; relative paths stay relative)."""
+    return path.replace("\\", "/")
+
+
+def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None = None,
+              version: str = "") -> dict[str, Any]:
+    """The SARIF 2.1.0 log (a JSON-ready dict) of ``runs``.
+
+    Args:
+        runs: the runs' findings, in order.
+        titles: ``{rule id: title}`` for the rules' ``shortDescription``.
+        version: trajaudit's version (``tool.driver.version``).
+    """
+    titles = titles or {}
+    rules: dict[str, dict[str, Any]] = {}
+    results: list[dict[str, Any]] = []
+    for run in runs:
+        for v in run.violations:
+            if v.rule_id not in rules:
+                rule: dict[str, Any] = {"id": v.rule_id, "name": v.rule_id,
+                                        "shortDescription": {"text": titles.get(v.rule_id) or v.rule_id},
+                                        "defaultConfiguration": {"level": _LEVEL.get(v.severity, "warning")}}
+                if v.rule_type:
+                    rule["properties"] = {"type": v.rule_type}
+                rules[v.rule_id] = rule
+            where = f"{run.run_id}/steps/{v.step}"
+            loc: dict[str, Any] = {"logicalLocations": [{"fullyQualifiedName": where, "name": f"step {v.step}",
+                                                         "kind": "member"}]}
+            if run.file:
+                phys: dict[str, Any] = {"artifactLocation": {"uri": _uri(run.file)}}
+                if run.record is not None and run.file.lower().endswith((".jsonl", ".ndjson")):
+                    phys["region"] = {"startLine": run.record + 1}
+                loc["physicalLocation"] = phys
+            results.append({
+                "ruleId": v.rule_id, "ruleIndex": list(rules).index(v.rule_id),
+                "level": _LEVEL.get(v.severity, "warning"),
+                "message": {"text": f"{v.message or v.rule_id} (run {run.run_id}, step {v.step})"},
+                "locations": [loc],
+                "properties": {"run": run.run_id, "step": v.step, "severity": v.severity,
+                               **({"record": run.record} if run.record is not None else {})},
+            })
+    driver: dict[str, Any] = {"name": "trajaudit", "rules": list(rules.values())}
+    if version:
+        driver["version"] = version
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION,
+            "runs": [{"tool": {"driver": driver}, "results": results,
+                      "invocations": [{"executionSuccessful": True}]}]}
+
+
+def sarif_text(runs: Iterable[RunFindings], **kwargs: Any) -> str:
+    """:func:`sarif_log` as JSON text."""
+    return json.dumps(sarif_log(runs, **kwargs), ensure_ascii=False, indent=1) + "\n"
+
+
+def junit_xml(runs: Sequence[RunFindings], *, fail_on: str = "error", name: str = "trajaudit") -> str:
+    """JUnit XML text of ``runs``: a ``testsuite`` per run, a ``testcase`` per run × applied rule.
+
+    Args:
+        fail_on: the lowest severity that fails a test case (lower ones are listed in ``system-out``).
+        name: the ``testsuites`` name.
+    """
+    floor = severity_rank(fail_on)
+    root = ET.Element("testsuites", name=name)
+    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    for run in runs:
+        by_rule: dict[str, list[Violation]] = {}
+        for v in run.violations:
+            by_rule.setdefault(v.rule_id, []).append(v)
+        label = run.run_id + (f" ({run.file}" + (f" #{run.record}" if run.record is not None else "") + ")"
+                              if run.file else "")
+        suite = ET.SubElement(root, "testsuite", name=label)
+        counts = {"tests": 0, "failures": 0, "skipped": 0}
+        for rid in sorted(set(run.applied) | set(by_rule)):
+            case = ET.SubElement(suite, "testcase", name=rid, classname=f"trajaudit.{run.run_id}")
+            if run.file:
+                case.set("file", run.file)
+            counts["tests"] += 1
+            found = by_rule.get(rid, [])
+            failing = [v for v in found if severity_rank(v.severity) >= floor]
+            lines = "\n".join(f"step {v.step} [{v.severity}]: {v.message}" for v in found)
+            if failing:
+                counts["failures"] += 1
+                worst = max(failing, key=lambda v: severity_rank(v.severity))
+                fail = ET.SubElement(case, "failure", message=f"step {worst.step}: {worst.message}"[:500],
+                                     type=worst.severity)
+                fail.text = lines
+            elif rid in run.unknown:
+                counts["skipped"] += 1
+                ET.SubElement(case, "skipped", message="the rule applied but could not be evaluated (unknown)")
+            elif found:
+                ET.SubElement(case, "system-out").text = lines
+        for k, n in counts.items():
+            suite.set(k, str(n))
+            totals[k] += n
+        suite.set("errors", "0")
+    for k, n in totals.items():
+        root.set(k, str(n))
+    root.set("errors", "0")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+__all__ = ["RunFindings", "SARIF_SCHEMA", "SARIF_VERSION", "Violation", "junit_xml", "sarif_log",
+           "sarif_text"]
