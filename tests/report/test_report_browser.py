@@ -20,7 +20,7 @@ from trajaudit.cli import main
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]
-ARTIFACTS = Path(os.environ.get("TRAJAUDIT_ARTIFACTS") or Path(__file__).resolve().parents[1] / "artifacts")
+ARTIFACTS = Path(os.environ.get("TRAJAUDIT_ARTIFACTS") or Path(__file__).resolve().parents[2] / "artifacts")
 
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install -e '.[dev]')")
 pytestmark = [pytest.mark.browser,
