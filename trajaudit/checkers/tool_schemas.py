@@ -10,9 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import Draft202012Validator, validator_for
-
 from trajaudit import safe_json
 from trajaudit.errors import TrajauditError
 
@@ -110,9 +107,45 @@ def check_tool_parameters(fn: dict[str, Any], *, file: str | None = None, index:
     if "type" in params and params["type"] != "object":
         raise ToolSchemaError(f"tool {name!r}: parameters must describe an object (\"type\": \"object\"), got "
                               f"\"type\": {json.dumps(params['type'])[:80]}", file=file, index=index)
+    if _meta_fast_ok(params):
+        return
+    # jsonschema (~0.2 s of imports) only for a schema the fast path does not accept (issue 22, start-up)
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import Draft202012Validator, validator_for
+
     try:
         validator_for(params, default=Draft202012Validator).check_schema(params)
     except SchemaError as e:
         where = e.json_path.replace("$", "parameters", 1)
         raise ToolSchemaError(f"tool {name!r}: invalid JSON Schema at {where}: {e.message}",
                               file=file, index=index) from None
+
+
+#: keywords whose metaschema entry carries a ``format`` (regex, uri, uri-reference) that jsonschema
+#: checks and jsonschema-rs does not, plus ``$schema`` (which picks another draft)
+_FORMAT_KEYS = frozenset({"pattern", "patternProperties", "$id", "$schema", "$ref", "$dynamicRef", "$vocabulary",
+                          "$anchor", "$dynamicAnchor"})
+
+
+def _meta_fast_ok(params: dict[str, Any]) -> bool:
+    """True when jsonschema-rs accepts ``params`` against the draft 2020-12 metaschema and the schema
+    has none of :data:`_FORMAT_KEYS` (at any depth, as any key): then jsonschema's ``check_schema``
+    accepts it too (the same metaschema; the formats it alone checks do not occur). False means "ask
+    jsonschema", which decides and writes the message. ~40x cheaper on valid tool schemas."""
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - a core dependency; without it jsonschema decides
+        return False
+    stack: list[Any] = [params]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if not _FORMAT_KEYS.isdisjoint(v):
+                return False
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    try:
+        return bool(jsonschema_rs.meta.is_valid(params))
+    except Exception:  # noqa: BLE001 - anything it cannot take: jsonschema decides
+        return False

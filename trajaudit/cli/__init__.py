@@ -2,26 +2,50 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import logging
 import sys
+from typing import Any
 
 import click
 
 from trajaudit import __version__
-from trajaudit.cli.audit import audit
-from trajaudit.cli.check import check
-from trajaudit.cli.cite import cite
-from trajaudit.cli.claims import claims
-from trajaudit.cli.eval import eval_cmd
-from trajaudit.cli.judge import judge
-from trajaudit.cli.llm import llm
-from trajaudit.cli.repair import repair
-from trajaudit.cli.rules import rules
-from trajaudit.cli.traces import convert, show
+
+#: command name -> (module, attribute), in the order ``--help`` lists them. A command's module is
+#: imported only when that command runs (or when help lists them all): ``trajaudit audit`` does not
+#: load what ``eval``, ``claims``, ``rules lint`` or ``cite`` need (networkx, z3, the report and
+#: citation code), which was most of a fresh audit process's start-up.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "show": ("trajaudit.cli.traces", "show"),
+    "convert": ("trajaudit.cli.traces", "convert"),
+    "audit": ("trajaudit.cli.audit", "audit"),
+    "eval": ("trajaudit.cli.eval", "eval_cmd"),
+    "judge": ("trajaudit.cli.judge", "judge"),
+    "cite": ("trajaudit.cli.cite", "cite"),
+    "claims": ("trajaudit.cli.claims", "claims"),
+    "check": ("trajaudit.cli.check", "check"),
+    "rules": ("trajaudit.cli.rules", "rules"),
+    "llm": ("trajaudit.cli.llm", "llm"),
+    "repair": ("trajaudit.cli.repair", "repair"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A click group whose subcommands (:data:`COMMANDS`) are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = COMMANDS.get(cmd_name)
+        if spec is None:
+            return super().get_command(ctx, cmd_name)
+        cmd: Any = getattr(importlib.import_module(spec[0]), spec[1])
+        return cmd
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trajaudit")
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
 def main(verbose: int) -> None:
@@ -35,10 +59,6 @@ def main(verbose: int) -> None:
             stream.reconfigure(errors="backslashreplace")
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-
-
-for _cmd in (show, convert, audit, eval_cmd, judge, cite, claims, check, rules, llm, repair):
-    main.add_command(_cmd)
 
 
 __all__ = ["main"]

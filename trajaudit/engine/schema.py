@@ -16,12 +16,15 @@ import json
 import logging
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from jsonschema.exceptions import best_match
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+if TYPE_CHECKING:
+    import jsonschema
+    from referencing import Registry
+
+# jsonschema and referencing (~0.3 s of imports) are imported where a document is validated by them:
+# the compiled fast path accepts valid documents without them, so a fresh audit of valid runs never
+# loads them (issue 22, start-up)
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,9 @@ def _shipped() -> dict[str, dict[str, Any]]:
 @cache
 def _registry() -> Registry:
     """All shipped schemas, keyed by their ``$id``, so schemas can ``$ref`` each other."""
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
     reg: Registry = Registry()
     for uri, schema in _shipped().items():
         reg = reg.with_resource(uri, Resource.from_contents(schema, default_specification=DRAFT202012))
@@ -62,6 +68,8 @@ def _registry() -> Registry:
 def validator(name: str) -> jsonschema.protocols.Validator:
     """A cached validator (the schema's own draft, 2020-12 by default) for the named schema."""
     schema = load_schema(name)
+    import jsonschema.validators
+
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema, registry=_registry())
@@ -121,6 +129,8 @@ def schema_errors(name: str, instance: Any, limit: int = 5) -> list[str]:
     errors = list(v.iter_errors(instance))
     if not errors:
         return []
+    from jsonschema.exceptions import best_match
+
     first = best_match(errors)
     ordered = [first] + [e for e in errors if e is not first]
     return [f"{e.json_path}: {e.message}" for e in ordered[:limit]]

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema.exceptions import best_match
 
 from trajaudit import safe_yaml
 from trajaudit.engine.schema import fast_accepts, validator
@@ -245,6 +244,8 @@ def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = yaml.Sa
                             line=mark.line + 1 if mark else None) from None
     errors = [] if fast_accepts("taxonomy", doc) else list(validator("taxonomy").iter_errors(doc))
     if errors:
+        from jsonschema.exceptions import best_match  # only for an invalid taxonomy (start-up, issue 22)
+
         err = best_match(errors)
         where = list(err.absolute_path)
         raise TaxonomyError(err.message, file=file, line=_line_of(text, where), path=_json_path(where))

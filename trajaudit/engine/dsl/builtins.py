@@ -9,6 +9,7 @@ current step. Documented with examples in docs/rules.md ("Functions").
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -41,8 +42,6 @@ class CallRange:
 
     def items(self, env: Env) -> list[Any]:
         """The call views in the range, in order."""
-        from bisect import bisect_left
-
         cs = env.tc.call_steps
         return env.tc.all_calls[bisect_left(cs, self.lo): bisect_left(cs, self.hi)]
 
@@ -211,6 +210,15 @@ def _contains_any(text: Any, words: Any) -> bool:
 
 
 def _outputs(env: Env, seq: Any, name: Any = None) -> list[Any]:
+    if seq.__class__ is StepRange and (name is None or name.__class__ is str):
+        # a step range (outputs(earlier, "tool")): the run's index of tool outputs, bisected — the
+        # same views in the same order as the filter below, without visiting every step of the range
+        tc = env.tc
+        pos = tc.tool_positions(name)
+        n = len(tc.views)
+        lo, hi = max(0, min(seq.lo, n)), max(0, min(seq.hi, n))
+        views = tc.views
+        return [views[i] for i in pos[bisect_left(pos, lo): bisect_left(pos, hi)]]
     return [v for v in as_items(env, seq) if isinstance(v, StepView) and v.step.kind == "tool"
             and (name is None or env.tc.output_name(v.step.index) == name)]
 

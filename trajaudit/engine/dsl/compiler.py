@@ -18,6 +18,7 @@ import jmespath
 
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.builtins import BUILTINS
+from trajaudit.engine.dsl.columnar import columnar_quant, eq_join_parts, prefix_comprehension
 from trajaudit.engine.dsl.compile_base import _NO, C, Fn, _const
 from trajaudit.engine.dsl.compile_paths import PathsMixin
 from trajaudit.engine.dsl.ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
@@ -151,6 +152,8 @@ class ExprCompiler(PathsMixin, OperatorsMixin):
             elt = self.compile(node.elt, inner).fn
             var, sfn = node.var, seq.fn
             fn = lambda env: comprehension(env, var, sfn(env), where, elt)  # noqa: E731
+            shadowed = "earlier" in scope or "earlier" in self.lets
+            fn = (None if shadowed else prefix_comprehension(node, where, elt, free_names)) or fn
             return C(shared_comprehension(node, fn) if shareable(node, scope, self.lets) else fn, "list")
         raise self.error(node, f"unsupported expression {type(node).__name__}")
 
@@ -264,7 +267,9 @@ class ExprCompiler(PathsMixin, OperatorsMixin):
                          key=id(node), label=A.unparse(node), share=share,
                          substring=self._substring_test(node, seq.type, closed_parts, open_parts, inner))
         typ = {"exists": "bool", "forall": "bool", "count": "num"}.get(node.kind, et)
-        return C(plan.run, typ)
+        eq = eq_join_parts(open_parts, node.var, free_names)
+        join = (self.compile(eq[0], inner).fn, self.compile(eq[1], inner).fn) if eq is not None else None
+        return C(columnar_quant(plan, join) or plan.run, typ)
 
     def _substring_test(self, node: A.Quant, seq_type: str, closed: list[A.Expr], opened: list[A.Expr],
                         inner: dict[str, str]) -> tuple[Fn, bool] | None:

@@ -201,6 +201,7 @@ class TrajContext:
         self.shared: dict[Any, Any] = {}  # run-wide values of expressions shared by rules (rule_queries)
         self.ops = 0
         self.budget = budget
+        self.lazy = False  # rule_columnar: the run grows step by step (prefix state extended on demand)
         self.oracle = oracle
         self.tools = tools
         self.checkers = checkers
@@ -276,6 +277,17 @@ class TrajContext:
                 elif c.step.index < i:
                     idx[c.step.index].append(i)
         return [self.views[i] for i in idx.get(k, ())]
+
+    def tool_positions(self, name: str | None = None) -> list[int]:
+        """Sorted indexes of the tool-output steps (``kind == "tool"``), of tool ``name`` when given —
+        what ``outputs(seq[, name])`` keeps — computed once per run."""
+        key = ("tool-positions", name)
+        pos = self.cache.get(key)
+        if pos is None:
+            base = self.by_kind.get("tool", ()) if name is None else self.by_output_name.get(name, ())
+            steps = self.traj.steps
+            pos = self.cache[key] = [i for i in base if steps[i].kind == "tool"]
+        return pos
 
     def latest_output(self, name: str, before: int) -> StepView | None:
         """The latest tool output of tool ``name`` strictly before step ``before`` (O(log n))."""

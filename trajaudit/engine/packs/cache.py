@@ -25,6 +25,7 @@ files are kept (the oldest are removed when an entry is written). Deleting the d
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import logging
 import sys
@@ -63,7 +64,6 @@ def code_files() -> list[str]:
 def code_fingerprint() -> str:
     """SHA-256 of the package's files (:func:`code_files`: the trajaudit version is in
     ``__init__.py``) and the versions of the libraries involved (Python, lark, PyYAML, jsonschema)."""
-    import jsonschema
     import lark
     import yaml
 
@@ -71,7 +71,10 @@ def code_fingerprint() -> str:
                f"{getattr(yaml, '__with_libyaml__', False)}".encode())
     for rel in code_files():
         h.update(rel.encode() + b"\0" + (PACKAGE_ROOT / rel).read_bytes() + b"\0")
-    js = Path(jsonschema.__file__).parent  # no cheap version string: size and mtime of its validators
+    # no cheap version string: size and mtime of its validators (the package is found, not imported:
+    # a fresh audit of valid runs never needs jsonschema itself)
+    spec = importlib.util.find_spec("jsonschema")
+    js = Path(spec.origin).parent if spec is not None and spec.origin else Path(".")
     for name in ("validators.py", "_keywords.py"):
         st = (js / name).stat()
         h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
@@ -133,6 +136,42 @@ def _load(path: Path) -> LoadedPack:
     if key is not None:
         _write(loaded)
     return loaded
+
+
+def load_data(data: dict[str, Any]) -> LoadedPack:
+    """Load a pack given as data (e.g. the SCHEMA pack derived from a ``--tools`` file), from the cache
+    when an entry for the same data exists: the key is a SHA-256 of :func:`code_fingerprint` and the
+    data's JSON text (key order kept: it is the order of the YAML the loader reads), so the YAML
+    dump and parse of :func:`~trajaudit.engine.rule_pack.load_pack` run only on a miss.
+
+    Raises:
+        RulePackError: as :func:`~trajaudit.engine.rule_pack.load_pack` (errors never come from the cache).
+    """
+    with _gc_paused():
+        key = data_key(data)
+        if key is not None:
+            hit = _read(key)
+            if hit is not None:
+                return hit
+        with RP.recording_deps() as deps:
+            pack = RP.load_pack(data)
+        loaded = LoadedPack(pack, key, deps)
+        if key is not None:
+            _write(loaded)
+        return loaded
+
+
+def data_key(data: dict[str, Any]) -> str | None:
+    """The cache key of a pack given as data (:func:`load_data`), or ``None`` when the cache is off or
+    the data is not plain JSON (then it is never cached)."""
+    if cache_dir() is None:
+        return None
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        log.debug("pack cache: no key for a pack given as data: %s", e)
+        return None
+    return sha256(json.dumps([code_fingerprint(), "data", text]).encode()).hexdigest()
 
 
 def compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:

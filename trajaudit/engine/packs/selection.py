@@ -8,6 +8,7 @@ define (:func:`unique_rules`) and rules that supersede others (:func:`superseded
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,7 +18,7 @@ from typing import Any
 from trajaudit.engine.packs import cache as pack_cache
 from trajaudit.engine.packs.compile import compile_rules
 from trajaudit.engine.packs.pack import is_shipped_file, resolve_pack, shipped_packs, supersedes_of
-from trajaudit.engine.packs.tool_rules import rules_from_tools
+from trajaudit.engine.packs.tool_rules import synthesize_tool_rules
 from trajaudit.errors import RulePackError
 
 __all__ = ["DOMAIN_KEY", "GENERIC_PACK", "DomainPack", "clear_caches", "default_packs", "distinct_packs",
@@ -58,7 +59,8 @@ def load_rules(packs: tuple[Any, ...] | list[Any], tools: list[dict[str, Any]] |
                 raise RulePackError(f"rule id {spec.id} is defined by both {owner[spec.id]} and {dp.name}"
                                     + hint.format(f"{dp.name} (applied to runs calling its tools)"))
     if tools:
-        rules += [r for r in compile_rules(rules_from_tools(tools)) if r.id not in owner]
+        rules += [r for r in _compiled_tool_rules(json.dumps(tools, ensure_ascii=False, default=repr), tools)
+                  if r.id not in owner]
     return rules
 
 
@@ -274,8 +276,32 @@ def _superseded_in(path: str) -> frozenset[str]:
     return superseded_ids(_compiled_shipped(path)[1])
 
 
+def _compiled_tool_rules(text: str, tools: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """The compiled SCHEMA rules of ``tools`` (:func:`~trajaudit.engine.packs.tool_rules.synthesize_tool_rules`),
+    loaded through the on-disk pack cache (keyed by the derived pack's content, so a ``--tools`` file
+    is not re-read as YAML in every process) and compiled once per process per distinct ``text``
+    (``tools`` as JSON: the memo key).
+
+    Raises:
+        ToolSchemaError: ``tools`` is not a list of function schemas.
+    """
+    hit = _TOOL_RULES.get(text)
+    if hit is None:
+        loaded = pack_cache.load_data(synthesize_tool_rules(tools).pack)
+        hit = pack_cache.compile_loaded(loaded)
+        if len(_TOOL_RULES) >= 8:
+            _TOOL_RULES.pop(next(iter(_TOOL_RULES)))
+        _TOOL_RULES[text] = hit
+    return hit
+
+
+#: per-process memo of :func:`_compiled_tool_rules` (compiled rules are immutable closures)
+_TOOL_RULES: dict[str, tuple[Any, ...]] = {}
+
+
 def clear_caches() -> None:
     """Empty the per-process caches of loaded and compiled shipped packs."""
     _compiled_shipped.cache_clear()
+    _TOOL_RULES.clear()
     _superseded_in.cache_clear()
     _loaded_shipped.cache_clear()

@@ -7,6 +7,7 @@ graph's findings. ``gather(trajectory, context)`` returns an
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Any
 
@@ -20,7 +21,7 @@ from trajaudit.engine.packs import selection
 from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
 from trajaudit.engine.trace import observation
 from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.validation.rule_eval import evaluate
+from trajaudit.engine.validation.stepper import evaluate_run
 from trajaudit.engine.validation_log import ValidationLog
 
 __all__ = ["clear_caches", "evaluate_rules", "gather", "rules_for"]
@@ -63,14 +64,30 @@ def rules_for(trajectory: Trajectory, context: AuditContext) -> tuple[list[Any],
 
 
 def evaluate_rules(trajectory: Trajectory, rules: list[Any], context: AuditContext) -> ValidationLog:
-    """:func:`~trajaudit.engine.validation.rule_eval.evaluate` with the context's budget and tools."""
+    """:func:`~trajaudit.engine.validation.rule_eval.evaluate` with the context's budget and tools, through
+    :func:`~trajaudit.engine.validation.stepper.evaluate_run` (prefix-state quantifiers; the same log)."""
     if not rules:
         return ValidationLog(trajectory.id)
-    return evaluate(trajectory, rules, config=context.config, tools=context.tools)
+    return evaluate_run(trajectory, rules, config=context.config, tools=context.tools)
 
 
 def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
-    """Compute the evidence for ``trajectory`` (the pipeline calls it once per run)."""
+    """Compute the evidence for ``trajectory`` (the pipeline calls it once per run).
+
+    The cyclic garbage collector is paused meanwhile (and restored after): the run's log, claim
+    graph and caches grow until it ends, and every collection during it re-traversed them — quadratic
+    in run length (issue 22: most of the rule and judge stages on a run 100x a tau run). A run's few
+    reference cycles are collected after it."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _gather(trajectory, context)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
     t0 = time.process_time()
     rules, applied = rules_for(trajectory, context)
     log = evaluate_rules(trajectory, rules, context)

@@ -128,6 +128,16 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
         LookupError: unknown strategy (with suggestions).
         ConfigError: the strategy needs an LLM and none is configured.
     """
+    was = gc.isenabled()
+    gc.disable()  # as in run.evidence.gather: collections during a run re-traverse its growing results
+    try:
+        return _audit_one(trajectory, strategy_name, context)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext) -> AuditResult:
     strategy = default_strategies().get(strategy_name)
     if not trajectory.decision_steps:
         raise TrajauditError("run has no decision steps (no agent message): nothing to diagnose")

@@ -1,0 +1,637 @@
+"""Columnar (prefix-state) evaluation of the rule language's quantifiers over a run (issue 22).
+
+A quantifier over a step or call range whose filter is *closed* (it reads only the bound variable,
+pack parameters and run constants — see :mod:`trajaudit.engine.rule_queries`) has an answer that is a
+function of the range alone: "the latest earlier tool output of ``find_user_id_by_email``", "how many
+earlier user turns mention a refund", "is there an earlier successful authentication". The compiler
+recognizes these shapes and compiles them, instead of the generic :meth:`QuantPlan.run`, into a
+closure over *prefix state* (:class:`PrefixFilter`): the positions of the run's steps (calls) where
+the filter holds, or raised, extended once per step and queried in O(1) for ``earlier`` /
+``calls(earlier)`` (O(log n) for ``since(x)`` and other windows). Recognized shapes:
+
+- ``exists | first | latest | count  v in RANGE where CLOSED`` — ``RANGE`` any step or call range
+  (``earlier``, ``calls(earlier)``, ``since(latest x in earlier where …)``, ``later``, ``steps`` …);
+- ``forall v in RANGE [where CLOSED]: CLOSED_BODY`` (the prefix state of the violators);
+- ``latest | first | exists  v in RANGE where CLOSED and KEY(v) == VALUE and … [: BODY]`` with
+  ``VALUE`` not reading ``v`` (a string, or a not too large int, at run time): an *equality join* — the prefix state also files each candidate under the string
+  ``KEY(v)``, so ``latest o in earlier where o.kind == "tool" and o.json.order_id == call.args.order_id``
+  goes straight to the candidates holding that order id instead of scanning every earlier output.
+
+Anything else (open conditions of other forms, bodies that read the current step, sequences that are
+lists) keeps :meth:`QuantPlan.run`. Nothing is generated or executed: these are closures built from
+the same compiled sub-closures.
+
+Exactness (the reference is :meth:`QuantPlan.run`; ``tests/test_rule_columnar.py`` compares them):
+the result, the witness binding, the evidence entries (addresses, values, notes) and the budget
+charges are those of the reference path. The state is the reference's own per-run index
+(``QuantPlan._matches``: the closed filter over the whole universe, charged once) when the run is
+complete (a batch); a :class:`~trajaudit.engine.rule_runtime.TrajContext` with ``lazy`` set (a run
+growing one step at a time, e.g. a runtime monitor) extends it only as far as the queries need and
+charges each element when it is first evaluated — the same answers, and a budget counted in
+elements actually evaluated.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any, Callable
+
+from trajaudit.engine.dsl import ast as A
+from trajaudit.engine.dsl.builtins import CallRange, StepRange
+from trajaudit.engine.dsl.queries import QuantPlan, _range_addr
+from trajaudit.engine.dsl.regex.prefilter import lower_text
+from trajaudit.engine.dsl.runtime import CallView, Env, EvalError, StepView, is_num, member
+
+Fn = Callable[[Env], Any]
+
+__all__ = ["KeyIndex", "PrefixFilter", "columnar_quant", "eq_join_parts", "prefix_comprehension"]
+
+#: Compile recognized quantifiers to prefix-state closures. Tests set it to ``False`` to compile the
+#: reference closures (:meth:`QuantPlan.run` everywhere) and compare.
+ENABLED = True
+
+
+class PrefixFilter:
+    """The prefix state of one filter over one universe (a run's step views or call views).
+
+    Attributes:
+        matches: sorted positions ``i < upto`` where the filter held or raised.
+        err_pos: sorted positions where it raised; ``errors`` their messages.
+        upto: how many elements of the universe have been filed.
+    """
+
+    __slots__ = ("matches", "err_pos", "errors", "upto")
+
+    def __init__(self) -> None:
+        self.matches: list[int] = []
+        self.err_pos: list[int] = []
+        self.errors: dict[int, str] = {}
+        self.upto = 0
+
+    def extend(self, env: Env, universe: list[Any], hi: int, var: str, pred: Fn | None, charge: bool) -> None:
+        """File elements ``upto..hi-1`` of ``universe``: evaluate ``pred`` (``None``: always true) on
+        each (in a scratch environment: nothing it records is kept). ``charge``: count each evaluated
+        element against the current rule's budget first."""
+        if hi <= self.upto:
+            return
+        lo = self.upto
+        if charge:
+            env.tc.charge(hi - lo)
+        scratch = Env(env.tc, env.k)
+        vars_ = scratch.vars
+        matches, errors = self.matches, self.errors
+        for i in range(lo, hi):
+            vars_[var] = universe[i]
+            if pred is not None:
+                try:
+                    if not pred(scratch):
+                        continue
+                except EvalError as e:
+                    matches.append(i)
+                    self.err_pos.append(i)
+                    errors[i] = str(e)
+                    continue
+            matches.append(i)
+        self.upto = hi
+
+
+class KeyIndex:
+    """The join keys of a filter's matches (:func:`eq_join_parts`), filed in position order as far as
+    queries need: ``keys`` ``{key: [positions, sorted]}`` for string, int and bool keys, ``key_bad``
+    the sorted positions whose key raised or is of a class ``equal`` may find close (floats, others);
+    null, lists, objects and views are filed nowhere (they never equal a string or int VALUE).
+    Evaluating a key is a pure read (the reference scan evaluates it on the elements it visits
+    without a charge of its own), so filing charges nothing."""
+
+    __slots__ = ("keys", "key_bad", "done")
+
+    def __init__(self) -> None:
+        self.keys: dict[Any, list[int]] = {}
+        self.key_bad: list[int] = []
+        self.done = 0  # matches[:done] are filed
+
+    def extend(self, env: Env, universe: list[Any], matches: list[int], errors: dict[int, str], hi: int, var: str,
+               key: Fn) -> None:
+        """File the matches below position ``hi`` (those whose filter raised are not keyed)."""
+        end = bisect_left(matches, hi, self.done)
+        if end <= self.done:
+            return
+        scratch = Env(env.tc, env.k)
+        vars_ = scratch.vars
+        for t in range(self.done, end):
+            i = matches[t]
+            if i in errors:
+                continue
+            vars_[var] = universe[i]
+            self._file_key(scratch, key, i)
+        self.done = end
+
+    def _file_key(self, scratch: Env, key: Fn, i: int) -> None:
+        try:
+            k = key(scratch)
+        except EvalError:
+            self.key_bad.append(i)
+            return
+        c = k.__class__
+        if c is str or c is int or c is bool:
+            self.keys.setdefault(k, []).append(i)
+        elif c not in _NEVER_EQUAL:  # a float (compared with a tolerance) or anything unusual: visited
+            self.key_bad.append(i)
+
+
+#: an equality join scans (the reference way) when it has at most this many candidates in range,
+#: and files and reads keys only above it (a short run's few candidates cost less to scan)
+JOIN_MIN = 12
+
+#: key classes that ``equal`` never finds equal to a string or an int VALUE (and compares without raising)
+_NEVER_EQUAL = frozenset({type(None), list, dict, tuple, StepView, CallView})
+
+#: int VALUEs a join looks up exactly: for ints of smaller magnitude, ``equal``'s 1e-9 relative
+#: tolerance is below 1, so it holds only for equal ints (and ``True``/``False`` for 1/0, which a dict
+#: lookup finds too); larger ones take the reference path
+_INT_LIMIT = 500_000_000
+
+
+def _joinable(value: Any) -> bool:
+    c = value.__class__
+    return c is str or (c is int and -_INT_LIMIT < value < _INT_LIMIT)
+
+
+def _ranged(env: Env, seq: Any) -> tuple[list[Any], int, int]:
+    """``(universe, lo, hi)`` of a step or call range (what ``QuantPlan._universe`` computes)."""
+    tc = env.tc
+    if seq.__class__ is StepRange:
+        views = tc.views
+        n = len(views)
+        lo, hi = seq.lo, seq.hi
+        return views, (lo if 0 <= lo <= n else 0 if lo < 0 else n), (hi if 0 <= hi <= n else 0 if hi < 0 else n)
+    cs = tc.call_steps
+    return tc.all_calls, bisect_left(cs, seq.lo), bisect_left(cs, seq.hi)
+
+
+def _state(plan: QuantPlan, env: Env, universe: list[Any], hi: int, tag: str, pred: Fn | None) -> tuple[Any, ...]:
+    """``(matches, err_pos, errors)`` of ``plan`` on ``universe``, covering at least ``[0, hi)``.
+
+    A complete run (``tc.lazy`` false) uses the reference index :meth:`QuantPlan._matches` (the same
+    cache entry, charge and sharing between rules). A lazy run extends a :class:`PrefixFilter` to ``hi``."""
+    tc = env.tc
+    if not tc.lazy:
+        return plan._matches(env, universe, tag, pred)  # type: ignore[arg-type]
+    ck = (plan.key, tag + "-lazy", id(universe))
+    pf = tc.cache.get(ck)
+    if pf is None:
+        pf = tc.cache[ck] = PrefixFilter()
+    pf.extend(env, universe, hi, plan.var, pred, charge=True)
+    return pf.matches, pf.err_pos, pf.errors
+
+
+def _key_index(plan: QuantPlan, env: Env, universe: list[Any], matches: list[int], errors: dict[int, str], hi: int,
+               key: Fn) -> KeyIndex:
+    cache = env.tc.cache
+    ck = (plan.key, "join-keys", id(universe), id(matches))
+    ki = cache.get(ck)
+    if ki is None:
+        ki = cache[ck] = KeyIndex()
+    ki.extend(env, universe, matches, errors, hi, plan.var, key)
+    return ki
+
+
+def _first_error_in(err_pos: list[int], errors: dict[int, str], lo: int, hi: int) -> None:
+    if err_pos:
+        j = bisect_left(err_pos, lo)
+        if j < len(err_pos) and err_pos[j] < hi:
+            raise EvalError(errors[err_pos[j]])
+
+
+def eq_join_parts(open_parts: list[A.Expr], var: str, free: Callable[..., set[str]]) -> tuple[A.Expr, A.Expr] | None:
+    """``(KEY, VALUE)`` when the first open conjunct is ``KEY == VALUE`` (either order) with ``KEY`` a
+    path on ``var`` (``v.f.g``, constant keys) and ``VALUE`` not reading ``var``, neither nesting a
+    quantifier or comprehension; else ``None``. (Only the first conjunct: the reference evaluates the
+    conjuncts in order, so a later one is never evaluated on an element whose key differs.)"""
+    if not open_parts:
+        return None
+    e = open_parts[0]
+    if not (isinstance(e, A.Binary) and e.op == "=="):
+        return None
+    for key, value in ((e.left, e.right), (e.right, e.left)):
+        node = key
+        while isinstance(node, A.Attr):
+            node = node.obj
+        if not (isinstance(key, A.Attr) and isinstance(node, A.Name) and node.id == var):
+            continue
+        if var in free(value) or any(isinstance(n, (A.Quant, A.Comprehension)) for n in (*key.walk(), *value.walk())):
+            continue
+        return key, value
+    return None
+
+
+def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | None:
+    """The prefix-state closure of ``plan`` (see the module docstring), or ``None`` when its shape is
+    not one of the recognized ones (the caller keeps ``plan.run``).
+
+    Args:
+        plan: the compiled quantifier.
+        join: for a plan whose first open conjunct is an equality join (:func:`eq_join_parts`), the
+            compiled ``(KEY, VALUE)`` closures.
+
+    Returns:
+        ``fn(env) -> value`` with :meth:`QuantPlan.run`'s result, witness, evidence and charges; for a
+        sequence that is not a step or call range it calls ``plan.run``.
+    """
+    kind, var, label = plan.kind, plan.var, plan.label
+    if not ENABLED:
+        return None
+    reference = plan.run
+    if plan.substring is not None:
+        return _substring_closure(plan, reference)
+    seq_fn = _seq_value(plan)
+    miss_note = f"no match: {label}"
+    if kind == "forall":
+        if not plan.body_closed or plan.open is not None:
+            return None
+        body, closed = plan.body, plan.closed
+        pred: Fn = (lambda e: not body(e)) if closed is None else (lambda e: closed(e) and not body(e))  # type: ignore[misc]
+
+        def run_forall(env: Env) -> Any:
+            seq = seq_fn(env)
+            if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
+                return reference(env)
+            universe, lo, hi = _ranged(env, seq)
+            matches, err_pos, errors = _state(plan, env, universe, hi, "forall", pred)
+            _first_error_in(err_pos, errors, lo, hi)
+            a = bisect_left(matches, lo) if lo else 0
+            if a < len(matches) and matches[a] < hi:
+                item = universe[matches[a]]
+                env.witness[var] = item
+                env.seen.append((item.address, item, var))
+                return False
+            return True
+        return run_forall
+    if plan.body is not None and (join is None or kind == "count"):
+        return None
+    if plan.closed is None:
+        return _bare_closure(plan, reference, miss_note) if plan.open is None else None
+    if plan.open is not None and (join is None or kind == "count"):
+        return None
+    closed = plan.closed
+    if join is None:
+        def run(env: Env) -> Any:
+            seq = seq_fn(env)
+            if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
+                return reference(env)
+            universe, lo, hi = _ranged(env, seq)
+            matches, err_pos, errors = _state(plan, env, universe, hi, "filter", closed)
+            a = bisect_left(matches, lo) if lo else 0
+            b = bisect_left(matches, hi)
+            if kind == "count":
+                _first_error_in(err_pos, errors, lo, hi)
+                return b - a
+            if a < b:
+                env.tc.charge()  # the one element the reference scan visits
+                i = matches[b - 1] if kind == "latest" else matches[a]
+                if i in errors:
+                    raise EvalError(errors[i])
+                item = universe[i]
+                env.witness[var] = item
+                env.seen.append((item.address, item, var))
+                return item if kind != "exists" else True
+            env.seen.append((_range_addr(seq), None, miss_note))
+            return False if kind == "exists" else None
+        return run
+    return _join_closure(plan, join, reference, miss_note)
+
+
+def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note: str) -> Fn:
+    """The equality-join form of :func:`columnar_quant` (``latest``/``first``/``exists``).
+
+    The reference scan visits the candidates (closed matches in range) newest first for ``latest``,
+    charging one per visit; on each it evaluates the open conjuncts, the first being ``KEY == VALUE``.
+    With ``VALUE`` a string, or an int of magnitude below :data:`_INT_LIMIT`, ``equal(key, VALUE)``
+    holds exactly for the keys a dict lookup of ``VALUE`` finds among the string, int and bool keys,
+    and never for null, lists, objects or views; so a candidate whose key is one of those, did not
+    raise and is not found fails that conjunct without raising, and what it recorded is dropped: such
+    candidates are skipped here and only charged. The candidates that remain — key found, key a
+    float or of another class, key raised, or filter raised — are visited exactly as the reference
+    does (the reference scan itself, on those positions, body included), so the witness, evidence,
+    errors and charges are the reference's. Any other ``VALUE`` (or one that raises) takes the
+    reference path."""
+    kind, var = plan.kind, plan.var
+    key_fn, value_fn = join
+    seq_fn, closed, test = _seq_value(plan), plan.closed, plan.open
+    scan = plan._scan
+    latest = kind == "latest"
+
+    def run(env: Env) -> Any:
+        seq = seq_fn(env)
+        if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
+            return reference(env)
+        mark = len(env.seen)
+        try:
+            value = value_fn(env)
+        except EvalError:
+            value = None
+        finally:
+            del env.seen[mark:]
+        if not _joinable(value):
+            return reference(env)
+        universe, lo, hi = _ranged(env, seq)
+        matches, err_pos, errors = _state(plan, env, universe, hi, "filter", closed)
+        a = bisect_left(matches, lo) if lo else 0
+        b = bisect_left(matches, hi)
+        if b - a <= JOIN_MIN:  # few candidates: the reference scan (filing keys would cost more)
+            return scan(env, range(a, b), matches, errors, universe, None, test, seq_addr=seq)
+        pf = _key_index(plan, env, universe, matches, errors, hi, key_fn)
+        # positions the reference must really visit, in scan order: key equal to VALUE, key raised, filter
+        # raised; walked lazily (a hit usually comes first), from one sorted list when the other two
+        # have nothing in the range (the common case), else from their merge
+        must = _must_visit(pf.keys.get(value, ()), pf.key_bad, err_pos, matches[a], hi, latest)
+        charge = env.tc.charge
+        if latest:
+            nxt = b - 1  # the reference's next candidate place
+            for p in must:
+                j = bisect_left(matches, p, a, b)
+                if nxt > j:
+                    charge(nxt - j)
+                got = scan(env, range(j, j + 1), matches, errors, universe, None, test, seq_addr=None)
+                if got is not None:
+                    return got
+                nxt = j - 1
+            if nxt >= a:
+                charge(nxt - a + 1)
+        else:
+            nxt = a
+            for p in must:
+                j = bisect_left(matches, p, a, b)
+                if j > nxt:
+                    charge(j - nxt)
+                got = scan(env, range(j, j + 1), matches, errors, universe, None, test, seq_addr=None)
+                if got is not None and got is not False:
+                    return got
+                nxt = j + 1
+            if b > nxt:
+                charge(b - nxt)
+        env.seen.append((_range_addr(seq), None, miss_note))
+        return False if kind == "exists" else None
+
+    return run
+
+
+_RAISED = object()
+
+
+class _Occurrences:
+    """Where one needle occurs in a run's step texts: ``pos`` (sorted) for steps ``< upto``."""
+
+    __slots__ = ("pos", "upto")
+
+    def __init__(self) -> None:
+        self.pos: list[int] = []
+        self.upto = 0
+
+    def first_in(self, lo: int, hi: int, holds: Callable[[int], bool]) -> int | None:
+        """The first occurrence in ``[lo, hi)``, filing steps only until it is found."""
+        pos = self.pos
+        j = bisect_left(pos, lo)
+        if j < len(pos) and pos[j] < hi:
+            return pos[j]
+        while self.upto < hi:
+            i = self.upto
+            self.upto = i + 1
+            if holds(i):
+                pos.append(i)
+                if i >= lo:
+                    return i
+        return None
+
+    def last_in(self, lo: int, hi: int, holds: Callable[[int], bool]) -> int | None:
+        """The last occurrence in ``[lo, hi)`` (every step below ``hi`` filed)."""
+        pos = self.pos
+        while self.upto < hi:
+            i = self.upto
+            self.upto = i + 1
+            if holds(i):
+                pos.append(i)
+        j = bisect_left(pos, hi)
+        return pos[j - 1] if j and pos[j - 1] >= lo else None
+
+
+def _substring_closure(plan: QuantPlan, reference: Fn) -> Fn:
+    """The reference's substring plan (``exists/first/latest s in STEPS where X in [lower(]s.content[)]``,
+    ``QuantPlan._substring``) with the scan for the witness replaced by a per-run index of where each
+    needle occurs, filed step by step and only as far as asked: the same witness, the same charges
+    (the steps the reference's scan would visit before it), and the reference scan on the witness for
+    the evidence. A needle repeated at many steps (the same id in every later call) no longer re-scans
+    the prefix. Anything else (not a step range, an empty range, a needle that raises or is not text
+    or a number) is the reference path."""
+    needle_fn, lowered = plan.substring  # type: ignore[misc]
+    loc, seq_fn, test = plan.seq_loc, plan.seq, plan.open
+    latest = plan.kind == "latest"
+    scan = plan._scan
+
+    def run(env: Env) -> Any:
+        if loc is not None:
+            seq, addr = loc(env)
+        else:
+            seq, addr = seq_fn(env), None
+        if seq.__class__ is not StepRange:
+            return reference(env)
+        universe, lo, hi = _ranged(env, seq)
+        if hi <= lo:
+            return reference(env)
+        mark = len(env.seen)
+        try:
+            needle = needle_fn(env)
+        except EvalError:
+            needle = _RAISED
+        finally:
+            del env.seen[mark:]
+        if needle is _RAISED or not (needle.__class__ is str or is_num(needle)):
+            return reference(env)
+        cache = env.tc.cache
+        key = ("substring", id(universe), lowered, needle.__class__, needle)
+        occ = cache.get(key)
+        if occ is None:
+            occ = cache[key] = _Occurrences()
+
+        def holds(i: int) -> bool:
+            text = universe[i].step.content
+            return member(needle, lower_text(text) if lowered and isinstance(text, str) else text)
+
+        i = occ.last_in(lo, hi, holds) if latest else occ.first_in(lo, hi, holds)
+        where = addr or seq
+        if i is not None:
+            visited = (hi - 1 - i) if latest else (i - lo)
+            if visited:
+                env.tc.charge(visited)
+            return scan(env, range(i, i + 1), None, {}, universe, None, test, seq_addr=where)
+        env.tc.charge(hi - lo)
+        return scan(env, range(0), None, {}, universe, None, test, seq_addr=where)
+
+    return run
+
+
+def _seq_value(plan: QuantPlan) -> Fn:
+    """The closure giving the quantified sequence as the reference reads it (through ``seq_loc`` when
+    there is one: that read records no evidence)."""
+    loc = plan.seq_loc
+    if loc is None:
+        return plan.seq
+    return lambda env: loc(env)[0]
+
+
+def _bare_closure(plan: QuantPlan, reference: Fn, miss_note: str) -> Fn:
+    """``exists/first/latest/count v in RANGE`` without a condition (the reference's ``_bare``)."""
+    kind, var, label = plan.kind, plan.var, plan.label
+    loc = plan.seq_loc
+    seq_fn = plan.seq
+
+    def run(env: Env) -> Any:
+        if loc is not None:
+            seq, addr = loc(env)
+        else:
+            seq, addr = seq_fn(env), None
+        if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
+            return reference(env)
+        universe, lo, hi = _ranged(env, seq)
+        n = hi - lo if hi > lo else 0
+        if kind == "count":
+            if n:
+                env.tc.charge(n)
+            env.seen.append((addr if addr is not None else _range_addr(seq), n, label))
+            return n
+        if not n:
+            env.seen.append((addr if addr is not None else _range_addr(seq), None, miss_note))
+            return False if kind == "exists" else None
+        env.tc.charge()
+        item = universe[hi - 1] if kind == "latest" else universe[lo]
+        env.witness[var] = item
+        env.seen.append((item.address, item, var))
+        return True if kind == "exists" else item
+
+    return run
+
+
+def _must_visit(keyed: Any, bad: list[int], err: list[int], lo: int, hi: int, backward: bool) -> Any:
+    """The positions ``lo <= p < hi`` of the three sorted lists, in ascending order (descending when
+    ``backward``): an iterator over ``keyed`` alone when ``bad`` and ``err`` have none in the range."""
+    if not _any_in(bad, lo, hi) and not _any_in(err, lo, hi):
+        i, j = bisect_left(keyed, lo), bisect_left(keyed, hi)
+        return (keyed[t] for t in range(j - 1, i - 1, -1)) if backward else (keyed[t] for t in range(i, j))
+    merged = _merge(keyed, bad, err, lo, hi)
+    return reversed(merged) if backward else iter(merged)
+
+
+def _any_in(xs: list[int], lo: int, hi: int) -> bool:
+    if not xs:
+        return False
+    j = bisect_left(xs, lo)
+    return j < len(xs) and xs[j] < hi
+
+
+def _merge(*lists_and_bounds: Any) -> list[int]:
+    """Sorted distinct positions ``lo <= p < hi`` from the three sorted position lists."""
+    *lists, lo, hi = lists_and_bounds
+    out: set[int] = set()
+    for xs in lists:
+        if not xs:
+            continue
+        j = bisect_left(xs, lo)
+        while j < len(xs) and xs[j] < hi:
+            out.add(xs[j])
+            j += 1
+    return sorted(out)
+
+
+# ---- comprehensions over the prefix -----------------------------------------------------------
+
+class _PrefixList:
+    """A closed comprehension's per-element outcomes over a prefix universe, in order: ``vals`` the
+    kept values, ``kept[j]`` how many of the first ``j`` elements were kept, ``err`` the first
+    element (position among the elements) whose filter or value raised and the exception."""
+
+    __slots__ = ("vals", "kept", "err_at", "err")
+
+    def __init__(self) -> None:
+        self.vals: list[Any] = []
+        self.kept: list[int] = [0]
+        self.err_at: int | None = None
+        self.err: BaseException | None = None
+
+
+def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
+                         free: Callable[..., set[str]]) -> Fn | None:
+    """A prefix-state closure for ``[ELT for v in SEQ where COND]`` with ``SEQ`` one of ``earlier``,
+    ``calls(earlier)``, ``outputs(earlier)``, ``outputs(earlier, "tool")`` and ``ELT``/``COND`` closed
+    (reading only ``v``, parameters and ``traj``; no quantifier or comprehension inside): the
+    per-element outcomes are computed once per run, element by element as the prefix grows, and each
+    query returns the kept values of its prefix — the reference's list (a new list; the values are
+    shared, as :func:`~trajaudit.engine.rule_queries.shared_comprehension` shares them), the same
+    budget charge (the prefix's length) and, when an element raised, the same exception (the first in
+    order). A comprehension records no evidence (the reference discards what it reads). ``None``
+    for other shapes (the caller keeps the reference closure). The caller checks that ``earlier`` is
+    not shadowed by a let or variable."""
+    if not ENABLED:
+        return None
+    seq, var = node.seq, node.var
+    name: str | None = None
+    if isinstance(seq, A.Name) and seq.id == "earlier":
+        shape = "steps"
+    elif isinstance(seq, A.Call) and seq.func in ("calls", "outputs") and seq.args \
+            and isinstance(seq.args[0], A.Name) and seq.args[0].id == "earlier":
+        if seq.func == "calls" and len(seq.args) == 1:
+            shape = "calls"
+        elif seq.func == "outputs" and len(seq.args) == 1:
+            shape = "outputs"
+        elif seq.func == "outputs" and len(seq.args) == 2 and isinstance(seq.args[1], A.Literal) \
+                and isinstance(seq.args[1].value, str):
+            shape, name = "outputs", seq.args[1].value
+        else:
+            return None
+    else:
+        return None
+    for part in (node.elt, node.where):
+        if part is None:
+            continue
+        if free(part, frozenset({var})) - {"params", "traj"}:
+            return None
+        if any(isinstance(n, (A.Quant, A.Comprehension)) for n in part.walk()):
+            return None
+    key = ("prefix-list", id(node))
+
+    def positions(env: Env) -> tuple[list[Any], Any, int]:
+        """``(universe, index of element j in it or None for identity, count before the current step)``."""
+        tc = env.tc
+        if shape == "steps":
+            n = len(tc.views)
+            return tc.views, None, env.k if env.k <= n else n
+        if shape == "calls":
+            return tc.all_calls, None, bisect_left(tc.call_steps, env.k)
+        pos = tc.tool_positions(name)  # what outputs(earlier[, name]) keeps
+        return tc.views, pos, bisect_left(pos, env.k)
+
+    def run(env: Env) -> Any:
+        universe, pos, hi = positions(env)
+        tc = env.tc
+        tc.charge(hi)  # the reference charges the materialized sequence's length
+        st = tc.cache.get(key)
+        if st is None:
+            st = tc.cache[key] = _PrefixList()
+        done = len(st.kept) - 1
+        if done < hi and st.err_at is None:
+            scratch = Env(tc, env.k)
+            vars_ = scratch.vars
+            vals, kept = st.vals, st.kept
+            for j in range(done, hi):
+                vars_[var] = universe[j if pos is None else pos[j]]
+                try:
+                    if where is None or where(scratch):
+                        vals.append(elt(scratch))
+                except Exception as e:  # noqa: BLE001 - re-raised by every query whose prefix holds it
+                    st.err_at, st.err = j, e
+                    break
+                kept.append(len(vals))
+        if st.err_at is not None and st.err_at < hi:
+            raise st.err  # type: ignore[misc]
+        return st.vals[:st.kept[hi]]
+
+    return run
