@@ -29,7 +29,7 @@ from trajaudit.engine.packs.tool_rules import rules_from_tools
 from trajaudit.engine.validation.rule_eval import evaluate
 from trajaudit.engine.validation.stepper import RunState, evaluate_run, prefix_decidable
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"  # as tests/conftest.py
 TAU = DATA / "tau_retail" / "trajectories.json"
 TOOLS = DATA / "tau_retail" / "tools.json"
 WW = DATA / "who_and_when" / "algorithm_generated"
