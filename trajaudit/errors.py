@@ -134,15 +134,6 @@ class RulePackError(TrajauditError):
         return text
 
 
-class CheckerError(TrajauditError):
-    """A programmatic checker failed or was called with bad arguments; ``cause`` keeps the original."""
-
-    def __init__(self, message: str, *, checker: str | None = None, cause: BaseException | None = None):
-        self.checker = checker
-        self.cause = cause
-        super().__init__(f"checker {checker}: {message}" if checker else message)
-
-
 class ConfigError(TrajauditError):
     """Bad configuration: a missing endpoint, an unknown strategy, an unreadable option file."""
 

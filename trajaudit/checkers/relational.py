@@ -9,7 +9,7 @@ questions such as "is the refund the agent states the sum of *some* of the order
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import z3
@@ -65,8 +65,3 @@ def subset_summing_to(values: list[int | float], target: int | float) -> list[in
         return None
     m = s.model()
     return [v for p, v in zip(picks, values, strict=True) if z3.is_true(m.eval(p, model_completion=True))]
-
-
-def exact_sum(values: list[Any]) -> Fraction:
-    """Exact decimal sum of numbers (for evidence), e.g. ``[50.88, 0.12]`` → ``Fraction(51)``."""
-    return sum((_exact(v) for v in values), Fraction(0))

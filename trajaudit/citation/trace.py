@@ -291,16 +291,31 @@ def audit_citations(run: CitationRun, judge: CitationJudge) -> CitationReport:
     results = evaluate_run(run, judge)
     index = _result_index(results)
     finals = tuple(_global(run, r, judge) for r in results[run.final])
-    traced = []
-    for f in finals:
-        if not f.needs_citation or f.supported:
-            continue
-        chain = _follow(f.ref, index, {f.ref}) if f.supported is False else [Hop.of(index[f.ref])]
-        last = chain[-1].verdict
-        status = TRACED if last in ERROR_TYPES else UNKNOWN if (last == UNKNOWN or f.supported is None) else UNTRACED
-        upstream = (_upstream_errors(index[chain[-1].ref], index)
-                    if status == TRACED and last != HALLUCINATION else [])
-        traced.append(TracedError(f.ref, f.text, status, tuple(chain), tuple(upstream)))
+    traced = [_trace(f, index) for f in finals if f.needs_citation and not f.supported]
+    agents = _agent_stats(run, results, traced)
+    needing = [f for f in finals if f.needs_citation]
+    decided = [f for f in needing if f.supported is not None]
+    recall = sum(1 for f in decided if f.supported) / len(decided) if decided else None
+    cits = [v for f in decided for v in f.relevant.values()]
+    precision = sum(cits) / len(cits) if cits else None
+    jd = {"name": judge.name, "approximate": judge.approximate, "description": judge.description}
+    return CitationReport(run, jd, results, finals, tuple(traced), tuple(agents), recall, precision)
+
+
+def _trace(f: Any, index: dict[Any, Any]) -> TracedError:
+    """An unsupported (or undecided) final-report sentence traced back through the invocations to the
+    error it came from, with the errors upstream of that origin."""
+    chain = _follow(f.ref, index, {f.ref}) if f.supported is False else [Hop.of(index[f.ref])]
+    last = chain[-1].verdict
+    status = TRACED if last in ERROR_TYPES else UNKNOWN if (last == UNKNOWN or f.supported is None) else UNTRACED
+    upstream = (_upstream_errors(index[chain[-1].ref], index)
+                if status == TRACED and last != HALLUCINATION else [])
+    return TracedError(f.ref, f.text, status, tuple(chain), tuple(upstream))
+
+
+def _agent_stats(run: CitationRun, results: Any, traced: list[TracedError]) -> list[AgentStats]:
+    """Per agent, in order of first invocation: invocations, sentences evaluated, errors by type,
+    unknown verdicts, and the final-report errors that originate with it (count and share)."""
     origin_counts = Counter(t.origin.agent for t in traced if t.origin)
     n_traced = sum(origin_counts.values())
     agents = []
@@ -311,10 +326,4 @@ def audit_citations(run: CitationRun, judge: CitationJudge) -> CitationReport:
             agent, sum(1 for inv in run.invocations if inv.agent == agent), sum(1 for r in rs if r.evaluated),
             {t: errs.get(t, 0) for t in ERROR_TYPES}, sum(1 for r in rs if r.verdict == UNKNOWN),
             origin_counts.get(agent, 0), origin_counts.get(agent, 0) / n_traced if n_traced else None))
-    needing = [f for f in finals if f.needs_citation]
-    decided = [f for f in needing if f.supported is not None]
-    recall = sum(1 for f in decided if f.supported) / len(decided) if decided else None
-    cits = [v for f in decided for v in f.relevant.values()]
-    precision = sum(cits) / len(cits) if cits else None
-    jd = {"name": judge.name, "approximate": judge.approximate, "description": judge.description}
-    return CitationReport(run, jd, results, finals, tuple(traced), tuple(agents), recall, precision)
+    return agents

@@ -22,7 +22,6 @@ from trajaudit.errors import ConfigError, Problem, TrajauditError
 from trajaudit.llm.client import LLMClient
 from trajaudit.llm.config import OFFLINE_ADVICE, build_config, load_config_file
 
-EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import click
@@ -105,7 +106,7 @@ def fit(datasets: tuple[str, ...], golds: tuple[str, ...], gold_format: str, lab
         report_problems(res.problems)
         with Progress(console=err, disable=quiet or not err.is_terminal, transient=True) as bar:
             task = bar.add_task(f"{name}: evidence", total=len(res.trajectories))
-            got, problems = label_runs(res.trajectories, gold_set, ctx, name, on_run=lambda t=task: bar.advance(t))
+            got, problems = label_runs(res.trajectories, gold_set, ctx, name, on_run=partial(bar.advance, task))
         for p in problems:
             err.print(f"[yellow]warning:[/] {escape(p)}", markup=True, highlight=False)
         if not got:

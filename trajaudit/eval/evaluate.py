@@ -16,7 +16,6 @@ Metric definitions and sources: :mod:`trajaudit.eval.metrics` and ``docs/eval.md
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,15 +26,12 @@ from trajaudit.engine.taxonomy import Taxonomy, TaxonomyError, load_taxonomy
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.eval import metrics as M
 from trajaudit.eval.calibration import reliability
-from trajaudit.eval.gold import GoldItem, GoldSet, other_file, suffix_aliases
+from trajaudit.eval.gold import GoldItem, GoldSet
+from trajaudit.eval.pairing import pair_predictions, scored_run
 from trajaudit.eval.report import EvalReport, MetricValue, RunScore
 from trajaudit.eval.runs import (
     ScoredRun,
-    find_run,
     index_trajectories,
-    run_length,
-    scored_step,
-    step_positions,
 )
 
 log = logging.getLogger(__name__)
@@ -49,7 +45,8 @@ TOLERANCES = (1, 3, 5)
 @runtime_checkable
 class RepairGrader(Protocol):
     """Grades a repair directive against expert rubrics (SearchAuditor §5.1: an LLM grader; a case
-    passes only if every rubric is satisfied). Implemented by the LLM layer."""
+    passes only if every rubric is satisfied). No grader ships: a caller passes one to :func:`evaluate`
+    (``grader=``); without one Rep@Diag and FPS are skipped with a note."""
 
     def grade(self, repair: str, rubrics: Sequence[str], *, gold: GoldItem) -> bool: ...
 
@@ -63,14 +60,6 @@ def _preview(t: Trajectory | None, step: int | None, width: int = 90) -> str:
         return ""
     s = t.steps[step]
     return f"{s.agent or s.kind}: {s.preview(width)}"
-
-
-def _step_agent(t: Trajectory | None, step: int | None) -> str | None:
-    """The producer of a step: its agent, or ``user``/``system`` for those turns."""
-    if t is None or step is None or not 0 <= step < len(t.steps):
-        return None
-    s = t.steps[step]
-    return s.agent or (s.kind if s.kind in ("user", "system") else None)
 
 
 def _rate(key: str, label: str, flags: list[bool], source: str, *, resamples: int, seed: int,
@@ -124,57 +113,10 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
     index = index_trajectories(trajectories)
     gs = gold if isinstance(gold, GoldSet) else GoldSet(gold.values())
     problems: dict[str, list[str]] = defaultdict(list)
-    preds: dict[str, Diagnosis] = {}
-    dup: Counter[str] = Counter()
     diags = [_as_diagnosis(d) for d in diagnoses]
-    other_files = 0
-    aliases = suffix_aliases(gs.keys(), [d.trajectory_id for d in diags])
-    for d in diags:
-        key = gs.match(d, aliases)
-        if key is None:
-            why = other_file(gs[d.trajectory_id], d) if d.trajectory_id in gs else None
-            other_files += why is not None
-            problems["unmatched_predictions"].append(f"{d.trajectory_id} ({why or 'not in the gold set'})")
-        elif key in preds:
-            dup[key] += 1
-        else:
-            preds[key] = d
-    if 2 * len(problems["unmatched_predictions"]) > len(diags):
-        problems["pairing"].append(_pairing_warning(len(problems["unmatched_predictions"]), len(diags), other_files,
-                                                    getattr(gold, "source", None)))
-    problems["duplicate_predictions"] = [f"{k} ({n + 1} predictions; the first was scored)" for k, n in dup.items()]
+    preds = pair_predictions(gold, gs, diags, problems)
     unknown_pred: set[str] = set()
-    runs: list[ScoredRun] = []
-    for key, g in gold.items():
-        d = preds.get(key)
-        t = find_run(index, key, g, d)
-        n = run_length(t)
-        if n is not None and g.critical_step is not None and not 0 <= g.critical_step < n:
-            # a gold step past the loaded run names no message: excluded from step metrics, as a
-            # Who&When mistake_step out of range is (a distance to it would swamp the means)
-            g = dataclasses.replace(g, critical_step=None, problem=(
-                f"gold critical_step {g.critical_step} is outside the run's {n} steps "
-                f"(valid: 0..{n - 1}); excluded from step metrics"))
-        cat = None
-        if d is not None and d.category:
-            cat = tax.try_normalize(d.category) if tax else d.category
-            if cat is None:
-                unknown_pred.add(d.category)
-                cat = d.category
-        k_pred = d.critical_step if d is not None else None
-        negative = k_pred is not None and k_pred < 0
-        if negative:  # no such message: wrong everywhere (a ±k tolerance must not credit it)
-            problems["predictions"].append(f"{key}: critical_step {k_pred} is negative (counted wrong)")
-            k_pred = None
-        step = scored_step(d) if d is not None and k_pred is not None else None
-        agent = (d.agent or _step_agent(t, k_pred)) if d is not None else None
-        runs.append(ScoredRun(g, d, t, step, cat, agent, k_pred, step_positions(t)))
-        if d is None:
-            problems["missing_predictions"].append(key)
-        elif step is None and not negative:
-            problems["predictions"].append(f"{key}: the prediction has no critical step (counted wrong)")
-        if g.critical_step is None:
-            problems["gold_without_critical_step"].append(f"{key}: {g.problem or 'no critical step'}")
+    runs = [scored_run(key, g, preds.get(key), index, tax, problems, unknown_pred) for key, g in gold.items()]
     problems["predictions"] += [f"category {c!r} is not in taxonomy {tax.id!r} (compared verbatim)"
                                 for c in sorted(unknown_pred) if tax]
     problems["gold"] = list(getattr(gold, "problems", []))
@@ -214,19 +156,28 @@ def _calibration(report: EvalReport) -> dict[str, Any] | None:
     return out
 
 
-def _pairing_warning(unmatched: int, total: int, other_files: int, source: str | None) -> str:
-    """The warning for an evaluation where most predictions belong to no gold run."""
-    files = (f"; {other_files} of them share an id with a gold run but name another trace file"
-             if other_files else "")
-    gold = f" in {source}" if source else ""
-    return (f"{unmatched} of {total} predictions match no gold run{gold}{files}: the predictions come from a "
-            "different data set? Only runs paired by id (and by file, when both name one) are scored")
-
-
 def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, grader: RepairGrader | None,
              resamples: int, seed: int) -> None:
-    kw = {"resamples": resamples, "seed": seed}
+    """``report.metrics``: step, category, agent and diagnosis, repair, and span metrics, in that order."""
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed}
     stepped = [r for r in runs if r.gold.critical_step is not None]
+    out = _step_metrics(stepped, kw) + _category_metrics(runs, kw)
+    agent_runs = [r for r in runs if r.gold.agent]
+    out.append(_rate("agent_exact", "Agent (exact match)",
+                     [M.normalize_agent(r.agent) == M.normalize_agent(r.gold.agent) for r in agent_runs],
+                     "Who&When agent-level acc. (exact, not substring)", **kw))
+    diag_runs = [r for r in stepped if r.gold.category]
+    diag = [r.category == r.gold.category and M.in_span(r.step, r.gold.tolerance_span or (
+        r.gold.critical_step, r.gold.critical_step)) for r in diag_runs]
+    out.append(_rate("diag", "Diag (category ∧ step in span)", diag, SA, **kw))
+    out += _repair_metrics(report, diag_runs, diag, grader, kw)
+    out += _span_metrics(runs, kw)
+    report.metrics = {m.key: m for m in out}
+
+
+def _step_metrics(stepped: list[ScoredRun], kw: dict[str, Any]) -> list[MetricValue]:
+    """Critical-step metrics over the runs whose gold has a critical step: exact, within ±k, in the
+    tolerance span, any annotated failure, mean and normalized distance."""
     out: list[MetricValue] = []
     exact = [M.step_within(r.step, r.gold.critical_step) for r in stepped]
     out.append(_rate("step_exact", "Exact step (= CS-Strict)", exact,
@@ -251,6 +202,13 @@ def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, gr
     out.append(MetricValue("step_distance_normalized", "Mean distance / run length", M.mean(normd),
                            sum(d is not None for d in normd), None, "ratio", "AgentRx §4.1 (length-normalized)",
                            "over runs with a predicted step and a known length"))
+    return out
+
+
+def _category_metrics(runs: list[ScoredRun], kw: dict[str, Any]) -> list[MetricValue]:
+    """Root-cause category metrics: of the critical failure (accuracy, macro-F1), of any, the earliest
+    and the terminal annotated failure."""
+    out: list[MetricValue] = []
     cat_runs = [r for r in runs if r.gold.category]
     cat_ok = [r.category == r.gold.category for r in cat_runs]
     out.append(_rate("category_critical", "Category (critical) = RC-Acc", cat_ok, f"AgentRx §4.6; {SA} RC-Acc", **kw))
@@ -264,15 +222,12 @@ def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, gr
                  for r in fail_runs]
         out.append(_rate(f"category_{which}", f"Category ({which} failure)",
                          [r.category in fn(fs) for r, fs in pairs if fs], "AgentRx §4.6 (ties: any tied category)", **kw))
-    agent_runs = [r for r in runs if r.gold.agent]
-    out.append(_rate("agent_exact", "Agent (exact match)",
-                     [M.normalize_agent(r.agent) == M.normalize_agent(r.gold.agent) for r in agent_runs],
-                     "Who&When agent-level acc. (exact, not substring)", **kw))
-    diag_runs = [r for r in stepped if r.gold.category]
-    diag = [r.category == r.gold.category and M.in_span(r.step, r.gold.tolerance_span or (
-        r.gold.critical_step, r.gold.critical_step)) for r in diag_runs]
-    out.append(_rate("diag", "Diag (category ∧ step in span)", diag, SA, **kw))
-    out += _repair_metrics(report, diag_runs, diag, grader, kw)
+    return out
+
+
+def _span_metrics(runs: list[ScoredRun], kw: dict[str, Any]) -> list[MetricValue]:
+    """DRIFT's error-span precision, recall, F1 (macro) and first-error accuracy."""
+    out: list[MetricValue] = []
     span_runs = [r for r in runs if r.gold.error_steps is not None]
     prf = [M.span_prf(_pred_span(r), r.gold.error_steps or ()) for r in span_runs]
     for i, name in enumerate(("precision", "recall", "f1")):
@@ -280,7 +235,7 @@ def _metrics(report: EvalReport, runs: list[ScoredRun], tax: Taxonomy | None, gr
                                "ratio", DRIFT, "prediction = error_steps, else {critical_step}"))
     out.append(_rate("first_error", "First-error accuracy",
                      [M.first_error_correct(_pred_span(r), r.gold.error_steps or ()) for r in span_runs], DRIFT, **kw))
-    report.metrics = {m.key: m for m in out}
+    return out
 
 
 def _pred_span(r: ScoredRun) -> tuple[int, ...]:

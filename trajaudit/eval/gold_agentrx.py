@@ -71,56 +71,74 @@ def load_agentrx_gold(path: str | os.PathLike[str], taxonomy: str | Taxonomy = "
     p = Path(path)
     tax = load_taxonomy(taxonomy) if isinstance(taxonomy, str) else taxonomy
     gold = GoldSet(format="agentrx", source=str(p))
-    if _is_jsonl(p):
-        entries = _lines(p, gold.problems)
-    else:
-        doc = read_json(p)
-        if isinstance(doc, dict) and "failures" not in doc:
-            doc = [{"trajectory_id": k, **v} for k, v in doc.items() if isinstance(v, dict)]
-        if isinstance(doc, dict):
-            doc = [doc]
-        if not isinstance(doc, list):
-            raise GoldFormatError("AgentRx ground truth must be a list of {trajectory_id, failures, root_cause}",
-                                  file=str(p))
-        entries = [(f"entry {i}", e) for i, e in enumerate(doc)]
-    for where, entry in entries:
+    for where, entry in _entries(p, gold.problems):
         if not isinstance(entry, dict) or entry.get("trajectory_id") is None:
             gold.problems.append(f"{where}: no trajectory_id (skipped)")
             continue
-        key = str(entry["trajectory_id"])
-        fails = []
-        for j, f in enumerate(entry.get("failures") or []):
-            if not isinstance(f, dict):
-                gold.problems.append(f"{key}: failures[{j}] is not an object (skipped)")
-                continue
-            n = int_value(f.get("step_number"))
-            if n is None or n < 1:
-                gold.problems.append(f"{key}: failures[{j}] has no usable 1-based step_number ({f.get('step_number')!r})")
-            fails.append(GoldFailure(
-                step=n - 1 if n is not None and n >= 1 else None,
-                category=category_id(f.get("failure_category"), tax, f"{key} failures[{j}]", gold.problems),
-                agent=f.get("failed_agent"), failure_id=None if f.get("failure_id") is None else str(f["failure_id"]),
-                reason=str(f.get("step_reason") or "")))
-        rc = entry.get("root_cause")
-        rc_id = _root_cause_id(key, entry, gold.problems)
-        crit = next((f for f in fails if rc_id is not None and f.failure_id == str(rc_id)), None)
-        problem = None
-        if rc_id is None:
-            problem = "no root_cause.failure_id"
-        elif crit is None:
-            problem = f"root_cause.failure_id {rc_id!r} matches no failure"
-        elif crit.step is None:
-            problem = "root-cause failure has no usable step"
-        if problem:
-            gold.problems.append(f"{key}: {problem} (no critical step; excluded from step metrics)")
-        steps = sorted({f.step for f in fails if f.step is not None})
-        gold.add(GoldItem(
-            key=key, critical_step=crit.step if crit else None, category=crit.category if crit else None,
-            agent=crit.agent if crit else None, failures=tuple(fails), error_steps=tuple(steps) if fails else None,
-            taxonomy=tax.id, numbering=NUMBERING["agentrx"],
-            reason=str((rc if isinstance(rc, dict) else {}).get("reason_for_root_cause")
-                       or entry.get("root_cause_reason") or (crit.reason if crit else "")), problem=problem))
+        gold.add(_gold_item(str(entry["trajectory_id"]), entry, tax, gold.problems))
     return gold
+
+
+def _entries(p: Path, problems: list[str]) -> list[tuple[str, Any]]:
+    """``[(where, entry)]`` of an AgentRx gold file: JSONL lines, a list, one entry, or ``{id: entry}``.
+
+    Raises:
+        GoldFormatError: not a list/dict of entries.
+    """
+    if _is_jsonl(p):
+        return _lines(p, problems)
+    doc = read_json(p)
+    if isinstance(doc, dict) and "failures" not in doc:
+        doc = [{"trajectory_id": k, **v} for k, v in doc.items() if isinstance(v, dict)]
+    if isinstance(doc, dict):
+        doc = [doc]
+    if not isinstance(doc, list):
+        raise GoldFormatError("AgentRx ground truth must be a list of {trajectory_id, failures, root_cause}",
+                              file=str(p))
+    return [(f"entry {i}", e) for i, e in enumerate(doc)]
+
+
+def _failures(key: str, entry: dict[str, Any], tax: Taxonomy, problems: list[str]) -> list[GoldFailure]:
+    """The entry's annotated failures, 1-based ``step_number`` converted to a 0-based index."""
+    fails = []
+    for j, f in enumerate(entry.get("failures") or []):
+        if not isinstance(f, dict):
+            problems.append(f"{key}: failures[{j}] is not an object (skipped)")
+            continue
+        n = int_value(f.get("step_number"))
+        if n is None or n < 1:
+            problems.append(f"{key}: failures[{j}] has no usable 1-based step_number ({f.get('step_number')!r})")
+        fails.append(GoldFailure(
+            step=n - 1 if n is not None and n >= 1 else None,
+            category=category_id(f.get("failure_category"), tax, f"{key} failures[{j}]", problems),
+            agent=f.get("failed_agent"), failure_id=None if f.get("failure_id") is None else str(f["failure_id"]),
+            reason=str(f.get("step_reason") or "")))
+    return fails
+
+
+def _gold_item(key: str, entry: dict[str, Any], tax: Taxonomy, problems: list[str]) -> GoldItem:
+    """One entry as a :class:`GoldItem`: the root-cause failure gives the critical step, category and
+    agent (none, with the problem noted, when it cannot be found or has no step)."""
+    fails = _failures(key, entry, tax, problems)
+    rc = entry.get("root_cause")
+    rc_id = _root_cause_id(key, entry, problems)
+    crit = next((f for f in fails if rc_id is not None and f.failure_id == str(rc_id)), None)
+    problem = None
+    if rc_id is None:
+        problem = "no root_cause.failure_id"
+    elif crit is None:
+        problem = f"root_cause.failure_id {rc_id!r} matches no failure"
+    elif crit.step is None:
+        problem = "root-cause failure has no usable step"
+    if problem:
+        problems.append(f"{key}: {problem} (no critical step; excluded from step metrics)")
+    steps = sorted({f.step for f in fails if f.step is not None})
+    return GoldItem(
+        key=key, critical_step=crit.step if crit else None, category=crit.category if crit else None,
+        agent=crit.agent if crit else None, failures=tuple(fails), error_steps=tuple(steps) if fails else None,
+        taxonomy=tax.id, numbering=NUMBERING["agentrx"],
+        reason=str((rc if isinstance(rc, dict) else {}).get("reason_for_root_cause")
+                   or entry.get("root_cause_reason") or (crit.reason if crit else "")), problem=problem)
 
 
 def _root_cause_id(key: str, entry: dict[str, Any], problems: list[str]) -> Any:

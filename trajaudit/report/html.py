@@ -149,7 +149,7 @@ class HtmlReport(SectionSpool):
         bases = Counter(r["basis"] for r in rows)
         violated = sum(1 for r in rows if r["nviol"])
         confs = [r["conf"] for r in rows]
-        tiles = [("runs audited", len(rows)), ("skipped", len(problems)),
+        tiles: list[tuple[str, int | str]] = [("runs audited", len(rows)), ("skipped", len(problems)),
                  ("backed by a finding", bases.get("finding", 0)), ("weak evidence", bases.get("weak", 0)),
                  ("fallback guesses", bases.get("fallback", 0))]
         if self.with_logs:

@@ -99,7 +99,7 @@ def clean(x: Any) -> Any:
 def _is_expression(note: str | None) -> bool:
     """An evidence note that quotes a compiled expression (``no match: (exists d in …)``), shown only
     behind a "details" toggle."""
-    return bool(note) and (note.startswith("no match:") or len(note) > 48 or "==" in note or "(" in note)
+    return note is not None and note != "" and (note.startswith("no match:") or len(note) > 48 or "==" in note or "(" in note)
 
 
 def _step_of(address: str) -> int | None:

@@ -130,6 +130,9 @@ def _params_used(rule: CompiledRule) -> list[str]:
 
 
 def _plan(guard: A.Expr | None, params: dict[str, Any]) -> IndexPlan:
+    """The steps a rule can apply to, read from its guard's conjuncts: ``step.is_decision``,
+    ``step.kind == / in``, ``call.name == / in`` and ``output.name``/``step.tool == / in`` constants
+    narrow the kinds, called tools and output tools (``None``: no restriction)."""
     kinds: set[str] | None = None
     calls: set[str] | None = None
     outs: set[str] | None = None
@@ -137,19 +140,10 @@ def _plan(guard: A.Expr | None, params: dict[str, Any]) -> IndexPlan:
         if isinstance(c, A.Attr) and c.name == "is_decision" and isinstance(c.obj, A.Name) and c.obj.id == "step":
             kinds = (kinds or set(STEP_KINDS)) & {"agent"}
             continue
-        if not (isinstance(c, A.Binary) and c.op in ("==", "in") and isinstance(c.left, A.Attr)
-                and isinstance(c.left.obj, A.Name)):
+        got = _constant_test(c, params)
+        if got is None:
             continue
-        try:
-            rhs = ExprCompiler("", Where(), params).compile(c.right)
-        except RulePackError:
-            continue
-        if rhs.const is _NO:
-            continue
-        vals = rhs.const if c.op == "in" and isinstance(rhs.const, list) else [rhs.const] if c.op == "==" else None
-        if vals is None or not all(isinstance(v, str) for v in vals):
-            continue
-        root, f = c.left.obj.id, c.left.name
+        (root, f), vals = got
         if root == "step" and f == "kind":
             kinds = (kinds if kinds is not None else set(STEP_KINDS)) & set(vals)
         elif root == "call" and f == "name":
@@ -158,6 +152,24 @@ def _plan(guard: A.Expr | None, params: dict[str, Any]) -> IndexPlan:
             outs = (outs if outs is not None else set(vals)) & set(vals)
     return IndexPlan(frozenset(kinds) if kinds is not None else None, frozenset(calls) if calls is not None else None,
                      frozenset(outs) if outs is not None else None)
+
+
+def _constant_test(c: A.Expr, params: dict[str, Any]) -> tuple[tuple[str, str], list[str]] | None:
+    """``((root name, field), string constants)`` of a conjunct ``root.field == "x"`` or
+    ``root.field in ["x", ...]`` whose right side compiles to constant strings; else ``None``."""
+    if not (isinstance(c, A.Binary) and c.op in ("==", "in") and isinstance(c.left, A.Attr)
+            and isinstance(c.left.obj, A.Name)):
+        return None
+    try:
+        rhs = ExprCompiler("", Where(), params).compile(c.right)
+    except RulePackError:
+        return None
+    if rhs.const is _NO:
+        return None
+    vals = rhs.const if c.op == "in" and isinstance(rhs.const, list) else [rhs.const] if c.op == "==" else None
+    if vals is None or not all(isinstance(v, str) for v in vals):
+        return None
+    return (c.left.obj.id, c.left.name), vals
 
 
 def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:

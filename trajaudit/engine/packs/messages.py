@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,59 +93,103 @@ def schema_problems(errors: Iterable[Any], data: Any) -> list[SchemaProblem]:
 
 
 def _translate(e: Any, data: Any) -> list[SchemaProblem]:
-    v, path, inst = e.validator, tuple(e.absolute_path), e.instance
-    name = _field(path, data)
-    if v in ("oneOf", "anyOf"):
+    """A jsonschema error as the problems a pack author reads: the first of the per-keyword
+    translations (:data:`_TRANSLATIONS`) that applies, else the library's message with the field named."""
+    if e.validator in ("oneOf", "anyOf"):
         return _alternatives(e, data)
-    if v == "required" and isinstance(inst, dict):
-        subject = _subject(path, data)
-        return [SchemaProblem(path, f"{subject}: missing required field {k!r}", missing=frozenset([k]))
-                for k in e.validator_value if k not in inst]
-    if v == "additionalProperties" and isinstance(inst, dict):
-        allowed = sorted(e.schema.get("properties", {}))
-        where = "" if _is_rule(path) or not path else f" in {_subject(path, data)}"
-        out = []
-        for k in inst:
-            if k in allowed or not isinstance(k, str):
-                continue
-            hint = close_match(k, allowed)
-            tail = f" (did you mean {hint!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
-            out.append(SchemaProblem(path + (("key", k),), f"unknown field {k!r}{where}{tail}",
-                                     suggests=frozenset([hint] if hint else [])))
-        if out:
-            return out
-    if v == "enum":
-        noun = "severity" if len(path) >= 2 and path[-2] == "severity" else str(path[-1]) if path else "value"
-        choices = [str(c) for c in e.validator_value]
-        for_rule = f" for {path[-1]}" if noun == "severity" and path[-1] != "severity" else ""
-        return [SchemaProblem(path, f"{noun} {inst!r}{for_rule} is not one of {', '.join(choices)}"
-                                    + (did_you_mean(inst, choices) if isinstance(inst, str) else ""))]
-    if v == "type":
-        want = e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
-        msg = f"{name} must be {' or '.join(_TYPE_WORDS.get(t, t) for t in want)}, got {_kind(inst)}"
-        if "string" in want and (inst is None or isinstance(inst, (bool, int, float))):
-            msg += " (YAML read this as a non-string: quote it)"
-        return [SchemaProblem(path, msg)]
-    if v == "minLength" and isinstance(inst, str):
-        n = e.validator_value
-        return [SchemaProblem(path, f"{name} must not be empty" if n == 1 else f"{name} must have at least {n} "
-                                                                                f"characters")]
-    if v == "pattern" and isinstance(inst, str) and "propertyNames" in e.schema_path:
+    path = tuple(e.absolute_path)
+    name = _field(path, data)
+    for translate in _TRANSLATIONS:
+        got = translate(e, path, name, data)
+        if got is not None:
+            return got
+    msg = e.message
+    if isinstance(e.instance, (dict, list)) and msg.startswith(repr(e.instance)):
+        msg = "the value" + msg[len(repr(e.instance)):]  # never dump a whole rule into the message
+    return [SchemaProblem(path, f"{name}: {msg}")]
+
+
+def _missing_fields(e: Any, path: Path_, name: str, data: Any) -> list[SchemaProblem] | None:
+    if e.validator != "required" or not isinstance(e.instance, dict):
+        return None
+    subject = _subject(path, data)
+    return [SchemaProblem(path, f"{subject}: missing required field {k!r}", missing=frozenset([k]))
+            for k in e.validator_value if k not in e.instance]
+
+
+def _unknown_fields(e: Any, path: Path_, name: str, data: Any) -> list[SchemaProblem] | None:
+    if e.validator != "additionalProperties" or not isinstance(e.instance, dict):
+        return None
+    allowed = sorted(e.schema.get("properties", {}))
+    where = "" if _is_rule(path) or not path else f" in {_subject(path, data)}"
+    out = []
+    for k in e.instance:
+        if k in allowed or not isinstance(k, str):
+            continue
+        hint = close_match(k, allowed)
+        tail = f" (did you mean {hint!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
+        out.append(SchemaProblem(path + (("key", k),), f"unknown field {k!r}{where}{tail}",
+                                 suggests=frozenset([hint] if hint else [])))
+    return out or None
+
+
+def _not_in_enum(e: Any, path: Path_, name: str, data: Any) -> list[SchemaProblem] | None:
+    if e.validator != "enum":
+        return None
+    inst = e.instance
+    noun = "severity" if len(path) >= 2 and path[-2] == "severity" else str(path[-1]) if path else "value"
+    choices = [str(c) for c in e.validator_value]
+    for_rule = f" for {path[-1]}" if noun == "severity" and path[-1] != "severity" else ""
+    return [SchemaProblem(path, f"{noun} {inst!r}{for_rule} is not one of {', '.join(choices)}"
+                                + (did_you_mean(inst, choices) if isinstance(inst, str) else ""))]
+
+
+def _wrong_type(e: Any, path: Path_, name: str, data: Any) -> list[SchemaProblem] | None:
+    if e.validator != "type":
+        return None
+    inst = e.instance
+    want = e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
+    msg = f"{name} must be {' or '.join(_TYPE_WORDS.get(t, t) for t in want)}, got {_kind(inst)}"
+    if "string" in want and (inst is None or isinstance(inst, (bool, int, float))):
+        msg += " (YAML read this as a non-string: quote it)"
+    return [SchemaProblem(path, msg)]
+
+
+def _too_short(e: Any, path: Path_, name: str, data: Any) -> list[SchemaProblem] | None:
+    if e.validator != "minLength" or not isinstance(e.instance, str):
+        return None
+    n = e.validator_value
+    return [SchemaProblem(path, f"{name} must not be empty" if n == 1 else f"{name} must have at least {n} "
+                                                                            f"characters")]
+
+
+def _bad_pattern(e: Any, path: Path_, name: str, data: Any) -> list[SchemaProblem] | None:
+    inst = e.instance
+    if e.validator != "pattern" or not isinstance(inst, str):
+        return None
+    if "propertyNames" in e.schema_path:
         return [SchemaProblem(path + (("key", inst),), f"{name}: the name {inst!r} does not match the pattern "
                                                        f"{e.validator_value!r}")]
-    if v == "pattern" and isinstance(inst, str):
-        if e.validator_value == _ID_PATTERN:
-            return [SchemaProblem(path, f"{name} {inst!r}: use lower-case words of a-z, 0-9 and _ joined by '.' or "
-                                        f"'-' (e.g. 'no-refund-talk')")]
-        return [SchemaProblem(path, f"{name}: {inst!r} does not match the pattern {e.validator_value!r}")]
-    if v in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
-        word = {"minimum": "at least", "exclusiveMinimum": "more than", "maximum": "at most",
-                "exclusiveMaximum": "less than"}[v]
-        return [SchemaProblem(path, f"{name} must be {word} {e.validator_value}, got {inst!r}")]
-    msg = e.message
-    if isinstance(inst, (dict, list)) and msg.startswith(repr(inst)):
-        msg = "the value" + msg[len(repr(inst)):]  # never dump a whole rule into the message
-    return [SchemaProblem(path, f"{name}: {msg}")]
+    if e.validator_value == _ID_PATTERN:
+        return [SchemaProblem(path, f"{name} {inst!r}: use lower-case words of a-z, 0-9 and _ joined by '.' or "
+                                    f"'-' (e.g. 'no-refund-talk')")]
+    return [SchemaProblem(path, f"{name}: {inst!r} does not match the pattern {e.validator_value!r}")]
+
+
+_BOUND_WORDS = {"minimum": "at least", "exclusiveMinimum": "more than", "maximum": "at most",
+                "exclusiveMaximum": "less than"}
+
+
+def _out_of_bounds(e: Any, path: Path_, name: str, data: Any) -> list[SchemaProblem] | None:
+    if e.validator not in _BOUND_WORDS:
+        return None
+    return [SchemaProblem(path, f"{name} must be {_BOUND_WORDS[e.validator]} {e.validator_value}, got {e.instance!r}")]
+
+
+Path_ = tuple[Any, ...]
+#: ``translate(error, path, field name, pack data) -> problems | None`` (``None``: not this keyword).
+_TRANSLATIONS: tuple[Callable[[Any, Path_, str, Any], list[SchemaProblem] | None], ...] = (
+    _missing_fields, _unknown_fields, _not_in_enum, _wrong_type, _too_short, _bad_pattern, _out_of_bounds)
 
 
 def _alternatives(e: Any, data: Any) -> list[SchemaProblem]:

@@ -293,16 +293,7 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
     compile error an override causes can be reported at the override)."""
     locs = locs or {}
     doc = YamlDoc(text, file)
-    data = doc.data
-    if not isinstance(data, dict):
-        raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
-    if not fast_accepts("rule_pack", data):
-        problems = schema_problems(validator("rule_pack").iter_errors(data), data)
-        if problems:
-            first = min(problems, key=lambda p: _order(doc.loc(p.path)))
-            more = f" (and {len(problems) - 1} more problem(s): `trajaudit rules lint` lists them all)" \
-                if len(problems) > 1 else ""
-            raise doc.error(f"schema: {first.message}{more}", first.path, _rule_id_at(data, first.path))
+    data = _checked_data(doc)
     name = data["pack"]
     own_params = dict(data.get("params") or {})
     params = {**own_params, **{k: v for k, v in overrides.items() if k in own_params}}
@@ -312,30 +303,8 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
     includes: list[str] = []
     for i, inc in enumerate(data.get("include") or []):
         entry = {"pack": inc} if isinstance(inc, str) else inc
-        try:
-            ipath = resolve_pack(entry["pack"], file)
-        except RulePackError as e:
-            raise doc.error(e.message, ("include", i)) from None
-        for r in _DEP_RECORDERS:
-            r.append(("include", entry["pack"], file, str(ipath)))
-        entry_params = entry.get("params") or {}
-        down = {**params, **entry_params, **overrides}
-        down_locs = {**{k: param_locs.get(k, doc.loc(("params", k))) for k in params},
-                     **{k: doc.loc(("include", i, "params", k)) for k in entry_params}}
-        down_locs.update((k, locs[k]) for k in overrides if k in locs)
-        for k in overrides:
-            if k not in locs:  # given through the API: no file position
-                down_locs.pop(k, None)
-        sub = _load_file(ipath, down, chain, down_locs)
-        unknown = [k for k in entry_params if k not in _all_params(sub)]
-        if unknown:
-            raise doc.error(f"include {entry['pack']}: unknown parameter(s) {_names_hint(unknown, _all_params(sub))}",
-                            ("include", i, "params", ("key", unknown[0])))
+        ipath, sub_rules = _included_rules(doc, entry, i, file, params, param_locs, overrides, locs, chain)
         includes.append(str(ipath))
-        sub_rules = list(sub.rules)
-        sub_rules = _apply(doc, sub_rules, entry.get("disable") or [], {k: {"severity": v} for k, v in
-                                                                         (entry.get("severity") or {}).items()},
-                           ("include", i))
         for r in sub_rules:
             if r.id in seen:
                 if seen[r.id].loc == r.loc:
@@ -354,6 +323,60 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
     return RulePack(name=name, rules=tuple(rules), version=str(data.get("version", "")),
                     taxonomy=data.get("taxonomy", ""), description=data.get("description", ""),
                     params=params, file=file, includes=tuple(includes), metadata=dict(data.get("metadata") or {}))
+
+
+def _checked_data(doc: YamlDoc) -> dict[str, Any]:
+    """The pack document's data, checked against the rule-pack schema.
+
+    Raises:
+        RulePackError: not a mapping, or the first schema problem in file order (with a count of the rest).
+    """
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
+    if not fast_accepts("rule_pack", data):
+        problems = schema_problems(validator("rule_pack").iter_errors(data), data)
+        if problems:
+            first = min(problems, key=lambda p: _order(doc.loc(p.path)))
+            more = f" (and {len(problems) - 1} more problem(s): `trajaudit rules lint` lists them all)" \
+                if len(problems) > 1 else ""
+            raise doc.error(f"schema: {first.message}{more}", first.path, _rule_id_at(data, first.path))
+    return data
+
+
+def _included_rules(doc: YamlDoc, entry: dict[str, Any], i: int, file: str | None, params: dict[str, Any],
+                    param_locs: dict[str, SourceLoc], overrides: dict[str, Any], locs: dict[str, SourceLoc],
+                    chain: tuple[str, ...]) -> tuple[Path, list[RuleSpec]]:
+    """``(path, rules)`` of include number ``i`` (``entry``): the included pack loaded with the
+    parameters passed down (this pack's, the include's, then the overrides, with where each was
+    set), its rules after the include's ``disable`` and ``severity``.
+
+    Raises:
+        RulePackError: the pack is missing or invalid, or the include names an unknown parameter.
+    """
+    try:
+        ipath = resolve_pack(entry["pack"], file)
+    except RulePackError as e:
+        raise doc.error(e.message, ("include", i)) from None
+    for r in _DEP_RECORDERS:
+        r.append(("include", entry["pack"], file, str(ipath)))
+    entry_params = entry.get("params") or {}
+    down = {**params, **entry_params, **overrides}
+    down_locs = {**{k: param_locs.get(k, doc.loc(("params", k))) for k in params},
+                 **{k: doc.loc(("include", i, "params", k)) for k in entry_params}}
+    down_locs.update((k, locs[k]) for k in overrides if k in locs)
+    for k in overrides:
+        if k not in locs:  # given through the API: no file position
+            down_locs.pop(k, None)
+    sub = _load_file(ipath, down, chain, down_locs)
+    unknown = [k for k in entry_params if k not in _all_params(sub)]
+    if unknown:
+        raise doc.error(f"include {entry['pack']}: unknown parameter(s) {_names_hint(unknown, _all_params(sub))}",
+                        ("include", i, "params", ("key", unknown[0])))
+    sub_rules = _apply(doc, list(sub.rules), entry.get("disable") or [], {k: {"severity": v} for k, v in
+                                                                          (entry.get("severity") or {}).items()},
+                       ("include", i))
+    return ipath, sub_rules
 
 
 def _all_params(pack: RulePack) -> set[str]:

@@ -26,7 +26,7 @@ def _second_colon(src: str) -> bool:
     """Whether a YAML line is ``key: value`` whose plain value holds ``': '`` too (``assert: a: b``):
     the "mapping values are not allowed" error then comes from an unquoted expression, not indentation."""
     m = re.match(r"\s*(?:-\s+)?[\w.-]+:\s+(.*)", src)
-    return bool(m) and not m.group(1).startswith(("'", '"', "|", ">")) and ": " in m.group(1)
+    return m is not None and not m.group(1).startswith(("'", '"', "|", ">")) and ": " in m.group(1)
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,9 @@ def _types_of(prop: dict[str, Any]) -> list[str] | None:
 
 
 def _describe_tool(fn: dict[str, Any], skipped: list[str]) -> dict[str, Any]:
+    """The facts the tool-schema rules check for one function schema: required and declared
+    arguments, their JSON types, integer-only ones, array item types, enums, and whether other
+    arguments are allowed (``open``). What cannot be checked is said in ``skipped``."""
     name = fn["name"]
     params = fn.get("parameters")
     if params is None:
@@ -170,42 +173,55 @@ def _describe_tool(fn: dict[str, Any], skipped: list[str]) -> dict[str, Any]:
     extra = params.get("additionalProperties", None)
     entry["open"] = bool(extra not in (None, False)) or bool(params.get("patternProperties"))
     for pname, raw in props.items():
-        prop = _resolve(raw, root)
-        where = f"{name}.{pname}"
-        if prop is None:
-            ref = raw.get("$ref") if isinstance(raw, dict) else raw
-            skipped.append(f"{where}: unresolvable $ref {ref}")
-            continue
-        if not isinstance(prop, dict):
-            skipped.append(f"{where}: the property schema is not an object")
-            continue
-        combos = [kw for kw in _COMBINATORS if kw in prop]
-        if combos:
-            simple = [_resolve(s, root) for s in prop.get("anyOf", prop.get("oneOf", []))]
-            if combos in (["anyOf"], ["oneOf"]) and simple and all(isinstance(s, dict) and set(s) <= {"type"}
-                                                                 and _types_of(s) for s in simple):
-                prop = {**prop, "type": sorted({t for s in simple for t in (_types_of(s) or [])})}
-            else:
-                skipped.append(f"{where}: {', '.join(combos)} not checked")
-        ts = _types_of(prop)
-        if ts is None and "type" in prop:
-            skipped.append(f"{where}: unusual 'type' {prop['type']!r} not checked")
-        if ts is not None:
-            entry["types"][pname] = sorted({_JTYPE[t] for t in ts})
-            if "integer" in ts and "number" not in ts:
-                entry["integers"].append(pname)
-            items = _resolve(prop.get("items"), root) if "array" in ts else None
-            its = _types_of(items) if isinstance(items, dict) else None
-            if its is not None and not ({"array", "object"} & set(its)):
-                entry["item_types"][pname] = sorted({_JTYPE[t] for t in its})
-        if "enum" in prop:
-            if isinstance(prop["enum"], list) and prop["enum"]:
-                entry["enums"][pname] = copy.deepcopy(prop["enum"])
-            else:
-                skipped.append(f"{where}: 'enum' is not a non-empty list")
-        elif "const" in prop:
-            entry["enums"][pname] = [copy.deepcopy(prop["const"])]
+        prop = _property_schema(raw, root, f"{name}.{pname}", skipped)
+        if prop is not None:
+            _describe_property(entry, pname, prop, root, f"{name}.{pname}", skipped)
     return entry
+
+
+def _property_schema(raw: Any, root: dict[str, Any], where: str, skipped: list[str]) -> dict[str, Any] | None:
+    """One argument's schema, ``$ref`` resolved and an ``anyOf``/``oneOf`` of bare types merged into
+    one ``type`` list; ``None`` (noted in ``skipped``) when it cannot be used."""
+    prop = _resolve(raw, root)
+    if prop is None:
+        ref = raw.get("$ref") if isinstance(raw, dict) else raw
+        skipped.append(f"{where}: unresolvable $ref {ref}")
+        return None
+    if not isinstance(prop, dict):
+        skipped.append(f"{where}: the property schema is not an object")
+        return None
+    combos = [kw for kw in _COMBINATORS if kw in prop]
+    if combos:
+        simple = [_resolve(s, root) for s in prop.get("anyOf", prop.get("oneOf", []))]
+        if combos in (["anyOf"], ["oneOf"]) and simple and all(isinstance(s, dict) and set(s) <= {"type"}
+                                                             and _types_of(s) for s in simple):
+            prop = {**prop, "type": sorted({t for s in simple for t in (_types_of(s) or [])})}
+        else:
+            skipped.append(f"{where}: {', '.join(combos)} not checked")
+    return prop
+
+
+def _describe_property(entry: dict[str, Any], pname: str, prop: dict[str, Any], root: dict[str, Any], where: str,
+                       skipped: list[str]) -> None:
+    """Add argument ``pname``'s types, integer flag, array item types and enum to ``entry``."""
+    ts = _types_of(prop)
+    if ts is None and "type" in prop:
+        skipped.append(f"{where}: unusual 'type' {prop['type']!r} not checked")
+    if ts is not None:
+        entry["types"][pname] = sorted({_JTYPE[t] for t in ts})
+        if "integer" in ts and "number" not in ts:
+            entry["integers"].append(pname)
+        items = _resolve(prop.get("items"), root) if "array" in ts else None
+        its = _types_of(items) if isinstance(items, dict) else None
+        if its is not None and not ({"array", "object"} & set(its)):
+            entry["item_types"][pname] = sorted({_JTYPE[t] for t in its})
+    if "enum" in prop:
+        if isinstance(prop["enum"], list) and prop["enum"]:
+            entry["enums"][pname] = copy.deepcopy(prop["enum"])
+        else:
+            skipped.append(f"{where}: 'enum' is not a non-empty list")
+    elif "const" in prop:
+        entry["enums"][pname] = [copy.deepcopy(prop["const"])]
 
 
 # ---- the rules (rule-language text; the per-tool facts are in params.schemas) ---------------------

@@ -303,8 +303,3 @@ def _check_arguments(trajectory: Any, rules: Any, tools: Any) -> list[CompiledRu
         if not isinstance(r, CompiledRule):
             raise ArgumentTypeError("evaluate", f"rules[{i}]", r, "a CompiledRule (trajaudit.compile_rules(pack))")
     return rules
-
-
-def evaluate_many(trajectories: list[Trajectory], rules: list[CompiledRule], **kw: Any) -> list[ValidationLog]:
-    """:func:`evaluate` on each trajectory."""
-    return [evaluate(t, rules, **kw) for t in trajectories]

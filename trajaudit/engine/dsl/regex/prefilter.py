@@ -6,7 +6,7 @@ prefilters), from the pattern's parse tree: a run of literal characters is such 
 repeat of at least one, passes its item's set on; an alternation needs a set from every branch (their
 union). The most selective set of a sequence is kept (the one whose shortest literal is longest).
 
-:func:`cannot_match` then answers "no match" without running the regex when the text is ASCII and
+:func:`ruled_out` then answers "no match" without running the regex when the text is ASCII and
 holds none of the literals in lower case — exact, because on ASCII text ``re.IGNORECASE`` is ASCII
 case folding and a case-sensitive literal also occurs case-insensitively. The same holds for other
 text when lower-casing keeps its length and none of the four non-ASCII characters ``re.IGNORECASE``
@@ -130,10 +130,6 @@ def _anchor(seq: Any) -> Anchor | None:
     return best
 
 
-def _anchor_of(rx: re.Pattern[str]) -> Anchor | None:
-    return _analyse(rx)[1]
-
-
 def _analyse(rx: re.Pattern[str]) -> tuple[frozenset[str] | None, Anchor | None]:
     """``(required literals, anchor)`` of ``rx`` from one parse; ``(None, None)`` when unavailable."""
     return _analyse_all(rx)[:2]  # type: ignore[return-value]
@@ -182,19 +178,6 @@ def ruled_out(info: RegexInfo, text: str, low: str) -> bool:
     form): none of the literals every match contains occurs, or a required character is missing."""
     return ((info.probe is not None and not any(lit in low for lit in info.probe))
             or (info.chars is not None and lacks_required(info.chars, text, low)))
-
-
-def cannot_match(rx: re.Pattern[str], text: str, lowered: str | None = None) -> bool:
-    """True only when ``rx.search(text)`` is certainly ``None`` (see the module docstring).
-
-    Args:
-        lowered: ``text.lower()`` when the caller has it (saves recomputing it per pattern).
-    """
-    lits = required_literals(rx)
-    if lits is None:
-        return False
-    low = folded(text) if lowered is None else lowered if folds_like_ascii(text, lowered) else None
-    return low is not None and not any(lit in low for lit in lits)
 
 
 #: Texts up to this size share regex results across the runs of a process (:func:`_search_shared`).

@@ -1,0 +1,202 @@
+"""`trajaudit audit`: batches, JSONL output valid against the diagnosis schema, reports, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+import report_page
+from click.testing import CliRunner
+
+from trajaudit.cli import main
+from trajaudit.engine.schema import schema_errors
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def run_offline(*args):
+    """``run`` with the LLM environment variables emptied (no endpoint configured by the machine)."""
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=NO_LLM_ENV)
+
+
+
+def test_audit_tau_with_baseline_writes_valid_jsonl_and_reports(tau_file, tmp_path):
+    out, html, md = tmp_path / "d.jsonl", tmp_path / "r.html", tmp_path / "r.md"
+    r = run("audit", tau_file, "--strategy", "last", "-o", out, "--report", html)
+    assert r.exit_code == 0, r.output
+    diags = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(diags) == 29
+    assert all(schema_errors("diagnosis", d) == [] for d in diags)
+    first = diags[0]
+    assert first["trajectory_id"] == "2" and first["record"] == 0 and first["critical_step"] == 30
+    assert first["strategy"] == "last" and first["agent"] == "assistant"
+    page = html.read_text()
+    rows = report_page.runs(page)
+    assert [r["step"] for r in rows] == [d["critical_step"] for d in diags] and rows[0]["id"] == "2"
+    assert all(r["basis"] == "fallback" for r in rows)  # a baseline's step is a guess, marked as such
+    assert len(report_page.details(page)) == 29
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//|<link|@import|url\(""", page)  # no network assets
+    assert run("audit", tau_file, "--strategy", "first", "-o", out, "--report", md, "-q").exit_code == 0
+    assert "| 2 | 2 | inconclusive | assistant |" in md.read_text()
+
+
+def test_audit_folder_with_parallel_jobs_matches_serial(ww_dir, tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    assert run("audit", ww_dir, "--strategy", "random", "-o", a, "-q").exit_code == 0
+    assert run("audit", ww_dir, "--strategy", "random", "-o", b, "-q", "--jobs", "2").exit_code == 0
+    da = [json.loads(x) for x in a.read_text().splitlines()]
+    db = [json.loads(x) for x in b.read_text().splitlines()]
+    assert len(da) == 126 and [d["critical_step"] for d in da] == [d["critical_step"] for d in db]
+    assert [d["trajectory_id"] for d in da][:3] == ["1", "2", "3"]  # natural order of file names
+
+
+def test_bad_inputs_are_reported_and_the_batch_finishes(tmp_path, tau_file):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("not a trace")  # ignored: not a trace file suffix
+    (folder / "broken.json").write_text("{oops")
+    (folder / "nodecision.json").write_text(json.dumps([{"role": "user", "content": "hello?"}]))
+    (folder / "ok.json").write_text(json.dumps([{"role": "user", "content": "hi"},
+                                                {"role": "assistant", "content": "hello"}]))
+    out = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, ["audit", str(folder), "--strategy", "first", "-o", str(out), "-q"])
+    assert r.exit_code == 1
+    assert "broken.json" in r.output and "invalid JSON" in r.output
+    assert "no decision steps" in r.output
+    assert [json.loads(x)["trajectory_id"] for x in out.read_text().splitlines()] == ["ok"]
+
+
+def test_usage_errors_exit_2(tmp_path, tau_file):
+    r = CliRunner().invoke(main, ["audit", str(tau_file), "--strategy", "frist"])
+    assert r.exit_code == 2 and "did you mean first" in r.output
+    r = CliRunner().invoke(main, ["audit", str(tau_file), "--report", "x.pdf"])
+    assert r.exit_code == 2
+    keep = tmp_path / "d.jsonl"
+    keep.write_text("kept\n")
+    r = CliRunner().invoke(main, ["audit", str(tmp_path / "nothing-here"), "--strategy", "first", "-o", str(keep)])
+    assert r.exit_code == 2 and "no such file or folder" in r.output  # a usage error, before anything is written
+    assert keep.read_text() == "kept\n"
+
+
+def test_python_api_audit_on_bundled_example():
+    from pathlib import Path
+
+    import trajaudit
+
+    ex = Path(__file__).resolve().parents[2] / "examples" / "data"
+    d = trajaudit.audit(ex / "tau_retail_sample.json", record=0)
+    assert (d.trajectory_id, d.critical_step, d.category, d.agent) == ("2", 6, "misinterpretation_of_tool_output",
+                                                                       "assistant")
+    assert "steps.5" in " ".join(e.address for e in d.evidence)
+    d = trajaudit.audit(ex / "tau_retail_sample.json", record=1, tools=str(ex.parent / "tools" / "tau_retail_tools.json"))
+    assert (d.trajectory_id, d.critical_step, d.category) == ("34", 16, "invalid_invocation")
+
+
+def test_audit_table_gives_the_message_position_of_a_split_anthropic_run(tmp_path):
+    msgs = [{"role": "user", "content": "Cancel orders A1 and B2."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get_order", "input": {"id": "A1"}},
+                                              {"type": "tool_use", "id": "t2", "name": "get_order", "input": {"id": "B2"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": '{"status": "delivered"}'},
+                                         {"type": "tool_result", "tool_use_id": "t2", "content": '{"status": "pending"}'}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t3", "name": "cancel_order", "input": {"id": "A1"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t3", "is_error": True,
+                                          "content": "Error: delivered orders cannot be cancelled"}]},
+            {"role": "assistant", "content": "Both orders are cancelled."}]
+    src = tmp_path / "split.json"
+    src.write_text(json.dumps({"system": "You are a shop agent.", "messages": msgs}))
+    r = CliRunner().invoke(main, ["audit", str(src), "-o", str(tmp_path / "d.jsonl")])
+    d = json.loads((tmp_path / "d.jsonl").read_text())
+    assert (d["critical_step"], d["metadata"]["source_message"]) == (4, 3)
+    assert "4 (msg 3)" in r.output
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+SAMPLE = ROOT / "examples" / "data" / "tau_retail_sample.json"  # 3 tau runs, the first with id "2"
+
+
+NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
+
+
+def closed_port_url() -> str:
+    """An http://127.0.0.1 URL on a port nothing listens on (bound, then closed)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+PACK = """pack: inner
+rules:
+  - id: mention
+    type: PROTOCOL
+    severity: {sev}
+    targets: [instruction_adherence_failure]
+    guard: step.kind == "agent"
+    assert: 'content !~ "(?i)refund"'
+"""
+
+
+@pytest.fixture()
+def two_packs(tmp_path):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(PACK.format(sev="critical"))
+    b.write_text(PACK.format(sev="info"))
+    return a, b
+
+
+def test_audit_refuses_a_rule_id_defined_by_two_packs_like_check(two_packs, tmp_path):
+    a, b = two_packs
+    out = tmp_path / "d.jsonl"
+    for first, second in ((a, b), (b, a)):
+        for cmd in (("audit", SAMPLE, "-o", out, "-q"), ("check", SAMPLE)):
+            r = run_offline(*cmd, "--rules", first, "--rules", second)
+            assert r.exit_code == 2, (cmd, r.output)
+            assert f"error: rule id inner.mention is defined by both {first} and {second}" \
+                in r.stderr.replace("\n", "")
+    assert not out.exists()  # stopped before any run
+    r = run_offline("check", SAMPLE, "--rules", a, "--rules", a)  # the same pack twice is one pack
+    assert r.exit_code == 1 and "3 run(s), 1 rule(s)" in r.stderr
+
+
+def test_audit_refuses_a_user_pack_redefining_a_default_packs_rule(tmp_path):
+    generic = tmp_path / "g.yaml"
+    generic.write_text(PACK.replace("pack: inner", "pack: generic.system").replace("id: mention", "id: tool-traceback")
+                       .format(sev="info"))
+    r = run_offline("audit", SAMPLE, "--rules", generic, "-o", tmp_path / "d.jsonl", "-q")
+    assert r.exit_code == 2
+    err = r.stderr.replace("\n", "")
+    assert f"rule id generic.system.tool-traceback is defined by both generic and {generic}" in err
+    assert "generic is a default pack: turn the default packs off (--no-default-packs" in err
+    assert run_offline("audit", SAMPLE, "--rules", generic, "--no-default-packs", "-o", tmp_path / "d.jsonl",
+               "-q").exit_code == 0
+    # a shipped domain pack (applied to runs calling its tools) counts too
+    domain = tmp_path / "t.yaml"
+    domain.write_text(PACK.replace("pack: inner", "pack: tau_retail").replace("id: mention", "id: explicit-yes-before-write")
+                      .format(sev="info"))
+    r = run_offline("audit", SAMPLE, "--rules", domain, "-o", tmp_path / "d.jsonl", "-q")
+    assert r.exit_code == 2
+    assert f"rule id tau_retail.explicit-yes-before-write is defined by both {domain} and tau_retail" \
+        in r.stderr.replace("\n", "")
+
+
+def test_audit_with_an_endpoint_refusing_connections_stops_after_the_first_run(tmp_path):
+    url = closed_port_url()
+    cfg = tmp_path / "llm.yaml"
+    cfg.write_text(f"llm:\n  base_url: {url}\n  model: m\n  max_retries: 1\n  timeout: 2\n")
+    out = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, ["audit", str(SAMPLE), "--strategy", "all-at-once", "--llm-config", str(cfg),
+                                  "--no-cache", "-o", str(out)], env=NO_LLM_ENV, catch_exceptions=False)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    err = r.stderr.replace("\n", "")
+    assert err.count("cannot reach") == 1  # one message, not one per run (3 runs)
+    assert f"all-at-once: cannot reach {url} (after 1 retries): [Errno 111] Connection refused" in err
+    assert "the batch was stopped" in err and "skipped" not in err
+    assert not out.exists()

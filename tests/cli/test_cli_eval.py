@@ -1,0 +1,124 @@
+"""`trajaudit eval` through click's CliRunner, on the shared annotated data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from trajaudit.cli import main
+
+
+@pytest.fixture()
+def run():
+    def _run(*args):
+        return CliRunner().invoke(main, ["eval", *map(str, args)], catch_exceptions=False)
+
+    return _run
+
+
+def test_strategy_on_tau_json(run, tau_file):
+    res = run(tau_file, "--gold", tau_file.parent / "ground_truth.json", "-s", "last", "--format", "json",
+              "--bootstrap", "200")
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert (rep["n_gold"], rep["n_matched"], rep["strategies"]) == (29, 29, ["last"])
+    m = rep["metrics"]
+    assert m["step_exact"]["value"] == pytest.approx(3 / 29) and m["step_exact"]["n"] == 29
+    lo, hi = m["step_exact"]["ci"]
+    assert lo <= 3 / 29 <= hi
+    assert m["category_critical"]["value"] == 0.0  # baselines answer "inconclusive"
+    exp = rep["expected_random"]["step_exact"]["value"]
+    assert 0.03 < exp < 0.06  # only decision-step gold is reachable
+    assert rep["expected_random"]["mean_inverse_decision_steps"]["value"] > exp
+    assert len(rep["misses"]) == 26 and rep["problems"] == {}
+
+
+def test_pred_file_with_bad_lines_duplicates_and_strangers(run, tau_file, tau_gold, tmp_path):
+    lines = []
+    for e in tau_gold[:5]:  # perfect predictions for 5 runs, built from the raw 1-based labels
+        rc = next(f for f in e["failures"] if str(f["failure_id"]) == str(e["root_cause"]["failure_id"]))
+        lines.append(json.dumps({"trajectory_id": str(e["trajectory_id"]), "critical_step": rc["step_number"] - 1,
+                                 "category": rc["failure_category"], "agent": rc["failed_agent"], "strategy": "oracle",
+                                 "file": str(tau_file), "usage": {"calls": 1, "input_tokens": 10}}))
+    lines.append(lines[0].replace('"critical_step"', '"ignored": 1, "critical_step"'))
+    lines.append(json.dumps({"trajectory_id": "9999", "critical_step": 1, "category": "x", "strategy": "oracle"}))
+    lines.append("{broken")
+    lines.append(json.dumps({"critical_step": "three"}))
+    pred = tmp_path / "d.jsonl"
+    pred.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "report.md"
+    res = run("--gold", tau_file.parent / "ground_truth.json", "--pred", pred, "--format", "markdown", "-o", out,
+              "--misses", "-1")
+    assert res.exit_code == 1, res.output  # two unreadable lines were skipped: the report is written, exit 1
+    assert "line 8: invalid JSON" in res.stderr and "line 9: not a diagnosis" in res.stderr
+    md = out.read_text()
+    assert "| Exact step (= CS-Strict) | 17.2% |" in md  # 5 of 29; 24 missing count as wrong
+    assert "| Category (critical) = RC-Acc | 17.2% |" in md and "| Agent (exact match) | 17.2% |" in md
+    assert "missing predictions (24):" in md and "unmatched predictions (1): 9999 (not in the gold set)" in md
+    assert "duplicate predictions (1): 2 (2 predictions; the first was scored)" in md
+    assert "LLM usage over 6 run(s): calls 6, input_tokens 60" in md
+    assert "Misses (24; showing 24)" in md and "| 41 | 16 | — | missing | assistant:" in md
+
+
+def test_who_and_when_gold_folder_is_the_dataset(run, ww_dir):
+    res = run("--gold", ww_dir, "-s", "first", "--format", "json", "--bootstrap", "100")
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    m = rep["metrics"]
+    # 20 of 126 labelled steps are the run's first non-terminal, non-user message (checked on the raw files)
+    assert m["step_exact"]["value"] == pytest.approx(20 / 126) and m["step_exact"]["n"] == 126
+    assert m["agent_exact"]["n"] == 126 and m["category_critical"]["n"] == 0 and m["category_critical"]["value"] is None
+    assert rep["taxonomy"] is None and rep["confusion"] == {} and len(rep["per_agent"]) > 50
+    assert rep["rows"][0]["key"] == "1" and rep["rows"][0]["gold_preview"].startswith("Excel_Expert: ")
+    md = run("--gold", ww_dir, "-s", "first", "--format", "markdown", "--misses", "2", "--bootstrap", "50").stdout
+    assert "| Category (critical) = RC-Acc |" not in md and "### By gold agent" in md and "showing 2)" in md
+
+
+def test_table_output_and_usage_errors(run, tau_file, tmp_path):
+    gt = tau_file.parent / "ground_truth.json"
+    res = run(tau_file, "--gold", gt, "-s", "first", "--misses", "1", "--bootstrap", "50")
+    assert res.exit_code == 0 and "Exact step (= CS-Strict)" in res.stdout and "Misses (29; showing 1)" in res.stdout
+    res = run("--gold", gt)
+    assert res.exit_code == 2 and "exactly one of --pred FILE or --strategy NAME" in res.stderr
+    res = run("--gold", gt, "-s", "first")
+    assert res.exit_code == 2 and "--strategy needs DATASET" in res.stderr
+    res = run(tau_file, "--gold", gt, "-s", "frist")
+    assert res.exit_code == 2 and "did you mean first" in res.stderr
+    res = run(tau_file, "--gold", tau_file, "-s", "first")
+    assert res.exit_code == 2 and "unknown gold format" in res.stderr and "Traceback" not in res.output
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    res = run("--gold", empty, "--pred", empty)
+    assert res.exit_code == 2 and "no gold labels could be loaded" in res.stderr
+
+
+def test_saved_predictions_round_trip(run, tau_file, tmp_path):
+    gt, saved = tau_file.parent / "ground_truth.json", tmp_path / "random.jsonl"
+    a = run(tau_file, "--gold", gt, "-s", "random", "--seed", "3", "--tools", tau_file.parent / "tools.json",
+            "--save-pred", saved, "--format", "json", "--bootstrap", "50")
+    assert a.exit_code == 0 and f"wrote 29 diagnoses to {saved}" in a.stderr
+    assert len(saved.read_text().splitlines()) == 29
+    b = run("--gold", gt, "--pred", saved, "--format", "json", "--seed", "3", "--bootstrap", "50")
+    ra, rb = json.loads(a.stdout), json.loads(b.stdout)
+    assert ra["metrics"] == rb["metrics"] and ra["rows"] == rb["rows"]  # previews found via the diagnoses' file
+    assert rb["rows"][0]["gold_preview"].startswith("assistant: Currently, there are 11 available T-shirt")
+
+
+def test_eval_refuses_two_strategies_instead_of_keeping_the_last(tau_file):
+    r = CliRunner().invoke(main, ["eval", str(tau_file), "--gold", str(tau_file.parent / "ground_truth.json"),
+                                  "-s", "first", "-s", "last"])
+    assert r.exit_code == 2 and "one --strategy per eval (got first, last)" in r.output
+
+
+def test_predictions_of_another_data_set_get_no_step_range_warnings(tmp_path, tau_file, ww_dir):
+    """tau diagnoses scored against Who&When gold share ids ("4", "12") with other runs: they pair with
+    nothing, so no run's length is used to judge their steps; one warning says what happened."""
+    preds = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, ["audit", str(tau_file), "-o", str(preds), "-q"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["eval", "--gold", str(ww_dir), "--pred", str(preds)])
+    assert r.exit_code == 1
+    assert "outside the run" not in r.stderr
+    assert "29 of 29 predictions match no gold run" in r.stderr

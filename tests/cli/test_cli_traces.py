@@ -1,0 +1,73 @@
+"""`trajaudit show` and `trajaudit convert` through click's runner (streams injected)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from trajaudit import Trajectory
+from trajaudit.cli import main
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_help_on_every_command():
+    for cmd in ([], ["show"], ["convert"]):
+        r = run(*cmd, "--help")
+        assert r.exit_code == 0 and "Usage:" in r.output
+
+
+def test_show_tau_record(tau_file):
+    r = run("show", tau_file, "--record", "0")
+    assert r.exit_code == 0
+    assert "get_product_details" in r.output and "Currently, there are 11 available T-shirt" in r.output
+    assert "32 steps, 15 decision steps" in r.output
+
+
+def test_show_every_who_and_when_file(ww_dir):
+    for p in sorted(ww_dir.glob("*.json")):
+        r = run("show", p)
+        assert r.exit_code == 0, (p, r.output)
+        assert "Computer_terminal" in r.output or "agent" in r.output
+
+
+def test_convert_tau_to_jsonl_round_trips(tau_file, tmp_path):
+    out = tmp_path / "ir.jsonl"
+    r = run("convert", tau_file, "-o", out)
+    assert r.exit_code == 0
+    lines = out.read_text().splitlines()
+    assert len(lines) == 29
+    t = Trajectory.from_dict(json.loads(lines[0]))
+    assert t.id == "2" and t.steps[6].content.startswith("Currently, there are 11")
+
+
+def test_convert_every_who_and_when_file(ww_dir, tmp_path):
+    for p in sorted(ww_dir.glob("*.json"))[:126]:
+        out = tmp_path / f"{p.stem}.ir.json"
+        assert run("convert", p, "-o", out).exit_code == 0
+        assert json.loads(out.read_text())["id"] == p.stem
+
+
+def test_bad_input_exit_code_2_without_traceback(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text("{oops")
+    r = CliRunner().invoke(main, ["show", str(p)])
+    assert r.exit_code == 2 and "invalid JSON" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["show", str(p), "--format", "nope"])
+    assert r.exit_code == 2
+
+
+def test_show_prints_the_task_after_the_run_cut_at_a_word(tmp_path):
+    task = "Please find the cheapest flight from Lisbon to Oslo " * 5
+    msgs = {"task": task, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(msgs), encoding="utf-8")
+    r = CliRunner().invoke(main, ["show", str(p), "--width", "20"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    (line,) = [x for x in lines if x.startswith("task: ")]
+    assert lines.index(line) > max(i for i, x in enumerate(lines) if "hello" in x)
+    assert line == "task: Please find the cheapest flight from …"

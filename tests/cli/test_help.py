@@ -1,0 +1,21 @@
+"""Every command's --help (cli/): examples, no jargon."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from trajaudit.cli import main
+
+NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=NO_LLM_ENV)
+
+
+@pytest.mark.parametrize("cmd", ["audit", "check", "claims", "cite", "repair", "show"])
+def test_help_has_examples_and_no_seed_jargon(cmd):
+    out = run(cmd, "--help").output
+    assert "Examples:\n    trajaudit " in out  # \b keeps the lines as written
+    assert "seed 003" not in out

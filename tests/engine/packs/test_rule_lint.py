@@ -1,0 +1,75 @@
+"""`rules lint`: planted unsatisfiable guards, contradictions, tautologies, conflicting pairs, bad names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from trajaudit.cli import main
+from trajaudit.engine.packs.lint import lint_pack
+
+PLANTED = Path(__file__).resolve().parents[2] / "rules_data" / "planted_lint.yaml"
+
+
+def _by_rule(findings):
+    return {(f.rule_id.split(".")[-1] if f.rule_id else None, f.code) for f in findings if f.code != "no-examples"}
+
+
+def test_planted_findings():
+    findings = lint_pack(str(PLANTED))
+    got = _by_rule(findings)
+    assert got == {
+        ("typo", "compile"),
+        ("never-applies", "unsatisfiable-guard"),
+        ("call-twice", "unsatisfiable-guard"),
+        ("always-fails", "contradiction"),
+        ("always-passes", "tautology"),
+        ("threshold", "contradiction"),
+        ("lists-differ", "conflicting-rules"),
+    }
+    unsat = next(f for f in findings if f.code == "unsatisfiable-guard")
+    assert unsat.location.endswith("planted_lint.yaml:5:12") and unsat.level == "error"
+    taut = next(f for f in findings if f.code == "tautology")
+    assert taut.level == "warning"
+    typo = next(f for f in findings if f.code == "compile")
+    assert "unknown name 'stp'; did you mean step" in typo.message
+
+
+def test_clean_and_broken_packs():
+    ok = "pack: ok\nrules:\n  - id: a\n    type: PROTOCOL\n    guard: step.kind == 'agent'\n    assert: not content ~ /x/\n"
+    (f,) = lint_pack(ok)  # issue 18: a rule without examples is named
+    assert (f.level, f.code, f.rule_id) == ("warning", "no-examples", "ok.a")
+    with_examples = ok + "    examples:\n      - {messages: [{role: assistant, content: x}], expect: fail}\n"
+    assert lint_pack(with_examples) == []
+    bad_schema = "pack: b\nrules:\n  - id: a\n    type: NOPE\n    colour: red\n    assert: x\n"
+    found = lint_pack(bad_schema)
+    assert [(f.code, f.location) for f in found] == [("schema", "<rules>:4:11"), ("schema", "<rules>:5:5")]
+    assert "type 'NOPE' is not one of" in found[0].message and "unknown field 'colour'" in found[1].message
+    (f,) = lint_pack("pack: [unclosed\n")
+    assert f.code == "yaml"
+
+
+def test_lint_cli_exit_codes():
+    r = CliRunner()
+    res = r.invoke(main, ["rules", "lint", str(PLANTED)])
+    assert res.exit_code == 1
+    assert "unsatisfiable-guard [planted.never-applies]" in res.stdout
+    rules = len(lint_pack(str(PLANTED))) - 7  # the 7 planted findings; the rest: no-examples warnings
+    assert f"6 error(s), {1 + rules} warning(s)" in res.stderr
+
+
+def test_supersedes_names_must_be_known_rules():
+    """A typo in metadata.supersedes would silently keep both rules: lint warns, with a suggestion;
+    shipped ids, ids of the pack itself and the shipped tau_retail declaration are accepted."""
+    text = ("pack: mine\nrules:\n  - id: a\n    type: PROTOCOL\n    assert: step.index >= 0\n    metadata:\n"
+            "      supersedes: [{}]\n")
+    found = [f for f in lint_pack(text.format("generic.protocol.confirmation-before-writes")) if f.code == "unknown-superseded"]
+    assert len(found) == 1 and found[0].level == "warning" and found[0].rule_id == "mine.a"
+    assert "did you mean generic.protocol.confirmation-before-write" in found[0].message
+    for ok in ("generic.system.tool-traceback", "mine.a2"):
+        pack = text.format(ok) + "  - id: a2\n    type: PROTOCOL\n    assert: step.index >= 0\n"
+        assert not [f for f in lint_pack(pack) if f.code == "unknown-superseded"]
+    bad_shape = [f for f in lint_pack(text.format("").replace("[]", "7")) if f.code == "unknown-superseded"]
+    assert bad_shape and "should be a list" in bad_shape[0].message
+    assert not [f for f in lint_pack("tau_retail") if f.code == "unknown-superseded"]
