@@ -533,3 +533,20 @@ def test_cli_audits_the_whole_fixture_folder(tmp_path):
     for d in rows:
         steps = 2 if d["file"].endswith("nocontent.jsonl") else 4  # no messages: the cancel call is step 2
         assert (d["critical_step"], d["category"]) == (steps, "instruction_adherence_failure"), d["file"]
+
+
+def test_eval_zip_is_read_without_inspect_ai_and_says_what_to_install(monkeypatch):
+    """Inspect writes .eval members Zstandard-compressed (zip method 93), which Python's zipfile cannot
+    read: without inspect_ai the documented layout is read through the zstandard package, with the same
+    steps; without either, the error names the extra to install."""
+    path = Path(__file__).parent / "data" / "traces" / "inspect_log.eval"
+    with_inspect = load(path)
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    without = load(path)
+    assert [(s.kind, s.content, [c.name for c in s.tool_calls]) for s in without.steps] == \
+        [(s.kind, s.content, [c.name for c in s.tool_calls]) for s in with_inspect.steps]
+    assert len(without.steps) == 7
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    with pytest.raises(TraceFormatError, match=r"Zstandard-compressed: install 'trajaudit\[inspect\]'"):
+        load(path)

@@ -107,7 +107,7 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 @click.option("--upstream", required=True, metavar="URL",
               help="The OpenAI-compatible endpoint to forward to (base URL, e.g. http://127.0.0.1:8000/v1).")
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
-              help="An extra rule pack (repeatable). Without it, the default packs as `audit` uses them.")
+              help="An extra rule pack (repeatable), added to the default packs (which always apply, as in `audit`).")
 @click.option("--tools", "tools_file", type=click.Path(exists=True, dir_okay=False),
               help="JSON list of OpenAI function schemas: SCHEMA rules, and a call to an undeclared tool is a violation.")
 @click.option("--host", default="127.0.0.1", show_default=True)

@@ -170,6 +170,10 @@ class Resumable:
     lines: int = 0
     torn: int = 0
     unreadable: list[int] = field(default_factory=list)
+    #: diagnoses without a ``resume_key`` (written by a plain ``audit``): kept, never counted as done
+    unkeyed: int = 0
+    #: the resume keys found (one per set of options that wrote lines there)
+    keys: set[str] = field(default_factory=set)
 
 
 def read_resumable(path: str | os.PathLike[str], *, repair: bool = True) -> Resumable:
@@ -208,6 +212,9 @@ def read_resumable(path: str | os.PathLike[str], *, repair: bool = True) -> Resu
         key = (d.get("metadata") or {}).get(RESUME_KEY) if isinstance(d.get("metadata"), dict) else None
         if isinstance(key, str) and d.get("trajectory_id") is not None:
             out.done.add(run_key(d.get("file"), d.get("record"), d["trajectory_id"], key))
+            out.keys.add(key)
+        else:
+            out.unkeyed += 1
     return out
 
 
@@ -296,6 +303,13 @@ class ResumeJournal:
             notes.append(f"a torn last line ({self.found.torn} bytes, a run killed mid-write) was cut away")
         if self.found.unreadable:
             notes.append(f"{len(self.found.unreadable)} line(s) that are not diagnoses were kept as they are")
+        if self.found.unkeyed:
+            notes.append(f"warning: {self.found.unkeyed} diagnosis line(s) without a resume key (written by an "
+                         "audit without --resume) were kept and their runs audited again: the file now holds "
+                         "duplicates")
+        if self.found.keys - {self.key}:
+            notes.append("warning: the file also holds diagnoses made with other options (those runs were audited "
+                         "again with these options)")
         notes.append(f"{skipped} run(s) already diagnosed there were skipped")
         return f"resumed {self.output}: " + "; ".join(notes)
 

@@ -129,17 +129,46 @@ def read_eval_archive(data: bytes, file: str) -> dict[str, Any]:
             by_inspect = _inspect_read(file)
             if by_inspect is not None:
                 return by_inspect
-            header = safe_json.loads(zf.read(head)) if head is not None else {}
+            header = safe_json.loads(_member(zf, head, file)) if head is not None else {}
             header = header if isinstance(header, dict) else {}
             return {"version": header.get("version"), "status": header.get("status"),
                     "eval": header.get("eval") if isinstance(header.get("eval"), dict) else {"task": "task"},
-                    "samples": [safe_json.loads(zf.read(n)) for n in samples]}
+                    "samples": [safe_json.loads(_member(zf, n, file)) for n in samples]}
     except TraceFormatError:
         raise
     except zipfile.BadZipFile:
         raise TraceFormatError("not an Inspect .eval log: the file is not a zip archive", file=file) from None
     except (ValueError, KeyError, OSError, EOFError, RuntimeError, NotImplementedError, struct.error, zlib.error) as e:
         raise TraceFormatError(f"unreadable Inspect .eval log: {type(e).__name__}: {e}", file=file) from None
+
+
+#: The zip compression method Inspect writes (Zstandard), which Python's zipfile cannot read.
+ZIP_ZSTANDARD = 93
+
+
+def _member(zf: zipfile.ZipFile, name: str, file: str) -> bytes:
+    """One member's bytes; a Zstandard member (what Inspect writes) through the ``zstandard`` package,
+    bounded by :data:`MAX_MEMBER_BYTES`.
+
+    Raises:
+        TraceFormatError: a Zstandard member and neither ``zstandard`` nor ``inspect_ai`` installed.
+    """
+    info = zf.getinfo(name)
+    if info.compress_type != ZIP_ZSTANDARD:
+        return zf.read(name)
+    try:
+        import zstandard  # optional: trajaudit[inspect] (and dev)
+    except ImportError:
+        raise TraceFormatError(f"Inspect .eval member {name} is Zstandard-compressed: install "
+                               "'trajaudit[inspect]' (or the zstandard package) to read it", file=file) from None
+    # zipfile does not decompress an unknown method: read the stored bytes after the local file header
+    start = info.header_offset
+    zf.fp.seek(start)  # type: ignore[union-attr]
+    local = zf.fp.read(30)  # type: ignore[union-attr]
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    zf.fp.seek(start + 30 + name_len + extra_len)  # type: ignore[union-attr]
+    compressed = zf.fp.read(info.compress_size)  # type: ignore[union-attr]
+    return zstandard.ZstdDecompressor().decompress(compressed, max_output_size=MAX_MEMBER_BYTES)
 
 
 def _inspect_read(file: str) -> dict[str, Any] | None:
