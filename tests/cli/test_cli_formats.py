@@ -290,3 +290,24 @@ def test_no_html_is_built_from_strings_in_python():
                 if tag.search(node.value):
                     found.append(f"{path.name}:{node.lineno}: {node.value[:60]!r}")
     assert found == []
+
+
+def test_output_format_follows_the_output_name_when_format_is_not_given(tmp_path):
+    """`-o x.sarif` writes SARIF and `-o x.xml` JUnit without --format (a fresh-user pass found JSONL in
+    both); an explicit --format still wins; a name the command has no format for keeps the default."""
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+
+    ex = str(Path(__file__).resolve().parents[2] / "examples" / "data")
+    run = CliRunner().invoke
+    assert run(main, ["audit", ex, "-q", "-o", str(tmp_path / "a.sarif")]).exit_code == 0
+    assert json.loads((tmp_path / "a.sarif").read_text())["version"] == "2.1.0"
+    assert run(main, ["audit", ex, "-q", "-o", str(tmp_path / "a.xml")]).exit_code == 0
+    assert (tmp_path / "a.xml").read_text().startswith("<?xml")
+    assert run(main, ["audit", ex, "-q", "-o", str(tmp_path / "b.sarif"), "--format", "jsonl"]).exit_code == 0
+    assert json.loads((tmp_path / "b.sarif").read_text().splitlines()[0])["trajectory_id"]
+    assert run(main, ["audit", ex, "-q", "-o", str(tmp_path / "c.txt")]).exit_code == 0
+    assert json.loads((tmp_path / "c.txt").read_text().splitlines()[0])["trajectory_id"]  # jsonl, the default
+    r = run(main, ["check", ex, "-q", "-o", str(tmp_path / "k.sarif")])
+    assert r.exit_code in (0, 1) and json.loads((tmp_path / "k.sarif").read_text())["version"] == "2.1.0"

@@ -70,6 +70,22 @@ def _warn(message: str) -> None:
     console(err=True).print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
+#: output file suffixes that name an output format when --format is not given (``-o x.sarif``)
+_SUFFIX_FORMATS = ((".sarif", "sarif"), (".sarif.json", "sarif"), (".xml", "junit"), (".json", "json"))
+
+
+def _format_of_name(output: Any, outputs: Sequence[str] | None) -> str | None:
+    """The output format an ``-o`` name implies (``x.sarif`` -> sarif, ``x.xml`` -> junit, ``x.json`` ->
+    json) when the command offers it, else ``None`` (the command's default applies)."""
+    if not outputs or not isinstance(output, str):
+        return None
+    name = output.lower()
+    for suffix, fmt in sorted(_SUFFIX_FORMATS, key=lambda p: -len(p[0])):
+        if name.endswith(suffix):
+            return fmt if fmt in outputs else None
+    return None
+
+
 def io_options(outputs: Sequence[str] | None, default: str | None = None, *, help: str = "Output format.",
                input_format: bool = True, mapping: bool = True, trace_format_alias: bool = False
                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -104,7 +120,7 @@ def io_options(outputs: Sequence[str] | None, default: str | None = None, *, hel
                     fail(f"--input-format {fmt} and --format {out} disagree")
                 fmt, out = str(out), default
             if out is None:
-                out = default
+                out = _format_of_name(kwargs.get("output"), outputs) or default
             kwargs["out_format"] = out
             if input_format:
                 kwargs["fmt"] = fmt

@@ -306,6 +306,12 @@ def test_cli_bad_weights_file_is_named(tmp_path):
     r = CliRunner().invoke(main, ["audit", str(tmp_path / "teamA"), "--judge-weights", str(bad), "-o",
                                   str(tmp_path / "d.jsonl"), "-q"])
     assert r.exit_code == 2 and "bad_weights.json" in r.output and "unknown feature" in r.output
+    trace_list = tmp_path / "not_weights.json"  # a large document of another kind: the error quotes a part of it
+    trace_list.write_text(json.dumps([{"task_id": i, "messages": ["x" * 100] * 5} for i in range(50)]))
+    r = CliRunner().invoke(main, ["audit", str(tmp_path / "teamA"), "--judge-weights", str(trace_list), "-o",
+                                  str(tmp_path / "d.jsonl"), "-q"])
+    assert r.exit_code == 2 and "not_weights.json: not a valid judge weights file at (top level)" in r.output
+    assert len(r.output) < 600, len(r.output)
     r = CliRunner().invoke(main, ["judge", "fit", str(tmp_path / "teamA"), "--gold", str(ga), "--gold", str(ga),
                                   "--gold", str(ga), "-o", str(tmp_path / "x.json")])
     assert r.exit_code == 2 and "one --gold" in r.output

@@ -153,7 +153,8 @@ class JudgeWeights:
         if errors:
             e = errors[0]
             where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-            raise JudgeWeightsError(f"not a valid judge weights file at {where}: {e.message}", file=source)
+            said = e.message if len(e.message) <= 240 else e.message[:200] + " …"  # jsonschema quotes the whole value
+            raise JudgeWeightsError(f"not a valid judge weights file at {where}: {said}", file=source)
         unknown = sorted(set(data["weights"]) - set(FEATURES))
         if unknown:
             raise JudgeWeightsError(f"unknown feature(s) {', '.join(unknown)} (known: see docs/judge.md); "
