@@ -125,13 +125,18 @@ def load(path: Path) -> LoadedPack:
 
 
 def _load(path: Path) -> LoadedPack:
-    key = _key(path)
+    return _cached(_key(path), path)
+
+
+def _cached(key: str | None, source: Path | dict[str, Any]) -> LoadedPack:
+    """The pack of ``source`` (a path or pack data) from the cache entry ``key``, or loaded with its
+    dependencies recorded and written there (``key`` ``None``: the cache is off)."""
     if key is not None:
         hit = _read(key)
         if hit is not None:
             return hit
     with RP.recording_deps() as deps:
-        pack = RP.load_pack(path)
+        pack = RP.load_pack(source)
     loaded = LoadedPack(pack, key, deps)
     if key is not None:
         _write(loaded)
@@ -148,17 +153,7 @@ def load_data(data: dict[str, Any]) -> LoadedPack:
         RulePackError: as :func:`~trajaudit.engine.rule_pack.load_pack` (errors never come from the cache).
     """
     with _gc_paused():
-        key = data_key(data)
-        if key is not None:
-            hit = _read(key)
-            if hit is not None:
-                return hit
-        with RP.recording_deps() as deps:
-            pack = RP.load_pack(data)
-        loaded = LoadedPack(pack, key, deps)
-        if key is not None:
-            _write(loaded)
-        return loaded
+        return _cached(data_key(data), data)
 
 
 def data_key(data: dict[str, Any]) -> str | None:
