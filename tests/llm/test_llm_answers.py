@@ -1,5 +1,7 @@
-"""Defects found by a break-it pass over the LLM strategies against odd endpoint answers (the scripted
-OpenAI-protocol server of tests/llm_server.py). Each test fails without its fix."""
+"""Reading odd endpoint answers (trajaudit/llm/answers.py, through the client and the strategies on the
+scripted OpenAI-protocol server of tests/llm_server.py): a 200 answer that is no chat completion, content
+as a list of parts, usage counts that are not numbers, ``2.0`` for an integer step, ``NaN`` in the JSON,
+and a huge invalid answer clipped in the schema re-ask. Each test fails without its fix."""
 
 from __future__ import annotations
 

@@ -539,7 +539,7 @@ def test_eval_zip_is_read_without_inspect_ai_and_says_what_to_install(monkeypatc
     """Inspect writes .eval members Zstandard-compressed (zip method 93), which Python's zipfile cannot
     read: without inspect_ai the documented layout is read through the zstandard package, with the same
     steps; without either, the error names the extra to install."""
-    path = Path(__file__).parent / "data" / "traces" / "inspect_log.eval"
+    path = TRACES / "inspect_log.eval"
     with_inspect = load(path)
     monkeypatch.setitem(sys.modules, "inspect_ai", None)
     monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
