@@ -15,6 +15,16 @@ from trajaudit.cli import main
 from trajaudit.engine.schema import schema_errors
 
 
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _deep_list(tmp_path: Path, name: str = "deep.json") -> Path:
+    p = tmp_path / name
+    p.write_text("[" * 5000 + "]" * 5000)
+    return p
+
+
 def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
@@ -22,7 +32,6 @@ def run(*args):
 def run_offline(*args):
     """``run`` with the LLM environment variables emptied (no endpoint configured by the machine)."""
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=NO_LLM_ENV)
-
 
 
 def test_audit_tau_with_baseline_writes_valid_jsonl_and_reports(tau_file, tmp_path):
@@ -116,11 +125,7 @@ def test_audit_table_gives_the_message_position_of_a_split_anthropic_run(tmp_pat
 
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
 SAMPLE = ROOT / "examples" / "data" / "tau_retail_sample.json"  # 3 tau runs, the first with id "2"
-
-
 NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
 
 
@@ -200,3 +205,15 @@ def test_audit_with_an_endpoint_refusing_connections_stops_after_the_first_run(t
     assert f"all-at-once: cannot reach {url} (after 1 retries): [Errno 111] Connection refused" in err
     assert "the batch was stopped" in err and "skipped" not in err
     assert not out.exists()
+
+
+def test_a_deep_file_in_a_folder_is_skipped_and_the_batch_goes_on(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    _deep_list(folder, "a_deep.json")
+    (folder / "b.json").write_text(SAMPLE.read_text())
+    out = tmp_path / "d.jsonl"
+    r = run("audit", folder, "-o", out)
+    assert r.exit_code == 1
+    assert f"skipped: {folder / 'a_deep.json'}: nested too deeply" in one_line(r.stderr)
+    assert len(out.read_text().splitlines()) == 3
