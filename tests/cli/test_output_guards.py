@@ -3,6 +3,7 @@ pack, mapping): exit 2 naming both, the input left as it was."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,17 @@ import pytest
 from click.testing import CliRunner
 
 from trajaudit.cli import main
+
+# a legal JSON escape: json.loads gives a lone surrogate, which strict UTF-8 cannot encode
+LONE = '[{"role": "system", "content": "policy"}, {"role": "user", "content": "refund order \\ud800 now"}, ' \
+       '{"role": "assistant", "content": "Refunded 12 dollars."}]'
+
+
+def _run(*args):
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert "Traceback" not in res.output
+    return res
+
 
 EX = Path(__file__).resolve().parents[2] / "examples"
 
@@ -45,7 +57,6 @@ def test_outputs_never_replace_inputs(files, args, victim, option):
     assert files[victim].read_bytes() == before
 
 
-
 @pytest.mark.parametrize("args, option, bad", [
     (["audit", "{run}", "-o", "{tmp}/missing/d.jsonl", "--report", "{tmp}/r.html"], "-o/--output", "{tmp}/missing/d.jsonl"),
     (["audit", "{run}", "-o", "{tmp}/d.jsonl", "--report", "{tmp}/missing/r.md"], "--report", "{tmp}/missing/r.md"),
@@ -63,3 +74,27 @@ def test_an_output_folder_that_does_not_exist_is_refused_before_the_batch(files,
     why = "does not exist; create it first" if "missing" in bad else "is a file, not a folder"
     assert f"error: {option} {out!r}: the folder {str(Path(out).parent)!r} {why}" in " ".join(r.output.split())
     assert "audited" not in r.output and not list(tmp_path.glob("[dr].*"))  # nothing was audited or written
+
+
+def test_an_output_path_that_is_the_input_file_is_refused(tmp_path):
+    """Was: ``audit runs.jsonl -o runs.jsonl`` (and repair/convert -o FILE) silently replaced the
+    trace with diagnoses (or a prefix): the input was lost. Now: exit 2 naming both, file untouched."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps(json.loads(LONE.replace("\\ud800", "W1"))) + "\n")
+    before = runs.read_bytes()
+    for args in (("audit", runs, "-q", "-o", runs), ("convert", runs, "-o", runs)):
+        res = _run(*args)
+        assert res.exit_code == 2
+        assert f"-o/--output '{runs}' is the input file '{runs}': writing it would overwrite the trace" \
+            in " ".join(res.output.split())
+        assert runs.read_bytes() == before
+    src = tmp_path / "run.json"
+    src.write_text(runs.read_text())
+    res = _run("repair", src, "--template", "-o", src)
+    assert res.exit_code == 2 and "is the input file" in res.output and src.read_text() == runs.read_text()
+    # a file found by expanding an audited folder is an input too (issue 18): the diagnoses written into
+    # the folder before are read as traces by the next audit of it, so replacing them is refused
+    assert _run("audit", tmp_path, "-q", "-o", tmp_path / "d.jsonl").exit_code in (0, 1)
+    before = (tmp_path / "d.jsonl").read_bytes()
+    res = _run("audit", tmp_path, "-q", "-o", tmp_path / "d.jsonl")
+    assert res.exit_code == 2 and "is the input file" in res.output and (tmp_path / "d.jsonl").read_bytes() == before
