@@ -10,13 +10,29 @@ from pathlib import Path
 import pytest
 import report_page
 from click.testing import CliRunner
+from hostile_kit import cli, diagnoses, good_run, one_line, snapshot, write_json
 
 from trajaudit.cli import main
 from trajaudit.engine.schema import schema_errors
 
 
-def one_line(text: str) -> str:
-    return " ".join(text.split())
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+NEVER_FIRING_PACK = """pack: mine
+rules:
+  - id: fires
+    type: PROTOCOL
+    guard: step.kind == 'agent'
+    assert: step.index >= 0
+    examples:
+      - {messages: [{role: assistant, content: hi}], expect: pass}
+  - id: never
+    type: PROTOCOL
+    guard: step.tool == 'no_such_tool'
+    assert: step.index >= 0
+"""
 
 
 def _deep_list(tmp_path: Path, name: str = "deep.json") -> Path:
@@ -217,3 +233,20 @@ def test_a_deep_file_in_a_folder_is_skipped_and_the_batch_goes_on(tmp_path):
     assert r.exit_code == 1
     assert f"skipped: {folder / 'a_deep.json'}: nested too deeply" in one_line(r.stderr)
     assert len(out.read_text().splitlines()) == 3
+
+
+def test_audit_summary_names_it(tmp_path):
+    run = write_json(tmp_path / "run.json", good_run("a"))
+    pack = tmp_path / "p.yaml"
+    pack.write_text(NEVER_FIRING_PACK)
+    before = snapshot(tmp_path)
+    r = cli("audit", run, "--rules", pack, "--no-default-packs", "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 0, r.output
+    assert [d["trajectory_id"] for d in diagnoses(tmp_path / "d.jsonl")] == ["a"]
+    assert {k: v for k, v in snapshot(tmp_path).items() if not k.endswith("d.jsonl")} == before
+    assert "note: 1 rule(s) never applied on these 1 run(s) (their guard never held): mine.never" in one_line(r.stderr)
+
+
+def test_unknown_taxonomy_is_a_usage_error(tmp_path, tau_file):
+    r = invoke("audit", tau_file, "--taxonomy", "bogus", "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 2 and "bogus" in r.output

@@ -11,6 +11,11 @@ from conftest import ROOT
 
 from trajaudit.cli import main
 
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
 # a legal JSON escape: json.loads gives a lone surrogate, which strict UTF-8 cannot encode
 LONE = '[{"role": "system", "content": "policy"}, {"role": "user", "content": "refund order \\ud800 now"}, ' \
        '{"role": "assistant", "content": "Refunded 12 dollars."}]'
@@ -112,3 +117,20 @@ def test_a_lone_surrogate_in_a_message_does_not_crash_any_output(tmp_path):
         assert (tmp_path / report).read_bytes().decode("utf-8")  # valid UTF-8
     res = _run("show", src)
     assert res.exit_code == 0 and "refund order \\ud800 now" in res.output
+
+
+def test_markup_like_text_is_printed_literally(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps([{"role": "user", "content": "[/bold] hi"},
+                             {"role": "assistant", "name": "[/x]agent", "content": "[red]ok[/red]"}]))
+    r = invoke("show", p)
+    assert r.exit_code == 0 and "[red]ok[/red]" in r.output and "[/x]agent" in r.output
+    r = invoke("audit", p, "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 0 and "[/x]agent" in r.output
+
+
+def test_unwritable_output_is_an_error_not_a_traceback(tmp_path, tau_file):
+    r = invoke("audit", tau_file, "--strategy", "first", "-o", tmp_path / "no" / "such" / "d.jsonl")
+    assert r.exit_code == 2 and "does not exist; create it first" in r.output and "Traceback" not in r.output
+    r = invoke("convert", tau_file, "-o", tmp_path / "no" / "x.json")
+    assert r.exit_code == 2

@@ -12,6 +12,10 @@ from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.eval import load_gold
 
 
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
 def cli(*args, env=None):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=env)
 
@@ -218,3 +222,15 @@ def test_eval_pred_steps_outside_the_run_are_kept_warned_and_scored_wrong(tau_fi
     m = rep["metrics"]
     assert m["step_exact"]["value"] == pytest.approx(1 / 29)  # run 47 at its gold step 18
     assert m["step_within_1"]["value"] == pytest.approx(1 / 29)  # 26 no longer counts as 25 ± 1
+
+
+def test_eval_exit_codes(tmp_path, tau_file):
+    gold = tau_file.parent / "ground_truth.json"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    r = invoke("eval", "--gold", gold, "--pred", empty)
+    assert r.exit_code == 2 and "nothing to score" in r.output
+    pred = tmp_path / "p.jsonl"
+    pred.write_text('{"trajectory_id": "2", "critical_step": 6, "category": "x", "strategy": "s"}\n{oops\n')
+    r = invoke("eval", "--gold", gold, "--pred", pred, "--format", "json")
+    assert r.exit_code == 1 and "skipped" in r.output

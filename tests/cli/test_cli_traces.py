@@ -8,8 +8,13 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT
 
-from trajaudit import Trajectory
+from trajaudit import Trajectory, load_path
 from trajaudit.cli import main
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
 
 EX = ROOT / "examples"
 
@@ -98,3 +103,15 @@ def test_convert_rejects_output_suffixes_other_than_json_and_jsonl(tmp_path, nam
     assert r.exit_code == 2
     assert one_line(r.stderr) == f"error: -o/--output must end in .json, .jsonl or .ndjson, got {str(out)!r}"
     assert not out.exists()
+
+
+def test_convert_output_reads_back_everywhere(tmp_path, tau_file):
+    out = tmp_path / "ir.jsonl"
+    assert invoke("convert", tau_file, "-o", out).exit_code == 0
+    res = load_path(out)
+    assert len(res.trajectories) == 29 and res.trajectories[0].id == "2"
+    assert res.trajectories[0].steps[6].content.startswith("Currently, there are 11")
+    r = invoke("audit", out, "-o", tmp_path / "d.jsonl", "-q")
+    assert r.exit_code == 0
+    first = json.loads((tmp_path / "d.jsonl").read_text().splitlines()[0])
+    assert (first["trajectory_id"], first["critical_step"]) == ("2", 6)
