@@ -1,4 +1,4 @@
-"""User-supplied YAML (and TOML) nested thousands of levels deep: PyYAML and tomllib recurse per level,
+"""trajaudit/safe_yaml.py: user-supplied YAML (and TOML) nested thousands of levels deep: PyYAML and tomllib recurse per level,
 so a trace mapping, citation mapping, taxonomy or LLM config file of ``[[[[…`` raised ``RecursionError``
 (a traceback from ``show --mapping`` and ``cite --mapping``). Now every such file is refused with an
 error naming it (``safe_yaml.py``; rule packs had their own guard already)."""

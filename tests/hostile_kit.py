@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from trajaudit.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def good_run(run_id: str, item: str = "TP1940") -> dict:

@@ -17,7 +17,7 @@ import time
 
 import pytest
 from conftest import ROOT
-from test_trace_formats import T1, T2, _otlp, small_trace
+from otel_spans import T1, T2, _otlp, small_trace
 
 from trajaudit.engine.run.otlp_receiver import TraceAuditor, TraceBuffer, decode_body
 from trajaudit.errors import TraceFormatError

@@ -1,4 +1,4 @@
-"""Issue 18's output safety with issue 21's CI formats: ``--format sarif|junit`` of ``audit`` and
+"""trajaudit/report/ci.py through the CLI: issue 18's output safety with issue 21's CI formats: ``--format sarif|junit`` of ``audit`` and
 ``check`` go through the same atomic writer as the JSONL (a full disk leaves the old file intact, no
 temporary file behind), keep the good runs of a batch with a hostile line, and ``--resume`` — which
 appends JSONL lines — is a usage error with them (exit 2, nothing written)."""

@@ -1,4 +1,4 @@
-"""``audit --resume`` after ``kill -9`` of the whole process mid-batch (issue 18, "Must show"): the
+"""trajaudit/cli/outputs.py's resume journal: ``audit --resume`` after ``kill -9`` of the whole process mid-batch (issue 18, "Must show"): the
 killed run leaves a valid prefix of complete lines; resuming skips them and finishes the rest; the
 diagnoses equal an uninterrupted run's (as a set; ``--resume`` appends in completion order and tags
 each line with its options' fingerprint)."""
@@ -91,3 +91,25 @@ def test_eval_resume_scores_the_same_as_an_uninterrupted_eval(tmp_path):
     assert again.stdout == plain.stdout and len(diagnoses(pred)) == 3
     r = cli("eval", data, "--gold", data, "-s", "offline", "--resume")
     assert r.exit_code == 2 and "--resume goes with --strategy and --save-pred" in one_line(r.stderr)
+
+
+# `audit --resume` on a file it did not write: lines without a resume key (a plain `audit`) and lines
+# made with other options are kept, their runs audited again, and the summary says so (a fresh-user pass
+# found the duplicates appended silently).
+
+def test_resume_warns_about_lines_it_cannot_recognise(tmp_path):
+    runs = write_jsonl(tmp_path / "runs.jsonl", [json.dumps(good_run(f"r{i}")) for i in range(3)])
+    plain = tmp_path / "plain.jsonl"
+    assert cli("audit", runs, "-q", "-o", plain).exit_code == 0
+    out = tmp_path / "out.jsonl"
+    out.write_text("".join(plain.read_text().splitlines(keepends=True)[:2]), encoding="utf-8")
+    r = cli("audit", runs, "-q", "-o", out, "--resume")
+    assert r.exit_code == 0, r.output
+    said = one_line(r.output)
+    assert "warning: 2 diagnosis line(s) without a resume key" in said and "0 run(s) already diagnosed" in said
+    assert len(out.read_text().splitlines()) == 5  # 2 kept + 3 audited
+    r = cli("audit", runs, "-q", "-o", out, "--resume", "--seed", "7")  # other options: audited again
+    assert "also holds diagnoses made with other options" in one_line(r.output)
+    r = cli("audit", runs, "-q", "-o", out, "--resume")  # the same options again: nothing to do
+    assert "3 run(s) already diagnosed there were skipped" in one_line(r.output)
+    assert "other options" in one_line(r.output) and len(out.read_text().splitlines()) == 8

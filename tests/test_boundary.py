@@ -1,4 +1,4 @@
-"""The per-run boundary (issue 18): any exception while loading, checking or judging one run becomes
+"""trajaudit/boundary.py, the per-run boundary (issue 18): any exception while loading, checking or judging one run becomes
 that run's error record — file, record, stage, message — and the batch goes on; the traceback is
 printed only with ``--debug``. The exceptions are planted (a bug in an adapter, in a judge)."""
 

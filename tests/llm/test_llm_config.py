@@ -1,4 +1,4 @@
-"""Class 11: ``max_retries: 1000000000`` (or any other numeric LLM setting out of range) in
+"""trajaudit/llm/config.py, robustness class 11: ``max_retries: 1000000000`` (or any other numeric LLM setting out of range) in
 ``--llm-config``.
 
 Was: no upper bound; against an endpoint answering 429 the batch never reached its next run. Now every

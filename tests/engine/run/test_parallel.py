@@ -1,4 +1,4 @@
-"""Class 8: with ``--jobs 2`` a worker process is killed (the OOM killer, ``kill -9``).
+"""trajaudit/engine/run/parallel.py, robustness class 8: with ``--jobs 2`` a worker process is killed (the OOM killer, ``kill -9``).
 
 Was: ``BrokenProcessPool`` traceback; every diagnosis, finished ones included, was lost. Now the dead
 worker is replaced and its run retried once in a fresh worker; a run that kills that one too is

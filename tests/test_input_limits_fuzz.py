@@ -1,4 +1,5 @@
-"""Fuzzing that reaches the classes of issue 18: hypothesis strategies with unbounded integers, very
+"""The input limits (safe_json.py, safe_yaml.py, the mapping adapter, regular_files.py, the loader)
+fuzzed: fuzzing that reaches the classes of issue 18: hypothesis strategies with unbounded integers, very
 long strings, deep nesting, random mapping expressions and random file kinds. The properties: loading
 and auditing never raise anything but documented errors, the good runs beside a hostile one are always
 diagnosed, every hostile one is reported with file and record, nothing blocks.

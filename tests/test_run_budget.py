@@ -1,4 +1,4 @@
-"""Class 12: a rule whose z3 question cannot be decided costs its 2 s solver limit at every guarded
+"""trajaudit/run_budget.py, robustness class 12: a rule whose z3 question cannot be decided costs its 2 s solver limit at every guarded
 step (84 s for a run of 40 agent steps, over an hour for 2,500).
 
 Now rule evaluation has a per-run time budget (``--run-timeout``, ``AuditConfig.run_timeout``,
