@@ -83,6 +83,19 @@ class SupportSeeker:
 
     def assess(self, mention: m.Mention, step_mentions: list[m.Mention]) -> Assessment:
         """Support of ``mention`` (introduced at ``mention.step``); ``step_mentions`` are its step's others."""
+        return self.confirm(mention, self.assess_unconfirmed(mention, step_mentions))
+
+    def confirm(self, mention: m.Mention, got: Assessment) -> Assessment:
+        """Step 3 of the module docstring: a MISSING or WEAK value (not the final answer) that a later
+        user turn restates or affirms. Reads the user turns after the mention (the incremental
+        ledger applies it when the run ends)."""
+        if got.status in (m.Support.MISSING, m.Support.WEAK) and mention.kind != m.KIND_FINAL:
+            return self._confirmed(mention, got)
+        return got
+
+    def assess_unconfirmed(self, mention: m.Mention, step_mentions: list[m.Mention]) -> Assessment:
+        """Steps 1 and 2 of the module docstring (:meth:`assess` without :meth:`confirm`): reads the
+        evidence before the mention, and for a URL or path the tool output of its own step."""
         before = mention.step
         if mention.kind == m.KIND_COUNT:
             got = self._count(mention, before)
@@ -94,8 +107,6 @@ class SupportSeeker:
             got = Assessment(m.Support.WEAK, note="final answer: judged by the claims it contains")
         else:
             got = self._value(mention, before, step_mentions)
-        if got.status in (m.Support.MISSING, m.Support.WEAK) and mention.kind != m.KIND_FINAL:
-            got = self._confirmed(mention, got)
         return got
 
     # -- slots ------------------------------------------------------------------------------------
@@ -229,8 +240,11 @@ class SupportSeeker:
                 if got is not None:
                     return got
             if mn.kind == m.KIND_ARGUMENT and len(mn.value) >= 4:
-                for sid, src in enumerate(self.ix.sources):
-                    if src.kind == "user" and src.pos < before and mn.value in self.ix.normalized(sid):
+                for sid in self.ix.user_sources:  # (ascending positions)
+                    src = self.ix.sources[sid]
+                    if src.pos >= before:
+                        break
+                    if mn.value in self.ix.normalized(sid):
                         return Assessment(m.Support.WEAK, src.address, mn.value,
                                           "contained in a value the user gave (e.g. a name inside an email)")
             if mn.kind == m.KIND_ARGUMENT and _SHORT_CODE.fullmatch(mn.text):
@@ -302,7 +316,8 @@ class SupportSeeker:
         if hit is not None:
             return Assessment(m.Support.DIRECT, hit.address, mn.value, f"confirmed by the user at steps.{hit.pos}")
         if got.status is m.Support.MISSING and not mn.in_call:
-            nxt = next((p for p in self.ix.user_positions if p > mn.step), None)
+            k = bisect_right(self.ix.user_positions, mn.step)
+            nxt = self.ix.user_positions[k] if k < len(self.ix.user_positions) else None
             if nxt is not None and not any(s.is_decision and s.content.strip() for s in self.t.steps[mn.step + 1:nxt]):
                 if _AFFIRM.match(self.t.steps[nxt].content or ""):
                     return Assessment(m.Support.WEAK, f"steps.{nxt}.content", None, "affirmed by the user's reply")
