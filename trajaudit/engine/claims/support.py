@@ -109,6 +109,11 @@ class SupportSeeker:
             got = self._value(mention, before, step_mentions)
         return got
 
+    def _back(self, before: int) -> Any:
+        """The steps before ``before``, latest first (indexes: no copy of the prefix per claim)."""
+        steps = self.t.steps
+        return (steps[i] for i in range(before - 1, -1, -1))
+
     # -- slots ------------------------------------------------------------------------------------
     def _count(self, mn: m.Mention, before: int) -> Assessment:
         n = int(mn.value) if mn.value.isdigit() else None
@@ -177,14 +182,14 @@ class SupportSeeker:
             return self._status(dataclasses.replace(mn, slot=("status", subject)), before)
         outputs = []
         conversational = bool(self.ix.user_positions) and self.ix.user_positions[0] < before
-        for step in reversed(self.t.steps[:before]):
+        for step in self._back(before):
             if step.kind == "user" or (not conversational and step.is_decision and not step.tool_calls):
                 break
             if step.kind == "tool":
                 outputs.append(step)
         where = "the user's last message" if conversational else "the previous message"
         if not outputs:
-            earlier = next((s for s in reversed(self.t.steps[:before]) if s.kind == "tool"
+            earlier = next((s for s in self._back(before) if s.kind == "tool"
                             and not (s.tool_output and s.tool_output.is_error)), None)
             if earlier is not None:
                 return Assessment(m.Support.WEAK, f"steps.{earlier.index}.content", None,
@@ -208,7 +213,8 @@ class SupportSeeker:
         produced confirms it (WEAK: it exists) or refutes it (CONFLICTING: not found); ``None`` when
         the step produced no output."""
         start = mn.step if at is None else at
-        for step in self.t.steps[start + 1:]:
+        steps = self.t.steps
+        for step in (steps[i] for i in range(start + 1, len(steps))):  # (no copy of the rest of the run)
             if step.is_decision or step.kind == "user":
                 return None
             if step.kind != "tool":
