@@ -11,6 +11,10 @@ arguments of a write call (``ClaimConfig.write_verbs``), or — in a conversatio
 *Derivation*: a claim supported by a tool output derives from the claims the producing step passed to
 the tool (its call arguments, or the code it ran); a claim reaching a final step makes every claim it
 derives from reach it too.
+
+:func:`build_ledger` reads a finished run; :class:`LedgerBuilder` builds the same ledger one step at
+a time (a monitored run: cost per added step independent of the run's length; what depends on
+later steps is settled when they arrive or at ``finish``; see docs/claims.md "Incremental ledger").
 """
 
 from __future__ import annotations
