@@ -428,7 +428,7 @@ class LedgerBuilder:
         ``trajectory`` is the run so far (its ``final_answer``; its steps must be the ones added).
         When its task, system prompts or length differ from what the builder was given, the ledger
         is built from its steps by a fresh builder (the answer stays right; the cost is then the
-        whole run's)."""
+        whole run's). The ledger's ``index`` is the builder's own (it goes on growing with the run)."""
         if not self._matches(trajectory):
             other = LedgerBuilder(self.config, self.extractors, task=trajectory.task,
                                   system_prompts=dict(trajectory.system_prompts))
