@@ -47,13 +47,11 @@ def _graph(cg) -> tuple:
 
 def _check_run(t: Trajectory, config: ClaimConfig = ClaimConfig(), task_given: bool = True) -> None:
     """Fed step by step, the builder's ledger and graph equal the batch ones on the whole run."""
-    led_b = LedgerBuilder(config, task=t.task if task_given else None, system_prompts=t.system_prompts)
-    g_b = ClaimGraphBuilder(config, task=t.task if task_given else None, system_prompts=t.system_prompts)
+    b = ClaimGraphBuilder(config, task=t.task if task_given else None, system_prompts=t.system_prompts)
     for s in t.steps:
-        led_b.add(s)
-        g_b.add(s)
-    assert _ledger_fields(led_b.finish(t)) == _ledger_fields(build_ledger(t, config)), t.id
-    assert _graph(g_b.finish(t)) == _graph(build_claim_graph(t, config)), t.id
+        b.add(s)
+    assert _ledger_fields(b.ledger.finish(t)) == _ledger_fields(build_ledger(t, config)), t.id
+    assert _graph(b.finish(t)) == _graph(build_claim_graph(t, config)), t.id
 
 
 def _check_prefixes(t: Trajectory, config: ClaimConfig = ClaimConfig(), task: str | None = None) -> None:
@@ -81,7 +79,7 @@ def test_every_tau_run(tau_runs):
 def test_every_who_and_when_run(ww_runs):
     assert len(ww_runs) == 126
     for t in ww_runs.values():
-        for config in CONFIGS:
+        for config in CONFIGS[:2]:  # (the hand-off policy matters here; replies: in tau's conversations)
             _check_run(t, config)
 
 
@@ -330,7 +328,7 @@ def test_monitor_never_rebuilds_the_ledger(tau_runs, monkeypatch):
     """Monitor.diagnosis() at every step and close() take the claim graph from the incremental builder:
     with build_claim_graph disabled in the evidence stage, the log after close() is still the batch log."""
     ctx = build_context(AuditSpec())
-    runs = [tau_runs["2"], tau_runs["20"]]
+    runs = [tau_runs["2"]]
     batch = {t.id: evidence.gather(t, ctx).log.to_dict() for t in runs}
     diagnoses = {t.id: [] for t in runs}  # the offline judge on each prefix, the ledger rebuilt on it
     judge = default_strategies().get("offline")
