@@ -11,7 +11,7 @@ import gc
 import time
 from typing import Any
 
-from trajaudit.engine.claims import build_claim_graph
+from trajaudit.engine.claims import ClaimGraph, build_claim_graph
 from trajaudit.engine.claims import clear_caches as clear_claims
 from trajaudit.engine.dsl import parser as rule_parser
 from trajaudit.engine.dsl.regex import prefilter as regex_prefilter
@@ -71,8 +71,11 @@ def evaluate_rules(trajectory: Trajectory, rules: list[Any], context: AuditConte
     return evaluate_run(trajectory, rules, config=context.config, tools=context.tools)
 
 
-def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
+def gather(trajectory: Trajectory, context: AuditContext, claims: ClaimGraph | None = None) -> EvidenceBundle:
     """Compute the evidence for ``trajectory`` (the pipeline calls it once per run).
+
+    ``claims``: the run's claim graph when the caller has it already (``Monitor`` builds it step by
+    step: ``ClaimGraphBuilder.finish``); by default it is built here (``build_claim_graph``).
 
     The cyclic garbage collector is paused meanwhile (and restored after): the run's log, claim
     graph and caches grow until it ends, and every collection during it re-traversed them — quadratic
@@ -81,18 +84,18 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
     was = gc.isenabled()
     gc.disable()
     try:
-        return _gather(trajectory, context)
+        return _gather(trajectory, context, claims)
     finally:
         if was:
             gc.enable()
 
 
-def _gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
+def _gather(trajectory: Trajectory, context: AuditContext, claims: ClaimGraph | None = None) -> EvidenceBundle:
     t0 = time.process_time()
     rules, applied = rules_for(trajectory, context)
     log = evaluate_rules(trajectory, rules, context)
     t1 = time.process_time()
-    cg = build_claim_graph(trajectory, context.config)
+    cg = claims if claims is not None else build_claim_graph(trajectory, context.config)
     log.extend(cg.to_records())
     log.incomplete.extend(cg.incomplete)
     for s in trajectory.steps:  # cut content: a value past the cut can look unsupported (MISSING)

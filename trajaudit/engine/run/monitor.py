@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from trajaudit.api_args import check_tools
-from trajaudit.engine.claims import build_claim_graph
+from trajaudit.engine.claims import ClaimGraphBuilder
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.packs.compile import CompiledRule
@@ -203,6 +203,8 @@ class Monitor:
         self.alarm: int | None = None
         self.closed = False
         self._rules = RuleStage(context)
+        # the claim ledger, updated per added step (close() and diagnosis() finish it, not rebuild it)
+        self._ledger = ClaimGraphBuilder(context.config, task=task, system_prompts=self.system_prompts)
         self._calls: set[str] = set()
         self._answered: set[str] = set()
         self._claims: list[Record] = []
@@ -293,6 +295,7 @@ class Monitor:
         out: list[Record] = []
         for s in new_steps:
             self.steps.append(s)
+            self._ledger.add(s)
             out += self._rules.advance(self.trajectory())
         self._sync()
         return out
@@ -320,6 +323,8 @@ class Monitor:
             raise
         if not new:
             return []
+        for s in new:
+            self._ledger.add(s)
         out = self._rules.advance(self.trajectory(), since=k0)
         self._sync()
         return out
@@ -361,7 +366,7 @@ class Monitor:
             out += self._rules.finish(traj)
         else:
             out = self._rules.finish(traj)
-        cg = build_claim_graph(traj, self.context.config)
+        cg = self._ledger.finish(traj)
         self._claims = list(cg.to_records())
         self._claim_incomplete = list(cg.incomplete)
         out += self._claims
@@ -397,7 +402,7 @@ class Monitor:
         traj = self.trajectory(final=self.closed)
         if not traj.decision_steps:
             return None
-        bundle = gather(traj, self.context)
+        bundle = gather(traj, self.context, claims=self._ledger.finish(traj))
         d = default_strategies().get("offline").diagnose(traj, bundle, self.context)
         d = dataclasses.replace(d, metadata={**d.metadata, "basis": diagnosis_basis(d)})
         self._diag = (n, d)
