@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import gc
 import json
 import os
@@ -128,7 +129,7 @@ def measure(steps: list[int], window: int, base_window: int, data: Path = DATA) 
     with RuleClock() as clock:
         wall, cpu, full, m = feed(ctx, msgs, freeze=False)
     wall_f, cpu_f, full_f, _ = feed(ctx, msgs, freeze=True)
-    m.close()
+    whole = m.trajectory()
     for k in steps:
         sl = slice(k, k + window)
         row = {"step": k, "wall": stats(wall[sl]), "cpu": stats(cpu[sl]), "wall_freeze": stats(wall_f[sl]),
@@ -136,9 +137,7 @@ def measure(steps: list[int], window: int, base_window: int, data: Path = DATA) 
                "full_gc": sum(k <= j < k + window for j in full), "full_gc_freeze": sum(k <= j < k + window for j in full_f)}
         base = []
         for j in range(k, k + base_window):
-            traj = Monitor(context=ctx, run_id="long")
-            traj.add_history(msgs[:j + 1])
-            t = traj.trajectory()
+            t = dataclasses.replace(whole, steps=tuple(m.steps[:j + 1]))
             rules, _ = rules_for(t, ctx)
             t0 = time.perf_counter()
             stepper.evaluate_run(t, rules, config=ctx.config, tools=ctx.tools)

@@ -18,11 +18,11 @@ Messages accepted by :meth:`Monitor.add`:
 - an IR :class:`~trajaudit.engine.trace.ir.Step` (its index is set to its position in the run).
 
 Rule evaluation: prefix-decidable rules (issue 22's ``stepper.prefix_decidable``) are evaluated at
-each step on the run so far; the others are deferred to ``close()``. The stepping goes through
-:class:`RuleStage`, which still evaluates the prefix with the batch evaluator (``stepper.evaluate_run``, one pass) and keeps the new
-step's records, so its cost per step grows with the run: moving it onto ``stepper.RunState``
-(``defer=True, lazy=True``) needs a rule context that grows with the run (not yet written; see
-docs/monitor.md).
+each step; the others are deferred to ``close()``. :class:`RuleStage` steps them with
+``stepper.RunState(defer=True, lazy=True)`` on a :class:`~trajaudit.engine.dsl.live.LiveContext` (the
+rule context appended step by step): an ``add()`` evaluates the rules' units at the new step only
+(quantifiers over the prefix read prefix state), so its cost does not grow with the run
+(``benchmarks/bench_monitor.txt``; a rule whose own lets aggregate the whole prefix still costs what it reads).
 """
 
 from __future__ import annotations

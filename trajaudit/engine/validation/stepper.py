@@ -31,8 +31,11 @@ API (what a runtime monitor builds on)::
 - The per-run context is a :class:`~trajaudit.engine.rule_runtime.TrajContext`; with ``lazy=True``
   the prefix state of quantifiers is extended only up to the steps queried (O(1) amortized per
   step), instead of being computed over the whole run on first use (the batch's exact budget
-  accounting). A monitor that receives steps one at a time supplies a context that grows; the
-  stepping, prefix state and records here do not look past the step being advanced.
+  accounting). A monitor that receives steps one at a time passes ``context=`` a
+  :class:`~trajaudit.engine.dsl.live.LiveContext` and appends each step to it before
+  :meth:`RunState.advance`; the stepping, prefix state and records here do not look past the step
+  being advanced. Rules can join a run already advanced (:meth:`RunState.add_rules`: their units at
+  the earlier steps are evaluated then) and leave it (:meth:`RunState.drop_rules`).
 """
 
 from __future__ import annotations
@@ -204,6 +207,9 @@ class RunState:
         trajectory: the run (its steps up to the last one advanced must be present).
         rules: compiled rules, in the order their records are written within a step.
         oracle, config, tools: as :func:`~trajaudit.engine.rule_eval.evaluate`.
+        context: a rule context that grows with the run (a
+            :class:`~trajaudit.engine.dsl.live.LiveContext`; ``trajectory`` is then ignored and
+            ``lazy`` must be true): the caller appends each step before advancing it.
         defer: queue the units of rules that are not :func:`prefix_decidable` until :meth:`finish`
             (a monitor); default ``False`` (a complete run: every unit at its own step).
         lazy: extend quantifier prefix state only as far as queried (a growing run); default ``False``.
