@@ -89,8 +89,11 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 
     err.print(f"watching {file} ({len(monitor.context.rules)} rule(s); domain packs join when their tools are called)",
               markup=False, highlight=False, soft_wrap=True)
-    res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show,
-                on_skip=skipped, on_alarm=alarm, poll=poll)
+    try:
+        res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show,
+                    on_skip=skipped, on_alarm=alarm, poll=poll)
+    finally:
+        monitor.release()  # the collector sees the run's state again (freeze_gc), even when interrupted
     total = sum(1 for r in monitor.log.records if r.verdict == "fail")
     summary = {"event": "end", "reason": res.reason, "steps": len(monitor.steps), "violations": total,
                "at_or_above": bad, "skipped_lines": len(res.skipped)}
