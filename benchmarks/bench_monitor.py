@@ -118,8 +118,9 @@ def feed(ctx, msgs: list[dict], freeze: bool) -> tuple[list[float], list[float],
     return wall, cpu, full, m
 
 
-def stats(xs: list[float]) -> tuple[float, float]:
-    return 1e3 * statistics.median(xs), 1e3 * pct(xs, 99)
+def stats(xs: list[float]) -> tuple[float, float, float]:
+    """(p50, p99, max) in ms."""
+    return 1e3 * statistics.median(xs), 1e3 * pct(xs, 99), 1e3 * max(xs)
 
 
 def measure(steps: list[int], window: int, base_window: int, data: Path = DATA) -> dict:
@@ -153,6 +154,7 @@ def measure(steps: list[int], window: int, base_window: int, data: Path = DATA) 
               f"{row['cpu'][1]:.3f} ms | freeze_gc wall {row['wall_freeze'][0]:.3f}/{row['wall_freeze'][1]:.3f} | "
               f"whole prefix {row['prefix'][0]:.2f}/{row['prefix'][1]:.2f} ms", file=sys.stderr)
     out["full_gc"], out["full_gc_freeze"], out["adds"] = len(full), len(full_f), len(msgs)
+    out["max_wall"], out["max_wall_freeze"] = max(wall), max(wall_f)
     out["load_after"] = os.getloadavg()
     return out
 
@@ -161,14 +163,14 @@ def render(res: dict, window: int, base_window: int) -> str:
     rows = res["rows"]
     lines = [f"Per-added-step latency of Monitor.add, default packs, a tau run repeated to {res['adds']:,} steps; "
              f"{window} adds per measured step, {base_window} for the whole-prefix baseline (bench_monitor.py)", "",
-             "| step | add p50 wall (ms) | add p99 wall (ms) | add p50 CPU (ms) | add p99 CPU (ms) | "
-             "freeze_gc p99 wall (ms) | full GCs in window (default / freeze_gc) | "
+             "| step | add p50 wall (ms) | add p99 wall (ms) | add p50 CPU (ms) | add p99 CPU (ms) | max wall (ms) | "
+             "freeze_gc p99 wall (ms) | freeze_gc max wall (ms) | full GCs in window (default / freeze_gc) | "
              "whole prefix re-evaluated p50 (ms) | p99 (ms) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['step']:,} | {r['wall'][0]:.3f} | {r['wall'][1]:.3f} | {r['cpu'][0]:.3f} | {r['cpu'][1]:.3f} | "
-                     f"{r['wall_freeze'][1]:.3f} | {r['full_gc']} / {r['full_gc_freeze']} | "
-                     f"{r['prefix'][0]:.2f} | {r['prefix'][1]:.2f} |")
+                     f"{r['wall'][2]:.1f} | {r['wall_freeze'][1]:.3f} | {r['wall_freeze'][2]:.1f} | "
+                     f"{r['full_gc']} / {r['full_gc_freeze']} | {r['prefix'][0]:.2f} | {r['prefix'][1]:.2f} |")
     first, last = rows[0], rows[-1]
     lines.append("")
     for label, key in (("wall-clock", "wall"), ("CPU", "cpu"), ("wall-clock, freeze_gc", "wall_freeze"),
@@ -178,7 +180,8 @@ def render(res: dict, window: int, base_window: int) -> str:
         lines.append(f"{label}: p99 <= 1 ms at every step: {ok}; flat (step {last['step']:,} p99 within 2x of "
                      f"step {first['step']:,}): {flat}")
     lines += ["", f"Full collections during all {res['adds']:,} adds: {res['full_gc']} (default), "
-                  f"{res['full_gc_freeze']} (freeze_gc).",
+                  f"{res['full_gc_freeze']} (freeze_gc); the slowest add of the whole run: {1e3 * res['max_wall']:.1f} ms "
+                  f"(default), {1e3 * res['max_wall_freeze']:.1f} ms (freeze_gc).",
               "Rules that made the adds over 1 ms CPU (CPU ms summed over those adds, per window):"]
     for r in rows:
         if r["slow_rules"]:
