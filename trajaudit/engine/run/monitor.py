@@ -7,7 +7,7 @@ the first call of one of its tools evaluates its rules on the steps already seen
 ``close()`` settles the end-of-run rules (rules that read past the current step: ``later``,
 ``steps``, a call's ``output``, ``check:`` rules; and the claim ledger's findings) and returns their
 records. After the last message and ``close()``, ``monitor.log`` equals the batch validation log of
-the same run (``run.evidence.gather``), record for record (tests/test_monitor.py).
+the same run (``run.evidence.gather``), record for record (tests/engine/run/test_monitor.py).
 
 Messages accepted by :meth:`Monitor.add`:
 

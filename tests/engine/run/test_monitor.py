@@ -15,7 +15,7 @@ from trajaudit.engine.run.monitor import MonitorError, diagnosis_basis, prefix_d
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.validation_log import Record
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

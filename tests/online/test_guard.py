@@ -15,7 +15,7 @@ from llm_server import Raw, ScriptedLLMServer, Sleep, Status
 
 from trajaudit.online.guard import assemble_stream, parse_sse, run_key
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GUARD_PACK = str(ROOT / "examples" / "rules" / "guard_policies.yaml")
 TOOLS = str(ROOT / "examples" / "tools" / "tau_retail_tools.json")
 
