@@ -24,7 +24,7 @@ from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation.stepper import evaluate_run
 from trajaudit.engine.validation_log import ValidationLog
 
-__all__ = ["clear_caches", "evaluate_rules", "gather", "rules_for"]
+__all__ = ["clear_caches", "evaluate_rules", "gather", "rules_for", "select_rules"]
 
 
 def clear_caches(packs: bool = True) -> None:
@@ -48,11 +48,18 @@ def rules_for(trajectory: Trajectory, context: AuditContext) -> tuple[list[Any],
     """The compiled rules applied to ``trajectory``: the context's rules, then those of the domain
     packs its tools select (compiled on first use). Returns ``(rules, applied domain pack names)``."""
     called = {name for s in trajectory.steps for name in s.tool_names}
-    packs = context.domain_packs
     policy = ""
-    if any(dp.policy for dp in packs):
+    if any(dp.policy for dp in context.domain_packs):
         policy = "\n".join([trajectory.task, *(p for p in trajectory.system_prompts.values() if isinstance(p, str)),
                             *(s.content for s in trajectory.steps if s.kind == "system")])
+    return select_rules(context, called, policy)
+
+
+def select_rules(context: AuditContext, called: set[str], policy: str = "") -> tuple[list[Any], list[str]]:
+    """:func:`rules_for` from what it reads of the run: the tool names it ``called`` and its
+    ``policy`` text (task, system prompts, system steps, joined by newlines; read only when a domain
+    pack declares ``applies_to_policy``). A runtime monitor keeps both as the run grows."""
+    packs = context.domain_packs
     domains = [dp for dp in packs if dp.applies(called, policy)]
     if not domains:
         return list(context.rules), []

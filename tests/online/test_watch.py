@@ -14,7 +14,7 @@ from trajaudit.engine.run.monitor import Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.online.watch import END_MARKER, watch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUN = [
     {"role": "system", "content": "You are a retail agent. Authenticate the user before any change."},
     {"role": "user", "content": "Please cancel order #W0000001, yes I confirm, no longer needed."},

@@ -15,7 +15,7 @@ from trajaudit.engine.run.monitor import MonitorError, diagnosis_basis, prefix_d
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.validation_log import Record
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +158,38 @@ def test_anthropic_messages_one_at_a_time(ctx):
         return [{k: v for k, v in s.to_dict().items() if k != "source_number"} for s in steps]
     assert ir(m.trajectory(final=True).steps) == ir(t.steps)
     assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
+def test_freeze_gc_moves_settled_state_out_of_the_collector(tau_runs, ctx):
+    import gc
+
+    t = next(iter(tau_runs.values()))
+    assert gc.get_freeze_count() == 0
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source,
+                freeze_gc=True)
+    try:
+        for s in t.steps[:5]:
+            m.add(s)
+        frozen = gc.get_freeze_count()
+        assert frozen > 0  # the steps, indexes and records so far
+        for s in t.steps[5:]:
+            m.add(s)
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        m.close()
+    assert gc.get_freeze_count() == 0  # close() gives everything back to the collector
+    assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
+def test_add_history_then_add_equals_batch(tau_runs, ctx):
+    """A known prefix at once (add_history, as the guard reads a request), then one message at a time."""
+    for t in list(tau_runs.values())[:5]:
+        m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source)
+        half = len(t.steps) // 2
+        got = m.add_history(t.steps[:half])
+        for s in t.steps[half:]:
+            got += m.add(s)
+        got += m.close()
+        batch = gather(t, ctx).log
+        assert m.log.to_dict() == batch.to_dict(), t.id
+        assert len(got) == len(batch.records)

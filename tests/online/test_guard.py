@@ -4,6 +4,7 @@ server answering a tool call that violates a rule (issue 20)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import httpx
@@ -14,7 +15,7 @@ from llm_server import Raw, ScriptedLLMServer, Sleep, Status
 
 from trajaudit.online.guard import assemble_stream, parse_sse, run_key
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GUARD_PACK = str(ROOT / "examples" / "rules" / "guard_policies.yaml")
 TOOLS = str(ROOT / "examples" / "tools" / "tau_retail_tools.json")
 
@@ -180,3 +181,104 @@ def test_stop_on_alarm_blocks_without_http(tmp_path):
     assert any(f["rule"] == "guard.alarm" for f in dec.violations)
     g2 = Guard(build_context(AuditSpec()), stop_on_alarm=False, block_on="critical")
     assert g2.decide(UNAUTH, msg).decision == "annotate"  # error-level failure, below the critical floor
+
+
+# -- the conversation cache: a request extending a cached conversation adds only its new messages ------------
+
+#: the agent's answers, by the number of assistant messages already in the request
+AGENT = [("get_order_details", {"order_id": "#W0000001"}, "c2"),
+         ("cancel_pending_order", {"order_id": "#W0000001", "reason": "no longer needed"}, "c3"),  # before identification
+         ("find_user_id_by_email", {"email": "yusuf.rossi@example.com"}, "c1"),
+         ("get_user_details", {"user_id": "yusuf_rossi_9620"}, "c4")]
+RESULTS = {"c1": "yusuf_rossi_9620", "c2": '{"order_id": "#W0000001", "status": "pending", "items": []}',
+           "c3": '{"order_id": "#W0000001", "status": "cancelled"}', "c4": '{"user_id": "yusuf_rossi_9620"}'}
+
+
+def _agent_upstream(req):
+    turn = sum(1 for m in req["messages"] if m.get("role") == "assistant")
+    name, args, cid = AGENT[min(turn, len(AGENT) - 1)]
+    return Raw(tool_call_completion(name, args, call_id=cid))
+
+
+def _converse(url: str, start: list[dict], turns: int) -> list[tuple[str, list]]:
+    """An agent loop through the proxy: each answer (the client's model object, dumped with its null
+    fields) and the tool's result are appended to the next request. Returns (decision, findings) per request."""
+    c = _client(url)
+    messages = list(start)
+    out = []
+    for _ in range(turns):
+        raw = c.chat.completions.with_raw_response.create(model="m", messages=messages)
+        msg = raw.parse().choices[0].message
+        out.append((raw.headers["x-trajaudit-decision"], json.loads(raw.headers.get("x-trajaudit-findings", "[]"))))
+        messages.append(msg.model_dump())  # "refusal": None, "audio": None ... as an agent sends it back
+        call = msg.tool_calls[0]
+        messages.append({"role": "tool", "tool_call_id": call.id, "name": call.function.name,
+                         "content": RESULTS[call.id]})
+    return out
+
+
+START = [{"role": "system", "content": "You are a retail agent. Authenticate the user before any change."},
+         {"role": "user", "content": "Cancel my order #W0000001, my email is yusuf.rossi@example.com. Yes, I confirm."}]
+
+
+def test_cache_extends_a_conversation_with_the_same_decisions(upstream):
+    upstream.responder = _agent_upstream
+    with GuardServer(upstream.url, mode="annotate", cache_size=0) as g:
+        fresh = _converse(g.url, START, 4)
+        assert (g.guard.cache.hits, len(g.guard.cache)) == (0, 0)  # size 0: every request rebuilt
+    with GuardServer(upstream.url, mode="annotate") as g:
+        cached = _converse(g.url, START, 4)
+        assert (g.guard.cache.hits, g.guard.cache.misses) == (3, 1)  # requests 2-4 extended the cached monitor
+        assert len(g.guard.cache) == 1
+    assert cached == fresh
+    rules = {f["rule"] for _, fs in fresh for f in fs if f["verdict"] == "fail"}
+    assert "tau_retail.authenticate-before-write" in rules  # the comparison is not between empty findings
+
+
+def test_cache_diverging_prefix_rebuilds(upstream):
+    upstream.responder = _agent_upstream
+    edited = [START[0], {**START[1], "content": "Cancel order #W0000001 now."}]  # no identification, no confirmation
+    with GuardServer(upstream.url, mode="annotate", cache_size=0) as g:
+        want = _converse(g.url, edited, 3)
+    with GuardServer(upstream.url, mode="annotate") as g:
+        _converse(g.url, START, 3)
+        misses = g.guard.cache.misses
+        got = _converse(g.url, edited, 3)  # same system prompt, another user turn: not an extension
+        assert g.guard.cache.misses == misses + 1 and g.guard.cache.hits == 2 + 2
+        assert len(g.guard.cache) == 2
+    assert got == want
+
+
+def test_cache_evicted_and_expired_entries_rebuild(upstream):
+    upstream.responder = _agent_upstream
+    other = [START[0], {"role": "user", "content": "What is the status of order #W0000002?"}]
+    with GuardServer(upstream.url, mode="annotate", cache_size=0) as g:
+        want_a, want_b = _converse(g.url, START, 3), _converse(g.url, other, 3)
+    with GuardServer(upstream.url, mode="annotate", cache_size=1) as g:
+        cache = g.guard.cache
+        got_a = _converse(g.url, START, 1)
+        got_b = _converse(g.url, other, 1)  # evicts START's monitor (one entry)
+        assert len(cache) == 1 and (cache.hits, cache.misses) == (0, 2)
+        c = _client(g.url)
+        messages = list(START)
+        for i in range(3):  # START again: its monitor was evicted, so the second request rebuilds
+            raw = c.chat.completions.with_raw_response.create(model="m", messages=messages)
+            msg = raw.parse().choices[0].message
+            if i:
+                got_a.append((raw.headers["x-trajaudit-decision"],
+                              json.loads(raw.headers.get("x-trajaudit-findings", "[]"))))
+            messages += [msg.model_dump(), {"role": "tool", "tool_call_id": msg.tool_calls[0].id,
+                                            "name": msg.tool_calls[0].function.name,
+                                            "content": RESULTS[msg.tool_calls[0].id]}]
+        assert (cache.hits, cache.misses) == (2, 3)  # the first START request rebuilt, the next two extended
+    assert got_a == want_a and got_b == want_b[:1]
+    with GuardServer(upstream.url, mode="annotate", cache_idle=0.05) as g:
+        c = _client(g.url)
+        r1 = c.chat.completions.create(model="m", messages=START).choices[0].message
+        time.sleep(0.3)  # idle longer than cache_idle: expired
+        nxt = START + [r1.model_dump(), {"role": "tool", "tool_call_id": r1.tool_calls[0].id,
+                                         "name": r1.tool_calls[0].function.name, "content": RESULTS[r1.tool_calls[0].id]}]
+        raw = c.chat.completions.with_raw_response.create(model="m", messages=nxt)
+        assert (g.guard.cache.hits, g.guard.cache.misses) == (0, 2)
+        assert (raw.headers["x-trajaudit-decision"], json.loads(raw.headers.get("x-trajaudit-findings", "[]"))) \
+            == want_a[1]
