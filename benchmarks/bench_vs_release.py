@@ -14,7 +14,11 @@ is the *ratio* of two codes measured alternately in the same minutes. This scrip
    process (one core). It reports the median audits/s and the per-stage split (ms per run: load,
    setup, rules, claims, judge);
 3. **fresh CLI** (``--cli-rounds`` alternating pairs): ``python -m trajaudit audit TAU --tools TOOLS -q
-   -o FILE`` as a new process (pack cache warm), CPU time (user + system) of the child, in runs/s;
+   -o FILE`` as a new process (pack cache warm), CPU time (user + system) of the child, in runs/s, in
+   two regimes: trajaudit's modules compiled from source in every process (``PYTHONDONTWRITEBYTECODE=1``,
+   how this host runs checkouts; installed libraries read pip's ``.pyc`` files) and everything from
+   cached bytecode (how an installed package starts: pip writes the ``.pyc`` files at install time),
+   each side's ``.pyc`` in its own temporary folder;
 4. prints both and the ratios;
 5. with ``--instructions``: the warm batch's instruction count per run of each side, which the load
    of the machine does not change: each side's worker runs under ``valgrind --tool=cachegrind
@@ -203,19 +207,35 @@ def main(argv: list[str] | None = None) -> int:
         ratios = [c["rate"] / p["rate"] for p, c in zip(warm_res["previous"], warm_res["current"], strict=True)]
         print(f"  ratio current/previous: {rate['current'] / rate['previous']:.2f}x (per round: "
               + ", ".join(f"{x:.2f}" for x in ratios) + ")")
-        cpu: dict[str, list[float]] = {k: [] for k in sides}
-        for name in sides:  # one unmeasured call each: the pack cache entries written
-            cli(sides[name], envs[name], tmp / f"{name}.jsonl")
-        for r in range(args.cli_rounds):
-            for name in (("previous", "current") if r % 2 == 0 else ("current", "previous")):
-                cpu[name].append(cli(sides[name], envs[name], tmp / f"{name}.jsonl"))
-        print(f"\nfresh CLI `python -m trajaudit audit tau --tools tools -q` ({args.cli_rounds} alternating pairs; "
-              "CPU time of the child, interpreter start-up included):")
-        for name in sides:
-            med = statistics.median(cpu[name])
-            print(f"  {name:9s}: {med:.3f} s CPU -> {n_runs / med:6.1f} runs/s")
-        a, b = statistics.median(cpu["previous"]), statistics.median(cpu["current"])
-        print(f"  ratio current/previous: {a / b:.2f}x")
+        # two start-up regimes: "project compiled from source" is how this host runs checkouts
+        # (PYTHONDONTWRITEBYTECODE=1: every trajaudit module is compiled in every process; installed
+        # libraries still read the .pyc files pip wrote), "bytecode" reads cached .pyc files for every
+        # module (what an installed trajaudit does: pip compiles them at install time)
+        regimes = {
+            "project compiled from source":
+                {name: {**envs[name], "PYTHONDONTWRITEBYTECODE": "1"} for name in sides},
+            "bytecode (cached .pyc, as installed)":
+                {name: {**{k: v for k, v in envs[name].items() if k != "PYTHONDONTWRITEBYTECODE"},
+                        "PYTHONPYCACHEPREFIX": str(tmp / f"pyc-{name}")} for name in sides},
+        }
+        stale = [str(p) for root in sides.values() for p in (root / "trajaudit").rglob("__pycache__")][:3]
+        if stale:
+            print(f"note: __pycache__ folders in a checkout ({', '.join(stale)} …): the 'from source' regime "
+                  "reads them for that side")
+        for regime, renvs in regimes.items():
+            cpu: dict[str, list[float]] = {k: [] for k in sides}
+            for name in sides:  # one unmeasured call each: the pack cache entries (and .pyc files) written
+                cli(sides[name], renvs[name], tmp / f"{name}.jsonl")
+            for r in range(args.cli_rounds):
+                for name in (("previous", "current") if r % 2 == 0 else ("current", "previous")):
+                    cpu[name].append(cli(sides[name], renvs[name], tmp / f"{name}.jsonl"))
+            print(f"\nfresh CLI `python -m trajaudit audit tau --tools tools -q`, {regime} ({args.cli_rounds} "
+                  "alternating pairs; CPU time of the child, interpreter start-up included):")
+            for name in sides:
+                med = statistics.median(cpu[name])
+                print(f"  {name:9s}: {med:.3f} s CPU -> {n_runs / med:6.1f} runs/s")
+            a, b = statistics.median(cpu["previous"]), statistics.median(cpu["current"])
+            print(f"  ratio current/previous: {a / b:.2f}x")
         same = (tmp / "previous.jsonl").read_text() == (tmp / "current.jsonl").read_text()
         print(f"\nthe two CLIs wrote {'identical' if same else 'DIFFERENT'} diagnoses")
     return 0

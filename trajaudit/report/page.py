@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 from markupsafe import Markup
 
 from trajaudit.report.markdown import visible
+
+if TYPE_CHECKING:
+    import jinja2
+# jinja2 (~40 ms of imports) is imported when a page is first rendered: `trajaudit audit` without
+# --report imports this module (through the CLI) but renders nothing (issue 22, start-up)
 
 
 def _finalize(value: Any) -> Any:
@@ -32,6 +36,8 @@ def _finalize(value: Any) -> Any:
 def environment() -> jinja2.Environment:
     """The shared environment (autoescape on, :func:`visible` on every printed string, a ``visible``
     filter for values built inside templates)."""
+    import jinja2
+
     env = jinja2.Environment(loader=jinja2.PackageLoader("trajaudit.report", "templates"),
                              autoescape=True, finalize=_finalize, trim_blocks=False, lstrip_blocks=False,
                              undefined=jinja2.StrictUndefined)

@@ -69,6 +69,22 @@ class PathsMixin:
         return C(traj_info, "any")
 
     def _path(self, node: A.Expr, scope: dict[str, str]) -> C:
+        """A chain of ``.field`` / ``[key]`` reads, compiled in named steps: the segments
+        (:meth:`_segments`), each one folded into the constant or checked against the field tables
+        (:meth:`_fold_segment`), then the closure chosen (:meth:`_path_fn`)."""
+        root, segs = self._segments(node, scope)
+        base = self._root(root, scope) if isinstance(root, A.Name) else self.compile(root, scope)
+        typ, const = base.type, base.const
+        keys: list[Any] = []
+        for seg_node, key in segs:
+            typ, const = self._fold_segment(root, seg_node, key, typ, const, keys)
+        if const is not _NO:
+            return _const(const, typ if typ != "any" else None)
+        return self._path_fn(root, base, keys, typ, scope)
+
+    def _segments(self, node: A.Expr, scope: dict[str, str]) -> tuple[A.Expr, list[tuple[A.Expr, Any]]]:
+        """The path's root expression and its segments, root first: ``(node, field name)`` for
+        ``.field``, ``(node, compiled key)`` for ``[key]``."""
         segs: list[tuple[A.Expr, Any]] = []
         root = node
         while isinstance(root, (A.Attr, A.Index)):
@@ -78,43 +94,49 @@ class PathsMixin:
                 segs.append((root, self.compile(root.key, scope)))
             root = root.obj
         segs.reverse()
-        base = self._root(root, scope) if isinstance(root, A.Name) else self.compile(root, scope)
-        typ = base.type
-        const = base.const
-        keys: list[Any] = []
-        for seg_node, key in segs:
-            if isinstance(key, C):
-                kconst = key.const
-                if typ in ("step", "call"):
-                    raise self.error(seg_node, f"a {typ} is read with .field, not [key]")
-                keys.append(key.fn if kconst is _NO else kconst)
-                key_val = kconst
-            else:
-                keys.append(key)
-                key_val = key
-            if const is not _NO:
-                if key_val is _NO:
-                    const = _NO
-                else:
-                    if isinstance(root, A.Name) and root.id == "params" and isinstance(const, dict) \
-                            and key_val not in const and const is self.params:
-                        hint = close_hint(str(key_val), list(self.params))
-                        known = ", ".join(sorted(self.params)) or "none"
-                        raise self.error(seg_node, f"unknown pack parameter {key_val!r}{hint} (parameters: {known})")
-                    try:
-                        const = child(const, key_val)
-                    except EvalError as e:
-                        raise self.error(seg_node, str(e)) from None
-            typ = self._field_type(seg_node, typ, key_val)
+        return root, segs
+
+    def _fold_segment(self, root: A.Expr, seg_node: A.Expr, key: Any, typ: str, const: Any,
+                      keys: list[Any]) -> tuple[str, Any]:
+        """One segment: appends its key (a name, a constant, or a key closure) to ``keys``, folds it
+        into ``const`` while the path is constant (``params.x``) and returns the new ``(type, const)``.
+        Raises a compile error on ``step[key]``, an unknown pack parameter or field."""
+        if isinstance(key, C):
+            kconst = key.const
+            if typ in ("step", "call"):
+                raise self.error(seg_node, f"a {typ} is read with .field, not [key]")
+            keys.append(key.fn if kconst is _NO else kconst)
+            key_val = kconst
+        else:
+            keys.append(key)
+            key_val = key
         if const is not _NO:
-            return _const(const, typ if typ != "any" else None)
-        if isinstance(root, A.Name) and root.id in ("step", "call") and root.id not in scope \
-                and root.id not in self.lets and keys and all(isinstance(k, str) for k in keys):
-            return self._fast_path(root.id, keys, typ)
+            const = _NO if key_val is _NO else self._const_child(root, seg_node, const, key_val)
+        return self._field_type(seg_node, typ, key_val), const
+
+    def _const_child(self, root: A.Expr, seg_node: A.Expr, const: Any, key_val: Any) -> Any:
+        """``const[key_val]`` at compile time; an unknown pack parameter gets a did-you-mean error."""
+        if isinstance(root, A.Name) and root.id == "params" and isinstance(const, dict) \
+                and key_val not in const and const is self.params:
+            hint = close_hint(str(key_val), list(self.params))
+            known = ", ".join(sorted(self.params)) or "none"
+            raise self.error(seg_node, f"unknown pack parameter {key_val!r}{hint} (parameters: {known})")
+        try:
+            return child(const, key_val)
+        except EvalError as e:
+            raise self.error(seg_node, str(e)) from None
+
+    def _path_fn(self, root: A.Expr, base: C, keys: list[Any], typ: str, scope: dict[str, str]) -> C:
+        """The closure of a non-constant path: the field-table fast path for ``step.f…``/``call.f…``,
+        a variable's view fast path (``paths.var_path``) when it applies, else the generic walk."""
+        name = root.id if isinstance(root, A.Name) else None
+        str_keys = bool(keys) and all(isinstance(k, str) for k in keys)
+        if name in ("step", "call") and name not in scope and name not in self.lets and str_keys:
+            return self._fast_path(name, keys, typ)
         generic = self._path_closure(base, keys, typ)
-        if isinstance(root, A.Name) and (root.id in scope or root.id in self.lets) and base.type in ("step", "call", "any") \
-                and keys and all(isinstance(k, str) for k in keys):
-            fast = var_path(root.id, base.type, keys, generic.fn, generic.loc)
+        if name is not None and (name in scope or name in self.lets) and base.type in ("step", "call", "any") \
+                and str_keys:
+            fast = var_path(name, base.type, keys, generic.fn, generic.loc)
             return generic if fast is None else C(fast[0], generic.type, loc=fast[1])
         return generic
 

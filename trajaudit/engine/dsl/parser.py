@@ -14,14 +14,19 @@ import linecache
 import re
 from dataclasses import dataclass
 from functools import cache
-
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from typing import TYPE_CHECKING, Any
 
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl import grammar_cache
 from trajaudit.engine.dsl.recording_memo import RecordingMemo
 from trajaudit.errors import RulePackError
+
+if TYPE_CHECKING:
+    from lark import Lark, Token, UnexpectedInput
+
+# lark (and the ``regex`` module it loads) is imported where an expression is actually parsed: an
+# audit whose packs come from the on-disk cache gets every AST from the memo and never needs it
+# (~35 ms of a fresh process's start-up; issue 22)
 
 MAX_EXPRESSION_CHARS = 20_000
 MEMO_SIZE = 4096  # parsed expressions kept per process (see parse_expression)
@@ -113,6 +118,8 @@ def grammar() -> Lark:
     from the on-disk grammar cache when valid, see :mod:`trajaudit.engine.dsl.grammar_cache`)."""
     from importlib import resources
 
+    from lark import Lark
+
     text = resources.files("trajaudit.engine.dsl").joinpath("rules.lark").read_text(encoding="utf-8")
     parser = grammar_cache.load(text, _GRAMMAR_OPTIONS)
     if parser is None:
@@ -147,101 +154,108 @@ class _TransformError(Exception):
         self.tok = tok
 
 
-@v_args(meta=True)
-class _ToAst(Transformer):
-    """One method per grammar rule; builds :mod:`rule_ast` nodes with positions."""
+@cache
+def _to_ast() -> Any:
+    """The lark ``Transformer`` that builds :mod:`rule_ast` nodes (its class is defined on first use,
+    when lark is imported)."""
+    from lark import Transformer, v_args
 
-    def number(self, meta, children):
-        t = children[0]
-        v = float(t) if any(c in t for c in ".eE") else int(t)
-        return A.Literal(v, _pos(t))
+    @v_args(meta=True)
+    class _ToAst(Transformer):
+        """One method per grammar rule; builds :mod:`rule_ast` nodes with positions."""
 
-    def string(self, meta, children):
-        return A.Literal(_unescape(children[0]), _pos(children[0]))
+        def number(self, meta, children):
+            t = children[0]
+            v = float(t) if any(c in t for c in ".eE") else int(t)
+            return A.Literal(v, _pos(t))
 
-    def regex(self, meta, children):
-        t = str(children[0])
-        end = t.rindex("/")
-        pattern = t[1:end].replace("\\/", "/")
-        return A.Regex(pattern, t[end + 1:], _pos(children[0]))
+        def string(self, meta, children):
+            return A.Literal(_unescape(children[0]), _pos(children[0]))
 
-    def true(self, meta, children):
-        return A.Literal(True, _pos(meta))
+        def regex(self, meta, children):
+            t = str(children[0])
+            end = t.rindex("/")
+            pattern = t[1:end].replace("\\/", "/")
+            return A.Regex(pattern, t[end + 1:], _pos(children[0]))
 
-    def false(self, meta, children):
-        return A.Literal(False, _pos(meta))
+        def true(self, meta, children):
+            return A.Literal(True, _pos(meta))
 
-    def null(self, meta, children):
-        return A.Literal(None, _pos(meta))
+        def false(self, meta, children):
+            return A.Literal(False, _pos(meta))
 
-    def name(self, meta, children):
-        return A.Name(str(children[0]), _pos(children[0]))
+        def null(self, meta, children):
+            return A.Literal(None, _pos(meta))
 
-    def attr(self, meta, children):
-        return A.Attr(children[0], str(children[1]), _pos(children[1]))
+        def name(self, meta, children):
+            return A.Name(str(children[0]), _pos(children[0]))
 
-    def index(self, meta, children):
-        return A.Index(children[0], children[1], _pos(meta))
+        def attr(self, meta, children):
+            return A.Attr(children[0], str(children[1]), _pos(children[1]))
 
-    def call(self, meta, children):
-        args = tuple(children[1]) if children[1] is not None else ()
-        return A.Call(str(children[0]), args, _pos(children[0]))
+        def index(self, meta, children):
+            return A.Index(children[0], children[1], _pos(meta))
 
-    def arglist(self, meta, children):
-        return list(children)
+        def call(self, meta, children):
+            args = tuple(children[1]) if children[1] is not None else ()
+            return A.Call(str(children[0]), args, _pos(children[0]))
 
-    def list(self, meta, children):
-        return A.ListExpr(tuple(children[0]) if children[0] is not None else (), _pos(meta))
+        def arglist(self, meta, children):
+            return list(children)
 
-    def comprehension(self, meta, children):
-        elt, var, seq, where = children
-        return A.Comprehension(elt, str(var), seq, where, _pos(meta))
+        def list(self, meta, children):
+            return A.ListExpr(tuple(children[0]) if children[0] is not None else (), _pos(meta))
 
-    def where(self, meta, children):
-        return children[0]
+        def comprehension(self, meta, children):
+            elt, var, seq, where = children
+            return A.Comprehension(elt, str(var), seq, where, _pos(meta))
 
-    def body(self, meta, children):
-        return children[0]
+        def where(self, meta, children):
+            return children[0]
 
-    def quant(self, meta, children):
-        kind, var, seq, where, body = children
-        if str(kind) == "forall" and body is None:
-            raise _TransformError("forall needs a condition: 'forall x in SEQ [where FILTER]: CONDITION'", kind)
-        return A.Quant(str(kind), str(var), seq, where, body, _pos(kind))
+        def body(self, meta, children):
+            return children[0]
 
-    def not_(self, meta, children):
-        return A.Unary("not", children[0], _pos(meta))
+        def quant(self, meta, children):
+            kind, var, seq, where, body = children
+            if str(kind) == "forall" and body is None:
+                raise _TransformError("forall needs a condition: 'forall x in SEQ [where FILTER]: CONDITION'", kind)
+            return A.Quant(str(kind), str(var), seq, where, body, _pos(kind))
 
-    def neg(self, meta, children):
-        return A.Unary("neg", children[0], _pos(meta))
+        def not_(self, meta, children):
+            return A.Unary("not", children[0], _pos(meta))
 
-    def _bin(op):  # noqa: N805 - a small factory used in the class body
-        def f(self, meta, children):
-            return A.Binary(op, children[0], children[1], _pos(meta))
-        return f
+        def neg(self, meta, children):
+            return A.Unary("neg", children[0], _pos(meta))
 
-    and_ = _bin("and")
-    or_ = _bin("or")
-    implies = _bin("implies")
-    eq = _bin("==")
-    ne = _bin("!=")
-    lt = _bin("<")
-    le = _bin("<=")
-    gt = _bin(">")
-    ge = _bin(">=")
-    in_ = _bin("in")
-    not_in = _bin("not in")
-    match = _bin("~")
-    not_match = _bin("!~")
-    add = _bin("+")
-    sub = _bin("-")
-    mul = _bin("*")
-    div = _bin("/")
-    mod = _bin("%")
-    del _bin
+        def _bin(op):  # noqa: N805 - a small factory used in the class body
+            def f(self, meta, children):
+                return A.Binary(op, children[0], children[1], _pos(meta))
+            return f
+
+        and_ = _bin("and")
+        or_ = _bin("or")
+        implies = _bin("implies")
+        eq = _bin("==")
+        ne = _bin("!=")
+        lt = _bin("<")
+        le = _bin("<=")
+        gt = _bin(">")
+        ge = _bin(">=")
+        in_ = _bin("in")
+        not_in = _bin("not in")
+        match = _bin("~")
+        not_match = _bin("!~")
+        add = _bin("+")
+        sub = _bin("-")
+        mul = _bin("*")
+        div = _bin("/")
+        mod = _bin("%")
+        del _bin
+
+    return _ToAst()
 
 
-_TO_AST = _ToAst()
 
 
 def _hint(text: str, err: UnexpectedInput) -> str | None:
@@ -288,33 +302,62 @@ def parse_expression(text: str, where: Where | None = None) -> A.Expr:
         raise where.error("empty expression")
     if len(text) > MAX_EXPRESSION_CHARS:
         raise where.error(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
+    ast = _transform(_tree(text, where), text, where)
     try:
-        tree = grammar().parse(text)
+        data = A.to_data(ast)
+        if A.same_data(A.to_data(A.from_data(data)), data):  # exact round trip, or not memoized
+            _MEMO.put(text, data)
+    except RecursionError:
+        pass
+    return ast
+
+
+def _tree(text: str, where: Where) -> Any:
+    """lark's parse tree of ``text``; a syntax error becomes a located :class:`RulePackError` with a
+    caret and, for a common mistake, a hint."""
+    from lark.exceptions import UnexpectedInput
+
+    try:
+        return grammar().parse(text)
     except UnexpectedInput as e:
-        line, col = getattr(e, "line", None), getattr(e, "column", None)
-        at_end = isinstance(e, UnexpectedToken) and e.token.type == "$END"
-        if isinstance(e, UnexpectedEOF) or at_end or line in (None, -1):
-            lines = text.splitlines() or [""]
-            line, col = len(lines), len(lines[-1]) + 1
-        if isinstance(e, UnexpectedCharacters):
-            ch = text[e.pos_in_stream]
-            what = f"unexpected character {ch!r}"
-        elif isinstance(e, UnexpectedToken):
-            what = "unexpected end of expression" if e.token.type == "$END" else f"unexpected {str(e.token)!r}"
-        else:
-            what = "unexpected end of expression"
-        if isinstance(e, UnexpectedCharacters):
-            hint = CHARACTER_HINTS.get(ch)
-        elif isinstance(e, UnexpectedToken) and str(e.token) == "/" and "/" not in text[e.token.start_pos + 1:]:
-            hint = CHARACTER_HINTS["/"]
-        else:
-            hint = _hint(text, e)
-        msg = what + (f" — {hint}" if hint else "")
-        raise where.error(msg, text, line, col, caret(text, line, col)) from None
+        raise _syntax_error(text, where, e) from None
     except RecursionError:
         raise where.error("expression nested too deeply") from None
+
+
+def _syntax_error(text: str, where: Where, e: UnexpectedInput) -> RulePackError:
+    """The :class:`RulePackError` for lark's ``e`` on ``text``: what was unexpected, where, and a hint."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    line, col = getattr(e, "line", None), getattr(e, "column", None)
+    at_end = isinstance(e, UnexpectedToken) and e.token.type == "$END"
+    if isinstance(e, UnexpectedEOF) or at_end or line in (None, -1):
+        lines = text.splitlines() or [""]
+        line, col = len(lines), len(lines[-1]) + 1
+    if isinstance(e, UnexpectedCharacters):
+        ch = text[e.pos_in_stream]
+        what = f"unexpected character {ch!r}"
+    elif isinstance(e, UnexpectedToken):
+        what = "unexpected end of expression" if e.token.type == "$END" else f"unexpected {str(e.token)!r}"
+    else:
+        what = "unexpected end of expression"
+    if isinstance(e, UnexpectedCharacters):
+        hint = CHARACTER_HINTS.get(ch)
+    elif isinstance(e, UnexpectedToken) and str(e.token) == "/" and "/" not in text[e.token.start_pos + 1:]:
+        hint = CHARACTER_HINTS["/"]
+    else:
+        hint = _hint(text, e)
+    msg = what + (f" — {hint}" if hint else "")
+    return where.error(msg, text, line, col, caret(text, line, col))
+
+
+def _transform(tree: Any, text: str, where: Where) -> A.Expr:
+    """The AST of lark's ``tree``; a transformer error (bad string escape, ``forall`` without a
+    condition) or too deep a nesting becomes a located :class:`RulePackError`."""
+    from lark.exceptions import VisitError
+
     try:
-        ast = _TO_AST.transform(tree)
+        return _to_ast().transform(tree)
     except VisitError as ve:
         orig = ve.orig_exc
         if isinstance(orig, _TransformError):
@@ -325,10 +368,3 @@ def parse_expression(text: str, where: Where | None = None) -> A.Expr:
         raise
     except RecursionError:
         raise where.error("expression nested too deeply") from None
-    try:
-        data = A.to_data(ast)
-        if A.same_data(A.to_data(A.from_data(data)), data):  # exact round trip, or not memoized
-            _MEMO.put(text, data)
-    except RecursionError:
-        pass
-    return ast

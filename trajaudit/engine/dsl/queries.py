@@ -247,68 +247,121 @@ class QuantPlan:
     def _scan(self, env: Env, positions: range, lookup: list[int] | None, errors: dict[int, str],
               items: list[Any], addrs: list[str] | None, test: Fn | None, seq_addr: Any) -> Any:
         """Visit ``items[lookup[j]]`` (or ``items[j]``) for ``j`` in ``positions`` (newest first for latest).
-        ``seq_addr``: the sequence's evidence address, a step/call range (addressed on use), or ``None``."""
-        charge = env.tc.charge
+        ``seq_addr``: the sequence's evidence address, a step/call range (addressed on use), or ``None``.
+
+        Three named steps: bind the variable and run the kind's loop (:func:`_visit_find`,
+        :func:`_visit_count`, :func:`_visit_forall`), restore the caller's binding, then write the
+        evidence and the answer (:meth:`_conclude`)."""
         var = self.var
-        saved = env.vars.get(var, _MISSING)
-        saved_addr = env.addrs.get(var)
-        mark = len(env.seen)
+        vars_, addrs_env = env.vars, env.addrs
+        saved = vars_.get(var, _MISSING)
+        saved_addr = addrs_env.get(var)
         kind = self.kind
-        body = self.body
         order = reversed(positions) if kind == "latest" else positions
-        count = 0
-        hit: int | None = None
         try:
-            for j in order:
-                charge()
-                i = lookup[j] if lookup is not None else j
-                if i in errors:
-                    raise EvalError(errors[i])
-                env.vars[var] = items[i]
-                if addrs is not None:
-                    env.addrs[var] = addrs[i]
-                ok = test is None or bool(test(env))
-                if kind == "forall":
-                    if ok and not body(env):
-                        hit = i
-                        break
-                else:
-                    if ok and body is not None:
-                        ok = bool(body(env))
-                    if ok:
-                        if kind != "count":
-                            hit = i
-                            break
-                        count += 1
-                del env.seen[mark:]
+            hit, count = _VISIT[kind](env, var, order, lookup, errors, items, addrs, test, self.body)
         finally:
-            if saved is _MISSING:
-                env.vars.pop(var, None)
-            else:
-                env.vars[var] = saved
-            if saved_addr is None:
-                env.addrs.pop(var, None)
-            else:
-                env.addrs[var] = saved_addr
+            _restore(vars_, var, saved, _MISSING)
+            _restore(addrs_env, var, saved_addr, None)
+        return self._conclude(env, hit, count, items, addrs, seq_addr)
+
+    def _conclude(self, env: Env, hit: int | None, count: int, items: list[Any], addrs: list[str] | None,
+                  seq_addr: Any) -> Any:
+        """The answer of :meth:`_scan` and its evidence: the witness (or counterexample) bound and
+        recorded, a "no match" note on the range, or the count."""
+        kind = self.kind
         if seq_addr is not None and not isinstance(seq_addr, str):
             seq_addr = _range_addr(seq_addr) if kind == "count" or hit is None else None
         if kind == "count":
             if seq_addr is not None:
                 env.seen.append((seq_addr, count, self.label))
             return count
-        if hit is not None:
-            item = items[hit]
-            env.witness[var] = item
-            address = getattr(item, "address", None) or (addrs[hit] if addrs is not None else None)
-            if address:
-                env.seen.append((address, item, var))
-        elif kind in ("exists", "latest", "first") and seq_addr is not None:
-            env.seen.append((seq_addr, None, f"no match: {self.label}"))
+        if hit is None:
+            if kind != "forall" and seq_addr is not None:
+                env.seen.append((seq_addr, None, f"no match: {self.label}"))
+            return True if kind == "forall" else (False if kind == "exists" else None)
+        item = items[hit]
+        env.witness[self.var] = item
+        address = getattr(item, "address", None) or (addrs[hit] if addrs is not None else None)
+        if address:
+            env.seen.append((address, item, self.var))
         if kind == "forall":
-            return hit is None
-        if kind == "exists":
-            return hit is not None
-        return items[hit] if hit is not None else None  # latest / first: the element or null
+            return False
+        return True if kind == "exists" else item  # latest / first: the element
+
+
+def _restore(d: dict, var: str, saved: Any, absent: Any) -> None:
+    """Put back the caller's binding of ``var`` in ``d`` (``absent``: there was none)."""
+    if saved is absent:
+        d.pop(var, None)
+    else:
+        d[var] = saved
+
+
+def _visit_find(env: Env, var: str, order: Any, lookup: list[int] | None, errors: dict[int, str],
+                items: list[Any], addrs: list[str] | None, test: Fn | None, body: Fn | None) -> tuple[int | None, int]:
+    """exists / first / latest: the first position (in ``order``) passing ``test`` and ``body``;
+    each visit charged, the evidence of a failed visit dropped."""
+    charge = env.tc.charge
+    vars_, addrs_env, seen = env.vars, env.addrs, env.seen
+    mark = len(seen)
+    for j in order:
+        charge()
+        i = lookup[j] if lookup is not None else j
+        if i in errors:
+            raise EvalError(errors[i])
+        vars_[var] = items[i]
+        if addrs is not None:
+            addrs_env[var] = addrs[i]
+        if (test is None or test(env)) and (body is None or body(env)):
+            return i, 0
+        del seen[mark:]
+    return None, 0
+
+
+def _visit_count(env: Env, var: str, order: Any, lookup: list[int] | None, errors: dict[int, str],
+                 items: list[Any], addrs: list[str] | None, test: Fn | None, body: Fn | None) -> tuple[int | None, int]:
+    """count: how many positions pass ``test`` and ``body``; every visit charged, no evidence kept."""
+    charge = env.tc.charge
+    vars_, addrs_env, seen = env.vars, env.addrs, env.seen
+    mark = len(seen)
+    count = 0
+    for j in order:
+        charge()
+        i = lookup[j] if lookup is not None else j
+        if i in errors:
+            raise EvalError(errors[i])
+        vars_[var] = items[i]
+        if addrs is not None:
+            addrs_env[var] = addrs[i]
+        if (test is None or test(env)) and (body is None or body(env)):
+            count += 1
+        del seen[mark:]
+    return None, count
+
+
+def _visit_forall(env: Env, var: str, order: Any, lookup: list[int] | None, errors: dict[int, str],
+                  items: list[Any], addrs: list[str] | None, test: Fn | None, body: Fn | None) -> tuple[int | None, int]:
+    """forall: the first position passing ``test`` whose ``body`` fails (the counterexample), or ``None``."""
+    charge = env.tc.charge
+    vars_, addrs_env, seen = env.vars, env.addrs, env.seen
+    mark = len(seen)
+    for j in order:
+        charge()
+        i = lookup[j] if lookup is not None else j
+        if i in errors:
+            raise EvalError(errors[i])
+        vars_[var] = items[i]
+        if addrs is not None:
+            addrs_env[var] = addrs[i]
+        if (test is None or test(env)) and not body(env):
+            return i, 0
+        del seen[mark:]
+    return None, 0
+
+
+_VISIT = {"exists": _visit_find, "first": _visit_find, "latest": _visit_find,
+          "count": _visit_count, "forall": _visit_forall}
 
 
 _MISSING = object()

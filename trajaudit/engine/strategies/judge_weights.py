@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit import safe_json
+from trajaudit.engine.schema import fast_accepts
 from trajaudit.engine.strategies.judge_features import FEATURES, FeatureTable
 from trajaudit.errors import TrajauditError
 
@@ -146,10 +147,7 @@ class JudgeWeights:
             JudgeWeightsError: not the weights format, a schema error (with its JSON path), or an
                 unknown feature name (naming ``source``).
         """
-        from jsonschema import Draft202012Validator
-
-        validator = Draft202012Validator(_schema())
-        errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        errors = [] if fast_accepts("judge_weights", data) else _schema_errors(data)
         if errors:
             e = errors[0]
             where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
@@ -170,6 +168,15 @@ class JudgeWeights:
 def _vector(items: tuple[tuple[str, float], ...]) -> tuple[float, ...]:
     d = dict(items)
     return tuple(d.get(f, 0.0) for f in FEATURES)
+
+
+def _schema_errors(data: Any) -> list[Any]:
+    """jsonschema's errors for ``data`` against the weights schema, by path (imported here: the
+    compiled fast path accepts valid files, so an audit with the shipped weights never loads it)."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(_schema())
+    return sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
 
 
 @lru_cache(maxsize=1)
