@@ -23,7 +23,6 @@ from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.claims import model as m
-from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.claims.normalize import (
     NUMBER_WORDS,
     norm_id,
@@ -51,6 +50,7 @@ from trajaudit.engine.claims.patterns import (
     holds_completion,
     json_ranges,
     list_markers,
+    noise_spans,
     sentence_around,
     sentence_spans,
     status_re,
@@ -150,6 +150,12 @@ def _value_group(value: str) -> str | None:
     return None if hit is None else hit.lastgroup or "number"
 
 
+@lru_cache(maxsize=1024)
+def _code_tool(name: str) -> bool:
+    """Whether a tool's name says it runs code (``_CODE_TOOL``); memoized: a run calls a few tools many times."""
+    return _CODE_TOOL.search(name) is not None
+
+
 def _glued(text: str, a: int, b: int) -> bool:
     """True when text[a:b] is only part of a larger token (a hex hash, "COVID-19", "v2")."""
     before = text[a - 1] if a > 0 else " "
@@ -216,7 +222,7 @@ class RegexExtractor:
                 yield from self.text_mentions(call.raw_arguments[: config.max_text_chars], step.index, base,
                                               in_code=True, tool=call.name)
                 continue
-            code_tool = bool(_CODE_TOOL.search(call.name))
+            code_tool = _code_tool(call.name)
             for path, leaf, key in _leaves(call.arguments, base):
                 yield from self.argument_mentions(leaf, key, path, step.index, call.name, code_tool, config)
 
@@ -253,7 +259,7 @@ class RegexExtractor:
         if not text:
             return
         code = [(0, len(text))] if in_code else code_ranges(text)
-        noise = [] if in_code else runtime_spans(text)  # pasted runtime output: evidence, not claims
+        noise = [] if in_code else noise_spans(text)  # pasted runtime output: evidence, not claims
         markers = list_markers(text)
         folded = ascii_fold(text)
         examples = folded is None or any(w in folded for w in _EXAMPLE_WORDS)  # else no example sentence

@@ -35,6 +35,7 @@ from trajaudit.engine.claims.normalize import (
     when_key,
 )
 from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
+from trajaudit.engine.claims.normalize import _norm_scalar_str_memo as _str_memo
 from trajaudit.engine.claims.patterns import words_of
 from trajaudit.engine.claims.scan import scan_values
 
@@ -113,7 +114,7 @@ class _Builder:
         for k, v in obj.items():
             cls = v.__class__
             if cls is str:
-                val = _scalar_memo(v) if len(v) <= MEMO_MAX_CHARS else norm_scalar(v)
+                val = _str_memo(v) if len(v) <= MEMO_MAX_CHARS else norm_scalar(v)
             elif v is True or v is False:
                 val = "true" if v else "false"
             elif cls is int or cls is float:
