@@ -18,6 +18,7 @@ from trajaudit.engine.claims.patterns import (
     noise_spans,
     sentence_spans,
 )
+from trajaudit.engine.claims.scan import _first_wins
 from trajaudit.engine.claims.sources import _analyse, digest
 
 _text = st.lists(st.sampled_from(list("ab .!?\n3٣5,$sSſKKé’É") + ["was ", "been ", "İs now ", "saved ", "WERE", "ı",
@@ -216,3 +217,16 @@ def test_shared_memos_equal_their_functions():
     for name in ("execute_python", "get_order_details", "Calculator", "bash", "lookup"):
         assert _code_tool(name) is (_CODE_TOOL.search(name) is not None)
     assert _code_tool("execute_python") and not _code_tool("get_order_details")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["number", "path", "url", "date"]), st.integers(0, 12), st.integers(0, 12)),
+                max_size=12))
+def test_first_wins_equals_the_key_sort(found):
+    # two stable C-key sorts give the order of sorting by (start, -end)
+    want = sorted(found, key=lambda f: (f[1], -f[2]))
+    kept = [want[0]] if want else []
+    for f in want[1:]:
+        if f[1] >= kept[-1][2]:
+            kept.append(f)
+    assert _first_wins(list(found)) == kept

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from operator import itemgetter
 
 from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS, ascii_fold
 
@@ -281,11 +282,17 @@ def _month_date(text: str, g: str, pre: int, a: int, b: int) -> tuple[str, int, 
     return "date", pre, b
 
 
+_START, _END = itemgetter(1), itemgetter(2)
+
+
 def _first_wins(found: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
     """``found`` sorted by start (longest first), keeping each match that starts after the last kept one ends."""
     if not found:
         return found
-    found.sort(key=lambda f: (f[1], -f[2]))
+    # = found.sort(key=lambda f: (f[1], -f[2])): two stable sorts by C key functions (the second keeps
+    # the first's order among equal starts: longest first, then as found) instead of a lambda per match
+    found.sort(key=_END, reverse=True)
+    found.sort(key=_START)
     out = [found[0]]
     for f in found[1:]:
         if f[1] >= out[-1][2]:

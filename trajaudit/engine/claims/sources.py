@@ -106,7 +106,7 @@ class _Builder:
         """:meth:`walk` of a JSON object. (Hot loop: short strings and numbers go straight to the memo of
         :func:`norm_scalar`, which is what it does; nested containers go straight to their walk.)"""
         ident = _identity(obj, key) or owner
-        if _id_keyed(obj):
+        if len(obj) >= 2 and _id_keyed(obj):  # (the size test inline: most objects fail it or the next)
             self.mapping(obj, path, key)
             return
         values = self.values
