@@ -308,7 +308,7 @@ class RegexExtractor:
             yield from _completions(text, step, base, s, sentence, subs[0] if len(subs) == 1 else "", seen, tool)
 
     def _status_sentences(self, text: str, subjects: list[tuple[int, str]]
-                          ) -> tuple[bool, str, list[int], list[tuple[int, int]]] | None:
+                          ) -> tuple[bool, str, list[tuple[int, int]], list[tuple[int, int]]] | None:
         """``(folded, folded text, lead positions, sentence spans)`` of the sentences that can yield a
         status or completion, or ``None`` when none can: a status needs a subject and a state word in
         its sentence (hence in the text); ``folded`` is False for exotic case folding (ascii_fold),

@@ -82,7 +82,7 @@ def _plain_end(text: str, a: int) -> int:
     grouping), ``-`` + digit after exactly 4 digits (ISO date), ``/`` + digit after 1–2 digits (d/m/y),
     ``:`` (time), ``%`` (unit), or — glued or after spaces — a word :data:`_GOES_ON` can start
     (month, unit, scale, ``pm``, currency; glued also ``3rd``)."""
-    q = _PLAIN_AT.match(text, a).end()
+    q = _PLAIN_AT.match(text, a).end()  # type: ignore[union-attr]  # (a digit is at a: it matches)
     if q == len(text):
         return q
     c = text[q]
@@ -95,7 +95,7 @@ def _plain_end(text: str, a: int) -> int:
         date = (q - a == 4) if c == "-" else (q - a <= 2)
         return -1 if date and nxt.isdecimal() and "." not in text[a:q] else q
     if c in _SPACE:
-        r = _SPACE_RUN.match(text, q).end()
+        r = _SPACE_RUN.match(text, q).end()  # type: ignore[union-attr]  # (a space is at q)
         return q if r == len(text) or _GOES_ON.match(text, r) is None else -1
     if c.isalpha():
         return q if _GOES_ON_GLUED.match(text, q) is None else -1
