@@ -136,7 +136,7 @@ def make_otel(out: Path, mode: str) -> None:
 def child_otel(out: Path | None, endpoint: str | None = None, encoding: str = "protobuf") -> None:
     """The OTel capture itself (run in a child process by :func:`make_otel`): spans and GenAI log
     events to the OTLP/JSON file ``out``, or spans exported over OTLP/HTTP to ``endpoint`` (``/v1/traces``)
-    as protobuf or JSON (how ``tests/test_otlp_receiver.py`` feeds ``trajaudit serve``)."""
+    as protobuf or JSON (how ``tests/engine/run/test_otlp_receiver.py`` feeds ``trajaudit serve``)."""
     from opentelemetry import trace
     from opentelemetry._logs import set_logger_provider
     from opentelemetry.exporter.otlp.json.file import FileSpanExporter

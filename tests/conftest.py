@@ -77,6 +77,14 @@ def ww_runs(ww_dir):
     return {t.id: t for t in res.trajectories}
 
 
+@pytest.fixture(scope="module")
+def tau_one(tau_file, tmp_path_factory):
+    """The first tau-retail run (id '2', 32 steps) alone in a file: fast to audit."""
+    p = tmp_path_factory.mktemp("tau1") / "tau1.json"
+    p.write_text(json.dumps(json.loads(tau_file.read_text())[:1]))
+    return p
+
+
 # --- LLM layer: the scripted OpenAI-protocol server and the real local model ----------------------
 
 def pytest_addoption(parser):

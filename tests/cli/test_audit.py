@@ -10,9 +10,35 @@ from pathlib import Path
 import pytest
 import report_page
 from click.testing import CliRunner
+from hostile_kit import cli, diagnoses, good_run, one_line, snapshot, write_json
 
 from trajaudit.cli import main
 from trajaudit.engine.schema import schema_errors
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+NEVER_FIRING_PACK = """pack: mine
+rules:
+  - id: fires
+    type: PROTOCOL
+    guard: step.kind == 'agent'
+    assert: step.index >= 0
+    examples:
+      - {messages: [{role: assistant, content: hi}], expect: pass}
+  - id: never
+    type: PROTOCOL
+    guard: step.tool == 'no_such_tool'
+    assert: step.index >= 0
+"""
+
+
+def _deep_list(tmp_path: Path, name: str = "deep.json") -> Path:
+    p = tmp_path / name
+    p.write_text("[" * 5000 + "]" * 5000)
+    return p
 
 
 def run(*args):
@@ -22,7 +48,6 @@ def run(*args):
 def run_offline(*args):
     """``run`` with the LLM environment variables emptied (no endpoint configured by the machine)."""
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=NO_LLM_ENV)
-
 
 
 def test_audit_tau_with_baseline_writes_valid_jsonl_and_reports(tau_file, tmp_path):
@@ -116,11 +141,7 @@ def test_audit_table_gives_the_message_position_of_a_split_anthropic_run(tmp_pat
 
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
 SAMPLE = ROOT / "examples" / "data" / "tau_retail_sample.json"  # 3 tau runs, the first with id "2"
-
-
 NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
 
 
@@ -200,3 +221,32 @@ def test_audit_with_an_endpoint_refusing_connections_stops_after_the_first_run(t
     assert f"all-at-once: cannot reach {url} (after 1 retries): [Errno 111] Connection refused" in err
     assert "the batch was stopped" in err and "skipped" not in err
     assert not out.exists()
+
+
+def test_a_deep_file_in_a_folder_is_skipped_and_the_batch_goes_on(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    _deep_list(folder, "a_deep.json")
+    (folder / "b.json").write_text(SAMPLE.read_text())
+    out = tmp_path / "d.jsonl"
+    r = run("audit", folder, "-o", out)
+    assert r.exit_code == 1
+    assert f"skipped: {folder / 'a_deep.json'}: nested too deeply" in one_line(r.stderr)
+    assert len(out.read_text().splitlines()) == 3
+
+
+def test_audit_summary_names_it(tmp_path):
+    run = write_json(tmp_path / "run.json", good_run("a"))
+    pack = tmp_path / "p.yaml"
+    pack.write_text(NEVER_FIRING_PACK)
+    before = snapshot(tmp_path)
+    r = cli("audit", run, "--rules", pack, "--no-default-packs", "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 0, r.output
+    assert [d["trajectory_id"] for d in diagnoses(tmp_path / "d.jsonl")] == ["a"]
+    assert {k: v for k, v in snapshot(tmp_path).items() if not k.endswith("d.jsonl")} == before
+    assert "note: 1 rule(s) never applied on these 1 run(s) (their guard never held): mine.never" in one_line(r.stderr)
+
+
+def test_unknown_taxonomy_is_a_usage_error(tmp_path, tau_file):
+    r = invoke("audit", tau_file, "--taxonomy", "bogus", "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 2 and "bogus" in r.output

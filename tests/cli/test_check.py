@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import json
+
 from click.testing import CliRunner
+from hostile_kit import cli, good_run, one_line, write_json
 
 from trajaudit.cli import main
+
+PACK = """pack: mine
+rules:
+  - id: fires
+    type: PROTOCOL
+    guard: step.kind == 'agent'
+    assert: step.index >= 0
+    examples:
+      - {messages: [{role: assistant, content: hi}], expect: pass}
+  - id: never
+    type: PROTOCOL
+    guard: step.tool == 'no_such_tool'
+    assert: step.index >= 0
+"""
+
 
 NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
 
@@ -22,3 +40,22 @@ def test_check_exits_1_when_an_input_was_skipped(tmp_path, ww_dir):
     assert "1 run(s), 3 rule(s): 0 violation(s), 0 at or above critical; 1 input(s) skipped" in r.stderr
     assert run("check", ww_dir / "1.json", "--rules", "generic.system", "--fail-on", "critical").exit_code == 0
     assert "exit 1 also when an input was skipped" in " ".join(run("check", "--help").output.split())
+
+
+# Class 13: a rule whose guard never holds is named nowhere (``check`` only added to an aggregate
+# skip count; ``rules lint`` flagged only a guard that contradicts its assertion).
+#
+# Now ``check`` and ``audit`` summaries name the rules that never applied on the data (``check
+# --format json`` too, as a JSON summary on stderr), and ``rules lint`` warns on rules without examples.
+
+def test_check_names_the_rule_that_never_fired(tmp_path):
+    run = write_json(tmp_path / "run.json", good_run("a"))
+    pack = tmp_path / "p.yaml"
+    pack.write_text(PACK)
+    r = cli("check", run, "--rules", pack)
+    assert r.exit_code == 0, r.output
+    assert "note: 1 rule(s) never applied on these 1 run(s) (their guard never held): mine.never" in one_line(r.stderr)
+    r = cli("check", run, "--rules", pack, "--format", "json")
+    summary = json.loads(r.stderr.strip().splitlines()[-1])["summary"]
+    assert summary["never_fired"] == ["mine.never"] and summary["runs"] == 1
+    assert isinstance(json.loads(r.stdout), list)  # stdout stays the list of logs

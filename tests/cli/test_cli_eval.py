@@ -8,6 +8,21 @@ import pytest
 from click.testing import CliRunner
 
 from trajaudit.cli import main
+from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.eval import load_gold
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def cli(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
 
 
 @pytest.fixture()
@@ -122,3 +137,100 @@ def test_predictions_of_another_data_set_get_no_step_range_warnings(tmp_path, ta
     assert r.exit_code == 1
     assert "outside the run" not in r.stderr
     assert "29 of 29 predictions match no gold run" in r.stderr
+
+
+def test_who_and_when_gold_refuses_tau_runs_with_the_same_ids(ww_dir, tau_file, tmp_path):
+    # tau task ids 2, 3, 4 are also Who&When file stems 2.json, 3.json, 4.json: the files differ
+    pred = _jsonl(tmp_path / "tau.jsonl", [
+        {"trajectory_id": tid, "file": str(tau_file), "record": rec, "critical_step": 3, "strategy": "x"}
+        for rec, tid in enumerate(("2", "3", "4"))])
+    gold = load_gold(ww_dir)
+    d = Diagnosis.from_dict({"trajectory_id": "2", "file": str(tau_file), "record": 0, "critical_step": 3})
+    assert "2" in gold and gold.match(d) is None
+    r = cli("eval", "--gold", ww_dir, "--pred", pred, "--format", "json", "--bootstrap", "10")
+    assert r.exit_code == 1, r.output
+    rep = json.loads(r.stdout)
+    assert rep["n_matched"] == 0
+    assert rep["problems"]["unmatched_predictions"][0] == "2 (its file trajectories.json is not the gold run's 2.json)"
+    err = " ".join(r.stderr.split())
+    assert ("warning: 3 of 3 predictions match no gold run in " in err
+            and "3 of them share an id with a gold run but name another trace file: the predictions come from a "
+                "different data set?" in err)
+
+
+def test_tau_gold_with_who_and_when_predictions_warns_and_exits_1(tau_file, ww_dir, tmp_path):
+    # the reported case: 126 Who&When diagnoses scored against tau ground truth (no files in the gold);
+    # the 29 whose file stems equal tau task ids used to count as matched with exit code 0
+    stems = sorted((p.stem for p in ww_dir.glob("*.json")), key=int)
+    pred = _jsonl(tmp_path / "ww.jsonl", [
+        {"trajectory_id": s, "file": f"elsewhere/{s}.json", "critical_step": 0, "strategy": "first"} for s in stems])
+    r = cli("eval", "--gold", tau_file.parent / "ground_truth.json", "--pred", pred, "--format", "json",
+            "--bootstrap", "10")
+    assert r.exit_code == 1, r.output
+    rep = json.loads(r.stdout)
+    assert (rep["n_predictions"], rep["n_matched"], len(rep["problems"]["unmatched_predictions"])) == (126, 29, 97)
+    assert rep["problems"]["pairing"][0].startswith("97 of 126 predictions match no gold run in ")
+    assert "the predictions come from a different data set?" in " ".join(r.stderr.split())
+
+
+def test_negative_step_is_scored_wrong_but_its_category_counts(tau_file, tmp_path):
+    gold_path = tau_file.parent / "ground_truth.json"
+    g80 = load_gold(gold_path)["80"]
+    pred = _jsonl(tmp_path / "p.jsonl", [
+        {"trajectory_id": "80", "critical_step": -1, "category": g80.category, "agent": g80.agent, "strategy": "x"},
+        {"trajectory_id": "47", "critical_step": 999, "category": "system_failure", "strategy": "x"}])
+    r = cli("eval", tau_file, "--gold", gold_path, "--pred", pred, "--format", "json", "--bootstrap", "10")
+    assert r.exit_code == 0, r.output  # the old code skipped the -1 line (exit 1) but kept 999 (exit 0)
+    err = " ".join(r.stderr.split())
+    assert "warning: run 80: critical_step -1 is outside the run's 26 steps (valid: 0..25); scored as wrong" in err
+    assert "warning: run 47: critical_step 999 is outside the run's" in err
+    m = json.loads(r.stdout)["metrics"]
+    assert m["category_critical"]["value"] == pytest.approx(1 / 29)
+    assert m["agent_exact"]["value"] == pytest.approx(1 / 29)
+    assert m["step_within_5"]["value"] == 0
+
+
+def test_eval_pred_reports_unreadable_dataset_traces(ww_dir, tmp_path):
+    good = ww_dir / "2.json"
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"history": [', encoding="utf-8")
+    pred = _jsonl(tmp_path / "p.jsonl", [
+        {"trajectory_id": "2", "file": str(good), "critical_step": 0, "strategy": "first"}])
+    r = cli("eval", "--gold", ww_dir, "--pred", pred, "--format", "json", "--bootstrap", "10", good, broken)
+    assert r.exit_code == 1, r.output
+    err = " ".join(r.stderr.split())
+    assert "skipped:" in err and "broken.json" in err
+    assert "1 run(s) or prediction line(s) were skipped" in err
+    assert json.loads(r.stdout)["n_matched"] == 1
+
+
+def test_eval_pred_steps_outside_the_run_are_kept_warned_and_scored_wrong(tau_file, tmp_path):
+    gold = tau_file.parent / "ground_truth.json"
+    # run 80 has 26 steps and gold step 25: a prediction of 26 (no such message) was within ±1 before;
+    # run 2's -1 used to drop the whole line (exit 1); both are now kept, warned, and the step is wrong
+    pred = tmp_path / "d.jsonl"
+    pred.write_text(json.dumps({"trajectory_id": "80", "critical_step": 26, "strategy": "x"}) + "\n"
+                    + json.dumps({"trajectory_id": "2", "critical_step": -1, "strategy": "x"}) + "\n"
+                    + json.dumps({"trajectory_id": "47", "critical_step": 18, "strategy": "x"}) + "\n")
+    r = cli("eval", tau_file, "--gold", gold, "--pred", pred, "--format", "json", "--bootstrap", "20")
+    assert r.exit_code == 0, r.output  # a warning, the same for both ends of the range
+    err = r.stderr.replace("\n", "")
+    assert "warning: run 80: critical_step 26 is outside the run's 26 steps (valid: 0..25); scored as wrong" in err
+    assert "warning: run 2: critical_step -1 is outside the run's 32 steps (valid: 0..31); scored as wrong" in err
+    rep = json.loads(r.stdout)
+    assert rep["n_predictions"] == 3 and rep["n_matched"] == 3
+    m = rep["metrics"]
+    assert m["step_exact"]["value"] == pytest.approx(1 / 29)  # run 47 at its gold step 18
+    assert m["step_within_1"]["value"] == pytest.approx(1 / 29)  # 26 no longer counts as 25 ± 1
+
+
+def test_eval_exit_codes(tmp_path, tau_file):
+    gold = tau_file.parent / "ground_truth.json"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    r = invoke("eval", "--gold", gold, "--pred", empty)
+    assert r.exit_code == 2 and "nothing to score" in r.output
+    pred = tmp_path / "p.jsonl"
+    pred.write_text('{"trajectory_id": "2", "critical_step": 6, "category": "x", "strategy": "s"}\n{oops\n')
+    r = invoke("eval", "--gold", gold, "--pred", pred, "--format", "json")
+    assert r.exit_code == 1 and "skipped" in r.output

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import click
 from click.testing import CliRunner
+from conftest import ROOT
 from llm_server import Status
 
 from trajaudit.cli import main
 from trajaudit.cli.common import LLMOptions, handle_errors, llm_config_from_options, llm_options
+
+EXAMPLES = ROOT / "examples"
+NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
+
+
+def cli(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=env)
 
 
 def test_ping_prints_model_and_latency(llm_server):
@@ -66,3 +74,16 @@ def test_llm_options_precedence_and_cache(tmp_path):
     CliRunner().invoke(cmd, ["--llm-config", str(cfg), "--no-cache"])
     assert llm_config_from_options(seen[-1]).cache_path is None
     assert llm_config_from_options(seen[-1]).public()["api_key"] == "***"
+
+
+def test_llm_missing_endpoint_advice_fits_the_command():
+    r = cli("cite", EXAMPLES / "citation" / "ev_market.json", "--llm", env=NO_LLM_ENV)
+    text = r.stderr.replace("\n", "")
+    assert r.exit_code == 2 and "--strategy" not in text
+    assert "Without an LLM, run `trajaudit cite` without --llm (the approximate offline judge)." in text
+    r = cli("llm", "ping", env=NO_LLM_ENV)
+    text = r.stderr.replace("\n", "")
+    assert r.exit_code == 2 and "--strategy" not in text and "pass --base-url URL and --model NAME" in text
+    assert "`llm ping` checks an endpoint, so it needs one." in text
+    r = cli("audit", EXAMPLES / "citation" / "ev_market.json", "--strategy", "agentrx", env=NO_LLM_ENV)
+    assert r.exit_code == 2 and "--strategy offline" in r.stderr.replace("\n", "")  # audit has --strategy

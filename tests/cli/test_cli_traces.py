@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
+from conftest import ROOT
 
-from trajaudit import Trajectory
+from trajaudit import Trajectory, load_path
 from trajaudit.cli import main
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+EX = ROOT / "examples"
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def run(*args):
@@ -71,3 +84,34 @@ def test_show_prints_the_task_after_the_run_cut_at_a_word(tmp_path):
     (line,) = [x for x in lines if x.startswith("task: ")]
     assert lines.index(line) > max(i for i, x in enumerate(lines) if "hello" in x)
     assert line == "task: Please find the cheapest flight from …"
+
+
+@pytest.mark.parametrize("width", ["-5", "0", "9"])
+def test_show_rejects_widths_below_10(width):
+    r = run("show", EX / "traces" / "openai_chat.json", "--width", width)
+    assert r.exit_code == 2 and f"Invalid value for '--width': {width} is not in the range x>=10" in one_line(r.stderr)
+
+
+def test_show_accepts_width_10():
+    assert run("show", EX / "traces" / "openai_chat.json", "--width", "10").exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["x.txt", "x", "x.json.bak"])
+def test_convert_rejects_output_suffixes_other_than_json_and_jsonl(tmp_path, name):
+    out = tmp_path / name
+    r = run("convert", EX / "traces" / "openai_chat.json", "-o", out)
+    assert r.exit_code == 2
+    assert one_line(r.stderr) == f"error: -o/--output must end in .json, .jsonl or .ndjson, got {str(out)!r}"
+    assert not out.exists()
+
+
+def test_convert_output_reads_back_everywhere(tmp_path, tau_file):
+    out = tmp_path / "ir.jsonl"
+    assert invoke("convert", tau_file, "-o", out).exit_code == 0
+    res = load_path(out)
+    assert len(res.trajectories) == 29 and res.trajectories[0].id == "2"
+    assert res.trajectories[0].steps[6].content.startswith("Currently, there are 11")
+    r = invoke("audit", out, "-o", tmp_path / "d.jsonl", "-q")
+    assert r.exit_code == 0
+    first = json.loads((tmp_path / "d.jsonl").read_text().splitlines()[0])
+    assert (first["trajectory_id"], first["critical_step"]) == ("2", 6)

@@ -7,6 +7,7 @@ from click.testing import CliRunner
 
 from trajaudit.cli import main
 
+TRACE_COMMANDS = (["show"], ["convert"], ["audit"], ["repair"], ["check"], ["claims"], ["eval"])
 NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
 
 
@@ -19,3 +20,11 @@ def test_help_has_examples_and_no_seed_jargon(cmd):
     out = run(cmd, "--help").output
     assert "Examples:\n    trajaudit " in out  # \b keeps the lines as written
     assert "seed 003" not in out
+
+
+@pytest.mark.parametrize("cmd", TRACE_COMMANDS, ids=lambda c: c[0])
+def test_help_lists_input_format_first(cmd):
+    r = run(*cmd, "--help")
+    assert r.exit_code == 0
+    lines = [x.strip() for x in r.output.splitlines() if "--input-format" in x]
+    assert len(lines) == 1 and lines[0].startswith("--input-format")  # the new name first, aliases after

@@ -1,15 +1,54 @@
-"""No command writes an output file over a file it was given to read (trace, gold, predictions, tools,
-pack, mapping): exit 2 naming both, the input left as it was."""
+"""trajaudit/cli/outputs.py and the output checks of cli/common.py: no command writes an output file over
+a file it was given to read (trace, gold, predictions, tools, pack, mapping, a file found by expanding a
+folder): exit 2 naming both, the input left as it was; two outputs of one command never share a path;
+an output is replaced atomically, so a full disk leaves the old file intact (robustness classes 4, 5, 9)."""
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hostile_kit import (
+    cli,
+    cli_process,
+    comparable,
+    diagnoses,
+    good_run,
+    one_line,
+    snapshot,
+    write_json,
+    write_jsonl,
+)
 
 from trajaudit.cli import main
+
+LIMIT = 8192  # bytes: far less than the new diagnoses
+
+
+def _limited():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
+
+
+@pytest.fixture
+def batch(tmp_path):
+    return write_jsonl(tmp_path / "runs.jsonl", [json.dumps(good_run(f"r{i}", item=f"F{i}")) for i in range(12)])
+
+
+# a legal JSON escape: json.loads gives a lone surrogate, which strict UTF-8 cannot encode
+LONE = '[{"role": "system", "content": "policy"}, {"role": "user", "content": "refund order \\ud800 now"}, ' \
+       '{"role": "assistant", "content": "Refunded 12 dollars."}]'
+
+
+def _run(*args):
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert "Traceback" not in res.output
+    return res
+
 
 EX = Path(__file__).resolve().parents[2] / "examples"
 
@@ -45,7 +84,6 @@ def test_outputs_never_replace_inputs(files, args, victim, option):
     assert files[victim].read_bytes() == before
 
 
-
 @pytest.mark.parametrize("args, option, bad", [
     (["audit", "{run}", "-o", "{tmp}/missing/d.jsonl", "--report", "{tmp}/r.html"], "-o/--output", "{tmp}/missing/d.jsonl"),
     (["audit", "{run}", "-o", "{tmp}/d.jsonl", "--report", "{tmp}/missing/r.md"], "--report", "{tmp}/missing/r.md"),
@@ -63,3 +101,156 @@ def test_an_output_folder_that_does_not_exist_is_refused_before_the_batch(files,
     why = "does not exist; create it first" if "missing" in bad else "is a file, not a folder"
     assert f"error: {option} {out!r}: the folder {str(Path(out).parent)!r} {why}" in " ".join(r.output.split())
     assert "audited" not in r.output and not list(tmp_path.glob("[dr].*"))  # nothing was audited or written
+
+
+def test_an_output_path_that_is_the_input_file_is_refused(tmp_path):
+    """Was: ``audit runs.jsonl -o runs.jsonl`` (and repair/convert -o FILE) silently replaced the
+    trace with diagnoses (or a prefix): the input was lost. Now: exit 2 naming both, file untouched."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps(json.loads(LONE.replace("\\ud800", "W1"))) + "\n")
+    before = runs.read_bytes()
+    for args in (("audit", runs, "-q", "-o", runs), ("convert", runs, "-o", runs)):
+        res = _run(*args)
+        assert res.exit_code == 2
+        assert f"-o/--output '{runs}' is the input file '{runs}': writing it would overwrite the trace" \
+            in " ".join(res.output.split())
+        assert runs.read_bytes() == before
+    src = tmp_path / "run.json"
+    src.write_text(runs.read_text())
+    res = _run("repair", src, "--template", "-o", src)
+    assert res.exit_code == 2 and "is the input file" in res.output and src.read_text() == runs.read_text()
+    # a file found by expanding an audited folder is an input too (issue 18): the diagnoses written into
+    # the folder before are read as traces by the next audit of it, so replacing them is refused
+    assert _run("audit", tmp_path, "-q", "-o", tmp_path / "d.jsonl").exit_code in (0, 1)
+    before = (tmp_path / "d.jsonl").read_bytes()
+    res = _run("audit", tmp_path, "-q", "-o", tmp_path / "d.jsonl")
+    assert res.exit_code == 2 and "is the input file" in res.output and (tmp_path / "d.jsonl").read_bytes() == before
+
+
+# Class 4: ``-o`` naming a trace inside a folder (or glob) being audited.
+#
+# Was: the trace was overwritten, exit 0 (the guard covered explicit paths, symlinks and hard links,
+# not files found by expanding a folder or glob). Now every output is compared with every input file
+# after expansion: exit 2 naming both, nothing written.
+
+@pytest.mark.parametrize("how", ["folder", "glob", "nested", "link"])
+def test_an_output_that_is_an_expanded_input_is_refused(tmp_path, how):
+    runs = tmp_path / "runs"
+    (runs / "sub").mkdir(parents=True)
+    victim = write_json(runs / "sub" / "b.json", good_run("b"))
+    write_json(runs / "a.json", good_run("a"))
+    target = victim
+    if how == "link":
+        target = tmp_path / "alias.json"
+        os.symlink(victim, target)
+    given = {"folder": runs, "nested": runs, "link": runs, "glob": str(runs / "**" / "*.json")}[how]
+    before = snapshot(runs)
+    for args in (("audit", given, "-q", "-o", target), ("check", given, "--rules", "generic", "-o", target),
+                 ("convert", victim, "-o", target)):
+        r = cli(*args)
+        assert r.exit_code == 2, (args, r.output)
+        assert f"is the input file '{victim}': writing it would overwrite the trace" in one_line(r.stderr)
+        assert snapshot(runs) == before
+    assert json.loads(victim.read_text())["id"] == "b"
+
+
+def test_eval_save_pred_and_report_in_the_dataset_folder_are_refused(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    write_json(runs / "a.json", good_run("a"))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"trajectory_id": "a", "critical_step": 4}\n')
+    before = snapshot(runs)
+    for opt in ("--save-pred", "-o"):
+        r = cli("eval", runs, "--gold", gold, "-s", "offline", opt, runs / "a.json")
+        assert r.exit_code == 2 and "is the input file" in one_line(r.stderr), r.output
+    assert snapshot(runs) == before
+
+
+# Class 5: two outputs of one command naming the same file (``-o X.html --report X.html``).
+#
+# Was: the JSONL was silently replaced by the HTML, exit 0. Now: exit 2 naming both options, before
+# the batch; an existing file there is untouched.
+
+def test_o_and_report_on_one_path_are_refused(tmp_path):
+    run = write_json(tmp_path / "run.json", good_run("a"))
+    for name in ("x.html", "x.md"):
+        x = tmp_path / name
+        for existing in (False, True):
+            if existing:
+                x.write_text("old\n")
+            r = cli("audit", run, "-q", "-o", x, "--report", x)
+            assert r.exit_code == 2, r.output
+            assert f"-o/--output and --report name the same file '{x}'" in one_line(r.stderr)
+            assert (x.read_text() == "old\n") if existing else not x.exists()
+
+
+def test_a_link_to_the_other_output_is_the_same_file(tmp_path):
+    run = write_json(tmp_path / "run.json", good_run("a"))
+    report = tmp_path / "r.html"
+    report.write_text("old report\n")
+    alias = tmp_path / "d.jsonl"
+    os.symlink(report, alias)
+    r = cli("audit", run, "-q", "-o", alias, "--report", report)
+    assert r.exit_code == 2 and "name the same file" in one_line(r.stderr)
+    assert report.read_text() == "old report\n"
+
+
+def test_eval_report_and_save_pred_on_one_path_are_refused(tmp_path):
+    run = write_json(tmp_path / "a.json", good_run("a"))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"trajectory_id": "a", "critical_step": 4}\n')
+    out = tmp_path / "o.txt"
+    r = cli("eval", run, "--gold", gold, "-s", "offline", "-o", out, "--save-pred", out)
+    assert r.exit_code == 2 and "-o/--output and --save-pred name the same file" in one_line(r.stderr)
+    assert not out.exists()
+
+
+def test_different_outputs_are_written(tmp_path):
+    run = write_json(tmp_path / "run.json", good_run("a"))
+    r = cli("audit", run, "-q", "-o", tmp_path / "d.jsonl", "--report", tmp_path / "d.html")
+    assert r.exit_code == 0 and (tmp_path / "d.jsonl").exists() and (tmp_path / "d.html").exists()
+
+
+# Class 9: the disk fills up (here: a small ``RLIMIT_FSIZE``) while ``-o`` replaces an earlier file.
+#
+# Was: ``open(path, "wb")`` truncated the old diagnoses first; the new file ended in a torn line and the
+# old one was gone. Now outputs are written to a temporary file in the same folder, fsynced and renamed:
+# the write fails (exit 2, the error named), the old file survives byte for byte, no temporary file is
+# left. With ``--resume`` the lines are appended as runs finish: a write cut by the limit leaves a torn
+# last line, which the next ``--resume`` cuts away before finishing the batch.
+
+@pytest.mark.parametrize("option,name", [("-o", "d.jsonl"), ("--report", "r.html"), ("--report", "r.md")])
+def test_the_old_output_survives_a_full_disk(tmp_path, batch, option, name, monkeypatch):
+    monkeypatch.setenv("TRAJAUDIT_NO_CACHE", "1")  # the pack cache would write too
+    out = tmp_path / "out"
+    out.mkdir()
+    old = out / name
+    old.write_bytes(b"the earlier file\n" * 20)
+    before = old.read_bytes()
+    args = ["audit", batch, "-q", option, old] + (["-o", out / "d2.jsonl"] if option == "--report" else [])
+    r = cli_process(*args, preexec=_limited, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "File too large" in one_line(r.stderr) and "Traceback" not in r.stderr
+    assert old.read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == sorted({name, *(["d2.jsonl"] if option == "--report" else [])}) \
+        or sorted(p.name for p in out.iterdir()) == [name]  # no temporary file left behind
+
+
+def test_resume_cuts_the_torn_line_a_full_disk_left_and_finishes(tmp_path, batch, monkeypatch):
+    monkeypatch.setenv("TRAJAUDIT_NO_CACHE", "1")
+    whole = tmp_path / "whole.jsonl"
+    assert cli("audit", batch, "-q", "-o", whole).exit_code == 0
+    out = tmp_path / "d.jsonl"
+    r = cli_process("audit", batch, "-q", "--resume", "-o", out, preexec=_limited, timeout=120)
+    assert r.returncode == 2 and "File too large" in one_line(r.stderr), r.stderr
+    cut = out.read_bytes()
+    assert 0 < len(cut) <= LIMIT and not cut.endswith(b"\n")  # complete lines, then a torn one
+    end = cut.rfind(b"\n") + 1
+    complete = cut[:end].count(b"\n")
+    r = cli("audit", batch, "-q", "--resume", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert f"a torn last line ({len(cut) - end} bytes" in one_line(r.stderr)
+    assert f"{complete} run(s) already diagnosed there were skipped" in one_line(r.stderr)
+    got = sorted(json.dumps(comparable(d), sort_keys=True) for d in diagnoses(out))
+    assert got == sorted(json.dumps(comparable(d), sort_keys=True) for d in diagnoses(whole))

@@ -9,12 +9,19 @@ from click.testing import CliRunner
 
 from trajaudit.cli import main
 
+# a legal JSON escape: json.loads gives a lone surrogate, which strict UTF-8 cannot encode
+LONE = '[{"role": "system", "content": "policy"}, {"role": "user", "content": "refund order \\ud800 now"}, ' \
+       '{"role": "assistant", "content": "Refunded 12 dollars."}]'
+
+
+def _run(*args):
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert "Traceback" not in res.output
+    return res
+
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
 SAMPLE = ROOT / "examples" / "data" / "tau_retail_sample.json"  # 3 tau runs, the first with id "2"
-
-
 NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
 
 
@@ -52,3 +59,22 @@ def test_repair_output_must_be_json(tmp_path):
     assert r.exit_code == 2
     assert "-o/--output must end in .json (the resumed run is one JSON document), got" in r.stderr
     assert not (tmp_path / "r.txt").exists()
+
+
+def test_repair_with_a_diagnosis_of_the_wrong_field_types_is_a_usage_error(tmp_path):
+    """Was: a diagnoses line with ``"critical_step": "6"`` or a non-string ``repair`` reached
+    resume_document: TypeError/AttributeError tracebacks, exit 1."""
+    src = tmp_path / "run.json"
+    src.write_text(LONE.replace("\\ud800", "W1"))
+    audit = _run("audit", src, "-q", "-o", tmp_path / "d.jsonl")
+    d = json.loads((tmp_path / "d.jsonl").read_text())
+    for field, value, why in (("critical_step", "2", "critical_step must be an integer or null, got '2'"),
+                              ("critical_step", 2.5, "critical_step must be an integer or null, got 2.5"),
+                              ("repair", 12345, "repair must be a string or null, got int")):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(json.dumps({**d, field: value}) + "\n")
+        res = _run("repair", src, "--diagnosis", bad, "-o", tmp_path / "out.json")
+        assert res.exit_code == 2, res.output
+        said = " ".join(res.output.split())
+        assert f"{bad}:1: not a diagnosis (trajectory_id '{d['trajectory_id']}'): ValueError: {why}" in said
+    assert audit.exit_code == 0

@@ -9,6 +9,11 @@ from click.testing import CliRunner
 
 from trajaudit.cli import main
 
+
+def cli(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
 ROOT = Path(__file__).resolve().parents[2]
 PACK = str(ROOT / "examples" / "rules" / "tau_retail_example.yaml")
 
@@ -86,3 +91,41 @@ def test_rules_explain_shows_parameter_values_and_what_supersedes_the_rule():
     assert "superseded by: tau_retail.explicit-yes-before-write" in r.output
     r = CliRunner().invoke(main, ["rules", "explain", "tau_retail", "explicit-yes-before-write"])
     assert "superseded by" not in r.output and '    write_tools = ["cancel_pending_order", ' in r.output
+
+
+def test_from_tools_rejects_an_invalid_parameter_type_like_check(tau_file, tmp_path):
+    tools = json.loads((tau_file.parent / "tools.json").read_text())
+    fn = tools[0].get("function", tools[0])
+    prop = next(iter(fn["parameters"]["properties"]))
+    fn["parameters"]["properties"][prop]["type"] = "strnig"
+    bad = tmp_path / "tools.json"
+    bad.write_text(json.dumps(tools))
+    r = cli("rules", "from-tools", bad)
+    assert r.exit_code == 2, r.output
+    msg = " ".join(r.stderr.split())
+    assert msg.startswith(f"error: {bad}, element 0: tool {fn['name']!r}: invalid JSON Schema at "
+                          f"parameters.properties.{prop}.type: 'strnig' is not valid")
+    c = cli("check", tau_file, "--tools", bad)
+    assert c.exit_code == 2 and " ".join(c.stderr.split()) == msg
+
+
+def test_rules_list_unknown_pack_names_the_argument():
+    r = cli("rules", "list", "nonexistent")
+    assert r.exit_code == 2
+    err = " ".join(r.stderr.split())
+    assert "<rules>" not in err
+    assert err.startswith("error: rules list nonexistent: rule pack 'nonexistent' not found")
+
+
+def test_rules_list_names_its_counts():
+    r = cli("rules", "list")
+    assert r.exit_code == 0 and "own)" not in r.output
+    header = next(x for x in r.output.splitlines() if "pack" in x and "description" in x)
+    assert [c.strip() for c in header.strip("┃ ").split("┃")][:6] == [
+        "pack", "enabled", "defined", "included", "disabled", "includes"]
+    row = next(x for x in r.output.splitlines() if x.startswith("│ generic.protocol "))
+    assert [c.strip() for c in row.strip("│ ").split("│")][:5] == ["generic.protocol", "10", "11", "0", "1"]
+    assert "enabled = defined + included - disabled" in r.output.replace("\n", "")
+    one = cli("rules", "list", "generic.protocol")
+    assert ("generic.protocol: 10 rule(s) enabled of 11 (11 defined in the pack, 0 from includes, 1 disabled)"
+            in one.output)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.eval import metrics as M
 from trajaudit.eval.evaluate import evaluate
-from trajaudit.eval.gold import GoldFailure, GoldItem, GoldSet
+from trajaudit.eval.gold import GoldFailure, GoldItem, GoldSet, load_gold
+from trajaudit.eval.runner import check_step_ranges
 
 
 def test_step_accuracy_and_distances():
@@ -171,6 +174,12 @@ def test_report_serializes_and_renders(gold):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
 _CATS = ["invalid_invocation", "system_failure", "intent_not_supported"]
 
 
@@ -210,3 +219,28 @@ def test_metric_invariants(case):
     p = evaluate(gold, perfect, resamples=5)
     assert all(p.value(k) == 1.0 for k in ("step_exact", "cs_loose", "category_critical", "category_any", "diag",
                                             "agent_exact", "rc_macro_f1", "step_exact_any_failure"))
+
+
+def test_a_few_unmatched_predictions_stay_a_note(tau_file, tmp_path):
+    pred = _jsonl(tmp_path / "p.jsonl", [
+        {"trajectory_id": "47", "file": str(tau_file), "record": 13, "critical_step": 18, "strategy": "x"},
+        {"trajectory_id": "80", "file": str(tau_file), "record": 21, "critical_step": 25, "strategy": "x"},
+        {"trajectory_id": "9999", "critical_step": 1, "strategy": "x"}])
+    rep = evaluate(load_gold(tau_file.parent / "ground_truth.json"), [json.loads(x) for x in pred.read_text().split("\n")
+                                                                      if x], resamples=10)
+    assert rep.n_matched == 2 and "pairing" not in rep.problems
+    assert rep.problems["unmatched_predictions"] == ["9999 (not in the gold set)"]
+
+
+def test_negative_step_never_earns_a_tolerance_credit(tmp_path):
+    gold = load_gold(_jsonl(tmp_path / "g.jsonl", [{"id": "a", "critical_step": 0, "n_steps": 4}]))
+    # without check_step_ranges (library callers): -1 is 1 away from 0 but names no message
+    rep = evaluate(gold, [{"trajectory_id": "a", "critical_step": -1}], resamples=10)
+    assert rep.metrics["step_within_1"].value == 0
+    assert rep.problems["predictions"] == ["a: critical_step -1 is negative (counted wrong)"]
+    # the range check clears it even when the run's length is unknown
+    (d,), warnings = check_step_ranges(
+        [Diagnosis.from_dict({"trajectory_id": "b", "critical_step": -3})], gold)
+    assert d.critical_step is None
+    assert warnings == ["run b: critical_step -3 is outside the run (valid: 0 or more; steps are 0-based message "
+                        "indexes); scored as wrong"]

@@ -9,7 +9,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from trajaudit import load
 from trajaudit.cli import main
+from trajaudit.eval.gold_items import GoldItem
+from trajaudit.eval.runs import ScoredRun, find_run, index_trajectories, run_length, step_positions
 
 DIALECTS = Path(__file__).resolve().parents[1] / "data" / "dialects"
 
@@ -73,3 +76,15 @@ def test_gold_step_past_the_last_message_of_a_split_run_is_excluded(tmp_path):
         else:
             assert "gold_without_critical_step" not in rep["problems"]
             assert rep["metrics"]["step_exact"]["value"] == 1.0
+
+
+def test_run_bookkeeping_counts_source_messages(tmp_path):
+    data = tmp_path / "anthropic_parallel.jsonl"
+    data.write_text((DIALECTS / "anthropic_parallel.jsonl").read_text().splitlines()[0] + "\n")
+    t = load(data, record=0)
+    assert len(t.steps) == 6 and len(json.loads(data.read_text())["messages"]) == 4
+    assert step_positions(t) == (0, 1, 2, 2, 2, 3) and run_length(t) == 4 and run_length(None) is None
+    r = ScoredRun(GoldItem(t.id, 2), None, t, None, None, None, positions=step_positions(t))
+    assert (r.length, r.position(4), r.step_at(2), r.step_at(3)) == (4, 2, 2, 5)
+    index = index_trajectories([t])
+    assert find_run(index, "no-such-id", GoldItem("x", 0, file=str(data), record=0), None) is t

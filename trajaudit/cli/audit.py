@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from dataclasses import dataclass
+from typing import Any
 
 import click
 from rich import box
@@ -36,7 +38,7 @@ from trajaudit.cli.common import (
 from trajaudit.cli.options import check_input_paths, io_options
 from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.engine.config import AuditConfig
-from trajaudit.engine.run.batch import audit_paths
+from trajaudit.engine.run.batch import BatchResult, audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
 from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
@@ -123,11 +125,49 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     output = output or _DEFAULT_OUTPUT[out_format]
     check_cluster_use(cluster, paths, output, jobs)
     check_input_paths([p for p in paths if not is_url(p)])  # URLs (--scheduler only) are opened by fsspec
+    llm = _llm_for(strategy, llm_opts, repair)
+    _check_outputs(paths, rules, tools, mapping, output, report, out_format, resume, cluster)
+    weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
+    adapter = mapping_for(fmt, mapping)  # a bad mapping (expression too deep) is refused before the batch
+    config = AuditConfig(taxonomy=taxonomy, seed=seed, run_timeout=run_timeout)
+    spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=config,
+                     default_packs=not no_default_packs, llm=llm, repair=repair, judge_weights=weights)
+    journal = ResumeJournal.for_spec(output, spec, fmt, mapping) if resume else None
+    kept = _Kept(report, title=f"trajaudit report ({strategy})", journal=journal, findings=out_format != "jsonl")
+    batch = _run_batch(paths, spec, kept, _BatchWhere(jobs, fmt, mapping, adapter, cluster, output),
+                       with_logs=bool(report) or out_format != "jsonl", quiet=quiet)
+    report_load(kept.flagged, batch.problems)
+    if journal is not None:
+        console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
+    else:
+        _write_results(kept, out_format, output, rules)
+    if report and kept.report is not None:
+        write_parts(report, kept.report.render_parts(batch.problems))
+        kept.report.close()
+    if not quiet:
+        _summary(kept, len(batch.problems), output, report)
+    if not kept.lines and not batch.problems and not batch.skipped:
+        fail("no trace files found under the given paths")
+    if batch.problems:
+        sys.exit(EXIT_FINDINGS)
+
+
+def _llm_for(strategy: str, llm_opts: LLMOptions, repair: bool) -> Any:
+    """The LLM configuration of the run (``None`` without one): required by an LLM strategy, used by
+    ``--repair`` when configured. An unknown strategy or a missing endpoint stops the command (exit 2)."""
     try:
         chosen = default_strategies().get(strategy)
     except LookupError as e:
         fail(str(e.args[0]))
-    llm = llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=repair, what=f"strategy {strategy!r}")
+    return llm_config_for(llm_opts, needed=chosen.needs_llm, wanted=repair, what=f"strategy {strategy!r}")
+
+
+def _check_outputs(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, mapping: str | None,
+                   output: str, report: str | None, out_format: str, resume: bool, cluster: ClusterOptions) -> None:
+    """Refuse, before the batch runs (exit 2), a ``--report`` that is neither HTML nor Markdown, a
+    ``--resume`` that cannot append (not JSONL, stdout, a cluster), two outputs with one path, an output
+    that would overwrite an input and an output whose folder cannot be written (an fsspec URL output is
+    the cluster's to open)."""
     if report and not report.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report!r}")
     if resume and out_format != "jsonl":
@@ -145,14 +185,32 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         check_output_folder(output)
     refuse_overwriting_input(report, given, "--report")
     check_output_folder(report, "--report")
-    weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
-    adapter = mapping_for(fmt, mapping)  # a bad mapping (expression too deep) is refused before the batch
-    config = AuditConfig(taxonomy=taxonomy, seed=seed, run_timeout=run_timeout)
-    spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=config,
-                     default_packs=not no_default_packs, llm=llm, repair=repair, judge_weights=weights)
-    journal = ResumeJournal.for_spec(output, spec, fmt, mapping) if resume else None
+
+
+@dataclass(frozen=True)
+class _BatchWhere:
+    """Where and how ``audit`` runs the batch: worker processes, the forced input format, the mapping
+    (its name for a cluster's workers, compiled for local ones), the cluster options and the output
+    named when an unreachable endpoint stops the batch."""
+
+    jobs: int
+    fmt: str | None
+    mapping: str | None
+    adapter: Any
+    cluster: ClusterOptions
+    output: str
+
+
+def _run_batch(paths: tuple[str, ...], spec: AuditSpec, kept: _Kept, where: _BatchWhere, *, with_logs: bool,
+               quiet: bool) -> BatchResult:
+    """Audit every run under ``paths`` locally (``where.jobs`` processes) or on the cluster, each result
+    handed to ``kept`` as it finishes, with a progress bar on a terminal (not with ``quiet``).
+
+    An unreachable LLM endpoint stops the batch (exit 2, saying what was kept); a resume journal is
+    closed whatever happens."""
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
+    journal = kept.journal
     with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=err, disable=not show_progress, transient=True) as bar:
         task = bar.add_task("audit", total=None)
@@ -160,51 +218,42 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        kept = _Kept(report, title=f"trajaudit report ({strategy})", journal=journal,
-                     findings=out_format != "jsonl")
         try:
-            if cluster.scheduler:
-                batch = run_on_cluster(cluster, paths, spec, fmt=fmt, mapping=mapping,
-                                       progress=progress if show_progress else None, on_result=kept.add,
-                                       with_logs=bool(report) or out_format != "jsonl")
-            else:
-                batch = audit_paths(paths, spec, jobs=jobs, format=fmt, mapping=adapter,
-                                    progress=progress if show_progress else None,
-                                    on_result=kept.add, skip=journal.done if journal else None)
+            if where.cluster.scheduler:
+                return run_on_cluster(where.cluster, paths, spec, fmt=where.fmt, mapping=where.mapping,
+                                      progress=progress if show_progress else None, on_result=kept.add,
+                                      with_logs=with_logs)
+            return audit_paths(paths, spec, jobs=where.jobs, format=where.fmt, mapping=where.adapter,
+                               progress=progress if show_progress else None,
+                               on_result=kept.add, skip=journal.done if journal else None)
         except LLMUnreachableError as e:
-            said = (f"the diagnoses finished so far are in {output} (--resume goes on from there)" if journal else
-                    "no diagnosis was written")
+            said = (f"the diagnoses finished so far are in {where.output} (--resume goes on from there)" if journal
+                    else "no diagnosis was written")
             fail(f"{e}\nthe batch was stopped (every further run would fail the same way): {said} (answers already "
                  "received are in the LLM cache, so a re-run does not ask for them again)")
+            raise  # not reached: fail exits
         finally:
             if journal is not None:
                 journal.close()
-    report_load(kept.flagged, batch.problems)
-    if journal is not None:
-        console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
-    elif out_format == "jsonl":
+
+
+def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, ...]) -> None:
+    """Write the batch's diagnoses (JSONL, or Parquet/fsspec as :func:`write_diagnoses` picks) or its
+    SARIF / JUnit findings, in run order, to ``output`` (atomically) or stdout (``-``)."""
+    if out_format == "jsonl":
         lines = [kept.lines[i] for i in sorted(kept.lines)]
         if output == "-":
             sys.stdout.write("".join(line + "\n" for line in lines))
         else:
             write_diagnoses(output, lines)
+        return
+    findings = [kept.findings[i] for i in sorted(kept.findings)]
+    text = (sarif_text(findings, titles=rule_titles(rules), version=__version__) if out_format == "sarif"
+            else junit_xml(findings))
+    if output == "-":
+        sys.stdout.write(text)
     else:
-        findings = [kept.findings[i] for i in sorted(kept.findings)]
-        text = (sarif_text(findings, titles=rule_titles(rules), version=__version__) if out_format == "sarif"
-                else junit_xml(findings))
-        if output == "-":
-            sys.stdout.write(text)
-        else:
-            write_parts(output, (text,))  # atomic, as the JSONL
-    if report and kept.report is not None:
-        write_parts(report, kept.report.render_parts(batch.problems))
-        kept.report.close()
-    if not quiet:
-        _summary(kept, len(batch.problems), output, report)
-    if not kept.lines and not batch.problems and not batch.skipped:
-        fail("no trace files found under the given paths")
-    if batch.problems:
-        sys.exit(EXIT_FINDINGS)
+        write_parts(output, (text,))  # atomic, as the JSONL
 
 
 class _Kept:

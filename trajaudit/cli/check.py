@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -23,14 +24,16 @@ from trajaudit.cli.common import (
 )
 from trajaudit.cli.options import check_input_paths, io_options
 from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.selection import default_packs, load_rules
 from trajaudit.engine.run.evidence import rules_for
 from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.trace.forced_format import mapping_for
 from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.trace.loader import load_many
+from trajaudit.engine.trace.loader import LoadResult, load_many
 from trajaudit.engine.validation.rule_eval import evaluate
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
+from trajaudit.errors import Problem
 from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
 from trajaudit.report.html import rule_titles
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
@@ -150,82 +153,143 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
       trajaudit check runs/*.json --format sarif -o trajaudit.sarif
       trajaudit check runs/*.json --format junit -o junit.xml -q
     """
+    _check_options(files, packs, no_default_packs, tools_file, mapping, output)
+    inputs = _gather_inputs(files, packs, no_default_packs, tools_file, fmt, mapping, run_timeout)
+    checked, applied = _run_checks(inputs)
+    logs = [lg for _, lg in checked]
+    rule_ids = {r.id for r in inputs.rules} | set(applied)
+    if out_format in ("json", "sarif", "junit") or output:
+        _write_output(checked, out_format, output, quiet, all_records, packs, fail_on)
+    if out_format == "table" and not quiet:
+        _print_tables(logs, show_pass, verbose)
+    floor = severity_rank(fail_on)
+    bad = sum(1 for lg in logs for r in lg.records if r.verdict == "fail" and severity_rank(r.severity) >= floor)
+    if not quiet:
+        _print_summary(logs, len(rule_ids), list(applied), bad, fail_on, inputs.load.problems,
+                       machine=out_format == "json")
+    if bad or inputs.load.problems:
+        raise SystemExit(EXIT_FINDINGS)
+
+
+def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool, tools_file: str | None,
+                   mapping: str | None, output: str | None) -> None:
+    """Refuse, before anything is read, options that leave no rule, missing inputs and an ``output`` that
+    would overwrite an input or lands in a folder that cannot be written (exit 2 through ``fail``)."""
     if no_default_packs and not packs and not tools_file:
         fail("--no-default-packs leaves no rule: give --rules PACK or --tools TOOLS.json")
-    defaults = not packs and not no_default_packs  # --rules names the packs to check (sub-packs included)
     check_input_paths(files)
     given = [*files, *packs, *([tools_file] if tools_file else []), *([mapping] if mapping else [])]
     refuse_overwriting_input(output, given)
     check_output_folder(output)
+
+
+@dataclass
+class _Inputs:
+    """What ``check`` evaluates: the rules, the tools, the loaded runs (with the load problems so far) and
+    the context :func:`~trajaudit.engine.run.evidence.rules_for` picks each run's rules from."""
+
+    files: tuple[str, ...]
+    rules: list[CompiledRule]
+    tools: list[dict[str, Any]] | None
+    load: LoadResult
+    config: AuditConfig
+    context: AuditContext
+
+
+def _gather_inputs(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool, tools_file: str | None,
+                   fmt: str | None, mapping: str | None, run_timeout: float) -> _Inputs:
+    """Read the mapping, the tools, the rule packs and the runs, in that order (a bad mapping is refused
+    before any run is read; an unreadable pack or tools file stops the command with exit 2).
+
+    Packs combine as in ``audit``: unique ids, superseded rules left out, the tools' SCHEMA rules added,
+    the shipped domain packs applied to the runs whose tools select them. Without ``--rules`` and
+    ``--no-default-packs`` the shipped packs apply; ``--rules`` names the packs to check (sub-packs
+    included)."""
+    defaults = not packs and not no_default_packs
     adapter = mapping_for(fmt, mapping)  # a bad mapping is refused before any run is read
     tools = read_tools(tools_file)
-    # as audit combines packs: unique ids, superseded rules left out, the tools' SCHEMA rules added,
-    # the shipped domain packs applied to the runs whose tools select them
     always, domains = default_packs([]) if defaults else ([], [])
     rules = load_rules(tuple(always) + tuple(packs), tools, defaults=always, domains=domains)
     res = load_many(list(files), format=fmt, mapping=adapter)
     config = AuditConfig(run_timeout=run_timeout)
     context = AuditContext(config=config, rules=rules, tools=tools, domain_packs=tuple(domains))
+    return _Inputs(files=files, rules=rules, tools=tools, load=res, config=config, context=context)
+
+
+def _run_checks(inputs: _Inputs) -> tuple[list[tuple[Trajectory, ValidationLog]], dict[str, None]]:
+    """Evaluate each run's rules inside the per-run boundary: ``([(run, log)], applied rule ids in order)``.
+
+    A run that fails is added to ``inputs.load.problems``; the load report (skipped inputs, non-UTF-8
+    files) is printed; no checked run at all stops the command (exit 2)."""
     applied: dict[str, None] = {}  # rule ids applied to some run (after domain packs superseded some), in order
 
     def check_run(t: Trajectory) -> ValidationLog:
-        run_rules, _ = rules_for(t, context)
+        run_rules, _ = rules_for(t, inputs.context)
         applied.update(dict.fromkeys(r.id for r in run_rules))
-        return evaluate(t, run_rules, tools=tools, config=config)
+        return evaluate(t, run_rules, tools=inputs.tools, config=inputs.config)
 
+    res = inputs.load
     checked, failed = each_run(res.trajectories, check_run, "check")
     res.problems.extend(failed)
     report_load(res.trajectories, res.problems)
     if not checked:
-        fail("no trajectory could be loaded from " + ", ".join(files))
-    logs = [lg for _, lg in checked]
-    rule_ids = {r.id for r in rules} | set(applied)
-    floor = severity_rank(fail_on)
-    text = None
-    if out_format in ("json", "sarif", "junit") or output:
-        if out_format in ("sarif", "junit"):
-            findings = [RunFindings.of(lg, t.source.file, t.source.record) for t, lg in checked]
-            text = (sarif_text(findings, titles=rule_titles(packs), version=__version__) if out_format == "sarif"
-                    else junit_xml(findings, fail_on=fail_on))
-        else:
-            text = json.dumps([_log_json(lg, all_records) for lg in logs if all_records or _has_fail(lg)],
-                              ensure_ascii=False, indent=1, default=str) + "\n"
-        if output:
-            write_text(output, text)
-        elif not quiet:
-            click.echo(text, nl=False)
-    if out_format == "table" and not quiet:
-        out = console()
-        for lg in logs:
-            table = render_table(lg, show_pass)
-            if _has_fail(lg) or lg.incomplete or (verbose and (table.row_count or show_pass)):
-                out.print(table)
-            elif verbose:
-                out.print(table.title, highlight=False, markup=False)
-    bad = sum(1 for lg in logs for r in lg.records if r.verdict == "fail" and severity_rank(r.severity) >= floor)
-    if not quiet:
-        total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
-        failing = sum(1 for lg in logs if _has_fail(lg))
-        skipped = f"; {len(res.problems)} input(s) skipped (listed above)" if res.problems else ""
-        console(err=True).print(f"{len(logs)} run(s), {len(rule_ids)} rule(s): {total_fail} violation(s), "
-                                f"{bad} at or above {fail_on}{skipped}" + (f" ({failing} run(s) with violations)"
-                                                                           if failing else ""), highlight=False)
-        unevaluated = never_evaluated(logs)
-        for rid, n, reason in unevaluated:  # a warning only: exit codes stay about violations
-            console(err=True).print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
-                                    f"(never pass or fail; first reason: {reason})", markup=False, highlight=False,
-                                    soft_wrap=True)
-        idle = never_fired(list(applied), logs)
-        say_never_fired(idle, len(logs))
-        if out_format == "json":  # the summary for machines too (stdout keeps the list of logs)
-            summary = {"runs": len(logs), "rules": len(rule_ids), "violations": total_fail, "at_or_above_fail_on": bad,
-                       "fail_on": fail_on, "skipped_inputs": len(res.problems), "runs_with_violations": failing,
-                       "never_fired": idle, "never_evaluated": [rid for rid, _, _ in unevaluated],
-                       "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
-                                    for p in res.problems]}
-            click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
-    if bad or res.problems:
-        raise SystemExit(EXIT_FINDINGS)
+        fail("no trajectory could be loaded from " + ", ".join(inputs.files))
+    return checked, applied
+
+
+def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None, quiet: bool,
+                  all_records: bool, packs: tuple[str, ...], fail_on: str) -> None:
+    """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``), SARIF or JUnit to
+    ``output`` (atomically), else to stdout unless ``quiet``."""
+    if out_format in ("sarif", "junit"):
+        findings = [RunFindings.of(lg, t.source.file, t.source.record) for t, lg in checked]
+        text = (sarif_text(findings, titles=rule_titles(packs), version=__version__) if out_format == "sarif"
+                else junit_xml(findings, fail_on=fail_on))
+    else:
+        text = json.dumps([_log_json(lg, all_records) for _, lg in checked if all_records or _has_fail(lg)],
+                          ensure_ascii=False, indent=1, default=str) + "\n"
+    if output:
+        write_text(output, text)
+    elif not quiet:
+        click.echo(text, nl=False)
+
+
+def _print_tables(logs: list[ValidationLog], show_pass: bool, verbose: bool) -> None:
+    """Print a table per run with findings (or an incomplete log); with ``verbose`` every other run too
+    (its table when it has rows to show, else its title line)."""
+    out = console()
+    for lg in logs:
+        table = render_table(lg, show_pass)
+        if _has_fail(lg) or lg.incomplete or (verbose and (table.row_count or show_pass)):
+            out.print(table)
+        elif verbose:
+            out.print(table.title, highlight=False, markup=False)
+
+
+def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str], bad: int, fail_on: str,
+                   problems: list[Problem], machine: bool) -> None:
+    """The summary on stderr: counts, a warning per rule that could never be evaluated, the rules that
+    never fired; with ``machine`` (``--format json``) also as one JSON line ``{"summary": {...}}``."""
+    err = console(err=True)
+    total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
+    failing = sum(1 for lg in logs if _has_fail(lg))
+    skipped = f"; {len(problems)} input(s) skipped (listed above)" if problems else ""
+    err.print(f"{len(logs)} run(s), {rule_count} rule(s): {total_fail} violation(s), "
+              f"{bad} at or above {fail_on}{skipped}" + (f" ({failing} run(s) with violations)" if failing else ""),
+              highlight=False)
+    unevaluated = never_evaluated(logs)
+    for rid, n, reason in unevaluated:  # a warning only: exit codes stay about violations
+        err.print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
+                  f"(never pass or fail; first reason: {reason})", markup=False, highlight=False, soft_wrap=True)
+    idle = never_fired(applied, logs)
+    say_never_fired(idle, len(logs))
+    if machine:  # the summary for machines too (stdout keeps the list of logs)
+        summary = {"runs": len(logs), "rules": rule_count, "violations": total_fail, "at_or_above_fail_on": bad,
+                   "fail_on": fail_on, "skipped_inputs": len(problems), "runs_with_violations": failing,
+                   "never_fired": idle, "never_evaluated": [rid for rid, _, _ in unevaluated],
+                   "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
+                                for p in problems]}
+        click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
 
 
 def _has_fail(lg: ValidationLog) -> bool:

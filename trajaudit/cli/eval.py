@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import click
+from rich.console import Console
 from rich.markup import escape
 
 from trajaudit.cli.common import (
@@ -25,13 +29,16 @@ from trajaudit.cli.common import (
 from trajaudit.cli.options import check_input_paths, io_options
 from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
 from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.forced_format import mapping_for
+from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import load_many
 from trajaudit.eval.evaluate import evaluate
-from trajaudit.eval.gold import GOLD_FORMATS, load_gold
+from trajaudit.eval.gold import GOLD_FORMATS, GoldSet, load_gold
+from trajaudit.eval.report import EvalReport
 from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_paths
 from trajaudit.report.eval_html import eval_html_parts
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
@@ -93,6 +100,42 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     --model, ...). The report ends with per-strategy LLM accounting: calls, cache hits, tokens as the
     API reported them and tokenizer-free character counts.
     """
+    strategy = _choose_source(strategies, pred, judge_weights, resume, save_pred)
+    _check_paths(datasets, gold, pred, tools, rules, mapping, output, report_file, save_pred)
+    trace_format = fmt
+    adapter = mapping_for(trace_format, mapping)  # a bad mapping is refused before anything is read
+    gold_set = _read_gold(gold, gold_format, taxonomy)
+    paths = list(datasets) or ([gold] if gold_set.format == "who_and_when" else [])
+    err = console(err=True)
+    if strategy:
+        spec = AuditSpec(strategy=strategy, rules=rules, tools=tools,
+                         config=AuditConfig(seed=seed, run_timeout=run_timeout), default_packs=not no_default_packs,
+                         judge_weights=load_weights(judge_weights) if judge_weights else None)
+        run = _diagnose_now(paths, spec, llm_opts, trace_format, mapping, adapter,
+                            save_pred if resume else None, err)
+        _save_predictions(run, save_pred, err)
+    else:
+        assert pred is not None  # _choose_source: exactly one of --pred and --strategy
+        run = _read_predictions(pred, paths, trace_format, adapter)
+    diagnoses, warnings = check_step_ranges(run.diagnoses, gold_set, run.trajectories)
+    for w in warnings:
+        err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)
+    report = evaluate(gold_set, diagnoses, trajectories=run.trajectories, taxonomy=taxonomy,
+                      resamples=bootstrap, seed=seed)
+    max_misses = None if misses < 0 else misses
+    _write_report(report, out_format, output, max_misses, err)
+    if report_file:
+        _write_report_file(report_file, report, diagnoses, run.trajectories)
+        err.print(f"wrote the report to {report_file}", highlight=False)
+    _exit_status(report, run.skipped, err)
+
+
+def _choose_source(strategies: tuple[str, ...], pred: str | None, judge_weights: str | None, resume: bool,
+                   save_pred: str | None) -> str | None:
+    """The strategy to run now (``None``: score ``--pred``), after refusing option combinations that
+    cannot work (exit 2): several strategies, both or neither of ``--pred`` and ``--strategy``,
+    ``--judge-weights`` without the offline strategy, ``--resume`` without ``--strategy`` and
+    ``--save-pred``."""
     if len(strategies) > 1:  # click would keep the last one silently
         fail(f"one --strategy per eval (got {', '.join(strategies)}): run eval once per strategy "
              "(benchmarks/make_results.py scores every offline strategy on both data sets)")
@@ -103,7 +146,14 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         fail("--judge-weights needs --strategy offline (the weights are the offline judge's)")
     if resume and not (strategy and save_pred):
         fail("--resume goes with --strategy and --save-pred FILE (the diagnoses file it appends to)")
-    trace_format = fmt
+    return strategy
+
+
+def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: str | None, rules: tuple[str, ...],
+                 mapping: str | None, output: str | None, report_file: str | None, save_pred: str | None) -> None:
+    """Refuse, before anything is read (exit 2), a ``--report`` that is neither HTML nor Markdown, missing
+    datasets, two outputs with one path, an output that would overwrite an input and an output whose
+    folder cannot be written."""
     if report_file and not report_file.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report_file!r}")
     check_input_paths(datasets, "dataset")
@@ -116,76 +166,100 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     check_output_folder(output)
     check_output_folder(save_pred, "--save-pred")
     check_output_folder(report_file, "--report")
-    adapter = mapping_for(trace_format, mapping)  # a bad mapping is refused before anything is read
+
+
+def _read_gold(gold: str, gold_format: str, taxonomy: str | None) -> GoldSet:
+    """The gold labels of ``gold``; none at all prints the loading problems and stops (exit 2)."""
     gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
     if not gold_set:
         report_problems_text(gold_set.problems)
         fail(f"{gold}: no gold labels could be loaded")
-    paths = list(datasets) or ([gold] if gold_set.format == "who_and_when" else [])
-    err = console(err=True)
-    if strategy:
-        if not paths:
-            fail("--strategy needs DATASET paths (the runs to diagnose)")
-        strat = default_strategies().get(strategy)
-        spec = AuditSpec(strategy=strategy, rules=rules, tools=tools,
-                         config=AuditConfig(seed=seed, run_timeout=run_timeout), default_packs=not no_default_packs,
-                         judge_weights=load_weights(judge_weights) if judge_weights else None)
-        ctx = build_context(spec)
-        if getattr(strat, "needs_llm", False):
-            ctx.llm = client_from_options(llm_opts)
-        journal = ResumeJournal.for_spec(save_pred, spec, trace_format, mapping) if resume and save_pred else None
-        try:
-            out = run_on_paths(paths, strategy, context=ctx, format=trace_format, mapping=adapter,
-                               skip=journal.done if journal else None,
-                               on_diagnosis=journal.append if journal else None)
-        finally:
-            if ctx.llm is not None:
-                ctx.llm.close()
-            if journal is not None:
-                journal.close()
-        report_problems(out.problems)
-        skipped = len(out.problems)
-        diagnoses, trajectories = out.diagnoses, out.trajectories
-        if journal is not None:  # score every diagnosis of these options in the file, the earlier ones too
-            earlier, _ = read_diagnoses(save_pred)
-            diagnoses = [d for d in earlier if d.metadata.get(RESUME_KEY) == journal.key]
-            err.print(journal.summary(len(diagnoses) - len(out.diagnoses)), highlight=False, markup=False)
-        if not diagnoses:
-            fail(f"no run could be diagnosed with strategy {strategy!r} ({skipped} skipped): nothing to score")
-        if save_pred and journal is None:
-            write_text(save_pred, "".join(d.to_json() + "\n" for d in diagnoses))
-            err.print(f"wrote {len(diagnoses)} diagnoses to {save_pred}", highlight=False)
-    else:
-        diagnoses, problems = read_diagnoses(pred)
-        report_problems(problems)
-        skipped = len(problems)
-        if not diagnoses:
-            fail(f"{pred}: no diagnosis could be read: nothing to score")
-        if not paths:
-            paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
-        res = load_many(paths, format=trace_format, mapping=adapter) if paths else None
-        trajectories = res.trajectories if res else []
-        if res is not None and res.problems:  # a trace that cannot be read gives no preview or run length
-            report_problems(res.problems)
-            skipped += len(res.problems)
-    diagnoses, warnings = check_step_ranges(diagnoses, gold_set, trajectories)
-    for w in warnings:
-        err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)
-    report = evaluate(gold_set, diagnoses, trajectories=trajectories, taxonomy=taxonomy,
-                      resamples=bootstrap, seed=seed)
-    max_misses = None if misses < 0 else misses
+    return gold_set
+
+
+@dataclass
+class _Scored:
+    """What is scored: the diagnoses, the runs they belong to (previews, run lengths) and the number of
+    runs or prediction lines skipped (reported; exit 1)."""
+
+    diagnoses: list[Diagnosis]
+    trajectories: list[Trajectory]
+    skipped: int
+    journal: ResumeJournal | None = None
+
+
+def _diagnose_now(paths: list[str], spec: AuditSpec, llm_opts: LLMOptions, trace_format: str | None,
+                  mapping: str | None, adapter: Any, resume_file: str | None, err: Console) -> _Scored:
+    """Run ``spec``'s strategy on ``paths`` as ``trajaudit audit`` would (an LLM strategy gets the client of
+    the LLM options). With ``resume_file`` (``--resume --save-pred FILE``) the runs already diagnosed
+    there with the same options are skipped, each new diagnosis is appended, and every diagnosis of these
+    options in the file is scored. No diagnosis at all stops the command (exit 2)."""
+    if not paths:
+        fail("--strategy needs DATASET paths (the runs to diagnose)")
+    strat = default_strategies().get(spec.strategy)
+    ctx = build_context(spec)
+    if getattr(strat, "needs_llm", False):
+        ctx.llm = client_from_options(llm_opts)
+    journal = ResumeJournal.for_spec(resume_file, spec, trace_format, mapping) if resume_file else None
+    try:
+        out = run_on_paths(paths, spec.strategy, context=ctx, format=trace_format, mapping=adapter,
+                           skip=journal.done if journal else None,
+                           on_diagnosis=journal.append if journal else None)
+    finally:
+        if ctx.llm is not None:
+            ctx.llm.close()
+        if journal is not None:
+            journal.close()
+    report_problems(out.problems)
+    diagnoses = out.diagnoses
+    if journal is not None and resume_file:  # score every diagnosis of these options in the file, the earlier ones too
+        earlier, _ = read_diagnoses(resume_file)
+        diagnoses = [d for d in earlier if d.metadata.get(RESUME_KEY) == journal.key]
+        err.print(journal.summary(len(diagnoses) - len(out.diagnoses)), highlight=False, markup=False)
+    if not diagnoses:
+        fail(f"no run could be diagnosed with strategy {spec.strategy!r} ({len(out.problems)} skipped): nothing to "
+             "score")
+    return _Scored(diagnoses, out.trajectories, len(out.problems), journal)
+
+
+def _save_predictions(run: _Scored, save_pred: str | None, err: Console) -> None:
+    """``--save-pred`` without ``--resume``: write the diagnoses JSONL (a resumed file was appended to
+    as the diagnoses were made)."""
+    if save_pred and run.journal is None:
+        write_text(save_pred, "".join(d.to_json() + "\n" for d in run.diagnoses))
+        err.print(f"wrote {len(run.diagnoses)} diagnoses to {save_pred}", highlight=False)
+
+
+def _read_predictions(pred: str, paths: list[str], trace_format: str | None, adapter: Any) -> _Scored:
+    """The diagnoses of ``--pred`` and the runs of ``paths`` (without paths: the existing files the
+    diagnoses name) for previews and run lengths. Unreadable lines and traces are reported and counted as
+    skipped; no diagnosis at all stops the command (exit 2)."""
+    diagnoses, problems = read_diagnoses(pred)
+    report_problems(problems)
+    skipped = len(problems)
+    if not diagnoses:
+        fail(f"{pred}: no diagnosis could be read: nothing to score")
+    if not paths:
+        paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
+    res = load_many(paths, format=trace_format, mapping=adapter) if paths else None
+    trajectories = res.trajectories if res else []
+    if res is not None and res.problems:  # a trace that cannot be read gives no preview or run length
+        report_problems(res.problems)
+        skipped += len(res.problems)
+    return _Scored(diagnoses, trajectories, skipped)
+
+
+def _write_report(report: EvalReport, out_format: str, output: str | None, max_misses: int | None,
+                  err: Console) -> None:
+    """The report in ``out_format`` (json, markdown, or the rich table) to ``output`` or stdout."""
     if out_format == "json":
-        text = report.to_json()
+        text: str | None = report.to_json()
     elif out_format == "markdown":
         text = report.to_markdown(max_misses=max_misses)
     else:
         text = None
     if output:
         if text is None:
-            from io import StringIO
-
-            from rich.console import Console
-
             buf = StringIO()
             report.render(Console(file=buf, width=160, highlight=False), max_misses=max_misses)
             text = buf.getvalue()
@@ -195,13 +269,20 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
         click.echo(text, nl=not text.endswith("\n"))
     else:
         report.render(console(), max_misses=max_misses)
-    if report_file:
-        if report_file.endswith((".md", ".markdown")):
-            write_text(report_file, report.to_markdown(max_misses=None))
-        else:
-            write_parts(report_file, eval_html_parts(report, diagnoses, trajectories,
-                                                     title=f"trajaudit evaluation ({', '.join(report.strategies) or '?'})"))
-        err.print(f"wrote the report to {report_file}", highlight=False)
+
+
+def _write_report_file(report_file: str, report: EvalReport, diagnoses: list[Diagnosis],
+                       trajectories: list[Trajectory]) -> None:
+    """``--report``: Markdown (``.md``/``.markdown``, every miss) or the self-contained HTML page."""
+    if report_file.endswith((".md", ".markdown")):
+        write_text(report_file, report.to_markdown(max_misses=None))
+    else:
+        write_parts(report_file, eval_html_parts(report, diagnoses, trajectories,
+                                                 title=f"trajaudit evaluation ({', '.join(report.strategies) or '?'})"))
+
+
+def _exit_status(report: EvalReport, skipped: int, err: Console) -> None:
+    """Warn about pairing problems and skipped inputs; either one exits with code 1."""
     for line in report.problems.get("pairing", []):
         err.print(f"[bold yellow]warning:[/] {escape(line)}; exit code 1", markup=True, highlight=False)
     if skipped:

@@ -54,7 +54,7 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
       trajaudit watch run.jsonl --rules examples/rules/guard_policies.yaml --format json --stop-on-alarm
     """
     ctx = build_context(_spec(packs, tools_file))
-    monitor = Monitor(context=ctx, run_id=Path(file).stem, alarm_threshold=alarm_threshold)
+    monitor = Monitor(context=ctx, run_id=Path(file).stem, alarm_threshold=alarm_threshold, freeze_gc=True)
     out, err = console(), console(err=True)
     floor = severity_rank(fail_on)
     bad = 0
@@ -89,8 +89,11 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 
     err.print(f"watching {file} ({len(monitor.context.rules)} rule(s); domain packs join when their tools are called)",
               markup=False, highlight=False, soft_wrap=True)
-    res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show,
-                on_skip=skipped, on_alarm=alarm, poll=poll)
+    try:
+        res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show,
+                    on_skip=skipped, on_alarm=alarm, poll=poll)
+    finally:
+        monitor.release()  # the collector sees the run's state again (freeze_gc), even when interrupted
     total = sum(1 for r in monitor.log.records if r.verdict == "fail")
     summary = {"event": "end", "reason": res.reason, "steps": len(monitor.steps), "violations": total,
                "at_or_above": bad, "skipped_lines": len(res.skipped)}
@@ -123,10 +126,15 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 @click.option("--stop-on-alarm", is_flag=True, help="Block every answer once the prefix judge raises its alarm.")
 @click.option("--alarm-threshold", type=float, default=0.6, show_default=True)
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds to wait for the upstream (then 504).")
+@click.option("--cache-size", type=click.IntRange(min=0), default=128, show_default=True,
+              help="Conversations whose rule state is kept: a request extending one adds only its new messages "
+                   "(0: every request re-reads its whole conversation).")
+@click.option("--cache-idle", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+              metavar="SECONDS", help="A kept conversation unused this long is dropped.")
 @handle_errors
 def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, host: str, port: int, mode: str,
               block_status: int | None, block_on: str, log_path: str, stop_on_alarm: bool, alarm_threshold: float,
-              timeout: float) -> None:
+              timeout: float, cache_size: int, cache_idle: float) -> None:
     """Serve an OpenAI-compatible proxy that checks each answer's tool calls before the agent gets them.
 
     Point the agent's client at http://HOST:PORT/v1. Each chat-completions request is forwarded to
@@ -143,7 +151,7 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
         fail(f"--block-status must be a 4xx status, got {block_status}")
     ctx = build_context(_spec(packs, tools_file))
     g = Guard(ctx, mode=mode, block_on=block_on, block_status=block_status, stop_on_alarm=stop_on_alarm,
-              alarm_threshold=alarm_threshold, log_path=log_path)
+              alarm_threshold=alarm_threshold, log_path=log_path, cache_size=cache_size, cache_idle=cache_idle)
     console(err=True).print(f"trajaudit guard ({mode}) on http://{host}:{port}/v1 -> {upstream}; decisions: {log_path}",
                             markup=False, highlight=False, soft_wrap=True)
     serve(build_app(g, upstream, timeout=timeout), host=host, port=port)

@@ -33,6 +33,8 @@ import json
 import logging
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,8 @@ from trajaudit.errors import TrajauditError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Guard", "GuardError", "assemble_stream", "build_app", "parse_sse", "run_key", "serve"]
+__all__ = ["ConversationCache", "Guard", "GuardError", "assemble_stream", "build_app", "message_hashes", "parse_sse",
+           "run_key", "serve"]
 
 _HOP = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive", "host"})
 MAX_HEADER = 4000
@@ -64,6 +67,89 @@ def run_key(messages: list[Any]) -> str:
             break
     text = json.dumps(head, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def message_hashes(messages: list[Any], start: bytes = b"") -> list[bytes]:
+    """Rolling hashes of a conversation: entry ``i`` is the SHA-256 digest of entry ``i - 1`` (``start``
+    for the first) and message ``i`` as JSON with sorted keys, its fields whose value is ``null`` left
+    out (a client that sends an answer back re-serialized — ``"refusal": null``, ``"audio": null`` —
+    sends the same message). Entry ``i`` stands for messages ``0..i``; ``start``: the last entry of
+    the conversation these messages extend."""
+    prev = start
+    out: list[bytes] = []
+    for m in messages:
+        if isinstance(m, dict):
+            m = {k: v for k, v in m.items() if v is not None}
+        text = json.dumps(m, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+        prev = hashlib.sha256(prev + b"\x1e" + text).digest()
+        out.append(prev)
+    return out
+
+
+class ConversationCache:
+    """Monitors of recent conversations, by the rolling hash of the messages they hold (a bounded LRU).
+
+    The proxy stays stateless for its clients: each request carries the whole conversation. A
+    request whose messages extend a cached conversation exactly (its first ``n`` messages hash to a
+    cached key) takes that monitor out of the cache and adds only the new messages; any other request
+    (a diverging prefix, an evicted or expired entry) rebuilds its monitor from the messages. A
+    monitor in use by a request is out of the cache, so two requests never share one.
+
+    Args:
+        size: at most this many monitors are kept (the least recently used is evicted); 0 disables the cache.
+        idle: seconds a monitor is kept unused before it expires.
+
+    Attributes:
+        hits, misses: requests that extended a cached conversation / rebuilt one.
+    """
+
+    def __init__(self, size: int = 128, idle: float = 600.0) -> None:
+        if size < 0 or idle <= 0:
+            raise GuardError(f"cache size must be >= 0 and idle seconds > 0, got {size} and {idle}")
+        self.size = size
+        self.idle = idle
+        self._entries: OrderedDict[bytes, tuple[Monitor, float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _expire(self, now: float) -> None:
+        entries = self._entries
+        while entries:
+            key, (_, used) = next(iter(entries.items()))
+            if now - used <= self.idle:
+                break
+            del entries[key]
+
+    def take(self, hashes: list[bytes]) -> tuple[Monitor | None, int]:
+        """The cached monitor holding the longest prefix of the conversation whose rolling hashes are
+        ``hashes`` (removed from the cache), and that prefix's length; ``(None, 0)`` when none is cached."""
+        with self._lock:
+            self._expire(time.monotonic())
+            entries = self._entries
+            if entries:
+                for n in range(len(hashes), 0, -1):
+                    hit = entries.pop(hashes[n - 1], None)
+                    if hit is not None:
+                        self.hits += 1
+                        return hit[0], n
+            self.misses += 1
+            return None, 0
+
+    def put(self, key: bytes, monitor: Monitor) -> None:
+        """Keep ``monitor`` as the conversation whose rolling hash is ``key`` (evicting the least recently used)."""
+        if not self.size:
+            return
+        with self._lock:
+            now = time.monotonic()
+            self._entries[key] = (monitor, now)
+            self._entries.move_to_end(key)
+            self._expire(now)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
 
 
 def parse_sse(text: str) -> tuple[list[dict[str, Any]], bool]:
@@ -177,6 +263,9 @@ class Guard:
         block_status: ``None`` (replace the message) or an HTTP 4xx status to answer instead.
         stop_on_alarm: block when the prefix judge raises its alarm (``alarm_threshold``).
         log_path: the decisions' JSONL file (appended), or ``None`` (the Python logger only).
+        cache_size, cache_idle: the :class:`ConversationCache` of monitors (at most ``cache_size``
+            conversations, each kept ``cache_idle`` seconds unused; ``cache_size=0``: every request
+            rebuilds its conversation).
 
     Raises:
         GuardError: an invalid mode, severity or status.
@@ -184,7 +273,7 @@ class Guard:
 
     def __init__(self, context: AuditContext, *, mode: str = "block", block_on: str = "error",
                  block_status: int | None = None, stop_on_alarm: bool = False, alarm_threshold: float = 0.6,
-                 log_path: str | Path | None = None) -> None:
+                 log_path: str | Path | None = None, cache_size: int = 128, cache_idle: float = 600.0) -> None:
         if mode not in ("block", "annotate"):
             raise GuardError(f"mode must be block or annotate, got {mode!r}")
         if block_status is not None and not 400 <= block_status <= 499:
@@ -199,17 +288,51 @@ class Guard:
         self.tool_names = ({(t.get("function") if isinstance(t.get("function"), dict) else t).get("name")
                             for t in context.tools} if context.tools else None)
         self._lock = threading.Lock()
+        self.cache = ConversationCache(cache_size, cache_idle)
+        self._held: weakref.WeakKeyDictionary[Monitor, bytes] = weakref.WeakKeyDictionary()  # monitor -> its conversation's hash
 
     def open(self, messages: list[Any]) -> Monitor:
-        """A monitor holding the conversation ``messages`` (read before the request goes upstream).
+        """A monitor holding the conversation ``messages`` (read before the request goes upstream):
+        a cached monitor of a prefix of it with the new messages added, else a new one.
 
         Raises:
             MonitorError: a message cannot be read (names its position).
         """
+        hashes = message_hashes(messages)
+        m, n = self.cache.take(hashes) if self.cache.size else (None, 0)
         with self._lock:  # the rules' run caches are per call, but packs compile lazily: one at a time
-            m = Monitor(context=self.context, run_id=run_key(messages), alarm_threshold=self.alarm_threshold)
-            m.add_history(messages)
+            if m is None:
+                m = Monitor(context=self.context, run_id=run_key(messages), alarm_threshold=self.alarm_threshold)
+            try:
+                m.add_history(messages[n:])
+            except MonitorError:
+                if n:  # its state is unchanged: still the conversation's first n messages
+                    self.cache.put(hashes[n - 1], m)
+                raise
+        self._held[m] = hashes[-1] if hashes else b""
         return m
+
+    def _cache_after(self, m: Monitor, message: dict[str, Any], blocked: bool) -> None:
+        """Cache ``m`` (it now holds the answer ``message``) as the conversation the client received,
+        which its next request extends; not when the answer was replaced (the client never sees it)."""
+        held = self._held.pop(m, None)
+        if held is not None and self.cache.size and not blocked:
+            [after] = message_hashes([message], held)
+            self.cache.put(after, m)
+
+    def _add_answer(self, m: Monitor, message: dict[str, Any]) -> list[Record]:
+        try:
+            return m.add(message)
+        except MonitorError:
+            self.keep(m)  # unchanged: a retry of the request extends it
+            raise
+
+    def keep(self, monitor: Monitor) -> None:
+        """Put back in the cache a monitor from :meth:`open` that got no answer (the upstream failed):
+        a retry of the same request extends it."""
+        key = self._held.get(monitor)
+        if key:
+            self.cache.put(key, monitor)
 
     def decide(self, monitor: Monitor | list[Any], message: dict[str, Any]) -> Decision:
         """Check the answer ``message`` (an assistant message) after the conversation held by
@@ -222,7 +345,7 @@ class Guard:
         key = m.run_id
         step = len(m.steps)
         with self._lock:
-            new = m.add(message)
+            new = self._add_answer(m, message)
             alarm = self.stop_on_alarm and m.check_alarm()
         findings = [_finding(r) for r in new if r.verdict != "pass"]
         if self.tool_names is not None:
@@ -246,6 +369,7 @@ class Guard:
             verdict = "allow" if not findings else "annotate"
         else:
             verdict = "block" if self.mode == "block" else "annotate"
+        self._cache_after(m, message, blocked=verdict == "block")
         dec = Decision(verdict, key, step, findings, alarm)
         self.record(dec)
         return dec
@@ -344,10 +468,13 @@ def build_app(guard: Guard, upstream: str, *, timeout: float = 600.0, transport:
                 resp = await client.post(url, content=raw, headers=headers)
                 data = resp.content
         except httpx.TimeoutException:
+            guard.keep(monitor)
             return _error(504, f"the upstream {base} did not answer within {timeout:g} s", "upstream_timeout")
         except httpx.HTTPError as e:
+            guard.keep(monitor)
             return _error(502, f"the upstream {base} could not be reached: {type(e).__name__}: {e}", "upstream_error")
         if resp.status_code != 200:  # 429, 5xx, 4xx: passed through unchanged
+            guard.keep(monitor)
             return Response(data, status_code=resp.status_code, headers=_back_headers(resp))
         try:
             if stream:
@@ -357,6 +484,7 @@ def build_app(guard: Guard, upstream: str, *, timeout: float = 600.0, transport:
                 completion = json.loads(data)
             message = _completion_message(completion)
         except (ValueError, UnicodeDecodeError) as e:
+            guard.keep(monitor)
             return _error(502, f"{e}" if "chat completion" in str(e) else
                           f"the upstream answer is not a chat completion: {e}", "upstream_error")
         try:

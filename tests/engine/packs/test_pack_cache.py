@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from json_mutation import json_values, mutate
 
+from trajaudit import compile_rules, load_pack
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl import parser as rule_parser
 from trajaudit.engine.packs import cache as pack_cache
@@ -349,3 +350,8 @@ def test_template_split_equals_the_character_loop(text):
         except RulePackError as e:
             return "err", str(e), e.context
     assert run(_split) == run(_split_reference)
+
+
+def test_shipped_packs_still_compile_and_cached_verdicts_follow_the_code():
+    assert len(compile_rules(load_pack("generic"))) > 10 and len(compile_rules(load_pack("tau_retail"))) > 10
+    assert "engine/dsl/regex/safety.py" in pack_cache.code_files()

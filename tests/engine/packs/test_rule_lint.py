@@ -5,9 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from click.testing import CliRunner
+from hostile_kit import cli, one_line
 
 from trajaudit.cli import main
 from trajaudit.engine.packs.lint import lint_pack
+
+PACK = """pack: mine
+rules:
+  - id: fires
+    type: PROTOCOL
+    guard: step.kind == 'agent'
+    assert: step.index >= 0
+    examples:
+      - {messages: [{role: assistant, content: hi}], expect: pass}
+  - id: never
+    type: PROTOCOL
+    guard: step.tool == 'no_such_tool'
+    assert: step.index >= 0
+"""
+
 
 PLANTED = Path(__file__).resolve().parents[2] / "rules_data" / "planted_lint.yaml"
 
@@ -73,3 +89,12 @@ def test_supersedes_names_must_be_known_rules():
     bad_shape = [f for f in lint_pack(text.format("").replace("[]", "7")) if f.code == "unknown-superseded"]
     assert bad_shape and "should be a list" in bad_shape[0].message
     assert not [f for f in lint_pack("tau_retail") if f.code == "unknown-superseded"]
+
+
+def test_lint_warns_on_the_rule_without_examples(tmp_path):
+    pack = tmp_path / "p.yaml"
+    pack.write_text(PACK)
+    r = cli("rules", "lint", pack)
+    assert r.exit_code == 0, r.output
+    assert "no-examples [mine.never]" in one_line(r.stdout) and "[mine.fires]" not in r.stdout
+    assert "0 error(s), 1 warning(s)" in r.stderr

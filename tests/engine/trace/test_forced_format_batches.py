@@ -18,6 +18,11 @@ from trajaudit import load_many, load_path
 from trajaudit.cli import main
 from trajaudit.errors import FormatMismatchError
 
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
 HERE = Path(__file__).resolve().parents[2]
 DATA = HERE.parents[1] / "shared" / "data"  # as tests/conftest.py
 TAU = DATA / "tau_retail"
@@ -276,3 +281,9 @@ def test_a_jsonl_line_holding_several_unreadable_runs_is_one_problem(tmp_path):
     assert [(p.record, p.message) for p in res.problems] == [
         (1, f"{f}, record 1: not in the 'tau' format: object without a 'traj' list (all 3 records; the first "
             "shown) (format: tau)")]
+
+
+def test_forcing_a_format_that_does_not_fit_is_refused(tmp_path, tau_file):
+    r = invoke("audit", tau_file, "--format", "openai", "-o", tmp_path / "d.jsonl", "-q")
+    assert r.exit_code == 1 and "not in the 'openai' format" in r.output
+    assert (tmp_path / "d.jsonl").read_text() == ""

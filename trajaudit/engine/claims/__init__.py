@@ -14,7 +14,8 @@ from trajaudit.engine.claims.extract import (
     default_extractors,
     extract_mentions,
 )
-from trajaudit.engine.claims.graph import ClaimGraph, build_claim_graph
+from trajaudit.engine.claims.graph import ClaimGraph, ClaimGraphBuilder, build_claim_graph
+from trajaudit.engine.claims.ledger import Ledger, LedgerBuilder
 from trajaudit.engine.claims.model import (
     CLAIM_KINDS,
     Claim,
@@ -43,6 +44,9 @@ __all__ = [
     "ClaimConfig",
     "ClaimExtractor",
     "ClaimGraph",
+    "ClaimGraphBuilder",
+    "Ledger",
+    "LedgerBuilder",
     "Mention",
     "Propagation",
     "RegexExtractor",

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from trajaudit.engine.claims.patterns import WORD_RE, noise_spans
 from trajaudit.engine.claims.sources import Digest, Members, digest
-from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.trace.observation import observation_start
 
 _MAX_NOISE_SCAN = 200_000
@@ -110,6 +110,7 @@ class EvidenceIndex:
                  inputs: frozenset[int] = frozenset()) -> None:
         self.sources: list[Source] = []
         self.user_positions: list[int] = []
+        self.user_sources: list[int] = []  # source numbers of the user steps, ascending
         self._digests: list[Digest | None] = []  # computed on first use (_digest)
         self._collections: dict[int, list[Collection]] = {}
         self._pos: list[float] = []  # source positions (observations: step - 0.5), nondecreasing
@@ -120,30 +121,37 @@ class EvidenceIndex:
             if isinstance(prompt, str) and prompt:
                 self._add(Source(-1, f"system_prompts.{agent}", prompt, "system"))
         for step in trajectory.steps:
-            if step.index in inputs and step.content:
-                self._add(Source(step.index, f"steps.{step.index}.content", step.content, "task"),
+            self.add_step(step, step.index in inputs)
+
+    def add_step(self, step: Step, is_input: bool = False) -> None:
+        """File the evidence of the run's next step (steps are added in order; the constructor adds
+        a whole run's). ``is_input``: the step is the run's input (an opening brief), evidence of
+        kind ``task``."""
+        if is_input and step.content:
+            self._add(Source(step.index, f"steps.{step.index}.content", step.content, "task"),
+                      key=step.index - 0.5)
+            return
+        if step.is_decision:
+            spans = noise_spans(step.content[:_MAX_NOISE_SCAN])
+            if spans:  # runtime output pasted into the message is evidence (claims/noise.py)
+                kept = "".join(step.content[a:b] if i % 2 else " " * (b - a)
+                               for i, (a, b) in enumerate(_alternate(spans, len(step.content))))
+                self._add(Source(step.index, f"steps.{step.index}.content", kept, "tool"),
                           key=step.index - 0.5)
-                continue
-            if step.is_decision:
-                spans = noise_spans(step.content[:_MAX_NOISE_SCAN])
-                if spans:  # runtime output pasted into the message is evidence (claims/noise.py)
-                    kept = "".join(step.content[a:b] if i % 2 else " " * (b - a)
-                                   for i, (a, b) in enumerate(_alternate(spans, len(step.content))))
-                    self._add(Source(step.index, f"steps.{step.index}.content", kept, "tool"),
-                              key=step.index - 0.5)
-                k = observation_start(step.content)
-                if k is not None:  # an observation embedded in the agent's message (engine/trace/observation.py)
-                    # (the said part blanked, so offsets in the digest stay offsets in the content;
-                    # sorted just before the step: its own claims see it)
-                    self._add(Source(step.index, f"steps.{step.index}.content",
-                                     " " * k + step.content[k:], "tool"), key=step.index - 0.5)
-                continue
-            if not step.content:
-                continue
-            err = bool(step.tool_output and step.tool_output.is_error)
-            self._add(Source(step.index, f"steps.{step.index}.content", step.content, step.kind, err))
-            if step.kind == "user":
-                self.user_positions.append(step.index)
+            k = observation_start(step.content)
+            if k is not None:  # an observation embedded in the agent's message (engine/trace/observation.py)
+                # (the said part blanked, so offsets in the digest stay offsets in the content;
+                # sorted just before the step: its own claims see it)
+                self._add(Source(step.index, f"steps.{step.index}.content",
+                                 " " * k + step.content[k:], "tool"), key=step.index - 0.5)
+            return
+        if not step.content:
+            return
+        err = bool(step.tool_output and step.tool_output.is_error)
+        if step.kind == "user":
+            self.user_positions.append(step.index)
+            self.user_sources.append(len(self.sources))
+        self._add(Source(step.index, f"steps.{step.index}.content", step.content, step.kind, err))
 
     # -- building ---------------------------------------------------------------------------------
     def _add(self, src: Source, key: float | None = None) -> None:
@@ -235,15 +243,17 @@ class EvidenceIndex:
     def latest_collections(self, before: int) -> list[Collection]:
         """Collections of the latest tool output before ``before`` that has any ("the latest evidence")."""
         for sid in self._before(before):  # (one source per step position; task and prompts have none)
-            d = self._digest(sid)
-            if d.collections:
-                got = self._collections.get(sid)
-                if got is None:
-                    src = self.sources[sid]
-                    got = self._collections[sid] = [Collection(src.pos, src.address + suffix, key, size, members)
-                                                    for suffix, key, size, members in d.collections]
-                return got
+            if self._digest(sid).collections:
+                return self._collections_of(sid)
         return []
+
+    def _collections_of(self, sid: int) -> list[Collection]:
+        got = self._collections.get(sid)
+        if got is None:
+            src = self.sources[sid]
+            got = self._collections[sid] = [Collection(src.pos, src.address + suffix, key, size, members)
+                                            for suffix, key, size, members in self._digest(sid).collections]
+        return got
 
     def numbers_near(self, before: int, sources: int = 3, limit: int = 60) -> list[tuple[float, Hit]]:
         """Distinct numbers of the last ``sources`` evidence sources before ``before`` (for derivations;
@@ -262,3 +272,140 @@ class EvidenceIndex:
                 break
         return list(out.items())
 
+
+
+class _RunHead(NamedTuple):
+    task: str
+    system_prompts: dict[str, str]
+    steps: tuple[Step, ...] = ()
+
+
+class GrowingEvidenceIndex(EvidenceIndex):
+    """An :class:`EvidenceIndex` that grows step by step (:meth:`add_step`), for the incremental
+    ledger (:class:`~trajaudit.engine.claims.ledger.LedgerBuilder`): same sources, same source
+    numbers, same answers as the batch index of the run so far, at a cost per query that does not
+    grow with the run.
+
+    The batch index scans the digests of the sources a claim may see, latest first (a miss reads
+    every earlier source: fine once per run, not once per added step). This one digests each source
+    when it is filed and keeps postings (source numbers, ascending) per value, word and JSON object,
+    the sources with collections and the user sources' values and words; a query bisects the
+    postings at the position it may see. (``phrase`` walks the postings of the phrase's rarest
+    word, latest first, until a source holds the whole phrase.)
+
+    Args:
+        task, system_prompts: the run's task and per-agent prompts (position -1 evidence).
+        max_json_chars: as :class:`EvidenceIndex`.
+    """
+
+    def __init__(self, task: str, system_prompts: dict[str, str], max_json_chars: int = 2_000_000) -> None:
+        self._vals: dict[str, list[int]] = {}
+        self._words: dict[str, list[int]] = {}
+        self._objs: dict[str, list[int]] = {}
+        self._colls: list[int] = []
+        self._uvals: dict[str, list[int]] = {}
+        self._uwords: dict[str, list[int]] = {}
+        super().__init__(_RunHead(task, system_prompts), max_json_chars)  # type: ignore[arg-type]
+
+    def _add(self, src: Source, key: float | None = None) -> None:
+        sid = len(self.sources)
+        super()._add(src, key)
+        d = self._digest(sid)
+        for table, keys in ((self._vals, d.values), (self._words, d.words), (self._objs, d.facts)):
+            for k in keys:
+                got = table.get(k)
+                if got is None:
+                    table[k] = [sid]
+                else:
+                    got.append(sid)
+        if d.collections:
+            self._colls.append(sid)
+        if src.kind == "user":
+            for table, keys in ((self._uvals, d.values), (self._uwords, d.words)):
+                for k in keys:
+                    table.setdefault(k, []).append(sid)
+
+    def _seen(self, before: int) -> int:
+        """The number of sources at a position < ``before`` (they are source numbers 0..n-1)."""
+        return bisect_left(self._pos, before)
+
+    @staticmethod
+    def _last(sids: list[int] | None, n: int) -> int | None:
+        """The largest source number < ``n`` in the postings ``sids``."""
+        if not sids:
+            return None
+        k = bisect_left(sids, n) - 1
+        return sids[k] if k >= 0 else None
+
+    def latest(self, key: str, before: int) -> Hit | None:
+        """As :meth:`EvidenceIndex.latest` (postings lookup)."""
+        n = self._seen(before)
+        sid = self._last(self._vals.get(key), n)
+        if sid is not None:
+            return self._hit(sid, key)
+        sid = self._last(self._words.get(key), n)
+        if sid is not None:
+            src = self.sources[sid]
+            return Hit(sid, src.pos, src.address)
+        return None
+
+    def after(self, key: str, pos: int, kinds: tuple[str, ...] = ("user",)) -> Hit | None:
+        """As :meth:`EvidenceIndex.after` (postings of the user sources for ``kinds=("user",)``)."""
+        if kinds != ("user",):
+            return super().after(key, pos, kinds)
+        n = bisect_right(self._pos, pos)
+        for table, exact in ((self._uvals, True), (self._uwords, False)):
+            sids = table.get(key)
+            if sids:
+                k = bisect_left(sids, n)
+                if k < len(sids):
+                    sid = sids[k]
+                    if exact:
+                        return self._hit(sid, key)
+                    src = self.sources[sid]
+                    return Hit(sid, src.pos, src.address)
+        return None
+
+    def phrase(self, phrase: str, before: int) -> tuple[Hit | None, Hit | None]:
+        """As :meth:`EvidenceIndex.phrase` (candidates: the postings of the phrase's rarest word)."""
+        toks = set(WORD_RE.findall(phrase.casefold()))
+        if not toks:
+            return None, None
+        postings = [self._words.get(t) for t in toks]
+        if not all(postings):
+            return None, None
+        rarest = min(postings, key=len)  # type: ignore[arg-type]
+        partial = None
+        for k in range(bisect_left(rarest, self._seen(before)) - 1, -1, -1):  # type: ignore[arg-type]
+            sid = rarest[k]  # type: ignore[index]
+            if not toks.issubset(self._digest(sid).words):
+                continue
+            src = self.sources[sid]
+            hit = Hit(sid, src.pos, src.address)
+            if phrase in self.normalized(sid):
+                return hit, partial or hit
+            partial = partial or hit
+        return None, partial
+
+    def fact(self, obj: str, attr: str, before: int) -> tuple[int, str, Any] | None:
+        """As :meth:`EvidenceIndex.fact` (postings per object)."""
+        sids = self._objs.get(obj)
+        if not sids:
+            return None
+        for k in range(bisect_left(sids, self._seen(before)) - 1, -1, -1):
+            sid = sids[k]
+            got = self._digest(sid).facts[obj]
+            if attr in got:
+                path, key, raw = got[attr]
+                src = self.sources[sid]
+                return src.pos, f"{src.address}{path}.{key}", raw
+        return None
+
+    def has_object(self, obj: str, before: int) -> bool:
+        """As :meth:`EvidenceIndex.has_object`."""
+        return self._last(self._objs.get(obj), self._seen(before)) is not None
+
+    def latest_collections(self, before: int) -> list[Collection]:
+        """As :meth:`EvidenceIndex.latest_collections`."""
+        sid = self._last(self._colls, self._seen(before))
+        return [] if sid is None else self._collections_of(sid)

@@ -495,29 +495,39 @@ def extract_mentions(trajectory: Trajectory, config: m.ClaimConfig,
     extractors = extractors if extractors is not None else [RegexExtractor()]
     out: dict[int, list[m.Mention]] = {}
     incomplete: list[str] = []
-    cap = config.max_claims_per_step
     for step in trajectory.steps:
         if not step.is_decision or step.index in skip:
             continue
-        if len(step.content) > config.max_text_chars:
-            incomplete.append(f"steps.{step.index}: only the first {config.max_text_chars} of "
-                              f"{len(step.content)} characters were scanned for claims")
-        got: list[m.Mention] = []
-        seen: set[tuple[str, tuple[str, ...]]] = set()
-        for ex in extractors:
-            for mention in ex.extract(trajectory, step, config):
-                at = (mention.address, mention.key)
-                if at in seen:
-                    continue
-                seen.add(at)
-                if len(got) >= cap:
-                    incomplete.append(f"steps.{step.index}: claim cap {cap} (max_claims_per_step) reached; "
-                                      "later claims in this step were not extracted")
-                    break
-                got.append(mention)
-            else:
-                continue
-            break
+        got = step_mentions(trajectory, step, config, extractors, incomplete)
         if got:
             out[step.index] = got
     return out, incomplete
+
+
+def step_mentions(trajectory: Trajectory, step: Step, config: m.ClaimConfig, extractors: list[ClaimExtractor],
+                  incomplete: list[str]) -> list[m.Mention]:
+    """The mentions of one decision step (what :func:`extract_mentions` does per step; the
+    incremental ledger calls it as steps arrive): the extractors' mentions in order, duplicates
+    (same address and key) dropped, at most ``config.max_claims_per_step``; the notes of the limits
+    hit are appended to ``incomplete``."""
+    cap = config.max_claims_per_step
+    if len(step.content) > config.max_text_chars:
+        incomplete.append(f"steps.{step.index}: only the first {config.max_text_chars} of "
+                          f"{len(step.content)} characters were scanned for claims")
+    got: list[m.Mention] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for ex in extractors:
+        for mention in ex.extract(trajectory, step, config):
+            at = (mention.address, mention.key)
+            if at in seen:
+                continue
+            seen.add(at)
+            if len(got) >= cap:
+                incomplete.append(f"steps.{step.index}: claim cap {cap} (max_claims_per_step) reached; "
+                                  "later claims in this step were not extracted")
+                break
+            got.append(mention)
+        else:
+            continue
+        break
+    return got

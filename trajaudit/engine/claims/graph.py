@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from trajaudit.engine.claims import model as m
 from trajaudit.engine.claims.extract import ClaimExtractor
-from trajaudit.engine.claims.ledger import build_ledger
+from trajaudit.engine.claims.ledger import Ledger, LedgerBuilder, build_ledger
 from trajaudit.engine.claims.propagate import propagate
 from trajaudit.engine.claims.records import claim_records
-from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.validation_log import Record
 
 if TYPE_CHECKING:
@@ -160,13 +160,49 @@ def build_claim_graph(trajectory: Trajectory, config: m.ClaimConfig | Any | None
         a :class:`ClaimGraph`. Never raises on trace content (odd text yields fewer claims); limits
         hit are listed in ``ClaimGraph.incomplete``. Time is linear in the run's size.
     """
+    cfg = claim_config(config)
+    return graph_of(trajectory, build_ledger(trajectory, cfg, extractors), cfg)
+
+
+def claim_config(config: m.ClaimConfig | Any | None) -> m.ClaimConfig:
+    """A :class:`ClaimConfig` from a ``ClaimConfig``, an ``AuditConfig`` (its ``max_claims_per_step``)
+    or ``None`` (defaults)."""
     if config is None:
-        cfg = m.ClaimConfig()
-    elif isinstance(config, m.ClaimConfig):
-        cfg = config
-    else:
-        cfg = m.ClaimConfig.from_audit(config)
-    led = build_ledger(trajectory, cfg, extractors)
+        return m.ClaimConfig()
+    if isinstance(config, m.ClaimConfig):
+        return config
+    return m.ClaimConfig.from_audit(config)
+
+
+def graph_of(trajectory: Trajectory, led: Ledger, config: m.ClaimConfig) -> ClaimGraph:
+    """The :class:`ClaimGraph` of ``trajectory`` from its ledger ``led``."""
     return ClaimGraph(trajectory=trajectory, claims=led.claims,
                       final_step=led.final_step, brief_step=led.brief_step, write_steps=tuple(sorted(led.write_steps)),
-                      incomplete=list(led.incomplete), config=cfg)
+                      incomplete=list(led.incomplete), config=config)
+
+
+class ClaimGraphBuilder:
+    """:func:`build_claim_graph` one step at a time (the incremental ledger,
+    :class:`~trajaudit.engine.claims.ledger.LedgerBuilder`): ``add(step)`` per step (cost independent
+    of the run's length), ``finish(trajectory)`` the :class:`ClaimGraph` of the run so far — equal to
+    ``build_claim_graph(trajectory, config)`` (ledger, propagation, records, ``to_dict``); it leaves
+    the builder unchanged, so a monitor can ask for the graph of every prefix and go on.
+
+    Args:
+        config, extractors: as :func:`build_claim_graph`.
+        task: the run's task (``None``: the first user step's text, as ``Monitor`` takes it).
+        system_prompts: the run's per-agent prompts.
+    """
+
+    def __init__(self, config: m.ClaimConfig | Any | None = None, extractors: list[ClaimExtractor] | None = None, *,
+                 task: str | None = None, system_prompts: dict[str, str] | None = None) -> None:
+        self.config = claim_config(config)
+        self.ledger = LedgerBuilder(self.config, extractors, task=task, system_prompts=system_prompts)
+
+    def add(self, step: Step) -> None:
+        """Take the run's next step (``LedgerBuilder.add``)."""
+        self.ledger.add(step)
+
+    def finish(self, trajectory: Trajectory) -> ClaimGraph:
+        """The claim graph of the run so far (``trajectory``: its steps are the ones added)."""
+        return graph_of(trajectory, self.ledger.finish(trajectory), self.config)

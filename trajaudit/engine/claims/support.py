@@ -83,6 +83,19 @@ class SupportSeeker:
 
     def assess(self, mention: m.Mention, step_mentions: list[m.Mention]) -> Assessment:
         """Support of ``mention`` (introduced at ``mention.step``); ``step_mentions`` are its step's others."""
+        return self.confirm(mention, self.assess_unconfirmed(mention, step_mentions))
+
+    def confirm(self, mention: m.Mention, got: Assessment) -> Assessment:
+        """Step 3 of the module docstring: a MISSING or WEAK value (not the final answer) that a later
+        user turn restates or affirms. Reads the user turns after the mention (the incremental
+        ledger applies it when the run ends)."""
+        if got.status in (m.Support.MISSING, m.Support.WEAK) and mention.kind != m.KIND_FINAL:
+            return self._confirmed(mention, got)
+        return got
+
+    def assess_unconfirmed(self, mention: m.Mention, step_mentions: list[m.Mention]) -> Assessment:
+        """Steps 1 and 2 of the module docstring (:meth:`assess` without :meth:`confirm`): reads the
+        evidence before the mention, and for a URL or path the tool output of its own step."""
         before = mention.step
         if mention.kind == m.KIND_COUNT:
             got = self._count(mention, before)
@@ -94,9 +107,12 @@ class SupportSeeker:
             got = Assessment(m.Support.WEAK, note="final answer: judged by the claims it contains")
         else:
             got = self._value(mention, before, step_mentions)
-        if got.status in (m.Support.MISSING, m.Support.WEAK) and mention.kind != m.KIND_FINAL:
-            got = self._confirmed(mention, got)
         return got
+
+    def _back(self, before: int) -> Any:
+        """The steps before ``before``, latest first (indexes: no copy of the prefix per claim)."""
+        steps = self.t.steps
+        return (steps[i] for i in range(before - 1, -1, -1))
 
     # -- slots ------------------------------------------------------------------------------------
     def _count(self, mn: m.Mention, before: int) -> Assessment:
@@ -166,14 +182,14 @@ class SupportSeeker:
             return self._status(dataclasses.replace(mn, slot=("status", subject)), before)
         outputs = []
         conversational = bool(self.ix.user_positions) and self.ix.user_positions[0] < before
-        for step in reversed(self.t.steps[:before]):
+        for step in self._back(before):
             if step.kind == "user" or (not conversational and step.is_decision and not step.tool_calls):
                 break
             if step.kind == "tool":
                 outputs.append(step)
         where = "the user's last message" if conversational else "the previous message"
         if not outputs:
-            earlier = next((s for s in reversed(self.t.steps[:before]) if s.kind == "tool"
+            earlier = next((s for s in self._back(before) if s.kind == "tool"
                             and not (s.tool_output and s.tool_output.is_error)), None)
             if earlier is not None:
                 return Assessment(m.Support.WEAK, f"steps.{earlier.index}.content", None,
@@ -197,7 +213,8 @@ class SupportSeeker:
         produced confirms it (WEAK: it exists) or refutes it (CONFLICTING: not found); ``None`` when
         the step produced no output."""
         start = mn.step if at is None else at
-        for step in self.t.steps[start + 1:]:
+        steps = self.t.steps
+        for step in (steps[i] for i in range(start + 1, len(steps))):  # (no copy of the rest of the run)
             if step.is_decision or step.kind == "user":
                 return None
             if step.kind != "tool":
@@ -229,8 +246,11 @@ class SupportSeeker:
                 if got is not None:
                     return got
             if mn.kind == m.KIND_ARGUMENT and len(mn.value) >= 4:
-                for sid, src in enumerate(self.ix.sources):
-                    if src.kind == "user" and src.pos < before and mn.value in self.ix.normalized(sid):
+                for sid in self.ix.user_sources:  # (ascending positions)
+                    src = self.ix.sources[sid]
+                    if src.pos >= before:
+                        break
+                    if mn.value in self.ix.normalized(sid):
                         return Assessment(m.Support.WEAK, src.address, mn.value,
                                           "contained in a value the user gave (e.g. a name inside an email)")
             if mn.kind == m.KIND_ARGUMENT and _SHORT_CODE.fullmatch(mn.text):
@@ -302,7 +322,8 @@ class SupportSeeker:
         if hit is not None:
             return Assessment(m.Support.DIRECT, hit.address, mn.value, f"confirmed by the user at steps.{hit.pos}")
         if got.status is m.Support.MISSING and not mn.in_call:
-            nxt = next((p for p in self.ix.user_positions if p > mn.step), None)
+            k = bisect_right(self.ix.user_positions, mn.step)
+            nxt = self.ix.user_positions[k] if k < len(self.ix.user_positions) else None
             if nxt is not None and not any(s.is_decision and s.content.strip() for s in self.t.steps[mn.step + 1:nxt]):
                 if _AFFIRM.match(self.t.steps[nxt].content or ""):
                     return Assessment(m.Support.WEAK, f"steps.{nxt}.content", None, "affirmed by the user's reply")

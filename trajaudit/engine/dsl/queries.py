@@ -154,6 +154,8 @@ class QuantPlan:
         key = (self.key, tag, id(universe))
         hit = cache.get(key)
         if hit is not None:
+            if env.tc.lazy:
+                self._grow(env, universe, hit, pred)
             return hit
         env.tc.charge(len(universe))  # what computing it costs this rule, whoever computed it first
         if self.share is not None:  # an equal filter of another rule already ran on this run
@@ -161,6 +163,8 @@ class QuantPlan:
             hit = cache.get(skey)
             if hit is not None:
                 cache[key] = hit
+                if env.tc.lazy:
+                    self._grow(env, universe, hit, pred)
                 return hit
         scratch = Env(env.tc, env.k)
         matches: list[int] = []
@@ -175,9 +179,35 @@ class QuantPlan:
                 errors[i] = str(e)
         out = (matches, sorted(errors), errors)
         cache[key] = out
+        if env.tc.lazy:  # the run may grow (a monitor's LiveContext): remember how far it is filed
+            cache[("upto", id(matches))] = len(universe)
         if self.share is not None:
             cache[("shared", self.share, tag, id(universe))] = out
         return out
+
+    def _grow(self, env: Env, universe: list[Any], hit: tuple[list[int], list[int], dict], pred: Fn) -> None:
+        """A run that grows one step at a time (``tc.lazy``; a monitor's
+        :class:`~trajaudit.engine.dsl.live.LiveContext` appends to the universe in place): file into
+        ``hit`` the elements added since it was computed, charged to the current rule."""
+        cache = env.tc.cache
+        ukey = ("upto", id(hit[0]))
+        done = cache.get(ukey, len(universe))
+        n = len(universe)
+        if done >= n:
+            return
+        env.tc.charge(n - done)
+        matches, err_pos, errors = hit
+        scratch = Env(env.tc, env.k)
+        for i in range(done, n):
+            scratch.vars[self.var] = universe[i]
+            try:
+                if pred(scratch):
+                    matches.append(i)
+            except EvalError as e:
+                matches.append(i)
+                err_pos.append(i)
+                errors[i] = str(e)
+        cache[ukey] = n
 
     @staticmethod
     def _raise_if_error_in(err_pos: list[int], errors: dict[int, str], lo: int, hi: int) -> None:

@@ -11,7 +11,7 @@ import gc
 import time
 from typing import Any
 
-from trajaudit.engine.claims import build_claim_graph
+from trajaudit.engine.claims import ClaimGraph, build_claim_graph
 from trajaudit.engine.claims import clear_caches as clear_claims
 from trajaudit.engine.dsl import parser as rule_parser
 from trajaudit.engine.dsl.regex import prefilter as regex_prefilter
@@ -24,7 +24,7 @@ from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation.stepper import evaluate_run
 from trajaudit.engine.validation_log import ValidationLog
 
-__all__ = ["clear_caches", "evaluate_rules", "gather", "rules_for"]
+__all__ = ["clear_caches", "evaluate_rules", "gather", "rules_for", "select_rules"]
 
 
 def clear_caches(packs: bool = True) -> None:
@@ -48,11 +48,18 @@ def rules_for(trajectory: Trajectory, context: AuditContext) -> tuple[list[Any],
     """The compiled rules applied to ``trajectory``: the context's rules, then those of the domain
     packs its tools select (compiled on first use). Returns ``(rules, applied domain pack names)``."""
     called = {name for s in trajectory.steps for name in s.tool_names}
-    packs = context.domain_packs
     policy = ""
-    if any(dp.policy for dp in packs):
+    if any(dp.policy for dp in context.domain_packs):
         policy = "\n".join([trajectory.task, *(p for p in trajectory.system_prompts.values() if isinstance(p, str)),
                             *(s.content for s in trajectory.steps if s.kind == "system")])
+    return select_rules(context, called, policy)
+
+
+def select_rules(context: AuditContext, called: set[str], policy: str = "") -> tuple[list[Any], list[str]]:
+    """:func:`rules_for` from what it reads of the run: the tool names it ``called`` and its
+    ``policy`` text (task, system prompts, system steps, joined by newlines; read only when a domain
+    pack declares ``applies_to_policy``). A runtime monitor keeps both as the run grows."""
+    packs = context.domain_packs
     domains = [dp for dp in packs if dp.applies(called, policy)]
     if not domains:
         return list(context.rules), []
@@ -71,8 +78,11 @@ def evaluate_rules(trajectory: Trajectory, rules: list[Any], context: AuditConte
     return evaluate_run(trajectory, rules, config=context.config, tools=context.tools)
 
 
-def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
+def gather(trajectory: Trajectory, context: AuditContext, claims: ClaimGraph | None = None) -> EvidenceBundle:
     """Compute the evidence for ``trajectory`` (the pipeline calls it once per run).
+
+    ``claims``: the run's claim graph when the caller has it already (``Monitor`` builds it step by
+    step: ``ClaimGraphBuilder.finish``); by default it is built here (``build_claim_graph``).
 
     The cyclic garbage collector is paused meanwhile (and restored after): the run's log, claim
     graph and caches grow until it ends, and every collection during it re-traversed them — quadratic
@@ -81,18 +91,18 @@ def gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
     was = gc.isenabled()
     gc.disable()
     try:
-        return _gather(trajectory, context)
+        return _gather(trajectory, context, claims)
     finally:
         if was:
             gc.enable()
 
 
-def _gather(trajectory: Trajectory, context: AuditContext) -> EvidenceBundle:
+def _gather(trajectory: Trajectory, context: AuditContext, claims: ClaimGraph | None = None) -> EvidenceBundle:
     t0 = time.process_time()
     rules, applied = rules_for(trajectory, context)
     log = evaluate_rules(trajectory, rules, context)
     t1 = time.process_time()
-    cg = build_claim_graph(trajectory, context.config)
+    cg = claims if claims is not None else build_claim_graph(trajectory, context.config)
     log.extend(cg.to_records())
     log.incomplete.extend(cg.incomplete)
     for s in trajectory.steps:  # cut content: a value past the cut can look unsupported (MISSING)

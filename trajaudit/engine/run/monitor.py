@@ -7,7 +7,7 @@ the first call of one of its tools evaluates its rules on the steps already seen
 ``close()`` settles the end-of-run rules (rules that read past the current step: ``later``,
 ``steps``, a call's ``output``, ``check:`` rules; and the claim ledger's findings) and returns their
 records. After the last message and ``close()``, ``monitor.log`` equals the batch validation log of
-the same run (``run.evidence.gather``), record for record (tests/test_monitor.py).
+the same run (``run.evidence.gather``), record for record (tests/engine/run/test_monitor.py).
 
 Messages accepted by :meth:`Monitor.add`:
 
@@ -18,28 +18,30 @@ Messages accepted by :meth:`Monitor.add`:
 - an IR :class:`~trajaudit.engine.trace.ir.Step` (its index is set to its position in the run).
 
 Rule evaluation: prefix-decidable rules (issue 22's ``stepper.prefix_decidable``) are evaluated at
-each step on the run so far; the others are deferred to ``close()``. The stepping goes through
-:class:`RuleStage`, which still evaluates the prefix with the batch evaluator (``stepper.evaluate_run``, one pass) and keeps the new
-step's records, so its cost per step grows with the run: moving it onto ``stepper.RunState``
-(``defer=True, lazy=True``) needs a rule context that grows with the run (not yet written; see
-docs/monitor.md).
+each step; the others are deferred to ``close()``. :class:`RuleStage` steps them with
+``stepper.RunState(defer=True, lazy=True)`` on a :class:`~trajaudit.engine.dsl.live.LiveContext` (the
+rule context appended step by step): an ``add()`` evaluates the rules' units at the new step only
+(quantifiers over the prefix read prefix state), so its cost does not grow with the run
+(``benchmarks/bench_monitor.txt``; a rule whose own lets aggregate the whole prefix still costs what it reads).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from trajaudit.api_args import check_tools
-from trajaudit.engine.claims import build_claim_graph
+from trajaudit.engine.claims import ClaimGraphBuilder
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.dsl.live import LiveContext
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.pack import check_packs
-from trajaudit.engine.run.evidence import gather, rules_for
+from trajaudit.engine.run.evidence import gather, rules_for, select_rules
 from trajaudit.engine.run.pipeline import AuditSpec, build_context, close_context
 from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.strategies.registry import default_strategies
@@ -52,7 +54,7 @@ from trajaudit.engine.trace.ir import (
     Step,
     Trajectory,
 )
-from trajaudit.engine.validation.stepper import evaluate_run, prefix_decidable
+from trajaudit.engine.validation.stepper import RunState, evaluate_run, prefix_decidable
 from trajaudit.engine.validation_log import Record, ValidationLog
 from trajaudit.errors import TraceFormatError, TrajauditError
 
@@ -84,71 +86,141 @@ def _ident(r: Record) -> str:
 class RuleStage:
     """The rules of one growing run, one step at a time (what :class:`Monitor` steps).
 
-    ``advance(trajectory)`` is called once per new step with the run so far; it returns the records
-    settled by that step. ``finish(trajectory)`` evaluates the deferred rules and returns their
-    records. Rule selection follows the batch (``evidence.rules_for``): a domain pack joins when the
-    run first calls one of its tools, and its prefix-decidable rules are then evaluated on the steps
-    already seen (their records are returned with that step).
+    A :class:`~trajaudit.engine.validation.stepper.RunState` (``defer=True, lazy=True``) on a
+    :class:`~trajaudit.engine.dsl.live.LiveContext`: ``advance(step)`` appends the step to the context
+    and evaluates the prefix-decidable rules' units at that step only (quantifiers over the prefix read
+    prefix state); the other rules' units are queued for :meth:`finish`. Rule selection follows the
+    batch (``evidence.rules_for``), kept from what it reads — the tool names called so far and the
+    policy text — so it is re-done only when a new tool name or a system step arrives: a domain pack
+    joins when the run first calls one of its tools (its rules' records on the earlier steps are
+    evaluated then and returned with that step); a rule it supersedes is withdrawn (its records
+    leave the log, see :attr:`dropped`).
+
+    Args:
+        context: the audit context (rules, domain packs, budget, tools).
+        run_id: the run's id.
+        task: the run's task (policy text); ``None``: the first user turn, as the batch adapters take it.
+        system_prompts: prompts given outside the messages (policy text).
+
+    Attributes:
+        records: the rules' records so far, in the batch log's order (by step, then rule order).
+        dropped: records withdrawn because their rule left the selection.
     """
 
-    def __init__(self, context: AuditContext) -> None:
+    def __init__(self, context: AuditContext, run_id: str = "monitored-run", *, task: str | None = None,
+                 system_prompts: dict[str, str] | None = None) -> None:
         self.context = context
-        self.decidable: list[CompiledRule] = []
-        self.deferred: list[CompiledRule] = []
-        self._ids: set[str] = set()
-        self.records: list[Record] = []
-        self.skipped = 0
-        self.incomplete: list[str] = []
+        cfg = context.config
+        self.tc = LiveContext(run_id, budget=cfg.rule_budget, tools=context.tools)
+        self.state = RunState(None, [], config=cfg, tools=context.tools, defer=True, lazy=True, context=self.tc)
         self.dropped: list[Record] = []
+        self._called: set[str] = set()
+        self._reads_policy = any(dp.policy for dp in context.domain_packs)
+        self._task = task
+        self._prompts = [p for p in (system_prompts or {}).values() if isinstance(p, str)]
+        self._system: list[str] = []
+        self._selected: tuple[str, ...] | None = None
+        self._final: list[Record] | None = None
+        self._final_skipped = 0
+        self._final_notes: list[str] = []
 
-    def _select(self, traj: Trajectory) -> list[CompiledRule]:
-        rules, _ = rules_for(traj, self.context)
-        new = [r for r in rules if r.id not in self._ids]
-        keep = {r.id for r in rules}
-        if self._ids - keep:  # a domain pack superseded a rule: its records are withdrawn
-            self.dropped += [r for r in self.records if r.rule_id not in keep]
-            self.records = [r for r in self.records if r.rule_id in keep]
-            self.decidable = [r for r in self.decidable if r.id in keep]
-            self.deferred = [r for r in self.deferred if r.id in keep]
-            self._ids &= keep
-        order = {r.id: i for i, r in enumerate(rules)}
-        for r in new:
-            (self.decidable if prefix_decidable(r) else self.deferred).append(r)
-            self._ids.add(r.id)
-        self.decidable.sort(key=lambda r: order[r.id])
-        self.deferred.sort(key=lambda r: order[r.id])
-        return new
+    @property
+    def records(self) -> list[Record]:
+        """The rules' records so far, in the batch log's order."""
+        return self._final if self._final is not None else self.state.log.records
 
-    def advance(self, traj: Trajectory, since: int | None = None) -> list[Record]:
-        """The records of the run's last step (and catch-up records of newly applicable rules);
-        ``since``: the records of every step from ``since`` on (several steps added at once)."""
-        k = len(traj.steps) - 1 if since is None else since
-        new = {r.id for r in self._select(traj)}
-        if not self.decidable:
+    @property
+    def skipped(self) -> int:
+        """Skips counted so far (as the batch log's ``skipped``)."""
+        return self._final_skipped if self._final is not None else self.state.skipped()
+
+    @property
+    def incomplete(self) -> list[str]:
+        """Budget notes so far (as the batch log's ``incomplete``)."""
+        return list(self._final_notes) if self._final is not None else self.state.notes()
+
+    def _policy(self) -> str:
+        if not self._reads_policy:
+            return ""
+        task = self._task if self._task is not None else ""
+        return "\n".join([task, *self._prompts, *self._system])
+
+    def _select(self, rules: list[CompiledRule]) -> list[Record]:
+        """Bring the stepped rules to ``rules`` (batch order): withdraw the others, add the new ones
+        (their records on the steps already advanced are returned)."""
+        ids = tuple(r.id for r in rules)
+        if ids == self._selected:
             return []
-        vlog = evaluate_run(traj, self.decidable, config=self.context.config, tools=self.context.tools)
-        out = [r for r in vlog.records if r.step >= k or (r.rule_id in new)]
-        self.records.extend(out)
-        self.skipped = vlog.skipped
-        self.incomplete = list(vlog.incomplete)
+        self._selected = ids
+        have = {st.rule.id for st in self.state.steppers}
+        keep = set(ids)
+        gone = have - keep
+        if gone:
+            self.dropped += self.state.drop_rules(gone)
+        return self.state.add_rules([r for r in rules if r.id not in have], list(ids))
+
+    def advance(self, step: Step) -> list[Record]:
+        """Append ``step`` (the run's next step) and evaluate the rules there.
+
+        Returns:
+            The records it settles: those of rules that join now (on the earlier steps), then the
+            prefix-decidable rules' records at ``step`` (rule order; a per-call rule's in call order).
+
+        Raises:
+            ValueError: ``step.index`` is not the next position.
+        """
+        self.tc.append(step)
+        reselect = self._selected is None
+        if step.tool_calls:
+            names = set(step.tool_names) - self._called
+            if names:
+                self._called |= names
+                reselect = True
+        if self._reads_policy:
+            if step.kind == "system":
+                self._system.append(step.content)
+                reselect = True
+            if step.kind == "user" and self._task is None:  # the task is the first user turn
+                self._task = step.content
+                reselect = True
+        out = self._select(select_rules(self.context, self._called, self._policy())[0]) if reselect else []
+        out += self.state.advance(step.index)
         return out
 
     def finish(self, traj: Trajectory) -> list[Record]:
-        """Evaluate the deferred rules (and any rule that joins only now) on the whole run; returns their records."""
-        new = {r.id for r in self._select(traj)}
-        todo = [r for r in self.decidable if r.id in new] + self.deferred
-        if not todo:
-            return []
-        vlog = evaluate_run(traj, todo, config=self.context.config, tools=self.context.tools)
-        self.records.extend(vlog.records)
-        self.skipped += vlog.skipped
-        self.incomplete += vlog.incomplete
-        return list(vlog.records)
+        """Settle the run: ``traj`` is the finished run (its calls never answered flagged).
 
-    def order(self, traj: Trajectory) -> dict[str, int]:
-        """Rule id -> position in the batch's rule order (records within a step follow it)."""
+        The deferred rules' queued units are evaluated on it (and any rule the whole run selects that
+        was not stepped joins now). When ``traj`` does not read as the steps were read (a flag set at
+        the end, an output named only by a later call), every rule is evaluated on ``traj`` instead
+        and the records that differ from those already handed out are returned.
+
+        Returns:
+            The records settled now.
+        """
+        if self._final is not None:
+            return []
         rules, _ = rules_for(traj, self.context)
-        return {r.id: i for i, r in enumerate(rules)}
+        if self.tc.same_as(traj):
+            out = self._select(rules)
+            given = {id(r) for r in self.state.log.records}
+            self.tc.finalize(traj)
+            vlog = self.state.finish()
+            out += [r for r in vlog.records if id(r) not in given]
+        else:
+            handed = Counter(_ident(r) for r in self.state.log.records)
+            vlog = evaluate_run(traj, rules, config=self.context.config, tools=self.context.tools)
+            out = []
+            for r in vlog.records:  # hand out only what differs from the records already given
+                i = _ident(r)
+                if handed[i] > 0:
+                    handed[i] -= 1
+                else:
+                    out.append(r)
+        self._final = list(vlog.records)
+        self._final_skipped = vlog.skipped
+        self._final_notes = list(vlog.incomplete)
+        return out
 
 
 class Monitor:
@@ -170,6 +242,14 @@ class Monitor:
         dialect: ``openai`` or ``anthropic`` (content blocks normalized by the Anthropic adapter);
             default: OpenAI until a message carries a ``tool_use``/``tool_result`` block, Anthropic
             from then on.
+        freeze_gc: after each :meth:`add`, collect the youngest generation and move what survives
+            (the step's settled state: views, indexes, records) out of the cyclic garbage
+            collector's view (``gc.collect(0)``, ``gc.freeze()``; O(new objects)); :meth:`close`
+            undoes it (``gc.unfreeze()``). A long-lived monitor's state otherwise grows the heap that
+            every full collection re-traverses: one pause of ~0.5 s at step 5,000 of a long run
+            (``benchmarks/bench_monitor.txt``). Process-wide: whatever else is alive is frozen too,
+            and cycles that become garbage meanwhile are freed only after ``close()``; off by default
+            (``watch`` and ``guard`` turn it on).
 
     Attributes:
         log: the :class:`ValidationLog` so far (records of settled verdicts, by step).
@@ -184,7 +264,7 @@ class Monitor:
                  task: str | None = None, system_prompts: dict[str, str] | None = None,
                  options: LoadOptions | None = None, alarm_threshold: float = 0.6,
                  context: AuditContext | None = None, source: Source | None = None,
-                 dialect: str | None = None) -> None:
+                 dialect: str | None = None, freeze_gc: bool = False) -> None:
         self._own_context = context is None
         if context is None:
             packs, tool_arg = check_packs("Monitor", rules), check_tools("Monitor", tools)
@@ -199,12 +279,15 @@ class Monitor:
         if dialect not in (None, "openai", "anthropic"):
             raise MonitorError(f"dialect must be openai or anthropic (or None: detected), got {dialect!r}")
         self.dialect = dialect
+        self.freeze_gc = freeze_gc
+        self._frozen = False
         self.steps: list[Step] = []
         self.alarm: int | None = None
         self.closed = False
-        self._rules = RuleStage(context)
+        self._rules = RuleStage(context, self.run_id, task=task, system_prompts=self.system_prompts)
+        # the claim ledger, updated per added step (close() and diagnosis() finish it, not rebuild it)
+        self._ledger = ClaimGraphBuilder(context.config, task=task, system_prompts=self.system_prompts)
         self._calls: set[str] = set()
-        self._answered: set[str] = set()
         self._claims: list[Record] = []
         self._claim_incomplete: list[str] = []
         self._diag: tuple[int, Diagnosis] | None = None
@@ -232,6 +315,7 @@ class Monitor:
             except TraceFormatError as e:
                 raise MonitorError(f"message {k}: {e}") from None
         out = []
+        calls: set[str] = set()  # ids of this message's calls (committed once every step is read)
         for j, msg in enumerate(msgs):
             note = notes[j] if notes is not None else None
             try:
@@ -239,17 +323,16 @@ class Monitor:
             except TraceFormatError as e:
                 raise MonitorError(f"message {k}: {e}") from None
             flags = [f for f in step.flags if f not in (FLAG_ORPHAN_TOOL_OUTPUT, FLAG_UNANSWERED_CALL)]  # set by the run
-            if step.tool_output is not None and step.tool_output.call_id is not None \
-                    and step.tool_output.call_id not in self._calls:
+            cid = step.tool_output.call_id if step.tool_output is not None else None
+            if cid is not None and cid not in self._calls and cid not in calls:
                 flags.append(FLAG_ORPHAN_TOOL_OUTPUT)
             meta = dict(step.metadata)
             if note is not None:
                 flags += [f for f in note.flags if f not in flags]
                 meta.update(note.metadata)
             out.append(dataclasses.replace(step, index=k + j, flags=tuple(flags), metadata=meta))
-            for c in step.tool_calls:
-                if c.id:
-                    self._calls.add(c.id)
+            calls.update(c.id for c in step.tool_calls if c.id)
+        self._calls |= calls
         return out
 
     def _classify(self, msg: dict[str, Any], i: int) -> Any:
@@ -289,17 +372,30 @@ class Monitor:
         """
         if self.closed:
             raise MonitorError("add() after close(): the run is finished")
-        new_steps = self._steps_of(message_or_step)
         out: list[Record] = []
-        for s in new_steps:
+        for s in self._steps_of(message_or_step):
             self.steps.append(s)
-            out += self._rules.advance(self.trajectory())
+            self._ledger.add(s)
+            out += self._rules.advance(s)
         self._sync()
+        if self.freeze_gc:
+            self._freeze()
         return out
+
+    def _freeze(self) -> None:
+        if gc.isenabled():
+            gc.collect(0)
+            gc.freeze()
+            self._frozen = True
+
+    def _unfreeze(self) -> None:
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
 
     def add_history(self, messages: Iterable[Any]) -> list[Record]:
         """Take several messages at once (a conversation's known prefix, e.g. a proxied request's
-        messages): the records they settle, evaluated in one pass instead of one per message.
+        messages): every message is read first, then the steps are evaluated one by one.
 
         Raises:
             MonitorError: a message cannot be read (the monitor's state is unchanged).
@@ -318,10 +414,13 @@ class Monitor:
             del self.steps[k0:]
             self._calls = calls
             raise
-        if not new:
-            return []
-        out = self._rules.advance(self.trajectory(), since=k0)
+        out: list[Record] = []
+        for s in new:
+            self._ledger.add(s)
+            out += self._rules.advance(s)
         self._sync()
+        if self.freeze_gc:
+            self._freeze()
         return out
 
     def extend(self, items: Iterable[Any]) -> list[Record]:
@@ -340,28 +439,13 @@ class Monitor:
         if self.closed:
             return []
         self.closed = True
+        self._unfreeze()
         if not self.steps:
             return []
         traj = self.trajectory(final=True)
-        unanswered = any(FLAG_UNANSWERED_CALL in s.flags for s in traj.steps) and \
-            any(FLAG_UNANSWERED_CALL not in s.flags for s in self.steps)
-        if unanswered:  # a rule may read the flag: re-settle the prefix rules on the flagged run
-            given = Counter(_ident(r) for r in self._rules.records)
-            self._rules = RuleStage(self.context)
-            self.steps = list(traj.steps)
-            for k in range(len(traj.steps)):
-                self._rules.advance(dataclasses.replace(traj, steps=traj.steps[:k + 1]))
-            out = []
-            for r in self._rules.records:  # hand out only what differs from the records already given
-                i = _ident(r)
-                if given[i] > 0:
-                    given[i] -= 1
-                else:
-                    out.append(r)
-            out += self._rules.finish(traj)
-        else:
-            out = self._rules.finish(traj)
-        cg = build_claim_graph(traj, self.context.config)
+        self.steps = list(traj.steps)  # calls never answered are flagged now (RuleStage.finish re-settles them)
+        out = self._rules.finish(traj)
+        cg = self._ledger.finish(traj)
         self._claims = list(cg.to_records())
         self._claim_incomplete = list(cg.incomplete)
         out += self._claims
@@ -369,22 +453,24 @@ class Monitor:
         return out
 
     def _sync(self, traj: Trajectory | None = None) -> None:
-        vlog = ValidationLog(self.run_id)
-        vlog.records = list(self._rules.records) + list(self._claims)
-        vlog.skipped = self._rules.skipped
-        vlog.incomplete = list(self._rules.incomplete) + self._claim_incomplete
-        if traj is not None:
-            for s in traj.steps:
-                if "truncated" in s.flags:
-                    vlog.incomplete.append(
-                        f"steps.{s.index} content was cut at {len(s.content):,} of "
-                        f"{s.metadata.get('original_length', 0):,} characters (LoadOptions.max_content_chars); "
-                        "claims about the cut part may be reported as unsupported")
-        order = self._rules.order(traj or self.trajectory()) if self.steps else {}
-        big = len(order)
-        vlog.records.sort(key=lambda r: (r.step, order.get(r.rule_id, big)))
+        """Bring :attr:`log` up to date: O(rules) per step (the records list is the rule stage's own,
+        already in the batch order); at the end (``traj``), the claim findings and notes as ``gather`` adds them."""
+        vlog = self.log
+        rules = self._rules
+        vlog.skipped = rules.skipped
+        if traj is None:
+            vlog.records = rules.records
+            vlog.incomplete = rules.incomplete
+            return
+        vlog.records = list(rules.records) + list(self._claims)
+        vlog.incomplete = list(rules.incomplete) + self._claim_incomplete
+        for s in traj.steps:
+            if "truncated" in s.flags:
+                vlog.incomplete.append(
+                    f"steps.{s.index} content was cut at {len(s.content):,} of "
+                    f"{s.metadata.get('original_length', 0):,} characters (LoadOptions.max_content_chars); "
+                    "claims about the cut part may be reported as unsupported")
         vlog.sort()
-        self.log = vlog
 
     # -- judgement --------------------------------------------------------------------------------------
     def diagnosis(self) -> Diagnosis | None:
@@ -397,7 +483,7 @@ class Monitor:
         traj = self.trajectory(final=self.closed)
         if not traj.decision_steps:
             return None
-        bundle = gather(traj, self.context)
+        bundle = gather(traj, self.context, claims=self._ledger.finish(traj))
         d = default_strategies().get("offline").diagnose(traj, bundle, self.context)
         d = dataclasses.replace(d, metadata={**d.metadata, "basis": diagnosis_basis(d)})
         self._diag = (n, d)
@@ -416,6 +502,7 @@ class Monitor:
 
     def release(self) -> None:
         """Release the context the monitor built (an LLM client's pool)."""
+        self._unfreeze()
         if self._own_context:
             close_context(self.context)
 

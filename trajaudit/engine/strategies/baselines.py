@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from pathlib import PurePath
 
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.strategies.base import INCONCLUSIVE
@@ -53,7 +54,8 @@ class LastDecisionStep:
 
 
 class RandomDecisionStep:
-    """Baseline: a uniformly random decision step, seeded by (seed, trajectory id) — reproducible."""
+    """Baseline: a uniformly random decision step, seeded by (seed, trajectory id, file name, record) —
+    reproducible, and the same wherever the data file is checked out."""
 
     name = "random"
     description = "baseline: a random decision step (seeded; reproducible per trajectory)"
@@ -64,7 +66,9 @@ class RandomDecisionStep:
         ds = trajectory.decision_steps
         if not ds:
             return baseline_diagnosis(trajectory, None, self.name, context.config.taxonomy, "no decision step")
-        key = f"{context.config.seed}:{trajectory.id}:{trajectory.source.file}:{trajectory.source.record}"
+        # the file's name, not its path: the same run gives the same pick wherever the data is checked out
+        name = PurePath(trajectory.source.file).name if trajectory.source.file else ""
+        key = f"{context.config.seed}:{trajectory.id}:{name}:{trajectory.source.record}"
         rng = random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
         pick = rng.choice(ds).index
         return baseline_diagnosis(trajectory, pick, self.name, context.config.taxonomy,

@@ -31,8 +31,11 @@ API (what a runtime monitor builds on)::
 - The per-run context is a :class:`~trajaudit.engine.rule_runtime.TrajContext`; with ``lazy=True``
   the prefix state of quantifiers is extended only up to the steps queried (O(1) amortized per
   step), instead of being computed over the whole run on first use (the batch's exact budget
-  accounting). A monitor that receives steps one at a time supplies a context that grows; the
-  stepping, prefix state and records here do not look past the step being advanced.
+  accounting). A monitor that receives steps one at a time passes ``context=`` a
+  :class:`~trajaudit.engine.dsl.live.LiveContext` and appends each step to it before
+  :meth:`RunState.advance`; the stepping, prefix state and records here do not look past the step
+  being advanced. Rules can join a run already advanced (:meth:`RunState.add_rules`: their units at
+  the earlier steps are evaluated then) and leave it (:meth:`RunState.drop_rules`).
 """
 
 from __future__ import annotations
@@ -204,6 +207,9 @@ class RunState:
         trajectory: the run (its steps up to the last one advanced must be present).
         rules: compiled rules, in the order their records are written within a step.
         oracle, config, tools: as :func:`~trajaudit.engine.rule_eval.evaluate`.
+        context: a rule context that grows with the run (a
+            :class:`~trajaudit.engine.dsl.live.LiveContext`; ``trajectory`` is then ignored and
+            ``lazy`` must be true): the caller appends each step before advancing it.
         defer: queue the units of rules that are not :func:`prefix_decidable` until :meth:`finish`
             (a monitor); default ``False`` (a complete run: every unit at its own step).
         lazy: extend quantifier prefix state only as far as queried (a growing run); default ``False``.
@@ -214,16 +220,25 @@ class RunState:
         next_step: the step :meth:`advance` expects next.
     """
 
-    def __init__(self, trajectory: Trajectory, rules: list[CompiledRule], *, oracle: Any = None, config: Any = None,
-                 tools: list[dict[str, Any]] | None = None, defer: bool = False, lazy: bool = False) -> None:
+    def __init__(self, trajectory: Trajectory | None, rules: list[CompiledRule], *, oracle: Any = None,
+                 config: Any = None, tools: list[dict[str, Any]] | None = None, defer: bool = False,
+                 lazy: bool = False, context: TrajContext | None = None) -> None:
         cfg = config or AuditConfig()
         self.config = cfg
-        self.tc = TrajContext(trajectory, budget=cfg.rule_budget, oracle=oracle, tools=tools)
+        if context is None:
+            if trajectory is None:
+                raise ValueError("RunState needs a trajectory or a context")
+            context = TrajContext(trajectory, budget=cfg.rule_budget, oracle=oracle, tools=tools)
+        elif not lazy:
+            raise ValueError("RunState(context=...) steps a run that grows: it needs lazy=True")
+        self.tc = context
         self.tc.lazy = lazy
-        self.log = ValidationLog(trajectory.id)
+        self.defer = defer
+        self.log = ValidationLog(context.traj.id)
         self.steppers = [Stepper(r, defer and not prefix_decidable(r)) for r in rules]
         self.next_step = 0
         self.finished = False
+        self._joined = False  # rules joined mid-run (add_rules): their records are put in order by finish()
         # a complete run (not lazy): every rule's units are listed once from the run's index
         # (validation.rule_eval.candidates); advance() then visits at step k only the rules with units there
         self._units: list[list[tuple[int, CallView | None]]] | None = None
@@ -303,6 +318,65 @@ class RunState:
         self.next_step = k + 1
         return out
 
+    def add_rules(self, rules: list[CompiledRule], order: list[str]) -> list[Record]:
+        """Rules that join a run already advanced (a domain pack selected by the run's first call of
+        one of its tools): each new rule's units at the steps already advanced are evaluated now (or
+        queued, when deferred), in step order with the rule's own budget — what it would have done had
+        it been there from the start — and its :class:`Stepper` takes its place in ``order``.
+
+        Args:
+            rules: the joining rules (ids not yet stepped).
+            order: every stepped rule's id in the order its records are written within a step.
+
+        Returns:
+            The joining rules' records of the steps already advanced (by step, then rule order).
+
+        Raises:
+            ValueError: a rule is already stepped, ``order`` misses a stepped rule, or the run is finished.
+        """
+        have = {st.rule.id for st in self.steppers}
+        if self.finished or any(r.id in have for r in rules):
+            raise ValueError("add_rules: the run is finished or a rule is already stepped")
+        new = [Stepper(r, self.defer and not prefix_decidable(r)) for r in rules]
+        pos = {rid: i for i, rid in enumerate(order)}
+        if any(st.rule.id not in pos for st in (*self.steppers, *new)):
+            raise ValueError("add_rules: order must name every stepped rule")
+        self.steppers = sorted([*self.steppers, *new], key=lambda st: pos[st.rule.id])
+        out: list[Record] = []
+        tc = self.tc
+        for k in range(self.next_step):
+            for st in new:
+                st.advance(tc, k, out)
+        if out:
+            out.sort(key=lambda r: (r.step, pos[r.rule_id]))  # stable: a per-call rule's records keep call order
+            self.log.records.extend(out)
+            self._joined = True
+            self._order_log()
+        return out
+
+    def drop_rules(self, ids: set[str] | frozenset[str]) -> list[Record]:
+        """Stop stepping the rules ``ids`` (superseded by a domain pack, or no longer selected): their
+        records leave the log, their budget notes and skip counts are forgotten. Returns the records withdrawn."""
+        self.steppers = [st for st in self.steppers if st.rule.id not in ids]
+        gone = [r for r in self.log.records if r.rule_id in ids]
+        if gone:
+            self.log.records = [r for r in self.log.records if r.rule_id not in ids]
+        return gone
+
+    def _order_log(self) -> None:
+        """Records by step, then rule order (a per-call rule's records in call order): the batch's order."""
+        pos = {st.rule.id: i for i, st in enumerate(self.steppers)}
+        self.log.records.sort(key=lambda r: (r.step, pos[r.rule_id]))
+
+    def skipped(self) -> int:
+        """Skips counted so far (units the index excluded or that decided nothing), every stepped rule."""
+        return sum(st.skipped for st in self.steppers)
+
+    def notes(self) -> list[str]:
+        """The budget notes so far: one per rule whose budget ran out (the log's ``incomplete``)."""
+        return [f"{st.rule.id}: {st.stop_message} at step {st.stopped}; {st.left} later candidate step(s) not "
+                "evaluated" for st in self.steppers if st.stopped is not None]
+
     def finish(self) -> ValidationLog:
         """Evaluate the deferred units, write the budget notes, release the run's query caches.
 
@@ -321,14 +395,10 @@ class RunState:
                 st.run_units(tc, units, out)
                 vlog.records.extend(out)
                 late = late or bool(out)
-        if late:  # deferred records join their step in rule order (within a rule: call order, kept by the stable sort)
-            pos = {st.rule.id: i for i, st in enumerate(self.steppers)}
-            vlog.records.sort(key=lambda r: (r.step, pos[r.rule_id]))
-        for st in self.steppers:
-            vlog.skipped += st.skipped
-            if st.stopped is not None:
-                vlog.incomplete.append(f"{st.rule.id}: {st.stop_message} at step {st.stopped}; {st.left} later "
-                                       "candidate step(s) not evaluated")
+        if late or self._joined:  # deferred records join their step in rule order (within a rule: call order, kept by the stable sort)
+            self._order_log()
+        vlog.skipped += self.skipped()
+        vlog.incomplete.extend(self.notes())
         tc.release()
         vlog.sort()
         self.finished = True

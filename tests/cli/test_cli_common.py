@@ -1,0 +1,136 @@
+"""trajaudit/cli/common.py: what every command shares: skip lines naming the file and record, the
+non-UTF-8 warning once per file, outputs written whatever the trace text holds (lone surrogates)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from click.testing import CliRunner
+from conftest import ROOT
+
+from trajaudit.cli import main
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+# a legal JSON escape: json.loads gives a lone surrogate, which strict UTF-8 cannot encode
+LONE = '[{"role": "system", "content": "policy"}, {"role": "user", "content": "refund order \\ud800 now"}, ' \
+       '{"role": "assistant", "content": "Refunded 12 dollars."}]'
+
+
+def _run(*args):
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert "Traceback" not in res.output
+    return res
+
+
+EX = ROOT / "examples"
+
+
+def cli(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_skip_lines_name_the_file_and_record(tmp_path):
+    silent = [{"role": "system", "content": "You help."}, {"role": "user", "content": "hello"}]
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "run.json").write_text(json.dumps(silent))
+    multi = tmp_path / "c.jsonl"
+    multi.write_text(json.dumps({"messages": silent}) + "\n" + json.dumps({"messages": silent}) + "\n")
+    r = cli("audit", tmp_path, "-q", "-o", "-")
+    assert r.exit_code == 1
+    expected = [
+        f"skipped: {tmp_path / 'a' / 'run.json'} (run run): run has no decision steps (no agent message): "
+        "nothing to diagnose",
+        f"skipped: {tmp_path / 'b' / 'run.json'} (run run): run has no decision steps (no agent message): "
+        "nothing to diagnose",
+        f"skipped: {multi}, record 0 (run c#0): run has no decision steps (no agent message): nothing to diagnose",
+        f"skipped: {multi}, record 1 (run c#1): run has no decision steps (no agent message): nothing to diagnose",
+    ]
+    assert one_line(r.stderr) == " ".join(expected)  # rich wraps long lines at spaces
+    # the same lines with worker processes
+    r2 = cli("audit", tmp_path, "-q", "-j", "2", "-o", "-")
+    assert r2.exit_code == 1 and one_line(r2.stderr) == " ".join(expected)
+
+
+def test_non_utf8_warning_is_printed_when_the_run_is_skipped(tmp_path):
+    silent = [{"role": "system", "content": "You help."}, {"role": "user", "content": "caf\udce9?"}]
+    bad = tmp_path / "runs" / "latin1.json"
+    bad.parent.mkdir()
+    bad.write_bytes(json.dumps(silent, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+    shutil.copy(EX / "traces" / "openai_chat.json", tmp_path / "runs" / "ok.json")
+    r = cli("audit", tmp_path / "runs", "-q", "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 1
+    err = r.stderr.replace("\n", "")
+    assert err.count(f"warning: {bad} is not valid UTF-8; undecodable bytes were replaced") == 1
+    assert f"skipped: {bad} (run latin1): run has no decision steps" in err
+    # a file that is not valid UTF-8 and then fails to load says so in its skip line
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(b'{"messages": \xe9}')
+    r = cli("audit", broken, "-q", "-o", "-")
+    assert r.exit_code == 1
+    assert f"skipped: {broken}: invalid JSON at line 1 column 14: Expecting value (the file is not valid UTF-8; " \
+        "undecodable bytes were replaced)" in one_line(r.stderr)
+
+
+def test_non_utf8_trace_warns_once_per_file_without_changing_the_exit_code(tmp_path):
+    msgs = [{"role": "system", "content": "You help."}, {"role": "user", "content": "caf\udce9 order?"},
+            {"role": "assistant", "content": "Let me look."}]
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes(json.dumps(msgs, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+    good = tmp_path / "ok.json"
+    good.write_text(json.dumps(msgs[:1] + [{"role": "user", "content": "cafe"}] + msgs[2:]))
+    warning = f"warning: {bad} is not valid UTF-8; undecodable bytes were replaced"
+    for args, code in ((["show", bad], 0), (["check", bad, good, "--rules", "generic.protocol"], 0),
+                       (["audit", bad, good, "-o", tmp_path / "d.jsonl", "-q"], 0)):
+        r = cli(*args)
+        assert r.exit_code == code, (args, r.output)
+        assert r.stderr.replace("\n", "").count(warning) == 1, (args, r.stderr)
+        assert str(good) + " is not" not in r.stderr
+    assert "not valid UTF-8" not in cli("show", good).stderr
+
+
+def test_a_lone_surrogate_in_a_message_does_not_crash_any_output(tmp_path):
+    """Was: UnicodeEncodeError tracebacks ('surrogates not allowed') from convert, repair, show and
+    audit --report: every writer encoded strictly. Now the surrogate is written as the escape
+    ``\\ud800`` (in JSON the same string again)."""
+    src = tmp_path / "run.json"
+    src.write_text(LONE)
+    ir = tmp_path / "ir.json"
+    assert _run("convert", src, "-o", ir).exit_code == 0
+    assert json.loads(ir.read_text(encoding="utf-8"))["steps"][1]["content"] == "refund order \ud800 now"
+    out = tmp_path / "resumed.json"
+    res = _run("repair", src, "--template", "-o", out)
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text(encoding="utf-8"))[1]["content"] == "refund order \ud800 now"
+    for report in ("r.html", "r.md"):
+        res = _run("audit", src, "-q", "-o", tmp_path / "d.jsonl", "--report", tmp_path / report)
+        assert res.exit_code == 0, res.output
+        assert (tmp_path / report).read_bytes().decode("utf-8")  # valid UTF-8
+    res = _run("show", src)
+    assert res.exit_code == 0 and "refund order \\ud800 now" in res.output
+
+
+def test_markup_like_text_is_printed_literally(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps([{"role": "user", "content": "[/bold] hi"},
+                             {"role": "assistant", "name": "[/x]agent", "content": "[red]ok[/red]"}]))
+    r = invoke("show", p)
+    assert r.exit_code == 0 and "[red]ok[/red]" in r.output and "[/x]agent" in r.output
+    r = invoke("audit", p, "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 0 and "[/x]agent" in r.output
+
+
+def test_unwritable_output_is_an_error_not_a_traceback(tmp_path, tau_file):
+    r = invoke("audit", tau_file, "--strategy", "first", "-o", tmp_path / "no" / "such" / "d.jsonl")
+    assert r.exit_code == 2 and "does not exist; create it first" in r.output and "Traceback" not in r.output
+    r = invoke("convert", tau_file, "-o", tmp_path / "no" / "x.json")
+    assert r.exit_code == 2

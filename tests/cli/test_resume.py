@@ -1,0 +1,115 @@
+"""trajaudit/cli/outputs.py's resume journal: ``audit --resume`` after ``kill -9`` of the whole process mid-batch (issue 18, "Must show"): the
+killed run leaves a valid prefix of complete lines; resuming skips them and finishes the rest; the
+diagnoses equal an uninterrupted run's (as a set; ``--resume`` appends in completion order and tags
+each line with its options' fingerprint)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from hostile_kit import ROOT, cli, comparable, diagnoses, good_run, one_line, write_jsonl
+
+RUNS = 300
+
+
+def _canon(path):
+    return sorted(json.dumps(comparable(d), sort_keys=True) for d in diagnoses(path))
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("resume")
+    path = write_jsonl(tmp / "runs.jsonl", [json.dumps(good_run(f"r{i}", item=f"F{i}")) for i in range(RUNS)])
+    whole = tmp / "whole.jsonl"
+    assert cli("audit", path, "-q", "-o", whole).exit_code == 0
+    return path, whole
+
+
+def _start(args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "trajaudit", *map(str, args)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_kill_9_mid_batch_then_resume_gives_the_uninterrupted_diagnoses(tmp_path, batch, jobs):
+    path, whole = batch
+    out = tmp_path / "d.jsonl"
+    proc = _start(["audit", path, "-q", "--resume", "-o", out, "--jobs", jobs])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait for some diagnoses on disk, then kill the whole process group
+        if out.exists() and out.read_bytes().count(b"\n") >= 10:
+            break
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    data = out.read_bytes()
+    done = data.count(b"\n")
+    assert 10 <= done < RUNS, "the kill came after the batch ended: nothing was resumed"
+    with open(out, "ab") as f:  # what a kill in the middle of a write leaves: a torn last line
+        f.write(b'{"schema_version": 1, "trajectory_id": "r')
+    r = cli("audit", path, "-q", "--resume", "-o", out, "--jobs", jobs)
+    assert r.exit_code == 0, r.output
+    said = one_line(r.stderr)
+    assert "a torn last line (41 bytes" in said and f"{done} run(s) already diagnosed there were skipped" in said
+    assert _canon(out) == _canon(whole)
+    assert len(diagnoses(out)) == RUNS  # each run once: none diagnosed twice
+
+
+def test_resume_with_other_options_diagnoses_again(tmp_path, batch):
+    path, _ = batch
+    out = tmp_path / "d.jsonl"
+    small = write_jsonl(tmp_path / "few.jsonl", path.read_text().splitlines()[:3])
+    assert cli("audit", small, "-q", "--resume", "-o", out).exit_code == 0
+    r = cli("audit", small, "-q", "--resume", "-o", out, "-s", "first")
+    assert r.exit_code == 0 and "0 run(s) already diagnosed there were skipped" in one_line(r.stderr)
+    got = diagnoses(out)
+    assert [d["strategy"] for d in got] == ["offline"] * 3 + ["first"] * 3
+    assert len({d["metadata"]["resume_key"] for d in got}) == 2
+
+
+def test_eval_resume_scores_the_same_as_an_uninterrupted_eval(tmp_path):
+    data = ROOT / "examples" / "data" / "who_and_when"
+    plain = cli("eval", data, "--gold", data, "-s", "offline", "--format", "json")
+    assert plain.exit_code == 0, plain.output
+    pred = tmp_path / "pred.jsonl"
+    first = cli("eval", data, "--gold", data, "-s", "offline", "--format", "json", "--save-pred", pred, "--resume")
+    assert first.exit_code == 0 and first.stdout == plain.stdout
+    lines = pred.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 3
+    pred.write_bytes(lines[0] + lines[1][:30])  # killed while writing the second diagnosis
+    again = cli("eval", data, "--gold", data, "-s", "offline", "--format", "json", "--save-pred", pred, "--resume")
+    assert again.exit_code == 0, again.output
+    assert "a torn last line (30 bytes" in one_line(again.stderr) and "1 run(s) already diagnosed" in one_line(again.stderr)
+    assert again.stdout == plain.stdout and len(diagnoses(pred)) == 3
+    r = cli("eval", data, "--gold", data, "-s", "offline", "--resume")
+    assert r.exit_code == 2 and "--resume goes with --strategy and --save-pred" in one_line(r.stderr)
+
+
+# `audit --resume` on a file it did not write: lines without a resume key (a plain `audit`) and lines
+# made with other options are kept, their runs audited again, and the summary says so (a fresh-user pass
+# found the duplicates appended silently).
+
+def test_resume_warns_about_lines_it_cannot_recognise(tmp_path):
+    runs = write_jsonl(tmp_path / "runs.jsonl", [json.dumps(good_run(f"r{i}")) for i in range(3)])
+    plain = tmp_path / "plain.jsonl"
+    assert cli("audit", runs, "-q", "-o", plain).exit_code == 0
+    out = tmp_path / "out.jsonl"
+    out.write_text("".join(plain.read_text().splitlines(keepends=True)[:2]), encoding="utf-8")
+    r = cli("audit", runs, "-q", "-o", out, "--resume")
+    assert r.exit_code == 0, r.output
+    said = one_line(r.output)
+    assert "warning: 2 diagnosis line(s) without a resume key" in said and "0 run(s) already diagnosed" in said
+    assert len(out.read_text().splitlines()) == 5  # 2 kept + 3 audited
+    r = cli("audit", runs, "-q", "-o", out, "--resume", "--seed", "7")  # other options: audited again
+    assert "also holds diagnoses made with other options" in one_line(r.output)
+    r = cli("audit", runs, "-q", "-o", out, "--resume")  # the same options again: nothing to do
+    assert "3 run(s) already diagnosed there were skipped" in one_line(r.output)
+    assert "other options" in one_line(r.output) and len(out.read_text().splitlines()) == 8

@@ -1,0 +1,195 @@
+"""Monitor (issue 20): a run fed one message at a time gives, after close(), the batch validation log
+of the same run, record for record; every record is returned exactly once by add()/close(), at the
+step that settles it (prefix-decidable rules: the step itself)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trajaudit import Monitor, load_many, load_path
+from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.run.monitor import MonitorError, diagnosis_basis, prefix_decidable
+from trajaudit.engine.run.pipeline import AuditSpec, build_context
+from trajaudit.engine.validation_log import Record
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return build_context(AuditSpec())  # the default packs, as `trajaudit audit` uses them
+
+
+def _rec(r: Record) -> dict:
+    return r.to_dict()
+
+
+def _replay(t, ctx) -> tuple[Monitor, list[Record], list[int]]:
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source)
+    got: list[Record] = []
+    at: list[int] = []
+    for s in t.steps:
+        new = m.add(s)
+        got += new
+        at += [s.index] * len(new)
+    got += m.close()
+    return m, got, at
+
+
+def _check_equal(t, ctx) -> None:
+    m, got, at = _replay(t, ctx)
+    batch = gather(t, ctx).log
+    assert m.log.to_dict() == batch.to_dict(), t.id
+    # every record was handed out once; nothing handed out is missing from the final log
+    assert sorted(json.dumps(_rec(r), sort_keys=True, default=str) for r in got) == \
+        sorted(json.dumps(_rec(r), sort_keys=True, default=str) for r in batch.records)
+    # a record of a prefix-decidable rule is returned by the add() of its own step, or later (catch-up)
+    assert all(r.step <= k for r, k in zip(got, at, strict=False))
+
+
+def test_equivalence_tau(tau_runs, ctx):
+    assert len(tau_runs) == 29
+    for t in tau_runs.values():
+        _check_equal(t, ctx)
+
+
+def test_equivalence_who_and_when(ww_runs, ctx):
+    assert len(ww_runs) == 126
+    for t in ww_runs.values():
+        _check_equal(t, ctx)
+
+
+def test_equivalence_examples(ctx):
+    res = load_many([ROOT / "examples" / "traces", ROOT / "examples" / "data"])
+    assert res.trajectories
+    for t in res.trajectories:
+        _check_equal(t, ctx)
+
+
+def test_openai_messages_one_at_a_time(tau_file, ctx):
+    """Raw tau messages (OpenAI chat), not IR steps: same log as the batch on the loaded run."""
+    runs = json.loads(Path(tau_file).read_text())
+    loaded = {t.id: t for t in load_path(tau_file).trajectories}
+    for run in runs[:6]:
+        t = loaded[str(run["task_id"])]
+        m = Monitor(context=ctx, run_id=t.id, source=t.source)
+        for msg in run["traj"]:
+            m.add(msg)
+        m.close()
+        def ir(steps):  # the tau adapter keeps the dataset's own 1-based number; a live run has none
+            return [{k: v for k, v in s.to_dict().items() if k != "source_number"} for s in steps]
+        assert ir(m.trajectory(final=True).steps) == ir(t.steps)
+        assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
+def test_unanswered_call_settled_at_close(ctx):
+    m = Monitor(context=ctx)
+    m.add({"role": "user", "content": "cancel order #W1"})
+    m.add({"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "cancel_pending_order", "arguments": "{}"}}]})
+    m.add({"role": "assistant", "content": "Done, the order is cancelled."})
+    assert "unanswered_call" not in m.steps[1].flags
+    given = [r.to_dict() for r in m.log.records]
+    late = m.close()
+    assert len(given) + len(late) == len(m.log.records)  # nothing handed out twice
+    assert "unanswered_call" in m.trajectory(final=True).steps[1].flags
+    assert m.log.to_dict() == gather(m.trajectory(final=True), ctx).log.to_dict()
+
+
+def test_bad_messages_leave_state_unchanged(ctx):
+    m = Monitor(context=ctx)
+    m.add({"role": "user", "content": "hi"})
+    for bad in (42, "text", {"content": "no role"}, {"role": "assistant", "tool_calls": "x"}):
+        with pytest.raises(MonitorError, match="message 1"):
+            m.add(bad)
+    assert len(m.steps) == 1
+    m.close()
+    with pytest.raises(MonitorError, match="after close"):
+        m.add({"role": "user", "content": "again"})
+
+
+def test_diagnosis_basis_and_alarm(tau_runs, ctx):
+    t = next(iter(tau_runs.values()))
+    m = Monitor(context=ctx, run_id=t.id, task=t.task)
+    assert m.diagnosis() is None  # no decision step yet
+    bases = set()
+    for s in t.steps:
+        m.add(s)
+        d = m.diagnosis()
+        if d is not None:
+            assert d.metadata["basis"] == diagnosis_basis(d)
+            bases.add(d.metadata["basis"])
+            m.check_alarm()
+    assert bases <= {"finding", "weak", "fallback"} and bases
+    assert "fallback" in bases  # early in the run nothing is found yet
+
+
+def test_prefix_decidable_splits_default_packs(ctx):
+    kinds = {prefix_decidable(r) for r in ctx.rules}
+    assert kinds == {True, False}
+
+
+def test_anthropic_messages_one_at_a_time(ctx):
+    """Anthropic Messages (tool_use / tool_result blocks) fed one by one read as the batch adapter reads them."""
+    from trajaudit import load
+
+    msgs = [
+        {"role": "user", "content": "What is the status of order #W1?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Let me look."},
+                                          {"type": "tool_use", "id": "tu1", "name": "get_order_details",
+                                           "input": {"order_id": "#W1"}},
+                                          {"type": "tool_use", "id": "tu2", "name": "get_user_details",
+                                           "input": {"user_id": "u1"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": '{"status": "pending"}'},
+                                     {"type": "tool_result", "tool_use_id": "tu2", "content": "Error: not found",
+                                      "is_error": True}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Your order #W1 is delivered."}]},
+    ]
+    t = load({"id": "anth", "messages": msgs}, format="anthropic")
+    m = Monitor(context=ctx, run_id=t.id, source=t.source)
+    for msg in msgs:
+        m.add(msg)
+    m.close()
+
+    def ir(steps):
+        return [{k: v for k, v in s.to_dict().items() if k != "source_number"} for s in steps]
+    assert ir(m.trajectory(final=True).steps) == ir(t.steps)
+    assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
+def test_freeze_gc_moves_settled_state_out_of_the_collector(tau_runs, ctx):
+    import gc
+
+    t = next(iter(tau_runs.values()))
+    assert gc.get_freeze_count() == 0
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source,
+                freeze_gc=True)
+    try:
+        for s in t.steps[:5]:
+            m.add(s)
+        frozen = gc.get_freeze_count()
+        assert frozen > 0  # the steps, indexes and records so far
+        for s in t.steps[5:]:
+            m.add(s)
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        m.close()
+    assert gc.get_freeze_count() == 0  # close() gives everything back to the collector
+    assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
+def test_add_history_then_add_equals_batch(tau_runs, ctx):
+    """A known prefix at once (add_history, as the guard reads a request), then one message at a time."""
+    for t in list(tau_runs.values())[:5]:
+        m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source)
+        half = len(t.steps) // 2
+        got = m.add_history(t.steps[:half])
+        for s in t.steps[half:]:
+            got += m.add(s)
+        got += m.close()
+        batch = gather(t, ctx).log
+        assert m.log.to_dict() == batch.to_dict(), t.id
+        assert len(got) == len(batch.records)

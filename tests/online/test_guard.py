@@ -1,0 +1,284 @@
+"""``trajaudit guard`` end to end: the official openai client -> the guard proxy -> the scripted OpenAI
+server answering a tool call that violates a rule (issue 20)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from guard_server import GuardServer, tool_call_completion, tool_call_stream
+from llm_server import Raw, ScriptedLLMServer, Sleep, Status
+
+from trajaudit.online.guard import assemble_stream, parse_sse, run_key
+
+ROOT = Path(__file__).resolve().parents[2]
+GUARD_PACK = str(ROOT / "examples" / "rules" / "guard_policies.yaml")
+TOOLS = str(ROOT / "examples" / "tools" / "tau_retail_tools.json")
+
+#: a write before the user is identified (tau_retail.authenticate-before-write)
+UNAUTH = [{"role": "system", "content": "You are a retail agent. Authenticate the user before any change."},
+          {"role": "user", "content": "Please cancel order #W0000001, yes I confirm, no longer needed."}]
+CANCEL = ("cancel_pending_order", {"order_id": "#W0000001", "reason": "no longer needed"})
+#: a tool call after a hand-off (example.guard.no-call-after-handoff)
+HANDOFF = [{"role": "user", "content": "I want to return my order #W0000002."},
+           {"role": "assistant", "content": None, "tool_calls": [{"id": "h1", "type": "function", "function": {
+               "name": "transfer_to_human_agents", "arguments": json.dumps({"summary": "return"})}}]},
+           {"role": "tool", "tool_call_id": "h1", "name": "transfer_to_human_agents", "content": "Transfer successful"}]
+RETURN = ("return_delivered_order_items", {"order_id": "#W0000002", "item_ids": ["1"], "payment_method_id": "gc_1"})
+
+
+@pytest.fixture()
+def upstream():
+    with ScriptedLLMServer() as s:
+        yield s
+
+
+def _client(url: str, **kw) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url, api_key="test", max_retries=0, **kw)
+
+
+def test_block_non_streaming_write_before_authentication(upstream, tmp_path):
+    upstream.script(Raw(tool_call_completion(*CANCEL)))
+    with GuardServer(upstream.url, mode="block", log_path=tmp_path / "decisions.jsonl") as g:
+        r = _client(g.url).chat.completions.create(model="m", messages=UNAUTH)
+    msg = r.choices[0].message
+    assert msg.tool_calls is None
+    assert msg.content.startswith("[trajaudit guard] the proposed action was blocked")
+    assert "tau_retail.authenticate-before-write" in msg.content
+    rows = [json.loads(x) for x in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    row = next(x for x in rows if x["rule"] == "tau_retail.authenticate-before-write")
+    assert row["decision"] == "block" and row["verdict"] == "fail" and row["step"] == 2
+    assert row["run_key"] == run_key(UNAUTH) and row["evidence"]
+
+
+def test_annotate_non_streaming_passes_with_header(upstream, tmp_path):
+    upstream.script(Raw(tool_call_completion(*CANCEL)))
+    with GuardServer(upstream.url, mode="annotate", log_path=tmp_path / "d.jsonl") as g:
+        raw = _client(g.url).chat.completions.with_raw_response.create(model="m", messages=UNAUTH)
+    r = raw.parse()
+    assert r.choices[0].message.tool_calls[0].function.name == "cancel_pending_order"
+    assert raw.headers["x-trajaudit-decision"] == "annotate"
+    findings = json.loads(raw.headers["x-trajaudit-findings"])
+    assert any(f["rule"] == "tau_retail.authenticate-before-write" and f["verdict"] == "fail" for f in findings)
+
+
+def test_block_streaming_tool_call_after_handoff(upstream):
+    upstream.script(Raw(tool_call_stream(*RETURN), "text/event-stream"))
+    with GuardServer(upstream.url, mode="block", rules=(GUARD_PACK,)) as g:
+        stream = _client(g.url).chat.completions.create(model="m", messages=HANDOFF, stream=True)
+        chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert "example.guard.no-call-after-handoff" in text
+    assert not any(c.choices[0].delta.tool_calls for c in chunks if c.choices)
+
+
+def test_annotate_streaming_replays_the_tool_call(upstream):
+    upstream.script(Raw(tool_call_stream(*RETURN), "text/event-stream"))
+    with GuardServer(upstream.url, mode="annotate", rules=(GUARD_PACK,)) as g:
+        resp = httpx.post(g.url + "/chat/completions", json={"model": "m", "messages": HANDOFF, "stream": True})
+    assert resp.status_code == 200
+    chunks, done = parse_sse(resp.text)
+    assert done
+    msg = assemble_stream(chunks)["choices"][0]["message"]
+    assert msg["tool_calls"][0]["function"]["name"] == "return_delivered_order_items"
+    assert json.loads(msg["tool_calls"][0]["function"]["arguments"]) == RETURN[1]
+    assert "example.guard.no-call-after-handoff" in resp.headers["x-trajaudit-findings"]
+
+
+def test_block_with_http_status(upstream):
+    upstream.script(Raw(tool_call_completion(*CANCEL)))
+    with GuardServer(upstream.url, mode="block", block_status=403) as g:
+        with pytest.raises(openai.PermissionDeniedError) as e:
+            _client(g.url).chat.completions.create(model="m", messages=UNAUTH)
+    body = e.value.response.json()
+    assert body["error"]["type"] == "trajaudit_violation"
+    assert any(v["rule"] == "tau_retail.authenticate-before-write" for v in body["violations"])
+
+
+def test_allowed_call_passes_unchanged(upstream):
+    upstream.script(Raw(tool_call_completion("find_user_id_by_email", {"email": "a@b.c"})))
+    with GuardServer(upstream.url, mode="block") as g:
+        raw = _client(g.url).chat.completions.with_raw_response.create(model="m", messages=UNAUTH)
+    assert raw.parse().choices[0].message.tool_calls[0].function.name == "find_user_id_by_email"
+    assert raw.headers["x-trajaudit-decision"] in ("allow", "annotate")
+
+
+def test_upstream_errors_pass_through(upstream):
+    upstream.script(Status(429, "slow down", retry_after=3), Status(503, "overloaded"), Status(500))
+    with GuardServer(upstream.url) as g:
+        c = _client(g.url)
+        with pytest.raises(openai.RateLimitError) as e:
+            c.chat.completions.create(model="m", messages=UNAUTH)
+        assert e.value.response.headers["retry-after"] == "3"
+        assert e.value.body["message"] == "slow down"
+        with pytest.raises(openai.InternalServerError) as e2:
+            c.chat.completions.create(model="m", messages=UNAUTH)
+        assert e2.value.status_code == 503 and e2.value.body["message"] == "overloaded"
+        with pytest.raises(openai.InternalServerError) as e3:
+            c.chat.completions.create(model="m", messages=UNAUTH, stream=True)
+        assert e3.value.status_code == 500
+
+
+def test_timeouts(upstream):
+    upstream.script(Sleep(1.5, Raw(tool_call_completion(*CANCEL))), Sleep(1.5, Raw(tool_call_completion(*CANCEL))))
+    with GuardServer(upstream.url, timeout=0.5) as g:  # the proxy's upstream timeout: 504
+        with pytest.raises(openai.InternalServerError) as e:
+            _client(g.url).chat.completions.create(model="m", messages=UNAUTH)
+        assert e.value.status_code == 504 and "did not answer" in e.value.body["message"]
+    with GuardServer(upstream.url, timeout=30) as g:  # the client's own timeout is the client's
+        with pytest.raises(openai.APITimeoutError):
+            _client(g.url, timeout=0.5).chat.completions.create(model="m", messages=UNAUTH)
+
+
+def test_bad_input_one_request_at_a_time(upstream):
+    upstream.responder = lambda req: Raw(tool_call_completion("find_user_id_by_email", {"email": "a@b.c"}))
+    upstream.script(Raw('{"not": "a completion"}'), Raw("<html>proxy error</html>", "text/html"))
+    with GuardServer(upstream.url, tools=TOOLS) as g:
+        url = g.url + "/chat/completions"
+        r = httpx.post(url, content=b"{not json")
+        assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+        r = httpx.post(url, json={"model": "m"})
+        assert r.status_code == 400 and "'messages' list" in r.json()["error"]["message"]
+        r = httpx.post(url, json={"model": "m", "messages": [{"role": "user", "content": "hi"}, 42]})
+        assert r.status_code == 400 and "message 1" in r.json()["error"]["message"]
+        r = httpx.post(url, json={"model": "m", "messages": UNAUTH})
+        assert r.status_code == 502 and "not a chat completion" in r.json()["error"]["message"]
+        r = httpx.post(url, json={"model": "m", "messages": UNAUTH})
+        assert r.status_code == 502 and "not a chat completion" in r.json()["error"]["message"]
+        upstream.script(Raw(tool_call_completion("delete_all_users", {})))
+        r = httpx.post(url, json={"model": "m", "messages": UNAUTH})  # a tool the schemas do not declare
+        assert r.status_code == 200 and "guard.unknown-tool" in r.json()["choices"][0]["message"]["content"]
+        # still serving
+        r = _client(g.url).chat.completions.create(model="m", messages=UNAUTH)
+        assert r.choices[0].message.tool_calls, r.choices[0].message.content
+        assert r.choices[0].message.tool_calls[0].function.name == "find_user_id_by_email"
+
+
+def test_assemble_stream_joins_deltas():
+    chunks, done = parse_sse(tool_call_stream("f", {"a": 1, "b": "xyz"}))
+    assert done
+    msg = assemble_stream(chunks)["choices"][0]["message"]
+    assert msg["tool_calls"] == [{"id": "call_1", "type": "function", "function": {"name": "f",
+                                                                                   "arguments": '{"a": 1, "b": "xyz"}'}}]
+    with pytest.raises(ValueError):
+        assemble_stream([{"id": "x"}])
+
+
+def test_stop_on_alarm_blocks_without_http(tmp_path):
+    """Guard.decide with --stop-on-alarm: once the judge's estimate rests on a finding, the answer is blocked."""
+    from trajaudit.engine.run.pipeline import AuditSpec, build_context
+    from trajaudit.online.guard import Guard
+
+    g = Guard(build_context(AuditSpec()), stop_on_alarm=True, alarm_threshold=0.0, block_on="critical")
+    msg = {"role": "assistant", "content": None, "tool_calls": [{"id": "c9", "type": "function", "function": {
+        "name": CANCEL[0], "arguments": json.dumps(CANCEL[1])}}]}
+    dec = g.decide(UNAUTH, msg)
+    assert dec.alarm and dec.decision == "block"
+    assert any(f["rule"] == "guard.alarm" for f in dec.violations)
+    g2 = Guard(build_context(AuditSpec()), stop_on_alarm=False, block_on="critical")
+    assert g2.decide(UNAUTH, msg).decision == "annotate"  # error-level failure, below the critical floor
+
+
+# -- the conversation cache: a request extending a cached conversation adds only its new messages ------------
+
+#: the agent's answers, by the number of assistant messages already in the request
+AGENT = [("get_order_details", {"order_id": "#W0000001"}, "c2"),
+         ("cancel_pending_order", {"order_id": "#W0000001", "reason": "no longer needed"}, "c3"),  # before identification
+         ("find_user_id_by_email", {"email": "yusuf.rossi@example.com"}, "c1"),
+         ("get_user_details", {"user_id": "yusuf_rossi_9620"}, "c4")]
+RESULTS = {"c1": "yusuf_rossi_9620", "c2": '{"order_id": "#W0000001", "status": "pending", "items": []}',
+           "c3": '{"order_id": "#W0000001", "status": "cancelled"}', "c4": '{"user_id": "yusuf_rossi_9620"}'}
+
+
+def _agent_upstream(req):
+    turn = sum(1 for m in req["messages"] if m.get("role") == "assistant")
+    name, args, cid = AGENT[min(turn, len(AGENT) - 1)]
+    return Raw(tool_call_completion(name, args, call_id=cid))
+
+
+def _converse(url: str, start: list[dict], turns: int) -> list[tuple[str, list]]:
+    """An agent loop through the proxy: each answer (the client's model object, dumped with its null
+    fields) and the tool's result are appended to the next request. Returns (decision, findings) per request."""
+    c = _client(url)
+    messages = list(start)
+    out = []
+    for _ in range(turns):
+        raw = c.chat.completions.with_raw_response.create(model="m", messages=messages)
+        msg = raw.parse().choices[0].message
+        out.append((raw.headers["x-trajaudit-decision"], json.loads(raw.headers.get("x-trajaudit-findings", "[]"))))
+        messages.append(msg.model_dump())  # "refusal": None, "audio": None ... as an agent sends it back
+        call = msg.tool_calls[0]
+        messages.append({"role": "tool", "tool_call_id": call.id, "name": call.function.name,
+                         "content": RESULTS[call.id]})
+    return out
+
+
+START = [{"role": "system", "content": "You are a retail agent. Authenticate the user before any change."},
+         {"role": "user", "content": "Cancel my order #W0000001, my email is yusuf.rossi@example.com. Yes, I confirm."}]
+
+
+def test_cache_extends_a_conversation_with_the_same_decisions(upstream):
+    upstream.responder = _agent_upstream
+    with GuardServer(upstream.url, mode="annotate", cache_size=0) as g:
+        fresh = _converse(g.url, START, 4)
+        assert (g.guard.cache.hits, len(g.guard.cache)) == (0, 0)  # size 0: every request rebuilt
+    with GuardServer(upstream.url, mode="annotate") as g:
+        cached = _converse(g.url, START, 4)
+        assert (g.guard.cache.hits, g.guard.cache.misses) == (3, 1)  # requests 2-4 extended the cached monitor
+        assert len(g.guard.cache) == 1
+    assert cached == fresh
+    rules = {f["rule"] for _, fs in fresh for f in fs if f["verdict"] == "fail"}
+    assert "tau_retail.authenticate-before-write" in rules  # the comparison is not between empty findings
+
+
+def test_cache_diverging_prefix_rebuilds(upstream):
+    upstream.responder = _agent_upstream
+    edited = [START[0], {**START[1], "content": "Cancel order #W0000001 now."}]  # no identification, no confirmation
+    with GuardServer(upstream.url, mode="annotate", cache_size=0) as g:
+        want = _converse(g.url, edited, 3)
+    with GuardServer(upstream.url, mode="annotate") as g:
+        _converse(g.url, START, 3)
+        misses = g.guard.cache.misses
+        got = _converse(g.url, edited, 3)  # same system prompt, another user turn: not an extension
+        assert g.guard.cache.misses == misses + 1 and g.guard.cache.hits == 2 + 2
+        assert len(g.guard.cache) == 2
+    assert got == want
+
+
+def test_cache_evicted_and_expired_entries_rebuild(upstream):
+    upstream.responder = _agent_upstream
+    other = [START[0], {"role": "user", "content": "What is the status of order #W0000002?"}]
+    with GuardServer(upstream.url, mode="annotate", cache_size=0) as g:
+        want_a, want_b = _converse(g.url, START, 3), _converse(g.url, other, 3)
+    with GuardServer(upstream.url, mode="annotate", cache_size=1) as g:
+        cache = g.guard.cache
+        got_a = _converse(g.url, START, 1)
+        got_b = _converse(g.url, other, 1)  # evicts START's monitor (one entry)
+        assert len(cache) == 1 and (cache.hits, cache.misses) == (0, 2)
+        c = _client(g.url)
+        messages = list(START)
+        for i in range(3):  # START again: its monitor was evicted, so the second request rebuilds
+            raw = c.chat.completions.with_raw_response.create(model="m", messages=messages)
+            msg = raw.parse().choices[0].message
+            if i:
+                got_a.append((raw.headers["x-trajaudit-decision"],
+                              json.loads(raw.headers.get("x-trajaudit-findings", "[]"))))
+            messages += [msg.model_dump(), {"role": "tool", "tool_call_id": msg.tool_calls[0].id,
+                                            "name": msg.tool_calls[0].function.name,
+                                            "content": RESULTS[msg.tool_calls[0].id]}]
+        assert (cache.hits, cache.misses) == (2, 3)  # the first START request rebuilt, the next two extended
+    assert got_a == want_a and got_b == want_b[:1]
+    with GuardServer(upstream.url, mode="annotate", cache_idle=0.05) as g:
+        c = _client(g.url)
+        r1 = c.chat.completions.create(model="m", messages=START).choices[0].message
+        time.sleep(0.3)  # idle longer than cache_idle: expired
+        nxt = START + [r1.model_dump(), {"role": "tool", "tool_call_id": r1.tool_calls[0].id,
+                                         "name": r1.tool_calls[0].function.name, "content": RESULTS[r1.tool_calls[0].id]}]
+        raw = c.chat.completions.with_raw_response.create(model="m", messages=nxt)
+        assert (g.guard.cache.hits, g.guard.cache.misses) == (0, 2)
+        assert (raw.headers["x-trajaudit-decision"], json.loads(raw.headers.get("x-trajaudit-findings", "[]"))) \
+            == want_a[1]

@@ -1,0 +1,111 @@
+"""``trajaudit watch``: a growing JSONL file followed like tail -f; violations printed as settled (issue 20)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from trajaudit.engine.run.monitor import Monitor
+from trajaudit.engine.run.pipeline import AuditSpec, build_context
+from trajaudit.online.watch import END_MARKER, watch
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = [
+    {"role": "system", "content": "You are a retail agent. Authenticate the user before any change."},
+    {"role": "user", "content": "Please cancel order #W0000001, yes I confirm, no longer needed."},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "cancel_pending_order", "arguments": json.dumps({"order_id": "#W0000001", "reason": "no longer needed"})}}]},
+    {"role": "tool", "tool_call_id": "c1", "name": "cancel_pending_order", "content": '{"order_id": "#W0000001", "status": "cancelled"}'},
+    {"role": "assistant", "content": "Your order #W0000001 is cancelled."},
+]
+
+
+def _writer(path: Path, lines: list[str], delay: float, end: str | None) -> threading.Thread:
+    def run() -> None:
+        with path.open("a", encoding="utf-8") as f:
+            for line in lines:
+                time.sleep(delay)
+                half = len(line) // 2  # a line arrives in two writes: read once its newline is there
+                f.write(line[:half])
+                f.flush()
+                time.sleep(delay / 2)
+                f.write(line[half:] + "\n")
+                f.flush()
+            if end == "marker":
+                f.write(json.dumps(END_MARKER) + "\n")
+                f.flush()
+        if end == "remove":
+            time.sleep(delay)
+            os.remove(path)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def _cli(*args: str, timeout: float = 120) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-m", "trajaudit", "watch", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stderr.readline().startswith("watching ")  # the file is open: the writer may start
+    return p
+
+
+def test_watch_cli_json_until_end_marker(tmp_path):
+    f = tmp_path / "run.jsonl"
+    f.write_text("")
+    p = _cli(str(f), "--format", "json", "--poll", "0.05")
+    t = _writer(f, [json.dumps(m) for m in RUN], 0.15, "marker")
+    out, err = p.communicate(timeout=180)
+    t.join()
+    rows = [json.loads(x) for x in out.splitlines()]
+    viol = [r for r in rows if r["event"] == "violation"]
+    assert any(r["rule_id"] == "tau_retail.authenticate-before-write" and r["step"] == 2 for r in viol)
+    assert rows[-1]["event"] == "end" and rows[-1]["reason"] == "end-marker" and rows[-1]["steps"] == 5
+    assert p.returncode == 1, err  # an error-level violation: check's exit code
+
+
+def test_watch_cli_file_removed_and_bad_line(tmp_path):
+    f = tmp_path / "run.jsonl"
+    f.write_text("")
+    p = _cli(str(f), "--format", "json", "--poll", "0.05", "--fail-on", "critical")
+    lines = [json.dumps(RUN[1]), "{not json", json.dumps({"role": "assistant", "content": "Hello, how can I help?"})]
+    t = _writer(f, lines, 0.1, "remove")
+    out, err = p.communicate(timeout=180)
+    t.join()
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert any(r["event"] == "skipped" and r["line"] == 2 for r in rows), out + err
+    assert "run.jsonl:2: not JSON" in err
+    assert rows[-1]["reason"] == "removed" and rows[-1]["steps"] == 2
+    assert p.returncode == 1  # a skipped line fails the gate, as in check
+
+
+def test_watch_until_idle_clean_run_exits_0(tmp_path):
+    f = tmp_path / "run.jsonl"
+    f.write_text(json.dumps({"role": "user", "content": "What is 2+2?"}) + "\n"
+                 + json.dumps({"message": {"role": "assistant", "content": "4"}, "ts": 1}) + "\n")
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--until-idle", "0.3"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "run ended (idle) after 2 step(s): 0 violation(s)" in r.stderr
+
+
+def test_watch_equals_batch_and_stops_on_alarm(tmp_path, tau_runs):
+    """The API: records settled while following equal the batch log; --stop-on-alarm stops early."""
+    t = max(tau_runs.values(), key=lambda t: len(t.steps))
+    f = tmp_path / "tau.jsonl"
+    f.write_text("".join(json.dumps({"step": s.to_dict()}) + "\n" for s in t.steps) + json.dumps(END_MARKER) + "\n")
+    ctx = build_context(AuditSpec())
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, source=t.source)
+    res = watch(f, m, poll=0.01)
+    assert res.reason == "end-marker" and not res.skipped
+    from trajaudit.engine.run.evidence import gather
+    assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+    m2 = Monitor(context=ctx, run_id=t.id, task=t.task, source=t.source, alarm_threshold=0.0)
+    res2 = watch(f, m2, poll=0.01, stop_on_alarm=True)
+    if res2.reason == "alarm":
+        assert m2.alarm is not None and len(m2.steps) <= len(t.steps)
+        assert m2.diagnosis().metadata["basis"] == "finding"
