@@ -9,12 +9,22 @@ Noise-free comparisons (a shared machine varies by ±15%): count instructions wi
 ``valgrind --tool=cachegrind --cache-sim=no python benchmarks/claims_stage.py --data tau --batches N``
 for N = 0 and N = 2; half the difference of the two "I refs" is one batch (loading, imports and the
 warm-up batch cancel out). See docs/perf.md (claims stage, third pass).
+
+Side by side: ``--against CHECKOUT`` (another checkout of trajaudit, e.g. ``git worktree add /tmp/base
+283ae07``; its own ``benchmarks/claims_stage.py`` is run) measures both codes alternately, each in its own
+subprocess, ``--rounds`` times per data set (tau and Who&When), and prints each round's ms/run and the
+median ratio; ``--instructions`` adds the instruction count of one batch per run of each side
+(cachegrind, as above; needs valgrind). Output recorded in ``benchmarks/claims_stage.txt``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import re
+import shutil
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,11 +53,61 @@ def batch(runs) -> int:
     return sum(stage(t) for t in runs)
 
 
+def _ms_per_run(script: Path, data: str, batches: int) -> float:
+    """Run one side's ``claims_stage.py`` in a subprocess; its printed ms/run."""
+    out = subprocess.run([sys.executable, str(script), "--data", data, "--batches", str(batches)],
+                         capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"([\d.]+) ms/run", out).group(1))
+
+
+def _instructions(script: Path, data: str, runs: int) -> float:
+    """Instructions of one batch per run (millions): cachegrind with 0 and 2 batches, half the difference."""
+    refs = []
+    for n in (0, 2):
+        got = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                              sys.executable, str(script), "--data", data, "--batches", str(n)],
+                             capture_output=True, text=True, check=True).stderr
+        refs.append(int(re.search(r"I\s+refs:\s+([\d,]+)", got).group(1).replace(",", "")))
+    return (refs[1] - refs[0]) / 2 / runs / 1e6
+
+
+def side_by_side(against: Path, rounds: int, batches: int, instructions: bool) -> None:
+    """Both codes alternately (see the module docstring); prints per data set and the ratios."""
+    other = against / "benchmarks" / "claims_stage.py"
+    if not other.exists():
+        sys.exit(f"--against {against}: no benchmarks/claims_stage.py there")
+    mine = Path(__file__).resolve()
+    for data in ("tau", "ww"):
+        runs = len(load_many([PATHS[data]]).trajectories)
+        base, cur = [], []
+        for _ in range(rounds):
+            base.append(_ms_per_run(other, data, batches))
+            cur.append(_ms_per_run(mine, data, batches))
+        ratios = [b / c for b, c in zip(base, cur, strict=True)]
+        print(f"{data}: {runs} runs, claims stage ms/run CPU (min of {batches} batches, gc off), {rounds} "
+              f"alternating rounds: base {' '.join(f'{x:.2f}' for x in base)} (median {statistics.median(base):.2f}); "
+              f"current {' '.join(f'{x:.2f}' for x in cur)} (median {statistics.median(cur):.2f}); "
+              f"ratio median {statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f})")
+        if instructions:
+            if shutil.which("valgrind") is None:
+                print("  instructions: valgrind not found, skipped")
+                continue
+            b, c = _instructions(other, data, runs), _instructions(mine, data, runs)
+            print(f"  instructions per run (one batch, cachegrind): base {b:.2f}M, current {c:.2f}M "
+                  f"({(c - b) / b * 100:+.1f}%)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", choices=sorted(PATHS), default="tau")
     ap.add_argument("--batches", type=int, default=7, help="timed batches after one warm-up batch (default 7)")
+    ap.add_argument("--against", type=Path, help="another checkout: measure both alternately (tau and ww)")
+    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per data set with --against")
+    ap.add_argument("--instructions", action="store_true", help="with --against: also count instructions")
     args = ap.parse_args()
+    if args.against is not None:
+        side_by_side(args.against, args.rounds, args.batches, args.instructions)
+        return
     runs = load_many([PATHS[args.data]]).trajectories
     unsupported = batch(runs)  # warm-up: imports, module regexes
     gc.disable()

@@ -7,14 +7,18 @@ from hypothesis import strategies as st
 
 from trajaudit import load_path
 from trajaudit.engine.claims import clear_caches, normalize
+from trajaudit.engine.claims.extract import _CODE_TOOL, _code_tool
+from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.claims.patterns import (
     COMPLETION_RE,
     SENTENCE_RE,
     completion_literals,
     completion_possible,
     holds_literal,
+    noise_spans,
     sentence_spans,
 )
+from trajaudit.engine.claims.scan import _first_wins
 from trajaudit.engine.claims.sources import _analyse, digest
 
 _text = st.lists(st.sampled_from(list("ab .!?\n3٣5,$sSſKKé’É") + ["was ", "been ", "İs now ", "saved ", "WERE", "ı",
@@ -186,3 +190,43 @@ def test_month_before_equals_the_regex(text):
     for a in range(len(text) + 1):
         got, want = _month_before(text, a), _MONTH_BEFORE.search(text, max(0, a - 12), a)
         assert (got and got.span()) == (want and want.span())
+
+
+class _Str(str):
+    """A str subclass: not an exact ``str``, so it takes the typed memo."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=12), st.sampled_from(["1", "1.0", "01234567", " 12 ", "#W1", "", " "]),
+                 st.integers(-10**9, 10**9), st.floats(allow_nan=False), st.booleans(), st.none()))
+def test_norm_scalar_string_memo_equals_the_function(value):
+    # exact strings go through their own (untyped) memo; every value gets what _norm_scalar computes
+    clear_caches()
+    want = None if value is None or isinstance(value, bool) else normalize._norm_scalar(value)
+    assert normalize.norm_scalar(value) == want
+    assert normalize.norm_scalar(value) == want  # (a memo hit)
+    if isinstance(value, str):
+        assert normalize.norm_scalar(_Str(value)) == want
+
+
+def test_shared_memos_equal_their_functions():
+    clear_caches()
+    text = "Done.\nTraceback (most recent call last):\n  File \"x.py\", line 3\nValueError: bad\nok 12"
+    assert noise_spans(text) == runtime_spans(text) != []
+    assert noise_spans(text) is noise_spans(text)  # memoized, shared
+    for name in ("execute_python", "get_order_details", "Calculator", "bash", "lookup"):
+        assert _code_tool(name) is (_CODE_TOOL.search(name) is not None)
+    assert _code_tool("execute_python") and not _code_tool("get_order_details")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["number", "path", "url", "date"]), st.integers(0, 12), st.integers(0, 12)),
+                max_size=12))
+def test_first_wins_equals_the_key_sort(found):
+    # two stable C-key sorts give the order of sorting by (start, -end)
+    want = sorted(found, key=lambda f: (f[1], -f[2]))
+    kept = [want[0]] if want else []
+    for f in want[1:]:
+        if f[1] >= kept[-1][2]:
+            kept.append(f)
+    assert _first_wins(list(found)) == kept

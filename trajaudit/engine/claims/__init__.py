@@ -31,9 +31,11 @@ def clear_caches() -> None:
     classifications, tool verbs, folded texts); results are unchanged."""
     sources.clear_cache()
     extract._value_group.cache_clear()
+    extract._code_tool.cache_clear()
     model.tool_verb.cache_clear()
     normalize.clear_caches()
     patterns.ascii_fold.cache_clear()
+    patterns.noise_spans.cache_clear()
 
 
 __all__ = [

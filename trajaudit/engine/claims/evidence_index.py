@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from trajaudit.engine.claims.noise import runtime_spans
-from trajaudit.engine.claims.patterns import WORD_RE
+from trajaudit.engine.claims.patterns import WORD_RE, noise_spans
 from trajaudit.engine.claims.sources import Digest, Members, digest
 from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.trace.observation import observation_start
@@ -133,7 +132,7 @@ class EvidenceIndex:
                       key=step.index - 0.5)
             return
         if step.is_decision:
-            spans = runtime_spans(step.content[:_MAX_NOISE_SCAN])
+            spans = noise_spans(step.content[:_MAX_NOISE_SCAN])
             if spans:  # runtime output pasted into the message is evidence (claims/noise.py)
                 kept = "".join(step.content[a:b] if i % 2 else " " * (b - a)
                                for i, (a, b) in enumerate(_alternate(spans, len(step.content))))

@@ -18,12 +18,11 @@ from __future__ import annotations
 import logging
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from trajaudit.engine.claims import model as m
-from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.claims.normalize import (
     NUMBER_WORDS,
     norm_id,
@@ -51,6 +50,7 @@ from trajaudit.engine.claims.patterns import (
     holds_completion,
     json_ranges,
     list_markers,
+    noise_spans,
     sentence_around,
     sentence_spans,
     status_re,
@@ -150,6 +150,12 @@ def _value_group(value: str) -> str | None:
     return None if hit is None else hit.lastgroup or "number"
 
 
+@lru_cache(maxsize=1024)
+def _code_tool(name: str) -> bool:
+    """Whether a tool's name says it runs code (``_CODE_TOOL``); memoized: a run calls a few tools many times."""
+    return _CODE_TOOL.search(name) is not None
+
+
 def _glued(text: str, a: int, b: int) -> bool:
     """True when text[a:b] is only part of a larger token (a hex hash, "COVID-19", "v2")."""
     before = text[a - 1] if a > 0 else " "
@@ -216,7 +222,7 @@ class RegexExtractor:
                 yield from self.text_mentions(call.raw_arguments[: config.max_text_chars], step.index, base,
                                               in_code=True, tool=call.name)
                 continue
-            code_tool = bool(_CODE_TOOL.search(call.name))
+            code_tool = _code_tool(call.name)
             for path, leaf, key in _leaves(call.arguments, base):
                 yield from self.argument_mentions(leaf, key, path, step.index, call.name, code_tool, config)
 
@@ -253,13 +259,12 @@ class RegexExtractor:
         if not text:
             return
         code = [(0, len(text))] if in_code else code_ranges(text)
-        noise = [] if in_code else runtime_spans(text)  # pasted runtime output: evidence, not claims
+        noise = [] if in_code else noise_spans(text)  # pasted runtime output: evidence, not claims
         markers = list_markers(text)
         folded = ascii_fold(text)
         examples = folded is None or any(w in folded for w in _EXAMPLE_WORDS)  # else no example sentence
         found: list[m.Mention] = []
         starts: list[int] = []  # found[i] starts at starts[i] (its address ends with [start:end])
-        taken: set[int] = set()
         call = tool is not None
 
         def add(kind: str, value: str, a: int, b: int, slot: tuple[str, ...] = (), ctx: str = "") -> None:
@@ -270,68 +275,12 @@ class RegexExtractor:
                                    tool=tool, context=ctx))
             starts.append(a)
 
-        for x in count_matches(text):
-            noun = x.group("noun").casefold()
-            mods = tuple(w.casefold() for w in x.group("mods").split())
-            if (noun in _NOT_COUNT_NOUNS or _UNIT_NOUN.fullmatch(noun) or _inside(x.start(), code)
-                    or x.start("n") in markers or _FUNCTION_WORDS.intersection(mods)
-                    or (x.start() and text[x.start() - 1] in ":/")
-                    or _MONTH_BEFORE.search(text, max(0, x.start() - 12), x.start())):
-                continue
-            n = x.group("n").casefold()
-            value = str(NUMBER_WORDS[n]) if n in NUMBER_WORDS else norm_number(n)
-            if value is None:
-                continue
-            add(m.KIND_COUNT, value, x.start("n"), x.end(), ("count", singular(noun), *mods),
-                sentence_around(text, x.start(), x.end()))
-            taken.add(x.start("n"))
-        subjects: list[tuple[int, str]] = []
-        for g, a, b in scan_values(text):
-            raw = text[a:b]
-            if a in taken or a in markers:
-                continue
-            ic = _inside(a, code)
-            if g in ("number", "money"):
-                if g == "number" and _glued(text, a, b):
-                    continue
-                day = _MONTH_BEFORE.search(text, max(0, a - 12), a) if g == "number" and len(raw) <= 2 else None
-                if day is not None and raw.isdigit():  # "May 23": a day of a date without its year
-                    when = when_key(text[day.start():b] + " 2000", "date")  # (any year: only MM-DD is kept)
-                    if when is not None and len(when) == 10:
-                        add(m.KIND_DATE, when[5:], day.start(), b)
-                        continue
-                got = _number_mention(g, raw, ic)
-                if got is None:
-                    continue
-                add(got[0], got[1], a, b)
-            elif g == "url":
-                if not _TEMPLATE.search(raw):
-                    add(m.KIND_URL, norm_text(raw), a, b)
-            elif g in ("date", "time"):
-                if g == "date" and _glued(text, a, b):
-                    continue  # a version stamp inside a name ("model-2024-08-06"), not a date claim
-                add(_GROUP_KIND[g], when_key(raw, g) or norm_text(raw), a, b)
-            elif g == "path" and (_TEMPLATE.search(raw) or _ARTIFACT.search(text, max(0, a - 24), a)):
-                continue  # a template, or a file the step itself writes: not a claim about the world
-            else:
-                value = norm_id(raw)
-                if g in ("hashid", "snakeid") and (_PLACEHOLDER.match(value) or (
-                        not ic and examples and example_at(text, folded, a, b))):
-                    continue  # an example of a format, not a claim
-                add(_GROUP_KIND[g], value, a, b)
-                if g != "path":
-                    subjects.append((a, value))
+        taken = _count_mentions(text, code, markers, add)
+        subjects = _value_mentions(text, code, markers, taken, folded, examples, add)
         subjects.extend((a, x.value) for a, x in zip(starts, found, strict=True)
                         if x.kind == m.KIND_ID and x.value.isdigit())
         if not in_code:
-            syntax = json_ranges(text) if '"' in text else []  # quotes there are JSON syntax
-            for x in QUOTED_RE.finditer(text):
-                inner = next(g for g in x.groups() if g is not None)
-                if (_inside(x.start(), code) or _inside(x.start(), syntax) or not _LETTER.search(inner) or len(inner.split()) > 12
-                        or _PLACEHOLDER.match(inner) or (examples and example_at(text, folded, x.start(), x.end()))
-                        or norm_text(inner) in _TERMINATION):
-                    continue
-                add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)
+            _quoted_mentions(text, code, folded, examples, add)
             for x in self._statuses(text, step, base, code, subjects, tool):
                 found.append(x)
                 starts.append(_start(x.address))
@@ -340,7 +289,30 @@ class RegexExtractor:
 
     def _statuses(self, text: str, step: int, base: str, code: list[tuple[int, int]],
                   subjects: list[tuple[int, str]], tool: str | None) -> Iterator[m.Mention]:
-        # a status needs a subject and a state word in its sentence (hence in the text)
+        """Status and completion mentions: per candidate sentence (:meth:`_status_sentences`), the one
+        state word it attributes to its (up to 4) subjects, then its completion statements."""
+        got = self._status_sentences(text, subjects)
+        if got is None:
+            return
+        found, folded, leads, spans = got
+        for s, e in spans:
+            if e <= s or _inside(s, code):
+                continue
+            sentence = text[s:e]
+            subs = sorted({v for p, v in subjects if s <= p < e})
+            seen: set[str] = set()
+            if 0 < len(subs) <= 4 and not _CONDITIONAL.search(sentence):
+                yield from self._states(text, step, base, s, sentence, subs, seen, tool)
+            if found and not holds_completion(folded, leads, s, e):
+                continue  # no completion lead word in the sentence (exact, see holds_completion)
+            yield from _completions(text, step, base, s, sentence, subs[0] if len(subs) == 1 else "", seen, tool)
+
+    def _status_sentences(self, text: str, subjects: list[tuple[int, str]]
+                          ) -> tuple[bool, str, list[tuple[int, int]], list[tuple[int, int]]] | None:
+        """``(folded, folded text, lead positions, sentence spans)`` of the sentences that can yield a
+        status or completion, or ``None`` when none can: a status needs a subject and a state word in
+        its sentence (hence in the text); ``folded`` is False for exotic case folding (ascii_fold),
+        where every sentence is tried, after a whole-text check."""
         status = False
         if subjects:  # (the text is case-folded only then)
             low = text.casefold()
@@ -351,48 +323,140 @@ class RegexExtractor:
             # yield: the others are skipped (exact, see candidate_sentences)
             folded, leads = found
             if not status and not leads:
-                return
-            spans = candidate_sentences(text, [p for p, _ in subjects] if status else [], leads)
-        else:  # exotic case folding (ascii_fold): every sentence is tried, after a whole-text check
-            folded, leads = "", []
-            if not status and not COMPLETION_RE.search(text):
-                return
-            spans = sentence_spans(text)
-        for s, e in spans:
-            if e <= s or _inside(s, code):
+                return None
+            return True, folded, leads, candidate_sentences(text, [p for p, _ in subjects] if status else [], leads)
+        if not status and not COMPLETION_RE.search(text):
+            return None
+        return False, "", [], sentence_spans(text)
+
+    def _states(self, text: str, step: int, base: str, s: int, sentence: str, subs: list[str], seen: set[str],
+                tool: str | None) -> Iterator[m.Mention]:
+        """One state word and up to 4 objects in the sentence at ``s``: the sentence attributes that state
+        to each of them (the word is added to ``seen``)."""
+        words = [wd for wd in _status_word(sentence, self.status_words)
+                 if not _NOT_STATE.search(sentence, max(0, wd[1] - 30), wd[1])]
+        if len({w for w, _, _ in words}) != 1:
+            return
+        w, a, b = words[0]
+        seen.add(w)
+        for sub in subs:
+            yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
+                            value=w, text=text[s + a:s + b], slot=("status", sub),
+                            in_call=tool is not None, tool=tool, context=sentence.strip())
+
+
+def _completions(text: str, step: int, base: str, s: int, sentence: str, subject: str, seen: set[str],
+                 tool: str | None) -> Iterator[m.Mention]:
+    """Completion statements of the sentence at ``s`` (not hypothetical, not negated, one per verb not
+    in ``seen``), about their target or else the sentence's one ``subject``."""
+    completions = list(COMPLETION_RE.finditer(sentence))
+    if not completions or _HYPOTHETICAL.search(sentence) is not None:
+        return  # no completion, or a hypothetical sentence (tested only when it matters)
+    for x in completions:
+        if _NEGATION.search(sentence, max(0, x.start() - 24), x.start() + 1):
+            continue  # "hasn't been processed" asserts the opposite of completion
+        verb = (x.group("verb") or x.group("verb2") or "").casefold()
+        verb = _SYNONYMS.get(verb, verb)
+        if verb in seen:
+            continue
+        seen.add(verb)
+        target = norm_id(x.group("target")) if x.group("target") else subject
+        a, b = s + x.start(), s + x.end()
+        yield m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=m.KIND_STATUS, value=verb,
+                        text=text[a:b], slot=("done", target), in_call=tool is not None, tool=tool,
+                        context=sentence.strip())
+
+
+_Add = Callable[..., None]
+
+
+def _count_mentions(text: str, code: list[tuple[int, int]], markers: set[int], add: _Add) -> set[int]:
+    """``add`` the counts of ``text`` ("11 available options"; not a unit, a quantity noun, a list
+    marker, a function word among the modifiers, after ``:``/``/`` or a month); returns the starts of
+    the count numbers (they are not also plain numbers)."""
+    taken: set[int] = set()
+    for x in count_matches(text):
+        noun = x.group("noun").casefold()
+        mods = tuple(w.casefold() for w in x.group("mods").split())
+        if (noun in _NOT_COUNT_NOUNS or _UNIT_NOUN.fullmatch(noun) or _inside(x.start(), code)
+                or x.start("n") in markers or _FUNCTION_WORDS.intersection(mods)
+                or (x.start() and text[x.start() - 1] in ":/")
+                or _MONTH_BEFORE.search(text, max(0, x.start() - 12), x.start())):
+            continue
+        n = x.group("n").casefold()
+        value = str(NUMBER_WORDS[n]) if n in NUMBER_WORDS else norm_number(n)
+        if value is None:
+            continue
+        add(m.KIND_COUNT, value, x.start("n"), x.end(), ("count", singular(noun), *mods),
+            sentence_around(text, x.start(), x.end()))
+        taken.add(x.start("n"))
+    return taken
+
+
+def _value_mentions(text: str, code: list[tuple[int, int]], markers: set[int], taken: set[int],
+                    folded: str | None, examples: bool, add: _Add) -> list[tuple[int, str]]:
+    """``add`` the value mentions of ``text`` (:func:`~.scan.scan_values`, except at ``taken`` counts and
+    list ``markers``); returns ``(start, value)`` of the identifiers found (the subjects of statuses).
+    ``folded`` is the text's :func:`~.patterns.ascii_fold`, ``examples`` whether it may hold an example."""
+    subjects: list[tuple[int, str]] = []
+    for g, a, b in scan_values(text):
+        if a in taken or a in markers:
+            continue
+        ic = _inside(a, code)
+        if g != "number" and g != "money":
+            value = _other_value(text, g, a, b, ic, folded, examples, add)
+            if value is not None:
+                subjects.append((a, value))
+            continue
+        raw = text[a:b]
+        if g == "number" and _glued(text, a, b):
+            continue
+        day = _MONTH_BEFORE.search(text, max(0, a - 12), a) if g == "number" and len(raw) <= 2 else None
+        if day is not None and raw.isdigit():  # "May 23": a day of a date without its year
+            when = when_key(text[day.start():b] + " 2000", "date")  # (any year: only MM-DD is kept)
+            if when is not None and len(when) == 10:
+                add(m.KIND_DATE, when[5:], day.start(), b)
                 continue
-            sentence = text[s:e]
-            subs = sorted({v for p, v in subjects if s <= p < e})
-            subject = subs[0] if len(subs) == 1 else ""
-            seen: set[str] = set()
-            if 0 < len(subs) <= 4 and not _CONDITIONAL.search(sentence):
-                # one state word and up to 4 objects: the sentence attributes that state to each of them
-                words = [wd for wd in _status_word(sentence, self.status_words)
-                         if not _NOT_STATE.search(sentence, max(0, wd[1] - 30), wd[1])]
-                if len({w for w, _, _ in words}) == 1:
-                    w, a, b = words[0]
-                    seen.add(w)
-                    for sub in subs:
-                        yield m.Mention(step=step, address=f"{base}[{s + a}:{s + b}]", kind=m.KIND_STATUS,
-                                        value=w, text=text[s + a:s + b], slot=("status", sub),
-                                        in_call=tool is not None, tool=tool, context=sentence.strip())
-            possible = found is None or holds_completion(folded, leads, s, e)
-            completions = list(COMPLETION_RE.finditer(sentence)) if possible else []
-            if not completions or _HYPOTHETICAL.search(sentence) is not None:
-                continue  # no completion, or a hypothetical sentence (tested only when it matters)
-            for x in completions:
-                if _NEGATION.search(sentence, max(0, x.start() - 24), x.start() + 1):
-                    continue  # "hasn't been processed" asserts the opposite of completion
-                verb = (x.group("verb") or x.group("verb2") or "").casefold()
-                verb = _SYNONYMS.get(verb, verb)
-                if verb in seen:
-                    continue
-                seen.add(verb)
-                target = norm_id(x.group("target")) if x.group("target") else subject
-                a, b = s + x.start(), s + x.end()
-                yield m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=m.KIND_STATUS, value=verb,
-                                text=text[a:b], slot=("done", target), in_call=tool is not None, tool=tool,
-                                context=sentence.strip())
+        got = _number_mention(g, raw, ic)
+        if got is not None:
+            add(got[0], got[1], a, b)
+    return subjects
+
+
+def _other_value(text: str, g: str, a: int, b: int, ic: bool, folded: str | None, examples: bool,
+                 add: _Add) -> str | None:
+    """``add`` the mention of a URL, date, time, path or identifier match ``text[a:b]`` of group ``g``
+    unless policy says it is not a claim; returns the value of an identifier added (a subject)."""
+    raw = text[a:b]
+    if g == "url":
+        if not _TEMPLATE.search(raw):
+            add(m.KIND_URL, norm_text(raw), a, b)
+        return None
+    if g in ("date", "time"):
+        if not (g == "date" and _glued(text, a, b)):  # else a version stamp inside a name ("model-2024-08-06")
+            add(_GROUP_KIND[g], when_key(raw, g) or norm_text(raw), a, b)
+        return None
+    if g == "path" and (_TEMPLATE.search(raw) or _ARTIFACT.search(text, max(0, a - 24), a)):
+        return None  # a template, or a file the step itself writes: not a claim about the world
+    value = norm_id(raw)
+    if g in ("hashid", "snakeid") and (_PLACEHOLDER.match(value) or (
+            not ic and examples and example_at(text, folded, a, b))):
+        return None  # an example of a format, not a claim
+    add(_GROUP_KIND[g], value, a, b)
+    return value if g != "path" else None
+
+
+def _quoted_mentions(text: str, code: list[tuple[int, int]], folded: str | None, examples: bool, add: _Add) -> None:
+    """``add`` the quoted names of prose ``text``: not in code or JSON syntax, holding a letter, up to 12
+    words, not a placeholder, an example or a termination word."""
+    syntax = json_ranges(text) if '"' in text else []  # quotes there are JSON syntax
+    for x in QUOTED_RE.finditer(text):
+        inner = next(g for g in x.groups() if g is not None)
+        if (_inside(x.start(), code) or _inside(x.start(), syntax) or not _LETTER.search(inner) or len(inner.split()) > 12
+                or _PLACEHOLDER.match(inner) or (examples and example_at(text, folded, x.start(), x.end()))
+                or norm_text(inner) in _TERMINATION):
+            continue
+        add(m.KIND_QUOTED, norm_text(inner), x.start() + 1, x.end() - 1)
 
 
 def _start(address: str) -> int:

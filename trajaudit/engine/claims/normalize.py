@@ -203,6 +203,8 @@ def norm_id(text: str) -> str:
 def norm_scalar(value: object) -> str | None:
     """Normalize a JSON scalar (tool argument or tool-output leaf): numbers canonically, strings as
     numbers when they are numbers, else as ids; ``None`` for null/booleans/empty strings (memoized)."""
+    if value.__class__ is str and len(value) <= MEMO_MAX_CHARS:  # type: ignore[arg-type]
+        return _norm_scalar_str_memo(value)
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float, str)) and (not isinstance(value, str) or len(value) <= MEMO_MAX_CHARS):
@@ -235,11 +237,14 @@ def _norm_scalar(value: object) -> str | None:
 _norm_text_memo = lru_cache(maxsize=MEMO_SIZE)(_norm_text)
 _norm_number_memo = lru_cache(maxsize=MEMO_SIZE)(_norm_number)
 _norm_scalar_memo = lru_cache(maxsize=MEMO_SIZE, typed=True)(_norm_scalar)
+#: The memo of exact ``str`` inputs: untyped, so ``lru_cache`` keys it by the string itself (the typed
+#: memo builds a ``(value, type)`` key tuple per call); the same function, only ever given strings.
+_norm_scalar_str_memo = lru_cache(maxsize=MEMO_SIZE)(_norm_scalar)
 
 
 def clear_caches() -> None:
     """Empty the memo caches of this module (benchmarks clear them between repetitions)."""
-    for f in (_norm_text_memo, _norm_number_memo, _norm_scalar_memo):
+    for f in (_norm_text_memo, _norm_number_memo, _norm_scalar_memo, _norm_scalar_str_memo):
         f.cache_clear()
 
 

@@ -12,6 +12,7 @@ import re
 from bisect import bisect_left
 from functools import lru_cache
 
+from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.dsl.regex.prefilter import ASCII_FOLDING, folds_like_ascii  # noqa: F401 - ASCII_FOLDING re-exported
 
 #: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
@@ -402,3 +403,11 @@ def words_of(text: str) -> list[str]:
         else:
             out.append(run)
     return out
+
+
+@lru_cache(maxsize=256)
+def noise_spans(text: str) -> list[tuple[int, int]]:
+    """:func:`~.noise.runtime_spans` of ``text``, memoized for the last texts: a run's decision steps are
+    scanned for pasted runtime output twice, by the extractor (their claims) and by the evidence index
+    (their pasted output is evidence). The list is shared: read-only."""
+    return runtime_spans(text)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from operator import itemgetter
 
 from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS, ascii_fold
 
@@ -81,7 +82,7 @@ def _plain_end(text: str, a: int) -> int:
     grouping), ``-`` + digit after exactly 4 digits (ISO date), ``/`` + digit after 1–2 digits (d/m/y),
     ``:`` (time), ``%`` (unit), or — glued or after spaces — a word :data:`_GOES_ON` can start
     (month, unit, scale, ``pm``, currency; glued also ``3rd``)."""
-    q = _PLAIN_AT.match(text, a).end()
+    q = _PLAIN_AT.match(text, a).end()  # type: ignore[union-attr]  # (a digit is at a: it matches)
     if q == len(text):
         return q
     c = text[q]
@@ -94,7 +95,7 @@ def _plain_end(text: str, a: int) -> int:
         date = (q - a == 4) if c == "-" else (q - a <= 2)
         return -1 if date and nxt.isdecimal() and "." not in text[a:q] else q
     if c in _SPACE:
-        r = _SPACE_RUN.match(text, q).end()
+        r = _SPACE_RUN.match(text, q).end()  # type: ignore[union-attr]  # (a space is at q)
         return q if r == len(text) or _GOES_ON.match(text, r) is None else -1
     if c.isalpha():
         return q if _GOES_ON_GLUED.match(text, q) is None else -1
@@ -205,17 +206,37 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
     """All value matches in ``text`` as ``(group, start, end)``, sorted, non-overlapping (first wins)."""
     found: list[tuple[str, int, int]] = []
     if "@" in text:
-        for x in _EMAIL_RE.finditer(text):
-            a = _back(text, x.start(), _EMAIL_CHARS, 64)
-            if a < x.start():
-                found.append(("email", a, x.end()))
+        _emails(text, found)
     if "://" in text:
-        for x in _url_matches(text):
-            a = x.start()
-            if a and text[a - 1].isalnum():
-                continue
-            raw = x.group().rstrip(".,;:!?*_'\"")
-            found.append(("url", a, a + len(raw)))
+        _urls(text, found)
+    _paths(text, found)
+    if "_" in text:
+        _snake_ids(text, found)
+    _digit_values(text, found)
+    return _first_wins(found)
+
+
+def _emails(text: str, found: list[tuple[str, int, int]]) -> None:
+    """Append the ``email`` matches: a domain after ``@``, stepped back over the local part."""
+    for x in _EMAIL_RE.finditer(text):
+        a = _back(text, x.start(), _EMAIL_CHARS, 64)
+        if a < x.start():
+            found.append(("email", a, x.end()))
+
+
+def _urls(text: str, found: list[tuple[str, int, int]]) -> None:
+    """Append the ``url`` matches not glued to a word before them, without trailing punctuation."""
+    for x in _url_matches(text):
+        a = x.start()
+        if a and text[a - 1].isalnum():
+            continue
+        raw = x.group().rstrip(".,;:!?*_'\"")
+        found.append(("url", a, a + len(raw)))
+
+
+def _paths(text: str, found: list[tuple[str, int, int]]) -> None:
+    """Append the ``path`` matches: a ``.ext`` suffix, stepped back over path characters (leading
+    ``.:-\\`` dropped unless they start ``./``, ``../`` or ``.\\``), that ``_PATH_FULL`` spans."""
     for x in _EXT_RE.finditer(text):
         a = _back(text, x.start(), _PATH_CHARS, 300)
         while a < x.start() and text[a] in ".:-\\" and not text.startswith(("./", "../", ".\\"), a):
@@ -224,11 +245,19 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
             hit = _PATH_FULL.fullmatch(text, a, x.end())
             if hit is not None and (a == 0 or text[a - 1] not in "@"):
                 found.append(("path", a, x.end()))
-    if "_" in text:
-        for x in _SNAKE_RE.finditer(text):
-            a = _back(text, x.start(), _SNAKE_CHARS, 80)
-            if a < x.start() and _SNAKE_FULL.fullmatch(text, a, x.end()) and (a == 0 or not text[a - 1].isalnum()):
-                found.append(("snakeid", a, x.end()))
+
+
+def _snake_ids(text: str, found: list[tuple[str, int, int]]) -> None:
+    """Append the ``snakeid`` matches: ``_123`` stepped back over snake-case characters."""
+    for x in _SNAKE_RE.finditer(text):
+        a = _back(text, x.start(), _SNAKE_CHARS, 80)
+        if a < x.start() and _SNAKE_FULL.fullmatch(text, a, x.end()) and (a == 0 or not text[a - 1].isalnum()):
+            found.append(("snakeid", a, x.end()))
+
+
+def _digit_values(text: str, found: list[tuple[str, int, int]]) -> None:
+    """Append the matches of the digit-anchored scan (:func:`_digit_matches`) that start a token: with
+    a leading ``-`` sign, and a month name before a day or date widening it to a ``date``."""
     for g, a, b in _digit_matches(text):
         if g != "hashid" and a and (text[a - 1].isalnum() or text[a - 1] in "_."):
             continue
@@ -237,18 +266,33 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
         if g in ("number", "date") and a > 1 and text[a - 1] in " \t" and (text[a - 2].isalpha() or text[a - 2] == "."):
             pre = _month_before(text, a)
             if pre is not None and (g == "date" or _SHORT_INT.fullmatch(text[a:b])):
-                if g == "number" and len(text[a:b]) <= 2:
-                    post = _YEAR_AFTER.match(text, b)
-                    if post is None:
-                        found.append((g, a, b))
-                        continue
-                    b = post.end()
-                found.append(("date", pre.start(), b))
+                found.append(_month_date(text, g, pre.start(), a, b))
                 continue
         found.append((g, a, b))
+
+
+def _month_date(text: str, g: str, pre: int, a: int, b: int) -> tuple[str, int, int]:
+    """The value a month name at ``pre`` makes of the number or date ``text[a:b]`` after it: a date from
+    the month (through a following year for a 1–2 digit day; without a year, the day alone)."""
+    if g == "number" and len(text[a:b]) <= 2:
+        post = _YEAR_AFTER.match(text, b)
+        if post is None:
+            return g, a, b
+        b = post.end()
+    return "date", pre, b
+
+
+_START, _END = itemgetter(1), itemgetter(2)
+
+
+def _first_wins(found: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """``found`` sorted by start (longest first), keeping each match that starts after the last kept one ends."""
     if not found:
         return found
-    found.sort(key=lambda f: (f[1], -f[2]))
+    # = found.sort(key=lambda f: (f[1], -f[2])): two stable sorts by C key functions (the second keeps
+    # the first's order among equal starts: longest first, then as found) instead of a lambda per match
+    found.sort(key=_END, reverse=True)
+    found.sort(key=_START)
     out = [found[0]]
     for f in found[1:]:
         if f[1] >= out[-1][2]:

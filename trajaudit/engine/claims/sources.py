@@ -35,6 +35,7 @@ from trajaudit.engine.claims.normalize import (
     when_key,
 )
 from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
+from trajaudit.engine.claims.normalize import _norm_scalar_str_memo as _str_memo
 from trajaudit.engine.claims.patterns import words_of
 from trajaudit.engine.claims.scan import scan_values
 
@@ -95,61 +96,83 @@ class _Builder:
 
     def walk(self, obj: Any, path: str, key: str, owner: str | None) -> None:
         """Index a parsed JSON value: scalar leaves as values (object leaves also as slot facts of the
-        enclosing identified object), lists and id-keyed mappings as collections. (Hot loop: short
-        strings and numbers go straight to the memo of :func:`norm_scalar`, which is what it does.)"""
-        values, walk = self.values, self.walk
+        enclosing identified object), lists and id-keyed mappings as collections."""
         if isinstance(obj, dict):
-            ident = _identity(obj, key) or owner
-            # (the first value is tested before the generator is made: most objects fail there)
-            if len(obj) >= 2 and isinstance(next(iter(obj.values())), dict) and all(
-                    isinstance(v, dict) for v in obj.values()) and all(
-                    _MAPPING_KEY.fullmatch(str(k)) and any(ch.isdigit() for ch in str(k)) for k in obj):
-                self.collection(list(obj.values()), path, key)  # an id-keyed mapping (tau "variants")
-                for k, v in obj.items():
-                    values.setdefault(norm_id(str(k)), f"{path}.{k}")
-                    walk(v, f"{path}.{k}", str(k), norm_id(str(k)))
-                return
-            slots = None  # the object's facts, filed at its first fact
-            for k, v in obj.items():
-                cls = v.__class__
-                if cls is str:
-                    val = _scalar_memo(v) if len(v) <= MEMO_MAX_CHARS else norm_scalar(v)
-                    if val is None:
-                        continue
-                elif v is True or v is False:
-                    val = "true" if v else "false"
-                elif cls is int or cls is float:
-                    val = _scalar_memo(v)
-                    if val is None:
-                        continue
-                elif v is None:
-                    continue
-                elif isinstance(v, (dict, list)):
-                    walk(v, f"{path}.{k}", str(k), ident)
-                    continue
-                else:
-                    val = norm_scalar(v)
-                    if val is None:
-                        continue
-                if val not in values:  # (suffix strings only for first occurrences and facts)
-                    values[val] = f"{path}.{k}"
-                if ident is not None:
-                    if slots is None:
-                        slots = self.facts.setdefault(ident, {})
-                    slots[str(k).casefold()] = (path, k, v)
+            self.walk_dict(obj, path, key, owner)
         elif isinstance(obj, list):
-            if obj:
-                self.collection(obj, path, key)
-            for i, v in enumerate(obj):
-                if isinstance(v, (dict, list)):
-                    walk(v, f"{path}.{i}", key, owner)
-                else:
-                    val = norm_scalar(v)
-                    if val is not None and val not in values:
-                        values[val] = f"{path}.{i}"
+            self.walk_list(obj, path, key, owner)
+
+    def walk_dict(self, obj: dict[Any, Any], path: str, key: str, owner: str | None) -> None:
+        """:meth:`walk` of a JSON object. (Hot loop: short strings and numbers go straight to the memo of
+        :func:`norm_scalar`, which is what it does; nested containers go straight to their walk.)"""
+        ident = _identity(obj, key) or owner
+        if len(obj) >= 2 and _id_keyed(obj):  # (the size test inline: most objects fail it or the next)
+            self.mapping(obj, path, key)
+            return
+        values = self.values
+        slots = None  # the object's facts, filed at its first fact
+        for k, v in obj.items():
+            cls = v.__class__
+            if cls is str:
+                val = _str_memo(v) if len(v) <= MEMO_MAX_CHARS else norm_scalar(v)
+            elif v is True or v is False:
+                val = "true" if v else "false"
+            elif cls is int or cls is float:
+                val = _scalar_memo(v)
+            elif v is None:
+                continue
+            elif isinstance(v, dict):
+                self.walk_dict(v, f"{path}.{k}", str(k), ident)
+                continue
+            elif isinstance(v, list):
+                self.walk_list(v, f"{path}.{k}", str(k), ident)
+                continue
+            else:
+                val = norm_scalar(v)
+            if val is None:
+                continue
+            if val not in values:  # (suffix strings only for first occurrences and facts)
+                values[val] = f"{path}.{k}"
+            if ident is not None:
+                if slots is None:
+                    slots = self.facts.setdefault(ident, {})
+                slots[str(k).casefold()] = (path, k, v)
+
+    def mapping(self, obj: dict[Any, Any], path: str, key: str) -> None:
+        """:meth:`walk` of an id-keyed mapping (tau "variants"): a collection of its values, each key a
+        value, each member walked as the object of that id."""
+        values = self.values
+        self.collection(list(obj.values()), path, key)
+        for k, v in obj.items():
+            values.setdefault(norm_id(str(k)), f"{path}.{k}")
+            self.walk_dict(v, f"{path}.{k}", str(k), norm_id(str(k)))
+
+    def walk_list(self, obj: list[Any], path: str, key: str, owner: str | None) -> None:
+        """:meth:`walk` of a JSON list: a collection (when not empty), its scalars values, its containers walked."""
+        values = self.values
+        if obj:
+            self.collection(obj, path, key)
+        for i, v in enumerate(obj):
+            if isinstance(v, dict):
+                self.walk_dict(v, f"{path}.{i}", key, owner)
+            elif isinstance(v, list):
+                self.walk_list(v, f"{path}.{i}", key, owner)
+            else:
+                val = norm_scalar(v)
+                if val is not None and val not in values:
+                    values[val] = f"{path}.{i}"
 
     def collection(self, members: list[Any], path: str, key: str) -> None:
         self.collections.append((path, singular(key) if key else "", len(members), Members(tuple(members[:MAX_MEMBERS]))))
+
+
+def _id_keyed(obj: dict[Any, Any]) -> bool:
+    """Whether a JSON object is an id-keyed mapping: 2+ members, every value an object, every key 3+
+    word characters (or ``#``/``-``) holding a digit. (The first value is tested before the generator
+    is made: most objects fail there.)"""
+    return len(obj) >= 2 and isinstance(next(iter(obj.values())), dict) and all(
+        isinstance(v, dict) for v in obj.values()) and all(
+        _MAPPING_KEY.fullmatch(str(k)) and any(ch.isdigit() for ch in str(k)) for k in obj)
 
 
 class Members:
@@ -190,38 +213,12 @@ def _flatten(mem: dict[str, Any]) -> dict[str, Any]:
 
 def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
     b = _Builder()
-    values = b.values
-    numbers = b.numbers
-    for g, a, e in scan_values(text):
-        raw = text[a:e]
-        if g == "number" or g == "money":
-            core = raw.strip()
-            key = core if len(core) >= 7 and core.isdigit() else norm_number(core)
-            if key is None:
-                key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
-            if key is not None and len(numbers) < NUMS_PER_SOURCE:
-                numbers.append((float(key), a, e))
-        elif g == "date" or g == "time":
-            key = norm_text(raw)
-            when = when_key(raw, g)  # the same date or time in any format ("May 23, 2024" = "2024-05-23")
-            day, _, clock = when.partition(" ") if when else ("", "", "")
-            for w in ((when, day, day[5:], clock) if len(day) == 10 else (when,) if when else ()):
-                # a timestamp also states its day and its time, a full date its month and day ("May 23")
-                if not w:
-                    continue
-                if w not in values:
-                    values[w] = f"[{a}:{e}]"
-        elif g == "url":
-            key = norm_text(raw)
-        else:
-            key = norm_id(raw)
-        if key and key not in values:  # (the suffix string is made for the first occurrence only)
-            values[key] = f"[{a}:{e}]"
+    _scan_into(text, b.values, b.numbers)
     words = dict.fromkeys(words_of(text.casefold()))
     if not _NUMBER_WORD_KEYS.isdisjoint(words):  # (a set test in C first: most texts hold none)
         for w in words:
             if w in NUMBER_WORDS:
-                values.setdefault(str(NUMBER_WORDS[w]), "")
+                b.values.setdefault(str(NUMBER_WORDS[w]), "")
     stripped = text.strip()
     if kind == "tool" and stripped[:1] in "{[" and len(stripped) <= max_json_chars:
         try:
@@ -234,6 +231,41 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
         b.value(norm_id(stripped), "")  # a bare value such as a user id
     return Digest(text=text, values=b.values, words=words, numbers=tuple(b.numbers),
                   facts=b.facts, collections=tuple(b.collections))
+
+
+def _scan_into(text: str, values: dict[str, str], numbers: list[tuple[float, int, int]]) -> None:
+    """File the value matches of ``text`` (:func:`~.scan.scan_values`): each normalized value's first
+    suffix ``[a:e]`` in ``values`` (a date or time also as its canonical form, day, month-day and clock),
+    the first :data:`NUMS_PER_SOURCE` numbers in ``numbers``."""
+    for g, a, e in scan_values(text):
+        raw = text[a:e]
+        if g == "number" or g == "money":
+            core = raw.strip()
+            key = core if len(core) >= 7 and core.isdigit() else norm_number(core)
+            if key is None:
+                key = norm_number(_UNIT_TAIL.sub("", core).strip() or core)
+            if key is not None and len(numbers) < NUMS_PER_SOURCE:
+                numbers.append((float(key), a, e))
+        elif g == "date" or g == "time":
+            key = norm_text(raw)
+            _when_into(values, raw, g, f"[{a}:{e}]")
+        elif g == "url":
+            key = norm_text(raw)
+        else:
+            key = norm_id(raw)
+        if key and key not in values:  # (the suffix string is made for the first occurrence only)
+            values[key] = f"[{a}:{e}]"
+
+
+def _when_into(values: dict[str, str], raw: str, g: str, suffix: str) -> None:
+    """File the canonical forms of date or time ``raw`` not yet in ``values``: the same date or time in
+    any format ("May 23, 2024" = "2024-05-23"); a timestamp also states its day and its time, a full
+    date its month and day ("May 23")."""
+    when = when_key(raw, g)
+    day, _, clock = when.partition(" ") if when else ("", "", "")
+    for w in ((when, day, day[5:], clock) if len(day) == 10 else (when,) if when else ()):
+        if w and w not in values:
+            values[w] = suffix
 
 
 _cached = lru_cache(maxsize=CACHE_SIZE)(_analyse)

@@ -397,17 +397,7 @@ def _count_slot(col: Collection, n: int, mn: m.Mention) -> Assessment | None:
         if attr in bools:
             flags.append((attr, want))
     ctx = norm_text(mn.context)
-    values: dict[str, set[str]] = {}
-    if ctx:
-        seen: dict[str, set[str]] = {}
-        for mem in col.members:
-            for k, v in mem.items():
-                if isinstance(v, str) and len(v) >= 3 and not k.endswith("id") and not _NUMERIC.fullmatch(v):
-                    seen.setdefault(k, set()).add(v)
-        for attr, vals in seen.items():
-            hit = {v for v in vals if re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", ctx)}
-            if hit and len(vals) > 1 and hit != vals:
-                values[attr] = hit
+    values = _named_values(col, ctx) if ctx else {}
     named = bool(col.key) and singular(col.key) == noun
     if not flags and not values and not named:
         return None
@@ -419,6 +409,23 @@ def _count_slot(col: Collection, n: int, mn: m.Mention) -> Assessment | None:
     what = f"members with {what}" if what else f"{col.key} members"
     status = m.Support.DIRECT if expected == n else m.Support.CONFLICTING
     return Assessment(status, col.address, expected, f"latest tool output has {expected} {what}; claim says {n}")
+
+
+def _named_values(col: Collection, ctx: str) -> dict[str, set[str]]:
+    """``{attribute: values}`` the sentence ``ctx`` names as whole words, for each member attribute with
+    text values (3+ characters, not an id, not a number) that distinguishes members, when the sentence
+    names some of its values but not all."""
+    seen: dict[str, set[str]] = {}
+    for mem in col.members:
+        for k, v in mem.items():
+            if isinstance(v, str) and len(v) >= 3 and not k.endswith("id") and not _NUMERIC.fullmatch(v):
+                seen.setdefault(k, set()).add(v)
+    values: dict[str, set[str]] = {}
+    for attr, vals in seen.items():
+        hit = {v for v in vals if re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", ctx)}
+        if hit and len(vals) > 1 and hit != vals:
+            values[attr] = hit
+    return values
 
 
 def _pair_op(a: float, b: float, x: float) -> str | None:
