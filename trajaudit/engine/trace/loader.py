@@ -121,12 +121,52 @@ def load_document(
     """
     options = options or LoadOptions()
     adapters = adapters or default_adapters()
+    adapter = _pick_adapter(doc, file=file, format=format, mapping=mapping, line=line, adapters=adapters)
+    runs = _runs_of(doc, adapter, file=file, mapping=mapping, line=line, adapters=adapters)
+    indexed = _numbered_runs(doc, runs, adapter, file=file, record=record, line=line)
+    misfit = misfits(adapter, indexed, file=file, line=line) if format and mapping is None else {}
+    result = LoadResult()
+    for i, (rec, run) in enumerate(indexed):
+        try:
+            if i in misfit:
+                raise misfit[i]
+            result.trajectories.append(_convert_run(adapter, run, Source(adapter.name, file, rec), options, flags))
+        except TraceFormatError as e:
+            err = e if e.adapter else TraceFormatError(e.message, json_path=e.json_path, adapter=adapter.name)
+            located = err.located(file=file, record=rec)
+            result.problems.append(Problem(file or "<input>", rec, str(located), problem_details(flags)))
+        except Exception as e:  # noqa: BLE001 - the per-run boundary: this run is reported, the others load
+            result.problems.append(_unexpected(e, file, rec, flags))
+    return result
+
+
+def _pick_adapter(doc: Any, *, file: str | None, format: str | None, mapping: MappingAdapter | None,
+                  line: int | None, adapters: Registry[Adapter]) -> Adapter:
+    """:func:`load_document`'s reader of ``doc``: the mapping, else the forced ``format``, else the
+    detected one.
+
+    Raises:
+        TraceFormatError: ``format`` is not a known format name, or no format matches ``doc``
+            (located at ``file`` and JSONL ``line``).
+    """
     try:
-        adapter: Adapter = mapping if mapping is not None else (adapters.get(format) if format else detect(doc, adapters))
+        if mapping is not None:
+            return mapping
+        return adapters.get(format) if format else detect(doc, adapters)
     except LookupError as e:
         raise TraceFormatError(str(e.args[0]), file=file) from None
     except TraceFormatError as e:
         raise e.located(file=file, record=line) from None
+
+
+def _runs_of(doc: Any, adapter: Adapter, *, file: str | None, mapping: MappingAdapter | None, line: int | None,
+             adapters: Registry[Adapter]) -> list[Any]:
+    """The runs ``adapter`` finds in ``doc`` (``adapter.records``), at least one.
+
+    Raises:
+        TraceFormatError: the document holds no run, or (a mapping, one run at most) the mapping does not
+            match it — reported, never silently dropped; the message says when a built-in format would.
+    """
     runs = adapter.records(doc)
     if mapping is not None and len(runs) <= 1:
         sniff = mapping.sniff(doc)
@@ -135,36 +175,43 @@ def load_document(
                                    file=file, record=line, adapter=mapping.name)
     if not runs:
         raise TraceFormatError("the document holds no runs", file=file, record=line, adapter=adapter.name)
-    result = LoadResult()
+    return runs
+
+
+def _numbered_runs(doc: Any, runs: list[Any], adapter: Adapter, *, file: str | None, record: int | None,
+                   line: int | None) -> list[tuple[int | None, Any]]:
+    """``(record number, run)`` for each run to convert: the JSONL ``line`` for all the runs of a line;
+    else the 0-based position when the document holds several runs (or is a ``tau`` list), ``None`` for
+    a lone run; only ``record`` when it is given (and ``line`` is not).
+
+    Raises:
+        TraceFormatError: ``record`` is out of range.
+    """
     if line is not None:
-        indexed = [(line, r) for r in runs]
-    else:
-        indexed = [(i if len(runs) > 1 or isinstance(doc, list) and adapter.name == "tau" else None, r)
-                   for i, r in enumerate(runs)]
-    if record is not None and line is None:
+        return [(line, r) for r in runs]
+    if record is not None:
         if not 0 <= record < len(runs):
             raise TraceFormatError(f"record {record} out of range: the file holds {len(runs)} run(s)", file=file)
-        indexed = [(record, runs[record])]
-    misfit = misfits(adapter, indexed, file=file, line=line) if format and mapping is None else {}
-    for i, (rec, run) in enumerate(indexed):
-        try:
-            if i in misfit:
-                raise misfit[i]
-            traj = adapter.convert(run, source=Source(adapter.name, file, rec), options=options)
-            if flags:
-                traj = dataclasses.replace(traj, flags=traj.flags + flags)
-            if options.validate:
-                errs = schema_errors("trajectory", traj.to_dict(), limit=3)
-                if errs:
-                    raise TraceFormatError("IR fails the trajectory schema: " + "; ".join(errs), adapter=adapter.name)
-            result.trajectories.append(traj)
-        except TraceFormatError as e:
-            err = e if e.adapter else TraceFormatError(e.message, json_path=e.json_path, adapter=adapter.name)
-            located = err.located(file=file, record=rec)
-            result.problems.append(Problem(file or "<input>", rec, str(located), problem_details(flags)))
-        except Exception as e:  # noqa: BLE001 - the per-run boundary: this run is reported, the others load
-            result.problems.append(_unexpected(e, file, rec, flags))
-    return result
+        return [(record, runs[record])]
+    numbered = len(runs) > 1 or isinstance(doc, list) and adapter.name == "tau"
+    return [(i if numbered else None, r) for i, r in enumerate(runs)]
+
+
+def _convert_run(adapter: Adapter, run: Any, source: Source, options: LoadOptions, flags: tuple[str, ...]) -> Trajectory:
+    """One run → its :class:`Trajectory`, with the file's ``flags`` added and (``options.validate``)
+    checked against the trajectory schema.
+
+    Raises:
+        TraceFormatError: the adapter refuses the run, or the IR fails the schema (first 3 errors).
+    """
+    traj = adapter.convert(run, source=source, options=options)
+    if flags:
+        traj = dataclasses.replace(traj, flags=traj.flags + flags)
+    if options.validate:
+        errs = schema_errors("trajectory", traj.to_dict(), limit=3)
+        if errs:
+            raise TraceFormatError("IR fails the trajectory schema: " + "; ".join(errs), adapter=adapter.name)
+    return traj
 
 
 def _unexpected(e: Exception, file: str | None, record: int | None, flags: tuple[str, ...] = ()) -> Problem:
