@@ -172,7 +172,7 @@ def read_spans(doc: Any) -> tuple[list[SpanRecord], int]:
 def log_records(doc: Any) -> list[dict[str, Any]]:
     """The log records of an OTLP/JSON document (``resourceLogs`` → ``scopeLogs`` → ``logRecords``)
     that are tied to a span (a ``spanId``)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for d in doc if isinstance(doc, list) else [doc]:
         for rl in as_list(d.get("resourceLogs")) if isinstance(d, dict) else []:
             for sl in as_list(rl.get("scopeLogs")) if isinstance(rl, dict) else []:
@@ -219,7 +219,9 @@ def _from_sdk(d: dict[str, Any], order: int) -> SpanRecord | None:
     events = [{"name": str(e.get("name") or ""), "time": iso_ns(e.get("timestamp")),
                "attributes": key_values(e.get("attributes")), "body": None}
               for e in as_list(d.get("events")) if isinstance(e, dict)]
-    status = d.get("status") if isinstance(d.get("status"), dict) else {}
+    status = d.get("status")
+    if not isinstance(status, dict):
+        status = {}
     err = str(status.get("description") or "error") if status.get("status_code") == "ERROR" else None
     return SpanRecord(tid, sid, hex_id(d.get("parent_id")), str(d.get("name") or ""), iso_ns(d.get("start_time")),
                       iso_ns(d.get("end_time")), key_values(d.get("attributes")), events, err, order)
