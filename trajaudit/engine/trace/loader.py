@@ -92,18 +92,10 @@ def _builtin_hint(doc: Any, adapters: Registry[Adapter]) -> str:
     return f"; it looks like the built-in {name!r} format: read it without --mapping"
 
 
-def load_document(
-    doc: Any,
-    *,
-    file: str | None = None,
-    format: str | None = None,
-    mapping: MappingAdapter | None = None,
-    record: int | None = None,
-    options: LoadOptions | None = None,
-    line: int | None = None,
-    adapters: Registry[Adapter] | None = None,
-    flags: tuple[str, ...] = (),
-) -> LoadResult:
+def load_document(doc: Any, *, file: str | None = None, format: str | None = None,
+                  mapping: MappingAdapter | None = None, record: int | None = None, options: LoadOptions | None = None,
+                  line: int | None = None, adapters: Registry[Adapter] | None = None,
+                  flags: tuple[str, ...] = ()) -> LoadResult:
     """Convert one parsed JSON document (which may hold several runs).
 
     Args:
@@ -121,8 +113,7 @@ def load_document(
     """
     options = options or LoadOptions()
     adapters = adapters or default_adapters()
-    adapter = _pick_adapter(doc, file=file, format=format, mapping=mapping, line=line, adapters=adapters)
-    runs = _runs_of(doc, adapter, file=file, mapping=mapping, line=line, adapters=adapters)
+    adapter, runs = _adapter_and_runs(doc, file=file, format=format, mapping=mapping, line=line, adapters=adapters)
     indexed = _numbered_runs(doc, runs, adapter, file=file, record=record, line=line)
     misfit = misfits(adapter, indexed, file=file, line=line) if format and mapping is None else {}
     result = LoadResult()
@@ -140,33 +131,17 @@ def load_document(
     return result
 
 
-def _pick_adapter(doc: Any, *, file: str | None, format: str | None, mapping: MappingAdapter | None,
-                  line: int | None, adapters: Registry[Adapter]) -> Adapter:
-    """:func:`load_document`'s reader of ``doc``: the mapping, else the forced ``format``, else the
-    detected one.
-
-    Raises:
-        TraceFormatError: ``format`` is not a known format name, or no format matches ``doc``
-            (located at ``file`` and JSONL ``line``).
-    """
+def _adapter_and_runs(doc: Any, *, file: str | None, format: str | None, mapping: MappingAdapter | None,
+                      line: int | None, adapters: Registry[Adapter]) -> tuple[Adapter, list[Any]]:
+    """The reader of ``doc`` (the mapping, else the forced ``format``, else the detected one) and the
+    runs it finds there. Raises TraceFormatError (at ``file``, JSONL ``line``): ``format`` is unknown,
+    no format matches, the document holds no run, or a mapping does not match it (one run at most)."""
     try:
-        if mapping is not None:
-            return mapping
-        return adapters.get(format) if format else detect(doc, adapters)
+        adapter: Adapter = mapping if mapping is not None else (adapters.get(format) if format else detect(doc, adapters))
     except LookupError as e:
         raise TraceFormatError(str(e.args[0]), file=file) from None
     except TraceFormatError as e:
         raise e.located(file=file, record=line) from None
-
-
-def _runs_of(doc: Any, adapter: Adapter, *, file: str | None, mapping: MappingAdapter | None, line: int | None,
-             adapters: Registry[Adapter]) -> list[Any]:
-    """The runs ``adapter`` finds in ``doc`` (``adapter.records``), at least one.
-
-    Raises:
-        TraceFormatError: the document holds no run, or (a mapping, one run at most) the mapping does not
-            match it — reported, never silently dropped; the message says when a built-in format would.
-    """
     runs = adapter.records(doc)
     if mapping is not None and len(runs) <= 1:
         sniff = mapping.sniff(doc)
@@ -175,18 +150,14 @@ def _runs_of(doc: Any, adapter: Adapter, *, file: str | None, mapping: MappingAd
                                    file=file, record=line, adapter=mapping.name)
     if not runs:
         raise TraceFormatError("the document holds no runs", file=file, record=line, adapter=adapter.name)
-    return runs
+    return adapter, runs
 
 
 def _numbered_runs(doc: Any, runs: list[Any], adapter: Adapter, *, file: str | None, record: int | None,
                    line: int | None) -> list[tuple[int | None, Any]]:
-    """``(record number, run)`` for each run to convert: the JSONL ``line`` for all the runs of a line;
-    else the 0-based position when the document holds several runs (or is a ``tau`` list), ``None`` for
-    a lone run; only ``record`` when it is given (and ``line`` is not).
-
-    Raises:
-        TraceFormatError: ``record`` is out of range.
-    """
+    """``(record number, run)`` per run to convert: the JSONL ``line``; else only ``record`` if given
+    (TraceFormatError when out of range); else the 0-based position when the document holds several
+    runs (or is a ``tau`` list), ``None`` for a lone run."""
     if line is not None:
         return [(line, r) for r in runs]
     if record is not None:
@@ -197,13 +168,10 @@ def _numbered_runs(doc: Any, runs: list[Any], adapter: Adapter, *, file: str | N
     return [(i if numbered else None, r) for i, r in enumerate(runs)]
 
 
-def _convert_run(adapter: Adapter, run: Any, source: Source, options: LoadOptions, flags: tuple[str, ...]) -> Trajectory:
-    """One run → its :class:`Trajectory`, with the file's ``flags`` added and (``options.validate``)
-    checked against the trajectory schema.
-
-    Raises:
-        TraceFormatError: the adapter refuses the run, or the IR fails the schema (first 3 errors).
-    """
+def _convert_run(adapter: Adapter, run: Any, source: Source, options: LoadOptions,
+                 flags: tuple[str, ...]) -> Trajectory:
+    """One run → its :class:`Trajectory` with the file's ``flags``, checked against the trajectory
+    schema (``options.validate``). Raises TraceFormatError: the adapter refuses it, or the schema does."""
     traj = adapter.convert(run, source=source, options=options)
     if flags:
         traj = dataclasses.replace(traj, flags=traj.flags + flags)
