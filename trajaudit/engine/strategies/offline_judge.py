@@ -96,7 +96,7 @@ class JudgeSettings:
             ``underspecified_user_intent`` (:func:`_dialogue_request`, AgentRx §5); ``False`` keeps
             ``intent_plan_misalignment``.
         weights: the :class:`JudgeWeights` to rank with; ``None``: the context's
-            (``context.strategy_options["offline"]["weights"]``), else the shipped ones.
+            (``context.strategy_options["offline"]["judge_weights"]``), else the shipped ones.
         redirect_to_origin: when the chosen step's findings are all outcome findings (a late
             symptom: :func:`trajaudit.engine.claims.origin.is_outcome_finding`), choose the origin its
             dependencies lead back to (:func:`trajaudit.engine.claims.origin.origin_of`) instead (AgentRx:
@@ -161,7 +161,7 @@ class OfflineJudge:
 
     def weights(self, context: AuditContext) -> JudgeWeights:
         """The weights in use: the settings', else the context's (``--judge-weights``:
-        ``context.strategy_options["offline"]["weights"]``), else the shipped ones."""
+        ``context.strategy_options["offline"]["judge_weights"]``), else the shipped ones."""
         given = context.strategy_options.get(self.name, {}).get(WEIGHTS_KEY)
         return self.settings.weights or given or shipped_weights()
 
