@@ -19,7 +19,8 @@ evidence pipeline alone (loading, claim graph, judge) — where the claim graph 
   only from what repeats *within* it — as a real batch does — never from the previous repetition.
 - *stage split* (ms per run, median): ``load`` (read, parse, convert, validate), ``setup`` (audit
   context: rule packs), ``rules``, ``claims`` (evidence index, extraction, support, graph,
-  propagation), ``judge`` (offline judge + result).
+  propagation), ``judge`` (the strategy's diagnosis from the evidence gathered once, as
+  ``pipeline.audit_one`` hands it over).
 
 Run: ``python benchmarks/bench_audit.py [--repeat 5] [--rules PACK ...] [--profile N]``.
 The numbers in benchmarks/bench_audit.txt come from the plain command.
@@ -56,7 +57,8 @@ import trajaudit.engine.validation.rule_eval  # noqa: E402,F401
 from trajaudit import load_many  # noqa: E402
 from trajaudit.engine.run.batch import audit_trajectories  # noqa: E402
 from trajaudit.engine.run.evidence import clear_caches, gather  # noqa: E402
-from trajaudit.engine.run.pipeline import AuditSpec, audit_one, build_context  # noqa: E402
+from trajaudit.engine.run.pipeline import AuditSpec, build_context  # noqa: E402
+from trajaudit.engine.strategies.registry import default_strategies  # noqa: E402
 
 _T_IMPORTS = time.process_time() - _T_START
 
@@ -90,12 +92,13 @@ def staged(path: Path, spec: AuditSpec) -> dict[str, float]:
             dp.rules  # noqa: B018 - compiles the pack
     out["load"], out["setup"] = t1 - t0, time.process_time() - t1
     kept = []  # the results, kept to the end as audit_trajectories keeps them
+    strategy = default_strategies().get(spec.strategy)
     gc.freeze()  # the collector regime of audit_trajectories (pipeline.freeze_long_lived)
     try:
         for t in runs:
             bundle = gather(t, ctx)
             t2 = time.process_time()
-            kept.append(audit_one(t, spec.strategy, ctx))  # the judge reads the cached evidence
+            kept.append(strategy.diagnose(t, bundle, ctx))  # the evidence is passed in, as audit_one does
             gc.freeze()
             out["judge"] += time.process_time() - t2
             out["rules"] += bundle.timings["rules"]

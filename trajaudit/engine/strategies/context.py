@@ -18,7 +18,8 @@ from trajaudit.engine.packs.selection import DomainPack
 from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.validation_log import ValidationLog
 
-if TYPE_CHECKING:  # the client's module is only needed by LLM strategies (it never imports openai itself)
+if TYPE_CHECKING:  # types only (the claim graph comes from run.evidence; the client never imports openai)
+    from trajaudit.engine.claims.graph import ClaimGraph
     from trajaudit.llm.client import LLMClient
 
 __all__ = ["AuditContext", "EvidenceBundle"]
@@ -78,6 +79,6 @@ class EvidenceBundle:
     claim_rows: list[dict[str, Any]] = field(default_factory=list)
     error_steps: tuple[int, ...] = ()
     first_error_step: int | None = None
-    graph: Any = None
+    graph: ClaimGraph | None = None
     domain_packs: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)

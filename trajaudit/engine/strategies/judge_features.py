@@ -21,12 +21,13 @@ is the fitted model's business, not a hand-set threshold.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,7 +153,7 @@ def last_success(t: Trajectory) -> dict[tuple[str | None, str], int]:
             if c.id is None:
                 continue
             res = t.output_after(c.id, s.index)
-            if res is not None and not res.tool_output.is_error:
+            if res is not None and res.tool_output is not None and not res.tool_output.is_error:
                 last[(s.agent, c.name)] = s.index
     return last
 
@@ -166,7 +167,8 @@ def recovered(t: Trajectory, step: int, rec: Record, successes: dict[tuple[str |
     s = t.steps[step]
     for call in s.tool_calls:
         out = t.output_after(call.id, step)
-        if out is not None and out.tool_output.is_error and successes.get((s.agent, call.name), -1) > out.index:
+        if (out is not None and out.tool_output is not None and out.tool_output.is_error
+                and successes.get((s.agent, call.name), -1) > out.index):
             return True
     return False
 
@@ -247,17 +249,27 @@ class FeatureTable:
         return None
 
 
-def _log1p(x: float) -> float:
-    return math.log1p(x)
-
-
 def _norm_name(name: str) -> str:
     return _NAME_SEP.sub(" ", name.casefold()).strip()
 
 
+@functools.lru_cache(maxsize=1024)
+def _address_pattern(agent: str) -> re.Pattern[str] | None:
+    """The pattern of a mention of ``agent`` in a text (case and ``_``/``-``/space folded, whole
+    words); ``None`` when the folded name is shorter than 3 characters. Cached: a batch names the
+    same agents run after run."""
+    folded = _norm_name(agent)
+    if len(folded) < 3:
+        return None
+    return re.compile(r"(?<![\w])" + re.escape(folded).replace(r"\ ", r"[\s_\-]+") + r"(?![\w])", re.I)
+
+
 def _text_key(step: Step) -> str | None:
-    """A repeat key of a decision step's text: case and whitespace folded; ``None`` for short text."""
-    text = _SPACE.sub(" ", step.content.casefold()).strip()
+    """A repeat key of a decision step's text: case and whitespace folded; ``None`` for short text.
+
+    ``" ".join(text.split())`` is ``re.sub(r"\\s+", " ", text).strip()`` (both split at the same
+    Unicode whitespace), at less than half the cost on long texts."""
+    text = " ".join(step.content.casefold().split())
     if len(text) < 20:
         return None
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=12).hexdigest()
@@ -274,17 +286,26 @@ def _call_keys(step: Step) -> list[str]:
     return keys
 
 
-def _roles(t: Trajectory, decisions: Sequence[Step]) -> tuple[dict[str, float], dict[str, float], dict[int, bool]]:
-    """Per producer: share of its turns that address another agent of the run (``instructs``) and share
-    that call tools or carry code (``calls``); per decision step: whether it addresses another agent.
+@dataclass
+class _Roles:
+    """What :func:`_roles` found: per producer (``agent or ""``) its decision ``turns``, the share of
+    them that address another agent (``instructs``) and the share that call tools or carry code
+    (``calls``); per decision step whether it addresses another agent (``addresses``)."""
+
+    instructs: dict[str, float]
+    calls: dict[str, float]
+    addresses: dict[int, bool]
+    turns: dict[str, int]
+
+
+def _roles(decisions: Sequence[Step], code: dict[int, bool]) -> _Roles:
+    """The producers' roles (:class:`_Roles`); ``code``: per decision step, whether it carries code.
 
     Addressing: the text names another agent of the run (case, ``_``/``-``/space folded; names shorter
     than 3 characters are ignored), or the adapter recorded a hand-off target (``metadata.target``).
     """
     names = {a for a in (s.agent for s in decisions) if a}
-    folded = {a: _norm_name(a) for a in names}
-    patterns = {a: re.compile(r"(?<![\w])" + re.escape(f).replace(r"\ ", r"[\s_\-]+") + r"(?![\w])", re.I)
-                for a, f in folded.items() if len(f) >= 3}
+    patterns = {a: p for a in names if (p := _address_pattern(a)) is not None}
     turns: dict[str, int] = defaultdict(int)
     instr: dict[str, int] = defaultdict(int)
     calls: dict[str, int] = defaultdict(int)
@@ -297,8 +318,9 @@ def _roles(t: Trajectory, decisions: Sequence[Step]) -> tuple[dict[str, float], 
             hit = any(p.search(s.content) for other, p in patterns.items() if other != s.agent)
         addresses[s.index] = hit
         instr[a] += hit
-        calls[a] += bool(s.tool_calls) or bool(_CODE.search(s.content))
-    return ({a: instr[a] / n for a, n in turns.items()}, {a: calls[a] / n for a, n in turns.items()}, addresses)
+        calls[a] += bool(s.tool_calls) or code[s.index]
+    return _Roles({a: instr[a] / n for a, n in turns.items()}, {a: calls[a] / n for a, n in turns.items()},
+                  addresses, turns)
 
 
 def _findings(t: Trajectory, records: Sequence[Record], min_level: int) -> tuple[
@@ -346,63 +368,80 @@ def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
         A :class:`FeatureTable`; no candidates when the run has no decision step.
     """
     steps = t.steps
-    n = len(steps)
     decisions = [s for s in steps if s.is_decision]
     per_step, prop = _findings(t, records, severity_rank(min_severity))
     cand_steps = sorted({s.index for s in decisions} | {k for k in per_step if steps[k].kind == "user"})
     if not cand_steps:
         return FeatureTable(t, [])
-    dec_pos = {s.index: i for i, s in enumerate(decisions)}
-    n_dec = len(decisions)
+    rows = _Rows(t, decisions, per_step, prop, graph)
+    return FeatureTable(t, [Candidate(k, list(per_step.get(k, {}).values()), rows.row(k)) for k in cand_steps])
 
-    # claims introduced per step
-    claim_stats: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
-    dependents: dict[int, set[int]] = defaultdict(set)
-    error_span: set[int] = set()
+
+_NO_CLAIMS = (0, 0, 0, 0, 0, 0)
+
+
+@dataclass
+class _ClaimFacts:
+    """What the claim graph says per step: ``stats[k]``, the claims step ``k`` introduced (missing and
+    consequential, conflicting, weak, all, reused later, consequential); ``dependents[k]``, the later
+    steps reusing them; ``error_span``/``first_span``, the steps its propagation marks and the first."""
+
+    stats: dict[int, list[int]] = field(default_factory=dict)
+    dependents: dict[int, set[int]] = field(default_factory=dict)
+    error_span: set[int] = field(default_factory=set)
     first_span: int | None = None
-    if graph is not None:
-        for c in getattr(graph, "claims", ()):
-            st = claim_stats[c.step]
-            status = getattr(c.status, "value", str(c.status))
-            st[0] += status == "MISSING" and c.consequential
-            st[1] += status == "CONFLICTING"
-            st[2] += status == "WEAK"
-            st[3] += 1
-            st[4] += bool(c.reused_in)
-            st[5] += c.consequential
-            dependents[c.step].update(r for r in c.reused_in if r > c.step)
-        prop_res = graph.propagate()
-        error_span = set(prop_res.error_steps)
-        first_span = prop_res.first_error_step
 
-    # evidence order
+
+def _claim_facts(graph: Any) -> _ClaimFacts:
+    """:class:`_ClaimFacts` of a claim graph (empty for ``None``)."""
+    if graph is None:
+        return _ClaimFacts()
+    stats: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+    dependents: dict[int, set[int]] = defaultdict(set)
+    for c in getattr(graph, "claims", ()):
+        st = stats[c.step]
+        status = getattr(c.status, "value", str(c.status))
+        st[0] += status == "MISSING" and c.consequential
+        st[1] += status == "CONFLICTING"
+        st[2] += status == "WEAK"
+        st[3] += 1
+        st[4] += bool(c.reused_in)
+        st[5] += c.consequential
+        dependents[c.step].update(r for r in c.reused_in if r > c.step)
+    prop_res = graph.propagate()
+    return _ClaimFacts(stats, dependents, set(prop_res.error_steps), prop_res.first_error_step)
+
+
+def _evidence_steps(per_step: dict[int, dict[str, Finding]]) -> tuple[list[int], list[int]]:
+    """``(error steps, finding steps)``, sorted: the steps blamed for an unrecovered error-level
+    finding, and those blamed for any finding at warning level or above."""
     err_steps = sorted(k for k, fs in per_step.items() if any(f.level >= 2 and not f.recovered for f in fs.values()))
     any_steps = sorted(k for k, fs in per_step.items() if any(f.level >= 1 for f in fs.values()))
-    first_err = err_steps[0] if err_steps else None
-    first_any = any_steps[0] if any_steps else None
+    return err_steps, any_steps
 
-    # roles
-    instructs, tool_share, addresses = _roles(t, decisions)
-    counts: dict[str, int] = defaultdict(int)
-    for s in decisions:
-        counts[s.agent or ""] += 1
-    first_agent = decisions[0].agent if decisions else None
-    multi = len(counts) > 1
 
-    # outputs per issuing step; errors after each position
-    out_error: dict[int, bool] = defaultdict(bool)
+def _output_errors(t: Trajectory) -> tuple[dict[int, bool], list[int]]:
+    """``(issuers, errored)``: the steps that issued a call (or wrote the code, else the latest decision
+    before) whose tool output is an error, and the indexes of the errored tool outputs in order."""
+    out_error: dict[int, bool] = {}
     error_outputs: list[int] = []
-    for s in steps:
-        if s.kind != "tool" or s.tool_output is None:
+    for s in t.steps:
+        if s.kind != "tool" or s.tool_output is None or not s.tool_output.is_error:
             continue
+        error_outputs.append(s.index)
         hit = t.call_for(s)
         issuer = hit[0].index if hit is not None else t.code_authors.get(s.index)
         if issuer is None:
             issuer = decision_neighbours(t)[0][s.index]
-        if s.tool_output.is_error:
-            error_outputs.append(s.index)
-            if issuer is not None:
-                out_error[issuer] = True
+        if issuer is not None:
+            out_error[issuer] = True
+    return out_error, error_outputs
+
+
+def _next_output_errors(steps: Sequence[Step]) -> dict[int, bool]:
+    """Per decision step: the tool output right after it (the next step is a tool output) is an error
+    (the first tool output after the step, read backwards)."""
+    n = len(steps)
     next_output: dict[int, bool] = {}
     nxt: bool | None = None
     for s in reversed(steps):
@@ -410,10 +449,13 @@ def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
             nxt = bool(s.tool_output.is_error)
         elif s.is_decision:
             next_output[s.index] = bool(nxt) if nxt is not None and s.index + 1 < n and steps[s.index + 1].kind == "tool" else False
+    return next_output
 
-    # repeats: calls (name + arguments) and texts of the same agent
-    seen: dict[str, int] = {}
-    later_count: dict[str, int] = defaultdict(int)
+
+def _repeat_keys(decisions: Sequence[Step]) -> tuple[dict[int, list[str]], dict[str, int]]:
+    """Repeats: per decision step its keys (each call's name + arguments; its text, per agent), and
+    how many decision steps of the run carry each key."""
+    total: dict[str, int] = defaultdict(int)
     keys_of: dict[int, list[str]] = {}
     for s in decisions:
         keys = [f"c\x00{k}" for k in _call_keys(s)]
@@ -422,90 +464,147 @@ def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
             keys.append(f"t\x00{s.agent}\x00{tk}")
         keys_of[s.index] = keys
         for k in keys:
-            later_count[k] += 1
-    first_consequential = next((s.index for s in decisions if is_consequential_action(s)), None)
+            total[k] += 1
+    return keys_of, total
 
-    # origin tracing of the candidates with findings (the earliest MAX_TRACED)
-    traced = [(k, [f.record for f in per_step[k].values() if f.level >= 1]) for k in any_steps[:MAX_TRACED]]
-    origins = origin_features(t, traced, graph) if traced else {}
 
-    no_err = first_err is None
-    no_any = first_any is None
-    errs_before = 0
-    err_set = set(err_steps)
-    finding_set = set(any_steps)
-    err_total = len(err_steps)
-    n_errors_out = len(error_outputs)
-    cands: list[Candidate] = []
-    err_out_ptr = 0
-    findings_seen = 0
-    for k in cand_steps:
-        s = steps[k]
-        fs = per_step.get(k, {})
-        by_level = [0, 0, 0, 0, 0]  # error unrec, error rec, warning unrec, warning rec, info
-        by_type = dict.fromkeys(RULE_TYPES, 0)
-        fam = [0, 0, 0]
-        for f in fs.values():
-            lv = f.level
-            if lv >= 2:
-                by_level[1 if f.recovered else 0] += 1
-            elif lv == 1:
-                by_level[3 if f.recovered else 2] += 1
+def _finding_counts(fs: Iterable[Finding]) -> list[float]:
+    """The first features of a candidate (log1p counts of the findings blamed on it): by severity and
+    recovery; then, of the unrecovered ones at warning level and above, by rule type and by family
+    (claims, generic rules, other rules)."""
+    by_level = [0, 0, 0, 0, 0]  # error unrec, error rec, warning unrec, warning rec, info
+    by_type = dict.fromkeys(RULE_TYPES, 0)
+    fam = [0, 0, 0]
+    for f in fs:
+        lv = f.level
+        if lv >= 2:
+            by_level[1 if f.recovered else 0] += 1
+        elif lv == 1:
+            by_level[3 if f.recovered else 2] += 1
+        else:
+            by_level[4] += 1
+        if lv >= 1 and not f.recovered:
+            if f.record.rule_type in by_type:
+                by_type[f.record.rule_type] += 1
+            if f.record.origin == "claims" or f.record.rule_id.startswith("claims."):
+                fam[0] += 1
+            elif f.record.rule_id.startswith("generic."):
+                fam[1] += 1
             else:
-                by_level[4] += 1
-            if lv >= 1 and not f.recovered:
-                if f.record.rule_type in by_type:
-                    by_type[f.record.rule_type] += 1
-                if f.record.origin == "claims" or f.record.rule_id.startswith("claims."):
-                    fam[0] += 1
-                elif f.record.rule_id.startswith("generic."):
-                    fam[1] += 1
-                else:
-                    fam[2] += 1
-        cs = claim_stats.get(k, [0, 0, 0, 0, 0, 0])
-        while err_out_ptr < n_errors_out and error_outputs[err_out_ptr] <= k:
-            err_out_ptr += 1
-        errs_following = n_errors_out - err_out_ptr
-        errors_after = err_total - errs_before - (1 if k in err_set else 0)
-        findings_after = len(any_steps) - findings_seen - (1 if k in finding_set else 0)
+                fam[2] += 1
+    return [*map(math.log1p, by_level), *map(math.log1p, by_type.values()), *map(math.log1p, fam)]
+
+
+class _Rows:
+    """:func:`features`' feature rows: the run's facts, found once (one pass each over the steps,
+    the records and the claims), and the counts that run along the candidates, taken in step order
+    (errors and findings before the candidate, errored tool outputs after it, repeat keys seen)."""
+
+    def __init__(self, t: Trajectory, decisions: list[Step], per_step: dict[int, dict[str, Finding]],
+                 prop: dict[int, int], graph: Any) -> None:
+        self.t, self.per_step, self.prop, self.n = t, per_step, prop, len(t.steps)
+        self.dec_pos = {s.index: i for i, s in enumerate(decisions)}
+        self.n_dec = len(decisions)
+        self.claims = _claim_facts(graph)
+        self.err_steps, self.any_steps = _evidence_steps(per_step)
+        self.first_err = self.err_steps[0] if self.err_steps else None
+        self.first_any = self.any_steps[0] if self.any_steps else None
+        self.code = {s.index: bool(_CODE.search(s.content)) for s in decisions}  # one search per step
+        self.roles = _roles(decisions, self.code)
+        self.first_agent = decisions[0].agent if decisions else None
+        self.out_error, self.error_outputs = _output_errors(t)
+        self.next_output = _next_output_errors(t.steps)
+        self.keys_of, self.key_total = _repeat_keys(decisions)
+        self.consequential = {s.index: any(_WRITE_VERB.match(c.name) for c in s.tool_calls) or self.code[s.index]
+                              for s in decisions}  # is_consequential_action of each decision step
+        self.first_consequential = next((s.index for s in decisions if self.consequential[s.index]), None)
+        # origin tracing of the candidates with findings (the earliest MAX_TRACED)
+        traced = [(k, [f.record for f in per_step[k].values() if f.level >= 1]) for k in self.any_steps[:MAX_TRACED]]
+        self.origins = origin_features(t, traced, graph) if traced else {}
+        # the running counts
+        self.err_set, self.finding_set = set(self.err_steps), set(self.any_steps)
+        self.errs_before = self.findings_seen = self.err_out_ptr = 0
+        self.seen: dict[str, int] = {}
+
+    def row(self, k: int) -> list[float]:
+        """The feature vector of candidate ``k`` (:data:`FEATURES` order); candidates must come in step order."""
+        s = self.t.steps[k]
+        rank = self.dec_pos.get(k)
         is_dec = s.is_decision
+        is_last = is_dec and rank == self.n_dec - 1
+        is_first = is_dec and rank == 0
+        is_first_act = k == self.first_consequential
+        no_err = self.first_err is None
+        row = _finding_counts(self.per_step.get(k, {}).values())
+        row += self._claims_and_order(k)
+        row += self._position(k, s, rank, is_first, is_last)
+        row += self._role(k, s, is_first_act)
+        row += self._consequences(k)
+        row += self._repeats(k)
+        row += self._origin(k)
+        row += [float(no_err), float(self.first_any is None), float(is_last and no_err),
+                float(is_first_act and no_err), float(is_first and no_err)]
+        if k in self.err_set:
+            self.errs_before += 1
+        if k in self.finding_set:
+            self.findings_seen += 1
+        return row
+
+    def _claims_and_order(self, k: int) -> list[float]:
+        """The claims step ``k`` introduced, its propagation roots and error span, and its place among
+        the run's findings (first error, first finding; errors before and after, findings after)."""
+        log1p = math.log1p
+        cs = self.claims.stats.get(k, _NO_CLAIMS)
+        errors_after = len(self.err_steps) - self.errs_before - (1 if k in self.err_set else 0)
+        findings_after = len(self.any_steps) - self.findings_seen - (1 if k in self.finding_set else 0)
+        return [log1p(cs[0]), log1p(cs[1]), log1p(cs[2]), log1p(cs[3]), log1p(cs[4]), log1p(cs[5]),
+                log1p(self.prop.get(k, 0)), float(k in self.claims.error_span), float(k == self.claims.first_span),
+                float(k == self.first_err), float(k == self.first_any), log1p(self.errs_before), log1p(errors_after),
+                log1p(findings_after)]
+
+    def _position(self, k: int, s: Step, rank: int | None, is_first: bool, is_last: bool) -> list[float]:
+        """Where the step sits: relative position in the run and among the decisions, first/last
+        decision, a user turn."""
+        n, n_dec = self.n, self.n_dec
+        return [k / (n - 1) if n > 1 else 0.0,
+                (rank / (n_dec - 1) if n_dec > 1 else 0.0) if rank is not None else 0.0,
+                float(is_first), float(is_last), float(s.kind == "user")]
+
+    def _role(self, k: int, s: Step, is_first_act: bool) -> list[float]:
+        """The step and its producer's role: calls tools, writes code, acts consequentially (the first
+        such action), how the producer speaks across the run, addresses another agent."""
+        if not s.is_decision:
+            return [float(bool(s.tool_calls)), 0.0, float(is_consequential_action(s)), float(is_first_act),
+                    0.0, 0.0, 0.0, 0.0, float(len(self.roles.turns) > 1), float(self.roles.addresses.get(k, False))]
         agent = s.agent or ""
-        rank = dec_pos.get(k)
-        keys = keys_of.get(k, [])
+        roles = self.roles
+        return [float(bool(s.tool_calls)), float(self.code[k]), float(self.consequential[k]), float(is_first_act),
+                roles.instructs.get(agent, 0.0), roles.calls.get(agent, 0.0),
+                roles.turns.get(agent, 0) / self.n_dec if self.n_dec else 0.0,
+                float(s.agent == self.first_agent), float(len(roles.turns) > 1), float(roles.addresses.get(k, False))]
+
+    def _consequences(self, k: int) -> list[float]:
+        """What follows from the step: an errored output of its own, errored outputs after it, the
+        next output an error, later steps reusing its claims."""
+        outs = self.error_outputs
+        while self.err_out_ptr < len(outs) and outs[self.err_out_ptr] <= k:
+            self.err_out_ptr += 1
+        return [float(self.out_error.get(k, False)), math.log1p(len(outs) - self.err_out_ptr),
+                float(self.next_output.get(k, False)), math.log1p(len(self.claims.dependents.get(k, ())))]
+
+    def _repeats(self, k: int) -> list[float]:
+        """Loops: the step repeats an earlier call or text of its agent, is repeated later, starts a loop."""
+        keys = self.keys_of.get(k, [])
+        seen = self.seen
         seen_before = any(seen.get(key, 0) > 0 for key in keys)
         for key in keys:
             seen[key] = seen.get(key, 0) + 1
-        repeated_later = any(later_count[key] > seen[key] for key in keys)
-        is_last = is_dec and rank == n_dec - 1
-        is_first = is_dec and rank == 0
-        is_first_act = k == first_consequential
-        row = [
-            *(_log1p(v) for v in by_level),
-            *(_log1p(by_type[ty]) for ty in RULE_TYPES),
-            *(_log1p(v) for v in fam),
-            _log1p(cs[0]), _log1p(cs[1]), _log1p(cs[2]), _log1p(cs[3]), _log1p(cs[4]), _log1p(cs[5]),
-            _log1p(prop.get(k, 0)), float(k in error_span), float(k == first_span),
-            float(k == first_err), float(k == first_any), _log1p(errs_before), _log1p(errors_after),
-            _log1p(findings_after),
-            k / (n - 1) if n > 1 else 0.0,
-            (rank / (n_dec - 1) if n_dec > 1 else 0.0) if rank is not None else 0.0,
-            float(is_first), float(is_last), float(s.kind == "user"),
-            float(bool(s.tool_calls)), float(bool(_CODE.search(s.content))) if is_dec else 0.0,
-            float(is_consequential_action(s)), float(is_first_act),
-            instructs.get(agent, 0.0) if is_dec else 0.0, tool_share.get(agent, 0.0) if is_dec else 0.0,
-            counts.get(agent, 0) / n_dec if is_dec and n_dec else 0.0,
-            float(is_dec and s.agent == first_agent), float(multi), float(addresses.get(k, False)),
-            float(out_error.get(k, False)), _log1p(errs_following), float(next_output.get(k, False)),
-            _log1p(len(dependents.get(k, ()))),
-            float(seen_before), float(repeated_later), float(repeated_later and not seen_before),
-            *(lambda o: (o.get("is_late_symptom", 0.0), o.get("is_origin_of_late_symptom", 0.0),
-                         _log1p(o.get("dependency_depth", 0.0)), _log1p(o.get("dependents", 0.0))))(origins.get(k, {})),
-            float(no_err), float(no_any), float(is_last and no_err), float(is_first_act and no_err),
-            float(is_first and no_err),
-        ]
-        if k in err_set:
-            errs_before += 1
-        if k in finding_set:
-            findings_seen += 1
-        cands.append(Candidate(k, list(fs.values()), row))
-    return FeatureTable(t, cands)
+        repeated_later = any(self.key_total[key] > seen[key] for key in keys)
+        return [float(seen_before), float(repeated_later), float(repeated_later and not seen_before)]
+
+    def _origin(self, k: int) -> list[float]:
+        """Origin tracing (:func:`~trajaudit.engine.claims.origin.origin_features`): late symptom,
+        origin of one, dependency depth, dependents."""
+        o = self.origins.get(k, {})
+        return [o.get("is_late_symptom", 0.0), o.get("is_origin_of_late_symptom", 0.0),
+                math.log1p(o.get("dependency_depth", 0.0)), math.log1p(o.get("dependents", 0.0))]

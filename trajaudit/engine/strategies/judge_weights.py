@@ -40,7 +40,7 @@ WEIGHTS_FORMAT = "trajaudit-judge-weights"
 WEIGHTS_VERSION = 1
 #: The shipped weights (package data), fitted on the two annotated development sets.
 SHIPPED = "offline_judge.json"
-#: ``AuditContext.extra`` key of the weights an audit uses (``--judge-weights``).
+#: Key of the weights an audit uses (``--judge-weights``) in ``AuditContext.strategy_options["offline"]``.
 WEIGHTS_KEY = "judge_weights"
 
 

@@ -38,7 +38,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajaudit.engine.claims.origin import is_outcome_finding, origin_of
+from trajaudit.engine.claims.origin import OriginTrace, is_outcome_finding, origin_of
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.strategies.base import INCONCLUSIVE
 from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
@@ -56,7 +56,7 @@ from trajaudit.engine.strategies.judge_features import (
 from trajaudit.engine.strategies.judge_features import Candidate as FeatureCandidate
 from trajaudit.engine.strategies.judge_weights import WEIGHTS_KEY, JudgeWeights, shipped_weights
 from trajaudit.engine.trace.ir import Step, Trajectory
-from trajaudit.engine.validation_log import Evidence, severity_rank
+from trajaudit.engine.validation_log import Evidence, ValidationLog, severity_rank
 
 __all__ = ["BASES", "CATEGORY_PRECEDENCE", "JudgeSettings", "OfflineJudge", "FirstViolation", "blame",
            "is_consequential_action", "PROPAGATION_RULE", "USER_CAUSED"]
@@ -96,7 +96,7 @@ class JudgeSettings:
             ``underspecified_user_intent`` (:func:`_dialogue_request`, AgentRx §5); ``False`` keeps
             ``intent_plan_misalignment``.
         weights: the :class:`JudgeWeights` to rank with; ``None``: the context's
-            (``context.strategy_options["offline"]["weights"]``), else the shipped ones.
+            (``context.strategy_options["offline"]["judge_weights"]``), else the shipped ones.
         redirect_to_origin: when the chosen step's findings are all outcome findings (a late
             symptom: :func:`trajaudit.engine.claims.origin.is_outcome_finding`), choose the origin its
             dependencies lead back to (:func:`trajaudit.engine.claims.origin.origin_of`) instead (AgentRx:
@@ -161,7 +161,7 @@ class OfflineJudge:
 
     def weights(self, context: AuditContext) -> JudgeWeights:
         """The weights in use: the settings', else the context's (``--judge-weights``:
-        ``context.strategy_options["offline"]["weights"]``), else the shipped ones."""
+        ``context.strategy_options["offline"]["judge_weights"]``), else the shipped ones."""
         given = context.strategy_options.get(self.name, {}).get(WEIGHTS_KEY)
         return self.settings.weights or given or shipped_weights()
 
@@ -178,17 +178,15 @@ class OfflineJudge:
     def diagnose(self, trajectory: Trajectory, evidence: EvidenceBundle, context: AuditContext) -> Diagnosis:
         """Rank the candidates and explain the winner (see the module docstring). Never raises on valid IR."""
         t = trajectory
-        bundle = evidence
-        table = self.table(t, bundle)
-        graph = getattr(bundle, "graph", None)
-        spans = tuple(bundle.error_steps)
-        log_meta = {"log_summary": bundle.log.summary()["verdicts"],
-                    **({"incomplete": list(bundle.log.incomplete)} if bundle.log.incomplete else {})}
+        table = self.table(t, evidence)
+        graph = getattr(evidence, "graph", None)
+        spans = tuple(evidence.error_steps)
+        log_meta = _log_meta(evidence.log)
         weights = self.weights(context)
         taxonomy_ids = context.taxonomy_ids
         floor = severity_rank(context.config.min_violation_severity)
-        base = dict(trajectory_id=t.id, file=t.source.file, record=t.source.record, taxonomy=context.config.taxonomy,
-                    strategy=self.name)
+        base: dict[str, Any] = dict(trajectory_id=t.id, file=t.source.file, record=t.source.record,
+                                    taxonomy=context.config.taxonomy, strategy=self.name)
         if not table.candidates:
             return Diagnosis(critical_step=None, category=INCONCLUSIVE, confidence=0.0, basis="fallback",
                              rationale="no decision step", metadata=log_meta, **base)
@@ -196,55 +194,54 @@ class OfflineJudge:
         best = table.candidates[ranked[0][0]]
         conf = weights.confidence(ranked)
         basis = best.basis
-        step = best.step
-        trace = None
-        if basis != "fallback" and all(is_outcome_finding(t, f.record) for f in best.findings if f.level >= 1):
-            trace = origin_of(t, step, graph)
-            if trace.step == step:
-                trace = None
-        if basis == "fallback":
-            category, evidence, rationale, _ = self._fallback(t, best, len(table.candidates))
-        else:
-            category = _category(_votes(best.findings, floor), taxonomy_ids)
-            shown = [f for f in best.findings if f.level >= 1]
-            evidence = tuple(e for f in shown for e in f.record.evidence)[:12]
-            how = ("an unrecovered error-level finding" if basis == "finding"
-                   else "weaker findings only (warnings, or errors the run recovered from)")
-            reasons = "; ".join(
-                f"{f.record.rule_id} ({f.record.severity}{', recovered later' if f.recovered else ''}) at "
-                f"steps.{f.record.step}: {f.record.message}" for f in shown[:5])
-            rationale = (f"ranked first of {len(table.candidates)} candidate steps on {how}: step {step} "
-                         f"({_producer(t, step)}). {reasons}")
-            if trace is not None and self.settings.redirect_to_origin:
-                step = trace.step
-                rationale = (f"origin of a late symptom at steps.{trace.symptom} "
-                             f"({' <- '.join(f'{x.relation} {x.step}' for x in trace.chain)}): step {step}. {rationale}")
-        if taxonomy_ids is not None and category not in taxonomy_ids:
-            category = INCONCLUSIVE
+        trace = _origin_trace(t, best, basis, graph)
+        step, category, shown, rationale = self._explain(t, best, basis, len(table.candidates), trace, floor,
+                                                         taxonomy_ids)
         agent = responsible_agent(t, step, category)
-        cand_out = tuple(
-            Candidate(step=c.step, category=_category(_votes(c.findings, floor), taxonomy_ids) if c.has_finding
-                      else INCONCLUSIVE, score=round(s, 3), agent=_producer(t, c.step),
-                      reason="; ".join([f"{f.record.rule_id}{' (recovered)' if f.recovered else ''}"
-                                        for f in c.findings if f.level >= 1][:4]) or f"{c.basis}: no finding",
-                      evidence=tuple(e.address for f in c.findings if f.level >= 1 for e in f.record.evidence[:2])[:6])
-            for c, s in ((table.candidates[i], s) for i, s in ranked[: self.settings.max_candidates]))
-        if trace is not None:  # the origin is listed (added, or its reason says so), with the trace as evidence
-            why = f"origin of the late symptom at steps.{trace.symptom}: " + "; ".join(x.note for x in trace.chain[1:])
-            chain = tuple(f"steps.{x.step}" for x in trace.chain)
-            if all(c.step != trace.step for c in cand_out):
-                cand_out += (Candidate(step=trace.step, category=INCONCLUSIVE, score=0.0, agent=_producer(t, trace.step),
-                                       reason=why[:300], evidence=chain),)
-            else:
-                cand_out = tuple(dataclasses.replace(c, reason=f"{why[:300]}; {c.reason}", evidence=chain + c.evidence)
-                                 if c.step == trace.step else c for c in cand_out)
+        listed = _with_origin(t, _listed(t, table, ranked[: self.settings.max_candidates], floor, taxonomy_ids), trace)
         errors = {c.step for c in table.candidates if c.has_error}
         return Diagnosis(
             critical_step=step, agent=agent, category=category, confidence=round(conf, 3), rationale=rationale,
-            evidence=evidence, candidates=cand_out, basis=basis, error_steps=tuple(sorted(errors | set(spans))),
+            evidence=shown, candidates=listed, basis=basis, error_steps=tuple(sorted(errors | set(spans))),
             metadata={"findings": sum(1 for c in table.candidates for f in c.findings if f.level >= floor),
                       "weights": weights.source, **log_meta, **({"origin": trace.to_dict()} if trace is not None else {})},
             **base)
+
+    def _explain(self, t: Trajectory, best: FeatureCandidate, basis: str, n: int, trace: OriginTrace | None,
+                 floor: int, taxonomy_ids: frozenset[str] | None) -> tuple[int, str, tuple[Evidence, ...], str]:
+        """``(step, category, evidence, rationale)`` of the ranker's choice ``best`` (one of ``n``
+        candidates): a ``fallback`` choice by :meth:`_fallback`, else by its findings
+        (:meth:`_from_findings`); a category outside the taxonomy (``taxonomy_ids``) is ``inconclusive``."""
+        if basis == "fallback":
+            step = best.step
+            category, evidence, rationale, _ = self._fallback(t, best, n)
+        else:
+            step, category, evidence, rationale = self._from_findings(t, best, basis, n, trace, floor, taxonomy_ids)
+        if taxonomy_ids is not None and category not in taxonomy_ids:
+            category = INCONCLUSIVE
+        return step, category, evidence, rationale
+
+    def _from_findings(self, t: Trajectory, best: FeatureCandidate, basis: str, n: int, trace: OriginTrace | None,
+                       floor: int, taxonomy_ids: frozenset[str] | None) -> tuple[int, str, tuple[Evidence, ...], str]:
+        """``(step, category, evidence, rationale)`` of a choice with findings: the category voted by its
+        findings at ``floor`` and above, the evidence of its findings (12 at most), a rationale naming
+        five of them; with ``redirect_to_origin`` and an origin ``trace``, the step is the origin."""
+        category = _category(_votes(best.findings, floor), taxonomy_ids)
+        shown = [f for f in best.findings if f.level >= 1]
+        evidence = tuple(e for f in shown for e in f.record.evidence)[:12]
+        how = ("an unrecovered error-level finding" if basis == "finding"
+               else "weaker findings only (warnings, or errors the run recovered from)")
+        reasons = "; ".join(
+            f"{f.record.rule_id} ({f.record.severity}{', recovered later' if f.recovered else ''}) at "
+            f"steps.{f.record.step}: {f.record.message}" for f in shown[:5])
+        step = best.step
+        rationale = (f"ranked first of {n} candidate steps on {how}: step {step} "
+                     f"({_producer(t, step)}). {reasons}")
+        if trace is not None and self.settings.redirect_to_origin:
+            step = trace.step
+            rationale = (f"origin of a late symptom at steps.{trace.symptom} "
+                         f"({' <- '.join(f'{x.relation} {x.step}' for x in trace.chain)}): step {step}. {rationale}")
+        return step, category, evidence, rationale
 
     def _fallback(self, t: Trajectory, c: FeatureCandidate, n: int) -> tuple[str, tuple[Evidence, ...], str, str]:
         """Category, evidence, rationale and agent of a step chosen with no finding (a prior position)."""
@@ -275,6 +272,55 @@ class OfflineJudge:
         best = table.candidates[ranked[0][0]]
         category, evidence, why, _ = self._fallback(t, best, len(table.candidates))
         return best.step, category, w.confidence(ranked), evidence, why
+
+
+def _log_meta(log: ValidationLog) -> dict[str, Any]:
+    """The diagnosis metadata about the validation log: its verdict counts, and the rules it could
+    not finish (``incomplete``) when there are any."""
+    return {"log_summary": log.summary()["verdicts"], **({"incomplete": list(log.incomplete)} if log.incomplete else {})}
+
+
+def _origin_trace(t: Trajectory, best: FeatureCandidate, basis: str, graph: Any) -> OriginTrace | None:
+    """The origin trace of the chosen step when all its findings (warning and above) are outcome
+    findings — a late symptom (:func:`~trajaudit.engine.claims.origin.origin_of`); ``None`` for a
+    ``fallback`` choice, for other findings, or when the trace leads back to the step itself."""
+    if basis == "fallback" or not all(is_outcome_finding(t, f.record) for f in best.findings if f.level >= 1):
+        return None
+    trace = origin_of(t, best.step, graph)
+    return None if trace.step == best.step else trace
+
+
+def _listed(t: Trajectory, table: FeatureTable, ranked: list[tuple[int, float]], floor: int,
+            taxonomy_ids: frozenset[str] | None) -> tuple[Candidate, ...]:
+    """The ranked candidates the diagnosis lists (``ranked``: ``(row, score)`` pairs, best first)."""
+    return tuple(_listed_candidate(t, table.candidates[i], s, floor, taxonomy_ids) for i, s in ranked)
+
+
+def _listed_candidate(t: Trajectory, c: FeatureCandidate, score: float, floor: int,
+                      taxonomy_ids: frozenset[str] | None) -> Candidate:
+    """One listed candidate: the category its findings vote for (``inconclusive`` without a finding at
+    warning level or above), its score (3 decimals), producer, four of its rules as the reason, and
+    the addresses of their evidence (two per finding, six at most)."""
+    shown = [f for f in c.findings if f.level >= 1]
+    return Candidate(step=c.step, category=_category(_votes(c.findings, floor), taxonomy_ids) if c.has_finding
+                     else INCONCLUSIVE, score=round(score, 3), agent=_producer(t, c.step),
+                     reason="; ".join([f"{f.record.rule_id}{' (recovered)' if f.recovered else ''}"
+                                       for f in shown][:4]) or f"{c.basis}: no finding",
+                     evidence=tuple(e.address for f in shown for e in f.record.evidence[:2])[:6])
+
+
+def _with_origin(t: Trajectory, listed: tuple[Candidate, ...], trace: OriginTrace | None) -> tuple[Candidate, ...]:
+    """``listed`` with the origin of a late symptom (``trace``) on it: added at the end when it is not
+    listed, else its reason and evidence say so (the trace's steps first)."""
+    if trace is None:
+        return listed
+    why = f"origin of the late symptom at steps.{trace.symptom}: " + "; ".join(x.note for x in trace.chain[1:])
+    chain = tuple(f"steps.{x.step}" for x in trace.chain)
+    if all(c.step != trace.step for c in listed):
+        return listed + (Candidate(step=trace.step, category=INCONCLUSIVE, score=0.0, agent=_producer(t, trace.step),
+                                   reason=why[:300], evidence=chain),)
+    return tuple(dataclasses.replace(c, reason=f"{why[:300]}; {c.reason}", evidence=chain + c.evidence)
+                 if c.step == trace.step else c for c in listed)
 
 
 def responsible_agent(t: Trajectory, step: int | None, category: str) -> str | None:

@@ -92,18 +92,10 @@ def _builtin_hint(doc: Any, adapters: Registry[Adapter]) -> str:
     return f"; it looks like the built-in {name!r} format: read it without --mapping"
 
 
-def load_document(
-    doc: Any,
-    *,
-    file: str | None = None,
-    format: str | None = None,
-    mapping: MappingAdapter | None = None,
-    record: int | None = None,
-    options: LoadOptions | None = None,
-    line: int | None = None,
-    adapters: Registry[Adapter] | None = None,
-    flags: tuple[str, ...] = (),
-) -> LoadResult:
+def load_document(doc: Any, *, file: str | None = None, format: str | None = None,
+                  mapping: MappingAdapter | None = None, record: int | None = None, options: LoadOptions | None = None,
+                  line: int | None = None, adapters: Registry[Adapter] | None = None,
+                  flags: tuple[str, ...] = ()) -> LoadResult:
     """Convert one parsed JSON document (which may hold several runs).
 
     Args:
@@ -121,6 +113,29 @@ def load_document(
     """
     options = options or LoadOptions()
     adapters = adapters or default_adapters()
+    adapter, runs = _adapter_and_runs(doc, file=file, format=format, mapping=mapping, line=line, adapters=adapters)
+    indexed = _numbered_runs(doc, runs, adapter, file=file, record=record, line=line)
+    misfit = misfits(adapter, indexed, file=file, line=line) if format and mapping is None else {}
+    result = LoadResult()
+    for i, (rec, run) in enumerate(indexed):
+        try:
+            if i in misfit:
+                raise misfit[i]
+            result.trajectories.append(_convert_run(adapter, run, Source(adapter.name, file, rec), options, flags))
+        except TraceFormatError as e:
+            err = e if e.adapter else TraceFormatError(e.message, json_path=e.json_path, adapter=adapter.name)
+            located = err.located(file=file, record=rec)
+            result.problems.append(Problem(file or "<input>", rec, str(located), problem_details(flags)))
+        except Exception as e:  # noqa: BLE001 - the per-run boundary: this run is reported, the others load
+            result.problems.append(_unexpected(e, file, rec, flags))
+    return result
+
+
+def _adapter_and_runs(doc: Any, *, file: str | None, format: str | None, mapping: MappingAdapter | None,
+                      line: int | None, adapters: Registry[Adapter]) -> tuple[Adapter, list[Any]]:
+    """The reader of ``doc`` (the mapping, else the forced ``format``, else the detected one) and the
+    runs it finds there. Raises TraceFormatError (at ``file``, JSONL ``line``): ``format`` is unknown,
+    no format matches, the document holds no run, or a mapping does not match it (one run at most)."""
     try:
         adapter: Adapter = mapping if mapping is not None else (adapters.get(format) if format else detect(doc, adapters))
     except LookupError as e:
@@ -135,36 +150,36 @@ def load_document(
                                    file=file, record=line, adapter=mapping.name)
     if not runs:
         raise TraceFormatError("the document holds no runs", file=file, record=line, adapter=adapter.name)
-    result = LoadResult()
+    return adapter, runs
+
+
+def _numbered_runs(doc: Any, runs: list[Any], adapter: Adapter, *, file: str | None, record: int | None,
+                   line: int | None) -> list[tuple[int | None, Any]]:
+    """``(record number, run)`` per run to convert: the JSONL ``line``; else only ``record`` if given
+    (TraceFormatError when out of range); else the 0-based position when the document holds several
+    runs (or is a ``tau`` list), ``None`` for a lone run."""
     if line is not None:
-        indexed = [(line, r) for r in runs]
-    else:
-        indexed = [(i if len(runs) > 1 or isinstance(doc, list) and adapter.name == "tau" else None, r)
-                   for i, r in enumerate(runs)]
-    if record is not None and line is None:
+        return [(line, r) for r in runs]
+    if record is not None:
         if not 0 <= record < len(runs):
             raise TraceFormatError(f"record {record} out of range: the file holds {len(runs)} run(s)", file=file)
-        indexed = [(record, runs[record])]
-    misfit = misfits(adapter, indexed, file=file, line=line) if format and mapping is None else {}
-    for i, (rec, run) in enumerate(indexed):
-        try:
-            if i in misfit:
-                raise misfit[i]
-            traj = adapter.convert(run, source=Source(adapter.name, file, rec), options=options)
-            if flags:
-                traj = dataclasses.replace(traj, flags=traj.flags + flags)
-            if options.validate:
-                errs = schema_errors("trajectory", traj.to_dict(), limit=3)
-                if errs:
-                    raise TraceFormatError("IR fails the trajectory schema: " + "; ".join(errs), adapter=adapter.name)
-            result.trajectories.append(traj)
-        except TraceFormatError as e:
-            err = e if e.adapter else TraceFormatError(e.message, json_path=e.json_path, adapter=adapter.name)
-            located = err.located(file=file, record=rec)
-            result.problems.append(Problem(file or "<input>", rec, str(located), problem_details(flags)))
-        except Exception as e:  # noqa: BLE001 - the per-run boundary: this run is reported, the others load
-            result.problems.append(_unexpected(e, file, rec, flags))
-    return result
+        return [(record, runs[record])]
+    numbered = len(runs) > 1 or isinstance(doc, list) and adapter.name == "tau"
+    return [(i if numbered else None, r) for i, r in enumerate(runs)]
+
+
+def _convert_run(adapter: Adapter, run: Any, source: Source, options: LoadOptions,
+                 flags: tuple[str, ...]) -> Trajectory:
+    """One run → its :class:`Trajectory` with the file's ``flags``, checked against the trajectory
+    schema (``options.validate``). Raises TraceFormatError: the adapter refuses it, or the schema does."""
+    traj = adapter.convert(run, source=source, options=options)
+    if flags:
+        traj = dataclasses.replace(traj, flags=traj.flags + flags)
+    if options.validate:
+        errs = schema_errors("trajectory", traj.to_dict(), limit=3)
+        if errs:
+            raise TraceFormatError("IR fails the trajectory schema: " + "; ".join(errs), adapter=adapter.name)
+    return traj
 
 
 def _unexpected(e: Exception, file: str | None, record: int | None, flags: tuple[str, ...] = ()) -> Problem:

@@ -59,7 +59,7 @@ from trajaudit.llm.prompting import load_prompt
 
 @dataclass(frozen=True)
 class DriftSettings:
-    """Options of :class:`Drift` (override per run with ``AuditContext.extra["drift"]``).
+    """Options of :class:`Drift` (override per run with ``AuditContext.strategy_options["drift"]``).
 
     Attributes:
         max_ledger_rows: deterministic claims listed to the keeper (consequential and unsupported first).

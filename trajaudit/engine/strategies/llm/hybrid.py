@@ -38,7 +38,7 @@ from trajaudit.engine.validation_log import severity_rank
 
 @dataclass(frozen=True)
 class HybridSettings:
-    """Options of :class:`Hybrid` (override per run with ``AuditContext.extra["hybrid"]``).
+    """Options of :class:`Hybrid` (override per run with ``AuditContext.strategy_options["hybrid"]``).
 
     Attributes:
         max_records: violations listed (most severe first, then in step order; the rest counted).

@@ -59,7 +59,7 @@ BRANCHES = ("holistic", "backward", "forward")
 
 @dataclass(frozen=True)
 class SearchAuditorSettings:
-    """Options of :class:`SearchAuditor` (override per run with ``AuditContext.extra["searchauditor"]``).
+    """Options of :class:`SearchAuditor` (override per run with ``AuditContext.strategy_options["searchauditor"]``).
 
     Attributes:
         branch_share: evidence budget of the backward and forward reports, as a fraction of the whole

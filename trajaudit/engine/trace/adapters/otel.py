@@ -172,7 +172,7 @@ def read_spans(doc: Any) -> tuple[list[SpanRecord], int]:
 def log_records(doc: Any) -> list[dict[str, Any]]:
     """The log records of an OTLP/JSON document (``resourceLogs`` → ``scopeLogs`` → ``logRecords``)
     that are tied to a span (a ``spanId``)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for d in doc if isinstance(doc, list) else [doc]:
         for rl in as_list(d.get("resourceLogs")) if isinstance(d, dict) else []:
             for sl in as_list(rl.get("scopeLogs")) if isinstance(rl, dict) else []:
@@ -219,7 +219,9 @@ def _from_sdk(d: dict[str, Any], order: int) -> SpanRecord | None:
     events = [{"name": str(e.get("name") or ""), "time": iso_ns(e.get("timestamp")),
                "attributes": key_values(e.get("attributes")), "body": None}
               for e in as_list(d.get("events")) if isinstance(e, dict)]
-    status = d.get("status") if isinstance(d.get("status"), dict) else {}
+    status = d.get("status")
+    if not isinstance(status, dict):
+        status = {}
     err = str(status.get("description") or "error") if status.get("status_code") == "ERROR" else None
     return SpanRecord(tid, sid, hex_id(d.get("parent_id")), str(d.get("name") or ""), iso_ns(d.get("start_time")),
                       iso_ns(d.get("end_time")), key_values(d.get("attributes")), events, err, order)
@@ -364,46 +366,98 @@ def _instructions(value: Any) -> str | None:
 
 
 def genai_op(s: SpanRecord) -> Op | None:
-    """The GenAI semantic conventions' reading of one span (``None``: no GenAI meaning)."""
-    a = s.attributes
-    op = a.get("gen_ai.operation.name")
-    if not isinstance(op, str):
-        first = s.name.split(" ", 1)[0]
-        has_genai = any(k.startswith("gen_ai.") for k in a) or any(e["name"].startswith("gen_ai.") for e in s.events)
-        op = first if has_genai and first in LLM_OPS | AGENT_OPS | {"execute_tool"} else (
-            "chat" if has_genai and ("gen_ai.request.model" in a or any(e["name"].startswith("gen_ai.") for e in s.events))
-            else None)
+    """The GenAI semantic conventions' reading of one span (``None``: no GenAI meaning): an agent
+    span, a tool run or a model call, by its operation (:func:`_genai_operation`)."""
+    op = _genai_operation(s)
     if op is None:
         return None
+    a = s.attributes
     agent = a.get("gen_ai.agent.name") if isinstance(a.get("gen_ai.agent.name"), str) else None
-    if op in AGENT_OPS:  # its messages, when recorded, are read only if no model call runs under it
-        return Op("agent", agent=agent or (s.name.split(" ", 1)[1] if " " in s.name else None),
-                  inputs=semconv_messages(a.get("gen_ai.input.messages")),
-                  outputs=semconv_messages(a.get("gen_ai.output.messages")),
-                  system=_instructions(a.get("gen_ai.system_instructions")))
+    if op in AGENT_OPS:
+        return _agent_op(s, agent)
     if op == "execute_tool":
-        result = a.get("gen_ai.tool.call.result")
-        failed = s.error is not None or isinstance(a.get("error.type"), str)
-        if result is None and failed:
-            result = f"Error: {s.error or a.get('error.type')}"
-        name = a.get("gen_ai.tool.name") or (s.name.split(" ", 1)[1] if " " in s.name else s.name)
-        call_id = a.get("gen_ai.tool.call.id")
-        return Op("tool", agent=agent, tool_name=str(name), call_id=str(call_id) if call_id is not None else None,
-                  arguments=parse_json_text(a.get("gen_ai.tool.call.arguments")),
-                  result=as_text(result) if result is not None else None, is_error=failed)
+        return _tool_op(s, agent)
     if op in LLM_OPS:
-        inputs = semconv_messages(a.get("gen_ai.input.messages"))
-        outputs = semconv_messages(a.get("gen_ai.output.messages"))
-        system = _instructions(a.get("gen_ai.system_instructions"))
-        if inputs is None and outputs is None and s.events:
-            inputs, outputs, ev_system = _event_messages(s.events)
-            system = system or ev_system
-        meta = {k: a[key] for k, key in (("model", "gen_ai.response.model"), ("input_tokens", "gen_ai.usage.input_tokens"),
-                                          ("output_tokens", "gen_ai.usage.output_tokens")) if key in a}
-        if "model" not in meta and "gen_ai.request.model" in a:
-            meta["model"] = a["gen_ai.request.model"]
-        return Op("llm", agent=agent, inputs=inputs, outputs=outputs, system=system, metadata=meta)
+        return _llm_op(s, agent)
     return None
+
+
+_NAMED_OPS = LLM_OPS | AGENT_OPS | {"execute_tool"}
+
+
+def _genai_operation(s: SpanRecord) -> str | None:
+    """A span's GenAI operation: ``gen_ai.operation.name``; else, for a span with ``gen_ai.*``
+    attributes or events, the first word of its name when that is a known operation (``chat gpt-4o``,
+    ``execute_tool search``), else ``chat`` when it names a requested model or has GenAI events;
+    ``None`` for a span without GenAI meaning."""
+    a = s.attributes
+    op = a.get("gen_ai.operation.name")
+    if isinstance(op, str):
+        return op
+    if not any(k.startswith("gen_ai.") for k in a) and not _has_genai_event(s):
+        return None
+    first = s.name.split(" ", 1)[0]
+    if first in _NAMED_OPS:
+        return first
+    return "chat" if "gen_ai.request.model" in a or _has_genai_event(s) else None
+
+
+def _has_genai_event(s: SpanRecord) -> bool:
+    """The span carries an event named ``gen_ai.*``."""
+    return any(e["name"].startswith("gen_ai.") for e in s.events)
+
+
+def _name_rest(s: SpanRecord) -> str | None:
+    """What follows the first word of the span's name (``invoke_agent planner`` → ``planner``), or ``None``."""
+    return s.name.split(" ", 1)[1] if " " in s.name else None
+
+
+def _agent_op(s: SpanRecord, agent: str | None) -> Op:
+    """An ``invoke_agent``/``create_agent`` span: the agent it names (attribute, else the span name's
+    second word); its messages, when recorded, are read only if no model call runs under it."""
+    a = s.attributes
+    return Op("agent", agent=agent or _name_rest(s),
+              inputs=semconv_messages(a.get("gen_ai.input.messages")),
+              outputs=semconv_messages(a.get("gen_ai.output.messages")),
+              system=_instructions(a.get("gen_ai.system_instructions")))
+
+
+def _tool_op(s: SpanRecord, agent: str | None) -> Op:
+    """An ``execute_tool`` span: the tool run with its name, call id, arguments and result; failed when
+    the span's status is an error or ``error.type`` is set (the result then says ``Error: …`` if the
+    span recorded none)."""
+    a = s.attributes
+    result = a.get("gen_ai.tool.call.result")
+    failed = s.error is not None or isinstance(a.get("error.type"), str)
+    if result is None and failed:
+        result = f"Error: {s.error or a.get('error.type')}"
+    rest = _name_rest(s)
+    name = a.get("gen_ai.tool.name") or (s.name if rest is None else rest)
+    call_id = a.get("gen_ai.tool.call.id")
+    return Op("tool", agent=agent, tool_name=str(name), call_id=str(call_id) if call_id is not None else None,
+              arguments=parse_json_text(a.get("gen_ai.tool.call.arguments")),
+              result=as_text(result) if result is not None else None, is_error=failed)
+
+
+_LLM_META = (("model", "gen_ai.response.model"), ("input_tokens", "gen_ai.usage.input_tokens"),
+             ("output_tokens", "gen_ai.usage.output_tokens"))
+
+
+def _llm_op(s: SpanRecord, agent: str | None) -> Op:
+    """A model-call span: its input/output messages and system instructions (attributes, else the
+    older event forms, :func:`_event_messages`), with the model and token counts as metadata (the
+    response model, else the requested one)."""
+    a = s.attributes
+    inputs = semconv_messages(a.get("gen_ai.input.messages"))
+    outputs = semconv_messages(a.get("gen_ai.output.messages"))
+    system = _instructions(a.get("gen_ai.system_instructions"))
+    if inputs is None and outputs is None and s.events:
+        inputs, outputs, ev_system = _event_messages(s.events)
+        system = system or ev_system
+    meta = {k: a[key] for k, key in _LLM_META if key in a}
+    if "model" not in meta and "gen_ai.request.model" in a:
+        meta["model"] = a["gen_ai.request.model"]
+    return Op("llm", agent=agent, inputs=inputs, outputs=outputs, system=system, metadata=meta)
 
 
 class OTelAdapter:
