@@ -102,7 +102,7 @@ def test_an_injected_tool_output_stays_inside_evidence_blocks_in_every_staged_pr
     import re
 
     from staged_judges import minimal
-    from test_llm_prompts import INJECTION, injected_run
+    from strategy_helpers import INJECTION, injected_run
 
     t = injected_run()
     llm_server.responder = lambda req: minimal(req["response_format"]["json_schema"]["schema"])

@@ -168,7 +168,7 @@ def test_small_context_budget_cuts_are_reported_in_the_diagnosis(llm_server, llm
 
 
 def test_injected_tool_output_reaches_the_server_only_inside_the_evidence_block(llm_server, llm_client):
-    from test_llm_prompts import INJECTION, injected_run
+    from strategy_helpers import INJECTION, injected_run
 
     t = injected_run()
     llm_server.script({"critical_step": 4, "agent": "assistant", "category": "invention_of_new_information",
