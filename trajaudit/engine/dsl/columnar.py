@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.builtins import CallRange, StepRange
+from trajaudit.engine.dsl.incremental import Series, closed_elementwise, extend_elements
 from trajaudit.engine.dsl.queries import QuantPlan, _range_addr
 from trajaudit.engine.dsl.regex.prefilter import lower_text
 from trajaudit.engine.dsl.runtime import CallView, Env, EvalError, StepView, is_num, member
@@ -544,30 +545,18 @@ def _merge(*lists_and_bounds: Any) -> list[int]:
 
 # ---- comprehensions over the prefix -----------------------------------------------------------
 
-class _PrefixList:
-    """A closed comprehension's per-element outcomes over a prefix universe, in order: ``vals`` the
-    kept values, ``kept[j]`` how many of the first ``j`` elements were kept, ``err`` the first
-    element (position among the elements) whose filter or value raised and the exception."""
-
-    __slots__ = ("vals", "kept", "err_at", "err")
-
-    def __init__(self) -> None:
-        self.vals: list[Any] = []
-        self.kept: list[int] = [0]
-        self.err_at: int | None = None
-        self.err: BaseException | None = None
-
-
 def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
                          free: Callable[..., set[str]]) -> Fn | None:
     """A prefix-state closure for ``[ELT for v in SEQ where COND]`` with ``SEQ`` one of ``earlier``,
     ``calls(earlier)``, ``outputs(earlier)``, ``outputs(earlier, "tool")`` and ``ELT``/``COND`` closed
-    (reading only ``v``, parameters and ``traj``; no quantifier or comprehension inside): the
-    per-element outcomes are computed once per run, element by element as the prefix grows, and each
-    query returns the kept values of its prefix — the reference's list (a new list; the values are
-    shared, as :func:`~trajaudit.engine.rule_queries.shared_comprehension` shares them), the same
-    budget charge (the prefix's length) and, when an element raised, the same exception (the first in
-    order). A comprehension records no evidence (the reference discards what it reads). ``None``
+    (reading only ``v``, parameters and ``traj``; no quantifier inside; a nested comprehension's
+    charges are recorded per element): the per-element outcomes are computed once per run, element
+    by element as the prefix grows (:mod:`~trajaudit.engine.dsl.incremental`), and each query returns
+    the kept values of its prefix — the reference's list, as a
+    :class:`~trajaudit.engine.dsl.runtime.PrefixSlice` (a new list; the values are shared, as
+    :func:`~trajaudit.engine.rule_queries.shared_comprehension` shares them), the same budget charge
+    (the prefix's length plus what the elements charged) and, when an element raised, the same
+    exception (the first in order). A comprehension records no evidence (the reference discards what it reads). ``None``
     for other shapes (the caller keeps the reference closure). The caller checks that ``earlier`` is
     not shadowed by a let or variable."""
     if not ENABLED:
@@ -589,13 +578,8 @@ def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
             return None
     else:
         return None
-    for part in (node.elt, node.where):
-        if part is None:
-            continue
-        if free(part, frozenset({var})) - {"params", "traj"}:
-            return None
-        if any(isinstance(n, (A.Quant, A.Comprehension)) for n in part.walk()):
-            return None
+    if not closed_elementwise([node.elt, node.where], var, free):
+        return None
     key = ("prefix-list", id(node))
 
     def positions(env: Env) -> tuple[list[Any], Any, int]:
@@ -615,23 +599,14 @@ def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
         tc.charge(hi)  # the reference charges the materialized sequence's length
         st = tc.cache.get(key)
         if st is None:
-            st = tc.cache[key] = _PrefixList()
-        done = len(st.kept) - 1
-        if done < hi and st.err_at is None:
-            scratch = Env(tc, env.k)
-            vars_ = scratch.vars
-            vals, kept = st.vals, st.kept
-            for j in range(done, hi):
-                vars_[var] = universe[j if pos is None else pos[j]]
-                try:
-                    if where is None or where(scratch):
-                        vals.append(elt(scratch))
-                except Exception as e:  # noqa: BLE001 - re-raised by every query whose prefix holds it
-                    st.err_at, st.err = j, e
-                    break
-                kept.append(len(vals))
+            st = tc.cache[key] = Series()
+        extend_elements(st, env, universe.__getitem__ if pos is None else (lambda j: universe[pos[j]]),
+                        hi, var, where, elt)
+        extra = st.charge_for(hi)  # what nested comprehensions in the element charged
+        if extra:
+            tc.charge(extra)
         if st.err_at is not None and st.err_at < hi:
             raise st.err  # type: ignore[misc]
-        return st.vals[:st.kept[hi]]
+        return st.slice(hi)
 
     return run
