@@ -228,8 +228,16 @@ class ExprCompiler(PathsMixin, OperatorsMixin):
                     raise
                 except _CALL_ERRORS as e:
                     raise failed(vals, e) from None
-        if fname == "flatten" and len(fns) == 1:
-            call_fn = flatten_call(call_fn, fns[0], node)  # a prefix slice flattened incrementally
+        if fname == "flatten" and len(fns) == 1 and not b.needs_env:
+            call_fn = flatten_call(lambda v: call_fn_of(v), fns[0], node)  # a prefix slice: incrementally
+
+            def call_fn_of(v: Any) -> Any:
+                try:
+                    return f(v)
+                except EvalError:
+                    raise
+                except _CALL_ERRORS as e:
+                    raise failed([v], e) from None
         rtype = "calls" if node.func == "calls" else "steps" if node.func == "since" else b.returns
         if not b.needs_env and all(a.const is not _NO for a in args):
             try:

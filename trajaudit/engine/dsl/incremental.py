@@ -153,15 +153,16 @@ def derived_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn, seq:
     return run
 
 
-def flatten_call(plain: Fn, arg: Fn, node: A.Call) -> Fn:
-    """``flatten(X)``: ``plain`` (the compiled call) unless ``X`` is a :class:`PrefixSlice`, then
-    the flattened slice from a per-run series (``flatten`` charges nothing and cannot raise on a list)."""
+def flatten_call(plain: Callable[[Any], Any], arg: Fn, node: A.Call) -> Fn:
+    """``flatten(X)``: ``plain(X's value)`` (the built-in with its error wrapping) unless ``X`` is a
+    :class:`PrefixSlice`, then the flattened slice from a per-run series (``flatten`` charges
+    nothing and cannot raise on a list)."""
     key = ("flatten", id(node))
 
     def run(env: Env) -> Any:
         val = arg(env)
         if val.__class__ is not PrefixSlice:
-            return plain(env)
+            return plain(val)
         src, n = val.src, len(val)
         tc = env.tc
         states = tc.cache.get(key)
@@ -261,7 +262,8 @@ class _Index:
 def member_fast(x: Any, container: Any) -> bool:
     """:func:`~trajaudit.engine.dsl.runtime.member`, from the series' index when ``container`` is a
     :class:`PrefixSlice` and ``x`` a string or number (not a boolean); the reference otherwise."""
-    if container.__class__ is not PrefixSlice or not (x.__class__ is str or is_num(x)):
+    if container.__class__ is not PrefixSlice or not (x.__class__ is str or is_num(x)) \
+            or (x.__class__ is int and abs(x) > 2 ** 53):
         return member(x, container)
     src, n = container.src, len(container)
     idx = src.index
