@@ -37,8 +37,8 @@ from trajaudit.engine.dsl.runtime import Env, PrefixSlice, equal, is_num, member
 
 Fn = Callable[[Env], Any]
 
-__all__ = ["Series", "closed_elementwise", "derived_comprehension", "extend_elements", "flatten_call",
-           "member_fast"]
+__all__ = ["PREFILL", "Series", "closed_elementwise", "derived_comprehension", "extend_elements", "flatten_call",
+           "member_fast", "prefill", "prefill_series", "register_prefill"]
 
 
 class Series:
@@ -117,6 +117,32 @@ def extend_elements(st: Series, env: Env, elements: Any, hi: int, var: str, wher
         tc.ops, tc.budget = ops0, budget0
 
 
+#: ``tc.cache`` key of the prefill list: callables ``f(tc)`` that extend one piece of prefix state
+#: to the run's current length (registered when a query creates the state on a growing run)
+PREFILL = ("prefill",)
+
+
+def register_prefill(tc: Any, fn: Callable[[Any], None]) -> None:
+    """Have :func:`prefill` extend a piece of prefix state of ``tc`` (a growing run) at each step."""
+    tc.cache.setdefault(PREFILL, []).append(fn)
+
+
+def prefill(tc: Any) -> None:
+    """Extend every registered piece of prefix state of ``tc`` over the steps appended so far, in
+    the order they were registered (a source before what is derived from it), charging nothing:
+    what a query would evaluate anyway, done step by step rather than all at the next query (a
+    monitor's per-step latency; ``LiveContext.append`` calls it). Queries charge as before."""
+    for fn in tc.cache.get(PREFILL, ()):
+        fn(tc)
+
+
+def prefill_series(st: Series, tc: Any, elements: Callable[[int], Any], n: int, var: str, where: Fn | None,
+                   elt: Fn) -> None:
+    """:func:`extend_elements` of ``st`` to ``n`` source elements, ahead of the queries."""
+    if len(st.kept) - 1 < n and st.err_at is None and tc.views:
+        extend_elements(st, Env(tc, len(tc.views) - 1), elements, n, var, where, elt)
+
+
 def derived_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn, seq: Fn,
                           reference: Callable[[Env, Any], Any], free: Callable[..., set[str]]) -> Fn | None:
     """``[ELT for v in SEQ where COND]`` with ``ELT``/``COND`` closed (:func:`closed_elementwise`):
@@ -137,10 +163,14 @@ def derived_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn, seq:
         states = tc.cache.get(key)
         if states is None:
             states = tc.cache[key] = {}
-        st = states.get(id(src))
-        if st is None:
-            st = states[id(src)] = (src, Series())  # the source held: its id is not reused while cached
-        st = st[1]
+        hit = states.get(id(src))
+        if hit is None:
+            hit = states[id(src)] = (src, Series())  # the source held: its id is not reused while cached
+            if tc.lazy:
+                d = hit[1]
+                register_prefill(tc, lambda t: prefill_series(d, t, src.vals.__getitem__, len(src.vals), var,
+                                                              where, elt))
+        st = hit[1]
         svals = src.vals
         extend_elements(st, env, svals.__getitem__, n, var, where, elt)
         extra = st.charge_for(n)
@@ -171,20 +201,27 @@ def flatten_call(plain: Callable[[Any], Any], arg: Fn, node: A.Call) -> Fn:
         hit = states.get(id(src))
         if hit is None:
             hit = states[id(src)] = (src, Series())
+            if tc.lazy:
+                f = hit[1]
+                register_prefill(tc, lambda t: _extend_flat(f, src, len(src.vals)))
         st = hit[1]
-        done = len(st.kept) - 1
-        if done < n:
-            vals, kept = st.vals, st.kept
-            for x in src.vals[done:n]:
-                if isinstance(x, list):
-                    vals.extend(x)
-                else:
-                    vals.append(x)
-                kept.append(len(vals))
-                st.ops.append(0)
+        _extend_flat(st, src, n)
         return st.slice(n)
 
     return run
+
+
+def _extend_flat(st: Series, src: Series, n: int) -> None:
+    done = len(st.kept) - 1
+    if done < n:
+        vals, kept, ops = st.vals, st.kept, st.ops
+        for x in src.vals[done:n]:
+            if isinstance(x, list):
+                vals.extend(x)
+            else:
+                vals.append(x)
+            kept.append(len(vals))
+            ops.append(0)
 
 
 # ---- membership ------------------------------------------------------------------------------
