@@ -284,8 +284,7 @@ class _Index:
         w = 4e-9 * (abs(x) + 1.0)  # any y with equal(x, y) lies within this window (see tests)
         s = self.sorted
         for f in s[bisect_left(s, x - w):bisect_right(s, x + w)]:
-            p = self._first(f, n)
-            if p is not None and equal(x, f):
+            if self._first(f, n) is not None and equal(x, f):
                 return True
         return self.nums.get(x, n) < n  # exact equality of a large int that floats round
 

@@ -15,7 +15,7 @@ from trajaudit.engine.dsl import compile_base as _c
 from trajaudit.engine.dsl.builtins import _str
 from trajaudit.engine.dsl.incremental import member_fast
 from trajaudit.engine.dsl.regex.prefilter import span as _span
-from trajaudit.engine.dsl.runtime import Env, EvalError, equal, is_num, member, order, type_name
+from trajaudit.engine.dsl.runtime import Env, EvalError, equal, is_num, order, type_name
 from trajaudit.engine.trace.ir import STEP_KINDS
 
 if TYPE_CHECKING:
