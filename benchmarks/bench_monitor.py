@@ -17,7 +17,7 @@ that started during the measured adds are counted. Targets: p99 <= 1 ms per step
 The process runs niced (``os.nice(5)``); the load average before and after is written with the table.
 
 Run: python benchmarks/bench_monitor.py [--window 200] [--base-window 10] [--steps 10,100,1000,5000]
-                                        [--out benchmarks/bench_monitor.txt]
+                                        [--rule-budget N] [--out benchmarks/bench_monitor.txt]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from trajaudit.engine.config import AuditConfig  # noqa: E402
 from trajaudit.engine.run.evidence import rules_for  # noqa: E402
 from trajaudit.engine.run.monitor import Monitor  # noqa: E402
 from trajaudit.engine.run.pipeline import AuditSpec, build_context  # noqa: E402
@@ -123,14 +124,17 @@ def stats(xs: list[float]) -> tuple[float, float, float]:
     return 1e3 * statistics.median(xs), 1e3 * pct(xs, 99), 1e3 * max(xs)
 
 
-def measure(steps: list[int], window: int, base_window: int, data: Path = DATA) -> dict:
-    ctx = build_context(AuditSpec())
+def measure(steps: list[int], window: int, base_window: int, data: Path = DATA, rule_budget: int | None = None) -> dict:
+    config = AuditConfig() if rule_budget is None else AuditConfig(rule_budget=rule_budget)
+    ctx = build_context(AuditSpec(config=config))
     msgs = long_run(max(steps) + window + 1, data)
     out: dict = {"rows": [], "load_before": os.getloadavg()}
     with RuleClock() as clock:
         wall, cpu, full, m = feed(ctx, msgs, freeze=False)
     wall_f, cpu_f, full_f, _ = feed(ctx, msgs, freeze=True)
     whole = m.trajectory()
+    out["budget"] = config.rule_budget
+    out["stopped"] = [(r.step, r.rule_id) for r in m.log.records if "budget of" in (r.message or "")]
     for k in steps:
         sl = slice(k, k + window)
         row = {"step": k, "wall": stats(wall[sl]), "cpu": stats(cpu[sl]), "wall_freeze": stats(wall_f[sl]),
@@ -182,6 +186,9 @@ def render(res: dict, window: int, base_window: int) -> str:
     lines += ["", f"Full collections during all {res['adds']:,} adds: {res['full_gc']} (default), "
                   f"{res['full_gc_freeze']} (freeze_gc); the slowest add of the whole run: {1e3 * res['max_wall']:.1f} ms "
                   f"(default), {1e3 * res['max_wall_freeze']:.1f} ms (freeze_gc).",
+              f"Rules stopped by their evaluation budget ({res['budget']:,} operations per rule and run, "
+              "the batch's) during the run: " + (", ".join(f"{rid} at step {k:,}" for k, rid in res["stopped"]) or "none")
+              + " (a stopped rule costs nothing at the later steps).",
               "Rules that made the adds over 1 ms CPU (CPU ms summed over those adds, per window):"]
     for r in rows:
         if r["slow_rules"]:
@@ -200,9 +207,10 @@ def main() -> None:
     ap.add_argument("--base-window", type=int, default=10)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--rule-budget", type=int, help="evaluation budget per rule and run (default: AuditConfig's)")
     args = ap.parse_args()
     os.nice(5)
-    res = measure([int(x) for x in args.steps.split(",")], args.window, args.base_window, args.data)
+    res = measure([int(x) for x in args.steps.split(",")], args.window, args.base_window, args.data, args.rule_budget)
     text = render(res, args.window, args.base_window)
     print(text)
     if args.out:

@@ -33,11 +33,19 @@ elements actually evaluated.
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left
 from typing import Any, Callable
 
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.builtins import CallRange, StepRange
+from trajaudit.engine.dsl.incremental import (
+    Series,
+    closed_elementwise,
+    extend_elements,
+    prefill_series,
+    register_prefill,
+)
 from trajaudit.engine.dsl.queries import QuantPlan, _range_addr
 from trajaudit.engine.dsl.regex.prefilter import lower_text
 from trajaudit.engine.dsl.runtime import CallView, Env, EvalError, StepView, is_num, member
@@ -58,25 +66,38 @@ class PrefixFilter:
         matches: sorted positions ``i < upto`` where the filter held or raised.
         err_pos: sorted positions where it raised; ``errors`` their messages.
         upto: how many elements of the universe have been filed.
+        charged: how many elements queries have charged (``<= upto`` once :meth:`prefill` ran ahead);
+            ``owed`` the operations nested queries charged while prefilling element ``i``, charged
+            when a query first covers ``i``; ``stuck``: prefilling stopped (an element raised
+            something other than :class:`EvalError`; queries evaluate the rest as before).
     """
 
-    __slots__ = ("matches", "err_pos", "errors", "upto")
+    __slots__ = ("matches", "err_pos", "errors", "upto", "charged", "owed", "stuck")
 
     def __init__(self) -> None:
         self.matches: list[int] = []
         self.err_pos: list[int] = []
         self.errors: dict[int, str] = {}
         self.upto = 0
+        self.charged = 0
+        self.owed: dict[int, int] = {}
+        self.stuck = False
 
     def extend(self, env: Env, universe: list[Any], hi: int, var: str, pred: Fn | None, charge: bool) -> None:
         """File elements ``upto..hi-1`` of ``universe``: evaluate ``pred`` (``None``: always true) on
-        each (in a scratch environment: nothing it records is kept). ``charge``: count each evaluated
-        element against the current rule's budget first."""
+        each (in a scratch environment: nothing it records is kept). ``charge``: count each element
+        below ``hi`` against the current rule's budget the first time a query covers it (elements
+        :meth:`prefill` filed ahead are charged then, with what their evaluation charged)."""
+        if hi > self.charged:
+            if charge:
+                n = hi - self.charged
+                if self.owed:
+                    n += sum(v for i, v in self.owed.items() if self.charged <= i < hi)
+                env.tc.charge(n)
+            self.charged = hi
         if hi <= self.upto:
             return
         lo = self.upto
-        if charge:
-            env.tc.charge(hi - lo)
         scratch = Env(env.tc, env.k)
         vars_ = scratch.vars
         matches, errors = self.matches, self.errors
@@ -94,6 +115,40 @@ class PrefixFilter:
             matches.append(i)
         self.upto = hi
 
+    def prefill(self, tc: Any, universe: list[Any], var: str, pred: Fn | None) -> None:
+        """File the elements of ``universe`` not filed yet, ahead of any query and charging nothing
+        (a monitor's add: the work is spread over the steps instead of falling on the next query).
+        What an element's evaluation charges (a nested query) is kept in ``owed`` for the query."""
+        hi = len(universe)
+        if self.stuck or hi <= self.upto:
+            return
+        scratch = Env(tc, len(tc.views) - 1)
+        vars_ = scratch.vars
+        matches, errors = self.matches, self.errors
+        ops0, budget0 = tc.ops, tc.budget
+        tc.budget = sys.maxsize
+        try:
+            for i in range(self.upto, hi):
+                vars_[var] = universe[i]
+                before = tc.ops
+                try:
+                    held = pred is None or pred(scratch)
+                except EvalError as e:
+                    matches.append(i)
+                    self.err_pos.append(i)
+                    errors[i] = str(e)
+                    held = False
+                except Exception:  # noqa: BLE001 - left to the query, which raises it where the reference does
+                    self.stuck = True
+                    return
+                if tc.ops != before:
+                    self.owed[i] = tc.ops - before
+                if held:
+                    matches.append(i)
+                self.upto = i + 1
+        finally:
+            tc.ops, tc.budget = ops0, budget0
+
 
 class KeyIndex:
     """The join keys of a filter's matches (:func:`eq_join_parts`), filed in position order as far as
@@ -103,12 +158,45 @@ class KeyIndex:
     Evaluating a key is a pure read (the reference scan evaluates it on the elements it visits
     without a charge of its own), so filing charges nothing."""
 
-    __slots__ = ("keys", "key_bad", "done")
+    __slots__ = ("keys", "key_bad", "done", "stuck")
 
     def __init__(self) -> None:
         self.keys: dict[Any, list[int]] = {}
         self.key_bad: list[int] = []
         self.done = 0  # matches[:done] are filed
+        self.stuck = False  # prefilling stopped (a key charged or raised other than EvalError)
+
+    def prefill(self, tc: Any, universe: list[Any], matches: list[int], errors: dict[int, str], var: str,
+                key: Fn) -> None:
+        """File every match filed so far, ahead of the queries (a monitor's add). A key whose
+        evaluation charges the budget or raises something other than :class:`EvalError` stops the
+        prefilling: that match and the later ones are filed by the queries, as before."""
+        end = len(matches)
+        if self.stuck or end <= self.done:
+            return
+        scratch = Env(tc, len(tc.views) - 1)
+        vars_ = scratch.vars
+        ops0, budget0 = tc.ops, tc.budget
+        tc.budget = sys.maxsize
+        try:
+            for t in range(self.done, end):
+                i = matches[t]
+                if i not in errors:
+                    vars_[var] = universe[i]
+                    try:
+                        k, bad = key(scratch), False
+                    except EvalError:
+                        k, bad = None, True
+                    except Exception:  # noqa: BLE001 - left to the query
+                        self.stuck = True
+                        return
+                    if tc.ops != ops0:
+                        self.stuck = True
+                        return
+                    self._file(k, bad, i)
+                self.done = t + 1
+        finally:
+            tc.ops, tc.budget = ops0, budget0
 
     def extend(self, env: Env, universe: list[Any], matches: list[int], errors: dict[int, str], hi: int, var: str,
                key: Fn) -> None:
@@ -130,6 +218,12 @@ class KeyIndex:
         try:
             k = key(scratch)
         except EvalError:
+            self.key_bad.append(i)
+            return
+        self._file(k, False, i)
+
+    def _file(self, k: Any, bad: bool, i: int) -> None:
+        if bad:
             self.key_bad.append(i)
             return
         c = k.__class__
@@ -181,6 +275,8 @@ def _state(plan: QuantPlan, env: Env, universe: list[Any], hi: int, tag: str, pr
     pf = tc.cache.get(ck)
     if pf is None:
         pf = tc.cache[ck] = PrefixFilter()
+        var = plan.var
+        register_prefill(tc, lambda t: pf.prefill(t, universe, var, pred))
     pf.extend(env, universe, hi, plan.var, pred, charge=True)
     return pf.matches, pf.err_pos, pf.errors
 
@@ -192,6 +288,9 @@ def _key_index(plan: QuantPlan, env: Env, universe: list[Any], matches: list[int
     ki = cache.get(ck)
     if ki is None:
         ki = cache[ck] = KeyIndex()
+        if env.tc.lazy:
+            var = plan.var
+            register_prefill(env.tc, lambda t: ki.prefill(t, universe, matches, errors, var, key))
     ki.extend(env, universe, matches, errors, hi, plan.var, key)
     return ki
 
@@ -544,30 +643,18 @@ def _merge(*lists_and_bounds: Any) -> list[int]:
 
 # ---- comprehensions over the prefix -----------------------------------------------------------
 
-class _PrefixList:
-    """A closed comprehension's per-element outcomes over a prefix universe, in order: ``vals`` the
-    kept values, ``kept[j]`` how many of the first ``j`` elements were kept, ``err`` the first
-    element (position among the elements) whose filter or value raised and the exception."""
-
-    __slots__ = ("vals", "kept", "err_at", "err")
-
-    def __init__(self) -> None:
-        self.vals: list[Any] = []
-        self.kept: list[int] = [0]
-        self.err_at: int | None = None
-        self.err: BaseException | None = None
-
-
 def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
                          free: Callable[..., set[str]]) -> Fn | None:
     """A prefix-state closure for ``[ELT for v in SEQ where COND]`` with ``SEQ`` one of ``earlier``,
     ``calls(earlier)``, ``outputs(earlier)``, ``outputs(earlier, "tool")`` and ``ELT``/``COND`` closed
-    (reading only ``v``, parameters and ``traj``; no quantifier or comprehension inside): the
-    per-element outcomes are computed once per run, element by element as the prefix grows, and each
-    query returns the kept values of its prefix — the reference's list (a new list; the values are
-    shared, as :func:`~trajaudit.engine.rule_queries.shared_comprehension` shares them), the same
-    budget charge (the prefix's length) and, when an element raised, the same exception (the first in
-    order). A comprehension records no evidence (the reference discards what it reads). ``None``
+    (reading only ``v``, parameters and ``traj``; no quantifier inside; a nested comprehension's
+    charges are recorded per element): the per-element outcomes are computed once per run, element
+    by element as the prefix grows (:mod:`~trajaudit.engine.dsl.incremental`), and each query returns
+    the kept values of its prefix — the reference's list, as a
+    :class:`~trajaudit.engine.dsl.runtime.PrefixSlice` (a new list; the values are shared, as
+    :func:`~trajaudit.engine.rule_queries.shared_comprehension` shares them), the same budget charge
+    (the prefix's length plus what the elements charged) and, when an element raised, the same
+    exception (the first in order). A comprehension records no evidence (the reference discards what it reads). ``None``
     for other shapes (the caller keeps the reference closure). The caller checks that ``earlier`` is
     not shadowed by a let or variable."""
     if not ENABLED:
@@ -589,13 +676,8 @@ def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
             return None
     else:
         return None
-    for part in (node.elt, node.where):
-        if part is None:
-            continue
-        if free(part, frozenset({var})) - {"params", "traj"}:
-            return None
-        if any(isinstance(n, (A.Quant, A.Comprehension)) for n in part.walk()):
-            return None
+    if not closed_elementwise([node.elt, node.where], var, free):
+        return None
     key = ("prefix-list", id(node))
 
     def positions(env: Env) -> tuple[list[Any], Any, int]:
@@ -609,29 +691,28 @@ def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
         pos = tc.tool_positions(name)  # what outputs(earlier[, name]) keeps
         return tc.views, pos, bisect_left(pos, env.k)
 
+    def positions_all(tc: Any) -> tuple[Any, int]:
+        """``(element j, how many)`` of the whole universe so far (a monitor's prefill)."""
+        universe, pos, _ = positions(Env(tc, len(tc.views) - 1))
+        n = len(universe) if pos is None else len(pos)
+        return (universe.__getitem__ if pos is None else (lambda j: universe[pos[j]])), n
+
     def run(env: Env) -> Any:
         universe, pos, hi = positions(env)
         tc = env.tc
         tc.charge(hi)  # the reference charges the materialized sequence's length
         st = tc.cache.get(key)
         if st is None:
-            st = tc.cache[key] = _PrefixList()
-        done = len(st.kept) - 1
-        if done < hi and st.err_at is None:
-            scratch = Env(tc, env.k)
-            vars_ = scratch.vars
-            vals, kept = st.vals, st.kept
-            for j in range(done, hi):
-                vars_[var] = universe[j if pos is None else pos[j]]
-                try:
-                    if where is None or where(scratch):
-                        vals.append(elt(scratch))
-                except Exception as e:  # noqa: BLE001 - re-raised by every query whose prefix holds it
-                    st.err_at, st.err = j, e
-                    break
-                kept.append(len(vals))
+            st = tc.cache[key] = Series()
+            if tc.lazy:
+                register_prefill(tc, lambda t: prefill_series(st, t, *positions_all(t), var, where, elt))
+        extend_elements(st, env, universe.__getitem__ if pos is None else (lambda j: universe[pos[j]]),
+                        hi, var, where, elt)
+        extra = st.charge_for(hi)  # what nested comprehensions in the element charged
+        if extra:
+            tc.charge(extra)
         if st.err_at is not None and st.err_at < hi:
             raise st.err  # type: ignore[misc]
-        return st.vals[:st.kept[hi]]
+        return st.slice(hi)
 
     return run

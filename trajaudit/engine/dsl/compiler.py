@@ -21,6 +21,7 @@ from trajaudit.engine.dsl.builtins import BUILTINS
 from trajaudit.engine.dsl.columnar import columnar_quant, eq_join_parts, prefix_comprehension
 from trajaudit.engine.dsl.compile_base import _NO, C, Fn, _const
 from trajaudit.engine.dsl.compile_paths import PathsMixin
+from trajaudit.engine.dsl.incremental import derived_comprehension, flatten_call
 from trajaudit.engine.dsl.ops import OperatorsMixin, arith  # noqa: F401 - arith is re-exported
 from trajaudit.engine.dsl.parser import Where, caret
 from trajaudit.engine.dsl.queries import (
@@ -153,7 +154,9 @@ class ExprCompiler(PathsMixin, OperatorsMixin):
             var, sfn = node.var, seq.fn
             fn = lambda env: comprehension(env, var, sfn(env), where, elt)  # noqa: E731
             shadowed = "earlier" in scope or "earlier" in self.lets
-            fn = (None if shadowed else prefix_comprehension(node, where, elt, free_names)) or fn
+            fn = (None if shadowed else prefix_comprehension(node, where, elt, free_names)) \
+                or derived_comprehension(node, where, elt, sfn, lambda env, v: comprehension(env, var, v, where, elt),
+                                         free_names) or fn
             return C(shared_comprehension(node, fn) if shareable(node, scope, self.lets) else fn, "list")
         raise self.error(node, f"unsupported expression {type(node).__name__}")
 
@@ -225,6 +228,16 @@ class ExprCompiler(PathsMixin, OperatorsMixin):
                     raise
                 except _CALL_ERRORS as e:
                     raise failed(vals, e) from None
+        if fname == "flatten" and len(fns) == 1 and not b.needs_env:
+            call_fn = flatten_call(lambda v: call_fn_of(v), fns[0], node)  # a prefix slice: incrementally
+
+            def call_fn_of(v: Any) -> Any:
+                try:
+                    return f(v)
+                except EvalError:
+                    raise
+                except _CALL_ERRORS as e:
+                    raise failed([v], e) from None
         rtype = "calls" if node.func == "calls" else "steps" if node.func == "since" else b.returns
         if not b.needs_env and all(a.const is not _NO for a in args):
             try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trajaudit.engine.dsl.incremental import prefill
 from trajaudit.engine.dsl.runtime import CallView, StepView, TrajContext
 from trajaudit.engine.trace.ir import Step, Trajectory
 
@@ -109,6 +110,7 @@ class LiveContext(TrajContext):
             if pos is not None:
                 pos.append(i)
         self._outputs_by_caller = None  # outputs_of(): built on use from the run as it is then
+        prefill(self)  # the queries' prefix state takes the new step now, not all at the next query
 
     def same_as(self, traj: Trajectory) -> bool:
         """Whether ``traj`` (the finished run) has the steps appended, the same objects, and every tool

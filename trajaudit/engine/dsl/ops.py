@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl import compile_base as _c
 from trajaudit.engine.dsl.builtins import _str
+from trajaudit.engine.dsl.incremental import member_fast
 from trajaudit.engine.dsl.regex.prefilter import span as _span
-from trajaudit.engine.dsl.runtime import Env, EvalError, equal, is_num, member, order, type_name
+from trajaudit.engine.dsl.runtime import Env, EvalError, equal, is_num, order, type_name
 from trajaudit.engine.trace.ir import STEP_KINDS
 
 if TYPE_CHECKING:
@@ -80,9 +81,9 @@ class OperatorsMixin:
             self._check_types(node, lc, rc, ordering=True)
             fn, typ = (lambda env: order(op, lf(env), rf(env))), "bool"
         elif op == "in":
-            fn, typ = (lambda env: member(lf(env), rf(env))), "bool"
+            fn, typ = (lambda env: member_fast(lf(env), rf(env))), "bool"
         elif op == "not in":
-            fn, typ = (lambda env: not member(lf(env), rf(env))), "bool"
+            fn, typ = (lambda env: not member_fast(lf(env), rf(env))), "bool"
         else:
             self._check_types(node, lc, rc, ordering=False)
             fn, typ = (lambda env: arith(op, lf(env), rf(env))), "num" if op != "+" else lc.type

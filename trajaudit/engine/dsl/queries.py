@@ -20,7 +20,7 @@ from typing import Any, Callable
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.builtins import CallRange, StepRange, as_items
 from trajaudit.engine.dsl.regex.prefilter import lower_text
-from trajaudit.engine.dsl.runtime import Env, EvalError, is_num, member
+from trajaudit.engine.dsl.runtime import Env, EvalError, copy_list, is_num, member
 
 Fn = Callable[[Env], Any]
 
@@ -455,10 +455,10 @@ def shared_comprehension(node: Any, fn: Fn) -> Fn:
             if ops:
                 tc.charge(ops)
             env.seen.extend(seen)
-            return list(out)
+            return copy_list(out)
         mark, ops0 = len(env.seen), tc.ops
         out = fn(env)
-        tc.shared[key] = (list(out), env.seen[mark:], tc.ops - ops0)
+        tc.shared[key] = (copy_list(out), env.seen[mark:], tc.ops - ops0)
         return out
 
     return run

@@ -155,6 +155,23 @@ CALL_FIELD_TYPES = {"name": "str", "args": "any", "arguments": "any", "raw": "st
                     "position": "num", "index": "num", "step": "step", "output": "step", "address": "str"}
 
 
+class PrefixSlice(list):
+    """A list that is a prefix of an append-only series (``src.vals[:len(self)]``; see
+    :mod:`trajaudit.engine.dsl.incremental`): used as the plain list it is; operations that know the
+    series extend their per-run state with the new suffix only."""
+
+    __slots__ = ("src",)
+
+    def __init__(self, vals: list[Any], src: Any) -> None:
+        super().__init__(vals)
+        self.src = src
+
+
+def copy_list(xs: list[Any]) -> list[Any]:
+    """A shallow copy of a list, a :class:`PrefixSlice` copied as one (same series)."""
+    return PrefixSlice(xs, xs.src) if xs.__class__ is PrefixSlice else list(xs)
+
+
 class TrajContext:
     """Everything computed once per trajectory: views, indexes, parsed JSON, query caches, budget.
 
