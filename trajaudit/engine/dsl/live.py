@@ -94,7 +94,7 @@ class LiveContext(TrajContext):
         else:
             self.call_views.append([])
         if step.tool_output is not None:
-            name = run.output_tool_name(step)
+            name = run.output_tool_name(step)  # type: ignore[misc]  # Trajectory's function, on the duck-typed run
             self._out_name[i] = name
             if name is not None:
                 self.by_output_name[name].append(i)

@@ -244,7 +244,7 @@ class RunState:
         self._units: list[list[tuple[int, CallView | None]]] | None = None
         self._by_step: dict[int, list[tuple[Stepper, list[tuple[int, CallView | None]]]]] | None = None
         if not lazy:
-            n = len(trajectory.steps)
+            n = len(self.tc.traj.steps)
             self._units = []
             for st in self.steppers:
                 units = candidates(st.rule, self.tc)
