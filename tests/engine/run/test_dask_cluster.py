@@ -246,7 +246,7 @@ def test_audit_bag_gives_diagnosis_records_and_a_dataframe(client, tmp_path):
 
 
 def test_llm_answers_are_cached_across_workers_and_the_rate_limit_holds_cluster_wide(client, llm_server, tmp_path):
-    from test_llm_strategies import judge_for
+    from strategy_helpers import judge_for
 
     from trajaudit import load_many
     from trajaudit.llm import LLMConfig

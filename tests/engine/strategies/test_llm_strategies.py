@@ -4,11 +4,10 @@ valid Diagnoses on real tau and Who&When runs; re-runs served from the cache; sn
 from __future__ import annotations
 
 import math
-import re
 
 import pytest
-from llm_server import Reply, evidence_of, schema_name, user_text
-from strategy_helpers import with_evidence
+from llm_server import Reply, evidence_of, schema_name
+from strategy_helpers import CATEGORY, judge_for, target_of, with_evidence
 
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.strategies.context import AuditContext
@@ -20,40 +19,6 @@ from trajaudit.llm.fitting import step_record
 STRATEGIES = ("all-at-once", "step-by-step", "binary-search")
 TAU_IDS = ("2", "12", "47")
 WW_IDS = ("1", "10", "100")
-CATEGORY = "misinterpretation_of_tool_output"
-_HALVES = re.compile(r"First half: steps (\d+) to (\d+)\. Second half: steps (\d+) to (\d+)\.")
-
-
-def target_of(t):
-    """The step the scripted judge blames: the middle decision step (any decision step would do)."""
-    d = t.decision_steps
-    return d[len(d) // 2].index
-
-
-def judge_for(runs):
-    """A responder playing a consistent judge that blames :func:`target_of` each run (keyed by task text)."""
-    targets = {t.task: (target_of(t), t.steps[target_of(t)].agent) for t in runs}
-
-    def respond(req):
-        ev = evidence_of(req)
-        target, agent = targets[ev["task"]]
-        name = schema_name(req)
-        if name == "all-at-once":
-            return {"critical_step": target, "agent": agent, "category": CATEGORY, "confidence": 0.8,
-                    "reason": f"step {target} misread the tool output"}
-        if name == "step-by-step":
-            k = ev["current"]["step"]
-            return {"decisive": k == target, "category": CATEGORY if k == target else "inconclusive",
-                    "confidence": 0.7, "reason": f"judged step {k}"}
-        if name == "binary-search":
-            a, b, c, d = map(int, _HALVES.search(user_text(req)).groups())
-            assert a <= target <= d
-            return {"half": "first" if target <= b else "second", "reason": "the mistake is there"}
-        if name == "binary-search-classify":
-            return {"category": CATEGORY, "confidence": 0.6, "reason": f"step {target} misread the output"}
-        raise AssertionError(f"unexpected request {name}")
-
-    return respond
 
 
 @pytest.fixture
