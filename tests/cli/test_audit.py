@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import report_page
+from cli_kit import NEVER_FIRING_PACK
 from click.testing import CliRunner
 from hostile_kit import cli, diagnoses, good_run, one_line, snapshot, write_json
 
@@ -20,19 +21,6 @@ def invoke(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
-NEVER_FIRING_PACK = """pack: mine
-rules:
-  - id: fires
-    type: PROTOCOL
-    guard: step.kind == 'agent'
-    assert: step.index >= 0
-    examples:
-      - {messages: [{role: assistant, content: hi}], expect: pass}
-  - id: never
-    type: PROTOCOL
-    guard: step.tool == 'no_such_tool'
-    assert: step.index >= 0
-"""
 
 
 def _deep_list(tmp_path: Path, name: str = "deep.json") -> Path:

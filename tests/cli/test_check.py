@@ -4,25 +4,11 @@ from __future__ import annotations
 
 import json
 
+from cli_kit import NEVER_FIRING_PACK
 from click.testing import CliRunner
 from hostile_kit import cli, good_run, one_line, write_json
 
 from trajaudit.cli import main
-
-PACK = """pack: mine
-rules:
-  - id: fires
-    type: PROTOCOL
-    guard: step.kind == 'agent'
-    assert: step.index >= 0
-    examples:
-      - {messages: [{role: assistant, content: hi}], expect: pass}
-  - id: never
-    type: PROTOCOL
-    guard: step.tool == 'no_such_tool'
-    assert: step.index >= 0
-"""
-
 
 NO_LLM_ENV = {"TRAJAUDIT_BASE_URL": "", "TRAJAUDIT_MODEL": "", "TRAJAUDIT_LLM_CONFIG": ""}
 
@@ -51,7 +37,7 @@ def test_check_exits_1_when_an_input_was_skipped(tmp_path, ww_dir):
 def test_check_names_the_rule_that_never_fired(tmp_path):
     run = write_json(tmp_path / "run.json", good_run("a"))
     pack = tmp_path / "p.yaml"
-    pack.write_text(PACK)
+    pack.write_text(NEVER_FIRING_PACK)
     r = cli("check", run, "--rules", pack)
     assert r.exit_code == 0, r.output
     assert "note: 1 rule(s) never applied on these 1 run(s) (their guard never held): mine.never" in one_line(r.stderr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+from cli_kit import LONE, run_no_traceback
 from click.testing import CliRunner
 from conftest import ROOT
 
@@ -16,15 +17,7 @@ def invoke(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
-# a legal JSON escape: json.loads gives a lone surrogate, which strict UTF-8 cannot encode
-LONE = '[{"role": "system", "content": "policy"}, {"role": "user", "content": "refund order \\ud800 now"}, ' \
-       '{"role": "assistant", "content": "Refunded 12 dollars."}]'
-
-
-def _run(*args):
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert "Traceback" not in res.output
-    return res
+_run = run_no_traceback
 
 
 EX = ROOT / "examples"

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_kit import LONE, run_no_traceback
 from click.testing import CliRunner
 from hostile_kit import (
     cli,
@@ -39,15 +40,7 @@ def batch(tmp_path):
     return write_jsonl(tmp_path / "runs.jsonl", [json.dumps(good_run(f"r{i}", item=f"F{i}")) for i in range(12)])
 
 
-# a legal JSON escape: json.loads gives a lone surrogate, which strict UTF-8 cannot encode
-LONE = '[{"role": "system", "content": "policy"}, {"role": "user", "content": "refund order \\ud800 now"}, ' \
-       '{"role": "assistant", "content": "Refunded 12 dollars."}]'
-
-
-def _run(*args):
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert "Traceback" not in res.output
-    return res
+_run = run_no_traceback
 
 
 EX = Path(__file__).resolve().parents[2] / "examples"

@@ -5,19 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cli_kit import LONE, run_no_traceback
 from click.testing import CliRunner
 
 from trajaudit.cli import main
 
-# a legal JSON escape: json.loads gives a lone surrogate, which strict UTF-8 cannot encode
-LONE = '[{"role": "system", "content": "policy"}, {"role": "user", "content": "refund order \\ud800 now"}, ' \
-       '{"role": "assistant", "content": "Refunded 12 dollars."}]'
-
-
-def _run(*args):
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert "Traceback" not in res.output
-    return res
+_run = run_no_traceback
 
 
 ROOT = Path(__file__).resolve().parents[2]

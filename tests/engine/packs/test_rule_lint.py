@@ -4,26 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cli_kit import NEVER_FIRING_PACK
 from click.testing import CliRunner
 from hostile_kit import cli, one_line
 
 from trajaudit.cli import main
 from trajaudit.engine.packs.lint import lint_pack
-
-PACK = """pack: mine
-rules:
-  - id: fires
-    type: PROTOCOL
-    guard: step.kind == 'agent'
-    assert: step.index >= 0
-    examples:
-      - {messages: [{role: assistant, content: hi}], expect: pass}
-  - id: never
-    type: PROTOCOL
-    guard: step.tool == 'no_such_tool'
-    assert: step.index >= 0
-"""
-
 
 PLANTED = Path(__file__).resolve().parents[2] / "rules_data" / "planted_lint.yaml"
 
@@ -93,7 +79,7 @@ def test_supersedes_names_must_be_known_rules():
 
 def test_lint_warns_on_the_rule_without_examples(tmp_path):
     pack = tmp_path / "p.yaml"
-    pack.write_text(PACK)
+    pack.write_text(NEVER_FIRING_PACK)
     r = cli("rules", "lint", pack)
     assert r.exit_code == 0, r.output
     assert "no-examples [mine.never]" in one_line(r.stdout) and "[mine.fires]" not in r.stdout
