@@ -83,6 +83,29 @@ def test_watch_cli_file_removed_and_bad_line(tmp_path):
     assert p.returncode == 1  # a skipped line fails the gate, as in check
 
 
+def test_watch_skips_malformed_message_lines_and_goes_on(tmp_path):
+    """A JSON line whose message is malformed is reported `skipped: FILE:LINE: why`; the rest of the run
+    is read and checked as if the line were absent."""
+    f = tmp_path / "run.jsonl"
+    bad = [{"role": 5, "content": "x"}, {"role": "user", "content": {"text": "x"}},
+           {"role": "assistant", "content": None, "tool_calls": {"id": "c9"}},
+           {"message": {"role": "assistant", "content": None, "tool_calls": [{"id": "c9", "function": {"arguments": "{}"}}]}}]
+    lines = [json.dumps(RUN[0]), json.dumps(RUN[1]), *map(json.dumps, bad), *map(json.dumps, RUN[2:])]
+    f.write_text("\n".join(lines) + "\n" + json.dumps(END_MARKER) + "\n")
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--format", "json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180)
+    assert f"skipped: {f}:3: message 2: 'role' must be a string, got int" in r.stderr, r.stderr
+    assert f"skipped: {f}:4: message 2: 'content' must be a string, null or a list of parts, got dict" in r.stderr
+    assert f"skipped: {f}:5: message 2: 'tool_calls' must be a list, got dict" in r.stderr
+    assert f"skipped: {f}:6: message 2: tool_calls[0] has no function name" in r.stderr
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["line"] for x in rows if x["event"] == "skipped"] == [3, 4, 5, 6]
+    assert rows[-1]["reason"] == "end-marker" and rows[-1]["steps"] == 5 and rows[-1]["skipped_lines"] == 4
+    viol = [x for x in rows if x["event"] == "violation"]
+    assert any(x["rule_id"] == "tau_retail.authenticate-before-write" and x["step"] == 2 for x in viol)
+    assert r.returncode == 1
+
+
 def test_watch_until_idle_clean_run_exits_0(tmp_path):
     f = tmp_path / "run.jsonl"
     f.write_text(json.dumps({"role": "user", "content": "What is 2+2?"}) + "\n"
