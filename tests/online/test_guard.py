@@ -309,3 +309,25 @@ def test_cache_evicted_and_expired_entries_rebuild(upstream):
         assert (g.guard.cache.hits, g.guard.cache.misses) == (0, 2)
         assert (raw.headers["x-trajaudit-decision"], json.loads(raw.headers.get("x-trajaudit-findings", "[]"))) \
             == want_a[1]
+
+
+@pytest.mark.parametrize("command", ["guard", "serve"])
+def test_port_in_use_is_a_usage_error(tmp_path, command):
+    """`guard` (as `serve`) on a port another program listens on: exit 2 and a message naming the
+    address, before anything is served (no uvicorn traceback)."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        args = (["guard", "--upstream", "http://127.0.0.1:9/v1", "--port", str(port), "--log", str(tmp_path / "g.jsonl")]
+                if command == "guard" else ["serve", "--otlp", str(port), "-o", str(tmp_path / "d.jsonl")])
+        r = subprocess.run([sys.executable, "-m", "trajaudit", *args], cwd=ROOT, capture_output=True, text=True,
+                           timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
+    assert "in use" in r.stderr.lower() and "Traceback" not in r.stderr
+    assert not (tmp_path / "g.jsonl").exists()

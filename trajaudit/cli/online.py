@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors
+from trajaudit.cli.common import EXIT_FINDINGS, check_can_listen, console, fail, handle_errors
 from trajaudit.engine.run.monitor import Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.validation_log import Record, severity_rank
@@ -114,7 +114,8 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 @click.option("--tools", "tools_file", type=click.Path(exists=True, dir_okay=False),
               help="JSON list of OpenAI function schemas: SCHEMA rules, and a call to an undeclared tool is a violation.")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8787, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8787, show_default=True,
+              help="Port to listen on (a port in use is a usage error, exit 2).")
 @click.option("--mode", type=click.Choice(["block", "annotate"]), default="block", show_default=True,
               help="block: replace a violating answer by a message naming the rule; annotate: pass it with headers.")
 @click.option("--block-status", type=int, metavar="4XX",
@@ -149,6 +150,7 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
     """
     if block_status is not None and not 400 <= block_status <= 499:
         fail(f"--block-status must be a 4xx status, got {block_status}")
+    check_can_listen(host, port)  # before the rules are built: a port in use is said in words, exit 2
     ctx = build_context(_spec(packs, tools_file))
     g = Guard(ctx, mode=mode, block_on=block_on, block_status=block_status, stop_on_alarm=stop_on_alarm,
               alarm_threshold=alarm_threshold, log_path=log_path, cache_size=cache_size, cache_idle=cache_idle)
