@@ -67,7 +67,7 @@ class MonitorError(TrajauditError, ValueError):
 def _call_problem(raw: Any, where: str) -> str:
     if not isinstance(raw, dict):
         return f"{where} must be an object, got {type(raw).__name__}"
-    fn = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+    fn: dict[str, Any] = raw["function"] if isinstance(raw.get("function"), dict) else raw
     name = fn.get("name")
     if not isinstance(name, str) or not name.strip():
         return f"{where} has no function name (expected a non-empty string, got {json.dumps(name, default=str)})"
@@ -75,14 +75,16 @@ def _call_problem(raw: Any, where: str) -> str:
 
 
 def _message_problem(msg: dict[str, Any]) -> str:
-    """What is wrong with one chat message's shape, or ``""``: ``role`` not a string, ``content``
+    """What is wrong with one chat message's shape, or ``""``: no ``role``, ``role`` not a string, ``content``
     neither a string, null nor a list of text parts / content blocks (strings or objects),
     ``tool_calls`` not a list, or a tool call (``tool_calls[j]`` or the legacy ``function_call``)
     that is not an object or has no function name. The batch loader is lenient on these (it renders
     odd content as JSON and names a nameless call ``<unnamed>``); a live monitor answers an agent
     as it runs, so it refuses them with this reason instead.
     """
-    role = msg.get("role")
+    if "role" not in msg:
+        return f"no 'role' field (keys: {sorted(msg)[:8]})"
+    role = msg["role"]
     if not isinstance(role, str):
         return f"'role' must be a string, got {type(role).__name__} {json.dumps(role, default=str)[:40]}"
     content = msg.get("content")
@@ -342,8 +344,6 @@ class Monitor:
         if not isinstance(item, dict):
             raise MonitorError(f"message {k}: expected a chat message (an object with a 'role') or an IR Step, "
                                f"got {type(item).__name__}")
-        if "role" not in item:
-            raise MonitorError(f"message {k}: no 'role' field (keys: {sorted(item)[:8]})")
         problem = _message_problem(item)
         if problem:  # checked before anything is read, so a bad message leaves the state (dialect too) unchanged
             raise MonitorError(f"message {k}: {problem}")
