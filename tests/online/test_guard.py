@@ -158,6 +158,33 @@ def test_bad_input_one_request_at_a_time(upstream):
         assert r.choices[0].message.tool_calls[0].function.name == "find_user_id_by_email"
 
 
+def test_malformed_messages_answer_400_and_the_guard_keeps_serving(upstream, tmp_path):
+    """A request whose conversation holds a malformed message (role not a string, content of a wrong
+    type, tool_calls not a list, a nameless tool call) is refused with 400 naming the message and the
+    fault, is not forwarded, and later requests are served and decided as before."""
+    upstream.responder = lambda req: Raw(tool_call_completion(*CANCEL))
+    log = tmp_path / "guard.jsonl"
+    bad_cases = [
+        ({"role": 5, "content": "hi"}, "message 1: 'role' must be a string, got int"),
+        ({"role": "user", "content": 5}, "message 1: 'content' must be a string, null or a list of parts, got int"),
+        ({"role": "assistant", "content": None, "tool_calls": "cancel"}, "message 1: 'tool_calls' must be a list, got str"),
+        ({"role": "assistant", "content": None, "tool_calls": [{"id": "x", "function": {"arguments": "{}"}}]},
+         "message 1: tool_calls[0] has no function name"),
+    ]
+    with GuardServer(upstream.url, tools=TOOLS, log_path=str(log)) as g:
+        url = g.url + "/chat/completions"
+        for bad, why in bad_cases:
+            r = httpx.post(url, json={"model": "m", "messages": [UNAUTH[0], bad, UNAUTH[1]]})
+            assert r.status_code == 400, r.text
+            assert why in r.json()["error"]["message"], r.text
+        assert upstream.calls == 0  # refused before forwarding
+        r = _client(g.url).chat.completions.create(model="m", messages=UNAUTH)  # still serving, same decision
+        assert "tau_retail.authenticate-before-write" in (r.choices[0].message.content or ""), r
+        assert upstream.calls == 1
+    decisions = [json.loads(x) for x in log.read_text().splitlines()]
+    assert any(d.get("decision") == "block" for d in decisions), decisions
+
+
 def test_assemble_stream_joins_deltas():
     chunks, done = parse_sse(tool_call_stream("f", {"a": 1, "b": "xyz"}))
     assert done
@@ -282,3 +309,25 @@ def test_cache_evicted_and_expired_entries_rebuild(upstream):
         assert (g.guard.cache.hits, g.guard.cache.misses) == (0, 2)
         assert (raw.headers["x-trajaudit-decision"], json.loads(raw.headers.get("x-trajaudit-findings", "[]"))) \
             == want_a[1]
+
+
+@pytest.mark.parametrize("command", ["guard", "serve"])
+def test_port_in_use_is_a_usage_error(tmp_path, command):
+    """`guard` (as `serve`) on a port another program listens on: exit 2 and a message naming the
+    address, before anything is served (no uvicorn traceback)."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        args = (["guard", "--upstream", "http://127.0.0.1:9/v1", "--port", str(port), "--log", str(tmp_path / "g.jsonl")]
+                if command == "guard" else ["serve", "--otlp", str(port), "-o", str(tmp_path / "d.jsonl")])
+        r = subprocess.run([sys.executable, "-m", "trajaudit", *args], cwd=ROOT, capture_output=True, text=True,
+                           timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
+    assert "in use" in r.stderr.lower() and "Traceback" not in r.stderr
+    assert not (tmp_path / "g.jsonl").exists()

@@ -83,6 +83,29 @@ def test_watch_cli_file_removed_and_bad_line(tmp_path):
     assert p.returncode == 1  # a skipped line fails the gate, as in check
 
 
+def test_watch_skips_malformed_message_lines_and_goes_on(tmp_path):
+    """A JSON line whose message is malformed is reported `skipped: FILE:LINE: why`; the rest of the run
+    is read and checked as if the line were absent."""
+    f = tmp_path / "run.jsonl"
+    bad = [{"role": 5, "content": "x"}, {"role": "user", "content": {"text": "x"}},
+           {"role": "assistant", "content": None, "tool_calls": {"id": "c9"}},
+           {"message": {"role": "assistant", "content": None, "tool_calls": [{"id": "c9", "function": {"arguments": "{}"}}]}}]
+    lines = [json.dumps(RUN[0]), json.dumps(RUN[1]), *map(json.dumps, bad), *map(json.dumps, RUN[2:])]
+    f.write_text("\n".join(lines) + "\n" + json.dumps(END_MARKER) + "\n")
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--format", "json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180)
+    assert f"skipped: {f}:3: message 2: 'role' must be a string, got int" in r.stderr, r.stderr
+    assert f"skipped: {f}:4: message 2: 'content' must be a string, null or a list of parts, got dict" in r.stderr
+    assert f"skipped: {f}:5: message 2: 'tool_calls' must be a list, got dict" in r.stderr
+    assert f"skipped: {f}:6: message 2: tool_calls[0] has no function name" in r.stderr
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["line"] for x in rows if x["event"] == "skipped"] == [3, 4, 5, 6]
+    assert rows[-1]["reason"] == "end-marker" and rows[-1]["steps"] == 5 and rows[-1]["skipped_lines"] == 4
+    viol = [x for x in rows if x["event"] == "violation"]
+    assert any(x["rule_id"] == "tau_retail.authenticate-before-write" and x["step"] == 2 for x in viol)
+    assert r.returncode == 1
+
+
 def test_watch_until_idle_clean_run_exits_0(tmp_path):
     f = tmp_path / "run.jsonl"
     f.write_text(json.dumps({"role": "user", "content": "What is 2+2?"}) + "\n"
@@ -109,3 +132,66 @@ def test_watch_equals_batch_and_stops_on_alarm(tmp_path, tau_runs):
     if res2.reason == "alarm":
         assert m2.alarm is not None and len(m2.steps) <= len(t.steps)
         assert m2.diagnosis().metadata["basis"] == "finding"
+
+
+def test_watch_cli_waits_for_a_file_not_created_yet(tmp_path):
+    """Like `tail -F`: watch starts before the agent writes its log, says so on stderr, and reads the
+    file from its first line once it appears."""
+    f = tmp_path / "later.jsonl"
+    p = _cli(str(f), "--format", "json", "--poll", "0.05", "--until-idle", "60")
+    assert p.stderr.readline().startswith(f"{f} does not exist yet: waiting for it to be created (at most 60 s")
+    assert not f.exists()
+    t = _writer(f, [json.dumps(m) for m in RUN], 0.1, "marker")  # creates the file (mode "a")
+    out, err = p.communicate(timeout=180)
+    t.join()
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert rows[-1]["event"] == "end" and rows[-1]["reason"] == "end-marker" and rows[-1]["steps"] == 5, out + err
+    assert any(r["event"] == "violation" and r["rule_id"] == "tau_retail.authenticate-before-write" and r["step"] == 2
+               for r in rows)
+    assert p.returncode == 1, err
+
+
+def test_watch_api_waits_for_the_file(tmp_path):
+    """The API: on_wait is called once, then the lines written to the new file are all read."""
+    f = tmp_path / "api.jsonl"
+    waits: list[float] = []
+    ctx = build_context(AuditSpec())
+    created = threading.Event()
+
+    def create_after_wait() -> None:
+        created.wait(30)
+        f.write_text("".join(json.dumps(m) + "\n" for m in RUN) + json.dumps(END_MARKER) + "\n")
+
+    t = threading.Thread(target=create_after_wait, daemon=True)
+    t.start()
+
+    def on_wait() -> None:
+        waits.append(time.monotonic())
+        created.set()
+
+    m = Monitor(context=ctx, run_id="api")
+    res = watch(f, m, until_idle=30, poll=0.02, on_wait=on_wait)
+    t.join()
+    assert len(waits) == 1 and res.reason == "end-marker" and len(m.steps) == len(RUN) and not res.skipped
+    batch = Monitor(context=ctx, run_id="api")
+    batch.add_history(RUN)
+    batch.close()
+    assert m.log.to_dict() == batch.log.to_dict()
+
+
+def test_watch_file_never_created_ends_with_until_idle(tmp_path):
+    f = tmp_path / "never.jsonl"
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--until-idle", "0.3", "--format", "json"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert json.loads(r.stdout.splitlines()[-1])["reason"] == "missing"
+    assert f"{f} was never created: nothing was checked" in r.stderr
+    assert r.returncode == 1
+
+
+def test_watch_missing_directory_is_a_usage_error(tmp_path):
+    f = tmp_path / "no-such-dir" / "run.jsonl"
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=180, env={**os.environ, "COLUMNS": "1000"})  # the long path on one line
+    assert r.returncode == 2, r.stderr
+    assert f"cannot watch {f}: its directory {f.parent} does not exist" in r.stderr
+    assert "watching" not in r.stderr

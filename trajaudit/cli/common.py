@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -50,6 +51,20 @@ def fail(message: str) -> None:
     """Print ``error: message`` to stderr and exit with code 2."""
     console(err=True).print(f"[bold red]error:[/] {escape(clip(message))}", markup=True, highlight=False)
     sys.exit(EXIT_USAGE)
+
+
+def check_can_listen(host: str, port: int) -> None:
+    """Exit with a usage error (code 2, the address and the system's reason named) when a server
+    cannot listen on ``host:port`` (the port is in use, or the host is not an address of this
+    machine), before anything is started: uvicorn would otherwise print its own log line and exit.
+    The probe socket sets ``SO_REUSEADDR`` as uvicorn does, so a port left in TIME_WAIT is not refused.
+    """
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as e:
+        fail(f"cannot listen on {host}:{port}: {e.strerror or e}")
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

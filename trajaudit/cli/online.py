@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors
+from trajaudit.cli.common import EXIT_FINDINGS, check_can_listen, console, fail, handle_errors
 from trajaudit.engine.run.monitor import Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.validation_log import Record, severity_rank
@@ -22,7 +22,7 @@ def _spec(packs: tuple[str, ...], tools: str | None) -> AuditSpec:
 
 
 @click.command("watch")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
               help="An extra rule pack (YAML file or shipped name; repeatable). The default packs always apply.")
 @click.option("--tools", "tools_file", type=click.Path(exists=True, dir_okay=False),
@@ -30,8 +30,8 @@ def _spec(packs: tuple[str, ...], tools: str | None) -> AuditSpec:
 @click.option("--format", "out_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="table: one console line per violation; json: one JSON object per line (violations, alarm, end).")
 @click.option("--until-idle", type=float, metavar="SECONDS",
-              help="End the run after this many seconds without a new line (default: wait for the end marker "
-                   "or for the file to be removed or renamed).")
+              help="End the run after this many seconds without a new line, counting the wait for a FILE not "
+                   "created yet (default: wait for the end marker or for the file to be removed or renamed).")
 @click.option("--fail-on", type=click.Choice(_SEVERITIES), default="error", show_default=True,
               help="Exit 1 when a violation at or above this severity was settled (or a line was skipped).")
 @click.option("--stop-on-alarm", is_flag=True,
@@ -45,14 +45,19 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 
     Each line: an OpenAI chat message, {"message": {...}}, or {"step": {...}} (an IR step). The run
     ends at the line {"trajaudit": "end"}, when FILE is removed or renamed, or after --until-idle
-    seconds without a new line; the end-of-run rules are then settled. Exit codes as `check`: 0 no
-    violation at or above --fail-on, 1 one (or a line skipped, or the alarm stopped the run), 2 usage.
+    seconds without a new line; the end-of-run rules are then settled. A FILE that does not exist yet
+    is waited for (like `tail -F`; --until-idle counts the wait), as long as its directory exists.
+    Exit codes as `check`: 0 no violation at or above --fail-on, 1 one (or a line skipped, the alarm
+    stopped the run, or FILE was never created), 2 usage (e.g. FILE's directory does not exist).
 
     \b
     Examples:
       trajaudit watch run.jsonl --until-idle 30
       trajaudit watch run.jsonl --rules examples/rules/guard_policies.yaml --format json --stop-on-alarm
     """
+    parent = Path(file).parent
+    if not parent.is_dir():
+        fail(f"cannot watch {file}: its directory {parent} does not exist")
     ctx = build_context(_spec(packs, tools_file))
     monitor = Monitor(context=ctx, run_id=Path(file).stem, alarm_threshold=alarm_threshold, freeze_gc=True)
     out, err = console(), console(err=True)
@@ -87,11 +92,16 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
             out.print(f"[bold magenta]ALARM[/] at step {m.alarm}: critical step {info['critical_step']} "
                       f"({info['category']}, confidence {info['confidence']}); the run is stopped", soft_wrap=True)
 
+    def waiting() -> None:
+        err.print(f"{file} does not exist yet: waiting for it to be created"
+                  + (f" (at most {until_idle:g} s, --until-idle)" if until_idle is not None else " (Ctrl-C to stop)"),
+                  markup=False, highlight=False, soft_wrap=True)
+
     err.print(f"watching {file} ({len(monitor.context.rules)} rule(s); domain packs join when their tools are called)",
               markup=False, highlight=False, soft_wrap=True)
     try:
         res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show,
-                    on_skip=skipped, on_alarm=alarm, poll=poll)
+                    on_skip=skipped, on_alarm=alarm, poll=poll, on_wait=waiting)
     finally:
         monitor.release()  # the collector sees the run's state again (freeze_gc), even when interrupted
     total = sum(1 for r in monitor.log.records if r.verdict == "fail")
@@ -102,7 +112,9 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
     err.print(f"{file}: run ended ({res.reason}) after {len(monitor.steps)} step(s): {total} violation(s), "
               f"{bad} at or above {fail_on}" + (f"; {len(res.skipped)} line(s) skipped" if res.skipped else ""),
               markup=False, highlight=False, soft_wrap=True)
-    if bad or res.skipped or res.reason == "alarm":
+    if res.reason == "missing":
+        err.print(f"{file} was never created: nothing was checked", markup=False, highlight=False, soft_wrap=True)
+    if bad or res.skipped or res.reason in ("alarm", "missing"):
         raise SystemExit(EXIT_FINDINGS)
 
 
@@ -114,7 +126,8 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 @click.option("--tools", "tools_file", type=click.Path(exists=True, dir_okay=False),
               help="JSON list of OpenAI function schemas: SCHEMA rules, and a call to an undeclared tool is a violation.")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8787, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8787, show_default=True,
+              help="Port to listen on (a port in use is a usage error, exit 2).")
 @click.option("--mode", type=click.Choice(["block", "annotate"]), default="block", show_default=True,
               help="block: replace a violating answer by a message naming the rule; annotate: pass it with headers.")
 @click.option("--block-status", type=int, metavar="4XX",
@@ -149,6 +162,7 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
     """
     if block_status is not None and not 400 <= block_status <= 499:
         fail(f"--block-status must be a 4xx status, got {block_status}")
+    check_can_listen(host, port)  # before the rules are built: a port in use is said in words, exit 2
     ctx = build_context(_spec(packs, tools_file))
     g = Guard(ctx, mode=mode, block_on=block_on, block_status=block_status, stop_on_alarm=stop_on_alarm,
               alarm_threshold=alarm_threshold, log_path=log_path, cache_size=cache_size, cache_idle=cache_idle)

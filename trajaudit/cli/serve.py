@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-
 import click
 
-from trajaudit.cli.common import check_output_folder, console, fail, handle_errors
+from trajaudit.cli.common import check_can_listen, check_output_folder, console, fail, handle_errors
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.otlp_receiver import TraceBuffer
 from trajaudit.engine.run.otlp_receiver import serve as run_server
@@ -51,12 +49,7 @@ def serve(port: int, host: str, output: str, quiet_period: float, max_wait: floa
         import uvicorn  # noqa: F401
     except ImportError:
         fail("trajaudit serve needs starlette and uvicorn: pip install 'trajaudit[serve]'")
-    try:  # a port in use (or a host not on this machine) is a usage error said in words, before starting
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind((host, port))
-    except OSError as e:
-        fail(f"cannot listen on {host}:{port}: {e.strerror or e}")
+    check_can_listen(host, port)  # a port in use is a usage error said in words, before starting
     buffer = TraceBuffer(quiet=quiet_period, max_traces=max_traces, max_spans=max_spans, max_wait=max_wait)
     spec = AuditSpec(rules=rules, tools=tools, config=AuditConfig(taxonomy=taxonomy))
     err = console(err=True)

@@ -8,8 +8,10 @@ Each line is one JSON object:
 - an IR step: ``{"step": {...}}`` (``Step.to_dict()``'s form),
 - the end marker ``{"trajaudit": "end"}``: the run is over (the writer is done).
 
-The run ends at the end marker, when the file is removed or renamed (the path no longer names the
-file being read), or after ``until_idle`` seconds without a new line; then the end-of-run rules are
+A file that does not exist yet is waited for (like ``tail -F``: a watch may start before the agent
+writes its log), as long as its directory exists; ``until_idle`` counts the wait too. The run ends at
+the end marker, when the file is removed or renamed (the path no longer names the file being read),
+or after ``until_idle`` seconds without a new line; then the end-of-run rules are
 settled (:meth:`Monitor.close`). A line that is not JSON or that the monitor cannot read is reported
 (with its line number) and skipped. A partly written last line is read once its newline arrives.
 """
@@ -22,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from trajaudit.engine.run.monitor import Monitor, MonitorError
 from trajaudit.engine.trace.ir import Step
@@ -36,7 +38,8 @@ END_MARKER = {"trajaudit": "end"}
 
 @dataclass
 class WatchResult:
-    """How a watch ended: ``reason`` (``end-marker`` | ``removed`` | ``idle`` | ``alarm``), the lines
+    """How a watch ended: ``reason`` (``end-marker`` | ``removed`` | ``idle`` | ``alarm`` | ``missing``:
+    the file was never created within ``until_idle`` seconds), the lines
     skipped (``[(line number, error)]``) and the records settled, in order."""
 
     reason: str
@@ -44,17 +47,45 @@ class WatchResult:
     records: list[Record] = field(default_factory=list)
 
 
+def _wait_open(p: Path, until_idle: float | None, poll: float, sleep: Callable[[float], None],
+               on_wait: Callable[[], None] | None) -> BinaryIO | str:
+    """``p`` opened for reading, once it exists; or why the wait ended (``missing``: ``until_idle``
+    seconds passed without it | ``removed``: the directory itself went away)."""
+    start = time.monotonic()
+    waiting = False
+    while True:
+        try:
+            return p.open("rb")
+        except FileNotFoundError:
+            pass
+        if not p.parent.is_dir():
+            return "removed"
+        if not waiting and on_wait is not None:
+            on_wait()
+        waiting = True
+        if until_idle is not None and time.monotonic() - start >= until_idle:
+            return "missing"
+        sleep(poll)
+
+
 def follow(path: str | os.PathLike[str], *, until_idle: float | None = None, poll: float = 0.1,
-           sleep: Callable[[float], None] = time.sleep) -> Iterator[tuple[int, str | None]]:
-    """The complete lines of ``path`` as they are written: ``(line number, text)``; at the end one
-    ``(line number, None)`` with the reason in :attr:`follow.reason` style: the generator's return
-    value is the reason (``removed`` | ``idle``); the caller stops on the end marker itself.
+           sleep: Callable[[float], None] = time.sleep,
+           on_wait: Callable[[], None] | None = None) -> Iterator[tuple[int, str | None]]:
+    """The complete lines of ``path`` as they are written: ``(line number, text)``. The generator's
+    return value is the reason it ended (``removed`` | ``idle`` | ``missing``); the caller stops on
+    the end marker itself. A ``path`` that does not exist yet is waited for (``on_wait()`` is called
+    once when the wait starts; ``until_idle`` seconds of waiting end it as ``missing``: never created).
 
     Raises:
-        FileNotFoundError: ``path`` does not exist when the watch starts.
+        FileNotFoundError: the directory of ``path`` does not exist (nothing could ever appear there).
     """
     p = Path(path)
-    with p.open("rb") as f:
+    if not p.parent.is_dir():
+        raise FileNotFoundError(f"{p}: its directory {p.parent} does not exist")
+    opened = _wait_open(p, until_idle, poll, sleep, on_wait)
+    if isinstance(opened, str):
+        return opened
+    with opened as f:
         ino = os.fstat(f.fileno()).st_ino
         buf = b""
         n = 0
@@ -112,15 +143,18 @@ def item_of(obj: Any) -> Any:
 def watch(path: str | os.PathLike[str], monitor: Monitor, *, until_idle: float | None = None,
           stop_on_alarm: bool = False, on_records: Callable[[list[Record]], None] | None = None,
           on_skip: Callable[[int, str], None] | None = None, on_alarm: Callable[[Monitor], None] | None = None,
-          poll: float = 0.1) -> WatchResult:
+          poll: float = 0.1, on_wait: Callable[[], None] | None = None) -> WatchResult:
     """Follow ``path`` into ``monitor`` until the run ends (see the module docstring), then close it.
 
     ``on_records`` is called with each batch of settled records (every verdict), ``on_skip`` with
     each unreadable line, ``on_alarm`` once when the alarm is raised (``stop_on_alarm``: the watch
-    stops there, the run is closed).
+    stops there, the run is closed), ``on_wait`` once if ``path`` does not exist yet and is waited for.
+
+    Raises:
+        FileNotFoundError: the directory of ``path`` does not exist.
     """
     res = WatchResult("idle")
-    gen = follow(path, until_idle=until_idle, poll=poll)
+    gen = follow(path, until_idle=until_idle, poll=poll, on_wait=on_wait)
     while True:
         try:
             n, text = next(gen)

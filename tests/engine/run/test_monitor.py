@@ -111,6 +111,52 @@ def test_bad_messages_leave_state_unchanged(ctx):
         m.add({"role": "user", "content": "again"})
 
 
+_CALL = {"id": "c1", "type": "function", "function": {"name": "cancel_pending_order", "arguments": "{}"}}
+_MALFORMED = [
+    ({"role": 5}, "'role' must be a string, got int"),
+    ({"role": None, "content": "x"}, "'role' must be a string, got NoneType"),
+    ({"role": "user", "content": 5}, "'content' must be a string, null or a list of parts, got int"),
+    ({"role": "user", "content": {"text": "hi"}}, "'content' must be a string, null or a list of parts, got dict"),
+    ({"role": "user", "content": ["ok", 7]}, r"content\[1\] must be a text or a content block \(object\), got int"),
+    ({"role": "assistant", "content": None, "tool_calls": {"id": "c1"}}, "'tool_calls' must be a list, got dict"),
+    ({"role": "assistant", "content": None, "tool_calls": [_CALL, 3]}, r"tool_calls\[1\] must be an object, got int"),
+    ({"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function", "function": {"arguments": "{}"}}]},
+     r"tool_calls\[0\] has no function name"),
+    ({"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "function": {"name": "  "}}]},
+     r"tool_calls\[0\] has no function name"),
+    ({"role": "assistant", "content": None, "function_call": {"arguments": "{}"}}, "function_call has no function name"),
+]
+
+
+@pytest.mark.parametrize(("bad", "why"), _MALFORMED)
+def test_malformed_message_is_refused_and_the_run_goes_on(ctx, bad, why):
+    """A malformed message raises naming its position and the fault; the monitor is unchanged, and the
+    run fed on gives the batch log of its good messages."""
+    good = [{"role": "user", "content": "cancel order #W1"},
+            {"role": "assistant", "content": "", "tool_calls": [_CALL]},
+            {"role": "tool", "tool_call_id": "c1", "content": "cancelled"},
+            {"role": "assistant", "content": "Done, the order is cancelled."}]
+    m = Monitor(context=ctx)
+    m.add(good[0])
+    m.add(good[1])
+    before = (list(m.steps), set(m._calls), m.dialect, m.log.to_dict())
+    with pytest.raises(MonitorError, match="^message 2: " + why):
+        m.add(bad)
+    assert (list(m.steps), set(m._calls), m.dialect, m.log.to_dict()) == before
+    with pytest.raises(MonitorError, match="^message 3: " + why):
+        m.add_history([good[2], bad])  # a bad message in a batch of messages: none of them is taken
+    assert len(m.steps) == 2
+    for msg in good[2:]:
+        m.add(msg)
+    m.close()
+    batch = Monitor(context=ctx)
+    batch.add_history(good)
+    batch.close()
+    assert [s.to_dict() for s in m.steps] == [s.to_dict() for s in batch.steps]
+    assert m.log.to_dict() == gather(m.trajectory(final=True), ctx).log.to_dict() == batch.log.to_dict()
+    assert m.log.to_dict()["records"]  # the good run is actually checked
+
+
 def test_diagnosis_basis_and_alarm(tau_runs, ctx):
     t = next(iter(tau_runs.values()))
     m = Monitor(context=ctx, run_id=t.id, task=t.task)

@@ -64,6 +64,49 @@ class MonitorError(TrajauditError, ValueError):
     """A message the monitor cannot read (names the message's position), or a misuse (add after close)."""
 
 
+def _call_problem(raw: Any, where: str) -> str:
+    if not isinstance(raw, dict):
+        return f"{where} must be an object, got {type(raw).__name__}"
+    fn: dict[str, Any] = raw["function"] if isinstance(raw.get("function"), dict) else raw
+    name = fn.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return f"{where} has no function name (expected a non-empty string, got {json.dumps(name, default=str)})"
+    return ""
+
+
+def _message_problem(msg: dict[str, Any]) -> str:
+    """What is wrong with one chat message's shape, or ``""``: no ``role``, ``role`` not a string, ``content``
+    neither a string, null nor a list of text parts / content blocks (strings or objects),
+    ``tool_calls`` not a list, or a tool call (``tool_calls[j]`` or the legacy ``function_call``)
+    that is not an object or has no function name. The batch loader is lenient on these (it renders
+    odd content as JSON and names a nameless call ``<unnamed>``); a live monitor answers an agent
+    as it runs, so it refuses them with this reason instead.
+    """
+    if "role" not in msg:
+        return f"no 'role' field (keys: {sorted(msg)[:8]})"
+    role = msg["role"]
+    if not isinstance(role, str):
+        return f"'role' must be a string, got {type(role).__name__} {json.dumps(role, default=str)[:40]}"
+    content = msg.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        return f"'content' must be a string, null or a list of parts, got {type(content).__name__}"
+    if isinstance(content, list):
+        bad = next((j for j, part in enumerate(content) if not isinstance(part, (str, dict))), None)
+        if bad is not None:
+            return f"content[{bad}] must be a text or a content block (object), got {type(content[bad]).__name__}"
+    calls = msg.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list):
+            return f"'tool_calls' must be a list, got {type(calls).__name__}"
+        for j, raw in enumerate(calls):
+            problem = _call_problem(raw, f"tool_calls[{j}]")
+            if problem:
+                return problem
+    elif msg.get("function_call") is not None:
+        return _call_problem(msg["function_call"], "function_call")
+    return ""
+
+
 def diagnosis_basis(diagnosis: Diagnosis) -> str:
     """What a diagnosis of the offline judge rests on: ``finding`` (an unrecovered error-level
     failure, or the origin of one), ``weak`` (only weaker findings), ``fallback`` (no finding: the
@@ -301,8 +344,9 @@ class Monitor:
         if not isinstance(item, dict):
             raise MonitorError(f"message {k}: expected a chat message (an object with a 'role') or an IR Step, "
                                f"got {type(item).__name__}")
-        if "role" not in item:
-            raise MonitorError(f"message {k}: no 'role' field (keys: {sorted(item)[:8]})")
+        problem = _message_problem(item)
+        if problem:  # checked before anything is read, so a bad message leaves the state (dialect too) unchanged
+            raise MonitorError(f"message {k}: {problem}")
         msgs: list[dict[str, Any]] = [item]
         notes = None
         content = item.get("content")
