@@ -350,10 +350,11 @@ class Monitor:
         msgs: list[dict[str, Any]] = [item]
         notes = None
         content = item.get("content")
-        if self.dialect is None and isinstance(content, list) and any(
+        dialect = self.dialect  # committed only once the message is read: a bad one leaves it unchanged
+        if dialect is None and isinstance(content, list) and any(
                 anthropic_adapter.block_type(b) in ("tool_use", "tool_result") for b in content):
-            self.dialect = "anthropic"  # from the first tool block on, messages are read as Anthropic's
-        if self.dialect == "anthropic" and isinstance(content, list):
+            dialect = "anthropic"  # from the first tool block on, messages are read as Anthropic's
+        if dialect == "anthropic" and isinstance(content, list):
             try:
                 msgs, notes = anthropic_adapter.normalize([item], f"$[{k}]")
             except TraceFormatError as e:
@@ -377,6 +378,7 @@ class Monitor:
             out.append(dataclasses.replace(step, index=k + j, flags=tuple(flags), metadata=meta))
             calls.update(c.id for c in step.tool_calls if c.id)
         self._calls |= calls
+        self.dialect = dialect
         return out
 
     def _classify(self, msg: dict[str, Any], i: int) -> Any:
@@ -447,7 +449,7 @@ class Monitor:
         if self.closed:
             raise MonitorError("add_history() after close(): the run is finished")
         k0 = len(self.steps)
-        calls = set(self._calls)
+        calls, dialect = set(self._calls), self.dialect
         new: list[Step] = []
         try:
             for m in messages:
@@ -456,7 +458,7 @@ class Monitor:
                     self.steps.append(s)
         except MonitorError:
             del self.steps[k0:]
-            self._calls = calls
+            self._calls, self.dialect = calls, dialect
             raise
         out: list[Record] = []
         for s in new:
