@@ -37,6 +37,7 @@ from trajaudit.engine.dsl.queries import (
     shareable,
     shared_comprehension,
 )
+from trajaudit.engine.dsl.regex.prefilter import register
 from trajaudit.engine.dsl.regex.safety import refusal, regex_risk
 from trajaudit.engine.dsl.runtime import (
     Env,
@@ -97,7 +98,7 @@ def compile_regex(pattern: Any, flags: str, err: Callable[[str], RulePackError])
     if risk:
         raise err(refusal(f"regex {pattern!r}", risk))
     try:
-        return re.compile(pattern, f)
+        return register(re.compile(pattern, f))
     except re.error as e:
         raise err(f"invalid regex {pattern!r}: {e}") from None
 
