@@ -15,7 +15,10 @@ the filter holds, or raised, extended once per step and queried in O(1) for ``ea
 - ``latest | first | exists  v in RANGE where CLOSED and KEY(v) == VALUE and … [: BODY]`` with
   ``VALUE`` not reading ``v`` (a string, or a not too large int, at run time): an *equality join* — the prefix state also files each candidate under the string
   ``KEY(v)``, so ``latest o in earlier where o.kind == "tool" and o.json.order_id == call.args.order_id``
-  goes straight to the candidates holding that order id instead of scanning every earlier output.
+  goes straight to the candidates holding that order id instead of scanning every earlier output;
+- ``latest | first | exists  v in RANGE where [CLOSED and] NEEDLE in COLL(v) [or NEEDLE2 in COLL2(v) …] and …``
+  with string needles: a *membership join* (:class:`MemberIndex`, :func:`_member_closure`), ``RANGE``
+  a step or call range with a closed filter, or ``outputs(earlier[, "NAME"])`` without one.
 
 Anything else (open conditions of other forms, bodies that read the current step, sequences that are
 lists) keeps :meth:`QuantPlan.run`. Nothing is generated or executed: these are closures built from
