@@ -91,6 +91,22 @@ SHAPES_PACK = {
                  "first_items": "[o.json.items[0] for o in outputs(earlier) where o.json != null]"},
          "assert": "len(statuses) + len(ids) + len(sizes) >= len(first_items)",
          "message": "{statuses} {ids} {first_items}"},
+        {"id": "member-outputs", "title": "t", "type": "RELATIONAL_POST", "severity": "warning",
+         "guard": "call.name in params.writes",
+         "let": {"p": "latest p in outputs(earlier, \"lookup\") where call.args.order_id in select(p.json, \"variants\")",
+                 "q": "first p in outputs(earlier) where call.args.order_id in select(p.json, \"refs\") or "
+                      "\"#\" + str(len(p.content)) in values(p.json)",
+                 "e": "exists p in outputs(earlier) where call.args.order_id in keys(select(p.json, \"variants || `{}`\")): "
+                      "select(p.json, \"status\") != null"},
+         "assert": "len([p, q, e]) == 3 and (p == null or q != null or e)", "message": "{p.address} {q.address} {e}"},
+        {"id": "member-range", "title": "t", "type": "RELATIONAL_POST", "severity": "warning",
+         "guard": "call.name in params.writes",
+         "let": {"o": "latest o in earlier where o.kind == \"tool\" and (call.args.order_id in values(o.json) "
+                      "or str(call.args.order_id) + \" and\" in select(o.json, \"refs\"))",
+                 "s": "exists o in earlier where o.kind == \"tool\" and call.args.order_id in o.content",
+                 "f": "first o in earlier where o.kind == \"tool\" and call.args.order_id in select(o.json, \"refs\") "
+                      "and select(o.json, \"status\") != null"},
+         "assert": "len([o, s, f]) == 3 and (o == null or s or f == null)", "message": "{o.address} {f.address}"},
         {"id": "later-join", "title": "t", "type": "PROTOCOL", "severity": "warning",
          "guard": "call.name in params.writes",
          "let": {"again": "first o in later where o.kind == \"tool\" and o.json.order_id == call.args.order_id"},
@@ -165,7 +181,10 @@ def _msgs(seed: int, n: int) -> list[dict]:
                 {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
             body = rnd.choice([
                 json.dumps({"order_id": oid, "status": rnd.choice(["pending", "delivered", None]),
-                            "items": rnd.choice([[1], [], "x"])}),
+                            "items": rnd.choice([[1], [], "x"]),
+                            # membership joins: keys, lists with strings, numbers and nulls, a text
+                            "variants": {str(oid): 1, "#W2": 0} if i % 3 else ({} if i % 2 else None),
+                            "refs": f"#W1 and #W{i % 4}" if i % 5 == 0 else [oid, f"#W{i % 4}", 1.0]}),
                 rnd.choice(["alice", "bob"]) if name == "login" else "Error: not found",
                 json.dumps([1, 2]),
             ])
@@ -234,6 +253,8 @@ def test_columnar_closures_are_used() -> None:
     assert by_id["bare"].lets[0][2].__qualname__ == "_bare_closure.<locals>.run"
     assert by_id["substring"].lets[2][2].__qualname__ == "_substring_closure.<locals>.run"
     assert by_id["prefix-lists"].lets[1][2].__qualname__ == "prefix_comprehension.<locals>.run"  # (the others: shared)
+    assert by_id["member-outputs"].lets[0][2].__qualname__ == "_member_closure.<locals>.run"
+    assert by_id["member-range"].lets[0][2].__qualname__ == "_member_closure.<locals>.run"
     ref = {r.id.split(".")[-1]: r for r in _compile(load_pack(SHAPES_PACK), False)}
     assert ref["exists-closed"].assertion.__qualname__ == "QuantPlan.run"
 

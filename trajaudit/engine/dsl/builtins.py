@@ -217,12 +217,12 @@ def _outputs(env: Env, seq: Any, name: Any = None) -> list[Any]:
         pos = tc.tool_positions(name)
         n = len(tc.views)
         lo, hi = max(0, min(seq.lo, n)), max(0, min(seq.hi, n))
-        return _tool_views(tc, name, pos)[bisect_left(pos, lo): bisect_left(pos, hi)]
+        return tool_views(tc, name, pos)[bisect_left(pos, lo): bisect_left(pos, hi)]
     return [v for v in as_items(env, seq) if isinstance(v, StepView) and v.step.kind == "tool"
             and (name is None or env.tc.output_name(v.step.index) == name)]
 
 
-def _tool_views(tc: Any, name: str | None, pos: list[int]) -> list[Any]:
+def tool_views(tc: Any, name: str | None, pos: list[int]) -> list[Any]:
     """The views of ``tc.tool_positions(name)``, aligned with it, kept per run and extended as the
     positions grow (a growing run appends to them): ``outputs(earlier, "tool")`` is a slice of it,
     a C-level copy instead of a view lookup per output."""

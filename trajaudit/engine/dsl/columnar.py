@@ -15,7 +15,10 @@ the filter holds, or raised, extended once per step and queried in O(1) for ``ea
 - ``latest | first | exists  v in RANGE where CLOSED and KEY(v) == VALUE and … [: BODY]`` with
   ``VALUE`` not reading ``v`` (a string, or a not too large int, at run time): an *equality join* — the prefix state also files each candidate under the string
   ``KEY(v)``, so ``latest o in earlier where o.kind == "tool" and o.json.order_id == call.args.order_id``
-  goes straight to the candidates holding that order id instead of scanning every earlier output.
+  goes straight to the candidates holding that order id instead of scanning every earlier output;
+- ``latest | first | exists  v in RANGE where [CLOSED and] NEEDLE in COLL(v) [or NEEDLE2 in COLL2(v) …] and …``
+  with string needles: a *membership join* (:class:`MemberIndex`, :func:`_member_closure`), ``RANGE``
+  a step or call range with a closed filter, or ``outputs(earlier[, "NAME"])`` without one.
 
 Anything else (open conditions of other forms, bodies that read the current step, sequences that are
 lists) keeps :meth:`QuantPlan.run`. Nothing is generated or executed: these are closures built from
@@ -38,7 +41,7 @@ from bisect import bisect_left
 from typing import Any, Callable
 
 from trajaudit.engine.dsl import ast as A
-from trajaudit.engine.dsl.builtins import CallRange, StepRange
+from trajaudit.engine.dsl.builtins import CallRange, StepRange, tool_views
 from trajaudit.engine.dsl.incremental import (
     Series,
     closed_elementwise,
@@ -233,6 +236,40 @@ class KeyIndex:
             self.key_bad.append(i)
 
 
+
+class MemberIndex(KeyIndex):
+    """The :class:`KeyIndex` of a membership join (:func:`member_join_parts`): each match is filed
+    under every string its collection ``COLL(v)`` holds — the string elements of a list, the string
+    keys of an object — which are exactly the collections where ``NEEDLE in COLL(v)`` holds for a
+    string ``NEEDLE`` (``member``: a string equals only an equal string; an object holds its keys).
+    Null holds nothing and is filed nowhere; a string (a substring test), anything ``in`` rejects
+    (it raises), and a collection holding a ``str`` subclass are filed in ``key_bad`` (visited the
+    reference way)."""
+
+    __slots__ = ()
+
+    def _file(self, k: Any, bad: bool, i: int) -> None:
+        if bad:
+            self.key_bad.append(i)
+            return
+        c = k.__class__
+        if k is None:
+            return
+        if isinstance(k, (list, tuple)) or c is dict:
+            found: set[str] = set()
+            for e in k:
+                if e.__class__ is str:
+                    found.add(e)
+                elif isinstance(e, str):
+                    self.key_bad.append(i)
+                    return
+            keys = self.keys
+            for e in found:
+                keys.setdefault(e, []).append(i)
+            return
+        self.key_bad.append(i)
+
+
 #: an equality join scans (the reference way) when it has at most this many candidates in range,
 #: and files and reads keys only above it (a short run's few candidates cost less to scan)
 JOIN_MIN = 12
@@ -282,12 +319,12 @@ def _state(plan: QuantPlan, env: Env, universe: list[Any], hi: int, tag: str, pr
 
 
 def _key_index(plan: QuantPlan, env: Env, universe: list[Any], matches: list[int], errors: dict[int, str], hi: int,
-               key: Fn) -> KeyIndex:
+               key: Fn, tag: Any = "join-keys", cls: type[KeyIndex] = KeyIndex) -> KeyIndex:
     cache = env.tc.cache
-    ck = (plan.key, "join-keys", id(universe), id(matches))
+    ck = (plan.key, tag, id(universe), id(matches))
     ki = cache.get(ck)
     if ki is None:
-        ki = cache[ck] = KeyIndex()
+        ki = cache[ck] = cls()
         if env.tc.lazy:
             var = plan.var
             register_prefill(env.tc, lambda t: ki.prefill(t, universe, matches, errors, var, key))
@@ -324,7 +361,42 @@ def eq_join_parts(open_parts: list[A.Expr], var: str, free: Callable[..., set[st
     return None
 
 
-def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | None:
+def member_join_parts(open_parts: list[A.Expr], var: str, free: Callable[..., set[str]]) -> list[tuple[A.Expr, A.Expr]] | None:
+    """``[(COLL, NEEDLE), ...]`` when the first open conjunct is ``NEEDLE in COLL`` or a disjunction
+    (``or``) of such tests, each ``COLL`` reading ``var`` and each ``NEEDLE`` not, none nesting a
+    quantifier or comprehension (a *membership join*: ``latest p in outputs(earlier, "t") where x in
+    keys(p.json.variants)``); else ``None``. Only the first conjunct, as :func:`eq_join_parts`."""
+    if not open_parts:
+        return None
+    out: list[tuple[A.Expr, A.Expr]] = []
+    todo = [open_parts[0]]
+    while todo:
+        e = todo.pop(0)
+        if isinstance(e, A.Binary) and e.op == "or":
+            todo[:0] = [e.left, e.right]
+            continue
+        if not (isinstance(e, A.Binary) and e.op == "in") or var in free(e.left) or var not in free(e.right) \
+                or any(isinstance(n, (A.Quant, A.Comprehension)) for n in (*e.left.walk(), *e.right.walk())):
+            return None
+        out.append((e.right, e.left))
+    return out
+
+
+def outputs_seq(node: A.Expr) -> tuple[str | None] | None:
+    """``(NAME,)`` for the sequence ``outputs(earlier, "NAME")`` (``(None,)`` for ``outputs(earlier)``),
+    else ``None``. The caller checks that ``earlier`` is not shadowed."""
+    if not (isinstance(node, A.Call) and node.func == "outputs" and node.args and isinstance(node.args[0], A.Name)
+            and node.args[0].id == "earlier"):
+        return None
+    if len(node.args) == 1:
+        return (None,)
+    if len(node.args) == 2 and isinstance(node.args[1], A.Literal) and isinstance(node.args[1].value, str):
+        return (node.args[1].value,)
+    return None
+
+
+def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None,
+                   members: tuple[list[tuple[Fn, Fn]], tuple[str | None] | None] | None = None) -> Fn | None:
     """The prefix-state closure of ``plan`` (see the module docstring), or ``None`` when its shape is
     not one of the recognized ones (the caller keeps ``plan.run``).
 
@@ -332,6 +404,8 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | N
         plan: the compiled quantifier.
         join: for a plan whose first open conjunct is an equality join (:func:`eq_join_parts`), the
             compiled ``(KEY, VALUE)`` closures.
+        members: for a membership join (:func:`member_join_parts`), the compiled ``(COLL, NEEDLE)``
+            closures and :func:`outputs_seq` of the sequence (``None``: another sequence).
 
     Returns:
         ``fn(env) -> value`` with :meth:`QuantPlan.run`'s result, witness, evidence and charges; for a
@@ -366,6 +440,8 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None) -> Fn | N
                 return False
             return True
         return run_forall
+    if members is not None and kind in _FINDS:  # (the compiler gives members only without join)
+        return _member_closure(plan, members[0], members[1], reference, miss_note)
     if plan.body is not None and (join is None or kind == "count"):
         return None
     if plan.closed is None:
@@ -444,38 +520,134 @@ def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note
         # raised; walked lazily (a hit usually comes first), from one sorted list when the other two
         # have nothing in the range (the common case), else from their merge
         must = _must_visit(pf.keys.get(value, ()), pf.key_bad, err_pos, matches[a], hi, latest)
-        charge = env.tc.charge
-        if latest:
-            nxt = b - 1  # the reference's next candidate place
-            for p in must:
-                j = bisect_left(matches, p, a, b)
-                if nxt > j:
-                    charge(nxt - j)
-                got = scan(env, range(j, j + 1), matches, errors, universe, None, test, seq_addr=None)
-                if got is not None:
-                    return got
-                nxt = j - 1
-            if nxt >= a:
-                charge(nxt - a + 1)
-        else:
-            nxt = a
-            for p in must:
-                j = bisect_left(matches, p, a, b)
-                if j > nxt:
-                    charge(j - nxt)
-                got = scan(env, range(j, j + 1), matches, errors, universe, None, test, seq_addr=None)
-                if got is not None and got is not False:
-                    return got
-                nxt = j + 1
-            if b > nxt:
-                charge(b - nxt)
+        got = _visit_candidates(env, must, matches, a, b, latest, scan, errors, universe, test)
+        if got is not _MISS:
+            return got
         env.seen.append((_range_addr(seq), None, miss_note))
         return False if kind == "exists" else None
 
     return run
 
 
+def _member_closure(plan: QuantPlan, pairs: list[tuple[Fn, Fn]], outputs: tuple[str | None] | None,
+                    reference: Fn, miss_note: str) -> Fn:
+    """The membership-join form of :func:`columnar_quant` (``latest``/``first``/``exists``), the
+    counterpart of :func:`_join_closure` for a first open conjunct ``NEEDLE in COLL(v)`` (or a
+    disjunction of such): with every ``NEEDLE`` a string, the candidates where the conjunct can hold
+    or raise are those a :class:`MemberIndex` files under a needle, or in ``key_bad``, or whose closed
+    filter raised; the others fail it without raising (what they recorded is dropped), so they are
+    only charged, and the rest are visited by the reference scan itself (witness, evidence, errors
+    and charges are the reference's). The sequence is a step or call range (with a closed filter:
+    its prefix state), or ``outputs(earlier[, "NAME"])`` without a closed filter (a list: the run's
+    aligned tool views, no filter charge, no "no match" note — as the reference's list scan).
+    Anything else, or a needle that is not a string or raises, takes the reference path."""
+    kind, closed, test, scan = plan.kind, plan.closed, plan.open, plan._scan
+    seq_fn = _seq_value(plan)
+    latest = kind == "latest"
+    listed = outputs is not None and closed is None and plan.seq_loc is None
+    name = outputs[0] if outputs is not None else None
+
+    def run(env: Env) -> Any:
+        seq = seq_fn(env)
+        c = seq.__class__
+        if c is StepRange or c is CallRange:
+            if closed is None:
+                return reference(env)
+            universe, lo, hi = _ranged(env, seq)
+            matches, err_pos, errors = _state(plan, env, universe, hi, "filter", closed)
+            seq_addr: Any = seq
+        elif listed and c is list:
+            tc = env.tc
+            universe = tool_views(tc, name, tc.tool_positions(name))
+            hi = len(seq)
+            if hi > len(universe) or (hi and seq[hi - 1] is not universe[hi - 1]):
+                return reference(env)
+            lo, err_pos, errors, seq_addr = 0, [], {}, None
+            matches = _identity(tc, len(universe))
+        else:
+            return reference(env)
+        mark = len(env.seen)
+        try:
+            needles = [needle(env) for _, needle in pairs]
+        except EvalError:
+            needles = []
+        finally:
+            del env.seen[mark:]
+        if not needles or any(n.__class__ is not str for n in needles):
+            return reference(env)
+        a = bisect_left(matches, lo) if lo else 0
+        b = bisect_left(matches, hi)
+        if b - a <= JOIN_MIN:  # few candidates: the reference scan
+            return scan(env, range(a, b), matches, errors, universe, None, test, seq_addr=seq_addr)
+        lists: list[Any] = [err_pos]
+        for d, (coll, _) in enumerate(pairs):
+            ix = _key_index(plan, env, universe, matches, errors, hi, coll, ("member-keys", d), MemberIndex)
+            lists += [ix.keys.get(needles[d], ()), ix.key_bad]
+        start = matches[a]
+        if len(pairs) == 1:
+            must = _must_visit(lists[1], lists[2], err_pos, start, hi, latest)
+        else:
+            merged = _merge(*lists, start, hi)
+            must = reversed(merged) if latest else iter(merged)
+        got = _visit_candidates(env, must, matches, a, b, latest, scan, errors, universe, test)
+        if got is not _MISS:
+            return got
+        if seq_addr is not None:
+            env.seen.append((_range_addr(seq_addr), None, miss_note))
+        return False if kind == "exists" else None
+
+    return run
+
+
+def _identity(tc: Any, n: int) -> list[int]:
+    """``[0, 1, .., n-1]``, kept per run and grown (the candidates of a filter-less list join)."""
+    ids = tc.cache.get("identity-positions")
+    if ids is None:
+        ids = tc.cache["identity-positions"] = []
+    if len(ids) < n:
+        ids.extend(range(len(ids), n))
+    return ids
+
+
+_MISS = object()
+
+
+def _visit_candidates(env: Env, must: Any, matches: list[int], a: int, b: int, latest: bool, scan: Any,
+                      errors: dict[int, str], universe: list[Any], test: Fn | None) -> Any:
+    """Visit the join's must-visit positions ``must`` (in scan order) the reference way, charging the
+    candidates ``matches[a:b]`` the reference scan would visit between them; the first answer, or
+    ``_MISS`` (every candidate charged) when none holds."""
+    charge = env.tc.charge
+    if latest:
+        nxt = b - 1  # the reference's next candidate place
+        for p in must:
+            j = bisect_left(matches, p, a, b)
+            if nxt > j:
+                charge(nxt - j)
+            got = scan(env, range(j, j + 1), matches, errors, universe, None, test, seq_addr=None)
+            if got is not None:
+                return got
+            nxt = j - 1
+        if nxt >= a:
+            charge(nxt - a + 1)
+        return _MISS
+    nxt = a
+    for p in must:
+        j = bisect_left(matches, p, a, b)
+        if j > nxt:
+            charge(j - nxt)
+        got = scan(env, range(j, j + 1), matches, errors, universe, None, test, seq_addr=None)
+        if got is not None and got is not False:
+            return got
+        nxt = j + 1
+    if b > nxt:
+        charge(b - nxt)
+    return _MISS
+
+
 _RAISED = object()
+
+_FINDS = frozenset({"latest", "first", "exists"})
 
 
 class _Occurrences:

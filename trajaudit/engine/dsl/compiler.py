@@ -18,7 +18,13 @@ import jmespath
 
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.builtins import BUILTINS
-from trajaudit.engine.dsl.columnar import columnar_quant, eq_join_parts, prefix_comprehension
+from trajaudit.engine.dsl.columnar import (
+    columnar_quant,
+    eq_join_parts,
+    member_join_parts,
+    outputs_seq,
+    prefix_comprehension,
+)
 from trajaudit.engine.dsl.compile_base import _NO, C, Fn, _const
 from trajaudit.engine.dsl.compile_paths import PathsMixin
 from trajaudit.engine.dsl.incremental import derived_comprehension, flatten_call
@@ -31,6 +37,7 @@ from trajaudit.engine.dsl.queries import (
     shareable,
     shared_comprehension,
 )
+from trajaudit.engine.dsl.regex.prefilter import register
 from trajaudit.engine.dsl.regex.safety import refusal, regex_risk
 from trajaudit.engine.dsl.runtime import (
     Env,
@@ -91,7 +98,7 @@ def compile_regex(pattern: Any, flags: str, err: Callable[[str], RulePackError])
     if risk:
         raise err(refusal(f"regex {pattern!r}", risk))
     try:
-        return re.compile(pattern, f)
+        return register(re.compile(pattern, f))
     except re.error as e:
         raise err(f"invalid regex {pattern!r}: {e}") from None
 
@@ -282,7 +289,13 @@ class ExprCompiler(PathsMixin, OperatorsMixin):
         typ = {"exists": "bool", "forall": "bool", "count": "num"}.get(node.kind, et)
         eq = eq_join_parts(open_parts, node.var, free_names)
         join = (self.compile(eq[0], inner).fn, self.compile(eq[1], inner).fn) if eq is not None else None
-        return C(columnar_quant(plan, join) or plan.run, typ)
+        mem = member_join_parts(open_parts, node.var, free_names) if eq is None else None
+        members = None
+        if mem is not None:
+            shadowed = "earlier" in scope or "earlier" in self.lets
+            members = ([(self.compile(c, inner).fn, self.compile(n, inner).fn) for c, n in mem],
+                       None if shadowed else outputs_seq(node.seq))
+        return C(columnar_quant(plan, join, members) or plan.run, typ)
 
     def _substring_test(self, node: A.Quant, seq_type: str, closed: list[A.Expr], opened: list[A.Expr],
                         inner: dict[str, str]) -> tuple[Fn, bool] | None:

@@ -39,6 +39,7 @@ from trajaudit.engine.claims import ClaimGraphBuilder
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.dsl.live import LiveContext
+from trajaudit.engine.dsl.regex.prefilter import warm_registered
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.pack import check_packs
 from trajaudit.engine.run.evidence import gather, rules_for, select_rules
@@ -226,7 +227,14 @@ class RuleStage:
             if step.kind == "user" and self._task is None:  # the task is the first user turn
                 self._task = step.content
                 reselect = True
-        out = self._select(select_rules(self.context, self._called, self._policy())[0]) if reselect else []
+        out: list[Record] = []
+        if reselect:
+            chosen = select_rules(self.context, self._called, self._policy())[0]
+            # the patterns of rules compiled so far (a domain pack compiles when it first applies): their
+            # analyses, ASCII twins and branch plans built now, with the rules' selection, rather than by
+            # the later adds that first search each pattern (each compiles patterns: ms per add)
+            warm_registered()
+            out = self._select(chosen)
         out += self.state.advance(step.index)
         return out
 

@@ -358,6 +358,48 @@ def captures(rx: re.Pattern[str], text: str) -> list[str | None]:
     return list(_captures(rx, text))
 
 
+#: patterns of compiled rule packs (:func:`register`), analysed ahead of use by :func:`warm_registered`
+_REGISTERED: dict[int, re.Pattern[str]] = {}
+_WARM: set[int] = set()
+
+
+def register(rx: re.Pattern[str]) -> re.Pattern[str]:
+    """Note ``rx`` (a compiled rule pattern) for :func:`warm_registered`; returns ``rx``. Bounded like
+    the analyses' cache (cleared when full)."""
+    if len(_REGISTERED) >= _INFO_MAX:
+        _REGISTERED.clear()
+        _WARM.clear()
+    _REGISTERED[id(rx)] = rx
+    return rx
+
+
+def warm(rx: re.Pattern[str]) -> None:
+    """Build now what the first search of ``rx`` would build: its :class:`RegexInfo` (literal
+    analysis), its ASCII twin and its branch plans (each compiles patterns: a few ms for the large
+    ones). Pure caches of the pattern alone, so every later result is the same; only the time it is
+    paid moves (a runtime monitor's first adds, issue 20)."""
+    info = info_of(rx)
+    info.pattern_for("")
+    if info.plan is not None:
+        info.plan_for("a")
+
+
+def warm_registered() -> int:
+    """:func:`warm` every registered pattern not warmed yet; returns how many it warmed. A pattern
+    whose analysis raises is left to its first use (which raises or handles it as before)."""
+    n = 0
+    for key, rx in list(_REGISTERED.items()):
+        if key in _WARM:
+            continue
+        _WARM.add(key)
+        try:
+            warm(rx)
+        except Exception:  # noqa: BLE001 - left to the first search, exactly as without warming
+            continue
+        n += 1
+    return n
+
+
 def clear_shared() -> None:
     """Empty the per-process memos of regex results and lower-cased texts (not the pattern analyses)."""
     _search_shared.cache_clear()
