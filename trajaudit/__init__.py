@@ -29,6 +29,7 @@ __all__ = [
     "CompiledRule",
     "LoadOptions",
     "Monitor",
+    "MonitorError",
     "LoadResult",
     "RulePack",
     "Source",
@@ -51,7 +52,8 @@ __all__ = [
 
 
 #: Public names loaded on first use: name -> defining module.
-_LAZY = {"audit": "trajaudit.engine.run.pipeline", "Monitor": "trajaudit.engine.run.monitor"}
+_LAZY = {"audit": "trajaudit.engine.run.pipeline", "Monitor": "trajaudit.engine.run.monitor",
+         "MonitorError": "trajaudit.engine.run.monitor"}
 
 
 def __getattr__(name: str) -> Any:

@@ -331,3 +331,40 @@ def test_port_in_use_is_a_usage_error(tmp_path, command):
     assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
     assert "in use" in r.stderr.lower() and "Traceback" not in r.stderr
     assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_unwritable_decision_log_is_a_usage_error_at_start(tmp_path):
+    """`guard --log` in a folder that does not exist: exit 2 naming the log before anything is served
+    (it used to start and answer every request with a 500)."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "no" / "such" / "dir" / "g.jsonl"
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "guard", "--upstream", "http://127.0.0.1:9/v1",
+                        "--port", str(_free()), "--log", str(bad)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    flat = r.stderr.replace("\n", "")  # the message is wrapped to the terminal width
+    assert "cannot write the decision log" in flat and str(bad) in flat
+    assert "Traceback" not in r.stderr
+
+
+def test_decision_log_lost_mid_run_still_serves_the_answer(upstream, tmp_path):
+    """The decision log's folder removed while the proxy runs: the answer still reaches the client
+    (the write failure is logged), not a 500."""
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    upstream.script(Raw(tool_call_completion(*CANCEL)))
+    with GuardServer(upstream.url, mode="block", log_path=logdir / "decisions.jsonl") as g:
+        logdir.rmdir()
+        r = _client(g.url).chat.completions.create(model="m", messages=UNAUTH)
+    assert r.choices[0].message.content.startswith("[trajaudit guard] the proposed action was blocked")
+    assert not logdir.exists()
+
+
+def _free() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -195,3 +195,26 @@ def test_watch_missing_directory_is_a_usage_error(tmp_path):
     assert r.returncode == 2, r.stderr
     assert f"cannot watch {f}: its directory {f.parent} does not exist" in r.stderr
     assert "watching" not in r.stderr
+
+
+def test_watch_table_prints_styled_labels_not_markup_tags(tmp_path):
+    """The default (table) output: `FAIL step N RULE (severity) message`, the style tags rendered,
+    not printed as text; a rule message with brackets is printed literally."""
+    f = tmp_path / "run.jsonl"
+    f.write_text("".join(json.dumps(m) + "\n" for m in RUN) + json.dumps(END_MARKER) + "\n")
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=180)
+    assert r.returncode == 1, r.stderr
+    line = next(x for x in r.stdout.splitlines() if "tau_retail.authenticate-before-write" in x)
+    assert line.startswith("FAIL step    2  tau_retail.authenticate-before-write  (error)")
+    assert "[bold" not in r.stdout and "[/]" not in r.stdout and "[dim]" not in r.stdout
+
+
+def test_watch_option_ranges_are_checked(tmp_path):
+    f = tmp_path / "run.jsonl"
+    f.write_text("")
+    for args in (["--poll", "-1"], ["--poll", "0"], ["--until-idle", "-3"], ["--alarm-threshold", "5"]):
+        r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), *args], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2, (args, r.stderr)
+        assert f"Invalid value for '{args[0]}'" in r.stderr and "watching" not in r.stderr

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from trajaudit.cli.common import EXIT_FINDINGS, check_can_listen, console, fail, handle_errors
 from trajaudit.engine.run.monitor import Monitor
@@ -29,15 +30,16 @@ def _spec(packs: tuple[str, ...], tools: str | None) -> AuditSpec:
               help="JSON list of OpenAI function schemas (SCHEMA rules).")
 @click.option("--format", "out_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="table: one console line per violation; json: one JSON object per line (violations, alarm, end).")
-@click.option("--until-idle", type=float, metavar="SECONDS",
+@click.option("--until-idle", type=click.FloatRange(min=0), metavar="SECONDS",
               help="End the run after this many seconds without a new line, counting the wait for a FILE not "
                    "created yet (default: wait for the end marker or for the file to be removed or renamed).")
 @click.option("--fail-on", type=click.Choice(_SEVERITIES), default="error", show_default=True,
               help="Exit 1 when a violation at or above this severity was settled (or a line was skipped).")
 @click.option("--stop-on-alarm", is_flag=True,
               help="Stop when the prefix judge raises its alarm (estimate based on a finding, confidence >= threshold).")
-@click.option("--alarm-threshold", type=float, default=0.6, show_default=True, help="Confidence of the alarm.")
-@click.option("--poll", type=float, default=0.1, show_default=True, help="Seconds between reads at the end of the file.")
+@click.option("--alarm-threshold", type=click.FloatRange(0, 1), default=0.6, show_default=True,
+              help="Confidence of the alarm (0 to 1).")
+@click.option("--poll", type=click.FloatRange(min=0.01), default=0.1, show_default=True, help="Seconds between reads at the end of the file.")
 @handle_errors
 def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_format: str, until_idle: float | None,
               fail_on: str, stop_on_alarm: bool, alarm_threshold: float, poll: float) -> None:
@@ -74,7 +76,8 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
             if out_format == "json":
                 click.echo(json.dumps({"event": "violation", **r.to_dict()}, ensure_ascii=False, default=str))
             else:
-                out.print(f"[bold red]FAIL[/] step {r.step:>4}  {r.rule_id}  [dim]({r.severity})[/]  ", end="", soft_wrap=True)
+                out.print(f"[bold red]FAIL[/] step {r.step:>4}  {escape(r.rule_id)}  [dim]({escape(r.severity)})[/]  ",
+                          end="", soft_wrap=True, markup=True)
                 out.print(r.message, markup=False, highlight=False, soft_wrap=True)
 
     def skipped(n: int, why: str) -> None:
@@ -90,7 +93,8 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
             click.echo(json.dumps(info, ensure_ascii=False))
         else:
             out.print(f"[bold magenta]ALARM[/] at step {m.alarm}: critical step {info['critical_step']} "
-                      f"({info['category']}, confidence {info['confidence']}); the run is stopped", soft_wrap=True)
+                      f"({escape(str(info['category']))}, confidence {info['confidence']}); the run is stopped",
+                      soft_wrap=True, markup=True)
 
     def waiting() -> None:
         err.print(f"{file} does not exist yet: waiting for it to be created"
@@ -137,7 +141,8 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), default="trajaudit-guard.jsonl", show_default=True,
               help="Append every decision here (JSONL: run_key, step, rule, verdict, evidence, decision).")
 @click.option("--stop-on-alarm", is_flag=True, help="Block every answer once the prefix judge raises its alarm.")
-@click.option("--alarm-threshold", type=float, default=0.6, show_default=True)
+@click.option("--alarm-threshold", type=click.FloatRange(0, 1), default=0.6, show_default=True,
+              help="Confidence of the alarm (0 to 1).")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds to wait for the upstream (then 504).")
 @click.option("--cache-size", type=click.IntRange(min=0), default=128, show_default=True,
               help="Conversations whose rule state is kept: a request extending one adds only its new messages "
@@ -163,6 +168,11 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
     if block_status is not None and not 400 <= block_status <= 499:
         fail(f"--block-status must be a 4xx status, got {block_status}")
     check_can_listen(host, port)  # before the rules are built: a port in use is said in words, exit 2
+    try:  # a decision log that cannot be written is said now, not as a failed request later
+        with open(log_path, "a", encoding="utf-8"):
+            pass
+    except OSError as e:
+        fail(f"cannot write the decision log --log {log_path}: {e.strerror or e}")
     ctx = build_context(_spec(packs, tools_file))
     g = Guard(ctx, mode=mode, block_on=block_on, block_status=block_status, stop_on_alarm=stop_on_alarm,
               alarm_threshold=alarm_threshold, log_path=log_path, cache_size=cache_size, cache_idle=cache_idle)

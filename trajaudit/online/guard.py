@@ -384,9 +384,12 @@ class Guard:
         for row in rows:
             log.info("guard %s", json.dumps(row, ensure_ascii=False, default=str))
         if self.log_path is not None:
-            with self._lock, self.log_path.open("a", encoding="utf-8") as f:
-                for row in rows:
-                    f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            try:
+                with self._lock, self.log_path.open("a", encoding="utf-8") as f:
+                    for row in rows:
+                        f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            except OSError as e:  # the answer is still served: a full disk must not turn every request into a 500
+                log.error("guard: cannot write the decision log %s: %s", self.log_path, e)
 
     def header(self, dec: Decision) -> str:
         """The ``x-trajaudit-findings`` header value (JSON, ASCII, cut to a few kB)."""

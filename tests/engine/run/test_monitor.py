@@ -239,3 +239,13 @@ def test_add_history_then_add_equals_batch(tau_runs, ctx):
         batch = gather(t, ctx).log
         assert m.log.to_dict() == batch.to_dict(), t.id
         assert len(got) == len(batch.records)
+
+
+def test_monitor_error_is_public_api():
+    """`from trajaudit import MonitorError` (the README and docs/api.md tell users to catch it)."""
+    import trajaudit
+    from trajaudit import MonitorError as Public
+
+    assert "MonitorError" in trajaudit.__all__ and Public is MonitorError
+    with pytest.raises(trajaudit.MonitorError, match=r"message 0: 'role' must be a string"):
+        Monitor().add({"role": 5})
