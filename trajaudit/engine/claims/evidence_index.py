@@ -20,6 +20,7 @@ a few dozen sources, and a claim asks a handful of queries), so no value or word
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -215,8 +216,12 @@ class EvidenceIndex:
         toks = set(WORD_RE.findall(phrase.casefold()))
         if not toks:
             return None, None
+        return self._phrase_among(phrase, toks, self._before(before))
+
+    def _phrase_among(self, phrase: str, toks: set[str], sids: Iterable[int]) -> tuple[Hit | None, Hit | None]:
+        """:meth:`phrase` over the candidate sources ``sids`` (latest first)."""
         partial = None
-        for sid in self._before(before):
+        for sid in sids:
             if not toks.issubset(self._digest(sid).words):
                 continue
             src = self.sources[sid]
@@ -375,17 +380,8 @@ class GrowingEvidenceIndex(EvidenceIndex):
         if not all(postings):
             return None, None
         rarest = min(postings, key=len)  # type: ignore[arg-type]
-        partial = None
-        for k in range(bisect_left(rarest, self._seen(before)) - 1, -1, -1):  # type: ignore[arg-type]
-            sid = rarest[k]  # type: ignore[index]
-            if not toks.issubset(self._digest(sid).words):
-                continue
-            src = self.sources[sid]
-            hit = Hit(sid, src.pos, src.address)
-            if phrase in self.normalized(sid):
-                return hit, partial or hit
-            partial = partial or hit
-        return None, partial
+        k = bisect_left(rarest, self._seen(before))  # type: ignore[arg-type]
+        return self._phrase_among(phrase, toks, (rarest[i] for i in range(k - 1, -1, -1)))  # type: ignore[index]
 
     def fact(self, obj: str, attr: str, before: int) -> tuple[int, str, Any] | None:
         """As :meth:`EvidenceIndex.fact` (postings per object)."""
