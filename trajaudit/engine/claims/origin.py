@@ -120,42 +120,52 @@ def _code_blocks(text: str) -> tuple[str, ...]:
 
 
 def _norm_name(name: str | None) -> str:
+    """Case folded, every run of whitespace, ``_`` and ``-`` one space, stripped: :func:`_norm_name_reference`
+    without a regex (``str.split()`` and the regex's ``\\s`` split at the same characters; a test
+    compares them over every code point). Names and whole step texts go through it."""
+    return " ".join((name or "").casefold().replace("_", " ").replace("-", " ").split())
+
+
+def _norm_name_reference(name: str | None) -> str:
+    """The definition of :func:`_norm_name`."""
     return re.sub(r"[\s_\-]+", " ", (name or "").casefold()).strip()
 
 
-def _loop_start(t: Trajectory, s: Step) -> int | None:
-    sig = _signature(s)
+def _loop_start(t: Trajectory, s: Step, memo: RunMemo | None = None) -> int | None:
+    signature = _signature if memo is None else memo.signature
+    sig = signature(s)
     if sig is None:
         return None
     first = None
     for d in reversed(t.steps[: s.index]):
         if not d.is_decision or d.agent != s.agent:
             continue
-        if _signature(d) == sig:
+        if signature(d) == sig:
             first = d.index
             continue
         break  # another action of this agent ends the loop
     return first
 
 
-def _instructed_by(t: Trajectory, s: Step) -> int | None:
+def _instructed_by(t: Trajectory, s: Step, memo: RunMemo | None = None) -> int | None:
     name = _norm_name(s.agent)
     if len(name) < 3 or sum(1 for a in t.agents if a) < 2:
         return None
+    norm_content = (lambda d: _norm_name(d.content)) if memo is None else memo.norm_content
     for d in reversed(t.steps[: s.index]):
         if not d.is_decision or d.agent == s.agent:
             continue
         target = d.metadata.get("target") if isinstance(d.metadata, dict) else None
-        if (isinstance(target, str) and _norm_name(target) == name) or name in _norm_name(d.content):
+        if (isinstance(target, str) and _norm_name(target) == name) or name in norm_content(d):
             return d.index
     return None
 
 
-def _fed_by(t: Trajectory, s: Step, graph: Any) -> tuple[int, str] | None:
+def _fed_by(t: Trajectory, s: Step, graph: Any, memo: RunMemo | None = None) -> tuple[int, str] | None:
     if graph is None:
         return None
     best: tuple[int, str] | None = None
-    for c in getattr(graph, "claims", ()):
+    for c in (getattr(graph, "claims", ()) if memo is None else memo.claims_used_at(s.index)):
         used = c.step == s.index or s.index in c.reused_in
         if not used or (c.step == s.index and not (c.mention.in_call or c.mention.in_code)):
             continue
@@ -202,12 +212,18 @@ def _leaves(obj: Any) -> Iterable[Any]:
         yield obj
 
 
-def _sub_goal(t: Trajectory, s: Step) -> int | None:
+def _prose_words(d: Step) -> set[str]:
+    """The case-folded words (4+ letters) of a step's prose: what :func:`_sub_goal` compares."""
+    return {w.casefold() for w in _WORD.findall(_prose(d.content))}
+
+
+def _sub_goal(t: Trajectory, s: Step, memo: RunMemo | None = None) -> int | None:
     words = _arg_words(s)
     if len(words) < 2:
         return None
+    prose_words = _prose_words if memo is None else memo.prose_words
     for d in t.steps[: s.index]:
-        if d.is_decision and words <= {w.casefold() for w in _WORD.findall(_prose(d.content))}:
+        if d.is_decision and words <= prose_words(d):
             return d.index
     return None
 
@@ -220,7 +236,58 @@ def _prose(text: str) -> str:
     return _BLOCK.sub(" ", text) if "```" in text else text
 
 
-def origin_of(t: Trajectory, step: int, graph: Any = None, max_depth: int = 8) -> OriginTrace:
+class RunMemo:
+    """What the walks of one run compute about its steps, computed once per step and kept for the
+    other walks of the same run and claim graph (:func:`origin_features` walks up to one trace per
+    candidate, and each walk revisits the earlier steps): a step's action signature, its content with
+    names folded, the words of its prose, and the graph's claims used at each step, in claim order.
+
+    Each entry is a pure function of a (frozen) step, or of the graph as it was when first asked: a
+    memo is for one state of a run and its graph (make a new one when the graph grows).
+    """
+
+    def __init__(self, t: Trajectory, graph: Any = None) -> None:
+        self.t, self.graph = t, graph
+        self._sig: dict[int, tuple[Any, ...] | None] = {}
+        self._norm: dict[int, str] = {}
+        self._words: dict[int, set[str]] = {}
+        self._uses: dict[int, list[Any]] | None = None
+
+    def signature(self, s: Step) -> tuple[Any, ...] | None:
+        """:func:`_signature` of ``s``."""
+        k = s.index
+        if k not in self._sig:
+            self._sig[k] = _signature(s)
+        return self._sig[k]
+
+    def norm_content(self, s: Step) -> str:
+        """:func:`_norm_name` of ``s.content``."""
+        got = self._norm.get(s.index)
+        if got is None:
+            got = self._norm[s.index] = _norm_name(s.content)
+        return got
+
+    def prose_words(self, s: Step) -> set[str]:
+        """:func:`_prose_words` of ``s`` (the same set object on every call: callers only compare)."""
+        got = self._words.get(s.index)
+        if got is None:
+            got = self._words[s.index] = _prose_words(s)
+        return got
+
+    def claims_used_at(self, k: int) -> list[Any]:
+        """The graph's claims that step ``k`` uses (stated there, or reused there: ``c.step == k or k
+        in c.reused_in``), in the graph's order: what :func:`_fed_by` filters for ``k``."""
+        if self._uses is None:
+            uses: dict[int, list[Any]] = {}
+            for c in getattr(self.graph, "claims", ()):
+                for j in {c.step, *c.reused_in}:
+                    uses.setdefault(j, []).append(c)
+            self._uses = uses
+        return self._uses.get(k, [])
+
+
+def origin_of(t: Trajectory, step: int, graph: Any = None, max_depth: int = 8, *,
+              memo: RunMemo | None = None) -> OriginTrace:
     """Walk back from decision step ``step`` along the run's dependencies (module docstring) to the
     earliest decision it depends on.
 
@@ -230,29 +297,33 @@ def origin_of(t: Trajectory, step: int, graph: Any = None, max_depth: int = 8) -
         graph: the run's claim graph (:func:`trajaudit.engine.claims.build_claim_graph`), for
             ``fed-by`` links; ``None`` leaves them out.
         max_depth: the most links followed.
+        memo: a :class:`RunMemo` of ``t`` and ``graph`` to share what the walk computes about the
+            run's steps with other walks of the same run (the same trace either way).
 
     Returns:
         an :class:`OriginTrace`; ``trace.step == step`` when nothing earlier is linked.
     """
+    if memo is not None and (memo.t is not t or memo.graph is not graph):
+        memo = None  # another run's or graph's memo: walk without one
     chain = [Link(step, "symptom")]
     seen = {step}
     cur = step
     while len(chain) <= max_depth and 0 <= cur < len(t.steps) and t.steps[cur].is_decision:
         s = t.steps[cur]
         nxt: tuple[int, str, str] | None = None
-        loop = _loop_start(t, s)
+        loop = _loop_start(t, s, memo)
         if loop is not None:
             nxt = (loop, "loop-start", f"steps.{cur} repeats the action first taken at steps.{loop}")
         if nxt is None:
-            k = _instructed_by(t, s)
+            k = _instructed_by(t, s, memo)
             if k is not None:
                 nxt = (k, "instructed-by", f"steps.{k} names {s.agent} and asked for the action")
         if nxt is None:
-            fed = _fed_by(t, s, graph)
+            fed = _fed_by(t, s, graph, memo)
             if fed is not None:
                 nxt = (fed[0], "fed-by", fed[1])
         if nxt is None:
-            k = _sub_goal(t, s)
+            k = _sub_goal(t, s, memo)
             if k is not None:
                 nxt = (k, "sub-goal", f"steps.{k} already states what steps.{cur} acts on")
         if nxt is None or nxt[0] in seen or nxt[0] >= cur:
@@ -263,13 +334,15 @@ def origin_of(t: Trajectory, step: int, graph: Any = None, max_depth: int = 8) -
     return OriginTrace(step=chain[-1].step, symptom=step, chain=tuple(chain))
 
 
-def origin_features(t: Trajectory, cands: Sequence[tuple[int, Sequence[Any]]], graph: Any = None) -> dict[int, dict[str, float]]:
+def origin_features(t: Trajectory, cands: Sequence[tuple[int, Sequence[Any]]], graph: Any = None, *,
+                    memo: RunMemo | None = None) -> dict[int, dict[str, float]]:
     """Per-candidate quantities for a ranker (all floats).
 
     Args:
         t: the run.
         cands: ``[(decision step, its finding records)]``.
         graph: the claim graph, or ``None``.
+        memo: the :class:`RunMemo` of ``t`` and ``graph`` the walks share (a new one by default).
 
     Returns:
         ``{step: {"is_late_symptom", "is_origin_of_late_symptom", "dependency_depth",
@@ -280,13 +353,15 @@ def origin_features(t: Trajectory, cands: Sequence[tuple[int, Sequence[Any]]], g
         candidates' traces pass through the step.
     """
     out: dict[int, dict[str, float]] = {}
+    if memo is None:
+        memo = RunMemo(t, graph)
 
     def row(k: int) -> dict[str, float]:
         return out.setdefault(k, {"is_late_symptom": 0.0, "is_origin_of_late_symptom": 0.0,
                                   "dependency_depth": 0.0, "dependents": 0.0})
 
     for step, recs in cands:
-        tr = origin_of(t, step, graph)
+        tr = origin_of(t, step, graph, memo=memo)
         r = row(step)
         r["dependency_depth"] = float(tr.depth)
         for link in tr.chain[1:]:

@@ -25,13 +25,16 @@ import functools
 import hashlib
 import json
 import math
+import operator
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from itertools import compress, repeat
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajaudit.engine.claims.origin import origin_features
+from trajaudit.engine.claims.origin import RunMemo, origin_features
+from trajaudit.engine.dsl.regex.prefilter import folds_like_ascii
 from trajaudit.engine.trace.ir import FENCE_RE, Step, Trajectory
 from trajaudit.engine.validation_log import RULE_TYPES, Record, severity_rank
 
@@ -47,6 +50,8 @@ _WRITE_VERB = re.compile(
     r"write|post|put|place|purchase|buy|order|set|add|edit|change|reserve|schedule|execute|run)", re.I)
 # Code to execute: a Markdown fence opening a line (an inline ``` in prose is not code) or a code-like line.
 _CODE = re.compile(FENCE_RE.pattern + r"|^\s*(import |def |SELECT |curl |pip install)", re.M)
+#: A literal every match of :data:`_CODE` contains, one per branch (the fence, then each keyword).
+_CODE_LITERALS = ("```", "import ", "def ", "SELECT ", "curl ", "pip install")
 _SPACE = re.compile(r"\s+")
 _NAME_SEP = re.compile(r"[\s_\-]+")
 
@@ -86,7 +91,16 @@ def is_consequential_action(step: Step) -> bool:
         return False
     if any(_WRITE_VERB.match(c.name) for c in step.tool_calls):
         return True
-    return bool(_CODE.search(step.content))
+    return has_code(step.content)
+
+
+def has_code(text: str) -> bool:
+    """``bool(_CODE.search(text))``: code to execute in ``text``. The regex runs only when one of
+    :data:`_CODE_LITERALS` occurs in the text (every match holds one: a text without any has none)."""
+    for lit in _CODE_LITERALS:
+        if lit in text:
+            return _CODE.search(text) is not None
+    return False
 
 
 _NEIGHBOURS: list[tuple[Trajectory, list[int | None], list[int | None]]] = []
@@ -264,6 +278,30 @@ def _address_pattern(agent: str) -> re.Pattern[str] | None:
     return re.compile(r"(?<![\w])" + re.escape(folded).replace(r"\ ", r"[\s_\-]+") + r"(?![\w])", re.I)
 
 
+@functools.lru_cache(maxsize=1024)
+def _address(agent: str) -> tuple[re.Pattern[str], tuple[str, ...]] | None:
+    """:func:`_address_pattern` of ``agent`` with the ASCII words of its folded name (a match of the
+    pattern holds each of them, case folded): ``None`` when there is no pattern."""
+    p = _address_pattern(agent)
+    if p is None:
+        return None
+    return p, tuple(w for w in _norm_name(agent).split(" ") if w and w.isascii())
+
+
+def _addresses(text: str, low: str | None, address: tuple[re.Pattern[str], tuple[str, ...]]) -> bool:
+    """``bool(pattern.search(text))`` for ``address = (pattern, words)`` (:func:`_address`); ``low`` is
+    ``text.lower()`` when it shows where ASCII letters can match case-insensitively
+    (:func:`~trajaudit.engine.dsl.regex.prefilter.folds_like_ascii`), else ``None``. The regex runs only
+    when ``low`` is ``None`` or holds every word: a match spans each word in some case, and in such a
+    text that is the word itself in ``low``."""
+    pattern, words = address
+    if low is not None:
+        for w in words:
+            if w not in low:
+                return False
+    return pattern.search(text) is not None
+
+
 def _text_key(step: Step) -> str | None:
     """A repeat key of a decision step's text: case and whitespace folded; ``None`` for short text.
 
@@ -275,11 +313,30 @@ def _text_key(step: Step) -> str | None:
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=12).hexdigest()
 
 
+#: ``json.dumps(x, sort_keys=True, ensure_ascii=False, default=str)`` is this encoder's ``encode(x)``
+#: (``dumps`` builds the same encoder per call; an encoder keeps no state between calls).
+_ARGS_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
+#: The ASCII characters ``str.split()`` splits at (``str.isspace``), as bytes to delete.
+_ASCII_SPACE = bytes(c for c in range(128) if chr(c).isspace())
+
+
+def _text_shape(text: str) -> bytes:
+    """The characters of ``text.casefold()`` but whitespace, in order (UTF-8, errors replaced): a
+    function of the text :func:`_text_key` hashes (that text without its spaces), so two steps whose
+    shapes differ have different text keys. Cheaper than the key: no split into words, no hash."""
+    y = text.casefold()
+    if y.isascii():
+        return y.encode("ascii").translate(None, _ASCII_SPACE)
+    return "".join(y.split()).encode("utf-8", "replace")
+
+
 def _call_keys(step: Step) -> list[str]:
     keys = []
     for c in step.tool_calls:
         try:
-            args = json.dumps(c.arguments, sort_keys=True, ensure_ascii=False, default=str)
+            args = _ARGS_ENCODER.encode(c.arguments)
         except (TypeError, ValueError):
             args = str(c.arguments)
         keys.append(f"{c.name}\x00{args}")
@@ -305,7 +362,7 @@ def _roles(decisions: Sequence[Step], code: dict[int, bool]) -> _Roles:
     than 3 characters are ignored), or the adapter recorded a hand-off target (``metadata.target``).
     """
     names = {a for a in (s.agent for s in decisions) if a}
-    patterns = {a: p for a in names if (p := _address_pattern(a)) is not None}
+    patterns = {a: p for a in names if (p := _address(a)) is not None}
     turns: dict[str, int] = defaultdict(int)
     instr: dict[str, int] = defaultdict(int)
     calls: dict[str, int] = defaultdict(int)
@@ -315,12 +372,25 @@ def _roles(decisions: Sequence[Step], code: dict[int, bool]) -> _Roles:
         turns[a] += 1
         hit = bool(s.metadata.get("target")) if isinstance(s.metadata, dict) else False
         if not hit and len(patterns) > 1:
-            hit = any(p.search(s.content) for other, p in patterns.items() if other != s.agent)
+            text = s.content
+            low: str | None = text.lower()
+            if not folds_like_ascii(text, low):  # type: ignore[arg-type]
+                low = None
+            hit = any(_addresses(text, low, p) for other, p in patterns.items() if other != s.agent)
         addresses[s.index] = hit
         instr[a] += hit
         calls[a] += bool(s.tool_calls) or code[s.index]
     return _Roles({a: instr[a] / n for a, n in turns.items()}, {a: calls[a] / n for a, n in turns.items()},
                   addresses, turns)
+
+
+_VERDICT = operator.attrgetter("verdict")
+
+
+def failures(records: Sequence[Record]) -> list[Record]:
+    """``[r for r in records if r.verdict == "fail"]``, filtered without a Python-level loop (a run's
+    log is mostly passes: 350 records per tau run, a dozen failures)."""
+    return list(compress(records, map(operator.eq, map(_VERDICT, records), repeat("fail"))))
 
 
 def _findings(t: Trajectory, records: Sequence[Record], min_level: int) -> tuple[
@@ -330,9 +400,7 @@ def _findings(t: Trajectory, records: Sequence[Record], min_level: int) -> tuple
     per_step: dict[int, dict[str, Finding]] = defaultdict(dict)
     prop: dict[int, int] = defaultdict(int)
     successes: dict[tuple[str | None, str], int] | None = None
-    for rec in records:
-        if rec.verdict != "fail":
-            continue
+    for rec in failures(records):
         if rec.rule_id == PROPAGATION_RULE:
             root = rec.bindings.get("root_step")
             if isinstance(root, int):
@@ -454,7 +522,29 @@ def _next_output_errors(steps: Sequence[Step]) -> dict[int, bool]:
 
 def _repeat_keys(decisions: Sequence[Step]) -> tuple[dict[int, list[str]], dict[str, int]]:
     """Repeats: per decision step its keys (each call's name + arguments; its text, per agent), and
-    how many decision steps of the run carry each key."""
+    how many decision steps of the run carry each key.
+
+    A text key is computed only for a step whose agent and :func:`_text_shape` another decision step
+    shares: any other step's text key is carried by that step alone, and a key carried once changes
+    no feature (:meth:`_Rows._repeats`: not seen before it, not repeated after it), so it is left out.
+    :func:`_repeat_keys_reference` keeps every key; the features are the same."""
+    shape = {s.index: (f"{s.agent}", _text_shape(s.content)) for s in decisions}
+    shared = Counter(shape.values())
+    total: dict[str, int] = defaultdict(int)
+    keys_of: dict[int, list[str]] = {}
+    for s in decisions:
+        keys = [f"c\x00{k}" for k in _call_keys(s)]
+        tk = _text_key(s) if shared[shape[s.index]] > 1 else None
+        if tk is not None:
+            keys.append(f"t\x00{s.agent}\x00{tk}")
+        keys_of[s.index] = keys
+        for k in keys:
+            total[k] += 1
+    return keys_of, total
+
+
+def _repeat_keys_reference(decisions: Sequence[Step]) -> tuple[dict[int, list[str]], dict[str, int]]:
+    """The definition of :func:`_repeat_keys`: every step's text key."""
     total: dict[str, int] = defaultdict(int)
     keys_of: dict[int, list[str]] = {}
     for s in decisions:
@@ -509,7 +599,7 @@ class _Rows:
         self.err_steps, self.any_steps = _evidence_steps(per_step)
         self.first_err = self.err_steps[0] if self.err_steps else None
         self.first_any = self.any_steps[0] if self.any_steps else None
-        self.code = {s.index: bool(_CODE.search(s.content)) for s in decisions}  # one search per step
+        self.code = {s.index: has_code(s.content) for s in decisions}  # one search per step
         self.roles = _roles(decisions, self.code)
         self.first_agent = decisions[0].agent if decisions else None
         self.out_error, self.error_outputs = _output_errors(t)
