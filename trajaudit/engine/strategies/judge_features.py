@@ -25,11 +25,9 @@ import functools
 import hashlib
 import json
 import math
-import operator
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from itertools import compress, repeat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -384,15 +382,6 @@ def _roles(decisions: Sequence[Step], code: dict[int, bool]) -> _Roles:
                   addresses, turns)
 
 
-_VERDICT = operator.attrgetter("verdict")
-
-
-def failures(records: Sequence[Record]) -> list[Record]:
-    """``[r for r in records if r.verdict == "fail"]``, filtered without a Python-level loop (a run's
-    log is mostly passes: 350 records per tau run, a dozen failures)."""
-    return list(compress(records, map(operator.eq, map(_VERDICT, records), repeat("fail"))))
-
-
 def _findings(t: Trajectory, records: Sequence[Record], min_level: int) -> tuple[
         dict[int, dict[str, Finding]], dict[int, int]]:
     """Findings per blamed step (one per rule: the strongest, unrecovered preferred) and propagation
@@ -400,7 +389,7 @@ def _findings(t: Trajectory, records: Sequence[Record], min_level: int) -> tuple
     per_step: dict[int, dict[str, Finding]] = defaultdict(dict)
     prop: dict[int, int] = defaultdict(int)
     successes: dict[tuple[str | None, str], int] | None = None
-    for rec in failures(records):
+    for rec in [r for r in records if r.verdict == "fail"]:  # one tight filter: a log is mostly passes
         if rec.rule_id == PROPAGATION_RULE:
             root = rec.bindings.get("root_step")
             if isinstance(root, int):
@@ -446,6 +435,8 @@ def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
 
 
 _NO_CLAIMS = (0, 0, 0, 0, 0, 0)
+#: :meth:`_Rows._origin` of a candidate without origin quantities.
+_NO_ORIGIN = (0.0, 0.0, math.log1p(0.0), math.log1p(0.0))
 
 
 @dataclass
@@ -585,6 +576,10 @@ def _finding_counts(fs: Iterable[Finding]) -> list[float]:
     return [*map(math.log1p, by_level), *map(math.log1p, by_type.values()), *map(math.log1p, fam)]
 
 
+#: :func:`_finding_counts` of no finding.
+_NO_FINDINGS = tuple(_finding_counts(()))
+
+
 class _Rows:
     """:func:`features`' feature rows: the run's facts, found once (one pass each over the steps,
     the records and the claims), and the counts that run along the candidates, taken in step order
@@ -615,9 +610,73 @@ class _Rows:
         self.err_set, self.finding_set = set(self.err_steps), set(self.any_steps)
         self.errs_before = self.findings_seen = self.err_out_ptr = 0
         self.seen: dict[str, int] = {}
+        # per producer, its role features (what _role computes for each of its decision steps)
+        roles, n_dec = self.roles, self.n_dec
+        self.agent_role = {a: (roles.instructs.get(a, 0.0), roles.calls.get(a, 0.0),
+                               roles.turns.get(a, 0) / n_dec if n_dec else 0.0) for a in roles.turns}
+        self.multi_agent = float(len(roles.turns) > 1)
 
     def row(self, k: int) -> list[float]:
-        """The feature vector of candidate ``k`` (:data:`FEATURES` order); candidates must come in step order."""
+        """The feature vector of candidate ``k`` (:data:`FEATURES` order); candidates must come in step order.
+
+        :meth:`row_reference` (the definition, feature group by feature group) in one list display:
+        the same values, each computed by the same expression; tested equal on the dev runs and on
+        generated runs."""
+        s = self.t.steps[k]
+        rank = self.dec_pos.get(k)
+        is_dec = s.is_decision
+        is_last = is_dec and rank == self.n_dec - 1
+        is_first = is_dec and rank == 0
+        is_first_act = k == self.first_consequential
+        no_err = self.first_err is None
+        fs = self.per_step.get(k)
+        log1p = math.log1p
+        claims = self.claims
+        cs = claims.stats.get(k, _NO_CLAIMS)
+        in_err, in_any = k in self.err_set, k in self.finding_set
+        errs_before = self.errs_before
+        n, n_dec = self.n, self.n_dec
+        outs = self.error_outputs
+        ptr = self.err_out_ptr
+        while ptr < len(outs) and outs[ptr] <= k:
+            ptr += 1
+        self.err_out_ptr = ptr
+        o = self.origins.get(k)
+        row = [*(_finding_counts(fs.values()) if fs else _NO_FINDINGS),
+               # _claims_and_order
+               log1p(cs[0]), log1p(cs[1]), log1p(cs[2]), log1p(cs[3]), log1p(cs[4]), log1p(cs[5]),
+               log1p(self.prop.get(k, 0)), float(k in claims.error_span), float(k == claims.first_span),
+               float(k == self.first_err), float(k == self.first_any), log1p(errs_before),
+               log1p(len(self.err_steps) - errs_before - (1 if in_err else 0)),
+               log1p(len(self.any_steps) - self.findings_seen - (1 if in_any else 0)),
+               # _position
+               k / (n - 1) if n > 1 else 0.0,
+               (rank / (n_dec - 1) if n_dec > 1 else 0.0) if rank is not None else 0.0,
+               float(is_first), float(is_last), float(s.kind == "user"),
+               *(self._decision_role(k, s, is_first_act) if is_dec else self._role(k, s, is_first_act)),
+               # _consequences
+               float(self.out_error.get(k, False)), log1p(len(outs) - ptr), float(self.next_output.get(k, False)),
+               log1p(len(claims.dependents.get(k, ()))),
+               *self._repeats(k),
+               *(_NO_ORIGIN if o is None else (o.get("is_late_symptom", 0.0), o.get("is_origin_of_late_symptom", 0.0),
+                                                 log1p(o.get("dependency_depth", 0.0)), log1p(o.get("dependents", 0.0)))),
+               float(no_err), float(self.first_any is None), float(is_last and no_err),
+               float(is_first_act and no_err), float(is_first and no_err)]
+        if in_err:
+            self.errs_before += 1
+        if in_any:
+            self.findings_seen += 1
+        return row
+
+    def _decision_role(self, k: int, s: Step, is_first_act: bool) -> tuple[float, ...]:
+        """:meth:`_role` of a decision step, from the per-producer values found once."""
+        instructs, calls, share = self.agent_role[s.agent or ""]
+        return (float(bool(s.tool_calls)), float(self.code[k]), float(self.consequential[k]), float(is_first_act),
+                instructs, calls, share, float(s.agent == self.first_agent), self.multi_agent,
+                float(self.roles.addresses.get(k, False)))
+
+    def row_reference(self, k: int) -> list[float]:
+        """The definition of :meth:`row` (one feature group per helper)."""
         s = self.t.steps[k]
         rank = self.dec_pos.get(k)
         is_dec = s.is_decision

@@ -1,0 +1,298 @@
+"""The offline judge's exact shortcuts (issue 22, judge stage) against their definitions: each fast path
+gives bit-for-bit the same feature rows, scores and diagnoses as the reference code it replaces, on the
+dev runs (with their real evidence) and on generated runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajaudit.engine.claims import origin as og
+from trajaudit.engine.run.evidence import gather
+from trajaudit.engine.run.pipeline import AuditSpec, build_context
+from trajaudit.engine.strategies import judge_features as jf
+from trajaudit.engine.strategies import offline_judge as oj
+from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
+from trajaudit.engine.strategies.judge_weights import JudgeWeights, shipped_weights
+from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
+from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
+
+_ORIGIN_OF = og.origin_of
+
+
+def _reference_origin_of(t: Trajectory, step: int, graph: Any = None, max_depth: int = 8, *,
+                         memo: Any = None) -> og.OriginTrace:
+    return _ORIGIN_OF(t, step, graph, max_depth)  # every walk from scratch, no memo
+
+
+class _DumpsEncoder:
+    @staticmethod
+    def encode(x: Any) -> str:
+        return json.dumps(x, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _reference_score_rows(self: JudgeWeights, rows: list[list[float]]) -> list[float]:
+    w, b = self.vector, self.intercept
+    return [b + sum(wi * xi for wi, xi in zip(w, row, strict=True)) for row in rows]
+
+
+@pytest.fixture
+def reference(monkeypatch):
+    """Switch every shortcut of the judge stage to the code it replaces (the definitions)."""
+
+    def use() -> None:
+        monkeypatch.setattr(jf, "_repeat_keys", jf._repeat_keys_reference)
+        monkeypatch.setattr(jf, "has_code", lambda text: bool(jf._CODE.search(text)))
+        monkeypatch.setattr(jf, "_addresses", lambda text, low, address: address[0].search(text) is not None)
+        monkeypatch.setattr(jf, "_ARGS_ENCODER", _DumpsEncoder)
+        monkeypatch.setattr(jf._Rows, "row", jf._Rows.row_reference)
+        monkeypatch.setattr(og, "_norm_name", og._norm_name_reference)
+        monkeypatch.setattr(og, "origin_of", _reference_origin_of)
+        monkeypatch.setattr(oj, "origin_of", _reference_origin_of)
+        monkeypatch.setattr(oj, "verdict_counts", lambda log: log.summary()["verdicts"])
+        monkeypatch.setattr(JudgeWeights, "score_rows", _reference_score_rows)
+
+    return use
+
+
+def _bits(rows: list[list[float]]) -> list[list[bytes]]:
+    """Rows as the bytes of each double (``==`` would let 0.0 and -0.0 pass as equal)."""
+    return [[struct.pack("<d", x) for x in row] for row in rows]
+
+
+def _judge_all(runs: list[tuple[Trajectory, EvidenceBundle]], ctx: AuditContext) -> tuple[list[Any], list[Any]]:
+    judge = oj.OfflineJudge()
+    tables = [_bits(judge.table(t, b).rows) for t, b in runs]
+    diagnoses = [judge.diagnose(t, b, ctx).to_dict() for t, b in runs]
+    return tables, diagnoses
+
+
+def _gathered(runs: list[Trajectory], spec: AuditSpec) -> tuple[list[tuple[Trajectory, EvidenceBundle]], AuditContext]:
+    ctx = build_context(spec)
+    return [(t, gather(t, ctx)) for t in runs], ctx
+
+
+@pytest.mark.parametrize("data", ["tau", "ww"])
+def test_dev_runs_rows_and_diagnoses_equal_the_reference(data, tau_file, tau_runs, ww_runs, reference):
+    if data == "tau":
+        tools = tau_file.parent / "tools.json"
+        runs, ctx = _gathered(list(tau_runs.values()), AuditSpec(tools=str(tools) if tools.exists() else None))
+    else:
+        runs, ctx = _gathered(list(ww_runs.values()), AuditSpec())
+    fast = _judge_all(runs, ctx)
+    reference()
+    ref = _judge_all(runs, ctx)
+    assert fast[0] == ref[0]
+    assert fast[1] == ref[1]
+    assert any(len(rows) > 1 for rows in fast[0])
+
+
+# --- generated runs -------------------------------------------------------------------------------
+
+_AGENTS = ["Orchestrator", "WebSurfer", "web_surfer", "Computer Terminal", "Coder", "assistant", "KELVIN_bot",
+           "\u017ftar", "\u0130nci", "ab", "Data-Analyst"]
+_WORDS = ["please", "websurfer", "WEB SURFER", "Web-Surfer", "web_surfer", "computer   terminal", "coder", "Coder,",
+          "kelvin bot", "\u212aelvin_bot", "star", "\u017ftar", "inci", "\u0130nci", "data analyst", "data_analyst",
+          "assistant", "import os", "def f():", "SELECT *", "curl x", "pip install y", "```python\nprint(1)\n```",
+          "  ```", "inline ``` fence", "\n", "\t", "  ", "\u00a0", "\u3000", "ß", "caf\u00e9", "order #W123",
+          "the total is 42", "cancel it", "Already done."]
+_TARGETS = ["system_failure", "underspecified_user_intent", "invalid_invocation", "guardrails_triggered",
+            "instruction_adherence_failure"]
+_RULES = ["claims.unsupported", "generic.protocol.x", "generic.y", "tau.z", "pack.w", jf.PROPAGATION_RULE]
+
+
+@st.composite
+def _runs(draw) -> tuple[Trajectory, list[Record]]:
+    n = draw(st.integers(2, 16))
+    agents = draw(st.lists(st.sampled_from(_AGENTS), min_size=1, max_size=4, unique=True))
+    texts = draw(st.lists(st.lists(st.sampled_from(_WORDS), max_size=7).map(" ".join), min_size=1, max_size=5))
+    steps: list[Step] = [Step(0, "user", "user", "the task: " + draw(st.sampled_from(texts)))]
+    open_calls: list[tuple[str, str]] = []
+    for i in range(1, n):
+        kind = draw(st.sampled_from(["agent", "agent", "agent", "tool", "user"]))
+        if kind == "agent":
+            calls = tuple(ToolCall(draw(st.sampled_from(["get_order", "cancel_order", "search", "update_x"])),
+                                   draw(st.sampled_from([{"id": "W1"}, {"id": "W2", "q": ["a", 1]}, {"x": None}, None,
+                                                         {"b": 1, "a": 2}, {"s": [1, 2.5]}])),
+                                   draw(st.sampled_from([f"c{i}", f"c{i}", None])))
+                          for _ in range(draw(st.integers(0, 2))))
+            open_calls += [(c.id, c.name) for c in calls if c.id is not None]
+            meta = {"target": draw(st.sampled_from(agents))} if draw(st.integers(0, 5)) == 0 else {}
+            steps.append(Step(i, "agent", "assistant", draw(st.sampled_from(texts)), draw(st.sampled_from(agents)),
+                              calls, metadata=meta))
+        elif kind == "tool":
+            cid, name = open_calls.pop(0) if open_calls and draw(st.booleans()) else (None, None)
+            steps.append(Step(i, "tool", "tool", draw(st.sampled_from(["ok", "Error: failed", "exitcode: 1"])),
+                              tool_output=ToolOutput(cid, name, draw(st.booleans()))))
+        else:
+            steps.append(Step(i, "user", "user", draw(st.sampled_from(texts))))
+    t = Trajectory(id="gen", steps=tuple(steps), source=Source("openai"), agents=tuple(agents))
+    recs = []
+    for _ in range(draw(st.integers(0, 12))):
+        k = draw(st.integers(-1, n))
+        rule = draw(st.sampled_from(_RULES))
+        bindings = {"recovered": True} if draw(st.integers(0, 4)) == 0 else {}
+        if rule == jf.PROPAGATION_RULE:
+            bindings = {"root_step": draw(st.integers(0, n - 1))}
+        recs.append(Record(step=k, rule_id=rule, verdict=draw(st.sampled_from(["fail", "fail", "pass", "unknown"])),
+                           severity=draw(st.sampled_from(["info", "warning", "error", "critical"])),
+                           rule_type=draw(st.sampled_from(["SCHEMA", "PROTOCOL", "TEMPORAL", "OTHER"])),
+                           targets=tuple(draw(st.lists(st.sampled_from(_TARGETS), max_size=2))),
+                           evidence=(Evidence(f"steps.{k}"),), bindings=bindings,
+                           origin=draw(st.sampled_from(["rules", "claims"]))))
+    return t, recs
+
+
+def _judged(t: Trajectory, recs: list[Record]) -> tuple[list[list[bytes]], dict[str, Any]]:
+    judge = oj.OfflineJudge()
+    log = ValidationLog(t.id, list(recs), skipped=3)
+    bundle = EvidenceBundle(log=log)
+    rows = _bits(jf.features(t, recs).rows) + _bits(jf.features(t, recs, min_severity="warning").rows)
+    return rows, judge.diagnose(t, bundle, AuditContext()).to_dict()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_runs())
+def test_generated_runs_rows_and_diagnoses_equal_the_reference(run):
+    t, recs = run
+    fast = _judged(t, recs)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jf, "_repeat_keys", jf._repeat_keys_reference)
+        mp.setattr(jf, "has_code", lambda text: bool(jf._CODE.search(text)))
+        mp.setattr(jf, "_addresses", lambda text, low, address: address[0].search(text) is not None)
+        mp.setattr(jf, "_ARGS_ENCODER", _DumpsEncoder)
+        mp.setattr(jf._Rows, "row", jf._Rows.row_reference)
+        mp.setattr(og, "_norm_name", og._norm_name_reference)
+        mp.setattr(og, "origin_of", _reference_origin_of)
+        mp.setattr(oj, "origin_of", _reference_origin_of)
+        mp.setattr(oj, "verdict_counts", lambda log: log.summary()["verdicts"])
+        mp.setattr(JudgeWeights, "score_rows", _reference_score_rows)
+        ref = _judged(t, recs)
+    assert fast == ref
+
+
+# --- the single shortcuts ----------------------------------------------------------------------------
+
+_TEXT = st.lists(st.sampled_from(_WORDS + ["_", "-", "x", "A", "\u212a", "\u0131", "\u1680", "\x1c", "\x85"]),
+                 max_size=10).map("".join)
+
+
+def test_norm_name_equals_its_definition_on_every_code_point():
+    for c in map(chr, range(sys.maxunicode + 1)):
+        for text in (c, f"a{c}b", f"_{c}-", f"{c} {c}x"):
+            assert og._norm_name(text) == og._norm_name_reference(text), repr(text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_TEXT)
+def test_norm_name_equals_its_definition(text):
+    assert og._norm_name(text) == og._norm_name_reference(text)
+    assert og._norm_name(None) == og._norm_name_reference(None) == ""
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_TEXT)
+def test_has_code_equals_the_code_regex(text):
+    assert jf.has_code(text) == bool(jf._CODE.search(text))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(_AGENTS + ["Mr. Smith", "a\\ b", "\u00df-man", "\u0130stanbul guide"]), _TEXT)
+def test_address_prefilter_never_hides_a_mention(agent, text):
+    address = jf._address(agent)
+    if address is None:
+        assert jf._address_pattern(agent) is None
+        return
+    low = text.lower()
+    from trajaudit.engine.dsl.regex.prefilter import folds_like_ascii
+
+    got = jf._addresses(text, low if folds_like_ascii(text, low) else None, address)
+    assert got == (address[0].search(text) is not None)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_TEXT, _TEXT)
+def test_equal_text_keys_have_equal_shapes(a, b):
+    """:func:`_repeat_keys` leaves out text keys of steps with a shape of their own: sound only when equal
+    keys (equal folded texts) imply equal shapes."""
+    step_a, step_b = Step(0, "agent", "assistant", a, "x"), Step(1, "agent", "assistant", b, "x")
+    if " ".join(a.casefold().split()) == " ".join(b.casefold().split()):
+        assert jf._text_shape(a) == jf._text_shape(b)
+        assert jf._text_key(step_a) == jf._text_key(step_b)
+    assert jf._text_shape(a + " \n" + b) == jf._text_shape(a + b) or not (a + b).isascii()
+
+
+def test_ascii_space_is_what_split_splits_at():
+    assert jf._ASCII_SPACE == bytes(c for c in range(128) if not chr(c).split())
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids, max_size=3),
+                    max_leaves=8))
+def test_args_encoder_equals_dumps(value):
+    try:
+        want = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError) as e:
+        with pytest.raises(type(e)):
+            jf._ARGS_ENCODER.encode(value)
+        return
+    assert jf._ARGS_ENCODER.encode(value) == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(st.floats(allow_nan=False, width=64, min_value=-1e6, max_value=1e6),
+                         min_size=len(jf.FEATURES), max_size=len(jf.FEATURES)), max_size=5))
+def test_scores_are_the_reference_scores_bit_for_bit(rows):
+    w = shipped_weights()
+    assert _bits([w.score_rows(rows)]) == _bits([_reference_score_rows(w, rows)])
+    with pytest.raises(ValueError):
+        w.score_rows([[0.0]])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["pass", "fail", "unknown"]), max_size=30), st.integers(0, 5), st.integers(0, 5))
+def test_verdict_counts_equal_the_summary(verdicts, skipped, dropped):
+    log = ValidationLog("x", [Record(step=0, rule_id="r", verdict=v) for v in verdicts], skipped=skipped,
+                        dropped_passes=dropped)
+    assert oj.verdict_counts(log) == log.summary()["verdicts"]
+    assert list(oj.verdict_counts(log)) == list(log.summary()["verdicts"])
+
+
+def test_run_memo_claims_per_step_equal_the_filter(tau_file, tau_runs):
+    ctx = build_context(AuditSpec(default_packs=False))
+    checked = 0
+    for t in list(tau_runs.values())[:10]:
+        graph = gather(t, ctx).graph
+        memo = og.RunMemo(t, graph)
+        for s in t.steps:
+            want = [c for c in graph.claims if c.step == s.index or s.index in c.reused_in]
+            assert memo.claims_used_at(s.index) == want
+            checked += len(want)
+            assert memo.signature(s) == og._signature(s)
+            assert memo.norm_content(s) == og._norm_name_reference(s.content)
+            assert memo.prose_words(s) == og._prose_words(s)
+    assert checked > 0
+
+
+def test_origin_walk_ignores_another_runs_memo(tau_runs):
+    a, b = list(tau_runs.values())[:2]
+    memo = og.RunMemo(a)
+    k = b.decision_steps[-1].index
+    assert og.origin_of(b, k, memo=memo) == _ORIGIN_OF(b, k)
+
+
+def test_code_literals_cover_every_branch():
+    """Every branch of the code regex starts (after optional blanks) with one of the literals."""
+    branches = re.sub(r"^\^\[ \\t\]\{0,3\}```\|", "", jf._CODE.pattern)
+    assert jf._CODE.pattern.startswith("^[ \\t]{0,3}```|")
+    for lit in jf._CODE_LITERALS[1:]:
+        assert lit in branches
+    assert len(jf._CODE_LITERALS) == branches.count("|") + 2
