@@ -38,6 +38,39 @@ class _DumpsEncoder:
         return json.dumps(x, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def _reference_claim_facts(graph: Any) -> jf._ClaimFacts:
+    """``judge_features._claim_facts`` as first written (issue 17)."""
+    from collections import defaultdict
+
+    if graph is None:
+        return jf._ClaimFacts()
+    stats: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+    dependents: dict[int, set[int]] = defaultdict(set)
+    for c in getattr(graph, "claims", ()):
+        st = stats[c.step]
+        status = getattr(c.status, "value", str(c.status))
+        st[0] += status == "MISSING" and c.consequential
+        st[1] += status == "CONFLICTING"
+        st[2] += status == "WEAK"
+        st[3] += 1
+        st[4] += bool(c.reused_in)
+        st[5] += c.consequential
+        dependents[c.step].update(r for r in c.reused_in if r > c.step)
+    prop_res = graph.propagate()
+    return jf._ClaimFacts(stats, dependents, set(prop_res.error_steps), prop_res.first_error_step)
+
+
+def _reference_diagnose(self: oj.OfflineJudge, t: Trajectory, evidence: EvidenceBundle, context: AuditContext) -> Any:
+    """``OfflineJudge.diagnose`` reading the whole log (``self.table``) and its summary, as first written."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(oj, "features", lambda t, records, graph: jf.features(t, evidence.log.records, graph))
+        mp.setattr(oj, "verdict_counts", lambda log, verdicts=None: log.summary()["verdicts"])
+        return _DIAGNOSE(self, t, evidence, context)
+
+
+_DIAGNOSE = oj.OfflineJudge.diagnose
+
+
 def _reference_score_rows(self: JudgeWeights, rows: list[list[float]]) -> list[float]:
     w, b = self.vector, self.intercept
     return [b + sum(wi * xi for wi, xi in zip(w, row, strict=True)) for row in rows]
@@ -56,8 +89,9 @@ def reference(monkeypatch):
         monkeypatch.setattr(og, "_norm_name", og._norm_name_reference)
         monkeypatch.setattr(og, "origin_of", _reference_origin_of)
         monkeypatch.setattr(oj, "origin_of", _reference_origin_of)
-        monkeypatch.setattr(oj, "verdict_counts", lambda log: log.summary()["verdicts"])
+        monkeypatch.setattr(oj.OfflineJudge, "diagnose", _reference_diagnose)
         monkeypatch.setattr(JudgeWeights, "score_rows", _reference_score_rows)
+        monkeypatch.setattr(jf, "_claim_facts", _reference_claim_facts)
 
     return use
 
@@ -172,8 +206,9 @@ def test_generated_runs_rows_and_diagnoses_equal_the_reference(run):
         mp.setattr(og, "_norm_name", og._norm_name_reference)
         mp.setattr(og, "origin_of", _reference_origin_of)
         mp.setattr(oj, "origin_of", _reference_origin_of)
-        mp.setattr(oj, "verdict_counts", lambda log: log.summary()["verdicts"])
+        mp.setattr(oj.OfflineJudge, "diagnose", _reference_diagnose)
         mp.setattr(JudgeWeights, "score_rows", _reference_score_rows)
+        mp.setattr(jf, "_claim_facts", _reference_claim_facts)
         ref = _judged(t, recs)
     assert fast == ref
 
@@ -264,6 +299,18 @@ def test_verdict_counts_equal_the_summary(verdicts, skipped, dropped):
                         dropped_passes=dropped)
     assert oj.verdict_counts(log) == log.summary()["verdicts"]
     assert list(oj.verdict_counts(log)) == list(log.summary()["verdicts"])
+
+
+def test_weights_vector_follows_the_weights():
+    w = JudgeWeights({"position": 1.5, "user_turn": -2.0})
+    first = w.vector
+    assert w.vector is first
+    assert first[jf.FEATURE_INDEX["position"]] == 1.5 and sum(x != 0 for x in first) == 2
+    w.weights["position"] = 0.25  # a caller changing the dict: the vector follows
+    assert w.vector[jf.FEATURE_INDEX["position"]] == 0.25
+    w.weights["loop_start"] = 3.0
+    assert w.vector[jf.FEATURE_INDEX["loop_start"]] == 3.0
+    assert w == JudgeWeights(dict(w.weights)) and "_vector_memo" not in repr(w)
 
 
 def test_run_memo_claims_per_step_equal_the_filter(tau_file, tau_runs):

@@ -435,6 +435,7 @@ def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
 
 
 _NO_CLAIMS = (0, 0, 0, 0, 0, 0)
+_NO_VALUE = object()
 #: :meth:`_Rows._origin` of a candidate without origin quantities.
 _NO_ORIGIN = (0.0, 0.0, math.log1p(0.0), math.log1p(0.0))
 
@@ -455,18 +456,25 @@ def _claim_facts(graph: Any) -> _ClaimFacts:
     """:class:`_ClaimFacts` of a claim graph (empty for ``None``)."""
     if graph is None:
         return _ClaimFacts()
-    stats: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
-    dependents: dict[int, set[int]] = defaultdict(set)
+    stats: dict[int, list[int]] = {}
+    dependents: dict[int, set[int]] = {}
     for c in getattr(graph, "claims", ()):
-        st = stats[c.step]
-        status = getattr(c.status, "value", str(c.status))
+        step = c.step
+        st = stats.get(step)
+        if st is None:
+            st = stats[step] = [0, 0, 0, 0, 0, 0]
+            dependents[step] = set()
+        status = getattr(c.status, "value", _NO_VALUE)
+        if status is _NO_VALUE:  # str() only when there is no value (getattr's default is evaluated first)
+            status = str(c.status)
         st[0] += status == "MISSING" and c.consequential
         st[1] += status == "CONFLICTING"
         st[2] += status == "WEAK"
         st[3] += 1
         st[4] += bool(c.reused_in)
         st[5] += c.consequential
-        dependents[c.step].update(r for r in c.reused_in if r > c.step)
+        if c.reused_in:
+            dependents[step].update(r for r in c.reused_in if r > step)
     prop_res = graph.propagate()
     return _ClaimFacts(stats, dependents, set(prop_res.error_steps), prop_res.first_error_step)
 
@@ -620,8 +628,8 @@ class _Rows:
         """The feature vector of candidate ``k`` (:data:`FEATURES` order); candidates must come in step order.
 
         :meth:`row_reference` (the definition, feature group by feature group) in one list display:
-        the same values, each computed by the same expression; tested equal on the dev runs and on
-        generated runs."""
+        the same values, each computed by the same expression (``float(b)`` of a ``bool`` ``b`` written
+        ``1.0 if b else 0.0``: no call); tested equal on the dev runs and on generated runs."""
         s = self.t.steps[k]
         rank = self.dec_pos.get(k)
         is_dec = s.is_decision
@@ -645,23 +653,23 @@ class _Rows:
         row = [*(_finding_counts(fs.values()) if fs else _NO_FINDINGS),
                # _claims_and_order
                log1p(cs[0]), log1p(cs[1]), log1p(cs[2]), log1p(cs[3]), log1p(cs[4]), log1p(cs[5]),
-               log1p(self.prop.get(k, 0)), float(k in claims.error_span), float(k == claims.first_span),
-               float(k == self.first_err), float(k == self.first_any), log1p(errs_before),
+               log1p(self.prop.get(k, 0)), 1.0 if k in claims.error_span else 0.0, 1.0 if k == claims.first_span else 0.0,
+               1.0 if k == self.first_err else 0.0, 1.0 if k == self.first_any else 0.0, log1p(errs_before),
                log1p(len(self.err_steps) - errs_before - (1 if in_err else 0)),
                log1p(len(self.any_steps) - self.findings_seen - (1 if in_any else 0)),
                # _position
                k / (n - 1) if n > 1 else 0.0,
                (rank / (n_dec - 1) if n_dec > 1 else 0.0) if rank is not None else 0.0,
-               float(is_first), float(is_last), float(s.kind == "user"),
+               1.0 if is_first else 0.0, 1.0 if is_last else 0.0, 1.0 if s.kind == "user" else 0.0,
                *(self._decision_role(k, s, is_first_act) if is_dec else self._role(k, s, is_first_act)),
                # _consequences
-               float(self.out_error.get(k, False)), log1p(len(outs) - ptr), float(self.next_output.get(k, False)),
+               1.0 if self.out_error.get(k, False) else 0.0, log1p(len(outs) - ptr), 1.0 if self.next_output.get(k, False) else 0.0,
                log1p(len(claims.dependents.get(k, ()))),
                *self._repeats(k),
                *(_NO_ORIGIN if o is None else (o.get("is_late_symptom", 0.0), o.get("is_origin_of_late_symptom", 0.0),
                                                  log1p(o.get("dependency_depth", 0.0)), log1p(o.get("dependents", 0.0)))),
-               float(no_err), float(self.first_any is None), float(is_last and no_err),
-               float(is_first_act and no_err), float(is_first and no_err)]
+               1.0 if no_err else 0.0, 1.0 if self.first_any is None else 0.0, 1.0 if is_last and no_err else 0.0,
+               1.0 if is_first_act and no_err else 0.0, 1.0 if is_first and no_err else 0.0]
         if in_err:
             self.errs_before += 1
         if in_any:
@@ -671,9 +679,9 @@ class _Rows:
     def _decision_role(self, k: int, s: Step, is_first_act: bool) -> tuple[float, ...]:
         """:meth:`_role` of a decision step, from the per-producer values found once."""
         instructs, calls, share = self.agent_role[s.agent or ""]
-        return (float(bool(s.tool_calls)), float(self.code[k]), float(self.consequential[k]), float(is_first_act),
-                instructs, calls, share, float(s.agent == self.first_agent), self.multi_agent,
-                float(self.roles.addresses.get(k, False)))
+        return (1.0 if s.tool_calls else 0.0, 1.0 if self.code[k] else 0.0, 1.0 if self.consequential[k] else 0.0,
+                1.0 if is_first_act else 0.0, instructs, calls, share, 1.0 if s.agent == self.first_agent else 0.0,
+                self.multi_agent, 1.0 if self.roles.addresses.get(k, False) else 0.0)
 
     def row_reference(self, k: int) -> list[float]:
         """The definition of :meth:`row` (one feature group per helper)."""

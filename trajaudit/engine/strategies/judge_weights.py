@@ -101,8 +101,14 @@ class JudgeWeights:
 
     @property
     def vector(self) -> tuple[float, ...]:
-        """The weights in :data:`FEATURES` order."""
-        return _vector(tuple(sorted(self.weights.items())))
+        """The weights in :data:`FEATURES` order (found again only when :attr:`weights` no longer equals
+        the copy it was found from: sorting and hashing the items per diagnosis cost more than comparing)."""
+        memo = self.__dict__.get("_vector_memo")
+        if memo is not None and memo[0] == self.weights:
+            return memo[1]
+        vec = _vector(tuple(sorted(self.weights.items())))
+        object.__setattr__(self, "_vector_memo", (dict(self.weights), vec))  # not a field: eq, repr, replace ignore it
+        return vec
 
     def score_rows(self, rows: list[list[float]]) -> list[float]:
         """The score of each feature row."""

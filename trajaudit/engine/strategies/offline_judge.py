@@ -34,8 +34,10 @@ weight in this module was set by hand against a data set:
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from typing import Any
 
 from trajaudit.engine.claims.origin import OriginTrace, is_outcome_finding, origin_of
@@ -80,6 +82,8 @@ CATEGORY_PRECEDENCE = (
     "intent_plan_misalignment",
     "underspecified_user_intent",
 )
+
+_PRECEDENCE = {cat: i for i, cat in enumerate(CATEGORY_PRECEDENCE)}
 
 # kept for callers of the earlier names
 _last_success = last_success
@@ -135,7 +139,7 @@ def _votes(findings: list[Finding], floor: int) -> _Votes:
 def _category(c: _Votes, taxonomy_ids: frozenset[str] | None) -> str:
     if not c.votes:
         return INCONCLUSIVE
-    order = {cat: i for i, cat in enumerate(CATEGORY_PRECEDENCE)}
+    order = _PRECEDENCE
     ranked = sorted(c.votes.items(),
                     key=lambda kv: (-kv[1], -c.primary.get(kv[0], 0.0), order.get(kv[0], len(order)), kv[0]))
     for cat, _ in ranked:
@@ -178,10 +182,14 @@ class OfflineJudge:
     def diagnose(self, trajectory: Trajectory, evidence: EvidenceBundle, context: AuditContext) -> Diagnosis:
         """Rank the candidates and explain the winner (see the module docstring). Never raises on valid IR."""
         t = trajectory
-        table = self.table(t, evidence)
         graph = getattr(evidence, "graph", None)
+        # one read of the log's verdicts: the failures are all the features read of it (the same table as
+        # self.table(t, evidence)), and the counts are the metadata's
+        records = evidence.log.records
+        verdicts = [r.verdict for r in records]
+        table = features(t, list(compress(records, map(operator.eq, verdicts, repeat("fail")))), graph)
         spans = tuple(evidence.error_steps)
-        log_meta = _log_meta(evidence.log)
+        log_meta = _log_meta(evidence.log, verdicts)
         weights = self.weights(context)
         taxonomy_ids = context.taxonomy_ids
         floor = severity_rank(context.config.min_violation_severity)
@@ -274,19 +282,21 @@ class OfflineJudge:
         return best.step, category, w.confidence(ranked), evidence, why
 
 
-def _log_meta(log: ValidationLog) -> dict[str, Any]:
+def _log_meta(log: ValidationLog, verdicts: list[str] | None = None) -> dict[str, Any]:
     """The diagnosis metadata about the validation log: its verdict counts, and the rules it could
-    not finish (``incomplete``) when there are any."""
-    return {"log_summary": verdict_counts(log), **({"incomplete": list(log.incomplete)} if log.incomplete else {})}
+    not finish (``incomplete``) when there are any. ``verdicts``: the records' verdicts, when read already."""
+    return {"log_summary": verdict_counts(log, verdicts),
+            **({"incomplete": list(log.incomplete)} if log.incomplete else {})}
 
 
-def verdict_counts(log: ValidationLog) -> dict[str, int]:
+def verdict_counts(log: ValidationLog, verdicts: list[str] | None = None) -> dict[str, int]:
     """``log.summary()["verdicts"]`` (the same dict, keys in :data:`VERDICTS` order) without the rest of
-    the summary (failures by severity and by rule)."""
-    verdicts = Counter([r.verdict for r in log.records])
-    verdicts["skip"] = log.skipped
-    verdicts["pass"] += log.dropped_passes
-    return {v: verdicts.get(v, 0) for v in VERDICTS}
+    the summary (failures by severity and by rule). ``verdicts``: ``[r.verdict for r in log.records]``
+    when the caller has it."""
+    counts = Counter([r.verdict for r in log.records] if verdicts is None else verdicts)
+    counts["skip"] = log.skipped
+    counts["pass"] += log.dropped_passes
+    return {v: counts.get(v, 0) for v in VERDICTS}
 
 
 def _origin_trace(t: Trajectory, best: FeatureCandidate, basis: str, graph: Any) -> OriginTrace | None:
