@@ -98,7 +98,9 @@ def staged(path: Path, spec: AuditSpec) -> dict[str, float]:
         for t in runs:
             bundle = gather(t, ctx)
             t2 = time.process_time()
+            gc.disable()  # as audit_one: no collection of the run's evidence while the strategy runs
             kept.append(strategy.diagnose(t, bundle, ctx))  # the evidence is passed in, as audit_one does
+            gc.enable()
             gc.freeze()
             out["judge"] += time.process_time() - t2
             out["rules"] += bundle.timings["rules"]

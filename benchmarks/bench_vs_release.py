@@ -92,7 +92,9 @@ def staged():
         for t in runs:
             b = gather(t, ctx)
             t2 = time.process_time()
+            gc.disable()  # as audit_one: no collection of the run's evidence while the strategy runs
             kept.append(judge(t, ctx, b))
+            gc.enable()
             gc.freeze()
             out["judge"] += time.process_time() - t2
             out["rules"] += b.timings["rules"]

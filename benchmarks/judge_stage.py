@@ -90,7 +90,10 @@ def _instructions(code: Path, data: str, runs: int) -> float:
             cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={td}/cg.out",
                    sys.executable, str(Path(__file__).resolve()), "--code", str(code), "--data", data,
                    "--batches", "1", *flag]
-            got = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+            # one hash seed for both: string hashing changes the evidence stage's instruction count by
+            # more than the judge's between two processes otherwise
+            got = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                                 env={**os.environ, "PYTHONHASHSEED": "0"}).stderr
             refs.append(int(re.search(r"I\s+refs:\s+([\d,]+)", got).group(1).replace(",", "")))
     return (refs[0] - refs[1]) / runs / 1e6
 

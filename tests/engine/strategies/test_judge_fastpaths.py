@@ -136,7 +136,8 @@ _WORDS = ["please", "websurfer", "WEB SURFER", "Web-Surfer", "web_surfer", "comp
           "kelvin bot", "\u212aelvin_bot", "star", "\u017ftar", "inci", "\u0130nci", "data analyst", "data_analyst",
           "assistant", "import os", "def f():", "SELECT *", "curl x", "pip install y", "```python\nprint(1)\n```",
           "  ```", "inline ``` fence", "\n", "\t", "  ", "\u00a0", "\u3000", "ß", "caf\u00e9", "order #W123",
-          "the total is 42", "cancel it", "Already done."]
+          "the total is 42", "cancel it", "Already done.", "Cancel the PENDING order", "```cancel pending order```",
+          "STRASSE gross", "stra\u00dfe gro\u00df", "order pending"]
 _TARGETS = ["system_failure", "underspecified_user_intent", "invalid_invocation", "guardrails_triggered",
             "instruction_adherence_failure"]
 _RULES = ["claims.unsupported", "generic.protocol.x", "generic.y", "tau.z", "pack.w", jf.PROPAGATION_RULE]
@@ -154,7 +155,8 @@ def _runs(draw) -> tuple[Trajectory, list[Record]]:
         if kind == "agent":
             calls = tuple(ToolCall(draw(st.sampled_from(["get_order", "cancel_order", "search", "update_x"])),
                                    draw(st.sampled_from([{"id": "W1"}, {"id": "W2", "q": ["a", 1]}, {"x": None}, None,
-                                                         {"b": 1, "a": 2}, {"s": [1, 2.5]}])),
+                                                         {"b": 1, "a": 2}, {"s": [1, 2.5]}, {"q": "cancel pending order"},
+                                                         {"q": ["stra\u00dfe", "gro\u00df Order"]}, {"q": "order pending"}])),
                                    draw(st.sampled_from([f"c{i}", f"c{i}", None])))
                           for _ in range(draw(st.integers(0, 2))))
             open_calls += [(c.id, c.name) for c in calls if c.id is not None]
@@ -329,6 +331,16 @@ def test_run_memo_claims_per_step_equal_the_filter(tau_file, tau_runs):
     assert checked > 0
 
 
+@settings(max_examples=300, deadline=None)
+@given(_runs())
+def test_origin_walks_with_a_memo_equal_walks_without(run):
+    t, _ = run
+    memo = og.RunMemo(t)
+    for s in t.decision_steps:
+        assert og.origin_of(t, s.index, memo=memo) == _ORIGIN_OF(t, s.index)
+        assert og._sub_goal(t, s, memo) == og._sub_goal(t, s)
+
+
 def test_origin_walk_ignores_another_runs_memo(tau_runs):
     a, b = list(tau_runs.values())[:2]
     memo = og.RunMemo(a)
@@ -343,3 +355,16 @@ def test_code_literals_cover_every_branch():
     for lit in jf._CODE_LITERALS[1:]:
         assert lit in branches
     assert len(jf._CODE_LITERALS) == branches.count("|") + 2
+
+
+def test_sub_goal_prefilter_keeps_hits_and_misses():
+    def run(plan: str) -> Trajectory:
+        return Trajectory(id="g", source=Source("openai"), steps=(
+            Step(0, "user", "user", "help"), Step(1, "agent", "assistant", plan, "a"),
+            Step(2, "agent", "assistant", "", "a", (ToolCall("act", {"q": "cancel pending Straße order"}, "c1"),))))
+
+    for plan, want in [("We should CANCEL the pending order (strasse)", 1), ("cancel pending STRASSE order", 1),
+                       ("```\ncancel pending strasse order\n```", None), ("cancel the order", None)]:
+        t = run(plan)
+        assert og._sub_goal(t, t.steps[2]) == want
+        assert og._sub_goal(t, t.steps[2], og.RunMemo(t)) == want

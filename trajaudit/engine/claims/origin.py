@@ -221,9 +221,15 @@ def _sub_goal(t: Trajectory, s: Step, memo: RunMemo | None = None) -> int | None
     words = _arg_words(s)
     if len(words) < 2:
         return None
-    prose_words = _prose_words if memo is None else memo.prose_words
+    if memo is None:
+        for d in t.steps[: s.index]:
+            if d.is_decision and words <= _prose_words(d):
+                return d.index
+        return None
     for d in t.steps[: s.index]:
-        if d.is_decision and words <= prose_words(d):
+        # a word of the prose, case folded, is in the case-folded text (casefold maps each character on
+        # its own, and a word holds no space a code block became): a step lacking one is no superset
+        if d.is_decision and all(w in memo.folded(d) for w in words) and words <= memo.prose_words(d):
             return d.index
     return None
 
@@ -240,7 +246,8 @@ class RunMemo:
     """What the walks of one run compute about its steps, computed once per step and kept for the
     other walks of the same run and claim graph (:func:`origin_features` walks up to one trace per
     candidate, and each walk revisits the earlier steps): a step's action signature, its content with
-    names folded, the words of its prose, and the graph's claims used at each step, in claim order.
+    names folded, its case-folded content, the words of its prose, and the graph's claims used at each
+    step, in claim order.
 
     Each entry is a pure function of a (frozen) step, or of the graph as it was when first asked: a
     memo is for one state of a run and its graph (make a new one when the graph grows).
@@ -251,6 +258,7 @@ class RunMemo:
         self._sig: dict[int, tuple[Any, ...] | None] = {}
         self._norm: dict[int, str] = {}
         self._words: dict[int, set[str]] = {}
+        self._folded: dict[int, str] = {}
         self._uses: dict[int, list[Any]] | None = None
 
     def signature(self, s: Step) -> tuple[Any, ...] | None:
@@ -267,6 +275,13 @@ class RunMemo:
             got = self._norm[s.index] = _norm_name(s.content)
         return got
 
+    def folded(self, s: Step) -> str:
+        """``s.content.casefold()``."""
+        got = self._folded.get(s.index)
+        if got is None:
+            got = self._folded[s.index] = s.content.casefold()
+        return got
+
     def prose_words(self, s: Step) -> set[str]:
         """:func:`_prose_words` of ``s`` (the same set object on every call: callers only compare)."""
         got = self._words.get(s.index)
@@ -280,8 +295,10 @@ class RunMemo:
         if self._uses is None:
             uses: dict[int, list[Any]] = {}
             for c in getattr(self.graph, "claims", ()):
-                for j in {c.step, *c.reused_in}:
-                    uses.setdefault(j, []).append(c)
+                uses.setdefault(c.step, []).append(c)
+                if c.reused_in:  # each step once per claim, the claim's own step already filed
+                    for j in set(c.reused_in) - {c.step}:
+                        uses.setdefault(j, []).append(c)
             self._uses = uses
         return self._uses.get(k, [])
 

@@ -26,7 +26,7 @@ import hashlib
 import json
 import math
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,10 +243,13 @@ class FeatureTable:
     Attributes:
         trajectory: the run.
         candidates: one :class:`Candidate` per candidate step.
+        origin_memo: what the origin walks of the features found about the run's steps
+            (:class:`~trajaudit.engine.claims.origin.RunMemo`), for further walks of the same run and graph.
     """
 
     trajectory: Trajectory
     candidates: list[Candidate]
+    origin_memo: RunMemo | None = field(default=None, repr=False, compare=False)
 
     @property
     def rows(self) -> list[list[float]]:
@@ -431,7 +434,8 @@ def features(t: Trajectory, records: Sequence[Record], graph: Any = None, *,
     if not cand_steps:
         return FeatureTable(t, [])
     rows = _Rows(t, decisions, per_step, prop, graph)
-    return FeatureTable(t, [Candidate(k, list(per_step.get(k, {}).values()), rows.row(k)) for k in cand_steps])
+    return FeatureTable(t, [Candidate(k, list(per_step.get(k, {}).values()), rows.row(k)) for k in cand_steps],
+                        rows.memo)
 
 
 _NO_CLAIMS = (0, 0, 0, 0, 0, 0)
@@ -528,7 +532,9 @@ def _repeat_keys(decisions: Sequence[Step]) -> tuple[dict[int, list[str]], dict[
     no feature (:meth:`_Rows._repeats`: not seen before it, not repeated after it), so it is left out.
     :func:`_repeat_keys_reference` keeps every key; the features are the same."""
     shape = {s.index: (f"{s.agent}", _text_shape(s.content)) for s in decisions}
-    shared = Counter(shape.values())
+    shared: dict[tuple[str, bytes], int] = {}
+    for sh in shape.values():
+        shared[sh] = shared.get(sh, 0) + 1
     total: dict[str, int] = defaultdict(int)
     keys_of: dict[int, list[str]] = {}
     for s in decisions:
@@ -613,7 +619,8 @@ class _Rows:
         self.first_consequential = next((s.index for s in decisions if self.consequential[s.index]), None)
         # origin tracing of the candidates with findings (the earliest MAX_TRACED)
         traced = [(k, [f.record for f in per_step[k].values() if f.level >= 1]) for k in self.any_steps[:MAX_TRACED]]
-        self.origins = origin_features(t, traced, graph) if traced else {}
+        self.memo = RunMemo(t, graph)
+        self.origins = origin_features(t, traced, graph, memo=self.memo) if traced else {}
         # the running counts
         self.err_set, self.finding_set = set(self.err_steps), set(self.any_steps)
         self.errs_before = self.findings_seen = self.err_out_ptr = 0

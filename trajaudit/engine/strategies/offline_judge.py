@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import Any
 
-from trajaudit.engine.claims.origin import OriginTrace, is_outcome_finding, origin_of
+from trajaudit.engine.claims.origin import OriginTrace, RunMemo, is_outcome_finding, origin_of
 from trajaudit.engine.diagnosis import Candidate, Diagnosis
 from trajaudit.engine.strategies.base import INCONCLUSIVE
 from trajaudit.engine.strategies.context import AuditContext, EvidenceBundle
@@ -202,7 +202,7 @@ class OfflineJudge:
         best = table.candidates[ranked[0][0]]
         conf = weights.confidence(ranked)
         basis = best.basis
-        trace = _origin_trace(t, best, basis, graph)
+        trace = _origin_trace(t, best, basis, graph, table.origin_memo)
         step, category, shown, rationale = self._explain(t, best, basis, len(table.candidates), trace, floor,
                                                          taxonomy_ids)
         agent = responsible_agent(t, step, category)
@@ -293,19 +293,24 @@ def verdict_counts(log: ValidationLog, verdicts: list[str] | None = None) -> dic
     """``log.summary()["verdicts"]`` (the same dict, keys in :data:`VERDICTS` order) without the rest of
     the summary (failures by severity and by rule). ``verdicts``: ``[r.verdict for r in log.records]``
     when the caller has it."""
-    counts = Counter([r.verdict for r in log.records] if verdicts is None else verdicts)
+    if verdicts is None:
+        verdicts = [r.verdict for r in log.records]
+    # the summary's Counter, skip replaced and passes added; list.count compares as the Counter's keys do
+    counts = {v: verdicts.count(v) for v in VERDICTS}
     counts["skip"] = log.skipped
     counts["pass"] += log.dropped_passes
-    return {v: counts.get(v, 0) for v in VERDICTS}
+    return counts
 
 
-def _origin_trace(t: Trajectory, best: FeatureCandidate, basis: str, graph: Any) -> OriginTrace | None:
+def _origin_trace(t: Trajectory, best: FeatureCandidate, basis: str, graph: Any,
+                  memo: RunMemo | None = None) -> OriginTrace | None:
     """The origin trace of the chosen step when all its findings (warning and above) are outcome
-    findings — a late symptom (:func:`~trajaudit.engine.claims.origin.origin_of`); ``None`` for a
-    ``fallback`` choice, for other findings, or when the trace leads back to the step itself."""
+    findings — a late symptom (:func:`~trajaudit.engine.claims.origin.origin_of`, sharing the features'
+    ``memo`` of the run); ``None`` for a ``fallback`` choice, for other findings, or when the trace
+    leads back to the step itself."""
     if basis == "fallback" or not all(is_outcome_finding(t, f.record) for f in best.findings if f.level >= 1):
         return None
-    trace = origin_of(t, best.step, graph)
+    trace = origin_of(t, best.step, graph, memo=memo)
     return None if trace.step == best.step else trace
 
 
