@@ -645,43 +645,54 @@ class _Rows:
         is_first_act = k == self.first_consequential
         no_err = self.first_err is None
         fs = self.per_step.get(k)
+        n, n_dec = self.n, self.n_dec
+        return [*(_finding_counts(fs.values()) if fs else _NO_FINDINGS), *self._order(k),
+                # _position
+                k / (n - 1) if n > 1 else 0.0,
+                (rank / (n_dec - 1) if n_dec > 1 else 0.0) if rank is not None else 0.0,
+                1.0 if is_first else 0.0, 1.0 if is_last else 0.0, 1.0 if s.kind == "user" else 0.0,
+                *(self._decision_role(k, s, is_first_act) if is_dec else self._role(k, s, is_first_act)),
+                *self._after(k), *self._repeats(k), *self._traced(k),
+                1.0 if no_err else 0.0, 1.0 if self.first_any is None else 0.0, 1.0 if is_last and no_err else 0.0,
+                1.0 if is_first_act and no_err else 0.0, 1.0 if is_first and no_err else 0.0]
+
+    def _order(self, k: int) -> tuple[float, ...]:
+        """:meth:`_claims_and_order` of candidate ``k``, then the running counts taken past it (what
+        :meth:`row_reference` does after the row)."""
         log1p = math.log1p
         claims = self.claims
         cs = claims.stats.get(k, _NO_CLAIMS)
         in_err, in_any = k in self.err_set, k in self.finding_set
         errs_before = self.errs_before
-        n, n_dec = self.n, self.n_dec
+        got = (log1p(cs[0]), log1p(cs[1]), log1p(cs[2]), log1p(cs[3]), log1p(cs[4]), log1p(cs[5]),
+               log1p(self.prop.get(k, 0)), 1.0 if k in claims.error_span else 0.0,
+               1.0 if k == claims.first_span else 0.0, 1.0 if k == self.first_err else 0.0,
+               1.0 if k == self.first_any else 0.0, log1p(errs_before),
+               log1p(len(self.err_steps) - errs_before - (1 if in_err else 0)),
+               log1p(len(self.any_steps) - self.findings_seen - (1 if in_any else 0)))
+        if in_err:
+            self.errs_before += 1
+        if in_any:
+            self.findings_seen += 1
+        return got
+
+    def _after(self, k: int) -> tuple[float, float, float, float]:
+        """:meth:`_consequences` of candidate ``k`` (truth values without ``float()``)."""
         outs = self.error_outputs
         ptr = self.err_out_ptr
         while ptr < len(outs) and outs[ptr] <= k:
             ptr += 1
         self.err_out_ptr = ptr
+        return (1.0 if self.out_error.get(k, False) else 0.0, math.log1p(len(outs) - ptr),
+                1.0 if self.next_output.get(k, False) else 0.0, math.log1p(len(self.claims.dependents.get(k, ()))))
+
+    def _traced(self, k: int) -> tuple[float, ...]:
+        """:meth:`_origin` of candidate ``k`` (a constant for the candidates without origin quantities)."""
         o = self.origins.get(k)
-        row = [*(_finding_counts(fs.values()) if fs else _NO_FINDINGS),
-               # _claims_and_order
-               log1p(cs[0]), log1p(cs[1]), log1p(cs[2]), log1p(cs[3]), log1p(cs[4]), log1p(cs[5]),
-               log1p(self.prop.get(k, 0)), 1.0 if k in claims.error_span else 0.0, 1.0 if k == claims.first_span else 0.0,
-               1.0 if k == self.first_err else 0.0, 1.0 if k == self.first_any else 0.0, log1p(errs_before),
-               log1p(len(self.err_steps) - errs_before - (1 if in_err else 0)),
-               log1p(len(self.any_steps) - self.findings_seen - (1 if in_any else 0)),
-               # _position
-               k / (n - 1) if n > 1 else 0.0,
-               (rank / (n_dec - 1) if n_dec > 1 else 0.0) if rank is not None else 0.0,
-               1.0 if is_first else 0.0, 1.0 if is_last else 0.0, 1.0 if s.kind == "user" else 0.0,
-               *(self._decision_role(k, s, is_first_act) if is_dec else self._role(k, s, is_first_act)),
-               # _consequences
-               1.0 if self.out_error.get(k, False) else 0.0, log1p(len(outs) - ptr), 1.0 if self.next_output.get(k, False) else 0.0,
-               log1p(len(claims.dependents.get(k, ()))),
-               *self._repeats(k),
-               *(_NO_ORIGIN if o is None else (o.get("is_late_symptom", 0.0), o.get("is_origin_of_late_symptom", 0.0),
-                                                 log1p(o.get("dependency_depth", 0.0)), log1p(o.get("dependents", 0.0)))),
-               1.0 if no_err else 0.0, 1.0 if self.first_any is None else 0.0, 1.0 if is_last and no_err else 0.0,
-               1.0 if is_first_act and no_err else 0.0, 1.0 if is_first and no_err else 0.0]
-        if in_err:
-            self.errs_before += 1
-        if in_any:
-            self.findings_seen += 1
-        return row
+        if o is None:
+            return _NO_ORIGIN
+        return (o.get("is_late_symptom", 0.0), o.get("is_origin_of_late_symptom", 0.0),
+                math.log1p(o.get("dependency_depth", 0.0)), math.log1p(o.get("dependents", 0.0)))
 
     def _decision_role(self, k: int, s: Step, is_first_act: bool) -> tuple[float, ...]:
         """:meth:`_role` of a decision step, from the per-producer values found once."""

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import Any
@@ -282,14 +283,14 @@ class OfflineJudge:
         return best.step, category, w.confidence(ranked), evidence, why
 
 
-def _log_meta(log: ValidationLog, verdicts: list[str] | None = None) -> dict[str, Any]:
+def _log_meta(log: ValidationLog, verdicts: Sequence[str] | None = None) -> dict[str, Any]:
     """The diagnosis metadata about the validation log: its verdict counts, and the rules it could
     not finish (``incomplete``) when there are any. ``verdicts``: the records' verdicts, when read already."""
     return {"log_summary": verdict_counts(log, verdicts),
             **({"incomplete": list(log.incomplete)} if log.incomplete else {})}
 
 
-def verdict_counts(log: ValidationLog, verdicts: list[str] | None = None) -> dict[str, int]:
+def verdict_counts(log: ValidationLog, verdicts: Sequence[str] | None = None) -> dict[str, int]:
     """``log.summary()["verdicts"]`` (the same dict, keys in :data:`VERDICTS` order) without the rest of
     the summary (failures by severity and by rule). ``verdicts``: ``[r.verdict for r in log.records]``
     when the caller has it."""
