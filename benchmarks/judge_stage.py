@@ -86,14 +86,18 @@ def _instructions(code: Path, data: str, runs: int) -> float:
     """Instructions of the judge stage per run (millions): one batch judged minus the same batch not judged."""
     refs = []
     with tempfile.TemporaryDirectory(prefix="judge-stage-cg-") as td:
+        # one hash seed for both runs (string hashing changes the evidence stage's instruction count by
+        # more than the judge's between two processes otherwise) and a private pack cache, filled first:
+        # a run that compiled the packs would count their compilation
+        env = {**os.environ, "PYTHONHASHSEED": "0", "TRAJAUDIT_CACHE_DIR": f"{td}/packs"}
+        env.pop("TRAJAUDIT_NO_CACHE", None)
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--code", str(code), "--data", data,
+                        "--batches", "0"], capture_output=True, text=True, check=True, env=env)
         for flag in ([], ["--no-judge"]):
             cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={td}/cg.out",
                    sys.executable, str(Path(__file__).resolve()), "--code", str(code), "--data", data,
                    "--batches", "1", *flag]
-            # one hash seed for both: string hashing changes the evidence stage's instruction count by
-            # more than the judge's between two processes otherwise
-            got = subprocess.run(cmd, capture_output=True, text=True, check=True,
-                                 env={**os.environ, "PYTHONHASHSEED": "0"}).stderr
+            got = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stderr
             refs.append(int(re.search(r"I\s+refs:\s+([\d,]+)", got).group(1).replace(",", "")))
     return (refs[0] - refs[1]) / runs / 1e6
 
@@ -104,16 +108,19 @@ def side_by_side(against: Path, rounds: int, batches: int, instructions: bool) -
         sys.exit(f"--against {against}: not a trajaudit checkout")
     for data in ("tau", "ww"):
         runs = {"tau": 29, "ww": 126}[data]
-        base, cur = [], []
+        base: list[float] = []
+        cur: list[float] = []
         for r in range(rounds):
             order = ((against, base), (ROOT, cur)) if r % 2 == 0 else ((ROOT, cur), (against, base))
             for code, out in order:
                 out.append(_run(code, data, batches))
         ratios = [b / c for b, c in zip(base, cur, strict=True)]
-        print(f"{data}: {runs} runs, judge stage ms/run CPU (min of {batches} batches, gc paused), {rounds} "
-              f"alternating rounds: base {' '.join(f'{x:.3f}' for x in base)} (median {statistics.median(base):.3f}); "
-              f"current {' '.join(f'{x:.3f}' for x in cur)} (median {statistics.median(cur):.3f}); "
-              f"ratio median {statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f})", flush=True)
+        if rounds:
+            print(f"{data}: {runs} runs, judge stage ms/run CPU (min of {batches} batches, gc paused), {rounds} "
+                  f"alternating rounds: base {' '.join(f'{x:.3f}' for x in base)} "
+                  f"(median {statistics.median(base):.3f}); current {' '.join(f'{x:.3f}' for x in cur)} "
+                  f"(median {statistics.median(cur):.3f}); ratio median {statistics.median(ratios):.2f}x "
+                  f"(rounds {min(ratios):.2f}-{max(ratios):.2f})", flush=True)
         if instructions:
             if shutil.which("valgrind") is None:
                 print("  instructions: valgrind not found, skipped")
@@ -130,7 +137,8 @@ def main() -> None:
     ap.add_argument("--code", type=Path, default=ROOT, help="the trajaudit checkout to import (default: this one)")
     ap.add_argument("--no-judge", action="store_true", help="gather the evidence only (the instruction baseline)")
     ap.add_argument("--against", type=Path, help="another checkout: measure both alternately (tau and ww)")
-    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per data set with --against")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="alternating rounds per data set with --against (0: instructions only)")
     ap.add_argument("--instructions", action="store_true", help="with --against: also count instructions")
     args = ap.parse_args()
     if not PATHS[args.data].exists():
