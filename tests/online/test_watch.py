@@ -390,3 +390,30 @@ def test_watch_stops_when_the_file_is_truncated(tmp_path):
     assert not CUT_ONLY & {r.get("rule_id") for r in rows if r["event"] == "violation"}
     assert {r["rule_id"] for r in rows if r["event"] == "after_stop"} == CUT_ONLY
     assert p.returncode == 1
+
+
+def test_ir_step_without_index_names_file_line_step_and_field(tmp_path):
+    """An IR step lacking `index`: watch names the file, the line, the step it would be and the missing
+    field, in the batch loader's words (it used to say `not an IR step: 'index'`); the batch loader
+    names the file, the step's position and the field for the same fault in an IR document."""
+    from trajaudit import load_many
+
+    m = Monitor(context=build_context(AuditSpec()))
+    m.add_history(RUN)
+    dicts = [s.to_dict() for s in m.steps]
+    del dicts[2]["index"]
+    f = tmp_path / "steps.jsonl"
+    f.write_text("".join(json.dumps({"step": d}) + "\n" for d in dicts) + json.dumps(END_MARKER) + "\n")
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--format", "json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180, env={**os.environ, "COLUMNS": "1000"})
+    assert f"skipped: {f}:3: not an IR step (it would be step 2): $.step: 'index' is a required property" \
+        in r.stderr, r.stderr
+    assert _rows(r.stdout)[-1]["steps"] == 4 and r.returncode == 1
+    doc = m.trajectory().to_dict()
+    del doc["steps"][2]["index"]
+    ir = tmp_path / "run.ir.json"
+    ir.write_text(json.dumps(doc))
+    res = load_many([ir])
+    assert not res.trajectories and len(res.problems) == 1
+    said = str(res.problems[0])
+    assert str(ir) in said and "$.steps[2]: 'index' is a required property" in said, said

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit.engine.run.monitor import Monitor, MonitorError
-from trajaudit.engine.trace.ir import Step
+from trajaudit.engine.schema import schema_errors
+from trajaudit.engine.trace.ir import SCHEMA_VERSION, Source, Step
 from trajaudit.engine.validation_log import Record
 
 __all__ = ["CUT_REASONS", "END_MARKER", "WatchResult", "follow", "item_of", "watch"]
@@ -170,12 +171,20 @@ def follow(path: str | os.PathLike[str], *, until_idle: float | None = None, pol
         os.close(fd)
 
 
-def item_of(obj: Any) -> Any:
+def _step_errors(d: dict[str, Any]) -> list[str]:
+    """Why ``d`` is not an IR step, by the IR schema (``trajectory.schema.json``'s ``step``), in the
+    batch loader's words (``$.step.index``...); ``[]`` if it is one."""
+    stub = {"schema_version": SCHEMA_VERSION, "id": "watch", "source": Source("ir").to_dict(), "steps": [d]}
+    return [e.replace("$.steps[0]", "$.step", 1) for e in schema_errors("trajectory", stub, limit=3)]
+
+
+def item_of(obj: Any, position: int | None = None) -> Any:
     """What a JSONL line gives :meth:`Monitor.add` (a message dict or a :class:`Step`), or
-    :data:`END_MARKER`.
+    :data:`END_MARKER`. ``position``: the step the line would be (named in the error).
 
     Raises:
-        MonitorError: the object is none of the accepted shapes.
+        MonitorError: the object is none of the accepted shapes, or its ``step`` is not an IR step
+            (the message names the schema's fault, e.g. ``$.step: 'index' is a required property``).
     """
     if obj == END_MARKER:
         return END_MARKER
@@ -185,15 +194,19 @@ def item_of(obj: Any) -> Any:
         if isinstance(obj.get("message"), dict):
             return obj["message"]
         if isinstance(obj.get("step"), dict):
+            at = f" (it would be step {position})" if position is not None else ""
+            errs = _step_errors(obj["step"])
+            if errs:
+                raise MonitorError(f"not an IR step{at}: " + "; ".join(errs))
             try:
                 return Step.from_dict(obj["step"])
-            except (KeyError, TypeError, ValueError) as e:
-                raise MonitorError(f"not an IR step: {e}") from None
+            except (KeyError, TypeError, ValueError) as e:  # the schema let it through: still said, not raised
+                raise MonitorError(f"not an IR step{at}: {type(e).__name__}: {e}") from None
     raise MonitorError("expected a chat message (with 'role'), {'message': {...}}, {'step': {...}} or the end "
                        f"marker {json.dumps(END_MARKER)}; got {json.dumps(obj)[:120]}")
 
 
-def _parse(text: str) -> Any:
+def _parse(text: str, position: int) -> Any:
     """The item of a line (see :func:`item_of`).
 
     Raises:
@@ -203,7 +216,7 @@ def _parse(text: str) -> Any:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise MonitorError(f"not JSON: {e}") from None
-    return item_of(obj)
+    return item_of(obj, position)
 
 
 def watch(path: str | os.PathLike[str], monitor: Monitor, *, until_idle: float | None = None,
@@ -238,7 +251,7 @@ def watch(path: str | os.PathLike[str], monitor: Monitor, *, until_idle: float |
         if text is None or not text.strip():
             continue
         try:
-            item = _parse(text)
+            item = _parse(text, len(monitor.steps))
             if item is END_MARKER:
                 res.reason = "end-marker"
                 break
