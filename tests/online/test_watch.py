@@ -256,6 +256,20 @@ def _finish(p: subprocess.Popen, timeout: float) -> tuple[str, str]:
         raise
 
 
+def _read_rest(p: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """The rest of ``p``'s output through its own pipe objects (``communicate`` would lose what an
+    earlier ``readline`` buffered); the watch is killed if it does not end in time."""
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    try:
+        out, err = p.stdout.read(), p.stderr.read()
+        p.wait()
+    finally:
+        timer.cancel()
+    assert p.returncode != -signal.SIGKILL, "the watch did not end"
+    return out, err
+
+
 def _rows(out: str) -> list[dict]:
     return [json.loads(x) for x in out.splitlines()]
 
@@ -271,7 +285,7 @@ def test_watch_ctrl_c_prints_the_summary_and_exits_130(tmp_path):
     assert first["event"] == "violation" and first["step"] == 2
     time.sleep(0.3)
     p.send_signal(signal.SIGINT)
-    out, err = _finish(p, 60)
+    out, err = _read_rest(p, 60)
     rows = [first, *_rows(out)]
     assert rows[-1] == {"event": "end", "reason": "interrupted", "steps": 3,
                         "violations": sum(r["event"] == "violation" for r in rows),
