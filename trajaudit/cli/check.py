@@ -20,6 +20,7 @@ from trajaudit.cli.common import (
     handle_errors,
     refuse_overwriting_input,
     report_load,
+    wrap_items,
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options
@@ -94,11 +95,11 @@ def say_never_fired(ids: list[str], runs: int, limit: int = 20) -> None:
     """Print the rules that never fired (stderr), the first ``limit`` by name."""
     if not ids or not runs:
         return
-    shown = ", ".join(ids[:limit]) + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
-    # wrapped at the terminal's width (words kept whole), as the rest of the summary: a batch's
-    # list of rule ids is one long line
-    console(err=True).print(f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never "
-                            f"held): {shown}", markup=False, highlight=False)
+    shown = ids[:limit] + ([f"… ({len(ids) - limit} more)"] if len(ids) > limit else [])
+    # wrapped at the terminal's width between rule ids (an id never split), continuation lines indented
+    err = console(err=True)
+    err.print(wrap_items(f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never held):",
+                         shown, err.width), markup=False, highlight=False, soft_wrap=True)
 
 
 @click.command("check")
