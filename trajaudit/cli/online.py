@@ -48,7 +48,6 @@ class _WatchOutput:
         for r in records:
             if r.verdict != "fail":
                 continue
-            self.violations += 1
             if severity_rank(r.severity) >= self.floor:
                 self.bad += 1
             if self.json:
@@ -90,7 +89,10 @@ class _WatchOutput:
                            f"({escape(str(info['category']))}, confidence {info['confidence']}); the run is stopped",
                            soft_wrap=True, markup=True)
 
-    def end(self, reason: str, steps: int, lines: int) -> None:
+    def end(self, reason: str, monitor: Monitor, lines: int) -> None:
+        steps = len(monitor.steps)
+        # the run's log (a rule a domain pack superseded has left it), less the verdicts on a cut run
+        self.violations = sum(1 for r in monitor.log.records if r.verdict == "fail") - self.after_stop
         if self.json:
             self._emit({"event": "end", "reason": reason, "steps": steps, "violations": self.violations,
                         "at_or_above": self.bad, "skipped_lines": len(self.skipped), "after_stop": self.after_stop})
@@ -169,7 +171,7 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
         reason = "interrupted"
     finally:
         monitor.release()  # the collector sees the run's state again (freeze_gc), even when interrupted
-    show.end(reason, len(monitor.steps), lines)
+    show.end(reason, monitor, lines)
     if reason == "interrupted":
         raise SystemExit(EXIT_INTERRUPTED)
     if show.bad or show.skipped or reason in ("alarm", "missing", "truncated"):
