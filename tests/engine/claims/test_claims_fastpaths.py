@@ -286,3 +286,26 @@ def test_mention_fast_init_equals_the_generated_one(step, address, kind, value, 
         pass
     else:
         raise AssertionError("Mention is frozen")
+
+
+_money_text = st.lists(st.sampled_from(["$", "€", "£", "¥", "₹", "US$", "usd", " ", "\u00a0", "-", "+", "−", "_", "#",
+                                        "1", "05", "0", "12", ".", ",", "'", "k", "m", " million", "%", "W", "x", "é",
+                                        "٣", "＿", "＃", "9" * 30]), max_size=8).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_money_text)
+def test_norm_number_shortcuts_equal_the_reference(text):
+    assert normalize._norm_number(text) == normalize._norm_number_reference(text)
+
+
+def test_underscore_and_hash_survive_nfkc_next_to_any_character():
+    import sys
+    import unicodedata
+
+    for i in range(sys.maxunicode + 1):
+        c = chr(i)
+        for s in ("_" + c, c + "_"):
+            assert "_" in unicodedata.normalize("NFKC", s)
+        for s in ("#" + c, c + "#"):
+            assert "#" in unicodedata.normalize("NFKC", s)
