@@ -309,3 +309,15 @@ def test_underscore_and_hash_survive_nfkc_next_to_any_character():
             assert "_" in unicodedata.normalize("NFKC", s)
         for s in ("#" + c, c + "#"):
             assert "#" in unicodedata.normalize("NFKC", s)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(["cancel", "cance", "process", "sav", "sa", "writt", "instal", "x", " ", "was ",
+                                 "been ", "ed", "verifi", "confir", "confirm"]), max_size=10).map("".join),
+       st.integers(0, 80), st.integers(0, 80))
+def test_stem_pattern_equals_a_find_per_stem(low, i, j):
+    from trajaudit.engine.claims.patterns import _COMPLETION_STEMS, _STEMS_RE
+
+    s, e = sorted((i % (len(low) + 1), j % (len(low) + 1)))
+    assert (_STEMS_RE.search(low, s, e) is not None) == any(low.find(w, s, e) >= 0 for w in _COMPLETION_STEMS)
+    assert (_STEMS_RE.search(low) is not None) == any(w in low for w in _COMPLETION_STEMS)
