@@ -131,10 +131,47 @@ def test_a_warm_pack_cache_entry_spares_every_regex_parse(cache, monkeypatch):
     cold = _compile_and_decide(path)
     entry = _entry(cache)
     analyses = json.loads(entry.read_bytes().partition(b"\n")[2])["analyses"]
-    assert {k[0] for k in analyses} == {"i", "t", "p"} and len(analyses) > 3 * len(cold) // 2
+    assert {k[0] for k in analyses} == {"i", "t", "p", "c"} and len(analyses) > 3 * len(cold) // 2
     seen = _count_parsed(monkeypatch)
+    programs = []
+    program = stored._program
+    monkeypatch.setattr(stored, "_program", lambda p, f: programs.append(p) or program(p, f))
     assert _compile_and_decide(path) == cold
-    assert seen == []
+    assert seen == [] and programs == []  # no decision, twin or branch needed the pattern's parse tree
+
+
+def test_stored_programs_rebuild_patterns_equal_to_re_compile(cache):
+    """Every pattern the fast paths compile (twins, branches) rebuilt from its stored program equals
+    ``re.compile``'s: same text, flags, program, groups; matches agree."""
+    patterns = _pack_patterns()
+    stored.clear_memo()
+    with stored.recording() as got:
+        for rx in patterns:
+            prefilter.decide_all(rx)
+    progs = {k: v for k, v in json.loads(json.dumps(got)).items() if k.startswith("c")}
+    assert len(progs) > 150
+    stored.clear_memo()
+    stored.seed(progs)
+    for k in progs:
+        flags, _, pattern = k[1:].partition(":")
+        rebuilt = stored.compile(pattern, int(flags))
+        fresh = re.compile(pattern, int(flags))
+        assert rebuilt is not fresh and rebuilt == fresh
+        assert (rebuilt.groups, rebuilt.groupindex, rebuilt.flags) == (fresh.groups, fresh.groupindex, fresh.flags)
+        for text in ("Status: refunded", "order #W123 cancelled", "caf\u00e9 TIMEOUT", ""):
+            assert prefilter.span(rebuilt.search(text)) == prefilter.span(fresh.search(text))
+        assert stored.compile(pattern, int(flags)) is rebuilt  # one object per pattern, as re's cache
+
+
+@pytest.mark.parametrize("bad", [[34, [1, 2, 3], 0, {}, []], [34, [999999] * 4, 0, {}, []], [34, "x", 0, {}, []],
+                                 [34, [], -5, {}, []], "program"])
+def test_a_stored_program_that_does_not_rebuild_is_not_used(cache, bad):
+    pattern, flags = r"(?i)\b(?:refund|return)ed\b", int(re.I | re.U)
+    stored.clear_memo()
+    stored.seed({f"c{flags}:{pattern}": bad})
+    rx = stored.compile(pattern, flags)
+    assert rx == re.compile(pattern, flags) and rx.search("It was Refunded.").group(0) == "Refunded"
+    assert stored.get(f"c{flags}:{pattern}") == stored._program(pattern, flags)  # replaced by the real one
 
 
 def test_an_entry_missing_decisions_is_completed_and_a_bad_one_recomputed(cache, monkeypatch):

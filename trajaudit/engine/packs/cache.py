@@ -202,8 +202,7 @@ def _compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
         regex_safety.seed(loaded.regex)
         regex_stored.seed(loaded.analyses or {})
         try:
-            with rule_parser.recording() as parsed, regex_safety.recording() as regex, \
-                    regex_prefilter.registering() as patterns:
+            with _recording() as (parsed, regex, patterns, programs):
                 compiled = tuple(compile_rules(loaded.pack))
         except RP.RulePackError:
             raise  # the same error a cold compile gives (the parse is the same; the compiler decides)
@@ -219,16 +218,25 @@ def _compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
                                                and _analysed(patterns, loaded.analyses)):
                 # the compiler now parses something the entry lacks: store the complete set
                 loaded.parsed, loaded.regex = {**loaded.parsed, **parsed}, {**loaded.regex, **regex}
-                loaded.analyses = {**(loaded.analyses or {}), **_analyses(patterns)}
+                loaded.analyses = {**(loaded.analyses or {}), **programs, **_analyses(patterns)}
                 _write(loaded)
             return compiled
-    with rule_parser.recording() as parsed, regex_safety.recording() as regex, \
-            regex_prefilter.registering() as patterns:
+    with _recording() as (parsed, regex, patterns, programs):
         compiled = tuple(compile_rules(loaded.pack))
     if loaded.key is not None:
-        loaded.parsed, loaded.regex, loaded.analyses = dict(parsed), dict(regex), _analyses(patterns)
+        loaded.parsed, loaded.regex = dict(parsed), dict(regex)
+        loaded.analyses = {**programs, **_analyses(patterns)}
         _write(loaded)
     return compiled
+
+
+@contextmanager
+def _recording() -> Iterator[tuple[dict[str, Any], dict[str, Any], list[Any], dict[str, Any]]]:
+    """What a pack's compile uses that its entry stores: ``(parsed expressions, regex-safety verdicts,
+    the regexes it registered, the regex programs and decisions it read or made)``."""
+    with rule_parser.recording() as parsed, regex_safety.recording() as regex, \
+            regex_prefilter.registering() as patterns, regex_stored.recording() as programs:
+        yield parsed, regex, patterns, programs
 
 
 def _analyses(patterns: list[Any]) -> dict[str, Any]:
