@@ -5,10 +5,12 @@ other code, is not used."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
 import re
+from array import array
 from pathlib import Path
 
 import pytest
@@ -151,6 +153,7 @@ def test_stored_programs_rebuild_patterns_equal_to_re_compile(cache):
     progs = {k: v for k, v in json.loads(json.dumps(got)).items() if k.startswith("c")}
     assert len(progs) > 150
     stored.clear_memo()
+    stored._PATTERNS.clear()  # as in a new process: nothing built yet
     stored.seed(progs)
     for k in progs:
         flags, _, pattern = k[1:].partition(":")
@@ -163,11 +166,17 @@ def test_stored_programs_rebuild_patterns_equal_to_re_compile(cache):
         assert stored.compile(pattern, int(flags)) is rebuilt  # one object per pattern, as re's cache
 
 
-@pytest.mark.parametrize("bad", [[34, [1, 2, 3], 0, {}, []], [34, [999999] * 4, 0, {}, []], [34, "x", 0, {}, []],
-                                 [34, [], -5, {}, []], "program"])
+def _words(*w: int) -> str:
+    return base64.b64encode(array("I", w).tobytes()).decode()
+
+
+@pytest.mark.parametrize("bad", [[34, _words(1, 2, 3), 0, {}, []], [34, _words(999999, 7, 7, 7), 0, {}, []],
+                                 [34, "x", 0, {}, []], [34, [14, 4, 0], 0, {}, []], [34, "", -5, {}, []],
+                                 [34, "not base64!", 0, {}, []], "program"])
 def test_a_stored_program_that_does_not_rebuild_is_not_used(cache, bad):
     pattern, flags = r"(?i)\b(?:refund|return)ed\b", int(re.I | re.U)
     stored.clear_memo()
+    stored._PATTERNS.clear()
     stored.seed({f"c{flags}:{pattern}": bad})
     rx = stored.compile(pattern, flags)
     assert rx == re.compile(pattern, flags) and rx.search("It was Refunded.").group(0) == "Refunded"
