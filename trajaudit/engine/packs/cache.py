@@ -3,9 +3,13 @@
 Loading a pack (YAML with node marks, schema validation, includes) and parsing its ~300 expressions
 with lark is most of the audit's one-time work (issue 6); the result is pure data. An entry holds the
 :class:`~trajaudit.engine.packs.pack.RulePack` (every rule spec with its source locations), the plain
-form (``rule_ast.to_data``) of every expression the compile parsed, and the verdicts of the regex
-safety check; the rules are still compiled to closures in every process (nothing executable is
-stored, and nothing stored is executed: the entry is read with ``json.loads`` only).
+form (``rule_ast.to_data``) of every expression the compile parsed, the verdicts of the regex
+safety check, and what the regex fast paths derive from the pack's patterns
+(:mod:`~trajaudit.engine.dsl.regex.stored`: literal sets, anchors, ASCII-twin and branch decisions,
+and the SRE program of each pattern, twin and branch, which ``_sre.compile`` validates when it
+rebuilds the pattern). The rules are still compiled to closures in every process: no Python code is
+stored, and nothing stored is evaluated (the entry is read with ``json.loads``; a regex program is
+only matched by the regex engine, as the pattern ``re.compile`` builds from the same text).
 
 Exact or not taken:
 - the key is a SHA-256 of the pack file's text and path, the trajaudit version, the source of the
