@@ -123,6 +123,8 @@ def _count_parsed(monkeypatch) -> list:
 
 def _compile_and_decide(path: Path) -> list:
     clear_caches()
+    stored._PATTERNS.clear()  # as a new process: no pattern built yet
+    re.purge()
     with prefilter.registering() as pats:
         pack_cache.compile_loaded(pack_cache.load(path))
     return [_decisions(rx) for rx in pats]
