@@ -159,13 +159,13 @@ def test_stored_programs_rebuild_patterns_equal_to_re_compile(cache):
     stored.seed(progs)
     for k in progs:
         flags, _, pattern = k[1:].partition(":")
-        rebuilt = stored.compile(pattern, int(flags))
+        rebuilt = stored.compile_pattern(pattern, int(flags))
         fresh = re.compile(pattern, int(flags))
         assert rebuilt is not fresh and rebuilt == fresh
         assert (rebuilt.groups, rebuilt.groupindex, rebuilt.flags) == (fresh.groups, fresh.groupindex, fresh.flags)
         for text in ("Status: refunded", "order #W123 cancelled", "caf\u00e9 TIMEOUT", ""):
             assert prefilter.span(rebuilt.search(text)) == prefilter.span(fresh.search(text))
-        assert stored.compile(pattern, int(flags)) is rebuilt  # one object per pattern, as re's cache
+        assert stored.compile_pattern(pattern, int(flags)) is rebuilt  # one object per pattern, as re's cache
 
 
 def _words(*w: int) -> str:
@@ -180,7 +180,7 @@ def test_a_stored_program_that_does_not_rebuild_is_not_used(cache, bad):
     stored.clear_memo()
     stored._PATTERNS.clear()
     stored.seed({f"c{flags}:{pattern}": bad})
-    rx = stored.compile(pattern, flags)
+    rx = stored.compile_pattern(pattern, flags)
     assert rx == re.compile(pattern, flags) and rx.search("It was Refunded.").group(0) == "Refunded"
     assert stored.get(f"c{flags}:{pattern}") == stored._program(pattern, flags)  # replaced by the real one
 

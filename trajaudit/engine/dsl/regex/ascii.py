@@ -102,7 +102,7 @@ def ascii_twin(rx: re.Pattern[str]) -> tuple[re.Pattern[str] | None, bool]:
         twin = _twin_parsed(rx)
     elif got[0]:  # stored: exact (the parse is not needed, the twin is compiled from the text)
         try:
-            twin = stored.compile(rx.pattern, (rx.flags & ~re.UNICODE) | re.ASCII), got[1]
+            twin = stored.compile_pattern(rx.pattern, (rx.flags & ~re.UNICODE) | re.ASCII), got[1]
         except Exception as e:  # noqa: BLE001 - as in _twin_parsed
             log.debug("no ASCII twin for %r: %s", rx.pattern[:80], e)
     stored.put(k, [twin[0] is not None, twin[1]])
@@ -114,7 +114,7 @@ def _twin_parsed(rx: re.Pattern[str]) -> tuple[re.Pattern[str] | None, bool]:
     try:
         space = [False]
         _walk(_p.parse(rx.pattern, rx.flags), space)
-        return stored.compile(rx.pattern, (rx.flags & ~re.UNICODE) | re.ASCII), space[0]
+        return stored.compile_pattern(rx.pattern, (rx.flags & ~re.UNICODE) | re.ASCII), space[0]
     except _NoTwin:
         return None, False
     except Exception as e:  # noqa: BLE001 - the twin is optional; the original pattern stays

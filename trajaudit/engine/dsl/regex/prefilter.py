@@ -226,7 +226,7 @@ def _branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
         plan = None
     else:
         try:
-            plan = tuple(stored.compile(b, rx.flags) for b in branches)
+            plan = tuple(stored.compile_pattern(b, rx.flags) for b in branches)
         except (re.error, ValueError):
             plan = None
     stored.put(k, [None if plan is None else branches])

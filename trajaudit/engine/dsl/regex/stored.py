@@ -15,9 +15,9 @@ Exact or not used: a stored value is decoded with strict type checks; anything t
 
 Keys: ``"<kind><flags>:<pattern>"`` with kind ``i`` (literals, anchor, characters: :func:`info_data`),
 ``t`` (the twin decision: ``[exact, uses_space]``), ``p`` (the branch texts, or ``[None]``), ``c`` (the
-SRE program of a twin or branch pattern, :func:`compile`).
+SRE program of a twin or branch pattern, :func:`compile_pattern`).
 
-:func:`compile` is ``re.compile`` for the patterns the fast paths derive (ASCII twins, branches): on a
+:func:`compile_pattern` is ``re.compile`` for the patterns the fast paths derive (ASCII twins, branches): on a
 miss it compiles with ``re.compile`` and keeps the pattern's SRE program — the list of integers
 CPython's ``re._compiler`` produces from the pattern text, with its group tables — once rebuilding
 the pattern from it with ``_sre.compile`` gives a pattern equal to ``re.compile``'s (same text, flags,
@@ -57,7 +57,7 @@ recording = _MEMO.recording
 get = _MEMO.get
 put = _MEMO.put
 
-#: ``(pattern, program)`` built by :func:`compile` in this process, by key (as ``re``'s own cache:
+#: ``(pattern, program)`` built by :func:`compile_pattern` in this process, by key (as ``re``'s own cache:
 #: equal patterns are one object, so they share their analyses and memoized results; like ``re``'s
 #: cache, it is not emptied by :func:`clear_memo`, only bounded)
 _PATTERNS: dict[str, tuple[re.Pattern[str], Any]] = {}
@@ -145,7 +145,7 @@ def lookup(k: str, decode: Any) -> Any:
         return None
 
 
-#: Keep and reuse SRE programs (:func:`compile`); ``False``: ``re.compile`` always.
+#: Keep and reuse SRE programs (:func:`compile_pattern`); ``False``: ``re.compile`` always.
 SRE_PROGRAMS = True
 
 
@@ -189,7 +189,7 @@ def _same(a: re.Pattern[str], b: re.Pattern[str]) -> bool:
     return a == b and a.groups == b.groups and a.groupindex == b.groupindex
 
 
-def compile(pattern: str, flags: int) -> re.Pattern[str]:  # noqa: A001 - re.compile's counterpart
+def compile_pattern(pattern: str, flags: int) -> re.Pattern[str]:
     """``re.compile(pattern, flags)``, rebuilt from the stored SRE program when there is one (see the
     module docstring); a new program is stored only once it rebuilds a pattern equal to ``re.compile``'s.
 
