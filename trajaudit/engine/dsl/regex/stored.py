@@ -17,12 +17,13 @@ Keys: ``"<kind><flags>:<pattern>"`` with kind ``i`` (literals, anchor, character
 ``t`` (the twin decision: ``[exact, uses_space]``), ``p`` (the branch texts, or ``[None]``), ``c`` (the
 SRE program of a twin or branch pattern, :func:`compile_pattern`).
 
-:func:`compile_pattern` is ``re.compile`` for the patterns the fast paths derive (ASCII twins, branches): on a
+:func:`compile_pattern` is ``re.compile`` for rule regexes (``dsl.compiler.compile_regex``) and the patterns the
+fast paths derive from them (ASCII twins, branches): on a
 miss it compiles with ``re.compile`` and keeps the pattern's SRE program — the list of integers
 CPython's ``re._compiler`` produces from the pattern text, with its group tables — once rebuilding
 the pattern from it with ``_sre.compile`` gives a pattern equal to ``re.compile``'s (same text, flags,
 program and groups); a later process rebuilds it from the stored program instead of parsing and
-generating it again (≈ 0.15 ms per pattern, ≈ 200 patterns per audit with the shipped packs).
+generating it again (≈ 0.15 ms per pattern, ≈ 275 patterns per audit with the shipped packs).
 ``_sre.compile`` validates every program it is given (CPython rejects code that could crash the
 matcher), and the pack cache's key holds the exact Python version. Nothing is evaluated: a regex
 program is matched by the regex engine, as the pattern ``re.compile`` would have built. Anything
