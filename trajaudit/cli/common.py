@@ -175,6 +175,17 @@ def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ())
                 markup=True, highlight=False)
 
 
+def say_never_fired(ids: list[str], runs: int, limit: int = 20) -> None:
+    """Print the rules that never fired (stderr), the first ``limit`` by name."""
+    if not ids or not runs:
+        return
+    shown = ids[:limit] + ([f"… ({len(ids) - limit} more)"] if len(ids) > limit else [])
+    # wrapped at the terminal's width between rule ids (an id never split), continuation lines indented
+    err = console(err=True)
+    err.print(wrap_items(f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never held):",
+                         shown, err.width), markup=False, highlight=False, soft_wrap=True)
+
+
 def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:
     """After reading traces: the skipped runs (:func:`report_problems`), then the files that were not
     valid UTF-8 (:func:`warn_non_utf8`), on stderr."""
