@@ -238,3 +238,31 @@ def test_audit_summary_names_it(tmp_path):
 def test_unknown_taxonomy_is_a_usage_error(tmp_path, tau_file):
     r = invoke("audit", tau_file, "--taxonomy", "bogus", "-o", tmp_path / "d.jsonl")
     assert r.exit_code == 2 and "bogus" in r.output
+
+
+def test_progress_bar_on_a_terminal_and_no_rich_progress_import_without_one(tmp_path, monkeypatch):
+    """The bar is drawn when stderr is a terminal; without one (``-q``, a pipe) ``audit`` never imports
+    ``rich.progress`` (a fresh process's start-up, issue 22)."""
+    import io
+    import os
+    import subprocess
+    import sys
+
+    from rich.console import Console
+
+    import trajaudit.cli.audit as audit_cmd
+
+    runs = write_json(tmp_path / "runs.json", [good_run(f"r{i}") for i in range(3)])
+    seen = io.StringIO()
+    monkeypatch.setattr(audit_cmd, "console", lambda err=False: Console(file=seen, force_terminal=True, width=100))
+    res = run_offline("audit", runs, "-o", tmp_path / "d.jsonl")
+    assert res.exit_code == 0, res.output
+    assert "auditing" in seen.getvalue() and "3/3" in seen.getvalue()
+    assert len((tmp_path / "d.jsonl").read_text().splitlines()) == 3
+    code = ("import sys; from trajaudit.cli import main\n"
+            "try:\n    main(['audit', sys.argv[1], '-q', '-o', sys.argv[2]])\nexcept SystemExit:\n    pass\n"
+            "print('rich.progress' in sys.modules, 'trajaudit.cli.check' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(runs), str(tmp_path / "e.jsonl")], capture_output=True,
+                         text=True, cwd=Path(__file__).resolve().parents[2], env={**os.environ, **NO_LLM_ENV, "PYTHONPATH": "."})
+    assert out.stdout.split()[-2:] == ["False", "False"], out.stdout + out.stderr
+    assert (tmp_path / "e.jsonl").read_text() == (tmp_path / "d.jsonl").read_text()

@@ -368,3 +368,36 @@ def _free() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("bad", ["notaurl", "localhost:8000/v1", "ftp://127.0.0.1/v1", "http://", "http://h:port/v1"])
+def test_upstream_that_is_not_an_http_url_is_a_usage_error(tmp_path, bad):
+    """`guard --upstream notaurl`: exit 2 naming the value, before anything is served (it used to start
+    and fail every request)."""
+    import subprocess
+    import sys
+
+    try:
+        r = subprocess.run([sys.executable, "-m", "trajaudit", "guard", "--upstream", bad, "--port", str(_free()),
+                            "--log", str(tmp_path / "g.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:  # (run kills it) it started serving
+        pytest.fail(f"guard --upstream {bad!r} started serving")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    flat = " ".join(r.stderr.split())
+    assert "error: --upstream: the upstream must be an http:// or https:// URL with a host" in flat
+    assert repr(bad) in flat and "Traceback" not in r.stderr
+    assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_check_upstream_accepts_http_and_https_and_build_app_checks(upstream):
+    from trajaudit.engine.run.pipeline import AuditSpec, build_context
+    from trajaudit.online.guard import Guard, GuardError, build_app, check_upstream
+
+    for ok in ("http://127.0.0.1:8000/v1", "https://llm.internal/v1", "HTTP://[::1]:9/"):
+        assert check_upstream(ok) == ok
+    with pytest.raises(GuardError, match="'notaurl'"):
+        build_app(Guard(build_context(AuditSpec())), "notaurl")
+    upstream.script(Raw(tool_call_completion(*CANCEL)))  # a valid upstream still serves (the real client)
+    with GuardServer(upstream.url, mode="annotate") as g:
+        r = _client(g.url).chat.completions.create(model="m", messages=UNAUTH)
+    assert r.choices[0].message.tool_calls[0].function.name == "cancel_pending_order"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -218,3 +219,215 @@ def test_watch_option_ranges_are_checked(tmp_path):
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2, (args, r.stderr)
         assert f"Invalid value for '{args[0]}'" in r.stderr and "watching" not in r.stderr
+
+
+# -- fresh-user defects (issue 20): Ctrl-C, a run cut by the alarm, FIFOs, truncation --------------------------
+
+def _call(cid: str, name: str, args: dict) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [{"id": cid, "type": "function", "function": {
+        "name": name, "arguments": json.dumps(args)}}]}
+
+
+def _out(cid: str, name: str, content: str) -> dict:
+    return {"role": "tool", "tool_call_id": cid, "name": name, "content": content}
+
+
+#: a failed lookup (step 3 errors), then a write before authentication (the alarm, at threshold 0, is raised
+#: at step 3); the run then recovers: the lookup succeeds at step 7 and the answer closes the run
+RECOVERS = [RUN[0], RUN[1],
+            _call("c0", "get_order_details", {"order_id": "W0000001"}),
+            _out("c0", "get_order_details", "Error: order not found"),
+            _call("c1", "cancel_pending_order", {"order_id": "#W0000001", "reason": "no longer needed"}),
+            _out("c1", "cancel_pending_order", '{"order_id": "#W0000001", "status": "cancelled"}'),
+            _call("c2", "get_order_details", {"order_id": "#W0000001"}),
+            _out("c2", "get_order_details", '{"order_id": "#W0000001", "status": "cancelled"}'),
+            {"role": "assistant", "content": "Your order #W0000001 is cancelled."}]
+#: end-of-run rules that fail on RECOVERS cut at step 3, and hold on the whole run
+CUT_ONLY = {"generic.protocol.run-ends-after-failed-call", "generic.protocol.failed-call-unrecovered"}
+
+
+def _finish(p: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """``p.communicate`` that kills the watch when it does not end in time (then fails the test)."""
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise
+
+
+def _read_rest(p: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """The rest of ``p``'s output through its own pipe objects (``communicate`` would lose what an
+    earlier ``readline`` buffered); the watch is killed if it does not end in time."""
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    try:
+        out, err = p.stdout.read(), p.stderr.read()
+        p.wait()
+    finally:
+        timer.cancel()
+    assert p.returncode != -signal.SIGKILL, "the watch did not end"
+    return out, err
+
+
+def _rows(out: str) -> list[dict]:
+    return [json.loads(x) for x in out.splitlines()]
+
+
+def test_watch_ctrl_c_prints_the_summary_and_exits_130(tmp_path):
+    """SIGINT (Ctrl-C) mid-run: the violations settled so far were printed; the last object is
+    {"event": "end", "reason": "interrupted"}, stderr says the end-of-run rules were not settled, exit 130
+    (it used to end in click's "Aborted!", exit 1, with no end event)."""
+    f = tmp_path / "run.jsonl"
+    f.write_text("".join(json.dumps(m) + "\n" for m in RUN[:3]))  # ends on a call not answered yet
+    p = _cli(str(f), "--format", "json", "--poll", "0.05")
+    first = json.loads(p.stdout.readline())  # the write before authentication, settled at step 2
+    assert first["event"] == "violation" and first["step"] == 2
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    out, err = _read_rest(p, 60)
+    rows = [first, *_rows(out)]
+    assert rows[-1] == {"event": "end", "reason": "interrupted", "steps": 3,
+                        "violations": sum(r["event"] == "violation" for r in rows),
+                        "at_or_above": 1, "skipped_lines": 0, "after_stop": 0}, out + err
+    assert "interrupted before the run's end: the end-of-run rules were not settled" in err.replace("\n", " ")
+    assert "call-has-output" not in out  # the call left unanswered by the interruption is not a violation
+    assert "Aborted" not in err and "Traceback" not in err
+    assert p.returncode == 130
+
+
+def test_watch_ctrl_c_table_format(tmp_path):
+    f = tmp_path / "run.jsonl"
+    f.write_text(json.dumps(RUN[1]) + "\n")
+    p = _cli(str(f), "--poll", "0.05")
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    _, err = _finish(p, 60)
+    assert "run ended (interrupted) after 1 step(s)" in err and p.returncode == 130, err
+
+
+def test_stop_on_alarm_keeps_the_cut_runs_end_of_run_verdicts_apart(tmp_path):
+    """--stop-on-alarm: what closing the cut run settles (a failed last call, because the run was
+    stopped right after it) is printed as `after_stop`, not as the agent's violations; the whole
+    run has none of those failures."""
+    f = tmp_path / "run.jsonl"
+    f.write_text("".join(json.dumps(m) + "\n" for m in RECOVERS) + json.dumps(END_MARKER) + "\n")
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--format", "json", "--stop-on-alarm",
+                        "--alarm-threshold", "0"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    rows = _rows(r.stdout)
+    alarm = next(x for x in rows if x["event"] == "alarm")
+    assert alarm["step"] == 3
+    after = [x for x in rows if x["event"] == "after_stop"]
+    assert {x["rule_id"] for x in after} == CUT_ONLY and all(x["verdict"] == "fail" for x in after)
+    viol = [x for x in rows if x["event"] == "violation"]
+    assert not CUT_ONLY & {x["rule_id"] for x in viol}
+    end = rows[-1]
+    assert end["reason"] == "alarm" and end["steps"] == 4
+    assert end["violations"] == len(viol) and end["after_stop"] == 2
+    assert "2 end-of-run verdict(s) on the stopped run, not counted" in r.stderr.replace("\n", " ")
+    assert r.returncode == 1
+    table = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--stop-on-alarm", "--alarm-threshold",
+                            "0"], cwd=ROOT, capture_output=True, text=True, timeout=180,
+                           env={**os.environ, "COLUMNS": "200"})
+    labelled = [x for x in table.stdout.splitlines() if x.startswith("after stop step")]
+    assert sorted(x.split()[4] for x in labelled) == sorted(CUT_ONLY), table.stdout
+    assert not any(x.startswith("FAIL") and any(c in x for c in CUT_ONLY) for x in table.stdout.splitlines())
+    whole = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--format", "json"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=180)
+    assert not CUT_ONLY & {x.get("rule_id") for x in _rows(whole.stdout)}  # the agent recovered
+
+
+def test_watch_api_after_stop(tmp_path):
+    f = tmp_path / "run.jsonl"
+    f.write_text("".join(json.dumps(m) + "\n" for m in RECOVERS) + json.dumps(END_MARKER) + "\n")
+    m = Monitor(context=build_context(AuditSpec()), run_id="cut", alarm_threshold=0.0)
+    handed: list = []
+    res = watch(f, m, stop_on_alarm=True, poll=0.01, on_records=handed.extend)
+    assert res.reason == "alarm" and res.lines == 4 and m.alarm == 3
+    assert {r.rule_id for r in res.after_stop if r.verdict == "fail"} == CUT_ONLY
+    assert not CUT_ONLY & {r.rule_id for r in res.records if r.verdict == "fail"}
+    assert handed == res.records  # on_records never saw the cut run's verdicts
+    assert {r.rule_id for r in m.log.records if r.verdict == "fail"} >= CUT_ONLY  # the log of the cut run holds them
+
+
+def test_watch_fifo_until_idle_with_no_writer(tmp_path):
+    """A named pipe nobody writes to: --until-idle ends the run (it used to block in open() forever)."""
+    fifo = tmp_path / "run.pipe"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(fifo), "--until-idle", "0.5", "--format", "json"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)  # (run kills it on timeout)
+    assert _rows(r.stdout)[-1]["reason"] == "idle" and r.returncode == 0, r.stderr
+
+
+def test_watch_fifo_reads_lines_as_written_and_idles_while_the_writer_is_silent(tmp_path):
+    """A writer keeps the pipe open and goes quiet: each line is read when written (not once 64 kB or
+    the writer's close arrive), and --until-idle ends the run while the writer still holds it open."""
+    fifo = tmp_path / "run.pipe"
+    os.mkfifo(fifo)
+    p = _cli(str(fifo), "--format", "json", "--poll", "0.05", "--until-idle", "1.5")
+    done = threading.Event()
+
+    def write() -> None:
+        with open(fifo, "w", encoding="utf-8") as w:  # opens once the watch holds the read end
+            for m in RUN[:3]:
+                w.write(json.dumps(m) + "\n")
+                w.flush()
+                time.sleep(0.1)
+            done.wait(60)  # silent, still open
+
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    try:
+        out, err = _finish(p, 40)
+    finally:
+        done.set()
+        t.join(10)
+    rows = _rows(out)
+    assert rows[-1]["reason"] == "idle" and rows[-1]["steps"] == 3, out + err
+    assert any(r["event"] == "violation" and r["rule_id"] == "tau_retail.authenticate-before-write" for r in rows)
+
+
+def test_watch_stops_when_the_file_is_truncated(tmp_path):
+    """Copy-and-truncate rotation (or a rewrite): the file becomes shorter than what was read; the
+    watch says so and stops (reason `truncated`, exit 1) rather than read another run's lines as this
+    run's; the cut run's end-of-run verdicts are not counted."""
+    f = tmp_path / "run.jsonl"
+    f.write_text("".join(json.dumps(m) + "\n" for m in RECOVERS[:4]))
+    p = _cli(str(f), "--format", "json", "--poll", "0.05")
+    time.sleep(1.5)  # the four lines are read
+    f.write_text(json.dumps(RUN[1]) + "\n")  # truncated and rewritten, shorter
+    out, err = _finish(p, 60)
+    rows = _rows(out)
+    end = rows[-1]
+    assert end["event"] == "end" and end["reason"] == "truncated" and end["steps"] == 4, out + err
+    assert f"{f} was truncated after line 4 (log rotation or a rewrite): the watch stops here" in err, err
+    assert not CUT_ONLY & {r.get("rule_id") for r in rows if r["event"] == "violation"}
+    assert {r["rule_id"] for r in rows if r["event"] == "after_stop"} == CUT_ONLY
+    assert p.returncode == 1
+
+
+def test_ir_step_without_index_names_file_line_step_and_field(tmp_path):
+    """An IR step lacking `index`: watch names the file, the line, the step it would be and the missing
+    field, in the batch loader's words (it used to say `not an IR step: 'index'`); the batch loader
+    names the file, the step's position and the field for the same fault in an IR document."""
+    from trajaudit import load_many
+
+    m = Monitor(context=build_context(AuditSpec()))
+    m.add_history(RUN)
+    dicts = [s.to_dict() for s in m.steps]
+    del dicts[2]["index"]
+    f = tmp_path / "steps.jsonl"
+    f.write_text("".join(json.dumps({"step": d}) + "\n" for d in dicts) + json.dumps(END_MARKER) + "\n")
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--format", "json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180, env={**os.environ, "COLUMNS": "1000"})
+    assert f"skipped: {f}:3: not an IR step (it would be step 2): $.step: 'index' is a required property" \
+        in r.stderr, r.stderr
+    assert _rows(r.stdout)[-1]["steps"] == 4 and r.returncode == 1
+    doc = m.trajectory().to_dict()
+    del doc["steps"][2]["index"]
+    ir = tmp_path / "run.ir.json"
+    ir.write_text(json.dumps(doc))
+    res = load_many([ir])
+    assert not res.trajectories and len(res.problems) == 1
+    said = str(res.problems[0])
+    assert str(ir) in said and "$.steps[2]: 'index' is a required property" in said, said

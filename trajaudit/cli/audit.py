@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -9,11 +10,10 @@ from typing import Any
 
 import click
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.console import Console
 from rich.table import Table
 
 from trajaudit import __version__
-from trajaudit.cli.check import say_never_fired
 from trajaudit.cli.cluster import (
     ClusterOptions,
     check_cluster_use,
@@ -33,6 +33,8 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     refuse_same_outputs,
     report_load,
+    say_never_fired,
+    wrap_items,
     write_parts,
 )
 from trajaudit.cli.options import check_input_paths, io_options
@@ -211,9 +213,8 @@ def _run_batch(paths: tuple[str, ...], spec: AuditSpec, kept: _Kept, where: _Bat
     err = console(err=True)
     show_progress = not quiet and err.is_terminal
     journal = kept.journal
-    with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err, disable=not show_progress, transient=True) as bar:
-        task = bar.add_task("audit", total=None)
+    with _progress_bar(err, show_progress) as bar:
+        task = bar.add_task("audit", total=None) if bar is not None else None
 
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
@@ -235,6 +236,17 @@ def _run_batch(paths: tuple[str, ...], spec: AuditSpec, kept: _Kept, where: _Bat
         finally:
             if journal is not None:
                 journal.close()
+
+
+def _progress_bar(err: Console, show: bool) -> contextlib.AbstractContextManager[Any]:
+    """The batch's progress bar on ``err`` (transient), or, when none is shown (``-q``, not a terminal),
+    a stand-in that yields ``None``: ``rich.progress`` (≈ 6 ms of imports) is loaded only for a bar."""
+    if not show:
+        return contextlib.nullcontext(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=err, transient=True)
 
 
 def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, ...]) -> None:
@@ -280,7 +292,8 @@ class _Kept:
         """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
         d = r.diagnosis
         self.lines[i] = d.to_json() if self.journal is None else self.journal.append(d)
-        prev = r.trajectory.steps[d.critical_step].preview(60) if d.critical_step is not None else ""
+        # as long as a wide terminal can show (the summary cuts it to the column it gets)
+        prev = r.trajectory.steps[d.critical_step].preview(PREVIEW_CHARS) if d.critical_step is not None else ""
         step = str(d.critical_step)
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
             step += f" (msg {d.metadata['source_message']})"
@@ -301,26 +314,40 @@ _COLUMNS = (("run", "left"), ("step", "right"), ("agent", "left"), ("category", 
             ("basis", "left"), ("preview", "left"))
 
 
+#: the longest preview kept per run (the table cuts it to the width it has)
+PREVIEW_CHARS = 240
+#: below this width the preview column is left out (a few characters of it say nothing; the
+#: diagnoses file and the report have the step)
+MIN_PREVIEW = 16
+
+
 def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: int) -> list[int]:
-    """Column widths of the summary table within ``width`` characters: the category column is as wide
-    as the widest category shown (never cut); the agent, the basis (down to 4: "fin…") and the run id
-    give way first (down to 6 characters), the preview takes what is left (one line, cut with "…")."""
+    """Column widths of the summary table within ``width`` characters (0: the column is left out).
+
+    The category column is as wide as the widest category shown (never cut). The preview takes what
+    is left, up to its longest text (no padding to the edge); with less than :data:`MIN_PREVIEW`
+    characters left it is left out and its room goes back to the other columns. While the table is
+    still too wide, the agent (down to 8), the basis (down to 4: "fin…"), then the run id give way
+    (down to 6; the agent too)."""
     def longest(i: int, head: str) -> int:
         return max([len(head)] + [len(str(r[i])) for r in rows])
 
     run, step, agent = min(longest(0, "run"), 16), longest(1, "step"), min(longest(2, "agent"), 20)
     cat, conf, basis = longest(3, "category"), 5, longest(5, "basis")
-    gaps = 3 * (len(_COLUMNS) - 1)  # SIMPLE_HEAD, no edge: padding, a blank rule, padding between columns
-    preview = width - gaps - (run + step + agent + cat + conf + basis)
-    while preview < 12 and (agent > 6 or run > 6 or basis > 4):
-        if agent >= run and agent > 6:
-            agent -= 1
+    gap = 2  # SIMPLE_HEAD, no edge, collapsed padding: one padding and a blank rule between columns
+    preview = width - gap * (len(_COLUMNS) - 1) - (run + step + agent + cat + conf + basis)
+    if preview >= MIN_PREVIEW:
+        return [run, step, agent, cat, conf, basis, min(preview, longest(6, "preview"))]
+    over = (run + step + agent + cat + conf + basis) + gap * (len(_COLUMNS) - 2) - width
+    while over > 0 and (agent > 6 or run > 6 or basis > 4):
+        if agent > 8 or (agent > 6 and basis <= 4 and run <= 8):
+            agent -= 1  # the agent first (down to 8), the run id, the key to the diagnoses file, last
         elif basis > 4:  # "fin…", "weak", "fal…": the basis gives way before the run id
             basis -= 1
         else:
             run -= 1
-        preview += 1
-    return [run, step, agent, cat, conf, basis, max(preview, 8)]
+        over -= 1
+    return [run, step, agent, cat, conf, basis, 0]
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
@@ -331,18 +358,22 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
         return
     rows = [kept.rows[i] for i in sorted(kept.rows)]
     table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left", box=box.SIMPLE_HEAD,
-                  show_edge=False, pad_edge=False)
+                  show_edge=False, pad_edge=False, collapse_padding=True)
     shown = rows[:50]
     widths = _fit_columns(shown, out.width)
-    for (col, just), w in zip(_COLUMNS, widths, strict=True):
-        table.add_column(col, width=w, no_wrap=True, overflow="ellipsis", justify=just)  # type: ignore[arg-type]
+    keep = [i for i, w in enumerate(widths) if w]  # the preview is left out on a narrow terminal
+    for i in keep:
+        col, just = _COLUMNS[i]
+        table.add_column(col, width=widths[i], no_wrap=True, overflow="ellipsis", justify=just)  # type: ignore[arg-type]
     for rid, step, agent, category, confidence, basis, prev in shown:
-        table.add_row(rid, step, agent, category, f"{confidence:.2f}", basis, " ".join(prev.split()))
+        cells = (rid, step, agent, category, f"{confidence:.2f}", basis, " ".join(prev.split()))
+        table.add_row(*(cells[i] for i in keep))
     if len(rows) > 50:
-        table.add_row("…", "", "", f"{len(rows) - 50} more", "", "", "")
+        table.add_row(*(("…", "", "", f"{len(rows) - 50} more", "", "", "")[i] for i in keep))
     out.print(table)
     cats = Counter(row[3] for row in rows)
-    out.print("categories: " + ", ".join(f"{k} {v}" for k, v in cats.most_common()), highlight=False)
+    out.print(wrap_items("categories:", [f"{k} {v}" for k, v in cats.most_common()], out.width),
+              highlight=False, markup=False, soft_wrap=True)
     say_never_fired([rid for rid in kept.applied if rid not in kept.fired], len(rows))
     where = [f"{'diagnoses' if output.endswith('.jsonl') else 'results'} → {output}"] + ([f"report → {report}"] if report else [])
     out.print("; ".join(where), highlight=False)

@@ -20,6 +20,7 @@ from trajaudit.cli.common import (
     handle_errors,
     refuse_overwriting_input,
     report_load,
+    say_never_fired,
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options
@@ -88,17 +89,6 @@ def never_fired(rule_ids: list[str], logs: list[ValidationLog]) -> list[str]:
     guard that names a tool the runs never call, a typo in a field name)."""
     fired = {r.rule_id for lg in logs for r in lg.records}
     return [rid for rid in dict.fromkeys(rule_ids) if rid not in fired]
-
-
-def say_never_fired(ids: list[str], runs: int, limit: int = 20) -> None:
-    """Print the rules that never fired (stderr), the first ``limit`` by name."""
-    if not ids or not runs:
-        return
-    shown = ", ".join(ids[:limit]) + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
-    # wrapped at the terminal's width (words kept whole), as the rest of the summary: a batch's
-    # list of rule ids is one long line
-    console(err=True).print(f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never "
-                            f"held): {shown}", markup=False, highlight=False)
 
 
 @click.command("check")

@@ -47,6 +47,24 @@ def clip(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return message if len(message) <= limit else f"{message[:limit]}… ({len(message) - limit} more characters)"
 
 
+def wrap_items(head: str, items: Iterable[str], width: int, indent: int = 2) -> str:
+    """``head`` followed by ``items`` joined with ", ", wrapped at ``width`` columns *between* items
+    (an item, e.g. ``invalid_invocation 1`` or a rule id, is never split), continuation lines
+    indented by ``indent`` spaces; an item wider than a line stands alone on its line."""
+    lines: list[str] = []
+    line = head.rstrip()
+    items = list(items)
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        if len(line) + 1 + len(piece) > width and line.strip():
+            lines.append(line)
+            line = " " * indent + piece
+        else:
+            line = f"{line} {piece}" if line else piece
+    lines.append(line)
+    return "\n".join(lines)
+
+
 def fail(message: str) -> None:
     """Print ``error: message`` to stderr and exit with code 2."""
     console(err=True).print(f"[bold red]error:[/] {escape(clip(message))}", markup=True, highlight=False)
@@ -155,6 +173,17 @@ def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ())
     for f in files:
         c.print(f"[yellow]warning:[/] {escape(f)} is not valid UTF-8; undecodable bytes were replaced",
                 markup=True, highlight=False)
+
+
+def say_never_fired(ids: list[str], runs: int, limit: int = 20) -> None:
+    """Print the rules that never fired (stderr), the first ``limit`` by name."""
+    if not ids or not runs:
+        return
+    shown = ids[:limit] + ([f"… ({len(ids) - limit} more)"] if len(ids) > limit else [])
+    # wrapped at the terminal's width between rule ids (an id never split), continuation lines indented
+    err = console(err=True)
+    err.print(wrap_items(f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never held):",
+                         shown, err.width), markup=False, highlight=False, soft_wrap=True)
 
 
 def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:

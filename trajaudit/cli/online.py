@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
 
 from trajaudit.cli.common import EXIT_FINDINGS, check_can_listen, console, fail, handle_errors
-from trajaudit.engine.run.monitor import Monitor
+from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.validation_log import Record, severity_rank
-from trajaudit.online.guard import Guard, build_app, serve
+from trajaudit.online.guard import Guard, GuardError, build_app, check_upstream, serve
 from trajaudit.online.watch import END_MARKER, watch
 
 _SEVERITIES = ["info", "warning", "error", "critical"]
@@ -22,6 +23,92 @@ def _spec(packs: tuple[str, ...], tools: str | None) -> AuditSpec:
     return AuditSpec(rules=tuple(packs), tools=tools)
 
 
+#: exit code of a watch interrupted by Ctrl-C (SIGINT), the shell's convention (128 + 2)
+EXIT_INTERRUPTED = 130
+
+
+class _WatchOutput:
+    """What `watch` prints as the run goes: violations (stdout, table or JSON lines), skipped lines,
+    the alarm, the end-of-run verdicts on a cut run, and the closing summary (stderr; JSON too)."""
+
+    def __init__(self, file: str, out_format: str, fail_on: str) -> None:
+        self.file, self.json, self.fail_on = file, out_format == "json", fail_on
+        self.floor = severity_rank(fail_on)
+        self.out, self.err = console(), console(err=True)
+        self.violations = self.bad = self.after_stop = 0
+        self.skipped: list[int] = []
+
+    def say(self, text: str) -> None:
+        self.err.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def _emit(self, obj: dict[str, Any]) -> None:
+        click.echo(json.dumps(obj, ensure_ascii=False, default=str))
+
+    def records(self, records: list[Record]) -> None:
+        for r in records:
+            if r.verdict != "fail":
+                continue
+            if severity_rank(r.severity) >= self.floor:
+                self.bad += 1
+            if self.json:
+                self._emit({"event": "violation", **r.to_dict()})
+            else:
+                self.out.print(f"[bold red]FAIL[/] step {r.step:>4}  {escape(r.rule_id)}  [dim]({escape(r.severity)})[/]  ",
+                               end="", soft_wrap=True, markup=True)
+                self.out.print(r.message, markup=False, highlight=False, soft_wrap=True)
+
+    def stopped_records(self, records: list[Record]) -> None:
+        """End-of-run verdicts on a run the watch cut short: labelled, not counted as violations."""
+        fails = [r for r in records if r.verdict == "fail"]
+        if fails and not self.json:
+            self.out.print("[dim]end-of-run verdicts on the run as stopped (not the agent's violations: the run did "
+                           "not reach its end):[/]", soft_wrap=True, markup=True)
+        for r in fails:
+            self.after_stop += 1
+            if self.json:
+                self._emit({"event": "after_stop", **r.to_dict()})
+            else:
+                self.out.print(f"[dim]after stop[/] step {r.step:>4}  {escape(r.rule_id)}  [dim]({escape(r.severity)})[/]  ",
+                               end="", soft_wrap=True, markup=True)
+                self.out.print(r.message, markup=False, highlight=False, soft_wrap=True, style="dim")
+
+    def skip(self, n: int, why: str) -> None:
+        self.skipped.append(n)
+        if self.json:
+            self._emit({"event": "skipped", "line": n, "error": why})
+        self.say(f"skipped: {self.file}:{n}: {why}")
+
+    def alarm(self, m: Monitor) -> None:
+        d = m.diagnosis()
+        info = {"event": "alarm", "step": m.alarm, "critical_step": d.critical_step if d else None,
+                "category": d.category if d else None, "confidence": d.confidence if d else None}
+        if self.json:
+            self._emit(info)
+        else:
+            self.out.print(f"[bold magenta]ALARM[/] at step {m.alarm}: critical step {info['critical_step']} "
+                           f"({escape(str(info['category']))}, confidence {info['confidence']}); the run is stopped",
+                           soft_wrap=True, markup=True)
+
+    def end(self, reason: str, monitor: Monitor, lines: int) -> None:
+        steps = len(monitor.steps)
+        # the run's log (a rule a domain pack superseded has left it), less the verdicts on a cut run
+        self.violations = sum(1 for r in monitor.log.records if r.verdict == "fail") - self.after_stop
+        if self.json:
+            self._emit({"event": "end", "reason": reason, "steps": steps, "violations": self.violations,
+                        "at_or_above": self.bad, "skipped_lines": len(self.skipped), "after_stop": self.after_stop})
+        self.say(f"{self.file}: run ended ({reason}) after {steps} step(s): {self.violations} violation(s), "
+                  f"{self.bad} at or above {self.fail_on}"
+                  + (f"; {len(self.skipped)} line(s) skipped" if self.skipped else "")
+                  + (f"; {self.after_stop} end-of-run verdict(s) on the stopped run, not counted" if self.after_stop else ""))
+        why = {"missing": f"{self.file} was never created: nothing was checked",
+               "interrupted": "interrupted before the run's end: the end-of-run rules were not settled (the violations "
+                              "above were settled as the steps arrived)",
+               "truncated": f"{self.file} was truncated after line {lines} (log rotation or a rewrite): the watch stops "
+                            "here, the new content may be another run (start a new watch for it)"}.get(reason)
+        if why:
+            self.say(why)
+
+
 @click.command("watch")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
@@ -29,16 +116,18 @@ def _spec(packs: tuple[str, ...], tools: str | None) -> AuditSpec:
 @click.option("--tools", "tools_file", type=click.Path(exists=True, dir_okay=False),
               help="JSON list of OpenAI function schemas (SCHEMA rules).")
 @click.option("--format", "out_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="table: one console line per violation; json: one JSON object per line (violations, alarm, end).")
+              help="table: one console line per violation; json: one JSON object per line (violation, skipped, alarm, "
+                   "after_stop, end).")
 @click.option("--until-idle", type=click.FloatRange(min=0), metavar="SECONDS",
               help="End the run after this many seconds without a new line, counting the wait for a FILE not "
                    "created yet (default: wait for the end marker or for the file to be removed or renamed).")
 @click.option("--fail-on", type=click.Choice(_SEVERITIES), default="error", show_default=True,
               help="Exit 1 when a violation at or above this severity was settled (or a line was skipped).")
 @click.option("--stop-on-alarm", is_flag=True,
-              help="Stop when the prefix judge raises its alarm (estimate based on a finding, confidence >= threshold).")
-@click.option("--alarm-threshold", type=click.FloatRange(0, 1), default=0.6, show_default=True,
-              help="Confidence of the alarm (0 to 1).")
+              help="Stop when the prefix judge raises its alarm (estimate based on a finding, confidence >= threshold); "
+                   "the end-of-run verdicts on the stopped run are labelled 'after stop', not counted as violations.")
+@click.option("--alarm-threshold", type=click.FloatRange(0, 1), default=DEFAULT_ALARM_THRESHOLD, show_default=True,
+              help="Confidence of the alarm (0 to 1; the default is chosen by leave-one-dataset-out, docs/monitor.md).")
 @click.option("--poll", type=click.FloatRange(min=0.01), default=0.1, show_default=True, help="Seconds between reads at the end of the file.")
 @handle_errors
 def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_format: str, until_idle: float | None,
@@ -49,8 +138,12 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
     ends at the line {"trajaudit": "end"}, when FILE is removed or renamed, or after --until-idle
     seconds without a new line; the end-of-run rules are then settled. A FILE that does not exist yet
     is waited for (like `tail -F`; --until-idle counts the wait), as long as its directory exists.
+    FILE may be a named pipe (FIFO). If FILE is truncated (copy-and-truncate log rotation, a rewrite),
+    the watch says so and stops: the new content may be another run. Ctrl-C stops the watch with a
+    summary (the end-of-run rules are not settled: the run did not end).
     Exit codes as `check`: 0 no violation at or above --fail-on, 1 one (or a line skipped, the alarm
-    stopped the run, or FILE was never created), 2 usage (e.g. FILE's directory does not exist).
+    stopped the run, FILE was truncated or never created), 2 usage (e.g. FILE's directory does not
+    exist), 130 interrupted (Ctrl-C).
 
     \b
     Examples:
@@ -62,69 +155,33 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
         fail(f"cannot watch {file}: its directory {parent} does not exist")
     ctx = build_context(_spec(packs, tools_file))
     monitor = Monitor(context=ctx, run_id=Path(file).stem, alarm_threshold=alarm_threshold, freeze_gc=True)
-    out, err = console(), console(err=True)
-    floor = severity_rank(fail_on)
-    bad = 0
-
-    def show(records: list[Record]) -> None:
-        nonlocal bad
-        for r in records:
-            if r.verdict != "fail":
-                continue
-            if severity_rank(r.severity) >= floor:
-                bad += 1
-            if out_format == "json":
-                click.echo(json.dumps({"event": "violation", **r.to_dict()}, ensure_ascii=False, default=str))
-            else:
-                out.print(f"[bold red]FAIL[/] step {r.step:>4}  {escape(r.rule_id)}  [dim]({escape(r.severity)})[/]  ",
-                          end="", soft_wrap=True, markup=True)
-                out.print(r.message, markup=False, highlight=False, soft_wrap=True)
-
-    def skipped(n: int, why: str) -> None:
-        if out_format == "json":
-            click.echo(json.dumps({"event": "skipped", "line": n, "error": why}, ensure_ascii=False))
-        err.print(f"skipped: {file}:{n}: {why}", markup=False, highlight=False, soft_wrap=True)
-
-    def alarm(m: Monitor) -> None:
-        d = m.diagnosis()
-        info = {"event": "alarm", "step": m.alarm, "critical_step": d.critical_step if d else None,
-                "category": d.category if d else None, "confidence": d.confidence if d else None}
-        if out_format == "json":
-            click.echo(json.dumps(info, ensure_ascii=False))
-        else:
-            out.print(f"[bold magenta]ALARM[/] at step {m.alarm}: critical step {info['critical_step']} "
-                      f"({escape(str(info['category']))}, confidence {info['confidence']}); the run is stopped",
-                      soft_wrap=True, markup=True)
+    show = _WatchOutput(file, out_format, fail_on)
 
     def waiting() -> None:
-        err.print(f"{file} does not exist yet: waiting for it to be created"
-                  + (f" (at most {until_idle:g} s, --until-idle)" if until_idle is not None else " (Ctrl-C to stop)"),
-                  markup=False, highlight=False, soft_wrap=True)
+        show.say(f"{file} does not exist yet: waiting for it to be created"
+                  + (f" (at most {until_idle:g} s, --until-idle)" if until_idle is not None else " (Ctrl-C to stop)"))
 
-    err.print(f"watching {file} ({len(monitor.context.rules)} rule(s); domain packs join when their tools are called)",
-              markup=False, highlight=False, soft_wrap=True)
+    show.say(f"watching {file} ({len(monitor.context.rules)} rule(s); domain packs join when their tools are called)")
+    lines = 0
     try:
-        res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show,
-                    on_skip=skipped, on_alarm=alarm, poll=poll, on_wait=waiting)
+        res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show.records,
+                    on_skip=show.skip, on_alarm=show.alarm, poll=poll, on_wait=waiting, on_after_stop=show.stopped_records)
+        reason, lines = res.reason, res.lines
+    except KeyboardInterrupt:  # Ctrl-C: what was settled is printed; say how the run was left, exit 130
+        reason = "interrupted"
     finally:
         monitor.release()  # the collector sees the run's state again (freeze_gc), even when interrupted
-    total = sum(1 for r in monitor.log.records if r.verdict == "fail")
-    summary = {"event": "end", "reason": res.reason, "steps": len(monitor.steps), "violations": total,
-               "at_or_above": bad, "skipped_lines": len(res.skipped)}
-    if out_format == "json":
-        click.echo(json.dumps(summary))
-    err.print(f"{file}: run ended ({res.reason}) after {len(monitor.steps)} step(s): {total} violation(s), "
-              f"{bad} at or above {fail_on}" + (f"; {len(res.skipped)} line(s) skipped" if res.skipped else ""),
-              markup=False, highlight=False, soft_wrap=True)
-    if res.reason == "missing":
-        err.print(f"{file} was never created: nothing was checked", markup=False, highlight=False, soft_wrap=True)
-    if bad or res.skipped or res.reason in ("alarm", "missing"):
+    show.end(reason, monitor, lines)
+    if reason == "interrupted":
+        raise SystemExit(EXIT_INTERRUPTED)
+    if show.bad or show.skipped or reason in ("alarm", "missing", "truncated"):
         raise SystemExit(EXIT_FINDINGS)
 
 
 @click.command("guard")
 @click.option("--upstream", required=True, metavar="URL",
-              help="The OpenAI-compatible endpoint to forward to (base URL, e.g. http://127.0.0.1:8000/v1).")
+              help="The OpenAI-compatible endpoint to forward to: an http:// or https:// base URL, e.g. "
+                   "http://127.0.0.1:8000/v1 (anything else is a usage error, exit 2).")
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
               help="An extra rule pack (repeatable), added to the default packs (which always apply, as in `audit`).")
 @click.option("--tools", "tools_file", type=click.Path(exists=True, dir_okay=False),
@@ -141,8 +198,8 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), default="trajaudit-guard.jsonl", show_default=True,
               help="Append every decision here (JSONL: run_key, step, rule, verdict, evidence, decision).")
 @click.option("--stop-on-alarm", is_flag=True, help="Block every answer once the prefix judge raises its alarm.")
-@click.option("--alarm-threshold", type=click.FloatRange(0, 1), default=0.6, show_default=True,
-              help="Confidence of the alarm (0 to 1).")
+@click.option("--alarm-threshold", type=click.FloatRange(0, 1), default=DEFAULT_ALARM_THRESHOLD, show_default=True,
+              help="Confidence of the alarm (0 to 1; the default is chosen by leave-one-dataset-out, docs/monitor.md).")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds to wait for the upstream (then 504).")
 @click.option("--cache-size", type=click.IntRange(min=0), default=128, show_default=True,
               help="Conversations whose rule state is kept: a request extending one adds only its new messages "
@@ -165,6 +222,10 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
       trajaudit guard --upstream http://127.0.0.1:8000/v1
       trajaudit guard --upstream https://llm.internal/v1 --rules examples/rules/guard_policies.yaml --mode annotate
     """
+    try:  # before anything starts: a proxy forwarding to "notaurl" would fail every request
+        check_upstream(upstream)
+    except GuardError as e:
+        fail(f"--upstream: {e}")
     if block_status is not None and not 400 <= block_status <= 499:
         fail(f"--block-status must be a 4xx status, got {block_status}")
     check_can_listen(host, port)  # before the rules are built: a port in use is said in words, exit 2
@@ -181,4 +242,4 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
     serve(build_app(g, upstream, timeout=timeout), host=host, port=port)
 
 
-__all__ = ["END_MARKER", "guard_cmd", "watch_cmd"]
+__all__ = ["END_MARKER", "EXIT_INTERRUPTED", "guard_cmd", "watch_cmd"]

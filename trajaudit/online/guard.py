@@ -33,21 +33,22 @@ import json
 import logging
 import threading
 import time
+import urllib.parse
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajaudit.engine.run.monitor import Monitor, MonitorError
+from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor, MonitorError
 from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.validation_log import Record, severity_rank
 from trajaudit.errors import TrajauditError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ConversationCache", "Guard", "GuardError", "assemble_stream", "build_app", "message_hashes", "parse_sse",
-           "run_key", "serve"]
+__all__ = ["ConversationCache", "Guard", "GuardError", "assemble_stream", "build_app", "check_upstream",
+           "message_hashes", "parse_sse", "run_key", "serve"]
 
 _HOP = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive", "host"})
 MAX_HEADER = 4000
@@ -55,6 +56,26 @@ MAX_HEADER = 4000
 
 class GuardError(TrajauditError):
     """The extra ``trajaudit[guard]`` is missing, or a setting is invalid."""
+
+
+def check_upstream(url: str) -> str:
+    """``url`` (the upstream's base URL) if it is an ``http://`` or ``https://`` URL with a host (and a
+    valid port, if any).
+
+    Raises:
+        GuardError: anything else (``notaurl``, ``localhost:8000`` without its scheme, ``ftp://...``),
+            naming the value.
+    """
+    try:
+        u = urllib.parse.urlsplit(url)
+        port_ok = u.port is None or u.port > 0
+    except ValueError:  # a port that is not a number or out of range
+        port_ok = False
+        u = urllib.parse.urlsplit("")
+    if u.scheme.lower() not in ("http", "https") or not u.hostname or not port_ok:
+        raise GuardError(f"the upstream must be an http:// or https:// URL with a host, such as "
+                         f"http://127.0.0.1:8000/v1; got {url!r}")
+    return url
 
 
 def run_key(messages: list[Any]) -> str:
@@ -272,7 +293,8 @@ class Guard:
     """
 
     def __init__(self, context: AuditContext, *, mode: str = "block", block_on: str = "error",
-                 block_status: int | None = None, stop_on_alarm: bool = False, alarm_threshold: float = 0.6,
+                 block_status: int | None = None, stop_on_alarm: bool = False,
+                 alarm_threshold: float = DEFAULT_ALARM_THRESHOLD,
                  log_path: str | Path | None = None, cache_size: int = 128, cache_idle: float = 600.0) -> None:
         if mode not in ("block", "annotate"):
             raise GuardError(f"mode must be block or annotate, got {mode!r}")
@@ -424,8 +446,10 @@ def build_app(guard: Guard, upstream: str, *, timeout: float = 600.0, transport:
     ``upstream`` (a base URL ending in ``/v1`` or not), other paths forwarded unchanged.
 
     Raises:
-        GuardError: starlette or httpx is not installed (``pip install 'trajaudit[guard]'``).
+        GuardError: starlette or httpx is not installed (``pip install 'trajaudit[guard]'``), or
+            ``upstream`` is not an http(s) URL (:func:`check_upstream`).
     """
+    check_upstream(upstream)
     try:
         import httpx
         from starlette.applications import Starlette

@@ -230,3 +230,94 @@ def test_first_wins_equals_the_key_sort(found):
         if f[1] >= kept[-1][2]:
             kept.append(f)
     assert _first_wins(list(found)) == kept
+
+
+_noise_text = st.lists(st.sampled_from(["\n", "\n\n", " ", "\t", "x", "Done.", "Traceback (most recent call last):",
+                                        "  File \"a.py\", line 3", "ValueError: bad", "exitcode: 1 (failed)", "EXIT CODE 2",
+                                        "Exit code: -1", "# note", "INFO: ok", "[ERROR] x", "WARNING ", "I1219 12:37:12",
+                                        "2024-12-19 12:37:12", "[client: 12-02] WARNING - y", "UserWarning: z",
+                                        "TERMINATE", "SCENARIO.PY", "/usr/lib/python3/x", "site-packages/y",
+                                        "node_modules/", "at a.B.c(F.java:12)", "at f (x.js:1:2)", "İ", "ſ", "é"]),
+                       max_size=16).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_noise_text)
+def test_runtime_spans_equal_the_reference_loop(text):
+    from trajaudit.engine.claims.noise import runtime_spans_reference
+
+    assert runtime_spans(text) == runtime_spans_reference(text)
+
+
+def test_runtime_spans_equal_the_reference_loop_on_real_texts(tau_runs, ww_runs):
+    from trajaudit.engine.claims.noise import runtime_spans_reference
+
+    for runs in (tau_runs, ww_runs):
+        for t in runs.values():
+            for s in t.steps:
+                assert runtime_spans(s.content) == runtime_spans_reference(s.content)
+
+
+def _params(f):
+    import inspect
+
+    return [(p.name, p.kind, p.default) for p in list(inspect.signature(f).parameters.values())[1:]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 50), st.text(max_size=5), st.sampled_from(["id", "count"]), st.text(max_size=5),
+       st.text(max_size=5), st.dictionaries(st.sampled_from(["slot", "in_code", "in_call", "tool", "context"]),
+                                            st.sampled_from([(), ("count", "x"), True, False, None, "t"]), max_size=3))
+def test_mention_fast_init_equals_the_generated_one(step, address, kind, value, text, extra):
+    import dataclasses
+
+    from trajaudit.engine.claims import model as m
+
+    assert _params(m.Mention.__init__) == _params(m._mention_init_reference)
+    fast = m.Mention(step, address, kind, value, text, **extra)
+    ref = object.__new__(m.Mention)
+    m._mention_init_reference(ref, step, address, kind, value, text, **extra)
+    assert fast == ref and hash(fast) == hash(ref) and repr(fast) == repr(ref)
+    assert [getattr(fast, f.name) for f in dataclasses.fields(m.Mention)] == [
+        getattr(ref, f.name) for f in dataclasses.fields(m.Mention)]
+    try:
+        fast.step = 1  # type: ignore[misc]
+    except dataclasses.FrozenInstanceError:
+        pass
+    else:
+        raise AssertionError("Mention is frozen")
+
+
+_money_text = st.lists(st.sampled_from(["$", "€", "£", "¥", "₹", "US$", "usd", " ", "\u00a0", "-", "+", "−", "_", "#",
+                                        "1", "05", "0", "12", ".", ",", "'", "k", "m", " million", "%", "W", "x", "é",
+                                        "٣", "＿", "＃", "9" * 30]), max_size=8).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_money_text)
+def test_norm_number_shortcuts_equal_the_reference(text):
+    assert normalize._norm_number(text) == normalize._norm_number_reference(text)
+
+
+def test_underscore_and_hash_survive_nfkc_next_to_any_character():
+    import sys
+    import unicodedata
+
+    for i in range(sys.maxunicode + 1):
+        c = chr(i)
+        for s in ("_" + c, c + "_"):
+            assert "_" in unicodedata.normalize("NFKC", s)
+        for s in ("#" + c, c + "#"):
+            assert "#" in unicodedata.normalize("NFKC", s)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(["cancel", "cance", "process", "sav", "sa", "writt", "instal", "x", " ", "was ",
+                                 "been ", "ed", "verifi", "confir", "confirm"]), max_size=10).map("".join),
+       st.integers(0, 80), st.integers(0, 80))
+def test_stem_pattern_equals_a_find_per_stem(low, i, j):
+    from trajaudit.engine.claims.patterns import _COMPLETION_STEMS, _STEMS_RE
+
+    s, e = sorted((i % (len(low) + 1), j % (len(low) + 1)))
+    assert (_STEMS_RE.search(low, s, e) is not None) == any(low.find(w, s, e) >= 0 for w in _COMPLETION_STEMS)
+    assert (_STEMS_RE.search(low) is not None) == any(w in low for w in _COMPLETION_STEMS)

@@ -294,7 +294,7 @@ class RegexExtractor:
         got = self._status_sentences(text, subjects)
         if got is None:
             return
-        found, folded, leads, spans = got
+        found, folded, leads, spans, present = got
         for s, e in spans:
             if e <= s or _inside(s, code):
                 continue
@@ -302,21 +302,25 @@ class RegexExtractor:
             subs = sorted({v for p, v in subjects if s <= p < e})
             seen: set[str] = set()
             if 0 < len(subs) <= 4 and not _CONDITIONAL.search(sentence):
-                yield from self._states(text, step, base, s, sentence, subs, seen, tool)
+                yield from self._states(text, step, base, s, sentence, subs, seen, tool, present)
             if found and not holds_completion(folded, leads, s, e):
                 continue  # no completion lead word in the sentence (exact, see holds_completion)
             yield from _completions(text, step, base, s, sentence, subs[0] if len(subs) == 1 else "", seen, tool)
 
     def _status_sentences(self, text: str, subjects: list[tuple[int, str]]
-                          ) -> tuple[bool, str, list[tuple[int, int]], list[tuple[int, int]]] | None:
-        """``(folded, folded text, lead positions, sentence spans)`` of the sentences that can yield a
-        status or completion, or ``None`` when none can: a status needs a subject and a state word in
-        its sentence (hence in the text); ``folded`` is False for exotic case folding (ascii_fold),
-        where every sentence is tried, after a whole-text check."""
-        status = False
+                          ) -> tuple[bool, str, list[tuple[int, int]], list[tuple[int, int]], tuple[str, ...]] | None:
+        """``(folded, folded text, lead positions, sentence spans, state words)`` of the sentences that
+        can yield a status or completion, or ``None`` when none can: a status needs a subject and a
+        state word in its sentence (hence in the text: the state words the text holds, in
+        ``status_words`` order, are the only ones a sentence's :func:`_status_word` needs to try —
+        ``casefold`` maps character by character, so a sentence's folding is part of the text's);
+        ``folded`` is False for exotic case folding (ascii_fold), where every sentence is tried, after
+        a whole-text check."""
+        present: tuple[str, ...] = ()
         if subjects:  # (the text is case-folded only then)
             low = text.casefold()
-            status = any(w in low for w in self.status_words)
+            present = tuple(w for w in self.status_words if w in low)
+        status = bool(present)
         found = completion_leads(text)
         if found is not None:
             # only sentences holding a subject (when a state word occurs) or a completion's lead word can
@@ -324,16 +328,18 @@ class RegexExtractor:
             folded, leads = found
             if not status and not leads:
                 return None
-            return True, folded, leads, candidate_sentences(text, [p for p, _ in subjects] if status else [], leads)
+            return (True, folded, leads, candidate_sentences(text, [p for p, _ in subjects] if status else [], leads),
+                    present)
         if not status and not COMPLETION_RE.search(text):
             return None
-        return False, "", [], sentence_spans(text)
+        return False, "", [], sentence_spans(text), present
 
     def _states(self, text: str, step: int, base: str, s: int, sentence: str, subs: list[str], seen: set[str],
-                tool: str | None) -> Iterator[m.Mention]:
+                tool: str | None, present: tuple[str, ...]) -> Iterator[m.Mention]:
         """One state word and up to 4 objects in the sentence at ``s``: the sentence attributes that state
-        to each of them (the word is added to ``seen``)."""
-        words = [wd for wd in _status_word(sentence, self.status_words)
+        to each of them (the word is added to ``seen``). ``present``: the state words of the whole text
+        (:meth:`_status_sentences`), a superset of the sentence's, in ``status_words`` order."""
+        words = [wd for wd in _status_word(sentence, present)
                  if not _NOT_STATE.search(sentence, max(0, wd[1] - 30), wd[1])]
         if len({w for w, _, _ in words}) != 1:
             return

@@ -49,9 +49,65 @@ _LIB_PATH = re.compile(r"site-packages/|dist-packages/|/usr/lib/python\d|/lib/py
 _REPORT = re.compile(r"^[ \t]*exit ?code:? ?-?\d+", re.I)
 
 
+#: The three tests a line gets at its start, in the order the reference loop tries them, as one
+#: pattern: the first branch that matches names the test (``lastgroup``) — one call per line.
+_LINE_START = re.compile(
+    rf"(?P<tb>{_TRACEBACK.pattern})|(?P<rep>(?i:{_REPORT.pattern.removeprefix('^')}))|(?P<line>{_LINE_PATTERNS.pattern})",
+    re.M,
+)
+
+
 def runtime_spans(text: str) -> list[tuple[int, int]]:
     """Sorted, disjoint ``(start, end)`` character spans of ``text`` that are pasted runtime output
-    (see the module docstring). Empty for text without any."""
+    (see the module docstring). Empty for text without any.
+
+    Equal to :func:`runtime_spans_reference` (the line loop with one test per call), with two
+    exact shortcuts: the three line-start tests are one pattern (:data:`_LINE_START`, its branches
+    in the reference's order), and the library-path test runs on each line only when the whole text
+    holds such a path (a line's match is a match in the text)."""
+    if not text:
+        return []
+    spans: list[tuple[int, int]] = []
+    lines = text.split("\n")
+    lib = _LIB_PATH.search(text) is not None
+    start = _LINE_START.match
+    i, n, a = 0, len(lines), 0
+    while i < n:
+        ln = lines[i]
+        hit = start(ln)
+        group = hit.lastgroup if hit is not None else None
+        if group == "tb" or group == "rep":
+            j = _block_end(lines, i, group == "tb")
+            end = a + sum(len(x) + 1 for x in lines[i:j - 1]) + len(lines[j - 1])
+            spans.append((a, end))
+            a = end + 1
+            i = j
+            continue
+        if (group == "line" or (lib and _LIB_PATH.search(ln))) and ln.strip():
+            spans.append((a, a + len(ln)))
+        a += len(ln) + 1
+        i += 1
+    return _merge(spans)
+
+
+def _block_end(lines: list[str], i: int, traceback: bool) -> int:
+    """The line after the block opening at line ``i``: a traceback's indented lines and its exception
+    line, or an execution report's output up to a blank line (as :func:`runtime_spans_reference`)."""
+    n = len(lines)
+    j = i + 1
+    if traceback:
+        while j < n and (lines[j][:1] in (" ", "\t") or not lines[j].strip()) and lines[j].strip() != "":
+            j += 1
+        if j < n and _EXC_LINE.match(lines[j]):
+            j += 1
+        return j
+    while j < n and lines[j].strip() and not lines[j].lstrip().startswith("#"):
+        j += 1
+    return j
+
+
+def runtime_spans_reference(text: str) -> list[tuple[int, int]]:
+    """The definition of :func:`runtime_spans` (kept for the equivalence test)."""
     if not text:
         return []
     spans: list[tuple[int, int]] = []

@@ -127,6 +127,30 @@ def norm_number(text: str) -> str | None:
 
 
 def _norm_number(text: str) -> str | None:
+    """:func:`_norm_number_reference` with two shortcuts, both exact: a text holding ``_`` or ``#`` is
+    not a number (every step of :func:`parse_number` keeps those characters — NFKC composes nothing
+    with them, a test checks every code point — and its final test admits only digits, ``.`` and
+    ``,``): ids such as ``user_9620`` or ``#W1`` reach here from :func:`norm_scalar`; and a currency
+    sign followed by a plain decimal (``$54.85``) is that decimal (:func:`parse_number` drops the sign
+    and reads the rest as :func:`plain_decimal` does)."""
+    simple = plain_decimal(text)
+    if simple is not None:
+        return simple
+    if "_" in text or "#" in text:
+        return None
+    if text and text[0] in _CURRENCY_SIGNS:
+        simple = plain_decimal(text[1:])
+        if simple is not None:
+            return simple
+    d = parse_number(text)
+    return None if d is None else canon_decimal(d)
+
+
+_CURRENCY_SIGNS = "$€£¥₹"
+
+
+def _norm_number_reference(text: str) -> str | None:
+    """The definition of :func:`_norm_number` (kept for the equivalence test)."""
     simple = plain_decimal(text)
     if simple is not None:
         return simple

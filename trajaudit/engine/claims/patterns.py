@@ -276,6 +276,12 @@ _COMPLETION_STEMS = ("cancel", "process", "return", "exchang", "modifi", "updat"
                      "writt", "export", "generat", "instal", "verifi", "confirm")
 
 
+#: Any verb stem, as one pattern: ``_STEMS_RE.search(low, start, end)`` is ``any(low.find(w, start, end)
+#: >= 0 for w in _COMPLETION_STEMS)`` (plain lower-case literals: a match lies within the bounds), in
+#: one call instead of one per stem.
+_STEMS_RE = re.compile("|".join(_COMPLETION_STEMS))
+
+
 def _spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
     out = []
     for w in words:
@@ -321,7 +327,7 @@ def completion_leads(text: str) -> tuple[str, list[tuple[int, int]]] | None:
     if low is None:
         return None
     leads = _spans(low, _COMPLETION_WORDS)
-    if leads and not any(w in low for w in _COMPLETION_STEMS):
+    if leads and _STEMS_RE.search(low) is None:
         leads = []
     return low, leads
 
@@ -329,7 +335,7 @@ def completion_leads(text: str) -> tuple[str, list[tuple[int, int]]] | None:
 def holds_completion(folded: str, leads: list[tuple[int, int]], start: int, end: int) -> bool:
     """Whether ``text[start:end]`` holds a lead word and a verb stem (``folded``, ``leads`` from
     :func:`completion_leads`); equal to ``holds_literal(completion_literals(text), start, end)``."""
-    return _holds(leads, start, end) and any(folded.find(w, start, end) >= 0 for w in _COMPLETION_STEMS)
+    return _holds(leads, start, end) and _STEMS_RE.search(folded, start, end) is not None
 
 
 def _holds(spans: list[tuple[int, int]], start: int, end: int) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from operator import itemgetter
+from typing import Any
 
 from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS, ascii_fold
 
@@ -26,9 +27,18 @@ _DATE_TIME_ID = (
 _MONEY_SIGN = r"[$€£¥₹]\s?(?:" + _NUM + r")" + _SCALE
 _MONEY_WORD = r"(?:" + _NUM + r")" + _SCALE + r"\s?(?:USD|EUR|GBP|dollars?|euros?)\b"
 _NUMBER = r"(?P<number>(?:" + _NUM + r")" + _SCALE + r"(?:\s?(?:" + _UNITS + r"))?)"
-#: The reference definition of the anchored value scan.
-_DIGIT_RE = re.compile(
-    rf"(?=[\d#$€£¥₹])(?:{_DATE_TIME_ID}|(?P<money>{_MONEY_SIGN}|{_MONEY_WORD})|{_NUMBER})", re.IGNORECASE)
+#: The reference definition of the anchored value scan (the pattern of ``_DIGIT_RE``, which only the
+#: equivalence tests use: it is compiled on first access, see :func:`__getattr__`).
+_DIGIT_RE_PATTERN = rf"(?=[\d#$€£¥₹])(?:{_DATE_TIME_ID}|(?P<money>{_MONEY_SIGN}|{_MONEY_WORD})|{_NUMBER})"
+
+
+def __getattr__(name: str) -> Any:
+    """``_DIGIT_RE`` (``_DIGIT_RE_PATTERN``, ignoring case), compiled on first access and kept: the
+    reference the fast scan is tested against; compiling it costs ~2.5 ms that no audit needs."""
+    if name == "_DIGIT_RE":
+        rx = globals()[name] = re.compile(_DIGIT_RE_PATTERN, re.IGNORECASE)
+        return rx
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 # The same scan, faster: (a) a unit is tried only when a letter, % or ° follows the number (every unit
 # starts with one), which spares trying ~90 unit spellings after most numbers; (b) for an ASCII text
 # holding none of the currency words, the number-then-currency-word branch (which can then never

@@ -39,6 +39,7 @@ from trajaudit.engine.dsl.queries import (
 )
 from trajaudit.engine.dsl.regex.prefilter import register
 from trajaudit.engine.dsl.regex.safety import refusal, regex_risk
+from trajaudit.engine.dsl.regex.stored import compile_pattern
 from trajaudit.engine.dsl.runtime import (
     Env,
     EvalError,
@@ -98,7 +99,7 @@ def compile_regex(pattern: Any, flags: str, err: Callable[[str], RulePackError])
     if risk:
         raise err(refusal(f"regex {pattern!r}", risk))
     try:
-        return register(re.compile(pattern, f))
+        return register(compile_pattern(pattern, f))  # re.compile, or rebuilt from the pack cache's program
     except re.error as e:
         raise err(f"invalid regex {pattern!r}: {e}") from None
 

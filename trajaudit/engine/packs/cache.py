@@ -3,9 +3,13 @@
 Loading a pack (YAML with node marks, schema validation, includes) and parsing its ~300 expressions
 with lark is most of the audit's one-time work (issue 6); the result is pure data. An entry holds the
 :class:`~trajaudit.engine.packs.pack.RulePack` (every rule spec with its source locations), the plain
-form (``rule_ast.to_data``) of every expression the compile parsed, and the verdicts of the regex
-safety check; the rules are still compiled to closures in every process (nothing executable is
-stored, and nothing stored is executed: the entry is read with ``json.loads`` only).
+form (``rule_ast.to_data``) of every expression the compile parsed, the verdicts of the regex
+safety check, and what the regex fast paths derive from the pack's patterns
+(:mod:`~trajaudit.engine.dsl.regex.stored`: literal sets, anchors, ASCII-twin and branch decisions,
+and the SRE program of each pattern, twin and branch, which ``_sre.compile`` validates when it
+rebuilds the pattern). The rules are still compiled to closures in every process: no Python code is
+stored, and nothing stored is evaluated (the entry is read with ``json.loads``; a regex program is
+only matched by the regex engine, as the pattern ``re.compile`` builds from the same text).
 
 Exact or not taken:
 - the key is a SHA-256 of the pack file's text and path, the trajaudit version, the source of the
@@ -41,7 +45,9 @@ from typing import Any
 from trajaudit.disk_cache import FORMAT, cache_dir, read_body, write_body
 from trajaudit.engine.dsl import parser as rule_parser
 from trajaudit.engine.dsl.ast import same_data
+from trajaudit.engine.dsl.regex import prefilter as regex_prefilter
 from trajaudit.engine.dsl.regex import safety as regex_safety
+from trajaudit.engine.dsl.regex import stored as regex_stored
 from trajaudit.engine.packs import pack as RP
 from trajaudit.engine.packs.compile import compile_rules
 
@@ -102,6 +108,8 @@ class LoadedPack:
         deps: what the load read (see ``rule_pack.recording_deps``).
         parsed: ``{expression text: AST data}`` from the entry, or ``None`` (not compiled yet).
         regex: ``{pattern: verdict}`` from the entry, or ``None``.
+        analyses: ``{key: decision}`` of the regex fast paths about the pack's patterns
+            (:mod:`~trajaudit.engine.dsl.regex.stored`), or ``None``.
     """
 
     pack: RP.RulePack
@@ -109,6 +117,7 @@ class LoadedPack:
     deps: list[Any] = field(default_factory=list)
     parsed: dict[str, list[Any]] | None = None
     regex: dict[str, str] | None = None
+    analyses: dict[str, Any] | None = None
 
 
 @contextmanager
@@ -195,8 +204,9 @@ def _compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
     if loaded.parsed is not None and loaded.regex is not None:
         rule_parser.seed(loaded.parsed)
         regex_safety.seed(loaded.regex)
+        regex_stored.seed(loaded.analyses or {})
         try:
-            with rule_parser.recording() as parsed, regex_safety.recording() as regex:
+            with _recording() as (parsed, regex, patterns, programs):
                 compiled = tuple(compile_rules(loaded.pack))
         except RP.RulePackError:
             raise  # the same error a cold compile gives (the parse is the same; the compiler decides)
@@ -204,20 +214,48 @@ def _compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
             log.debug("pack cache: entry for %s unusable (%s); compiling without it", loaded.pack.name, e)
             rule_parser.clear_memo()
             regex_safety.clear_memo()
-            loaded.parsed = loaded.regex = None
+            regex_stored.clear_memo()
+            loaded.parsed = loaded.regex = loaded.analyses = None
         else:
             if loaded.key is not None and not (parsed.keys() <= loaded.parsed.keys()
-                                               and regex.keys() <= loaded.regex.keys()):
+                                               and regex.keys() <= loaded.regex.keys()
+                                               and _analysed(patterns, loaded.analyses)):
                 # the compiler now parses something the entry lacks: store the complete set
                 loaded.parsed, loaded.regex = {**loaded.parsed, **parsed}, {**loaded.regex, **regex}
+                loaded.analyses = {**(loaded.analyses or {}), **programs, **_analyses(patterns)}
                 _write(loaded)
             return compiled
-    with rule_parser.recording() as parsed, regex_safety.recording() as regex:
+    with _recording() as (parsed, regex, patterns, programs):
         compiled = tuple(compile_rules(loaded.pack))
     if loaded.key is not None:
         loaded.parsed, loaded.regex = dict(parsed), dict(regex)
+        loaded.analyses = {**programs, **_analyses(patterns)}
         _write(loaded)
     return compiled
+
+
+@contextmanager
+def _recording() -> Iterator[tuple[dict[str, Any], dict[str, Any], list[Any], dict[str, Any]]]:
+    """What a pack's compile uses that its entry stores: ``(parsed expressions, regex-safety verdicts,
+    the regexes it registered, the regex programs and decisions it read or made)``."""
+    with rule_parser.recording() as parsed, regex_safety.recording() as regex, \
+            regex_prefilter.registering() as patterns, regex_stored.recording() as programs:
+        yield parsed, regex, patterns, programs
+
+
+def _analyses(patterns: list[Any]) -> dict[str, Any]:
+    """The regex fast paths' decisions about ``patterns`` (the pack's compiled rule regexes) and their
+    branches, made now if not known yet (only when an entry is written): ``{key: decision}``."""
+    with regex_stored.recording() as got:
+        for rx in patterns:
+            regex_prefilter.decide_all(rx)
+    return dict(got)
+
+
+def _analysed(patterns: list[Any], analyses: dict[str, Any] | None) -> bool:
+    """Whether the entry's ``analyses`` were made for every one of ``patterns`` (each has its ``i`` key:
+    :func:`_analyses` makes every decision of a pattern at once)."""
+    return all(regex_stored.key("i", rx) in (analyses or {}) for rx in patterns if isinstance(rx.pattern, str))
 
 
 # ---- keys, entries ---------------------------------------------------------------------------
@@ -264,7 +302,9 @@ def _read(key: str) -> LoadedPack | None:
         d = json.loads(body)
         if d["key"] != key or not _deps_hold(d["deps"]):
             return None
-        return LoadedPack(_pack_from(d["pack"]), key, d["deps"], d["parsed"], d["regex"])
+        analyses = d.get("analyses")
+        return LoadedPack(_pack_from(d["pack"]), key, d["deps"], d["parsed"], d["regex"],
+                          analyses if isinstance(analyses, dict) else None)
     except Exception as e:  # noqa: BLE001 - any problem with an entry means: load normally
         log.debug("pack cache: ignoring entry %s: %s", p, e)
         return None
@@ -276,7 +316,7 @@ def _write(loaded: LoadedPack) -> None:
         return
     try:
         body = {"key": loaded.key, "deps": [list(x) for x in loaded.deps], "pack": _pack_data(loaded.pack),
-                "parsed": loaded.parsed, "regex": loaded.regex}
+                "parsed": loaded.parsed, "regex": loaded.regex, "analyses": loaded.analyses}
         text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         back = json.loads(text)
         if not same_data(back, body) or not same_data(_pack_data(_pack_from(back["pack"])), body["pack"]):

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from trajaudit.engine.dsl.regex import stored as regex_stored
 from trajaudit.engine.packs import cache as pack_cache
 from trajaudit.engine.packs.compile import compile_rules
 from trajaudit.engine.packs.pack import is_shipped_file, resolve_pack, shipped_packs, supersedes_of
@@ -300,7 +301,9 @@ _TOOL_RULES: dict[str, tuple[Any, ...]] = {}
 
 
 def clear_caches() -> None:
-    """Empty the per-process caches of loaded and compiled shipped packs."""
+    """Empty the per-process caches of loaded and compiled shipped packs, and the regex decisions the
+    pack cache's entries seeded (:mod:`~trajaudit.engine.dsl.regex.stored`)."""
+    regex_stored.clear_memo()
     _compiled_shipped.cache_clear()
     _TOOL_RULES.clear()
     _superseded_in.cache_clear()

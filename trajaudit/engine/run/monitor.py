@@ -59,7 +59,11 @@ from trajaudit.engine.validation.stepper import RunState, evaluate_run, prefix_d
 from trajaudit.engine.validation_log import Record, ValidationLog
 from trajaudit.errors import TraceFormatError, TrajauditError
 
-__all__ = ["Monitor", "MonitorError", "RuleStage", "diagnosis_basis", "prefix_decidable"]
+__all__ = ["DEFAULT_ALARM_THRESHOLD", "Monitor", "MonitorError", "RuleStage", "diagnosis_basis", "prefix_decidable"]
+
+#: :meth:`Monitor.check_alarm`'s default confidence (``watch``/``guard --alarm-threshold``): chosen by
+#: leave-one-dataset-out on the online-detection replay (``benchmarks/online_detection.py``, docs/monitor.md)
+DEFAULT_ALARM_THRESHOLD = 0.5
 
 class MonitorError(TrajauditError, ValueError):
     """A message the monitor cannot read (names the message's position), or a misuse (add after close)."""
@@ -286,7 +290,7 @@ class Monitor:
             batch adapters take it) and prompts given outside the messages.
         options: :class:`LoadOptions` for reading messages (content cut, tool-runner names).
         alarm_threshold: :meth:`check_alarm` raises the alarm when the judge's estimate has basis
-            ``finding`` and a confidence of at least this.
+            ``finding`` and a confidence of at least this (default :data:`DEFAULT_ALARM_THRESHOLD`).
         context: a prepared :class:`AuditContext` (overrides ``rules``/``tools``/``taxonomy``;
             several monitors can share one).
         source: the run's :class:`Source` (default ``Source("monitor")``).
@@ -313,7 +317,7 @@ class Monitor:
 
     def __init__(self, rules: Any = (), tools: Any = None, taxonomy: str = "agentrx", *, run_id: str | None = None,
                  task: str | None = None, system_prompts: dict[str, str] | None = None,
-                 options: LoadOptions | None = None, alarm_threshold: float = 0.6,
+                 options: LoadOptions | None = None, alarm_threshold: float = DEFAULT_ALARM_THRESHOLD,
                  context: AuditContext | None = None, source: Source | None = None,
                  dialect: str | None = None, freeze_gc: bool = False) -> None:
         self._own_context = context is None

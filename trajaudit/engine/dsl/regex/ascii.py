@@ -31,6 +31,8 @@ import logging
 import re
 from typing import Any
 
+from trajaudit.engine.dsl.regex import stored
+
 log = logging.getLogger(__name__)
 
 try:  # CPython's regex parser (private; its shape is stable since 3.11)
@@ -93,10 +95,26 @@ def ascii_twin(rx: re.Pattern[str]) -> tuple[re.Pattern[str] | None, bool]:
     :data:`_SEPARATORS` (see :func:`twin_for`)."""
     if _p is None or not isinstance(rx.pattern, str) or rx.flags & re.ASCII:
         return None, False
+    k = stored.key("t", rx)
+    got = stored.lookup(k, stored.twin_from)
+    twin: tuple[re.Pattern[str] | None, bool] = (None, False)
+    if got is None:  # decide from the parse tree
+        twin = _twin_parsed(rx)
+    elif got[0]:  # stored: exact (the parse is not needed, the twin is compiled from the text)
+        try:
+            twin = stored.compile_pattern(rx.pattern, (rx.flags & ~re.UNICODE) | re.ASCII), got[1]
+        except Exception as e:  # noqa: BLE001 - as in _twin_parsed
+            log.debug("no ASCII twin for %r: %s", rx.pattern[:80], e)
+    stored.put(k, [twin[0] is not None, twin[1]])
+    return twin
+
+
+def _twin_parsed(rx: re.Pattern[str]) -> tuple[re.Pattern[str] | None, bool]:
+    """:func:`ascii_twin` decided from the parse tree of ``rx``."""
     try:
         space = [False]
         _walk(_p.parse(rx.pattern, rx.flags), space)
-        return re.compile(rx.pattern, (rx.flags & ~re.UNICODE) | re.ASCII), space[0]
+        return stored.compile_pattern(rx.pattern, (rx.flags & ~re.UNICODE) | re.ASCII), space[0]
     except _NoTwin:
         return None, False
     except Exception as e:  # noqa: BLE001 - the twin is optional; the original pattern stays

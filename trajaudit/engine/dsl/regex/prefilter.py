@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import logging
 import re
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Iterator
 
+from trajaudit.engine.dsl.regex import stored
 from trajaudit.engine.dsl.regex.ascii import ascii_like, ascii_twin, has_separators, twin_for
 from trajaudit.engine.dsl.regex.ascii import clear_memo as _clear_ascii_memo
 from trajaudit.engine.dsl.regex.chars import Chars, chars_of_tree, lacks_required
@@ -137,9 +139,20 @@ def _analyse(rx: re.Pattern[str]) -> tuple[frozenset[str] | None, Anchor | None]
 
 def _analyse_all(rx: re.Pattern[str]) -> tuple[frozenset[str] | None, Anchor | None, tuple[Chars, ...] | None]:
     """:func:`_analyse` and, for a pattern without required literals, its required characters
-    (:mod:`regex_chars`), from one parse."""
+    (:mod:`regex_chars`), from one parse — or from :mod:`~trajaudit.engine.dsl.regex.stored` (the pack
+    cache's entry), without parsing."""
     if _p is None or not isinstance(rx.pattern, str):
         return None, None, None
+    k = stored.key("i", rx)
+    got = stored.lookup(k, stored.info_from)
+    if got is None:
+        got = _analyse_parsed(rx)
+        stored.put(k, stored.info_data(got))
+    return got
+
+
+def _analyse_parsed(rx: re.Pattern[str]) -> tuple[frozenset[str] | None, Anchor | None, tuple[Chars, ...] | None]:
+    """:func:`_analyse_all` from the parse tree of ``rx``."""
     try:
         tree = _p.parse(rx.pattern, rx.flags)
         got = _required(tree)
@@ -206,14 +219,18 @@ def _branch_plan(rx: re.Pattern[str]) -> tuple[Branch, ...] | None:
     group numbers), verbose mode or comments, fewer than 3 branches, or a branch that does not compile alone."""
     if _p is None or not isinstance(rx.pattern, str) or rx.groups or rx.flags & re.VERBOSE or "(?#" in rx.pattern:
         return None
-    branches = _flatten(rx.pattern)
+    k = stored.key("p", rx)
+    got = stored.lookup(k, stored.branches_from)
+    branches = got[0] if got is not None else _flatten(rx.pattern)
     if branches is None or len(branches) < 3:
-        return None
-    try:
-        plan = tuple(re.compile(b, rx.flags) for b in branches)
-    except (re.error, ValueError):
-        return None
-    return tuple((b, *_analyse(b)) for b in plan)
+        plan = None
+    else:
+        try:
+            plan = tuple(stored.compile_pattern(b, rx.flags) for b in branches)
+        except (re.error, ValueError):
+            plan = None
+    stored.put(k, [None if plan is None else branches])
+    return None if plan is None else tuple((b, *_analyse(b)) for b in plan)
 
 
 def _search_branches(plan: tuple[Branch, ...], text: str, low: str) -> Span | None:
@@ -370,7 +387,39 @@ def register(rx: re.Pattern[str]) -> re.Pattern[str]:
         _REGISTERED.clear()
         _WARM.clear()
     _REGISTERED[id(rx)] = rx
+    for r in _REGISTERING:
+        r.append(rx)
     return rx
+
+
+_REGISTERING: list[list[re.Pattern[str]]] = []
+
+
+@contextmanager
+def registering() -> Iterator[list[re.Pattern[str]]]:
+    """Collect the patterns :func:`register` notes inside the block (in order; the pack cache stores
+    their :func:`decide_all` decisions with the pack)."""
+    got: list[re.Pattern[str]] = []
+    _REGISTERING.append(got)
+    try:
+        yield got
+    finally:  # by identity: two collections may hold equal contents
+        del _REGISTERING[next(i for i, r in enumerate(_REGISTERING) if r is got)]
+
+
+def decide_all(rx: re.Pattern[str]) -> bool:
+    """Make now every decision :mod:`~trajaudit.engine.dsl.regex.stored` keeps about ``rx`` and its
+    branches (literals, anchor, characters, twin, branch split), so that an open ``stored.recording``
+    collects them (the twin and branches it compiles are not kept: a search compiles its own, from
+    ``re``'s cache). Returns False (and leaves the rest to the first search) when a decision raises."""
+    try:
+        _analyse_all(rx)
+        ascii_twin(rx)
+        for b, _, _ in _branch_plan(rx) or ():
+            ascii_twin(b)
+    except Exception:  # noqa: BLE001 - left to the first search, exactly as without storing
+        return False
+    return True
 
 
 def warm(rx: re.Pattern[str]) -> None:

@@ -1,0 +1,65 @@
+"""The audit summary on a 160- and an 80-column terminal: one line per run within the width, whole run
+ids, categories and bases; the preview uses the room a wide terminal has and is left out on a narrow
+one; the categories and never-applied notes wrap between items, never inside one (issue 20's fresh-user
+pass: at 160 columns "invalid_invocation" and its count landed on two lines, at 80 the agent, basis and
+preview were cut to a few characters)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from trajaudit.cli import main
+from trajaudit.cli.common import wrap_items
+
+ROOT = Path(__file__).resolve().parents[2]
+INPUTS = [ROOT / "examples" / "data" / "who_and_when", ROOT / "examples" / "data" / "tau_retail_sample.json",
+          ROOT / "examples" / "traces" / "openai_chat.json", ROOT / "examples" / "traces" / "magentic_one.json"]
+
+
+@pytest.mark.parametrize("width", [160, 80])
+def test_audit_summary_is_readable_at_160_and_80_columns(tmp_path, width):
+    out = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, ["audit", *map(str, INPUTS), "-o", str(out)], env={"COLUMNS": str(width)},
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert max(len(x) for x in lines) <= width
+    diags = [json.loads(x) for x in out.read_text().splitlines()]
+    ids = {d["trajectory_id"] for d in diags}
+    rows = [x for x in lines if x.split(" ", 1)[0] in ids]
+    assert len(rows) == len(diags) == 8  # one line per run, the run id whole
+    for d in diags:
+        row = next(x for x in rows if x.split(" ", 1)[0] == d["trajectory_id"])
+        assert re.search(rf"\s{d['critical_step']}\s", row)
+        assert f" {d['category']} " in row and f" {d['confidence']:.2f} " in row
+    assert all(any(basis in x for basis in ("finding", "fallback", "weak")) for x in rows)  # never "fin…"
+    header = next(x for x in lines if x.startswith("run "))
+    if width == 160:
+        assert header.split() == ["run", "step", "agent", "category", "conf.", "basis", "preview"]
+        ten = next(x for x in rows if x.startswith("10 "))
+        assert "The following are the population figures retrieved from data.census" in ten  # > 60 characters
+    else:  # too narrow for a useful preview: left out, the other columns keep their words
+        assert header.split() == ["run", "step", "agent", "category", "conf.", "basis"]
+    cats = Counter(d["category"] for d in diags)
+    start = next(i for i, x in enumerate(lines) if x.startswith("categories: "))
+    block = [lines[start]] + [x for x in lines[start + 1:start + 4] if x.startswith("  ")]
+    for cat, n in cats.items():  # each "category count" on one line
+        assert any(re.search(rf"(?:: |, |^  ){cat} {n}(?:,|$)", x) for x in block), (cat, block)
+    note = next(i for i, x in enumerate(lines) if x.startswith("note: "))
+    said = [lines[note]] + [x for x in lines[note + 1:] if x.startswith("  ")]
+    rule_ids = re.findall(r"[a-z_]+\.[a-z_.-]+[a-z]", " ".join([said[0].split("held):", 1)[1], *said[1:]]))
+    assert len(rule_ids) >= 2
+    assert all(any(re.search(rf"(?:^|\s){re.escape(rid)}(?:,|$)", x) for x in said) for rid in rule_ids)
+
+
+def test_wrap_items_breaks_between_items():
+    text = wrap_items("categories:", ["invention_of_new_information 2", "invalid_invocation 1", "x 1"], 50)
+    assert text == "categories: invention_of_new_information 2,\n  invalid_invocation 1, x 1"
+    assert wrap_items("h:", ["a" * 30], 10) == "h:\n  " + "a" * 30  # too long for any line: alone on its own
+    assert wrap_items("h:", [], 10) == "h:"
