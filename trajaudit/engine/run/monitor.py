@@ -38,7 +38,11 @@ from trajaudit.api_args import check_tools
 from trajaudit.engine.claims import ClaimGraphBuilder
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
+from trajaudit.engine.dsl import ast as A
+from trajaudit.engine.dsl.columnar import warm_quant
+from trajaudit.engine.dsl.incremental import prefill
 from trajaudit.engine.dsl.live import LiveContext
+from trajaudit.engine.dsl.runtime import Env
 from trajaudit.engine.dsl.regex.prefilter import warm_registered
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.pack import check_packs
@@ -201,7 +205,36 @@ class RuleStage:
         gone = have - keep
         if gone:
             self.dropped += self.state.drop_rules(gone)
-        return self.state.add_rules([r for r in rules if r.id not in have], list(ids))
+        joining = [r for r in rules if r.id not in have]
+        out = self.state.add_rules(joining, list(ids))
+        self._warm(joining)
+        return out
+
+    def _warm(self, rules: list[CompiledRule]) -> None:
+        """Create now the prefix state that the stepped (prefix-decidable) ``rules``' quantifiers build
+        at their first query (``dsl.columnar.warm_quant``) and fill it over the steps so far: from
+        here on it grows by one step per add, instead of a rule first firing at step k filing the
+        k earlier steps in that add. Charges nothing (the queries charge as before)."""
+        tc = self.tc
+        if not tc.views:
+            return
+        stepped = {st.rule.id for st in self.state.steppers if not st.deferred}
+        env = Env(tc, len(tc.views) - 1)
+        ops = tc.ops
+        warmed = False
+        try:
+            for rule in rules:
+                if rule.id not in stepped:
+                    continue
+                for expr in rule.asts.values():
+                    for node in expr.walk():
+                        if isinstance(node, A.Quant):
+                            pure = not any(isinstance(n, (A.Quant, A.Comprehension)) for n in node.seq.walk())
+                            warmed |= warm_quant(id(node), A.unparse(node), env, pure)
+        finally:
+            tc.ops = ops
+        if warmed:
+            prefill(tc)
 
     def advance(self, step: Step) -> list[Record]:
         """Append ``step`` (the run's next step) and evaluate the rules there.
@@ -315,7 +348,7 @@ class Monitor:
                  task: str | None = None, system_prompts: dict[str, str] | None = None,
                  options: LoadOptions | None = None, alarm_threshold: float = 0.6,
                  context: AuditContext | None = None, source: Source | None = None,
-                 dialect: str | None = None, freeze_gc: bool = False) -> None:
+                 dialect: str | None = None, freeze_gc: bool = False, promote_gc: bool = True) -> None:
         self._own_context = context is None
         if context is None:
             packs, tool_arg = check_packs("Monitor", rules), check_tools("Monitor", tools)
@@ -331,6 +364,7 @@ class Monitor:
             raise MonitorError(f"dialect must be openai or anthropic (or None: detected), got {dialect!r}")
         self.dialect = dialect
         self.freeze_gc = freeze_gc
+        self.promote_gc = promote_gc
         self._frozen = False
         self.steps: list[Step] = []
         self.alarm: int | None = None
@@ -426,21 +460,39 @@ class Monitor:
         """
         if self.closed:
             raise MonitorError("add() after close(): the run is finished")
-        out: list[Record] = []
-        for s in self._steps_of(message_or_step):
-            self.steps.append(s)
-            self._ledger.add(s)
-            out += self._rules.advance(s)
-        self._sync()
-        if self.freeze_gc:
-            self._freeze()
+        paused = self._pause_gc()
+        try:
+            out: list[Record] = []
+            for s in self._steps_of(message_or_step):
+                self.steps.append(s)
+                self._ledger.add(s)
+                out += self._rules.advance(s)
+            self._sync()
+        finally:
+            self._settle_gc(paused)
         return out
 
-    def _freeze(self) -> None:
-        if gc.isenabled():
-            gc.collect(0)
+    def _pause_gc(self) -> bool:
+        """Pause the cyclic collector for an add (see the class docstring); whether this call paused it."""
+        if not (self.promote_gc or self.freeze_gc) or not gc.isenabled():
+            return False  # left alone, or paused by the caller (or an enclosing add): theirs to restore
+        gc.disable()
+        return True
+
+    def _settle_gc(self, paused: bool) -> None:
+        """End of an add that paused the collector: restore it, collect the youngest generation (what
+        the add left as garbage), then freeze what survives (``freeze_gc``) or move it to the oldest
+        generation (``promote_gc``: ``gc.freeze(); gc.unfreeze()``, two list splices)."""
+        if not paused:
+            return
+        gc.enable()
+        gc.collect(0)
+        if self.freeze_gc:
             gc.freeze()
             self._frozen = True
+        elif gc.get_freeze_count() == 0:  # nothing frozen by anyone: unfreeze() gives back only what freeze() took
+            gc.freeze()
+            gc.unfreeze()
 
     def _unfreeze(self) -> None:
         if self._frozen:
@@ -468,13 +520,15 @@ class Monitor:
             del self.steps[k0:]
             self._calls, self.dialect = calls, dialect
             raise
-        out: list[Record] = []
-        for s in new:
-            self._ledger.add(s)
-            out += self._rules.advance(s)
-        self._sync()
-        if self.freeze_gc:
-            self._freeze()
+        paused = self._pause_gc()
+        try:
+            out: list[Record] = []
+            for s in new:
+                self._ledger.add(s)
+                out += self._rules.advance(s)
+            self._sync()
+        finally:
+            self._settle_gc(paused)
         return out
 
     def extend(self, items: Iterable[Any]) -> list[Record]:
