@@ -227,6 +227,68 @@ def test_freeze_gc_moves_settled_state_out_of_the_collector(tau_runs, ctx):
     assert m.log.to_dict() == gather(t, ctx).log.to_dict()
 
 
+def _generation_of(obj) -> int | None:
+    import gc
+
+    return next((g for g in range(3) if any(o is obj for o in gc.get_objects(generation=g))), None)
+
+
+def test_default_gc_promotes_an_adds_survivors_and_restores_the_collector(tau_runs, ctx):
+    """The default monitor pauses the cyclic collector during an add and restores it; what the add
+    kept (the new step, its views, records) is in the oldest generation afterwards, nothing is left
+    frozen; a collector the caller disabled, or objects the caller froze, are left as they are."""
+    import gc
+
+    t = next(iter(tau_runs.values()))
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source)
+    seen_disabled = []
+    real_advance = m._rules.advance
+
+    def advance(step):
+        seen_disabled.append(not gc.isenabled())
+        return real_advance(step)
+
+    m._rules.advance = advance
+    for s in t.steps[:6]:
+        m.add(s)
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert _generation_of(m.steps[-1]) == 2  # promoted: no young collection traverses it again
+    assert seen_disabled == [True] * 6  # paused while the step was evaluated
+    gc.disable()  # the caller's choice stands
+    try:
+        m.add(t.steps[6])
+        assert not gc.isenabled()
+        assert _generation_of(m.steps[-1]) == 0
+    finally:
+        gc.enable()
+    keep = [object() for _ in range(3)] + [{"caller": i} for i in range(50)]
+    gc.freeze()  # objects the caller froze (e.g. before forking workers) stay frozen
+    try:
+        m.add(t.steps[7])
+        assert gc.get_freeze_count() > 0 and _generation_of(keep[-1]) is None  # still frozen (not unfrozen)
+        assert _generation_of(m.steps[-1]) in (0, 1)  # not promoted: unfreeze() would take the caller's too
+    finally:
+        gc.unfreeze()
+    del keep
+    for s in t.steps[8:]:
+        m.add(s)
+    m.close()
+    assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
+def test_promote_gc_false_leaves_the_collector_alone(tau_runs, ctx):
+    import gc
+
+    t = next(iter(tau_runs.values()))
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source,
+                promote_gc=False)
+    gc.collect()
+    m.add(t.steps[0])
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert _generation_of(m.steps[-1]) in (0, 1)
+
+
 def test_add_history_then_add_equals_batch(tau_runs, ctx):
     """A known prefix at once (add_history, as the guard reads a request), then one message at a time."""
     for t in list(tau_runs.values())[:5]:

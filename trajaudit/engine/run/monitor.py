@@ -38,11 +38,7 @@ from trajaudit.api_args import check_tools
 from trajaudit.engine.claims import ClaimGraphBuilder
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.dsl import ast as A
-from trajaudit.engine.dsl.columnar import warm_quant
-from trajaudit.engine.dsl.incremental import prefill
 from trajaudit.engine.dsl.live import LiveContext
-from trajaudit.engine.dsl.runtime import Env
 from trajaudit.engine.dsl.regex.prefilter import warm_registered
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.pack import check_packs
@@ -212,29 +208,10 @@ class RuleStage:
 
     def _warm(self, rules: list[CompiledRule]) -> None:
         """Create now the prefix state that the stepped (prefix-decidable) ``rules``' quantifiers build
-        at their first query (``dsl.columnar.warm_quant``) and fill it over the steps so far: from
-        here on it grows by one step per add, instead of a rule first firing at step k filing the
-        k earlier steps in that add. Charges nothing (the queries charge as before)."""
-        tc = self.tc
-        if not tc.views:
-            return
+        at their first query (:meth:`LiveContext.warm`): from here on it grows by one step per add,
+        instead of a rule that first fires at step k filing the k earlier steps in that add."""
         stepped = {st.rule.id for st in self.state.steppers if not st.deferred}
-        env = Env(tc, len(tc.views) - 1)
-        ops = tc.ops
-        warmed = False
-        try:
-            for rule in rules:
-                if rule.id not in stepped:
-                    continue
-                for expr in rule.asts.values():
-                    for node in expr.walk():
-                        if isinstance(node, A.Quant):
-                            pure = not any(isinstance(n, (A.Quant, A.Comprehension)) for n in node.seq.walk())
-                            warmed |= warm_quant(id(node), A.unparse(node), env, pure)
-        finally:
-            tc.ops = ops
-        if warmed:
-            prefill(tc)
+        self.tc.warm([e for r in rules if r.id in stepped for e in r.asts.values()])
 
     def advance(self, step: Step) -> list[Record]:
         """Append ``step`` (the run's next step) and evaluate the rules there.
