@@ -63,12 +63,12 @@ __all__ = ["KeyIndex", "PrefixFilter", "columnar_quant", "eq_join_parts", "prefi
 ENABLED = True
 
 #: the prefix-state closures compiled so far, by quantifier node id (``QuantPlan.key``), while their
-#: rule is alive; each has a ``warm(env, seq_pure)`` attribute that creates its lazy prefix state
+#: rule is alive; each has a ``warm(env, seq_pure, label)`` attribute that creates its lazy prefix state
 #: (:func:`warm_quant`)
 _WARM: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
-def _warmable(plan: QuantPlan, run: Fn, warm: Callable[[Env, bool], None]) -> Fn:
+def _warmable(plan: QuantPlan, run: Fn, warm: Callable[[Env, bool, str], bool]) -> Fn:
     run.warm = warm  # type: ignore[attr-defined]
     _WARM[plan.key] = run
     return run
