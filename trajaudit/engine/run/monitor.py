@@ -138,7 +138,9 @@ class RuleStage:
     policy text — so it is re-done only when a new tool name or a system step arrives: a domain pack
     joins when the run first calls one of its tools (its rules' records on the earlier steps are
     evaluated then and returned with that step); a rule it supersedes is withdrawn (its records
-    leave the log, see :attr:`dropped`).
+    leave the log, see :attr:`dropped`). The prefix state of a stepped rule's quantifiers is created
+    when the rule is selected (:meth:`LiveContext.warm`) and grows one step per add from then on, so
+    the step where a rule first fires does not file the whole prefix.
 
     Args:
         context: the audit context (rules, domain packs, budget, tools).
@@ -303,14 +305,20 @@ class Monitor:
         dialect: ``openai`` or ``anthropic`` (content blocks normalized by the Anthropic adapter);
             default: OpenAI until a message carries a ``tool_use``/``tool_result`` block, Anthropic
             from then on.
-        freeze_gc: after each :meth:`add`, collect the youngest generation and move what survives
-            (the step's settled state: views, indexes, records) out of the cyclic garbage
-            collector's view (``gc.collect(0)``, ``gc.freeze()``; O(new objects)); :meth:`close`
-            undoes it (``gc.unfreeze()``). A long-lived monitor's state otherwise grows the heap that
-            every full collection re-traverses: one pause of ~0.5 s at step 5,000 of a long run
-            (``benchmarks/bench_monitor.txt``). Process-wide: whatever else is alive is frozen too,
-            and cycles that become garbage meanwhile are freed only after ``close()``; off by default
-            (``watch`` and ``guard`` turn it on).
+        promote_gc: (default) pause the cyclic garbage collector during :meth:`add` /
+            :meth:`add_history` and, after it, collect the youngest generation and move what
+            survived (the step's settled state: views, indexes, records) to the oldest generation
+            (``gc.collect(0)``; ``gc.freeze(); gc.unfreeze()``, O(1)), so young collections never
+            re-traverse a long run's state in an add. The collector's state is restored (left alone
+            when the caller disabled it); the promotion is skipped while anything is frozen
+            (``gc.get_freeze_count() > 0``). Process-wide: other objects alive at the end of an add
+            are promoted too, and a cycle among promoted objects that becomes garbage is reclaimed
+            by the next full collection. ``False`` (with ``freeze_gc`` off): the collector is left
+            entirely alone (docs/monitor.md "Garbage collector").
+        freeze_gc: freeze the survivors instead of promoting them (``gc.freeze()``): not even full
+            collections traverse the run's state; :meth:`close` / :meth:`release` undo it
+            (``gc.unfreeze()``), and objects frozen meanwhile (the process's too) are collected
+            only then. Off by default (``watch`` turns it on).
 
     Attributes:
         log: the :class:`ValidationLog` so far (records of settled verdicts, by step).
