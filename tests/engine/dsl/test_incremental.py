@@ -178,7 +178,7 @@ def _check(tmp_path: Path, seed: int, n: int, budget: int) -> dict:
     for s in traj.steps:
         live.append(s)
         if s.index == 0:
-            assert live.warm(e for r in _rules(True) for e in r.asts.values()) == 3  # the join, the count over calls, the exists
+            assert live.warm(e for r in _rules(True) for e in r.asts.values()) == 7  # the join, the count over calls, the exists, 4 prefix lists
         state.advance(s.index)
     live.finalize(traj)
     assert state.finish().to_dict() == lazy

@@ -62,15 +62,15 @@ __all__ = ["KeyIndex", "PrefixFilter", "columnar_quant", "eq_join_parts", "prefi
 #: reference closures (:meth:`QuantPlan.run` everywhere) and compare.
 ENABLED = True
 
-#: the prefix-state closures compiled so far, by quantifier node id (``QuantPlan.key``), while their
+#: the prefix-state closures compiled so far, by quantifier (or comprehension) node id, while their
 #: rule is alive; each has a ``warm(env, seq_pure, label)`` attribute that creates its lazy prefix state
 #: (:func:`warm_quant`)
 _WARM: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
-def _warmable(plan: QuantPlan, run: Fn, warm: Callable[[Env, bool, str], bool]) -> Fn:
+def _warmable(node_id: int, run: Fn, warm: Callable[[Env, bool, str], bool]) -> Fn:
     run.warm = warm  # type: ignore[attr-defined]
-    _WARM[plan.key] = run
+    _WARM[node_id] = run
     return run
 
 
@@ -89,9 +89,10 @@ def _warm_universe(seq_fn: Fn, env: Env, seq_pure: bool) -> tuple[list[Any], Any
 
 
 def warm_quant(node_id: int, label: str, env: Env, seq_pure: bool) -> bool:
-    """Create, on a growing run (``env.tc.lazy``), the prefix state the quantifier node ``node_id``
-    (compiled to a prefix-state closure, source text ``label``) would create at its first query —
-    its filter's :class:`PrefixFilter`, a join's :class:`KeyIndex` — empty and registered for
+    """Create, on a growing run (``env.tc.lazy``), the prefix state the quantifier or comprehension
+    node ``node_id`` (compiled to a prefix-state closure, source text ``label``) would create at its
+    first query — a filter's :class:`PrefixFilter`, a join's :class:`KeyIndex`, a prefix
+    comprehension's :class:`~trajaudit.engine.dsl.incremental.Series` — empty and registered for
     :func:`~trajaudit.engine.dsl.incremental.prefill`, so it is filled step by step from now on
     instead of over the whole prefix at that first query (a monitor's per-step latency). Nothing is
     evaluated or charged here: the queries charge exactly what they charged before (the state's
@@ -486,7 +487,7 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None,
             if got is not None:
                 _state(plan, env, got[0], 0, "forall", pred)
             return got is not None
-        return _warmable(plan, run_forall, warm_forall)
+        return _warmable(plan.key, run_forall, warm_forall)
     if members is not None and kind in _FINDS:  # (the compiler gives members only without join)
         return _member_closure(plan, members[0], members[1], reference, miss_note)
     if plan.body is not None and (join is None or kind == "count"):
@@ -525,7 +526,7 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None,
             if got is not None:
                 _state(plan, env, got[0], 0, "filter", closed)
             return got is not None
-        return _warmable(plan, run, warm)
+        return _warmable(plan.key, run, warm)
     return _join_closure(plan, join, reference, miss_note)
 
 
@@ -587,7 +588,7 @@ def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note
         _key_index(plan, env, got[0], matches, errors, 0, key_fn)
         return True
 
-    return _warmable(plan, run, warm)
+    return _warmable(plan.key, run, warm)
 
 
 def _member_closure(plan: QuantPlan, pairs: list[tuple[Fn, Fn]], outputs: tuple[str | None] | None,
@@ -667,7 +668,7 @@ def _member_closure(plan: QuantPlan, pairs: list[tuple[Fn, Fn]], outputs: tuple[
             _key_index(plan, env, universe, matches, errors, 0, coll, ("member-keys", d), MemberIndex)
         return True
 
-    return _warmable(plan, run, warm)
+    return _warmable(plan.key, run, warm)
 
 
 def _identity(tc: Any, n: int) -> list[int]:
@@ -958,4 +959,14 @@ def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
             raise st.err  # type: ignore[misc]
         return st.slice(hi)
 
-    return run
+    label = A.unparse(node)
+
+    def warm(env: Env, seq_pure: bool, text: str) -> bool:
+        tc = env.tc
+        if text != label or key in tc.cache:
+            return False
+        st = tc.cache[key] = Series()
+        register_prefill(tc, lambda t: prefill_series(st, t, *positions_all(t), var, where, elt))
+        return True
+
+    return _warmable(id(node), run, warm)

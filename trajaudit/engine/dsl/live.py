@@ -116,9 +116,10 @@ class LiveContext(TrajContext):
         prefill(self)  # the queries' prefix state takes the new step now, not all at the next query
 
     def warm(self, exprs: Iterable[A.Expr]) -> int:
-        """Create the prefix state of the quantifiers in ``exprs`` (compiled rule expressions, e.g.
-        ``CompiledRule.asts``) that their first query would create (``dsl.columnar.warm_quant``: a
-        filter's :class:`~trajaudit.engine.dsl.columnar.PrefixFilter`, a join's key index) and fill
+        """Create the prefix state of the quantifiers and comprehensions in ``exprs`` (compiled rule
+        expressions, e.g. ``CompiledRule.asts``) that their first query would create
+        (``dsl.columnar.warm_quant``: a filter's :class:`~trajaudit.engine.dsl.columnar.PrefixFilter`,
+        a join's key index, a prefix comprehension's element series) and fill
         it over the steps appended so far; :meth:`append` extends it from then on. A rule whose
         first query comes at step k then no longer files the k earlier steps in that step's
         evaluation (a monitor's per-step latency). Charges nothing: a query charges the elements it
@@ -133,7 +134,7 @@ class LiveContext(TrajContext):
         try:
             for expr in exprs:
                 for node in expr.walk():
-                    if isinstance(node, A.Quant):
+                    if isinstance(node, (A.Quant, A.Comprehension)):
                         pure = not any(isinstance(x, (A.Quant, A.Comprehension)) for x in node.seq.walk())
                         n += warm_quant(id(node), A.unparse(node), env, pure)
         finally:
