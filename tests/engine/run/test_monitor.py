@@ -289,6 +289,34 @@ def test_promote_gc_false_leaves_the_collector_alone(tau_runs, ctx):
     assert _generation_of(m.steps[-1]) in (0, 1)
 
 
+def test_prefix_state_is_created_at_selection_and_filled_step_by_step(tau_runs, ctx):
+    """The stepped rules' quantifier state exists, filled to the current step, before any query
+    reads it (a rule first firing late no longer files the prefix then); the log is the batch's."""
+    from trajaudit.engine.dsl.columnar import PrefixFilter
+
+    writes = {"cancel_pending_order", "modify_pending_order_items", "modify_pending_order_address",
+              "modify_pending_order_payment", "return_delivered_order_items", "exchange_delivered_order_items"}
+    t = max(tau_runs.values(), key=lambda r: next((s.index for s in r.steps if set(s.tool_names) & writes), -1))
+    k = next(s.index for s in t.steps if set(s.tool_names) & writes)
+    assert k > 10
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source)
+    for s in t.steps[:k]:
+        m.add(s)
+    tc = m._rules.tc
+    filters = [v for v in tc.cache.values() if isinstance(v, PrefixFilter)]
+    assert len(filters) >= 10
+    size = {id(tc.views): k, id(tc.all_calls): len(tc.all_calls)}  # a filter over the steps or over the calls
+    for key, pf in tc.cache.items():
+        if isinstance(pf, PrefixFilter) and not pf.stuck:
+            assert pf.upto == size[key[2]]  # filled step by step, up to now
+    unread = [pf for pf in filters if pf.charged == 0]  # created at selection, no query has read them yet
+    assert len(unread) >= 5
+    for s in t.steps[k:]:
+        m.add(s)
+    m.close()
+    assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
 def test_add_history_then_add_equals_batch(tau_runs, ctx):
     """A known prefix at once (add_history, as the guard reads a request), then one message at a time."""
     for t in list(tau_runs.values())[:5]:
