@@ -14,7 +14,9 @@ memoized texts): the default settings (``Monitor(...)``: the cyclic collector pa
 the add's surviving objects promoted to the oldest generation after it), ``freeze_gc=True`` (frozen
 instead, as ``trajaudit watch`` runs it) and ``promote_gc=False`` ("gc untouched": the collector
 left alone, the default before this round). The full collections that started during the measured
-adds are counted. Targets: p99 <= 1 ms per step and flat (step 5,000 p99 within 2x of step 10).
+adds are counted. A fourth interpreter feeds the default monitor with every rule's evaluation timed
+(it slows the adds: not the table's run) to name the rules behind the adds over 1 ms. Targets: p99
+<= 1 ms per step and flat (step 5,000 p99 within 2x of step 10).
 
 The process runs niced (``os.nice(5)``, inherited by the three children); the load average before
 and after is written with the table.
@@ -136,18 +138,26 @@ def stats(xs: list[float]) -> tuple[float, float, float]:
 
 
 def measure_variant(variant: str, steps: list[int], window: int, base_window: int, data: Path = DATA,
-                    rule_budget: int | None = None) -> dict:
-    """One variant's adds in this (fresh) process; with the default also the rules behind the slow
-    adds and the whole-prefix baseline."""
+                    rule_budget: int | None = None, attribute: bool = False) -> dict:
+    """One variant's adds in this (fresh) process; with the default also the whole-prefix baseline.
+    ``attribute``: the adds are fed with every rule's evaluation timed (:class:`RuleClock`, which
+    costs time itself), for the rules behind the slow adds only — a run of its own, not the table's."""
     config = AuditConfig() if rule_budget is None else AuditConfig(rule_budget=rule_budget)
     ctx = build_context(AuditSpec(config=config))
     msgs = long_run(max(steps) + window + 1, data)
-    default = variant == "default"
-    if default:
+    if attribute:
         with RuleClock() as clock:
-            wall, cpu, full, m = feed(ctx, msgs, **VARIANTS[variant])
-    else:
-        wall, cpu, full, m = feed(ctx, msgs, **VARIANTS[variant])
+            _, cpu, _, _ = feed(ctx, msgs, **VARIANTS[variant])
+        slow_rules = []
+        for k in steps:
+            slow: collections.Counter = collections.Counter()
+            for j in range(k, k + window):
+                if cpu[j] > 1e-3:
+                    slow.update(clock.cost.get(j, {}))
+            slow_rules.append([(r, 1e3 * t) for r, t in slow.most_common(2)])
+        return {"slow_rules": slow_rules}
+    default = variant == "default"
+    wall, cpu, full, m = feed(ctx, msgs, **VARIANTS[variant])
     out: dict = {"variant": variant, "rows": [], "full_gc": len(full), "adds": len(msgs),
                  "max_wall": 1e3 * max(wall), "budget": config.rule_budget,
                  "stopped": [(r.step, r.rule_id) for r in m.log.records if "budget of" in (r.message or "")]}
@@ -164,11 +174,6 @@ def measure_variant(variant: str, steps: list[int], window: int, base_window: in
                 stepper.evaluate_run(t, rules, config=ctx.config, tools=ctx.tools)
                 base.append(time.perf_counter() - t0)
             row["prefix"] = stats(base)
-            slow: collections.Counter = collections.Counter()
-            for j in range(k, k + window):
-                if cpu[j] > 1e-3:
-                    slow.update(clock.cost.get(j, {}))
-            row["slow_rules"] = [(r, 1e3 * t) for r, t in slow.most_common(2)]
         out["rows"].append(row)
     return out
 
@@ -177,17 +182,21 @@ def measure(steps: list[int], window: int, base_window: int, data: Path = DATA, 
     """Every variant, each in a fresh interpreter (the same cold start: no variant inherits another's
     compiled patterns or memoized texts), one after the other."""
     out: dict = {"load_before": os.getloadavg(), "variants": {}}
-    for variant in VARIANTS:
+
+    def child(variant: str, *extra: str) -> dict:
         cmd = [sys.executable, __file__, "--child", variant, "--steps", ",".join(map(str, steps)),
-               "--window", str(window), "--base-window", str(base_window), "--data", str(data)]
+               "--window", str(window), "--base-window", str(base_window), "--data", str(data), *extra]
         if rule_budget is not None:
             cmd += ["--rule-budget", str(rule_budget)]
-        res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-        out["variants"][variant] = res
+        return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+    for variant in VARIANTS:
+        res = out["variants"][variant] = child(variant)
         for r in res["rows"]:
             print(f"{variant:>12} step {r['step']:>5}: add p50/p99 wall {r['wall'][0]:.3f}/{r['wall'][1]:.3f} ms, "
                   f"CPU {r['cpu'][0]:.3f}/{r['cpu'][1]:.3f} ms", file=sys.stderr)
     out["load_after"] = os.getloadavg()
+    out["slow_rules"] = child("default", "--attribute")["slow_rules"]
     return out
 
 
@@ -221,10 +230,11 @@ def render(res: dict, window: int, base_window: int) -> str:
               f"Rules stopped by their evaluation budget ({d['budget']:,} operations per rule and run, "
               "the batch's) during the run: " + (", ".join(f"{rid} at step {k:,}" for k, rid in d["stopped"]) or "none")
               + " (a stopped rule costs nothing at the later steps).",
-              "Rules that made the default monitor's adds over 1 ms CPU (CPU ms summed over those adds, per window):"]
-    for r in d["rows"]:
-        if r["slow_rules"]:
-            lines.append(f"- step {r['step']:,}: " + ", ".join(f"{rid} {ms:.1f} ms" for rid, ms in r["slow_rules"]))
+              "Rules that made the default monitor's adds over 1 ms CPU (CPU ms summed over those adds, per window; "
+              "a separate run with every rule's evaluation timed, which slows the adds):"]
+    for r, slow in zip(d["rows"], res["slow_rules"], strict=True):
+        if slow:
+            lines.append(f"- step {r['step']:,}: " + ", ".join(f"{rid} {ms:.1f} ms" for rid, ms in slow))
     lb, la = res["load_before"], res["load_after"]
     lines += ["", f"Machine: 2 cores shared with other jobs; load average before {lb[0]:.2f} {lb[1]:.2f} {lb[2]:.2f}, "
                   f"after {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}; run niced (+5). Wall-clock tails include the time other "
@@ -241,10 +251,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--rule-budget", type=int, help="evaluation budget per rule and run (default: AuditConfig's)")
     ap.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)  # one variant, JSON on stdout
+    ap.add_argument("--attribute", action="store_true", help=argparse.SUPPRESS)  # (a child) the slow adds' rules
     args = ap.parse_args()
     if args.child:
         res = measure_variant(args.child, [int(x) for x in args.steps.split(",")], args.window, args.base_window,
-                              args.data, args.rule_budget)
+                              args.data, args.rule_budget, args.attribute)
         print(json.dumps(res))
         return
     os.nice(5)
