@@ -107,29 +107,42 @@ VARIANTS = {
 }
 
 
-def feed(ctx, msgs: list[dict], **kw) -> tuple[list[float], list[float], list[int], Monitor]:
-    """One monitor fed every message: per add (wall s, cpu s), and the steps where a full collection started."""
+def feed(ctx, msgs: list[dict], **kw) -> tuple[list[float], list[float], list[int], Monitor, list[float]]:
+    """One monitor fed every message, each parsed from its JSON line first (as ``watch`` reads a file:
+    the caller allocates between adds, so the collector's automatic collections can start there):
+    per add (wall s, cpu s), the steps where a full collection started, and the durations (s) of
+    the collections that ran between adds (the collector work an add's pause leaves to the caller)."""
     full: list[int] = []
+    outside: list[float] = []
     at = [0]
+    state = {"in_add": False, "t0": 0.0, "outside": False}
 
     def on_gc(phase: str, info: dict) -> None:
-        if phase == "start" and info.get("generation") == 2:
-            full.append(at[0])
+        if phase == "start":
+            state["t0"], state["outside"] = time.perf_counter(), not state["in_add"]
+            if info.get("generation") == 2:
+                full.append(at[0])
+        elif state["outside"]:
+            outside.append(time.perf_counter() - state["t0"])
 
+    lines = [json.dumps(m) for m in msgs]
     gc.collect()
     gc.callbacks.append(on_gc)
     m = Monitor(context=ctx, run_id="long", **kw)
     wall, cpu = [], []
     try:
-        for j, msg in enumerate(msgs):
+        for j, line in enumerate(lines):
             at[0] = j
+            msg = json.loads(line)
+            state["in_add"] = True
             c0, t0 = time.thread_time(), time.perf_counter()
             m.add(msg)
             wall.append(time.perf_counter() - t0)
             cpu.append(time.thread_time() - c0)
+            state["in_add"] = False
     finally:
         gc.callbacks.remove(on_gc)
-    return wall, cpu, full, m
+    return wall, cpu, full, m, outside
 
 
 def stats(xs: list[float]) -> tuple[float, float, float]:
@@ -147,7 +160,7 @@ def measure_variant(variant: str, steps: list[int], window: int, base_window: in
     msgs = long_run(max(steps) + window + 1, data)
     if attribute:
         with RuleClock() as clock:
-            _, cpu, _, _ = feed(ctx, msgs, **VARIANTS[variant])
+            _, cpu, _, _, _ = feed(ctx, msgs, **VARIANTS[variant])
         slow_rules = []
         for k in steps:
             slow: collections.Counter = collections.Counter()
@@ -157,8 +170,9 @@ def measure_variant(variant: str, steps: list[int], window: int, base_window: in
             slow_rules.append([(r, 1e3 * t) for r, t in slow.most_common(2)])
         return {"slow_rules": slow_rules}
     default = variant == "default"
-    wall, cpu, full, m = feed(ctx, msgs, **VARIANTS[variant])
+    wall, cpu, full, m, outside = feed(ctx, msgs, **VARIANTS[variant])
     out: dict = {"variant": variant, "rows": [], "full_gc": len(full), "adds": len(msgs),
+                 "outside": (len(outside), 1e3 * sum(outside), 1e3 * max(outside, default=0.0)),
                  "max_wall": 1e3 * max(wall), "budget": config.rule_budget,
                  "stopped": [(r.step, r.rule_id) for r in m.log.records if "budget of" in (r.message or "")]}
     whole = m.trajectory()
@@ -227,6 +241,10 @@ def render(res: dict, window: int, base_window: int) -> str:
     lines += ["", "Full collections during all {:,} adds: {} (default), {} (freeze_gc), {} (gc untouched); the slowest "
                   "add of the whole run: {:.1f} ms (default), {:.1f} ms (freeze_gc), {:.1f} ms (gc untouched).".format(
                       d["adds"], d["full_gc"], f["full_gc"], u["full_gc"], d["max_wall"], f["max_wall"], u["max_wall"]),
+              "Collections that ran between adds (started by the caller's allocations: the work an add's pause "
+              "leaves to the caller): " + "; ".join(
+                  "{} {} ({:.1f} ms in all, the longest {:.1f} ms)".format(name, *var[name]["outside"]) for name in VARIANTS)
+              + ".",
               f"Rules stopped by their evaluation budget ({d['budget']:,} operations per rule and run, "
               "the batch's) during the run: " + (", ".join(f"{rid} at step {k:,}" for k, rid in d["stopped"]) or "none")
               + " (a stopped rule costs nothing at the later steps).",

@@ -306,15 +306,14 @@ class Monitor:
             default: OpenAI until a message carries a ``tool_use``/``tool_result`` block, Anthropic
             from then on.
         promote_gc: (default) pause the cyclic garbage collector during :meth:`add` /
-            :meth:`add_history` and, after it, collect the youngest generation and move what
-            survived (the step's settled state: views, indexes, records) to the oldest generation
-            (``gc.collect(0)``; ``gc.freeze(); gc.unfreeze()``, O(1)), so young collections never
-            re-traverse a long run's state in an add. The collector's state is restored (left alone
-            when the caller disabled it); the promotion is skipped while anything is frozen
-            (``gc.get_freeze_count() > 0``). Process-wide: other objects alive at the end of an add
-            are promoted too, and a cycle among promoted objects that becomes garbage is reclaimed
-            by the next full collection. ``False`` (with ``freeze_gc`` off): the collector is left
-            entirely alone (docs/monitor.md "Garbage collector").
+            :meth:`add_history` (restored after it; left alone when the caller disabled it) and,
+            after it, run a generation-1 collection (``gc.collect(1)``): it traverses only what
+            arrived since the previous add and moves the survivors (the step's settled state:
+            views, indexes, records) to the oldest generation, so no young collection re-traverses a
+            long run's state in an add and none interrupts an add. Promotions are counted as
+            CPython counts its own, so full collections keep their schedule (they run outside the
+            adds, when the caller's allocations start a collection). ``False`` (with ``freeze_gc``
+            off): the collector is left entirely alone (docs/monitor.md "Garbage collector").
         freeze_gc: freeze the survivors instead of promoting them (``gc.freeze()``): not even full
             collections traverse the run's state; :meth:`close` / :meth:`release` undo it
             (``gc.unfreeze()``), and objects frozen meanwhile (the process's too) are collected
@@ -465,19 +464,19 @@ class Monitor:
         return True
 
     def _settle_gc(self, paused: bool) -> None:
-        """End of an add that paused the collector: restore it, collect the youngest generation (what
-        the add left as garbage), then freeze what survives (``freeze_gc``) or move it to the oldest
-        generation (``promote_gc``: ``gc.freeze(); gc.unfreeze()``, two list splices)."""
+        """End of an add that paused the collector: restore it, then collect the young generations
+        (what the add left as garbage) and move what survives to the oldest generation
+        (``promote_gc``: ``gc.collect(1)``, counted as CPython counts its own promotions, so full
+        collections keep their schedule), or freeze it (``freeze_gc``)."""
         if not paused:
             return
         gc.enable()
-        gc.collect(0)
         if self.freeze_gc:
+            gc.collect(0)
             gc.freeze()
             self._frozen = True
-        elif gc.get_freeze_count() == 0:  # nothing frozen by anyone: unfreeze() gives back only what freeze() took
-            gc.freeze()
-            gc.unfreeze()
+        else:  # generation 1 holds only what arrived since the previous add: O(the add's objects)
+            gc.collect(1)
 
     def _unfreeze(self) -> None:
         if self._frozen:
