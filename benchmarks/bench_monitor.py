@@ -11,10 +11,12 @@ rules on the whole prefix (``stepper.evaluate_run`` over steps 0..j, what a moni
 incremental state does per step) for ``--base-window`` steps from k. Three monitors are measured,
 each in a fresh interpreter (the same cold start: none inherits another's compiled patterns or
 memoized texts): the default settings (``Monitor(...)``: the cyclic collector paused during an add,
-the add's surviving objects promoted to the oldest generation after it), ``freeze_gc=True`` (frozen
+the add's surviving objects promoted to the oldest generation by a generation-1 collection after it), ``freeze_gc=True`` (frozen
 instead, as ``trajaudit watch`` runs it) and ``promote_gc=False`` ("gc untouched": the collector
 left alone, the default before this round). The full collections that started during the measured
-adds are counted. A fourth interpreter feeds the default monitor with every rule's evaluation timed
+adds are counted; each message is parsed from its JSON line before its add (as ``watch`` reads a
+file), and the collections that start between adds (the caller's allocations: the work an add's
+paused collector leaves to the caller) are counted and timed. A fourth interpreter feeds the default monitor with every rule's evaluation timed
 (it slows the adds: not the table's run) to name the rules behind the adds over 1 ms. Targets: p99
 <= 1 ms per step and flat (step 5,000 p99 within 2x of step 10).
 
@@ -101,7 +103,7 @@ class RuleClock:
 
 
 VARIANTS = {
-    "default": {},  # Monitor(...): the collector paused per add, young objects promoted after it
+    "default": {},  # Monitor(...): the collector paused per add, its survivors promoted by gc.collect(1) after it
     "freeze_gc": {"freeze_gc": True},  # Monitor(freeze_gc=True), as `trajaudit watch` runs it
     "gc untouched": {"promote_gc": False},  # the collector left alone (the default before issue 20's p99 round)
 }
