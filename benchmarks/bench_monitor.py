@@ -1,20 +1,27 @@
 """Per-added-step latency of ``trajaudit.Monitor`` on long runs (issue 20), beside re-evaluating the
-whole prefix per step, measured side by side in one process.
+whole prefix per step.
 
 A long run repeats the turns of a tau-retail dev run (its messages after the system prompt, call ids
 made unique per repetition) up to 5,000+ steps. One monitor takes the whole run one ``add()`` at a
 time; each add is timed, in wall-clock time (``time.perf_counter``) and in the thread's CPU time
 (``time.thread_time``: what the add computed, without the time the shared machine gave to other
 processes). At each measured step k (10, 100, 1,000, 5,000) the statistics are over the adds of
-steps k .. k + window - 1. The baseline evaluates the selected rules on the whole prefix
-(``stepper.evaluate_run`` over steps 0..j, what a monitor without incremental state does per step)
-for ``--base-window`` steps from k. Two monitors are measured: with the default settings, and with
-``freeze_gc=True`` (the settled state is moved out of the cyclic collector's view after each add;
-without it a full collection re-traverses the whole monitor now and then). The full collections
-that started during the measured adds are counted. Targets: p99 <= 1 ms per step and flat (step
-5,000 p99 within 2x of step 10).
+steps k .. k + window - 1 (p99 of 200 adds: the 3rd slowest). The baseline evaluates the selected
+rules on the whole prefix (``stepper.evaluate_run`` over steps 0..j, what a monitor without
+incremental state does per step) for ``--base-window`` steps from k. Three monitors are measured,
+each in a fresh interpreter (the same cold start: none inherits another's compiled patterns or
+memoized texts): the default settings (``Monitor(...)``: the cyclic collector paused during an add,
+the add's surviving objects promoted to the oldest generation by a generation-1 collection after it), ``freeze_gc=True`` (frozen
+instead, as ``trajaudit watch`` runs it) and ``promote_gc=False`` ("gc untouched": the collector
+left alone, the default before this round). The full collections that started during the measured
+adds are counted; each message is parsed from its JSON line before its add (as ``watch`` reads a
+file), and the collections that start between adds (the caller's allocations: the work an add's
+paused collector leaves to the caller) are counted and timed. A fourth interpreter feeds the default monitor with every rule's evaluation timed
+(it slows the adds: not the table's run) to name the rules behind the adds over 1 ms. Targets: p99
+<= 1 ms per step and flat (step 5,000 p99 within 2x of step 10).
 
-The process runs niced (``os.nice(5)``); the load average before and after is written with the table.
+The process runs niced (``os.nice(5)``, inherited by the three children); the load average before
+and after is written with the table.
 
 Run: python benchmarks/bench_monitor.py [--window 200] [--base-window 10] [--steps 10,100,1000,5000]
                                         [--rule-budget N] [--out benchmarks/bench_monitor.txt]
@@ -29,6 +36,7 @@ import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -94,29 +102,49 @@ class RuleClock:
         stepper.Stepper.run_units = self._orig  # type: ignore[method-assign]
 
 
-def feed(ctx, msgs: list[dict], freeze: bool) -> tuple[list[float], list[float], list[int], Monitor]:
-    """One monitor fed every message: per add (wall s, cpu s), and the steps where a full collection started."""
+VARIANTS = {
+    "default": {},  # Monitor(...): the collector paused per add, its survivors promoted by gc.collect(1) after it
+    "freeze_gc": {"freeze_gc": True},  # Monitor(freeze_gc=True), as `trajaudit watch` runs it
+    "gc untouched": {"promote_gc": False},  # the collector left alone (the default before issue 20's p99 round)
+}
+
+
+def feed(ctx, msgs: list[dict], **kw) -> tuple[list[float], list[float], list[int], Monitor, list[float]]:
+    """One monitor fed every message, each parsed from its JSON line first (as ``watch`` reads a file:
+    the caller allocates between adds, so the collector's automatic collections can start there):
+    per add (wall s, cpu s), the steps where a full collection started, and the durations (s) of
+    the collections that ran between adds (the collector work an add's pause leaves to the caller)."""
     full: list[int] = []
+    outside: list[float] = []
     at = [0]
+    state = {"in_add": False, "t0": 0.0, "outside": False}
 
     def on_gc(phase: str, info: dict) -> None:
-        if phase == "start" and info.get("generation") == 2:
-            full.append(at[0])
+        if phase == "start":
+            state["t0"], state["outside"] = time.perf_counter(), not state["in_add"]
+            if info.get("generation") == 2:
+                full.append(at[0])
+        elif state["outside"]:
+            outside.append(time.perf_counter() - state["t0"])
 
+    lines = [json.dumps(m) for m in msgs]
     gc.collect()
     gc.callbacks.append(on_gc)
-    m = Monitor(context=ctx, run_id="long", freeze_gc=freeze)
+    m = Monitor(context=ctx, run_id="long", **kw)
     wall, cpu = [], []
     try:
-        for j, msg in enumerate(msgs):
+        for j, line in enumerate(lines):
             at[0] = j
+            msg = json.loads(line)
+            state["in_add"] = True
             c0, t0 = time.thread_time(), time.perf_counter()
             m.add(msg)
             wall.append(time.perf_counter() - t0)
             cpu.append(time.thread_time() - c0)
+            state["in_add"] = False
     finally:
         gc.callbacks.remove(on_gc)
-    return wall, cpu, full, m
+    return wall, cpu, full, m, outside
 
 
 def stats(xs: list[float]) -> tuple[float, float, float]:
@@ -124,75 +152,109 @@ def stats(xs: list[float]) -> tuple[float, float, float]:
     return 1e3 * statistics.median(xs), 1e3 * pct(xs, 99), 1e3 * max(xs)
 
 
-def measure(steps: list[int], window: int, base_window: int, data: Path = DATA, rule_budget: int | None = None) -> dict:
+def measure_variant(variant: str, steps: list[int], window: int, base_window: int, data: Path = DATA,
+                    rule_budget: int | None = None, attribute: bool = False) -> dict:
+    """One variant's adds in this (fresh) process; with the default also the whole-prefix baseline.
+    ``attribute``: the adds are fed with every rule's evaluation timed (:class:`RuleClock`, which
+    costs time itself), for the rules behind the slow adds only — a run of its own, not the table's."""
     config = AuditConfig() if rule_budget is None else AuditConfig(rule_budget=rule_budget)
     ctx = build_context(AuditSpec(config=config))
     msgs = long_run(max(steps) + window + 1, data)
-    out: dict = {"rows": [], "load_before": os.getloadavg()}
-    with RuleClock() as clock:
-        wall, cpu, full, m = feed(ctx, msgs, freeze=False)
-    wall_f, cpu_f, full_f, _ = feed(ctx, msgs, freeze=True)
+    if attribute:
+        with RuleClock() as clock:
+            _, cpu, _, _, _ = feed(ctx, msgs, **VARIANTS[variant])
+        slow_rules = []
+        for k in steps:
+            slow: collections.Counter = collections.Counter()
+            for j in range(k, k + window):
+                if cpu[j] > 1e-3:
+                    slow.update(clock.cost.get(j, {}))
+            slow_rules.append([(r, 1e3 * t) for r, t in slow.most_common(2)])
+        return {"slow_rules": slow_rules}
+    default = variant == "default"
+    wall, cpu, full, m, outside = feed(ctx, msgs, **VARIANTS[variant])
+    out: dict = {"variant": variant, "rows": [], "full_gc": len(full), "adds": len(msgs),
+                 "outside": (len(outside), 1e3 * sum(outside), 1e3 * max(outside, default=0.0)),
+                 "max_wall": 1e3 * max(wall), "budget": config.rule_budget,
+                 "stopped": [(r.step, r.rule_id) for r in m.log.records if "budget of" in (r.message or "")]}
     whole = m.trajectory()
-    out["budget"] = config.rule_budget
-    out["stopped"] = [(r.step, r.rule_id) for r in m.log.records if "budget of" in (r.message or "")]
     for k in steps:
         sl = slice(k, k + window)
-        row = {"step": k, "wall": stats(wall[sl]), "cpu": stats(cpu[sl]), "wall_freeze": stats(wall_f[sl]),
-               "cpu_freeze": stats(cpu_f[sl]),
-               "full_gc": sum(k <= j < k + window for j in full), "full_gc_freeze": sum(k <= j < k + window for j in full_f)}
-        base = []
-        for j in range(k, k + base_window):
-            t = dataclasses.replace(whole, steps=tuple(m.steps[:j + 1]))
-            rules, _ = rules_for(t, ctx)
-            t0 = time.perf_counter()
-            stepper.evaluate_run(t, rules, config=ctx.config, tools=ctx.tools)
-            base.append(time.perf_counter() - t0)
-        row["prefix"] = stats(base)
-        slow = collections.Counter()
-        for j in range(k, k + window):
-            if cpu[j] > 1e-3:
-                slow.update(clock.cost.get(j, {}))
-        row["slow_rules"] = [(r, 1e3 * t) for r, t in slow.most_common(2)]
+        row = {"step": k, "wall": stats(wall[sl]), "cpu": stats(cpu[sl]), "full_gc": sum(k <= j < k + window for j in full)}
+        if default:
+            base = []
+            for j in range(k, k + base_window):
+                t = dataclasses.replace(whole, steps=tuple(m.steps[:j + 1]))
+                rules, _ = rules_for(t, ctx)
+                t0 = time.perf_counter()
+                stepper.evaluate_run(t, rules, config=ctx.config, tools=ctx.tools)
+                base.append(time.perf_counter() - t0)
+            row["prefix"] = stats(base)
         out["rows"].append(row)
-        print(f"step {k:>5}: add p50/p99 wall {row['wall'][0]:.3f}/{row['wall'][1]:.3f} ms cpu {row['cpu'][0]:.3f}/"
-              f"{row['cpu'][1]:.3f} ms | freeze_gc wall {row['wall_freeze'][0]:.3f}/{row['wall_freeze'][1]:.3f} | "
-              f"whole prefix {row['prefix'][0]:.2f}/{row['prefix'][1]:.2f} ms", file=sys.stderr)
-    out["full_gc"], out["full_gc_freeze"], out["adds"] = len(full), len(full_f), len(msgs)
-    out["max_wall"], out["max_wall_freeze"] = max(wall), max(wall_f)
+    return out
+
+
+def measure(steps: list[int], window: int, base_window: int, data: Path = DATA, rule_budget: int | None = None) -> dict:
+    """Every variant, each in a fresh interpreter (the same cold start: no variant inherits another's
+    compiled patterns or memoized texts), one after the other."""
+    out: dict = {"load_before": os.getloadavg(), "variants": {}}
+
+    def child(variant: str, *extra: str) -> dict:
+        cmd = [sys.executable, __file__, "--child", variant, "--steps", ",".join(map(str, steps)),
+               "--window", str(window), "--base-window", str(base_window), "--data", str(data), *extra]
+        if rule_budget is not None:
+            cmd += ["--rule-budget", str(rule_budget)]
+        return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+    for variant in VARIANTS:
+        res = out["variants"][variant] = child(variant)
+        for r in res["rows"]:
+            print(f"{variant:>12} step {r['step']:>5}: add p50/p99 wall {r['wall'][0]:.3f}/{r['wall'][1]:.3f} ms, "
+                  f"CPU {r['cpu'][0]:.3f}/{r['cpu'][1]:.3f} ms", file=sys.stderr)
     out["load_after"] = os.getloadavg()
+    out["slow_rules"] = child("default", "--attribute")["slow_rules"]
     return out
 
 
 def render(res: dict, window: int, base_window: int) -> str:
-    rows = res["rows"]
-    lines = [f"Per-added-step latency of Monitor.add, default packs, a tau run repeated to {res['adds']:,} steps; "
-             f"{window} adds per measured step, {base_window} for the whole-prefix baseline (bench_monitor.py)", "",
+    var = res["variants"]
+    d, f, u = var["default"], var["freeze_gc"], var["gc untouched"]
+    lines = [f"Per-added-step latency of Monitor.add, default packs, a tau run repeated to {d['adds']:,} steps; "
+             f"{window} adds per measured step (p99 = the 3rd slowest of them), {base_window} for the whole-prefix "
+             "baseline; each monitor in a fresh interpreter (bench_monitor.py)", "",
              "| step | add p50 wall (ms) | add p99 wall (ms) | add p50 CPU (ms) | add p99 CPU (ms) | max wall (ms) | "
-             "freeze_gc p99 wall (ms) | freeze_gc max wall (ms) | full GCs in window (default / freeze_gc) | "
-             "whole prefix re-evaluated p50 (ms) | p99 (ms) |",
+             "freeze_gc p99 wall / CPU (ms) | gc untouched p99 wall / CPU (ms) | full GCs in window (default / "
+             "freeze_gc / untouched) | whole prefix re-evaluated p50 (ms) | p99 (ms) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
+    for r, rf, ru in zip(d["rows"], f["rows"], u["rows"], strict=True):
         lines.append(f"| {r['step']:,} | {r['wall'][0]:.3f} | {r['wall'][1]:.3f} | {r['cpu'][0]:.3f} | {r['cpu'][1]:.3f} | "
-                     f"{r['wall'][2]:.1f} | {r['wall_freeze'][1]:.3f} | {r['wall_freeze'][2]:.1f} | "
-                     f"{r['full_gc']} / {r['full_gc_freeze']} | {r['prefix'][0]:.2f} | {r['prefix'][1]:.2f} |")
-    first, last = rows[0], rows[-1]
+                     f"{r['wall'][2]:.1f} | {rf['wall'][1]:.3f} / {rf['cpu'][1]:.3f} | {ru['wall'][1]:.3f} / "
+                     f"{ru['cpu'][1]:.3f} | {r['full_gc']} / {rf['full_gc']} / {ru['full_gc']} | "
+                     f"{r['prefix'][0]:.2f} | {r['prefix'][1]:.2f} |")
     lines.append("")
-    for label, key in (("wall-clock", "wall"), ("CPU", "cpu"), ("wall-clock, freeze_gc", "wall_freeze"),
-                       ("CPU, freeze_gc", "cpu_freeze")):
-        ok = all(r[key][1] <= 1.0 for r in rows)
-        flat = last[key][1] <= 2 * first[key][1]
-        lines.append(f"{label}: p99 <= 1 ms at every step: {ok}; flat (step {last['step']:,} p99 within 2x of "
-                     f"step {first['step']:,}): {flat}")
-    lines += ["", f"Full collections during all {res['adds']:,} adds: {res['full_gc']} (default), "
-                  f"{res['full_gc_freeze']} (freeze_gc); the slowest add of the whole run: {1e3 * res['max_wall']:.1f} ms "
-                  f"(default), {1e3 * res['max_wall_freeze']:.1f} ms (freeze_gc).",
-              f"Rules stopped by their evaluation budget ({res['budget']:,} operations per rule and run, "
-              "the batch's) during the run: " + (", ".join(f"{rid} at step {k:,}" for k, rid in res["stopped"]) or "none")
+    for name in VARIANTS:
+        rows = var[name]["rows"]
+        first, last = rows[0], rows[-1]
+        for label, key in (("wall-clock", "wall"), ("CPU", "cpu")):
+            ok = all(r[key][1] <= 1.0 for r in rows)
+            flat = last[key][1] <= 2 * first[key][1]
+            lines.append(f"{name}, {label}: p99 <= 1 ms at every step: {ok}; flat (step {last['step']:,} p99 within "
+                         f"2x of step {first['step']:,}): {flat}")
+    lines += ["", "Full collections during all {:,} adds: {} (default), {} (freeze_gc), {} (gc untouched); the slowest "
+                  "add of the whole run: {:.1f} ms (default), {:.1f} ms (freeze_gc), {:.1f} ms (gc untouched).".format(
+                      d["adds"], d["full_gc"], f["full_gc"], u["full_gc"], d["max_wall"], f["max_wall"], u["max_wall"]),
+              "Collections that ran between adds (started by the caller's allocations: the work an add's pause "
+              "leaves to the caller): " + "; ".join(
+                  "{} {} ({:.1f} ms in all, the longest {:.1f} ms)".format(name, *var[name]["outside"]) for name in VARIANTS)
+              + ".",
+              f"Rules stopped by their evaluation budget ({d['budget']:,} operations per rule and run, "
+              "the batch's) during the run: " + (", ".join(f"{rid} at step {k:,}" for k, rid in d["stopped"]) or "none")
               + " (a stopped rule costs nothing at the later steps).",
-              "Rules that made the adds over 1 ms CPU (CPU ms summed over those adds, per window):"]
-    for r in rows:
-        if r["slow_rules"]:
-            lines.append(f"- step {r['step']:,}: " + ", ".join(f"{rid} {ms:.1f} ms" for rid, ms in r["slow_rules"]))
+              "Rules that made the default monitor's adds over 1 ms CPU (CPU ms summed over those adds, per window; "
+              "a separate run with every rule's evaluation timed, which slows the adds):"]
+    for r, slow in zip(d["rows"], res["slow_rules"], strict=True):
+        if slow:
+            lines.append(f"- step {r['step']:,}: " + ", ".join(f"{rid} {ms:.1f} ms" for rid, ms in slow))
     lb, la = res["load_before"], res["load_after"]
     lines += ["", f"Machine: 2 cores shared with other jobs; load average before {lb[0]:.2f} {lb[1]:.2f} {lb[2]:.2f}, "
                   f"after {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}; run niced (+5). Wall-clock tails include the time other "
@@ -208,7 +270,14 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--rule-budget", type=int, help="evaluation budget per rule and run (default: AuditConfig's)")
+    ap.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)  # one variant, JSON on stdout
+    ap.add_argument("--attribute", action="store_true", help=argparse.SUPPRESS)  # (a child) the slow adds' rules
     args = ap.parse_args()
+    if args.child:
+        res = measure_variant(args.child, [int(x) for x in args.steps.split(",")], args.window, args.base_window,
+                              args.data, args.rule_budget, args.attribute)
+        print(json.dumps(res))
+        return
     os.nice(5)
     res = measure([int(x) for x in args.steps.split(",")], args.window, args.base_window, args.data, args.rule_budget)
     text = render(res, args.window, args.base_window)

@@ -171,6 +171,17 @@ def _check(tmp_path: Path, seed: int, n: int, budget: int) -> dict:
         state.advance(s.index)
     live.finalize(traj)
     assert state.finish().to_dict() == lazy
+    # the quantifiers' prefix state created at the first step (LiveContext.warm, as a monitor does when
+    # it selects the rules), before any query: the same log, the same charges
+    live = LiveContext(traj.id, budget=budget)
+    state = RunState(None, _rules(True), config=cfg, defer=True, lazy=True, context=live)
+    for s in traj.steps:
+        live.append(s)
+        if s.index == 0:
+            assert live.warm(e for r in _rules(True) for e in r.asts.values()) == 7  # the join, the count over calls, the exists, 4 prefix lists
+        state.advance(s.index)
+    live.finalize(traj)
+    assert state.finish().to_dict() == lazy
     return ref
 
 

@@ -227,6 +227,98 @@ def test_freeze_gc_moves_settled_state_out_of_the_collector(tau_runs, ctx):
     assert m.log.to_dict() == gather(t, ctx).log.to_dict()
 
 
+def _generation_of(obj) -> int | None:
+    import gc
+
+    return next((g for g in range(3) if any(o is obj for o in gc.get_objects(generation=g))), None)
+
+
+def test_default_gc_promotes_an_adds_survivors_and_restores_the_collector(tau_runs, ctx):
+    """The default monitor pauses the cyclic collector during an add and restores it; what the add
+    kept (the new step, its views, records) is in the oldest generation afterwards (a generation-1
+    collection), nothing is frozen; a collector the caller disabled, or objects the caller froze,
+    are left as they are."""
+    import gc
+
+    t = next(iter(tau_runs.values()))
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source)
+    seen_disabled = []
+    real_advance = m._rules.advance
+
+    def advance(step):
+        seen_disabled.append(not gc.isenabled())
+        return real_advance(step)
+
+    m._rules.advance = advance
+    for s in t.steps[:6]:
+        m.add(s)
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert _generation_of(m.steps[-1]) == 2  # promoted: no young collection traverses it again
+        assert gc.get_count()[0] < 50  # the young generation was collected at the add's end
+    assert seen_disabled == [True] * 6  # paused while the step was evaluated
+    gc.disable()  # the caller's choice stands
+    try:
+        m.add(t.steps[6])
+        assert not gc.isenabled()
+        assert _generation_of(m.steps[-1]) == 0
+    finally:
+        gc.enable()
+    keep = [object() for _ in range(3)] + [{"caller": i} for i in range(50)]
+    gc.freeze()  # objects the caller froze (e.g. before forking workers) stay frozen
+    try:
+        m.add(t.steps[7])
+        assert gc.get_freeze_count() > 0 and _generation_of(keep[-1]) is None  # still frozen (not unfrozen)
+        assert _generation_of(m.steps[-1]) == 2
+    finally:
+        gc.unfreeze()
+    del keep
+    for s in t.steps[8:]:
+        m.add(s)
+    m.close()
+    assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
+def test_promote_gc_false_leaves_the_collector_alone(tau_runs, ctx):
+    import gc
+
+    t = next(iter(tau_runs.values()))
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source,
+                promote_gc=False)
+    gc.collect()
+    m.add(t.steps[0])
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert _generation_of(m.steps[-1]) in (0, 1)
+
+
+def test_prefix_state_is_created_at_selection_and_filled_step_by_step(tau_runs, ctx):
+    """The stepped rules' quantifier state exists, filled to the current step, before any query
+    reads it (a rule first firing late no longer files the prefix then); the log is the batch's."""
+    from trajaudit.engine.dsl.columnar import PrefixFilter
+
+    writes = {"cancel_pending_order", "modify_pending_order_items", "modify_pending_order_address",
+              "modify_pending_order_payment", "return_delivered_order_items", "exchange_delivered_order_items"}
+    t = max(tau_runs.values(), key=lambda r: next((s.index for s in r.steps if set(s.tool_names) & writes), -1))
+    k = next(s.index for s in t.steps if set(s.tool_names) & writes)
+    assert k > 10
+    m = Monitor(context=ctx, run_id=t.id, task=t.task, system_prompts=t.system_prompts, source=t.source)
+    for s in t.steps[:k]:
+        m.add(s)
+    tc = m._rules.tc
+    filters = [v for v in tc.cache.values() if isinstance(v, PrefixFilter)]
+    assert len(filters) >= 10
+    size = {id(tc.views): k, id(tc.all_calls): len(tc.all_calls)}  # a filter over the steps or over the calls
+    for key, pf in tc.cache.items():
+        if isinstance(pf, PrefixFilter) and not pf.stuck:
+            assert pf.upto == size[key[2]]  # filled step by step, up to now
+    unread = [pf for pf in filters if pf.charged == 0]  # created at selection, no query has read them yet
+    assert len(unread) >= 5
+    for s in t.steps[k:]:
+        m.add(s)
+    m.close()
+    assert m.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
 def test_add_history_then_add_equals_batch(tau_runs, ctx):
     """A known prefix at once (add_history, as the guard reads a request), then one message at a time."""
     for t in list(tau_runs.values())[:5]:

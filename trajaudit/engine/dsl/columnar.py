@@ -37,6 +37,7 @@ elements actually evaluated.
 from __future__ import annotations
 
 import sys
+import weakref
 from bisect import bisect_left
 from typing import Any, Callable
 
@@ -55,11 +56,52 @@ from trajaudit.engine.dsl.runtime import CallView, Env, EvalError, StepView, is_
 
 Fn = Callable[[Env], Any]
 
-__all__ = ["KeyIndex", "PrefixFilter", "columnar_quant", "eq_join_parts", "prefix_comprehension"]
+__all__ = ["KeyIndex", "PrefixFilter", "columnar_quant", "eq_join_parts", "prefix_comprehension", "warm_quant"]
 
 #: Compile recognized quantifiers to prefix-state closures. Tests set it to ``False`` to compile the
 #: reference closures (:meth:`QuantPlan.run` everywhere) and compare.
 ENABLED = True
+
+#: the prefix-state closures compiled so far, by quantifier (or comprehension) node id, while their
+#: rule is alive; each has a ``warm(env, seq_pure, label)`` attribute that creates its lazy prefix state
+#: (:func:`warm_quant`)
+_WARM: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def _warmable(node_id: int, run: Fn, warm: Callable[[Env, bool, str], bool]) -> Fn:
+    run.warm = warm  # type: ignore[attr-defined]
+    _WARM[node_id] = run
+    return run
+
+
+def _warm_universe(seq_fn: Fn, env: Env, seq_pure: bool) -> tuple[list[Any], Any] | None:
+    """The universe (step or call views) of a quantifier's range, read by evaluating its sequence in
+    ``env`` — only when the sequence reads no query (``seq_pure``: nothing charged or cached)."""
+    if not seq_pure:
+        return None
+    try:
+        seq = seq_fn(env)
+    except Exception:  # noqa: BLE001 - not warmed: the first query builds the state, as before
+        return None
+    if seq.__class__ is not StepRange and seq.__class__ is not CallRange:
+        return None
+    return _ranged(env, seq)[0], seq
+
+
+def warm_quant(node_id: int, label: str, env: Env, seq_pure: bool) -> bool:
+    """Create, on a growing run (``env.tc.lazy``), the prefix state the quantifier or comprehension
+    node ``node_id`` (compiled to a prefix-state closure, source text ``label``) would create at its
+    first query — a filter's :class:`PrefixFilter`, a join's :class:`KeyIndex`, a prefix
+    comprehension's :class:`~trajaudit.engine.dsl.incremental.Series` — empty and registered for
+    :func:`~trajaudit.engine.dsl.incremental.prefill`, so it is filled step by step from now on
+    instead of over the whole prefix at that first query (a monitor's per-step latency). Nothing is
+    evaluated or charged here: the queries charge exactly what they charged before (the state's
+    ``charged`` count is untouched). ``seq_pure``: the quantifier's sequence reads no query (the
+    range is read to choose the step or call views). Whether a state was created."""
+    run = _WARM.get(node_id)
+    if run is None or not env.tc.lazy:
+        return False
+    return bool(run.warm(env, seq_pure, label))
 
 
 class PrefixFilter:
@@ -439,7 +481,13 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None,
                 env.seen.append((item.address, item, var))
                 return False
             return True
-        return run_forall
+
+        def warm_forall(env: Env, seq_pure: bool, text: str) -> bool:
+            got = _warm_universe(seq_fn, env, seq_pure) if text == label else None
+            if got is not None:
+                _state(plan, env, got[0], 0, "forall", pred)
+            return got is not None
+        return _warmable(plan.key, run_forall, warm_forall)
     if members is not None and kind in _FINDS:  # (the compiler gives members only without join)
         return _member_closure(plan, members[0], members[1], reference, miss_note)
     if plan.body is not None and (join is None or kind == "count"):
@@ -472,7 +520,13 @@ def columnar_quant(plan: QuantPlan, join: tuple[Fn, Fn] | None = None,
                 return item if kind != "exists" else True
             env.seen.append((_range_addr(seq), None, miss_note))
             return False if kind == "exists" else None
-        return run
+
+        def warm(env: Env, seq_pure: bool, text: str) -> bool:
+            got = _warm_universe(seq_fn, env, seq_pure) if text == label else None
+            if got is not None:
+                _state(plan, env, got[0], 0, "filter", closed)
+            return got is not None
+        return _warmable(plan.key, run, warm)
     return _join_closure(plan, join, reference, miss_note)
 
 
@@ -526,7 +580,15 @@ def _join_closure(plan: QuantPlan, join: tuple[Fn, Fn], reference: Fn, miss_note
         env.seen.append((_range_addr(seq), None, miss_note))
         return False if kind == "exists" else None
 
-    return run
+    def warm(env: Env, seq_pure: bool, text: str) -> bool:
+        got = _warm_universe(seq_fn, env, seq_pure) if text == plan.label else None
+        if got is None:
+            return False
+        matches, _, errors = _state(plan, env, got[0], 0, "filter", closed)
+        _key_index(plan, env, got[0], matches, errors, 0, key_fn)
+        return True
+
+    return _warmable(plan.key, run, warm)
 
 
 def _member_closure(plan: QuantPlan, pairs: list[tuple[Fn, Fn]], outputs: tuple[str | None] | None,
@@ -596,7 +658,17 @@ def _member_closure(plan: QuantPlan, pairs: list[tuple[Fn, Fn]], outputs: tuple[
             env.seen.append((_range_addr(seq_addr), None, miss_note))
         return False if kind == "exists" else None
 
-    return run
+    def warm(env: Env, seq_pure: bool, text: str) -> bool:
+        got = _warm_universe(seq_fn, env, seq_pure) if text == plan.label and closed is not None else None
+        if got is None:  # (an outputs() list is filed by its first query)
+            return False
+        universe = got[0]
+        matches, _, errors = _state(plan, env, universe, 0, "filter", closed)
+        for d, (coll, _) in enumerate(pairs):
+            _key_index(plan, env, universe, matches, errors, 0, coll, ("member-keys", d), MemberIndex)
+        return True
+
+    return _warmable(plan.key, run, warm)
 
 
 def _identity(tc: Any, n: int) -> list[int]:
@@ -887,4 +959,14 @@ def prefix_comprehension(node: A.Comprehension, where: Fn | None, elt: Fn,
             raise st.err  # type: ignore[misc]
         return st.slice(hi)
 
-    return run
+    label = A.unparse(node)
+
+    def warm(env: Env, seq_pure: bool, text: str) -> bool:
+        tc = env.tc
+        if text != label or key in tc.cache:
+            return False
+        st = tc.cache[key] = Series()
+        register_prefill(tc, lambda t: prefill_series(st, t, *positions_all(t), var, where, elt))
+        return True
+
+    return _warmable(id(node), run, warm)

@@ -19,10 +19,13 @@ checkers), evaluated at the end.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from trajaudit.engine.dsl import ast as A
+from trajaudit.engine.dsl.columnar import warm_quant
 from trajaudit.engine.dsl.incremental import prefill
-from trajaudit.engine.dsl.runtime import CallView, StepView, TrajContext
+from trajaudit.engine.dsl.runtime import CallView, Env, StepView, TrajContext
 from trajaudit.engine.trace.ir import Step, Trajectory
 
 __all__ = ["LiveContext", "LiveRun"]
@@ -111,6 +114,34 @@ class LiveContext(TrajContext):
                 pos.append(i)
         self._outputs_by_caller = None  # outputs_of(): built on use from the run as it is then
         prefill(self)  # the queries' prefix state takes the new step now, not all at the next query
+
+    def warm(self, exprs: Iterable[A.Expr]) -> int:
+        """Create the prefix state of the quantifiers and comprehensions in ``exprs`` (compiled rule
+        expressions, e.g. ``CompiledRule.asts``) that their first query would create
+        (``dsl.columnar.warm_quant``: a filter's :class:`~trajaudit.engine.dsl.columnar.PrefixFilter`,
+        a join's key index, a prefix comprehension's element series) and fill
+        it over the steps appended so far; :meth:`append` extends it from then on. A rule whose
+        first query comes at step k then no longer files the k earlier steps in that step's
+        evaluation (a monitor's per-step latency). Charges nothing: a query charges the elements it
+        covers for the first time, as before. Only quantifiers whose sequence reads no query are
+        warmed (reading it must not build or charge other state). Returns how many were warmed.
+        """
+        if not self.views or self.final:
+            return 0
+        env = Env(self, len(self.views) - 1)
+        ops = self.ops
+        n = 0
+        try:
+            for expr in exprs:
+                for node in expr.walk():
+                    if isinstance(node, (A.Quant, A.Comprehension)):
+                        pure = not any(isinstance(x, (A.Quant, A.Comprehension)) for x in node.seq.walk())
+                        n += warm_quant(id(node), A.unparse(node), env, pure)
+        finally:
+            self.ops = ops
+        if n:
+            prefill(self)
+        return n
 
     def same_as(self, traj: Trajectory) -> bool:
         """Whether ``traj`` (the finished run) has the steps appended, the same objects, and every tool

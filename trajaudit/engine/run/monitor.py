@@ -142,7 +142,9 @@ class RuleStage:
     policy text — so it is re-done only when a new tool name or a system step arrives: a domain pack
     joins when the run first calls one of its tools (its rules' records on the earlier steps are
     evaluated then and returned with that step); a rule it supersedes is withdrawn (its records
-    leave the log, see :attr:`dropped`).
+    leave the log, see :attr:`dropped`). The prefix state of a stepped rule's quantifiers is created
+    when the rule is selected (:meth:`LiveContext.warm`) and grows one step per add from then on, so
+    the step where a rule first fires does not file the whole prefix.
 
     Args:
         context: the audit context (rules, domain packs, budget, tools).
@@ -205,7 +207,17 @@ class RuleStage:
         gone = have - keep
         if gone:
             self.dropped += self.state.drop_rules(gone)
-        return self.state.add_rules([r for r in rules if r.id not in have], list(ids))
+        joining = [r for r in rules if r.id not in have]
+        out = self.state.add_rules(joining, list(ids))
+        self._warm(joining)
+        return out
+
+    def _warm(self, rules: list[CompiledRule]) -> None:
+        """Create now the prefix state that the stepped (prefix-decidable) ``rules``' quantifiers build
+        at their first query (:meth:`LiveContext.warm`): from here on it grows by one step per add,
+        instead of a rule that first fires at step k filing the k earlier steps in that add."""
+        stepped = {st.rule.id for st in self.state.steppers if not st.deferred}
+        self.tc.warm([e for r in rules if r.id in stepped for e in r.asts.values()])
 
     def advance(self, step: Step) -> list[Record]:
         """Append ``step`` (the run's next step) and evaluate the rules there.
@@ -297,14 +309,19 @@ class Monitor:
         dialect: ``openai`` or ``anthropic`` (content blocks normalized by the Anthropic adapter);
             default: OpenAI until a message carries a ``tool_use``/``tool_result`` block, Anthropic
             from then on.
-        freeze_gc: after each :meth:`add`, collect the youngest generation and move what survives
-            (the step's settled state: views, indexes, records) out of the cyclic garbage
-            collector's view (``gc.collect(0)``, ``gc.freeze()``; O(new objects)); :meth:`close`
-            undoes it (``gc.unfreeze()``). A long-lived monitor's state otherwise grows the heap that
-            every full collection re-traverses: one pause of ~0.5 s at step 5,000 of a long run
-            (``benchmarks/bench_monitor.txt``). Process-wide: whatever else is alive is frozen too,
-            and cycles that become garbage meanwhile are freed only after ``close()``; off by default
-            (``watch`` and ``guard`` turn it on).
+        promote_gc: (default) pause the cyclic garbage collector during :meth:`add` /
+            :meth:`add_history` (restored after it; left alone when the caller disabled it) and,
+            after it, run a generation-1 collection (``gc.collect(1)``): it traverses only what
+            arrived since the previous add and moves the survivors (the step's settled state:
+            views, indexes, records) to the oldest generation, so no young collection re-traverses a
+            long run's state in an add and none interrupts an add. Promotions are counted as
+            CPython counts its own, so full collections keep their schedule (they run outside the
+            adds, when the caller's allocations start a collection). ``False`` (with ``freeze_gc``
+            off): the collector is left entirely alone (docs/monitor.md "Garbage collector").
+        freeze_gc: freeze the survivors instead of promoting them (``gc.freeze()``): not even full
+            collections traverse the run's state; :meth:`close` / :meth:`release` undo it
+            (``gc.unfreeze()``), and objects frozen meanwhile (the process's too) are collected
+            only then. Off by default (``watch`` turns it on).
 
     Attributes:
         log: the :class:`ValidationLog` so far (records of settled verdicts, by step).
@@ -319,7 +336,7 @@ class Monitor:
                  task: str | None = None, system_prompts: dict[str, str] | None = None,
                  options: LoadOptions | None = None, alarm_threshold: float = DEFAULT_ALARM_THRESHOLD,
                  context: AuditContext | None = None, source: Source | None = None,
-                 dialect: str | None = None, freeze_gc: bool = False) -> None:
+                 dialect: str | None = None, freeze_gc: bool = False, promote_gc: bool = True) -> None:
         self._own_context = context is None
         if context is None:
             packs, tool_arg = check_packs("Monitor", rules), check_tools("Monitor", tools)
@@ -335,6 +352,7 @@ class Monitor:
             raise MonitorError(f"dialect must be openai or anthropic (or None: detected), got {dialect!r}")
         self.dialect = dialect
         self.freeze_gc = freeze_gc
+        self.promote_gc = promote_gc
         self._frozen = False
         self.steps: list[Step] = []
         self.alarm: int | None = None
@@ -430,21 +448,39 @@ class Monitor:
         """
         if self.closed:
             raise MonitorError("add() after close(): the run is finished")
-        out: list[Record] = []
-        for s in self._steps_of(message_or_step):
-            self.steps.append(s)
-            self._ledger.add(s)
-            out += self._rules.advance(s)
-        self._sync()
-        if self.freeze_gc:
-            self._freeze()
+        paused = self._pause_gc()
+        try:
+            out: list[Record] = []
+            for s in self._steps_of(message_or_step):
+                self.steps.append(s)
+                self._ledger.add(s)
+                out += self._rules.advance(s)
+            self._sync()
+        finally:
+            self._settle_gc(paused)
         return out
 
-    def _freeze(self) -> None:
-        if gc.isenabled():
+    def _pause_gc(self) -> bool:
+        """Pause the cyclic collector for an add (see the class docstring); whether this call paused it."""
+        if not (self.promote_gc or self.freeze_gc) or not gc.isenabled():
+            return False  # left alone, or paused by the caller (or an enclosing add): theirs to restore
+        gc.disable()
+        return True
+
+    def _settle_gc(self, paused: bool) -> None:
+        """End of an add that paused the collector: restore it, then collect the young generations
+        (what the add left as garbage) and move what survives to the oldest generation
+        (``promote_gc``: ``gc.collect(1)``, counted as CPython counts its own promotions, so full
+        collections keep their schedule), or freeze it (``freeze_gc``)."""
+        if not paused:
+            return
+        gc.enable()
+        if self.freeze_gc:
             gc.collect(0)
             gc.freeze()
             self._frozen = True
+        else:  # generation 1 holds only what arrived since the previous add: O(the add's objects)
+            gc.collect(1)
 
     def _unfreeze(self) -> None:
         if self._frozen:
@@ -472,13 +508,15 @@ class Monitor:
             del self.steps[k0:]
             self._calls, self.dialect = calls, dialect
             raise
-        out: list[Record] = []
-        for s in new:
-            self._ledger.add(s)
-            out += self._rules.advance(s)
-        self._sync()
-        if self.freeze_gc:
-            self._freeze()
+        paused = self._pause_gc()
+        try:
+            out: list[Record] = []
+            for s in new:
+                self._ledger.add(s)
+                out += self._rules.advance(s)
+            self._sync()
+        finally:
+            self._settle_gc(paused)
         return out
 
     def extend(self, items: Iterable[Any]) -> list[Record]:
