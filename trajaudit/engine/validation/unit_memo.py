@@ -1,0 +1,223 @@
+"""Equal ``let``s and guards of different rules evaluated once per unit (issue 22, the rule stage).
+
+Many rules of a run evaluate the same expression at the same unit (step, or step and tool call):
+the seven ``--tools`` rules each compute ``args``, ``recovered`` (a quantifier over the later calls)
+and their guard at every call; six generic rules compute ``outputs_of()``; four tau rules look up
+the same latest order details. A *definition key* (:func:`unit_plan`) identifies what a ``let`` or
+guard computes: its AST (equality ignores positions), the pack parameters it was compiled with (by
+content) and the definition keys of the ``let``s it reads — so two ``let``s with equal keys have
+equal values at every unit. The first rule that evaluates such an expression at a unit records,
+in the run's ``TrajContext.shared``, what the evaluation produced; the other rules replay it:
+
+- the value (a list is copied, as :func:`~trajaudit.engine.dsl.queries.shared_comprehension`
+  does) and, for a ``let`` with an address, the address;
+- the evidence entries the evaluation appended to ``env.seen``;
+- the witnesses its quantifiers bound (each key's last value, in first-binding order: what the
+  assignments do to the rule's ``env.witness``, which the evaluation never reads);
+- the budget operations it charged.
+
+Exactness (the reference is evaluating the expression in each rule, :func:`rule_eval._run_one`,
+which ``validation.rule_eval.evaluate`` still does; ``tests/engine/dsl/test_unit_memo.py`` and the
+columnar tests compare logs, budgets of 1 to 200k included): an evaluation is deterministic given
+the unit and the values of the ``let``s it reads, except for one per-rule charge — a quantifier's
+per-run index of its closed filter is charged to each rule the first time that rule's own node
+needs it (``QuantPlan._matches``, which counts that charge in ``TrajContext.filing``). So an entry
+records the charge less what the evaluation filed, and the indexes it used; a rule replays it only
+when its own quantifier nodes have those indexes filed (else it evaluates the expression itself,
+paying for its index where the reference does), and only when the charge fits in its budget (else
+it evaluates, and the budget runs out where the reference's does). An evaluation that raises
+records nothing. Runs that grow step by step (``tc.lazy``, the monitor) do not use it: their prefix
+state is charged as it is extended.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from trajaudit.engine.dsl import ast as A
+from trajaudit.engine.dsl.compiler import free_names
+from trajaudit.engine.dsl.queries import RUN_NAMES
+from trajaudit.engine.dsl.runtime import Env, copy_list
+
+__all__ = ["Memo", "UnitPlan", "shared_plans", "shared_value", "unit_plan"]
+
+#: canonical definitions -> small ints (grows only with the distinct expressions compiled)
+_KEYS: dict[Any, int] = {}
+#: pack parameters by content (canonical JSON) -> small ints
+_PARAMS: dict[str, int] = {}
+
+#: ``(definition key, quantifier node ids in walk order)`` of a memoized expression
+Memo = tuple[int, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class UnitPlan:
+    """Which of a rule's expressions are shared: ``guard`` and one entry per ``let`` (in order),
+    each a :data:`Memo` or ``None`` (evaluated by the rule itself)."""
+
+    guard: Memo | None
+    lets: tuple[Memo | None, ...]
+
+
+_NONE = UnitPlan(None, ())
+
+
+def _params_key(params: Any) -> int | None:
+    try:
+        text = json.dumps(params, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+    return _PARAMS.setdefault(text, len(_PARAMS))
+
+
+def _worth(e: A.Expr) -> bool:
+    """An expression worth sharing: it calls a function, matches a regex, or nests a quantifier or
+    comprehension (a plain path or comparison costs less to evaluate than to look up)."""
+    return any(isinstance(n, (A.Call, A.Quant, A.Comprehension)) or (isinstance(n, A.Binary) and n.op in ("~", "!~"))
+               for n in e.walk())
+
+
+def _memo(key: int, e: A.Expr) -> Memo:
+    return key, tuple(id(n) for n in e.walk() if isinstance(n, A.Quant))
+
+
+def unit_plan(rule: Any) -> UnitPlan:
+    """The :class:`UnitPlan` of a compiled rule (computed once, kept on the rule).
+
+    A ``let`` has a definition key when it reads only run names (``step``, ``call``, ``earlier`` …,
+    see ``queries.RUN_NAMES``), ``params`` and earlier ``let``s that have one; a guard when it reads
+    only run names and ``params``. Parameters that are not plain JSON give no key."""
+    plan = rule.__dict__.get("_unit_plan")
+    if plan is None:
+        plan = rule.__dict__["_unit_plan"] = _build(rule)
+    return plan
+
+
+def _build(rule: Any) -> UnitPlan:
+    spec = rule.spec
+    if not rule.lets and rule.guard is None:
+        return _NONE
+    pk = _params_key(spec.params)
+    if pk is None:
+        return _NONE
+    allowed = RUN_NAMES | {"params"}
+    guard: Memo | None = None
+    g = rule.asts.get("guard")
+    if g is not None and rule.guard is not None and not (free_names(g) - allowed) and _worth(g):
+        guard = _memo(_KEYS.setdefault(("guard", g, pk), len(_KEYS)), g)
+    defs: dict[str, int] = {}
+    lets: list[Memo | None] = []
+    for name, _, _ in rule.lets:
+        e = rule.asts.get(f"let.{name}")
+        key = None
+        if e is not None:
+            names = free_names(e) - allowed
+            if all(n in defs for n in names):
+                deps = tuple(sorted((n, defs[n]) for n in names))
+                key = _KEYS.setdefault(("let", e, pk, deps), len(_KEYS))
+        if key is None:
+            lets.append(None)
+            continue
+        defs[name] = key
+        lets.append(_memo(key, e) if _worth(e) else None)
+    return UnitPlan(guard, tuple(lets))
+
+
+#: :func:`shared_plans` of recent rule lists (by the rules' identities; the rules are kept alive with it)
+_PLANS: dict[tuple[int, ...], tuple[list[Any], list[UnitPlan | None]]] = {}
+
+
+def shared_plans(rules: list[Any]) -> list[UnitPlan | None]:
+    """Per rule of ``rules``, its :class:`UnitPlan` restricted to the expressions that another rule of
+    the list also has (an expression only one rule computes gains nothing from being recorded), or
+    ``None`` when nothing of it is shared."""
+    ident = tuple(id(r) for r in rules)
+    hit = _PLANS.get(ident)
+    if hit is not None:
+        return hit[1]
+    plans = [unit_plan(r) for r in rules]
+    count: dict[int, int] = {}
+    for p in plans:
+        for m in (p.guard, *p.lets):
+            if m is not None:
+                count[m[0]] = count.get(m[0], 0) + 1
+    out: list[UnitPlan | None] = []
+    for p in plans:
+        guard = p.guard if p.guard is not None and count[p.guard[0]] > 1 else None
+        lets = tuple(m if m is not None and count[m[0]] > 1 else None for m in p.lets)
+        out.append(UnitPlan(guard, lets) if guard is not None or any(lets) else None)
+    if len(_PLANS) >= 64:
+        _PLANS.clear()
+    _PLANS[ident] = (list(rules), out)
+    return out
+
+
+#: the per-run indexes a quantifier node can file (``QuantPlan._matches``): ``(tag, universe)``
+_TAGS = ("filter", "forall")
+
+
+def _filed(cache: dict[Any, Any], qids: tuple[int, ...], tc: Any) -> tuple[tuple[int, str, int], ...]:
+    """``(node position, tag, universe id)`` of the indexes ``qids``'s nodes have filed."""
+    out = []
+    for j, q in enumerate(qids):
+        for tag in _TAGS:
+            for uid in (id(tc.views), id(tc.all_calls)):
+                if (q, tag, uid) in cache:
+                    out.append((j, tag, uid))
+    return tuple(out)
+
+
+_UNIT = "unit"
+
+
+def shared_value(env: Env, memo: Memo, fn: Callable[[Env], Any], pair: bool = False) -> Any:
+    """``fn(env)`` — a guard's value, a ``let``'s value or its ``(value, address)`` — replayed from
+    an equal expression another rule evaluated at this unit when that is exact (module docstring),
+    else evaluated (and recorded for the next rules). ``pair``: ``fn`` gives
+    ``(value, address)`` (a ``let``'s ``loc``)."""
+    tc = env.tc
+    key = (memo[0], env.k, env.call, _UNIT)  # (4 items: no clash with shared_comprehension's keys)
+    shared = tc.shared
+    hit = shared.get(key)
+    qids = memo[1]
+    if hit is not None:
+        value, seen, ops, witness, filed = hit
+        if tc.ops + ops <= tc.budget and (not filed or _all_filed(tc.cache, qids, filed)):
+            tc.ops += ops
+            if seen:
+                env.seen.extend(seen)
+            if witness:
+                env.witness.update(witness)
+            return _copy(value, pair)
+    mark, ops0 = len(env.seen), tc.ops
+    if not qids:
+        value = fn(env)
+        if key not in shared:
+            shared[key] = (_copy(value, pair), env.seen[mark:], tc.ops - ops0, None, ())
+        return value
+    filing0 = tc.filing
+    outer, env.witness = env.witness, {}
+    try:
+        value = fn(env)
+    finally:
+        bound, env.witness = env.witness, outer
+        outer.update(bound)
+    if key not in shared:  # what it charged, less the indexes it filed (each rule pays for its own)
+        ops = tc.ops - ops0 - (tc.filing - filing0)
+        shared[key] = (_copy(value, pair), env.seen[mark:], ops, bound, _filed(tc.cache, qids, tc))
+    return value
+
+
+def _all_filed(cache: dict[Any, Any], qids: tuple[int, ...], filed: tuple[tuple[int, str, int], ...]) -> bool:
+    for j, tag, uid in filed:
+        if (qids[j], tag, uid) not in cache:
+            return False
+    return True
+
+
+def _copy(value: Any, pair: bool) -> Any:
+    if pair:  # a let's (value, address)
+        return (copy_list(value[0]), value[1]) if isinstance(value[0], list) else value
+    return copy_list(value) if isinstance(value, list) else value
