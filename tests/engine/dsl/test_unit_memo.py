@@ -44,7 +44,7 @@ def _twins(writes: list[str], prefix: str = "") -> dict:
             {"id": "c", "title": "t", "type": "SCHEMA", "severity": "info",
              "guard": "call.name in params.writes",
              "let": {"recovered": RECOVERED, "e": LATEST_ERR, "n": NESTED,
-                     "u": "count u in earlier where u.kind == \"user\"", "m": "[u, len(content)]"},
+                     "u": "count u in earlier where u.kind == \"user\"", "m": "[u] + captures(content, /\\d+/)"},
              "assert": "recovered or e == null or n", "message": "{e.content} {m}"},
             {"id": "f", "title": "t", "type": "PROTOCOL", "severity": "info", "guard": "call.name in params.writes",
              "let": {"later_ok": COND},
@@ -62,14 +62,14 @@ def _twins(writes: list[str], prefix: str = "") -> dict:
              "assert": "len(missing) > 0 or not recovered or n", "message": "{missing} {c} {d}"},
             {"id": "d", "title": "t", "type": "PROTOCOL", "severity": "warning",
              "guard": "step.kind == \"agent\"",
-             "let": {"u": "count u in earlier where u.kind == \"agent\"", "m": "[u, len(content)]",
+             "let": {"u": "count u in earlier where u.kind == \"agent\"", "m": "[u] + captures(content, /\\d+/)",
                      "e": LATEST_ERR, "bad": "u > 2 and len(step.index) > 0"},
              "assert": "m[0] < 5", "message": "{m} {o}"},
             {"id": "g", "title": "t", "type": "PROTOCOL", "severity": "info", "guard": GUARD,
              "let": {"later_ok": COND}, "assert": "later_ok or true", "message": "{c}"},
             {"id": "e", "title": "t", "type": "PROTOCOL", "severity": "warning",
              "guard": "step.kind == \"agent\"",
-             "let": {"u": "count u in earlier where u.kind == \"user\"", "m": "[u, len(content)]", "e": LATEST_ERR},
+             "let": {"u": "count u in earlier where u.kind == \"user\"", "m": "[u] + captures(content, /\\d+/)", "e": LATEST_ERR},
              "assert": "m[0] < 3 or e != null", "message": "{m} {e.address}"},
         ],
     }
@@ -144,8 +144,9 @@ def test_plan_shares_equal_definitions_only() -> None:
     assert key["twins.a"]["missing"][0] == key["twins.b"]["missing"][0]
     assert key["twins.b"]["n"][0] == key["twins.c"]["n"][0]
     assert pa.guard is not None and pa.guard[0] == pb.guard[0]
-    # another pack's params: another key (even for a let that does not read params)
-    assert key["twins2.a"]["recovered"][0] != key["twins.a"]["recovered"][0]
+    # another pack's params: another key for what reads them (S, so missing); the same for what does not
+    assert key["twins2.a"]["missing"][0] != key["twins.a"]["missing"][0]
+    assert key["twins2.a"]["recovered"][0] == key["twins.a"]["recovered"][0]
     # `m` reads `u`, defined differently in d and e: never the same key; in c and e equal definitions
     assert key["twins.d"]["m"] is None or key["twins.d"]["m"][0] != key["twins.e"]["m"][0]
     assert key["twins.c"]["m"][0] == key["twins.e"]["m"][0]

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from trajaudit.engine.dsl import ast as A
-from trajaudit.engine.dsl.compiler import free_names
+from trajaudit.engine.dsl.compiler import conjuncts, free_names
 from trajaudit.engine.dsl.queries import RUN_NAMES
 from trajaudit.engine.dsl.runtime import Env, copy_list
 
@@ -48,8 +48,9 @@ _KEYS: dict[Any, int] = {}
 #: pack parameters by content (canonical JSON) -> small ints
 _PARAMS: dict[str, int] = {}
 
-#: ``(definition key, quantifier node ids in walk order)`` of a memoized expression
-Memo = tuple[int, tuple[int, ...]]
+#: ``(definition key, ids of the quantifier nodes that can file an index, whether it has a quantifier)``
+#: of a memoized expression
+Memo = tuple[int, tuple[int, ...], bool]
 
 
 @dataclass(frozen=True)
@@ -72,15 +73,37 @@ def _params_key(params: Any) -> int | None:
     return _PARAMS.setdefault(text, len(_PARAMS))
 
 
+#: built-ins that cost about as little as a look-up of their result (no scan of a text or a range)
+_CHEAP = frozenset({"len", "lower", "upper", "trim", "num", "round", "abs", "default", "keys", "values", "calls",
+                    "since", "outputs_of", "latest_output", "approx", "startswith", "endswith", "str"})
+
+
 def _worth(e: A.Expr) -> bool:
-    """An expression worth sharing: it calls a function, matches a regex, or nests a quantifier or
-    comprehension (a plain path or comparison costs less to evaluate than to look up)."""
-    return any(isinstance(n, (A.Call, A.Quant, A.Comprehension)) or (isinstance(n, A.Binary) and n.op in ("~", "!~"))
-               for n in e.walk())
+    """An expression worth sharing: it nests a comprehension or a quantifier with a condition, matches
+    a regex or calls a built-in that scans (a bare ``exists s in earlier``, a path, ``outputs_of()``
+    or a comparison costs about what its look-up and replay would)."""
+    for n in e.walk():
+        if isinstance(n, A.Comprehension) or (isinstance(n, A.Quant) and (n.where is not None or n.body is not None)):
+            return True
+        if (isinstance(n, A.Binary) and n.op in ("~", "!~")) or (isinstance(n, A.Call) and n.func not in _CHEAP):
+            return True
+    return False
+
+
+def _can_file(q: A.Quant) -> bool:
+    """Whether quantifier ``q`` can file a per-run index (``QuantPlan._matches``): a conjunct of its
+    condition, or a ``forall`` body, reads only its variable, ``params`` and ``traj`` (a superset of
+    the compiler's test)."""
+    bound = frozenset({q.var})
+    parts = list(conjuncts(q.where)) if q.where is not None else []
+    if q.kind == "forall" and q.body is not None:
+        parts.append(q.body)
+    return any(not (free_names(p, bound) - {"params", "traj"}) for p in parts)
 
 
 def _memo(key: int, e: A.Expr) -> Memo:
-    return key, tuple(id(n) for n in e.walk() if isinstance(n, A.Quant))
+    quants = [n for n in e.walk() if isinstance(n, A.Quant)]
+    return key, tuple(id(n) for n in quants if _can_file(n)), bool(quants)
 
 
 def unit_plan(rule: Any) -> UnitPlan:
@@ -96,27 +119,33 @@ def unit_plan(rule: Any) -> UnitPlan:
 
 
 def _build(rule: Any) -> UnitPlan:
-    spec = rule.spec
     if not rule.lets and rule.guard is None:
         return _NONE
-    pk = _params_key(spec.params)
-    if pk is None:
-        return _NONE
+    pk = _params_key(rule.spec.params)
     allowed = RUN_NAMES | {"params"}
+
+    def key_of(kind: str, e: A.Expr, deps: tuple[tuple[str, int], ...], names: set[str]) -> int | None:
+        p = pk if "params" in names else -1  # an expression that reads no parameter: any pack's
+        if p is None:
+            return None
+        return _KEYS.setdefault((kind, e, p, deps), len(_KEYS))
+
     guard: Memo | None = None
     g = rule.asts.get("guard")
-    if g is not None and rule.guard is not None and not (free_names(g) - allowed) and _worth(g):
-        guard = _memo(_KEYS.setdefault(("guard", g, pk), len(_KEYS)), g)
+    if g is not None and rule.guard is not None:
+        names = free_names(g)
+        gk = key_of("guard", g, (), names) if not (names - allowed) and _worth(g) else None
+        guard = _memo(gk, g) if gk is not None else None
     defs: dict[str, int] = {}
     lets: list[Memo | None] = []
     for name, _, _ in rule.lets:
         e = rule.asts.get(f"let.{name}")
         key = None
         if e is not None:
-            names = free_names(e) - allowed
-            if all(n in defs for n in names):
-                deps = tuple(sorted((n, defs[n]) for n in names))
-                key = _KEYS.setdefault(("let", e, pk, deps), len(_KEYS))
+            names = free_names(e)
+            outer = names - allowed
+            if all(n in defs for n in outer):
+                key = key_of("let", e, tuple(sorted((n, defs[n]) for n in outer)), names)
         if key is None:
             lets.append(None)
             continue
@@ -192,10 +221,10 @@ def shared_value(env: Env, memo: Memo, fn: Callable[[Env], Any], pair: bool = Fa
                 env.witness.update(witness)
             return _copy(value, pair)
     mark, ops0 = len(env.seen), tc.ops
-    if not qids:
+    if not memo[2]:  # no quantifier: no witness, no index
         value = fn(env)
-        if key not in shared:
-            shared[key] = (_copy(value, pair), env.seen[mark:], tc.ops - ops0, None, ())
+        if key not in shared:  # (the value itself: no rule changes a value; replays copy lists)
+            shared[key] = (value, env.seen[mark:] if len(env.seen) > mark else None, tc.ops - ops0, None, ())
         return value
     filing0 = tc.filing
     outer, env.witness = env.witness, {}
@@ -206,7 +235,8 @@ def shared_value(env: Env, memo: Memo, fn: Callable[[Env], Any], pair: bool = Fa
         outer.update(bound)
     if key not in shared:  # what it charged, less the indexes it filed (each rule pays for its own)
         ops = tc.ops - ops0 - (tc.filing - filing0)
-        shared[key] = (_copy(value, pair), env.seen[mark:], ops, bound, _filed(tc.cache, qids, tc))
+        shared[key] = (value, env.seen[mark:] if len(env.seen) > mark else None, ops, bound or None,
+                       _filed(tc.cache, qids, tc))
     return value
 
 
