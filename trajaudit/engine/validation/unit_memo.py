@@ -47,6 +47,8 @@ __all__ = ["Memo", "UnitPlan", "shared_plans", "shared_value", "unit_plan"]
 _KEYS: dict[Any, int] = {}
 #: pack parameters by content (canonical JSON) -> small ints
 _PARAMS: dict[str, int] = {}
+#: this process's numbering of :data:`_KEYS` (a plan kept on a rule is used only with it)
+_TOKEN = object()
 
 #: ``(definition key, ids of the quantifier nodes that can file an index, whether it has a quantifier)``
 #: of a memoized expression
@@ -112,9 +114,11 @@ def unit_plan(rule: Any) -> UnitPlan:
     A ``let`` has a definition key when it reads only run names (``step``, ``call``, ``earlier`` …,
     see ``queries.RUN_NAMES``), ``params`` and earlier ``let``s that have one; a guard when it reads
     only run names and ``params``. Parameters that are not plain JSON give no key."""
-    plan = rule.__dict__.get("_unit_plan")
-    if plan is None:
-        plan = rule.__dict__["_unit_plan"] = _build(rule)
+    hit = rule.__dict__.get("_unit_plan")
+    if hit is not None and hit[0] is _TOKEN:
+        return hit[1]
+    plan = _build(rule)
+    rule.__dict__["_unit_plan"] = (_TOKEN, plan)  # keys are this process's: a rule copied elsewhere recomputes
     return plan
 
 
