@@ -50,9 +50,9 @@ _PARAMS: dict[str, int] = {}
 #: this process's numbering of :data:`_KEYS` (a plan kept on a rule is used only with it)
 _TOKEN = object()
 
-#: ``(definition key, ids of the quantifier nodes that can file an index, whether it has a quantifier)``
-#: of a memoized expression
-Memo = tuple[int, tuple[int, ...], bool]
+#: ``(definition key, ids of the quantifier nodes that can file an index, whether it has a quantifier,
+#: whether it has a comprehension)`` of a memoized expression
+Memo = tuple[int, tuple[int, ...], bool, bool]
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,8 @@ def _can_file(q: A.Quant) -> bool:
 
 def _memo(key: int, e: A.Expr) -> Memo:
     quants = [n for n in e.walk() if isinstance(n, A.Quant)]
-    return key, tuple(id(n) for n in quants if _can_file(n)), bool(quants)
+    lists = any(isinstance(n, A.Comprehension) for n in e.walk())
+    return key, tuple(id(n) for n in quants if _can_file(n)), bool(quants), lists
 
 
 def unit_plan(rule: Any) -> UnitPlan:
@@ -178,13 +179,21 @@ def shared_plans(rules: list[Any]) -> list[UnitPlan | None]:
                 count[m[0]] = count.get(m[0], 0) + 1
     out: list[UnitPlan | None] = []
     for p in plans:
-        guard = p.guard if p.guard is not None and count[p.guard[0]] > 1 else None
-        lets = tuple(m if m is not None and count[m[0]] > 1 else None for m in p.lets)
+        guard = p.guard if p.guard is not None and _pays(p.guard, count) else None
+        lets = tuple(m if m is not None and _pays(m, count) else None for m in p.lets)
         out.append(UnitPlan(guard, lets) if guard is not None or any(lets) else None)
     if len(_PLANS) >= 64:
         _PLANS.clear()
     _PLANS[ident] = (list(rules), out)
     return out
+
+
+def _pays(m: Memo, count: dict[int, int]) -> bool:
+    """Whether recording ``m`` pays: three rules or more evaluate it, or two and it builds lists (a
+    comprehension: the replay saves its whole loop; for a pair of quantifiers or regex tests, whose
+    answers the run's indexes and memos already make cheap, the record costs about what it saves)."""
+    n = count[m[0]]
+    return n >= 3 or (n == 2 and m[3])
 
 
 #: the per-run indexes a quantifier node can file (``QuantPlan._matches``): ``(tag, universe)``
