@@ -2,11 +2,12 @@
 
 Many rules of a run evaluate the same expression at the same unit (step, or step and tool call):
 the seven ``--tools`` rules each compute ``args``, ``recovered`` (a quantifier over the later calls)
-and their guard at every call; six generic rules compute ``outputs_of()``; four tau rules look up
+and their guard at every call, two of them the same four comprehensions; four tau rules look up
 the same latest order details. A *definition key* (:func:`unit_plan`) identifies what a ``let`` or
 guard computes: its AST (equality ignores positions), the pack parameters it was compiled with (by
 content) and the definition keys of the ``let``s it reads — so two ``let``s with equal keys have
-equal values at every unit. The first rule that evaluates such an expression at a unit records,
+equal values at every unit. Expressions worth it (:func:`_worth`) that enough rules of the run
+share (:func:`shared_plans`) are evaluated once: the first rule that evaluates one at a unit records,
 in the run's ``TrajContext.shared``, what the evaluation produced; the other rules replay it:
 
 - the value (a list is copied, as :func:`~trajaudit.engine.dsl.queries.shared_comprehension`
