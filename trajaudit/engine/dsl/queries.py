@@ -157,6 +157,16 @@ class QuantPlan:
             if env.tc.lazy:
                 self._grow(env, universe, hit, pred)
             return hit
+        tc = env.tc
+        filing0, ops0 = tc.filing, tc.ops
+        try:
+            return self._file(env, universe, tag, pred, key)
+        finally:  # nesting-safe: an outer filing counts what inner ones charged once
+            tc.filing = filing0 + tc.ops - ops0
+
+    def _file(self, env: Env, universe: list[Any], tag: str, pred: Fn, key: Any) -> tuple[list[int], list[int], dict]:
+        """The miss path of :meth:`_matches`: charge the universe, take an equal filter's index or compute it."""
+        cache = env.tc.cache
         env.tc.charge(len(universe))  # what computing it costs this rule, whoever computed it first
         if self.share is not None:  # an equal filter of another rule already ran on this run
             skey = ("shared", self.share, tag, id(universe))

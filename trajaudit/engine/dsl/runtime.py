@@ -218,6 +218,9 @@ class TrajContext:
         self.shared: dict[Any, Any] = {}  # run-wide values of expressions shared by rules (rule_queries)
         self.ops = 0
         self.budget = budget
+        #: operations charged for filing quantifiers' per-run indexes so far (``QuantPlan._matches``;
+        #: read as a difference by ``validation.unit_memo``, which replays only the rest)
+        self.filing = 0
         self.lazy = False  # rule_columnar: the run grows step by step (prefix state extended on demand)
         self.oracle = oracle
         self.tools = tools

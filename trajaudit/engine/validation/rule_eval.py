@@ -38,6 +38,7 @@ from trajaudit.engine.dsl.runtime import (
 from trajaudit.engine.packs.compile import CompiledRule, compile_rules
 from trajaudit.engine.packs.pack import RulePack
 from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.validation.unit_memo import UnitPlan, shared_value
 from trajaudit.engine.validation_log import RUN_BUDGET_NOTE, Evidence, LazyRecord, Record, ValidationLog
 from trajaudit.errors import ArgumentTypeError, LLMUnreachableError
 
@@ -121,7 +122,6 @@ def _record(rule: CompiledRule, k: int, verdict: str, message: str = "", evidenc
 
 def _run_one(rule: CompiledRule, env: Env) -> Record | None:
     """Evaluate one unit; ``None`` when the guard is false (a skip)."""
-    k = env.k
     if rule.guard is not None and not rule.guard(env):
         return None
     seen = env.seen
@@ -140,6 +140,38 @@ def _run_one(rule: CompiledRule, env: Env) -> Record | None:
         address = (v.address if v.__class__ in _VIEWS else None) or addr
         if address:
             seen.append((address, v, name))
+    return _decide(rule, env)
+
+
+def run_one_shared(rule: CompiledRule, env: Env, plan: UnitPlan) -> Record | None:
+    """:func:`_run_one` with the guard and the ``let``s that ``plan`` marks evaluated once per unit
+    for every rule that has an equal one (:mod:`~trajaudit.engine.validation.unit_memo`): the same
+    record, evidence, bindings and budget charges. For a complete run (``env.tc.lazy`` false)."""
+    g = plan.guard
+    if rule.guard is not None and not (rule.guard(env) if g is None else shared_value(env, g, rule.guard)):
+        return None
+    seen = env.seen
+    seen.clear()
+    values = env.vars
+    for (name, loc, fn), m in zip(rule.lets, plan.lets, strict=True):
+        if loc is None:
+            v = values[name] = fn(env) if m is None else shared_value(env, m, fn)
+            if v.__class__ in _VIEWS and v.address:
+                seen.append((v.address, v, name))
+            continue
+        v, addr = loc(env) if m is None else shared_value(env, m, loc, True)
+        values[name] = v
+        if addr is not None:
+            env.addrs[name] = addr
+        address = (v.address if v.__class__ in _VIEWS else None) or addr
+        if address:
+            seen.append((address, v, name))
+    return _decide(rule, env)
+
+
+def _decide(rule: CompiledRule, env: Env) -> Record | None:
+    """The record of a unit whose guard held and whose ``let``s are bound."""
+    k = env.k
     if rule.assertion is not None:
         result = rule.assertion(env)
         if result is None:

@@ -51,13 +51,25 @@ from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.runtime import BudgetExceeded, CallView, Env, EvalError, TrajContext
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.engine.validation.rule_eval import _evidence, _out_of_time, _record, _run_one, candidates
+from trajaudit.engine.validation.rule_eval import (
+    _evidence,
+    _out_of_time,
+    _record,
+    _run_one,
+    candidates,
+    run_one_shared,
+)
+from trajaudit.engine.validation.unit_memo import UnitPlan, shared_plans
 from trajaudit.engine.validation_log import LazyRecord, Record, ValidationLog
 from trajaudit.errors import LLMUnreachableError
 
 log = logging.getLogger(__name__)
 
 __all__ = ["RunState", "Stepper", "evaluate_run", "prefix_decidable", "units_at"]
+
+#: evaluate the guards and ``let``s that rules share once per unit (:mod:`~trajaudit.engine.validation.unit_memo`;
+#: a complete run only). Tests set it to ``False`` to compare with each rule evaluating its own.
+SHARE_UNITS = True
 
 #: names whose value lies (partly) after the current step (``traj`` holds the length, final answer, every system prompt)
 _FUTURE_NAMES = frozenset({"later", "steps", "traj"})
@@ -126,7 +138,7 @@ class Stepper:
         pending: deferred units, in order.
     """
 
-    __slots__ = ("rule", "deferred", "ops", "stopped", "stop_message", "left", "pending", "skipped")
+    __slots__ = ("rule", "deferred", "ops", "stopped", "stop_message", "left", "pending", "skipped", "shared")
 
     def __init__(self, rule: CompiledRule, deferred: bool) -> None:
         self.rule = rule
@@ -137,6 +149,8 @@ class Stepper:
         self.left = 0
         self.pending: list[tuple[int, CallView | None]] = []
         self.skipped = 0
+        #: the guard and lets it shares with other rules of the run (``unit_memo.shared_plans``), or ``None``
+        self.shared: UnitPlan | None = None
 
     def advance(self, tc: TrajContext, k: int, out: list[Record]) -> None:
         """Evaluate the rule's units at step ``k`` (or queue them when deferred), appending records to ``out``."""
@@ -163,6 +177,7 @@ class Stepper:
             return
         tc.ops = self.ops
         budget = tc.budget
+        plan = None if tc.lazy else self.shared  # equal lets of other rules: once per unit
         try:
             for pos, (k, call) in enumerate(units):
                 if deadline is not None and time.monotonic() >= deadline:
@@ -172,7 +187,7 @@ class Stepper:
                     tc.ops += 1
                     if tc.ops > budget:
                         raise BudgetExceeded(f"evaluation budget of {budget} operations exceeded")
-                    rec = _run_one(rule, env)
+                    rec = _run_one(rule, env) if plan is None else run_one_shared(rule, env, plan)
                 except BudgetExceeded as e:
                     out.append(_record(rule, k, "unknown", str(e), _evidence(env.seen, call), reason=str(e)))
                     self.stopped = k
@@ -236,6 +251,9 @@ class RunState:
         self.defer = defer
         self.log = ValidationLog(context.traj.id)
         self.steppers = [Stepper(r, defer and not prefix_decidable(r)) for r in rules]
+        if not lazy and SHARE_UNITS:
+            for st, plan in zip(self.steppers, shared_plans(rules), strict=True):
+                st.shared = plan
         self.next_step = 0
         self.finished = False
         self._joined = False  # rules joined mid-run (add_rules): their records are put in order by finish()
