@@ -341,3 +341,38 @@ def test_monitor_error_is_public_api():
     assert "MonitorError" in trajaudit.__all__ and Public is MonitorError
     with pytest.raises(trajaudit.MonitorError, match=r"message 0: 'role' must be a string"):
         Monitor().add({"role": 5})
+
+
+def test_claim_ledger_takes_each_step_once_when_diagnosis_or_close_needs_it(tau_runs, ctx, monkeypatch):
+    """add() answers the rules only; the claim ledger receives the steps added since its last use when
+    diagnosis() or close() asks (each step once, in order, the objects add() took), and the results are
+    those of a diagnosis after every add and of the batch."""
+    from trajaudit.engine.claims import ClaimGraphBuilder
+
+    fed: list[int] = []
+    real_add = ClaimGraphBuilder.add
+
+    def counting_add(self, step):  # type: ignore[no-untyped-def]
+        fed.append(step.index)
+        return real_add(self, step)
+
+    monkeypatch.setattr(ClaimGraphBuilder, "add", counting_add)
+    t = max(tau_runs.values(), key=lambda r: len(r.steps))
+    every = Monitor(context=ctx, run_id=t.id, task=t.task)
+    lazy = Monitor(context=ctx, run_id=t.id, task=t.task)
+    half = len(t.steps) // 2
+    for s in t.steps[:half]:
+        lazy.add(s)
+    assert fed == []  # no claim work inside add()
+    for s in t.steps[:half]:
+        every.add(s)
+        every.diagnosis()
+    fed.clear()
+    assert lazy.diagnosis() == every.diagnosis()  # memoized on `every`: only `lazy` feeds its ledger now
+    assert fed == list(range(half))
+    fed.clear()
+    for s in t.steps[half:]:
+        lazy.add(s)
+    lazy.close()
+    assert fed == list(range(half, len(t.steps)))
+    assert lazy.log.to_dict() == gather(t, ctx).log.to_dict()

@@ -358,8 +358,13 @@ class Monitor:
         self.alarm: int | None = None
         self.closed = False
         self._rules = RuleStage(context, self.run_id, task=task, system_prompts=self.system_prompts)
-        # the claim ledger, updated per added step (close() and diagnosis() finish it, not rebuild it)
+        # the claim ledger, built incrementally: each step is added once, when close() or diagnosis()
+        # first needs it (_ledger_catch_up), then finished — never rebuilt. Adding steps on demand
+        # rather than in add() keeps claim extraction off the add's latency for callers who only
+        # want the rules' verdicts (a guard in block mode); a caller asking for diagnosis() after
+        # every add pays the same total work there.
         self._ledger = ClaimGraphBuilder(context.config, task=task, system_prompts=self.system_prompts)
+        self._ledger_next = 0  # steps[:_ledger_next] are in the ledger
         self._calls: set[str] = set()
         self._claims: list[Record] = []
         self._claim_incomplete: list[str] = []
@@ -453,12 +458,18 @@ class Monitor:
             out: list[Record] = []
             for s in self._steps_of(message_or_step):
                 self.steps.append(s)
-                self._ledger.add(s)
                 out += self._rules.advance(s)
             self._sync()
         finally:
             self._settle_gc(paused)
         return out
+
+    def _ledger_catch_up(self) -> None:
+        """Add the steps not yet in the claim ledger (each once, in order; O(new steps))."""
+        steps, ledger = self.steps, self._ledger
+        while self._ledger_next < len(steps):
+            ledger.add(steps[self._ledger_next])
+            self._ledger_next += 1
 
     def _pause_gc(self) -> bool:
         """Pause the cyclic collector for an add (see the class docstring); whether this call paused it."""
@@ -512,7 +523,6 @@ class Monitor:
         try:
             out: list[Record] = []
             for s in new:
-                self._ledger.add(s)
                 out += self._rules.advance(s)
             self._sync()
         finally:
@@ -538,6 +548,7 @@ class Monitor:
         self._unfreeze()
         if not self.steps:
             return []
+        self._ledger_catch_up()  # with the steps as they were added (close() replaces them below)
         traj = self.trajectory(final=True)
         self.steps = list(traj.steps)  # calls never answered are flagged now (RuleStage.finish re-settles them)
         out = self._rules.finish(traj)
@@ -579,6 +590,7 @@ class Monitor:
         traj = self.trajectory(final=self.closed)
         if not traj.decision_steps:
             return None
+        self._ledger_catch_up()
         bundle = gather(traj, self.context, claims=self._ledger.finish(traj))
         d = default_strategies().get("offline").diagnose(traj, bundle, self.context)
         d = dataclasses.replace(d, metadata={**d.metadata, "basis": diagnosis_basis(d)})
