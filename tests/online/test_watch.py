@@ -431,3 +431,21 @@ def test_ir_step_without_index_names_file_line_step_and_field(tmp_path):
     assert not res.trajectories and len(res.problems) == 1
     said = str(res.problems[0])
     assert str(ir) in said and "$.steps[2]: 'index' is a required property" in said, said
+
+
+def test_watch_sigterm_ends_like_ctrl_c_with_exit_143(tmp_path):
+    """SIGTERM (a supervisor stopping the watch): the same summary as Ctrl-C, reason "terminated", exit 143
+    (it used to die silently with the signal, printing no end event)."""
+    f = tmp_path / "run.jsonl"
+    f.write_text("".join(json.dumps(m) + "\n" for m in RUN[:3]))
+    p = _cli(str(f), "--format", "json", "--poll", "0.05")
+    first = json.loads(p.stdout.readline())
+    assert first["event"] == "violation" and first["step"] == 2
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    out, err = _read_rest(p, 60)
+    rows = [first, *_rows(out)]
+    assert rows[-1]["event"] == "end" and rows[-1]["reason"] == "terminated" and rows[-1]["steps"] == 3, out + err
+    assert "stopped by SIGTERM before the run's end" in err.replace("\n", " ")
+    assert "Traceback" not in err
+    assert p.returncode == 143

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,16 @@ def _spec(packs: tuple[str, ...], tools: str | None) -> AuditSpec:
 
 #: exit code of a watch interrupted by Ctrl-C (SIGINT), the shell's convention (128 + 2)
 EXIT_INTERRUPTED = 130
+#: exit code of a watch stopped by SIGTERM (a supervisor, `kill`, `timeout`), the shell's convention (128 + 15)
+EXIT_TERMINATED = 143
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during a watch: ended like Ctrl-C (summary, end event), with reason ``terminated``."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise _Terminated()
 
 
 class _WatchOutput:
@@ -103,6 +115,8 @@ class _WatchOutput:
         why = {"missing": f"{self.file} was never created: nothing was checked",
                "interrupted": "interrupted before the run's end: the end-of-run rules were not settled (the violations "
                               "above were settled as the steps arrived)",
+               "terminated": "stopped by SIGTERM before the run's end: the end-of-run rules were not settled (the "
+                             "violations above were settled as the steps arrived)",
                "truncated": f"{self.file} was truncated after line {lines} (log rotation or a rewrite): the watch stops "
                             "here, the new content may be another run (start a new watch for it)"}.get(reason)
         if why:
@@ -143,7 +157,7 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
     summary (the end-of-run rules are not settled: the run did not end).
     Exit codes as `check`: 0 no violation at or above --fail-on, 1 one (or a line skipped, the alarm
     stopped the run, FILE was truncated or never created), 2 usage (e.g. FILE's directory does not
-    exist), 130 interrupted (Ctrl-C).
+    exist), 130 interrupted (Ctrl-C), 143 stopped by SIGTERM (summary as for Ctrl-C).
 
     \b
     Examples:
@@ -163,17 +177,24 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 
     show.say(f"watching {file} ({len(monitor.context.rules)} rule(s); domain packs join when their tools are called)")
     lines = 0
+    # SIGTERM (a supervisor, `kill`, `timeout`) ends the watch as Ctrl-C does (only the main thread can set it)
+    old_term = signal.signal(signal.SIGTERM, _raise_terminated) if threading.current_thread() is threading.main_thread() \
+        else None
     try:
         res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show.records,
                     on_skip=show.skip, on_alarm=show.alarm, poll=poll, on_wait=waiting, on_after_stop=show.stopped_records)
         reason, lines = res.reason, res.lines
+    except _Terminated:
+        reason = "terminated"
     except KeyboardInterrupt:  # Ctrl-C: what was settled is printed; say how the run was left, exit 130
         reason = "interrupted"
     finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
         monitor.release()  # the collector sees the run's state again (freeze_gc), even when interrupted
     show.end(reason, monitor, lines)
-    if reason == "interrupted":
-        raise SystemExit(EXIT_INTERRUPTED)
+    if reason in ("interrupted", "terminated"):
+        raise SystemExit(EXIT_INTERRUPTED if reason == "interrupted" else EXIT_TERMINATED)
     if show.bad or show.skipped or reason in ("alarm", "missing", "truncated"):
         raise SystemExit(EXIT_FINDINGS)
 
