@@ -370,7 +370,8 @@ def _free() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("bad", ["notaurl", "localhost:8000/v1", "ftp://127.0.0.1/v1", "http://", "http://h:port/v1"])
+@pytest.mark.parametrize("bad", ["notaurl", "localhost:8000/v1", "ftp://127.0.0.1/v1", "http://", "http://h:port/v1",
+                                 "http://127.0.0.1:8000/v1?api-version=1"])
 def test_upstream_that_is_not_an_http_url_is_a_usage_error(tmp_path, bad):
     """`guard --upstream notaurl`: exit 2 naming the value, before anything is served (it used to start
     and fail every request)."""
@@ -401,3 +402,21 @@ def test_check_upstream_accepts_http_and_https_and_build_app_checks(upstream):
     with GuardServer(upstream.url, mode="annotate") as g:
         r = _client(g.url).chat.completions.create(model="m", messages=UNAUTH)
     assert r.choices[0].message.tool_calls[0].function.name == "cancel_pending_order"
+
+
+def test_hostile_json_answers_400_or_502_and_the_guard_keeps_serving(upstream):
+    """A request body nested 100,000 deep or holding a 5,000-digit integer is a 400 naming the limit
+    (it was a 500 from json.loads' RecursionError / int conversion); an upstream answer nested so deep
+    is a 502; the next request is served."""
+    upstream.responder = lambda req: Raw(tool_call_completion("find_user_id_by_email", {"email": "a@b.c"}))
+    upstream.script(Raw("[" * 100_000 + "]" * 100_000))
+    with GuardServer(upstream.url, tools=TOOLS) as g:
+        url = g.url + "/chat/completions"
+        r = httpx.post(url, content=b'{"model": "m", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+        assert r.status_code == 400 and "nested too deeply" in r.json()["error"]["message"], r.text
+        r = httpx.post(url, content=b'{"model": "m", "n": ' + b"1" * 5000 + b', "messages": []}')
+        assert r.status_code == 400 and "digits" in r.json()["error"]["message"], r.text
+        r = httpx.post(url, json={"model": "m", "messages": UNAUTH})
+        assert r.status_code == 502 and "nested too deeply" in r.json()["error"]["message"], r.text
+        r = _client(g.url).chat.completions.create(model="m", messages=UNAUTH)
+        assert r.choices[0].message.tool_calls[0].function.name == "find_user_id_by_email"

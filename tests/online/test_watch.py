@@ -449,3 +449,36 @@ def test_watch_sigterm_ends_like_ctrl_c_with_exit_143(tmp_path):
     assert "stopped by SIGTERM before the run's end" in err.replace("\n", " ")
     assert "Traceback" not in err
     assert p.returncode == 143
+
+
+def test_watch_skips_hostile_json_lines_and_goes_on(tmp_path):
+    """A line nested 100,000 deep or holding a 5,000-digit integer is skipped with the batch loader's
+    limit message and the run goes on (it used to stop the watch: internal error, exit 2, no end event)."""
+    f = tmp_path / "run.jsonl"
+    deep = "[" * 100_000 + "]" * 100_000
+    huge = '{"role": "user", "content": "x", "n": ' + "1" * 5000 + "}"
+    lines = [json.dumps(RUN[0]), deep, huge, *map(json.dumps, RUN[1:]), json.dumps(END_MARKER)]
+    f.write_text("\n".join(lines) + "\n")
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--format", "json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180)
+    assert "internal error" not in r.stderr, r.stderr
+    assert f"skipped: {f}:2: not read: nested too deeply (more than 100 levels" in r.stderr, r.stderr
+    assert f"skipped: {f}:3: not read: integer literal too long" in r.stderr, r.stderr
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert rows[-1]["event"] == "end" and rows[-1]["reason"] == "end-marker" and rows[-1]["skipped_lines"] == 2
+    assert rows[-1]["steps"] == len(RUN)
+    assert r.returncode == 1
+
+
+def test_follow_reads_a_long_line_in_linear_time(tmp_path):
+    """A line spanning many 64 KiB reads is joined from its pieces once its newline arrives (the
+    buffer used to be re-joined and re-split at every read: quadratic, 22 s for a 60 MB line); the
+    text and the line numbers around it are exact, including a last line without its newline."""
+    from trajaudit.online.watch import follow
+
+    f = tmp_path / "run.jsonl"
+    big = "x" * 2_000_000 + "\u00e9"  # ~31 reads; a 2-byte UTF-8 character at the end
+    f.write_text(f"a\n{big}\nb\nc")
+    got = list(follow(f, until_idle=0.0, poll=0.0))
+    assert [(n, len(t)) for n, t in got] == [(1, 1), (2, len(big)), (3, 1), (4, 1)]
+    assert got[1][1] == big and got[3][1] == "c"

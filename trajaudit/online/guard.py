@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajaudit import safe_json
 from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor, MonitorError
 from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.validation_log import Record, severity_rank
@@ -60,7 +61,7 @@ class GuardError(TrajauditError):
 
 def check_upstream(url: str) -> str:
     """``url`` (the upstream's base URL) if it is an ``http://`` or ``https://`` URL with a host (and a
-    valid port, if any).
+    valid port, if any) and no query or fragment.
 
     Raises:
         GuardError: anything else (``notaurl``, ``localhost:8000`` without its scheme, ``ftp://...``),
@@ -72,9 +73,10 @@ def check_upstream(url: str) -> str:
     except ValueError:  # a port that is not a number or out of range
         port_ok = False
         u = urllib.parse.urlsplit("")
-    if u.scheme.lower() not in ("http", "https") or not u.hostname or not port_ok:
-        raise GuardError(f"the upstream must be an http:// or https:// URL with a host, such as "
-                         f"http://127.0.0.1:8000/v1; got {url!r}")
+    # no query or fragment: the proxy appends /chat/completions to the base URL's path
+    if u.scheme.lower() not in ("http", "https") or not u.hostname or not port_ok or u.query or u.fragment:
+        raise GuardError(f"the upstream must be an http:// or https:// URL with a host and no query or fragment, "
+                         f"such as http://127.0.0.1:8000/v1 (the proxy appends /chat/completions); got {url!r}")
     return url
 
 
@@ -189,7 +191,7 @@ def parse_sse(text: str) -> tuple[list[dict[str, Any]], bool]:
             done = True
             continue
         if data:
-            obj = json.loads(data)
+            obj = safe_json.loads(data)  # within the batch loader's limits (nesting, digits, length)
             if not isinstance(obj, dict):
                 raise ValueError("a stream chunk is not a JSON object")
             chunks.append(obj)
@@ -472,9 +474,11 @@ def build_app(guard: Guard, upstream: str, *, timeout: float = 600.0, transport:
     async def chat(request: Request) -> Any:
         raw = await request.body()
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            body = safe_json.loads(raw)  # within the batch loader's limits (nesting, integer digits, length)
+        except json.JSONDecodeError as e:
             return _error(400, f"request body is not valid JSON: {e}")
+        except (ValueError, UnicodeDecodeError) as e:  # safe_json's LimitExceeded, bytes that are not text
+            return _error(400, f"request body not read: {e}")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "request body must be a JSON object with a 'messages' list")
         messages = body["messages"]
@@ -508,7 +512,7 @@ def build_app(guard: Guard, upstream: str, *, timeout: float = 600.0, transport:
                 chunks, _ = parse_sse(data.decode("utf-8"))
                 completion = assemble_stream(chunks)
             else:
-                completion = json.loads(data)
+                completion = safe_json.loads(data)
             message = _completion_message(completion)
         except (ValueError, UnicodeDecodeError) as e:
             guard.keep(monitor)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajaudit import safe_json
 from trajaudit.engine.run.monitor import Monitor, MonitorError
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace.ir import SCHEMA_VERSION, Source, Step
@@ -144,16 +145,21 @@ def follow(path: str | os.PathLike[str], *, until_idle: float | None = None, pol
     try:
         st = os.fstat(fd)
         ino, fifo = st.st_ino, stat.S_ISFIFO(st.st_mode)
-        buf = b""
-        n = pos = 0
+        parts: list[bytes] = []  # the pieces of a line not complete yet (joined once its newline arrives:
+        n = pos = 0              # a long line read in many chunks costs O(its length), not O(length^2))
         last = time.monotonic()
         while True:
             chunk = _read(fd)
             if chunk:
-                buf += chunk
                 pos += len(chunk)
                 last = time.monotonic()
-                *lines, buf = buf.split(b"\n")
+                if b"\n" not in chunk:
+                    parts.append(chunk)
+                    continue
+                *lines, rest = chunk.split(b"\n")
+                if parts:
+                    lines[0] = b"".join((*parts, lines[0]))
+                parts = [rest] if rest else []
                 for raw in lines:
                     n += 1
                     yield n, raw.decode("utf-8", "replace")
@@ -162,6 +168,7 @@ def follow(path: str | os.PathLike[str], *, until_idle: float | None = None, pol
             if why is None and until_idle is not None and time.monotonic() - last >= until_idle:
                 why = "idle"
             if why is not None:
+                buf = b"".join(parts)
                 if buf.strip():  # a last line without its newline
                     n += 1
                     yield n, buf.decode("utf-8", "replace")
@@ -213,9 +220,11 @@ def _parse(text: str, position: int) -> Any:
         MonitorError: not JSON, or none of the accepted shapes.
     """
     try:
-        obj = json.loads(text)
+        obj = safe_json.loads(text)  # the batch loader's limits: nesting, integer digits, string length
     except json.JSONDecodeError as e:
         raise MonitorError(f"not JSON: {e}") from None
+    except ValueError as e:  # safe_json's LimitExceeded (nested too deeply, an integer literal too long …)
+        raise MonitorError(f"not read: {e}") from None
     return item_of(obj, position)
 
 

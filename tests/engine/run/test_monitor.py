@@ -376,3 +376,12 @@ def test_claim_ledger_takes_each_step_once_when_diagnosis_or_close_needs_it(tau_
     lazy.close()
     assert fed == list(range(half, len(t.steps)))
     assert lazy.log.to_dict() == gather(t, ctx).log.to_dict()
+
+
+@pytest.mark.parametrize("bad", ["x", 1.5, -1, True, None])
+def test_alarm_threshold_is_checked(ctx, bad):
+    """Monitor(alarm_threshold=...) must be a confidence, 0 to 1 (the CLI checks its option; the API
+    used to accept anything and fail later in check_alarm() with a TypeError)."""
+    with pytest.raises(MonitorError, match="alarm_threshold must be a number from 0 to 1"):
+        Monitor(context=ctx, alarm_threshold=bad)
+    assert Monitor(context=ctx, alarm_threshold=0).alarm_threshold == 0

@@ -330,6 +330,7 @@ class Monitor:
 
     Raises:
         RulePackError, ArgumentTypeError: invalid packs or tools (as ``audit``).
+        MonitorError: ``alarm_threshold`` is not a number from 0 to 1, or ``dialect`` is unknown.
     """
 
     def __init__(self, rules: Any = (), tools: Any = None, taxonomy: str = "agentrx", *, run_id: str | None = None,
@@ -347,6 +348,9 @@ class Monitor:
         self.task = task
         self.system_prompts = dict(system_prompts or {})
         self.source = source or Source("monitor")
+        if isinstance(alarm_threshold, bool) or not isinstance(alarm_threshold, (int, float)) \
+                or not 0.0 <= alarm_threshold <= 1.0:
+            raise MonitorError(f"alarm_threshold must be a number from 0 to 1 (a confidence), got {alarm_threshold!r}")
         self.alarm_threshold = alarm_threshold
         if dialect not in (None, "openai", "anthropic"):
             raise MonitorError(f"dialect must be openai or anthropic (or None: detected), got {dialect!r}")
