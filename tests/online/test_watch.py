@@ -482,3 +482,19 @@ def test_follow_reads_a_long_line_in_linear_time(tmp_path):
     got = list(follow(f, until_idle=0.0, poll=0.0))
     assert [(n, len(t)) for n, t in got] == [(1, 1), (2, len(big)), (3, 1), (4, 1)]
     assert got[1][1] == big and got[3][1] == "c"
+
+
+def test_watch_ctrl_c_while_the_packs_load_exits_130(tmp_path, monkeypatch):
+    """Ctrl-C before the watch follows its file (the packs are loading): a line saying nothing was read,
+    exit 130 (it was click's "Aborted!", exit 1 — which `watch` uses for "a violation was found")."""
+    from click.testing import CliRunner
+
+    import trajaudit.cli.online as online
+
+    def interrupted(*a, **k):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(online, "build_context", interrupted)
+    r = CliRunner().invoke(online.watch_cmd, [str(tmp_path / "run.jsonl")])
+    assert r.exit_code == 130, (r.exit_code, r.output)
+    assert "interrupted before the watch started: nothing of" in r.stderr and "Aborted" not in r.output

@@ -167,9 +167,13 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
     parent = Path(file).parent
     if not parent.is_dir():
         fail(f"cannot watch {file}: its directory {parent} does not exist")
-    ctx = build_context(_spec(packs, tools_file))
-    monitor = Monitor(context=ctx, run_id=Path(file).stem, alarm_threshold=alarm_threshold, freeze_gc=True)
     show = _WatchOutput(file, out_format, fail_on)
+    try:
+        ctx = build_context(_spec(packs, tools_file))
+        monitor = Monitor(context=ctx, run_id=Path(file).stem, alarm_threshold=alarm_threshold, freeze_gc=True)
+    except KeyboardInterrupt:  # Ctrl-C while the packs load: nothing was read yet (not click's "Aborted!", exit 1)
+        show.say(f"interrupted before the watch started: nothing of {file} was read")
+        raise SystemExit(EXIT_INTERRUPTED) from None
 
     def waiting() -> None:
         show.say(f"{file} does not exist yet: waiting for it to be created"
