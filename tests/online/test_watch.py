@@ -498,3 +498,17 @@ def test_watch_ctrl_c_while_the_packs_load_exits_130(tmp_path, monkeypatch):
     r = CliRunner().invoke(online.watch_cmd, [str(tmp_path / "run.jsonl")])
     assert r.exit_code == 130, (r.exit_code, r.output)
     assert "interrupted before the watch started: nothing of" in r.stderr and "Aborted" not in r.output
+
+
+def test_watch_warns_about_a_line_that_is_not_utf8(tmp_path):
+    """A line with bytes that are not UTF-8 is read with them replaced, and watch says so (as `audit`
+    does for a file) — it used to replace them silently."""
+    f = tmp_path / "run.jsonl"
+    f.write_bytes(json.dumps(RUN[0]).encode() + b'\n{"role": "user", "content": "caf\xe9 bad"}\n'
+                  + json.dumps(END_MARKER).encode() + b"\n")
+    r = subprocess.run([sys.executable, "-m", "trajaudit", "watch", str(f), "--format", "json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=180)
+    assert f"warning: {f}:2 is not valid UTF-8; undecodable bytes were replaced" in r.stderr, r.stderr
+    assert f"{f}:1 is not" not in r.stderr
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert rows[-1]["event"] == "end" and rows[-1]["steps"] == 2 and rows[-1]["skipped_lines"] == 0

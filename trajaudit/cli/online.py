@@ -53,6 +53,9 @@ class _WatchOutput:
     def say(self, text: str) -> None:
         self.err.print(text, markup=False, highlight=False, soft_wrap=True)
 
+    def invalid(self, line: int) -> None:
+        self.say(f"warning: {self.file}:{line} is not valid UTF-8; undecodable bytes were replaced")
+
     def _emit(self, obj: dict[str, Any]) -> None:
         click.echo(json.dumps(obj, ensure_ascii=False, default=str))
 
@@ -186,7 +189,8 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
         else None
     try:
         res = watch(file, monitor, until_idle=until_idle, stop_on_alarm=stop_on_alarm, on_records=show.records,
-                    on_skip=show.skip, on_alarm=show.alarm, poll=poll, on_wait=waiting, on_after_stop=show.stopped_records)
+                    on_skip=show.skip, on_alarm=show.alarm, poll=poll, on_wait=waiting, on_after_stop=show.stopped_records,
+                    on_invalid=show.invalid)
         reason, lines = res.reason, res.lines
     except _Terminated:
         reason = "terminated"

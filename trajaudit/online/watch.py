@@ -120,12 +120,14 @@ def _ended(p: Path, fd: int, ino: int, pos: int, fifo: bool) -> str | None:
 
 def follow(path: str | os.PathLike[str], *, until_idle: float | None = None, poll: float = 0.1,
            sleep: Callable[[float], None] = time.sleep,
-           on_wait: Callable[[], None] | None = None) -> Iterator[tuple[int, str | None]]:
+           on_wait: Callable[[], None] | None = None,
+           on_invalid: Callable[[int], None] | None = None) -> Iterator[tuple[int, str | None]]:
     """The complete lines of ``path`` as they are written: ``(line number, text)``. The generator's
     return value is the reason it ended (``removed`` | ``truncated`` | ``idle`` | ``missing``); the
     caller stops on the end marker itself. A ``path`` that does not exist yet is waited for
     (``on_wait()`` is called once when the wait starts; ``until_idle`` seconds of waiting end it as
-    ``missing``: never created).
+    ``missing``: never created). A line that is not valid UTF-8 is decoded with its undecodable bytes
+    replaced (U+FFFD), and ``on_invalid(line number)`` is called first.
 
     A FIFO (named pipe) is read as its writers write (a writer closing its end does not end the run:
     several may take turns); ``until_idle`` counts from its last line as for a file. A regular file
@@ -162,7 +164,7 @@ def follow(path: str | os.PathLike[str], *, until_idle: float | None = None, pol
                 parts = [rest] if rest else []
                 for raw in lines:
                     n += 1
-                    yield n, raw.decode("utf-8", "replace")
+                    yield n, _decode(raw, n, on_invalid)
                 continue
             why = _ended(p, fd, ino, pos, fifo)
             if why is None and until_idle is not None and time.monotonic() - last >= until_idle:
@@ -171,7 +173,7 @@ def follow(path: str | os.PathLike[str], *, until_idle: float | None = None, pol
                 buf = b"".join(parts)
                 if buf.strip():  # a last line without its newline
                     n += 1
-                    yield n, buf.decode("utf-8", "replace")
+                    yield n, _decode(buf, n, on_invalid)
                 return why
             sleep(poll)
     finally:
@@ -228,16 +230,28 @@ def _parse(text: str, position: int) -> Any:
     return item_of(obj, position)
 
 
+def _decode(raw: bytes, n: int, on_invalid: Callable[[int], None] | None) -> str:
+    """Line ``n``'s text; undecodable bytes replaced (U+FFFD), after ``on_invalid(n)``."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        if on_invalid is not None:
+            on_invalid(n)
+        return raw.decode("utf-8", "replace")
+
+
 def watch(path: str | os.PathLike[str], monitor: Monitor, *, until_idle: float | None = None,
           stop_on_alarm: bool = False, on_records: Callable[[list[Record]], None] | None = None,
           on_skip: Callable[[int, str], None] | None = None, on_alarm: Callable[[Monitor], None] | None = None,
           poll: float = 0.1, on_wait: Callable[[], None] | None = None,
-          on_after_stop: Callable[[list[Record]], None] | None = None) -> WatchResult:
+          on_after_stop: Callable[[list[Record]], None] | None = None,
+          on_invalid: Callable[[int], None] | None = None) -> WatchResult:
     """Follow ``path`` into ``monitor`` until the run ends (see the module docstring), then close it.
 
     ``on_records`` is called with each batch of settled records (every verdict), ``on_skip`` with
     each unreadable line, ``on_alarm`` once when the alarm is raised (``stop_on_alarm``: the watch
-    stops there), ``on_wait`` once if ``path`` does not exist yet and is waited for. When the watch
+    stops there), ``on_wait`` once if ``path`` does not exist yet and is waited for, ``on_invalid``
+    with the number of each line that is not valid UTF-8 (read with its bad bytes replaced). When the watch
     stops before the run's end (``alarm``, ``truncated``: :data:`CUT_REASONS`), the monitor is still
     closed, but what :meth:`Monitor.close` settles goes to ``WatchResult.after_stop`` and
     ``on_after_stop``, not ``on_records``: verdicts on a cut run are not the agent's violations.
@@ -249,7 +263,7 @@ def watch(path: str | os.PathLike[str], monitor: Monitor, *, until_idle: float |
         FileNotFoundError: the directory of ``path`` does not exist.
     """
     res = WatchResult("idle")
-    gen = follow(path, until_idle=until_idle, poll=poll, on_wait=on_wait)
+    gen = follow(path, until_idle=until_idle, poll=poll, on_wait=on_wait, on_invalid=on_invalid)
     while True:
         try:
             n, text = next(gen)
