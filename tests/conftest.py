@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from trajaudit.engine.run.evidence import clear_caches
+
 # Property tests draw fresh random examples on every local run (they keep finding new inputs). CI sets
 # HYPOTHESIS_PROFILE=ci: the same examples every run, no example database, no per-example deadline, so
 # a red CI always means a reproducible failure, never an unlucky draw or a slow machine.
@@ -37,6 +39,18 @@ def _pack_cache_dir(tmp_path_factory):
         os.environ.pop("TRAJAUDIT_CACHE_DIR", None)
     else:
         os.environ["TRAJAUDIT_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def fresh_pack_cache(tmp_path, monkeypatch):
+    """An empty on-disk pack cache of the test's own (``TRAJAUDIT_CACHE_DIR``, caching on) and the
+    per-process caches cleared before and after: a test that writes and reads cache entries."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("TRAJAUDIT_CACHE_DIR", str(d))
+    monkeypatch.delenv("TRAJAUDIT_NO_CACHE", raising=False)
+    clear_caches()
+    yield d
+    clear_caches()
 
 
 @pytest.fixture(scope="session")

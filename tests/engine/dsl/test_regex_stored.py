@@ -32,13 +32,8 @@ EXTRA = [r"(?i)\b(?:timed? ?out|timeout|deadline exceeded)\b", r"caf[e\u00e9]|te
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("TRAJAUDIT_CACHE_DIR", str(d))
-    monkeypatch.delenv("TRAJAUDIT_NO_CACHE", raising=False)
-    clear_caches()
-    yield d
-    clear_caches()
+def cache(fresh_pack_cache):
+    return fresh_pack_cache  # tests/conftest.py: an empty pack cache of the test's own
 
 
 def _pack_patterns() -> list[re.Pattern[str]]:
