@@ -321,3 +321,52 @@ def test_stem_pattern_equals_a_find_per_stem(low, i, j):
     s, e = sorted((i % (len(low) + 1), j % (len(low) + 1)))
     assert (_STEMS_RE.search(low, s, e) is not None) == any(low.find(w, s, e) >= 0 for w in _COMPLETION_STEMS)
     assert (_STEMS_RE.search(low) is not None) == any(w in low for w in _COMPLETION_STEMS)
+
+
+_nw_text = st.lists(st.sampled_from(["three", "Three", "THREE", "one", "phone", "two-", "-two", "x-two", "two_x", "two",
+                                     " ", "\n", "3", "#3", "2", "ten", "often", "zero", "0", "twenty", "ſ", "É", "x",
+                                     "-", "_", '"', ":", ",", "{", "}", "[", "]", "20", "2.0", "_3"]),
+                    max_size=14).map("".join)
+_json_doc = st.recursive(
+    st.one_of(st.integers(-2, 25), st.sampled_from(["three", "two words", "3", "x", "Twenty", "2.0", "one-two", "", "_3", "_20"]),
+              st.booleans(), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.sampled_from(["a", "id", "n", "item_id", "W1234"]), inner, max_size=4)),
+    max_leaves=10)
+
+
+def _check_lazy_words(text: str, kind: str) -> None:
+    from trajaudit.engine.claims.sources import NUMBER_WORD_VALUES, _analyse_reference
+
+    values, words = _analyse_reference(text, kind, 2_000_000)
+    d = _analyse(text, kind, 2_000_000)  # a fresh digest: nothing computed yet
+    for key in [*values, *NUMBER_WORD_VALUES, *words, "x y"]:  # the values first, before any word
+        assert d.has(key) == (key in values), key
+        if key in values:
+            assert d.suffix(key) == values[key], key
+    for w in [*words, "three", "two", "one", "x", "two-", "x y"]:
+        assert d.has_word(w) == (w in words), w
+    assert list(d.words) == list(words)
+    keys = d.value_keys()
+    assert len(keys) == len(set(keys)) and set(keys) == set(values)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_nw_text, st.sampled_from(["tool", "user", "other"]))
+def test_lazy_words_and_number_words_equal_the_eager_definition(text, kind):
+    _check_lazy_words(text, kind)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_json_doc)
+def test_lazy_number_words_in_walked_json_equal_the_eager_definition(doc):
+    import json
+
+    _check_lazy_words(json.dumps(doc), "tool")
+    _check_lazy_words(json.dumps(doc) + " three", "tool")
+
+
+def test_lazy_words_on_real_texts(tau_runs, ww_runs):
+    for t in [*list(tau_runs.values())[:8], *list(ww_runs.values())[:8]]:
+        for s in t.steps:
+            _check_lazy_words(s.content, s.kind if s.kind in ("tool", "user") else "other")

@@ -34,6 +34,7 @@ from trajaudit.engine.claims.patterns import (
     holds_literal,
     sentence_spans,
 )
+from trajaudit.engine.claims.sources import NUMBER_WORD_VALUES, _analyse_reference
 
 
 class EagerIndex:
@@ -46,12 +47,16 @@ class EagerIndex:
         self.facts: dict[tuple[str, str], list[tuple[int, int, str, Any]]] = {}
         self.objects: dict[str, int] = {}
         self.collections: dict[int, list[tuple[int, str, str, int]]] = {}
+        self.suffixes: list[dict[str, str]] = []  # per source, its values as the definition files them
         for sid, src in enumerate(ix.sources):
             d = ix._digest(sid)
+            vals, words = _analyse_reference(src.text, src.kind if src.kind in ("tool", "user") else "other",
+                                             ix.max_json_chars)
+            self.suffixes.append(vals)
             vis = ix._pos[sid]  # visibility: an embedded observation or pasted output sorts just before its step
             for suffix, key, size, _ in d.collections:
                 self.collections.setdefault(vis, []).append((src.pos, src.address + suffix, key, size))
-            for index, keys in ((self.values, d.values), (self.postings, d.words)):
+            for index, keys in ((self.values, vals), (self.postings, words)):
                 for key in keys:
                     index.setdefault(key, []).append(sid)
             for ident, slots in d.facts.items():
@@ -59,10 +64,14 @@ class EagerIndex:
                 for attr, (path, key, raw) in slots.items():
                     self.facts.setdefault((ident, attr), []).append((src.pos, sid, f"{path}.{key}", raw))
 
+    def _hit(self, sid: int, key: str) -> Hit:
+        src = self.ix.sources[sid]
+        return Hit(sid, src.pos, src.address + self.suffixes[sid][key])
+
     def latest(self, key: str, before: int) -> Hit | None:
         for sid in reversed(self.values.get(key, ())):
             if self.ix._pos[sid] < before:
-                return self.ix._hit(sid, key)
+                return self._hit(sid, key)
         for sid in reversed(self.postings.get(key, ())):
             src = self.ix.sources[sid]
             if self.ix._pos[sid] < before:
@@ -73,7 +82,7 @@ class EagerIndex:
         for sid in self.values.get(key, ()):
             src = self.ix.sources[sid]
             if self.ix._pos[sid] > pos and src.kind in kinds:
-                return self.ix._hit(sid, key)
+                return self._hit(sid, key)
         for sid in self.postings.get(key, ()):
             src = self.ix.sources[sid]
             if self.ix._pos[sid] > pos and src.kind in kinds:
@@ -124,6 +133,7 @@ def _check_index(t) -> int:
         keys.update(list(d.words)[:40])
         facts.update((i, a) for i, slots in list(d.facts.items())[:20] for a in slots)
     keys.update(("w2378156", "no-such-value", "1", "delivered", "order id", "zz yy"))
+    keys.update(NUMBER_WORD_VALUES)  # (a number word's value: looked up in the words on demand)
     positions = sorted({-1, 0, len(t.steps)} | {s.index for s in t.steps[::4]})
     n = 0
     for before in positions:

@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from trajaudit.engine.claims.patterns import WORD_RE, noise_spans
-from trajaudit.engine.claims.sources import Digest, Members, digest
+from trajaudit.engine.claims.sources import NUMBER_WORD_VALUES, Digest, Members, digest
 from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.trace.observation import observation_start
 
@@ -173,7 +173,7 @@ class EvidenceIndex:
 
     def _hit(self, sid: int, key: str) -> Hit:
         src = self.sources[sid]
-        return Hit(sid, src.pos, src.address + self._digest(sid).values[key])
+        return Hit(sid, src.pos, src.address + self._digest(sid).suffix(key))
 
     def _before(self, before: int) -> range:
         """Source numbers with a position < ``before``, latest first."""
@@ -184,11 +184,13 @@ class EvidenceIndex:
         """The latest occurrence of normalized ``key`` in evidence at a position < ``before``."""
         digests, get = self._digests, self._digest
         seen = self._before(before)
+        nw = key in NUMBER_WORD_VALUES  # (then also a number word's value: Digest.has)
         for sid in seen:
-            if key in (digests[sid] or get(sid)).values:
+            d = digests[sid] or get(sid)
+            if key in d.values or nw and d.number_word(key):
                 return self._hit(sid, key)
         for sid in seen:  # a single word: the latest source holding it
-            if key in (digests[sid] or get(sid)).words:
+            if (digests[sid] or get(sid)).has_word(key):
                 src = self.sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
@@ -198,10 +200,10 @@ class EvidenceIndex:
         get, sources = self._digest, self.sources
         later = [sid for sid in range(bisect_right(self._pos, pos), len(sources)) if sources[sid].kind in kinds]
         for sid in later:
-            if key in get(sid).values:
+            if get(sid).has(key):
                 return self._hit(sid, key)
         for sid in later:
-            if key in get(sid).words:
+            if get(sid).has_word(key):
                 src = sources[sid]
                 return Hit(sid, src.pos, src.address)
         return None
@@ -222,7 +224,9 @@ class EvidenceIndex:
         """:meth:`phrase` over the candidate sources ``sids`` (latest first)."""
         partial = None
         for sid in sids:
-            if not toks.issubset(self._digest(sid).words):
+            d = self._digest(sid)
+            folded = d.folded  # (every word is a substring of it: the words are computed only if all are)
+            if not all(t in folded for t in toks) or not toks.issubset(d.words):
                 continue
             src = self.sources[sid]
             hit = Hit(sid, src.pos, src.address)
@@ -316,7 +320,7 @@ class GrowingEvidenceIndex(EvidenceIndex):
         sid = len(self.sources)
         super()._add(src, key)
         d = self._digest(sid)
-        for table, keys in ((self._vals, d.values), (self._words, d.words), (self._objs, d.facts)):
+        for table, keys in ((self._vals, d.value_keys()), (self._words, d.words), (self._objs, d.facts)):
             for k in keys:
                 got = table.get(k)
                 if got is None:
@@ -326,7 +330,7 @@ class GrowingEvidenceIndex(EvidenceIndex):
         if d.collections:
             self._colls.append(sid)
         if src.kind == "user":
-            for table, keys in ((self._uvals, d.values), (self._uwords, d.words)):
+            for table, keys in ((self._uvals, d.value_keys()), (self._uwords, d.words)):
                 for k in keys:
                     table.setdefault(k, []).append(sid)
 

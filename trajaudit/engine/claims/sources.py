@@ -56,8 +56,11 @@ class Digest:
 
     Attributes:
         text: the analysed text.
-        values: ``{normalized value: suffix}`` of the first occurrence of each value, in scan order.
-        words: the distinct case-folded words (keys; values ``None``), in order of first occurrence.
+        values: ``{normalized value: suffix}`` of the first occurrence of each value: the value scan's
+            (suffix ``[a:e]``), then the JSON walk's (suffix ``.path``) or the whole text's (suffix
+            ``""``). The values of number words ("three" → ``"3"``, suffix ``""``, which the definition
+            files right after the scan's) are not in it: they need the words, which are computed
+            only when a query asks (:meth:`has`, :meth:`suffix`, :meth:`value_keys`).
         numbers: ``(value, start, end)`` of the first :data:`NUMS_PER_SOURCE` numbers (for derivations;
             the suffix is ``[start:end]``).
         facts: slot facts of JSON scalar leaves of identified objects: ``{object id: {attribute:
@@ -66,20 +69,62 @@ class Digest:
             fact" query returns). Read-only.
         collections: ``(suffix, singular key, size, members)`` of JSON lists and id-keyed mappings
             (:class:`Members`, flattened on first use).
+        words: the distinct case-folded words (keys; values ``None``), in order of first occurrence
+            (a property computed on first use: most digests are never asked for a word; a word is a
+            substring of :attr:`folded`, so :meth:`has_word` looks there first).
     """
 
     text: str
     values: dict[str, str]
-    words: dict[str, None]
     numbers: tuple[tuple[float, int, int], ...]
     facts: dict[str, dict[str, tuple[str, str, Any]]]
     collections: tuple[tuple[str, str, int, Members], ...]
-
 
     @cached_property
     def normalized(self) -> str:
         """The text normalized (``norm_text``), computed at most once per digest."""
         return norm_text(self.text)
+
+    @cached_property
+    def folded(self) -> str:
+        """The text case-folded (every word is a substring of it), computed at most once per digest."""
+        return self.text.casefold()
+
+    @cached_property
+    def words(self) -> dict[str, None]:
+        """The distinct case-folded words (see the class docstring), computed at most once per digest."""
+        return dict.fromkeys(words_of(self.folded))
+
+    def has_word(self, word: str) -> bool:
+        """``word in self.words``, without computing the words when the text does not hold it."""
+        return word in self.folded and word in self.words
+
+    def number_word(self, key: str) -> bool:
+        """Whether the text holds the number word of ``key`` (one of :data:`NUMBER_WORD_VALUES`) as a word."""
+        return self.has_word(_NUMBER_WORD_OF[key])
+
+    def has(self, key: str) -> bool:
+        """Whether ``key`` is a value of the text (in :attr:`values` or a number word's value)."""
+        return key in self.values or (key in NUMBER_WORD_VALUES and self.number_word(key))
+
+    def suffix(self, key: str) -> str:
+        """The suffix of value ``key``'s first occurrence (:meth:`has` must hold): a number word's value
+        comes before the JSON walk's and the whole text's, after the scan's."""
+        got = self.values.get(key)
+        if (got is None or got[:1] != "[") and key in NUMBER_WORD_VALUES and self.number_word(key):
+            return ""
+        return got  # type: ignore[return-value]
+
+    def value_keys(self) -> list[str]:
+        """Every value of the text (:meth:`has`), each once: :attr:`values` and number words' values."""
+        words = [str(NUMBER_WORDS[w]) for w in self.words if w in NUMBER_WORDS] \
+            if not _NUMBER_WORD_KEYS.isdisjoint(self.words) else []
+        return [*self.values, *(k for k in words if k not in self.values)]
+
+
+#: The values of the number words (``"0"`` … ``"20"``) and the word of each.
+NUMBER_WORD_VALUES = frozenset(str(v) for v in NUMBER_WORDS.values())
+_NUMBER_WORD_OF = {str(v): w for w, v in NUMBER_WORDS.items()}
 
 
 class _Builder:
@@ -214,11 +259,16 @@ def _flatten(mem: dict[str, Any]) -> dict[str, Any]:
 def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
     b = _Builder()
     _scan_into(text, b.values, b.numbers)
-    words = dict.fromkeys(words_of(text.casefold()))
-    if not _NUMBER_WORD_KEYS.isdisjoint(words):  # (a set test in C first: most texts hold none)
-        for w in words:
-            if w in NUMBER_WORDS:
-                b.values.setdefault(str(NUMBER_WORDS[w]), "")
+    # (the values of number words are not filed here: Digest.has and Digest.suffix look a number
+    # word up when a query asks for its value — see _analyse_reference)
+    _whole(b, text, kind, max_json_chars)
+    return Digest(text=text, values=b.values, numbers=tuple(b.numbers),
+                  facts=b.facts, collections=tuple(b.collections))
+
+
+def _whole(b: _Builder, text: str, kind: str, max_json_chars: int) -> None:
+    """File what the text holds as a whole: a JSON tool output walked (:meth:`_Builder.walk`), else a
+    short tool or user text as one value."""
     stripped = text.strip()
     if kind == "tool" and stripped[:1] in "{[" and len(stripped) <= max_json_chars:
         try:
@@ -229,8 +279,21 @@ def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
             b.walk(doc, "", "", None)
     elif kind in ("tool", "user") and 0 < len(stripped) <= 200:
         b.value(norm_id(stripped), "")  # a bare value such as a user id
-    return Digest(text=text, values=b.values, words=words, numbers=tuple(b.numbers),
-                  facts=b.facts, collections=tuple(b.collections))
+
+
+def _analyse_reference(text: str, kind: str, max_json_chars: int) -> tuple[dict[str, str], dict[str, None]]:
+    """The definition of a digest's values and words (kept for the equivalence test of
+    :meth:`Digest.has`, :meth:`Digest.suffix`, :meth:`Digest.value_keys` and :attr:`Digest.words`):
+    every word of the text, and the value of each number word among them filed right after the
+    scan's values (before the JSON walk's and the whole text's)."""
+    b = _Builder()
+    _scan_into(text, b.values, b.numbers)
+    words = dict.fromkeys(words_of(text.casefold()))
+    for w in words:
+        if w in NUMBER_WORDS:
+            b.values.setdefault(str(NUMBER_WORDS[w]), "")
+    _whole(b, text, kind, max_json_chars)
+    return b.values, words
 
 
 def _scan_into(text: str, values: dict[str, str], numbers: list[tuple[float, int, int]]) -> None:
