@@ -370,3 +370,39 @@ def test_lazy_words_on_real_texts(tau_runs, ww_runs):
     for t in [*list(tau_runs.values())[:8], *list(ww_runs.values())[:8]]:
         for s in t.steps:
             _check_lazy_words(s.content, s.kind if s.kind in ("tool", "user") else "other")
+
+
+_tok_text = st.lists(st.sampled_from(["a", "b", "ab", "A", "-", "_", " ", "--", "a-b", "é", "É", "ſ", "İ", "٣", "²",
+                                      "x_1", ".", "'", "\u00a0", "\n", "ß", "1"]), max_size=16).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_tok_text, _tok_text, st.integers(0, 40), st.integers(0, 40))
+def test_has_word_equals_membership_in_the_words(text, other, i, j):
+    from trajaudit.engine.claims.patterns import words_of
+
+    words = dict.fromkeys(words_of(text.casefold()))
+    folded = text.casefold()
+    s, e = sorted((i % (len(folded) + 1), j % (len(folded) + 1)))
+    for word in (other, other.casefold(), folded[s:e], *words):
+        assert _analyse(text, "other", 2_000_000).has_word(word) == (word in words), word  # a fresh digest
+
+
+def test_has_word_at_token_edges():
+    cases = {("a-b", "b"): False, ("a-b", "a"): False, ("a-b", "a-b"): True, ("a_b", "b"): False, ("a--b", "b"): True,
+             ("-b", "b"): True, ("b-", "b"): True, ("b-c", "b"): False, ("x b-", "b"): True, ("é-b", "b"): False,
+             ("²b", "b"): False, ("b b", "b"): True, ("ab b", "b"): True, ("a" * 9 + " ab" * 9 + " b", "b"): True}
+    for (text, word), want in cases.items():
+        assert _analyse(text, "other", 2_000_000).has_word(word) is want, (text, word)
+
+
+def test_word_char_is_what_the_word_pattern_matches():
+    import re
+    import sys
+
+    from trajaudit.engine.claims.sources import _is_word_char
+
+    w = re.compile(r"\w")
+    for i in range(sys.maxunicode + 1):
+        c = chr(i)
+        assert _is_word_char(c) == (w.fullmatch(c) is not None), hex(i)

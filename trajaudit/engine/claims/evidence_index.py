@@ -225,8 +225,7 @@ class EvidenceIndex:
         partial = None
         for sid in sids:
             d = self._digest(sid)
-            folded = d.folded  # (every word is a substring of it: the words are computed only if all are)
-            if not all(t in folded for t in toks) or not toks.issubset(d.words):
+            if not all(map(d.has_word, toks)):  # (= toks.issubset(d.words), mostly without the words)
                 continue
             src = self.sources[sid]
             hit = Hit(sid, src.pos, src.address)

@@ -36,7 +36,7 @@ from trajaudit.engine.claims.normalize import (
 )
 from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
 from trajaudit.engine.claims.normalize import _norm_scalar_str_memo as _str_memo
-from trajaudit.engine.claims.patterns import words_of
+from trajaudit.engine.claims.patterns import WORD_RE, words_of
 from trajaudit.engine.claims.scan import scan_values
 
 CACHE_SIZE = 2048
@@ -96,8 +96,26 @@ class Digest:
         return dict.fromkeys(words_of(self.folded))
 
     def has_word(self, word: str) -> bool:
-        """``word in self.words``, without computing the words when the text does not hold it."""
-        return word in self.folded and word in self.words
+        """``word in self.words``, without computing the words: a word is a substring of
+        :attr:`folded`, and an occurrence is the word when the text around it ends a token there
+        (:func:`_token_at`); after :data:`_MAX_TRIES` occurrences, or once the words exist, they decide."""
+        folded = self.folded
+        i = folded.find(word)
+        if i < 0:
+            return False
+        words = self.__dict__.get("words")
+        if words is not None:
+            return word in words
+        if WORD_RE.fullmatch(word) is None:  # (every word is a whole match of the word pattern)
+            return False
+        end = len(word)
+        for _ in range(_MAX_TRIES):
+            if _token_at(folded, i, i + end):
+                return True
+            i = folded.find(word, i + 1)
+            if i < 0:
+                return False
+        return word in self.words
 
     def number_word(self, key: str) -> bool:
         """Whether the text holds the number word of ``key`` (one of :data:`NUMBER_WORD_VALUES`) as a word."""
@@ -120,6 +138,25 @@ class Digest:
         words = [str(NUMBER_WORDS[w]) for w in self.words if w in NUMBER_WORDS] \
             if not _NUMBER_WORD_KEYS.isdisjoint(self.words) else []
         return [*self.values, *(k for k in words if k not in self.values)]
+
+
+_MAX_TRIES = 8
+
+
+def _token_at(text: str, i: int, j: int) -> bool:
+    """Whether ``text[i:j]``, a whole match of ``WORD_RE`` (``\\w+(?:[-_]\\w+)*``), is one of
+    ``WORD_RE.findall(text)``: no word character, nor ``-`` after one, right before it (a match
+    would have gone on through it), and none, nor ``-`` before one, right after it (the greedy
+    match goes on). ``\\w`` is :func:`_is_word_char` (a test compares them over every code point)."""
+    if i and (_is_word_char(c := text[i - 1]) or (c == "-" and i >= 2 and _is_word_char(text[i - 2]))):
+        return False
+    n = len(text)
+    return j == n or not (_is_word_char(c := text[j]) or (c == "-" and j + 1 < n and _is_word_char(text[j + 1])))
+
+
+def _is_word_char(c: str) -> bool:
+    """Whether ``c`` is a character ``\\w`` matches (``str`` patterns): alphanumeric or ``_``."""
+    return c.isalnum() or c == "_"
 
 
 #: The values of the number words (``"0"`` … ``"20"``) and the word of each.
