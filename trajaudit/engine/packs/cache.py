@@ -109,7 +109,7 @@ def _read_bytes(path: str) -> bytes:
     fingerprint reads ~250 small files)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             b = os.read(fd, 1 << 20)
             if not b:
