@@ -7,8 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trajaudit import compile_rules, evaluate, load, load_pack
+from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.compiler import ExprCompiler
 from trajaudit.engine.dsl.parser import Where, parse_expression
+from trajaudit.engine.packs.pack import shipped_packs
 from trajaudit.errors import RulePackError
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -110,3 +112,25 @@ def test_random_yaml_only_documented_errors(text):
         load_pack("pack: p\n" + text)
     except RulePackError:
         pass
+
+
+def _quant_vars_reference(e):
+    return {n.var for n in e.walk() if isinstance(n, A.Quant)}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expressions())
+def test_quant_vars_equal_the_walk_definition(expr):
+    # the witnesses compile_rule collects per let/assertion (rule_ast.quant_vars, no generator)
+    try:
+        e = parse_expression(expr)
+    except RulePackError:
+        return
+    assert A.quant_vars(e) == _quant_vars_reference(e)
+
+
+def test_quant_vars_of_the_shipped_packs():
+    for name in shipped_packs():
+        for r in compile_rules(load_pack(name)):
+            for e in r.asts.values():
+                assert A.quant_vars(e) == _quant_vars_reference(e)

@@ -350,3 +350,61 @@ def test_template_split_equals_the_character_loop(text):
 def test_shipped_packs_still_compile_and_cached_verdicts_follow_the_code():
     assert len(compile_rules(load_pack("generic"))) > 10 and len(compile_rules(load_pack("tau_retail"))) > 10
     assert "engine/dsl/regex/safety.py" in pack_cache.code_files()
+
+
+def _fingerprint_reference() -> str:
+    """``code_fingerprint`` as it was written first: ``os.walk`` file list, ``Path.read_bytes``."""
+    import hashlib
+    import importlib.util
+    import sys
+
+    import yaml
+
+    spec = importlib.util.find_spec("lark")
+    lark_init = Path(spec.origin).read_bytes() if spec is not None and spec.origin else b""
+    h = hashlib.sha256(f"{pack_cache.FORMAT}|{sys.version}|{yaml.__version__}|"
+                       f"{getattr(yaml, '__with_libyaml__', False)}|".encode() + lark_init)
+    for rel in pack_cache.code_files_reference():
+        h.update(rel.encode() + b"\0" + (pack_cache.PACKAGE_ROOT / rel).read_bytes() + b"\0")
+    js = importlib.util.find_spec("jsonschema")
+    folder = Path(js.origin).parent if js is not None and js.origin else Path(".")
+    for name in ("validators.py", "_keywords.py"):
+        st_ = (folder / name).stat()
+        h.update(f"{name}:{st_.st_size}:{st_.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def test_code_files_and_fingerprint_equal_the_reference(tmp_path, monkeypatch):
+    # the package as it is, and a tree with what the walk must skip or keep: __pycache__, a symlinked
+    # folder (not entered, as os.walk without followlinks), a link to a file (kept), a broken link
+    # (dropped), a folder named like a code file, other suffixes
+    assert pack_cache.code_files() == pack_cache.code_files_reference()
+    pack_cache.code_fingerprint.cache_clear()
+    try:
+        assert pack_cache.code_fingerprint() == _fingerprint_reference()
+    finally:
+        pack_cache.code_fingerprint.cache_clear()
+    root = tmp_path / "pkg"
+    (root / "a" / "__pycache__").mkdir(parents=True)
+    (root / "a" / "__pycache__" / "m.py").write_text("x")
+    (root / "a" / "m.py").write_text("m")
+    (root / "a" / "n.yaml").write_text("n")
+    (root / "a" / "o.txt").write_text("o")
+    (root / "d.py").mkdir()
+    (root / "d.py" / "inner.json").write_text("{}")
+    (root / "top.lark").write_text("g")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.py").write_text("x")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    (root / "link.py").symlink_to(root / "a" / "m.py")
+    (root / "broken.py").symlink_to(tmp_path / "missing.py")
+    monkeypatch.setattr(pack_cache, "PACKAGE_ROOT", root)
+    got = pack_cache.code_files()
+    assert got == pack_cache.code_files_reference()
+    assert got == ["a/m.py", "a/n.yaml", "d.py/inner.json", "link.py", "top.lark"]
+    pack_cache.code_fingerprint.cache_clear()
+    try:
+        assert pack_cache.code_fingerprint() == _fingerprint_reference()
+    finally:
+        pack_cache.code_fingerprint.cache_clear()

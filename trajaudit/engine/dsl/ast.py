@@ -175,6 +175,20 @@ class Binary(Expr):
         return (self.left, self.right)
 
 
+def quant_vars(e: Expr) -> set[str]:
+    """The variables of every quantifier in ``e`` (``{n.var for n in e.walk() if isinstance(n, Quant)}``,
+    without a generator step per node: every rule compile asks it of each let and assertion)."""
+    out: set[str] = set()
+    stack: list[Expr] = [e]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        if isinstance(node, Quant):
+            out.add(node.var)
+        push(node.children())
+    return out
+
+
 def unparse(e: Expr) -> str:
     """Render an AST back to (normalized, fully parenthesized where needed) source text."""
     if isinstance(e, Literal):

@@ -201,7 +201,7 @@ def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:
         uses |= comp.uses
         lets.append((name, c.loc, None) if c.loc is not None else (name, None, c.fn))
         let_types[name] = c.type
-        witnesses |= {n.var for n in e.walk() if isinstance(n, A.Quant)}
+        witnesses |= A.quant_vars(e)
     assertion = None
     check = None
     if spec.assertion is not None:
@@ -209,7 +209,7 @@ def compile_rule(spec: RuleSpec, checkers: Any = None) -> CompiledRule:
         comp = ExprCompiler(spec.assertion, spec.where("assert"), params, dict(let_types))
         assertion = comp.compile(asts["assert"]).fn
         uses |= comp.uses
-        witnesses |= {n.var for n in asts["assert"].walk() if isinstance(n, A.Quant)}
+        witnesses |= A.quant_vars(asts["assert"])
     elif spec.check is not None:
         check = _compile_check(spec, checkers if checkers is not None else default_checkers())
     mw = spec.where("message")

@@ -97,7 +97,22 @@ def build_context(spec: AuditSpec) -> AuditContext:
     Raises:
         TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup;
             JudgeWeightsError (a TrajauditError) for an invalid ``judge_weights`` file (names it).
+
+    The cyclic garbage collector is paused meanwhile (and restored after), as the pack cache pauses it
+    around each load and compile: what is built here (compiled rules, schemas) lives as long as the
+    context, and a collection between two packs re-traversed everything the first one built. A batch
+    freezes the heap after its first run (:func:`freeze_long_lived`), before any collection sees them.
     """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_context(spec)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _build_context(spec: AuditSpec) -> AuditContext:
     llm = LLMClient(spec.llm) if spec.llm is not None else None
     load_taxonomy(spec.config.taxonomy)  # an unknown taxonomy is a usage error, before any run
     if isinstance(spec.tools, tuple):
