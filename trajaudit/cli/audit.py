@@ -6,12 +6,9 @@ import contextlib
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from trajaudit import __version__
 from trajaudit.cli.cluster import (
@@ -54,6 +51,9 @@ from trajaudit.report import HtmlReport, MarkdownReport
 from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
 from trajaudit.report.html import rule_titles
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "junit": "trajaudit-junit.xml"}
 
@@ -210,8 +210,8 @@ def _run_batch(paths: tuple[str, ...], spec: AuditSpec, kept: _Kept, where: _Bat
 
     An unreachable LLM endpoint stops the batch (exit 2, saying what was kept); a resume journal is
     closed whatever happens."""
-    err = console(err=True)
-    show_progress = not quiet and err.is_terminal
+    err = None if quiet else console(err=True)  # -q: no console (nor rich) for a bar that is never drawn
+    show_progress = err is not None and err.is_terminal
     journal = kept.journal
     with _progress_bar(err, show_progress) as bar:
         task = bar.add_task("audit", total=None) if bar is not None else None
@@ -238,7 +238,7 @@ def _run_batch(paths: tuple[str, ...], spec: AuditSpec, kept: _Kept, where: _Bat
                 journal.close()
 
 
-def _progress_bar(err: Console, show: bool) -> contextlib.AbstractContextManager[Any]:
+def _progress_bar(err: Console | None, show: bool) -> contextlib.AbstractContextManager[Any]:
     """The batch's progress bar on ``err`` (transient), or, when none is shown (``-q``, not a terminal),
     a stand-in that yields ``None``: ``rich.progress`` (≈ 6 ms of imports) is loaded only for a bar."""
     if not show:
@@ -351,6 +351,9 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
+    from rich import box  # not with -q, which prints no summary
+    from rich.table import Table
+
     out = console(err=True)
     if not kept.rows:
         if skipped:  # with neither, the caller says "no trace files found"
