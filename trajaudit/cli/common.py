@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+import trajaudit.llm as llm_layer
 from trajaudit.cli.outputs import atomic_write, refuse_clobbering
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
-from trajaudit.llm.client import LLMClient
 from trajaudit.llm.config import OFFLINE_ADVICE, build_config, load_config_file
 
 if TYPE_CHECKING:
@@ -342,7 +342,7 @@ def client_from_options(opts: LLMOptions, *, use_cache: bool = True, without_llm
     Raises:
         ConfigError: as :func:`llm_config_from_options`; ``openai`` missing; the cache cannot be opened.
     """
-    return LLMClient(llm_config_from_options(opts, use_cache=use_cache, without_llm=without_llm))
+    return llm_layer.LLMClient(llm_config_from_options(opts, use_cache=use_cache, without_llm=without_llm))
 
 
 def llm_configured(opts: LLMOptions) -> bool:

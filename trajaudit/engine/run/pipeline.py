@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import trajaudit.llm as llm_layer
 from trajaudit import boundary
 from trajaudit.api_args import check_name, check_tools
 from trajaudit.checkers.tool_schemas import load_tools, tool_schemas
@@ -34,7 +35,6 @@ from trajaudit.engine.trace.ir import Trajectory, renumbered
 from trajaudit.engine.trace.loader import load_checked, problem_details
 from trajaudit.engine.validation_log import RUN_BUDGET_NOTE, ValidationLog
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
-from trajaudit.llm.client import LLMClient
 from trajaudit.llm.config import check_llm
 
 __all__ = ["AuditResult", "AuditSpec", "audit", "audit_one", "build_context", "close_context", "problem_of",
@@ -98,7 +98,7 @@ def build_context(spec: AuditSpec) -> AuditContext:
         TrajauditError: a rule pack or tools file is invalid; ConfigError for an unusable LLM setup;
             JudgeWeightsError (a TrajauditError) for an invalid ``judge_weights`` file (names it).
     """
-    llm = LLMClient(spec.llm) if spec.llm is not None else None
+    llm = llm_layer.LLMClient(spec.llm) if spec.llm is not None else None
     load_taxonomy(spec.config.taxonomy)  # an unknown taxonomy is a usage error, before any run
     if isinstance(spec.tools, tuple):
         tools = tool_schemas(list(spec.tools), "the tools argument") if spec.tools else None
