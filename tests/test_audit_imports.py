@@ -24,8 +24,18 @@ def _modules_after(code: str) -> set[str]:
 def test_the_audit_command_module_imports_no_llm_client_rich_or_span_adapter():
     mods = _modules_after("import trajaudit.cli.audit")
     for name in ("trajaudit.llm.client", "trajaudit.llm.cache", "trajaudit.llm.prompting", "sqlite3", "rich",
-                 "rich.console", "trajaudit.engine.trace.adapters.otel", "trajaudit.engine.trace.adapters.spans"):
+                 "rich.console", "trajaudit.engine.trace.adapters.otel", "trajaudit.engine.trace.adapters.spans",
+                 "trajaudit.report.html", "trajaudit.report.ci", "xml.etree.ElementTree"):
         assert name not in mods, name
+
+
+def test_report_names_load_on_first_use_and_are_the_modules_own():
+    import trajaudit.report as report_layer
+    from trajaudit.report import ci, html, markdown
+
+    assert report_layer.HtmlReport is html.HtmlReport and report_layer.render_markdown is markdown.render_markdown
+    assert report_layer.ci is ci and report_layer.ci.sarif_text is ci.sarif_text
+    assert sorted(report_layer.__all__) == sorted(n for n in report_layer.__all__ if getattr(report_layer, n))
 
 
 def test_llm_names_load_on_first_use_and_are_the_modules_own():

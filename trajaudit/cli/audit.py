@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+import trajaudit.report as report_layer
 from trajaudit import __version__
 from trajaudit.cli.cluster import (
     ClusterOptions,
@@ -47,13 +48,14 @@ from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.engine.trace.shards import is_url
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import LLMUnreachableError
-from trajaudit.report import HtmlReport, MarkdownReport
-from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
-from trajaudit.report.html import rule_titles
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from trajaudit.report.ci import RunFindings
+    from trajaudit.report.html import HtmlReport
+    from trajaudit.report.markdown import MarkdownReport
 
 _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "junit": "trajaudit-junit.xml"}
 
@@ -260,8 +262,9 @@ def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, 
             write_diagnoses(output, lines)
         return
     findings = [kept.findings[i] for i in sorted(kept.findings)]
-    text = (sarif_text(findings, titles=rule_titles(rules), version=__version__) if out_format == "sarif"
-            else junit_xml(findings))
+    ci = report_layer.ci  # the SARIF/JUnit writers, imported on first use (trajaudit.report)
+    text = (ci.sarif_text(findings, titles=report_layer.html.rule_titles(rules), version=__version__)
+            if out_format == "sarif" else ci.junit_xml(findings))
     if output == "-":
         sys.stdout.write(text)
     else:
@@ -286,7 +289,8 @@ class _Kept:
         self.fired: set[str] = set()  # rule ids with a record (their guard held) on some run
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
-            self.report = MarkdownReport(title=title) if report.endswith((".md", ".markdown")) else HtmlReport(title=title)
+            self.report = (report_layer.MarkdownReport(title=title) if report.endswith((".md", ".markdown"))
+                           else report_layer.HtmlReport(title=title))
 
     def add(self, i: int, r: AuditResult) -> None:
         """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
@@ -305,7 +309,8 @@ class _Kept:
             self.flagged.append(r.trajectory)
         if self.keep_findings:  # SARIF / JUnit: the violations and the applied rules, not the log
             log = r.log if r.log is not None else ValidationLog(r.trajectory.id)
-            self.findings[i] = RunFindings.of(log, r.trajectory.source.file, r.trajectory.source.record)
+            self.findings[i] = report_layer.ci.RunFindings.of(log, r.trajectory.source.file,
+                                                              r.trajectory.source.record)
         if self.report is not None:
             self.report.add(i, r)
 
