@@ -25,7 +25,8 @@ def test_the_audit_command_module_imports_no_llm_client_rich_or_span_adapter():
     mods = _modules_after("import trajaudit.cli.audit")
     for name in ("trajaudit.llm.client", "trajaudit.llm.cache", "trajaudit.llm.prompting", "sqlite3", "rich",
                  "rich.console", "trajaudit.engine.trace.adapters.otel", "trajaudit.engine.trace.adapters.spans",
-                 "trajaudit.report.html", "trajaudit.report.ci", "xml.etree.ElementTree"):
+                 "trajaudit.report.html", "trajaudit.report.ci", "xml.etree.ElementTree", "trajaudit.distributed",
+                 "trajaudit.engine.run.cluster"):
         assert name not in mods, name
 
 
