@@ -53,7 +53,7 @@ def test_span_shape_tests_are_the_adapters_own():
     assert spans.as_list is span_shapes.as_list
 
 
-def test_loading_a_tau_file_imports_only_the_adapters_detection_tried():
+def test_loading_a_file_imports_only_the_adapters_detection_tried():
     code = ("import sys; from trajaudit.engine.trace.loader import load_path; "
             "r = load_path('tests/data/dialects/anthropic_cancel.json'); "
             "print(r.trajectories[0].source.format, sorted(m.rsplit('.', 1)[1] for m in sys.modules "
