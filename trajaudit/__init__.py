@@ -54,10 +54,16 @@ __all__ = [
 #: Public names loaded on first use: name -> defining module.
 _LAZY = {"audit": "trajaudit.engine.run.pipeline", "Monitor": "trajaudit.engine.run.monitor",
          "MonitorError": "trajaudit.engine.run.monitor"}
+#: Submodules reachable as attributes before they are imported: ``trajaudit.distributed`` (the Dask
+#: batch, which ``audit --scheduler`` refers to; a local audit does not import it nor ``run.cluster``).
+_SUBMODULES = frozenset({"distributed"})
 
 
 def __getattr__(name: str) -> Any:
-    """``trajaudit.audit``: import the pipeline on first use (PEP 562); other names: AttributeError."""
+    """``trajaudit.audit``: import the pipeline on first use (PEP 562); ``trajaudit.distributed`` (the
+    submodule) likewise; other names: AttributeError."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'trajaudit' has no attribute {name!r}")

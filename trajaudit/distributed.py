@@ -24,6 +24,7 @@ from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.pack import check_packs
 from trajaudit.engine.run.cluster import (
     LoadSpec,
+    audit_on_cluster,
     document_records,
     group_shards,
     plan,
@@ -218,5 +219,5 @@ def audit_bag(bag_or_paths: Any, client: Any = None, *, format: str | None = Non
     return bag.map(diagnosis_row).to_dataframe(meta=meta)
 
 
-__all__ = ["DIAGNOSIS_COLUMNS", "ParquetMapping", "audit_bag", "audit_spec", "connect", "diagnosis_row",
-           "read_diagnoses_parquet", "write_diagnoses_parquet"]
+__all__ = ["DIAGNOSIS_COLUMNS", "LoadSpec", "ParquetMapping", "audit_bag", "audit_on_cluster", "audit_spec",
+           "connect", "diagnosis_row", "read_diagnoses_parquet", "require_dask", "write_diagnoses_parquet"]

@@ -6,13 +6,11 @@ import contextlib
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
+import trajaudit.report as report_layer
 from trajaudit import __version__
 from trajaudit.cli.cluster import (
     ClusterOptions,
@@ -50,10 +48,14 @@ from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.engine.trace.shards import is_url
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import LLMUnreachableError
-from trajaudit.report import HtmlReport, MarkdownReport
-from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
-from trajaudit.report.html import rule_titles
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from trajaudit.report.ci import RunFindings
+    from trajaudit.report.html import HtmlReport
+    from trajaudit.report.markdown import MarkdownReport
 
 _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "junit": "trajaudit-junit.xml"}
 
@@ -210,8 +212,8 @@ def _run_batch(paths: tuple[str, ...], spec: AuditSpec, kept: _Kept, where: _Bat
 
     An unreachable LLM endpoint stops the batch (exit 2, saying what was kept); a resume journal is
     closed whatever happens."""
-    err = console(err=True)
-    show_progress = not quiet and err.is_terminal
+    err = None if quiet else console(err=True)  # -q: no console (nor rich) for a bar that is never drawn
+    show_progress = err is not None and err.is_terminal
     journal = kept.journal
     with _progress_bar(err, show_progress) as bar:
         task = bar.add_task("audit", total=None) if bar is not None else None
@@ -238,7 +240,7 @@ def _run_batch(paths: tuple[str, ...], spec: AuditSpec, kept: _Kept, where: _Bat
                 journal.close()
 
 
-def _progress_bar(err: Console, show: bool) -> contextlib.AbstractContextManager[Any]:
+def _progress_bar(err: Console | None, show: bool) -> contextlib.AbstractContextManager[Any]:
     """The batch's progress bar on ``err`` (transient), or, when none is shown (``-q``, not a terminal),
     a stand-in that yields ``None``: ``rich.progress`` (≈ 6 ms of imports) is loaded only for a bar."""
     if not show:
@@ -260,8 +262,9 @@ def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, 
             write_diagnoses(output, lines)
         return
     findings = [kept.findings[i] for i in sorted(kept.findings)]
-    text = (sarif_text(findings, titles=rule_titles(rules), version=__version__) if out_format == "sarif"
-            else junit_xml(findings))
+    ci = report_layer.ci  # the SARIF/JUnit writers, imported on first use (trajaudit.report)
+    text = (ci.sarif_text(findings, titles=report_layer.html.rule_titles(rules), version=__version__)
+            if out_format == "sarif" else ci.junit_xml(findings))
     if output == "-":
         sys.stdout.write(text)
     else:
@@ -286,7 +289,8 @@ class _Kept:
         self.fired: set[str] = set()  # rule ids with a record (their guard held) on some run
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
-            self.report = MarkdownReport(title=title) if report.endswith((".md", ".markdown")) else HtmlReport(title=title)
+            self.report = (report_layer.MarkdownReport(title=title) if report.endswith((".md", ".markdown"))
+                           else report_layer.HtmlReport(title=title))
 
     def add(self, i: int, r: AuditResult) -> None:
         """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
@@ -305,7 +309,8 @@ class _Kept:
             self.flagged.append(r.trajectory)
         if self.keep_findings:  # SARIF / JUnit: the violations and the applied rules, not the log
             log = r.log if r.log is not None else ValidationLog(r.trajectory.id)
-            self.findings[i] = RunFindings.of(log, r.trajectory.source.file, r.trajectory.source.record)
+            self.findings[i] = report_layer.ci.RunFindings.of(log, r.trajectory.source.file,
+                                                              r.trajectory.source.record)
         if self.report is not None:
             self.report.add(i, r)
 
@@ -351,6 +356,9 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
+    from rich import box  # not with -q, which prints no summary
+    from rich.table import Table
+
     out = console(err=True)
     if not kept.rows:
         if skipped:  # with neither, the caller says "no trace files found"

@@ -1,23 +1,28 @@
 """``audit --scheduler``: the cluster options of ``trajaudit audit`` and the outputs they allow
-(``-o diagnoses.parquet``, fsspec URLs). Dask is imported only when a cluster is used."""
+(``-o diagnoses.parquet``, fsspec URLs). Dask is imported only when a cluster is used, and the
+cluster batch's code (:mod:`trajaudit.distributed`, ``engine.run.cluster``) only when a cluster, a
+Parquet output or a URL is asked for: it is referred to as ``trajaudit.distributed`` (a submodule the
+package loads on first use), so a local ``audit`` does not import (nor, run from source, compile) it."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+import trajaudit
 from trajaudit.cli.common import write_text
-from trajaudit.distributed import connect, write_diagnoses_parquet
 from trajaudit.engine.run.batch import BatchResult
-from trajaudit.engine.run.cluster import LoadSpec, audit_on_cluster, require_dask
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
 from trajaudit.engine.trace.forced_format import mapping_for
-from trajaudit.engine.trace.shards import DEFAULT_SHARD_RUNS, PARQUET_SUFFIXES, ParquetMapping, is_url
+from trajaudit.engine.trace.shards import DEFAULT_SHARD_RUNS, PARQUET_SUFFIXES, is_url
 from trajaudit.errors import ConfigError
+
+if TYPE_CHECKING:
+    import trajaudit.distributed  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +67,7 @@ def check_cluster_use(cluster: ClusterOptions, paths: Sequence[str], output: str
         ConfigError: naming the option or path and what to do.
     """
     if cluster.scheduler:
-        require_dask()
+        trajaudit.distributed.require_dask()
         if jobs > 1:
             raise ConfigError("give either --jobs (processes here) or --scheduler (a Dask cluster), not both")
         return
@@ -71,7 +76,7 @@ def check_cluster_use(cluster: ClusterOptions, paths: Sequence[str], output: str
             raise ConfigError(f"{p!r}: URL and Parquet inputs are read on a Dask cluster: add --scheduler "
                               "local:N (N worker processes here) or --scheduler tcp://HOST:8786")
     if output.lower().endswith(".parquet") or is_url(output):
-        require_dask(f"-o {output}")
+        trajaudit.distributed.require_dask(f"-o {output}")
 
 
 def run_on_cluster(cluster: ClusterOptions, paths: Sequence[str], spec: AuditSpec, *, fmt: str | None,
@@ -79,17 +84,19 @@ def run_on_cluster(cluster: ClusterOptions, paths: Sequence[str], spec: AuditSpe
                    on_result: Callable[[int, AuditResult], None], with_logs: bool) -> BatchResult:
     """Audit ``paths`` on the cluster at ``cluster.scheduler`` (:func:`trajaudit.distributed.connect`;
     a ``local:N`` cluster is started and closed here); see :func:`~trajaudit.engine.run.cluster.audit_on_cluster`."""
-    load = LoadSpec(format=fmt, mapping=mapping_for(fmt, mapping), shard_runs=cluster.shard_runs,
-                    parquet=ParquetMapping(trace_column=cluster.trace_column, run_column=cluster.run_column))
-    with connect(cluster.scheduler or "local:1") as client:
-        return audit_on_cluster(client, paths, spec, load, progress=progress, on_result=on_result, with_logs=with_logs)
+    dist = trajaudit.distributed
+    load = dist.LoadSpec(format=fmt, mapping=mapping_for(fmt, mapping), shard_runs=cluster.shard_runs,
+                         parquet=dist.ParquetMapping(trace_column=cluster.trace_column, run_column=cluster.run_column))
+    with dist.connect(cluster.scheduler or "local:1") as client:
+        return dist.audit_on_cluster(client, paths, spec, load, progress=progress, on_result=on_result,
+                                     with_logs=with_logs)
 
 
 def write_diagnoses(output: str, lines: list[str]) -> None:
     """Write the diagnoses' JSON lines to ``output``: ``.parquet`` as a Parquet table (docs/parquet.md),
     a URL through fsspec, else a local JSONL file (:func:`~trajaudit.cli.common.write_text`)."""
     if output.lower().endswith(".parquet"):
-        write_diagnoses_parquet(output, lines)
+        trajaudit.distributed.write_diagnoses_parquet(output, lines)
         return
     text = "".join(line + "\n" for line in lines)
     if not is_url(output):

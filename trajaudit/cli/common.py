@@ -11,17 +11,18 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
+import trajaudit.llm as llm_layer
 from trajaudit.cli.outputs import atomic_write, refuse_clobbering
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
-from trajaudit.llm.client import LLMClient
 from trajaudit.llm.config import OFFLINE_ADVICE, build_config, load_config_file
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -35,8 +36,11 @@ def console(err: bool = False) -> Console:
 
     Markup is off: trace text, agent names and paths are printed literally (a message containing
     ``[/bold]`` must not be read as a style tag). Styled labels use :func:`rich.markup.escape` on the
-    data they interpolate.
+    data they interpolate. ``rich`` is imported on the first call: ``audit -q`` with nothing to say
+    prints nothing and does not import it (≈ 0.1G instructions).
     """
+    from rich.console import Console
+
     stream = sys.stderr if err else sys.stdout
     wide = stream.isatty() or os.environ.get("COLUMNS", "").isdigit()  # a terminal's (or $COLUMNS) width
     return Console(file=stream, soft_wrap=False, width=None if wide else 160, highlight=False, markup=False)
@@ -63,6 +67,13 @@ def wrap_items(head: str, items: Iterable[str], width: int, indent: int = 2) -> 
             line = f"{line} {piece}" if line else piece
     lines.append(line)
     return "\n".join(lines)
+
+
+def escape(text: str) -> str:
+    """:func:`rich.markup.escape` (``rich`` imported on first use, as by :func:`console`)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def fail(message: str) -> None:
@@ -169,6 +180,8 @@ def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ())
     ``non_utf8``). The exit code is not affected."""
     files = dict.fromkeys(t.source.file or t.id for t in trajectories if FLAG_NON_UTF8 in t.flags)
     files.update(dict.fromkeys(p.file for p in problems if p.details.get(FLAG_NON_UTF8)))
+    if not files:
+        return
     c = console(err=True)
     for f in files:
         c.print(f"[yellow]warning:[/] {escape(f)} is not valid UTF-8; undecodable bytes were replaced",
@@ -329,7 +342,7 @@ def client_from_options(opts: LLMOptions, *, use_cache: bool = True, without_llm
     Raises:
         ConfigError: as :func:`llm_config_from_options`; ``openai`` missing; the cache cannot be opened.
     """
-    return LLMClient(llm_config_from_options(opts, use_cache=use_cache, without_llm=without_llm))
+    return llm_layer.LLMClient(llm_config_from_options(opts, use_cache=use_cache, without_llm=without_llm))
 
 
 def llm_configured(opts: LLMOptions) -> bool:

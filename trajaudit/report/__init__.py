@@ -1,7 +1,41 @@
 """Batch reports: JSONL diagnoses, Markdown and self-contained HTML (whole lists, or streamed: see
-:mod:`trajaudit.report.stream`)."""
+:mod:`trajaudit.report.stream`), and the CI formats (:mod:`trajaudit.report.ci`: SARIF, JUnit).
 
-from trajaudit.report.html import HtmlReport, render_html
-from trajaudit.report.markdown import MarkdownReport, render_markdown
+The names and the submodules load on first use (PEP 562 ``__getattr__``, as ``trajaudit.audit``):
+``trajaudit audit`` refers to ``trajaudit.report.HtmlReport``, ``trajaudit.report.ci.sarif_text`` …,
+so a batch that writes neither a report nor a CI format does not import (nor, run from source,
+compile) the writers, ``markupsafe`` and ``xml.etree``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trajaudit.report import ci, html, markdown, page, rundata, stream  # noqa: F401
+    from trajaudit.report.html import HtmlReport, render_html
+    from trajaudit.report.markdown import MarkdownReport, render_markdown
 
 __all__ = ["HtmlReport", "MarkdownReport", "render_html", "render_markdown"]
+
+#: Public names loaded on first use: name -> defining submodule.
+_LAZY = {"HtmlReport": "html", "render_html": "html", "MarkdownReport": "markdown", "render_markdown": "markdown"}
+#: Submodules reachable as attributes before they are imported (``trajaudit.report.ci.sarif_text``).
+_SUBMODULES = frozenset({"ci", "html", "markdown", "page", "rundata", "stream"})
+
+
+def __getattr__(name: str) -> Any:
+    """A public name or a submodule, imported on first use (PEP 562); other names: AttributeError."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)

@@ -3,7 +3,9 @@ report, the log without its pass records) instead of every run's full validation
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 
 import report_page
 from click.testing import CliRunner
@@ -112,3 +114,26 @@ def test_progress_total_of_a_streamed_jsonl_is_its_run_count_from_the_start(tmp_
     ticks = []
     audit_paths([src], AuditSpec(), on_result=lambda i, r: None, progress=lambda d, t: ticks.append((d, t)))
     assert ticks == [(k, 70) for k in range(1, 71)]
+
+
+def test_collector_paused_while_a_streamed_result_is_handed_over_and_a_runs_garbage_still_collected(tau_runs):
+    """The collector stays paused until ``on_result`` returned (its first collection would otherwise
+    traverse the whole result the caller still holds); after the batch it is on again, and the garbage
+    cycles left while it was paused are collectable (not frozen)."""
+    class Cycle:
+        pass
+
+    states, refs = [], []
+
+    def take(i, r):
+        states.append(gc.isenabled())
+        c = Cycle()
+        c.me = c  # garbage once this returns: only the cyclic collector frees it
+        refs.append(weakref.ref(c))
+
+    assert gc.isenabled()
+    runs = [tau_runs[i] for i in ("2", "12", "47", "105")]
+    audit_trajectories(runs, AuditSpec(), on_result=take)
+    assert states == [False] * 4 and gc.isenabled()
+    gc.collect()
+    assert all(r() is None for r in refs)

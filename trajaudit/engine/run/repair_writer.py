@@ -10,16 +10,16 @@ It writes one to five case-specific, process-level directives executable from th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import trajaudit.llm as llm_layer
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.errors import TrajauditError
-from trajaudit.llm.client import LLMClient, messages_chars
-from trajaudit.llm.fitting import cut_text, fit_steps, merge_reports
-from trajaudit.llm.prompting import load_prompt
-from trajaudit.llm.usage import tracking
+
+if TYPE_CHECKING:
+    from trajaudit.llm.client import LLMClient
 
 PROMPT = "repair_directive"
 
@@ -69,7 +69,7 @@ def synthesize_repair(client: LLMClient, trajectory: Trajectory, diagnosis: Diag
     k = diagnosis.critical_step
     if k is None or not 0 <= k < len(trajectory.steps):
         raise TrajauditError(f"{trajectory.id}: the diagnosis has no critical step inside the run; nothing to repair")
-    prompt = load_prompt(PROMPT)
+    prompt = llm_layer.prompting.load_prompt(PROMPT)
     definition = ""
     try:
         definition = " ".join(load_taxonomy(diagnosis.taxonomy).get(diagnosis.category).definition.split())
@@ -77,19 +77,19 @@ def synthesize_repair(client: LLMClient, trajectory: Trajectory, diagnosis: Diag
         definition = "(no definition: category outside the taxonomy)"
     budget = client.config.context_chars
     data: dict[str, Any] = {
-        "task": cut_text(trajectory.task or "(the task is not stated separately)", max(200, budget // 4)),
+        "task": llm_layer.fitting.cut_text(trajectory.task or "(the task is not stated separately)", max(200, budget // 4)),
         "step": str(k), "agent": diagnosis.agent or "unnamed", "category": diagnosis.category,
-        "definition": definition, "rationale": cut_text(diagnosis.rationale, 2000),
-        "final_answer": cut_text(trajectory.final_answer or "(not stated)", 1000),
+        "definition": definition, "rationale": llm_layer.fitting.cut_text(diagnosis.rationale, 2000),
+        "final_answer": llm_layer.fitting.cut_text(trajectory.final_answer or "(not stated)", 1000),
     }
     first, last = windows(trajectory, k)
-    overhead = messages_chars(prompt.render(**data, critical_window=[], final_window=[]))
+    overhead = llm_layer.client.messages_chars(prompt.render(**data, critical_window=[], final_window=[]))
     room = max(2000, budget - overhead)
-    crit = fit_steps(trajectory, first, room * 2 // 3 if last else room, focus=(k,), anchor=k)
-    tail = fit_steps(trajectory, last, max(1000, room - crit.shown_chars), anchor=last[-1]) if last else None
+    crit = llm_layer.fitting.fit_steps(trajectory, first, room * 2 // 3 if last else room, focus=(k,), anchor=k)
+    tail = llm_layer.fitting.fit_steps(trajectory, last, max(1000, room - crit.shown_chars), anchor=last[-1]) if last else None
     messages = prompt.render(**data, critical_window=crit.records,
                              final_window=tail.records if tail else [{"note": "the run ends inside the window above"}])
-    with tracking() as usage:
+    with llm_layer.usage.tracking() as usage:
         answer = client.chat_json(messages, prompt.schema or {}, name="repair")
     shown = {r["step"] for r in crit.records + (tail.records if tail else []) if "step" in r}
     directives = []
@@ -102,7 +102,7 @@ def synthesize_repair(client: LLMClient, trajectory: Trajectory, diagnosis: Diag
     reports = [crit.report()] + ([tail.report()] if tail else [])
     return RepairResult(text=text, directives=directives, summary=summary, usage=usage.to_dict(),
                         metadata={"prompt": {PROMPT: prompt.version}, "windows": [first, last],
-                                  "context": merge_reports(reports)})
+                                  "context": llm_layer.fitting.merge_reports(reports)})
 
 
 def _shown(address: str, shown: set[int]) -> bool:

@@ -70,7 +70,8 @@ def detect(doc: Any, adapters: Registry[Adapter]) -> Adapter:
         TraceFormatError: none matched; the message lists every format tried and why it did not match.
     """
     reasons = []
-    for name, a in adapters.items():
+    for name in adapters:  # built one by one (lazy entries): the formats after the match are not imported
+        a = adapters.get(name)
         s = a.sniff(doc)
         if s.ok:
             return a

@@ -22,10 +22,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajaudit import safe_json
-from trajaudit.engine.trace.adapters.langsmith import is_run as is_langsmith_run
-from trajaudit.engine.trace.adapters.openinference import is_phoenix_span
-from trajaudit.engine.trace.adapters.otel import is_span_document
-from trajaudit.engine.trace.adapters.spans import as_list
+from trajaudit.engine.trace.adapters.span_shapes import (
+    as_list,
+    is_langsmith_run,
+    is_phoenix_span,
+    is_span_document,
+)
 from trajaudit.engine.trace.text import decode, documents
 from trajaudit.errors import TraceFormatError
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from trajaudit.engine.trace.adapters.base import LoadOptions, Sniff
 from trajaudit.engine.trace.adapters.langsmith import completion_messages, lc_or_openai_messages
-from trajaudit.engine.trace.adapters.otel import SpanTrace, has_attribute, is_span_document, span_traces
+from trajaudit.engine.trace.adapters.otel import SpanTrace, has_attribute, span_traces
+from trajaudit.engine.trace.adapters.span_shapes import is_span_document
 from trajaudit.engine.trace.adapters.spans import (
     Op,
     SpanRecord,

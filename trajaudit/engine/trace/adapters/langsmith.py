@@ -26,6 +26,7 @@ from typing import Any
 from trajaudit.engine.trace.adapters.base import LoadOptions, Sniff
 from trajaudit.engine.trace.adapters.langchain import message_fields, normalize_message
 from trajaudit.engine.trace.adapters.otel import SpanTrace
+from trajaudit.engine.trace.adapters.span_shapes import RUN_TYPES, is_langsmith_run  # noqa: F401 - RUN_TYPES re-exported
 from trajaudit.engine.trace.adapters.spans import (
     Op,
     SpanRecord,
@@ -40,14 +41,7 @@ from trajaudit.errors import TraceFormatError
 NUMBERING = ("LangSmith: 0-based position in the conversation rebuilt from the trace's runs "
              "(dotted_order; each llm run adds its new input messages, then its output; tool runs add their output)")
 _GENERIC = re.compile(r"^(Runnable\w*|LangGraph|__start__|__end__|\w*Parser|\w*PromptTemplate|RunnableSequence)$")
-RUN_TYPES = frozenset({"llm", "chain", "tool", "retriever", "embedding", "prompt", "parser", "agent"})
-
-
-def is_run(doc: Any) -> bool:
-    """A LangSmith run object: ``run_type`` (a known type) beside ``id`` or ``name``, and ``inputs``."""
-    return (isinstance(doc, dict) and isinstance(doc.get("run_type"), str) and doc["run_type"] in RUN_TYPES
-            and ("id" in doc or "name" in doc)
-            and ("inputs" in doc or "child_runs" in doc or "trace_id" in doc))
+is_run = is_langsmith_run  # the shape test, kept with the loader's others (span_shapes)
 
 
 def _runs_of(doc: Any) -> list[Any] | None:

@@ -29,9 +29,9 @@ from trajaudit.engine.trace.adapters.otel import (
     SpanTrace,
     has_attribute,
     hex_id,
-    is_span_document,
     read_spans,
 )
+from trajaudit.engine.trace.adapters.span_shapes import KIND, is_phoenix_span, is_span_document
 from trajaudit.engine.trace.adapters.spans import (
     Op,
     SpanRecord,
@@ -49,7 +49,6 @@ from trajaudit.errors import TraceFormatError
 NUMBERING = ("OpenInference: 0-based position in the conversation rebuilt from the trace's spans "
              "(depth first, siblings by start time; each LLM span adds its new input messages, then its output; "
              "TOOL spans add their output)")
-KIND = "openinference.span.kind"
 
 
 def unflatten(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -152,20 +151,6 @@ def oi_op(s: SpanRecord) -> Op | None:
                   call_id=str(call_id) if call_id is not None else None, arguments=parse_json_text(args),
                   result=as_text(result) if result is not None else None, is_error=s.error is not None)
     return None
-
-
-def is_phoenix_span(d: Any) -> bool:
-    """A span as Phoenix's JSON gives it: a ``context`` with ``span_id`` and a ``span_kind`` (or an
-    OpenInference kind among its attributes)."""
-    return (isinstance(d, dict) and isinstance(d.get("context"), dict) and "span_id" in d["context"]
-            and ("span_kind" in d or isinstance(d.get("attributes"), dict) and KIND in _flat_keys(d["attributes"])))
-
-
-def _flat_keys(attrs: dict[str, Any]) -> set[str]:
-    keys = set(attrs)
-    if isinstance(attrs.get("openinference"), dict):
-        keys |= {f"openinference.{k}" if k != "span" else KIND for k in attrs["openinference"]}
-    return keys
 
 
 def _phoenix_spans(doc: Any) -> list[Any] | None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.trace.adapters.base import LoadOptions, Sniff
+from trajaudit.engine.trace.adapters.span_shapes import is_span_document, sdk_span
 from trajaudit.engine.trace.adapters.spans import (
     Op,
     SpanRecord,
@@ -128,18 +129,6 @@ def _failed(status: Any) -> str | None:
     return None
 
 
-def is_span_document(doc: Any) -> bool:
-    """An OTLP/JSON export (``resourceSpans``/``resourceLogs``), an SDK span, or a list of them."""
-    if isinstance(doc, dict):
-        return isinstance(doc.get("resourceSpans"), list) or isinstance(doc.get("resourceLogs"), list) or _sdk_span(doc)
-    return isinstance(doc, list) and bool(doc) and all(isinstance(d, dict) and is_span_document(d) for d in doc)
-
-
-def _sdk_span(d: dict[str, Any]) -> bool:
-    ctx = d.get("context")
-    return isinstance(ctx, dict) and "span_id" in ctx and "trace_id" in ctx and "name" in d
-
-
 def read_spans(doc: Any) -> tuple[list[SpanRecord], int]:
     """Every span of a span document, with log records attached to their spans as events.
 
@@ -152,7 +141,7 @@ def read_spans(doc: Any) -> tuple[list[SpanRecord], int]:
         if not isinstance(d, dict):
             bad += 1
             continue
-        if _sdk_span(d):
+        if sdk_span(d):
             s = _from_sdk(d, len(spans))
             if s is None:
                 bad += 1
@@ -232,7 +221,7 @@ def raw_spans(doc: Any) -> Any:
     for d in doc if isinstance(doc, list) else [doc]:
         if not isinstance(d, dict):
             continue
-        if _sdk_span(d):
+        if sdk_span(d):
             yield d
             continue
         for rs in as_list(d.get("resourceSpans")):

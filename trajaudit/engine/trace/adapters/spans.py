@@ -44,6 +44,7 @@ from typing import Any
 from trajaudit import safe_json
 from trajaudit.engine.trace.adapters.base import LoadOptions, text_of
 from trajaudit.engine.trace.adapters.openai_chat import MessageNote, convert_chat
+from trajaudit.engine.trace.adapters.span_shapes import as_list  # noqa: F401 - re-exported (the span adapters' helper)
 from trajaudit.engine.trace.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
 
@@ -108,11 +109,6 @@ class Op:
     is_error: bool = False
     system: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def as_list(value: Any) -> list[Any]:
-    """``value`` when it is a list, else ``[]`` (a damaged field reads as empty, never as a crash)."""
-    return value if isinstance(value, list) else []
 
 
 def iso_ns(value: Any) -> int | None:

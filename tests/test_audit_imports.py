@@ -1,0 +1,57 @@
+"""What a fresh ``trajaudit audit`` imports (issue 22's start-up item): the offline audit path loads
+neither the LLM client (nor its cache, thread pool, prompts), nor rich (with ``-q``), nor the trace
+adapters of formats the input is not in. Each of those is loaded on first use, and the lazily
+loaded names are the eager ones."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import trajaudit.llm as llm_layer
+from trajaudit.llm import client, config, fitting, prompting, usage
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "; import sys; print(' '.join(sys.modules))"],
+                         capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    return set(out.split())
+
+
+def test_the_audit_command_module_imports_no_llm_client_rich_or_span_adapter():
+    mods = _modules_after("import trajaudit.cli.audit")
+    for name in ("trajaudit.llm.client", "trajaudit.llm.cache", "trajaudit.llm.prompting", "sqlite3", "rich",
+                 "rich.console", "trajaudit.engine.trace.adapters.otel", "trajaudit.engine.trace.adapters.spans",
+                 "trajaudit.report.html", "trajaudit.report.ci", "xml.etree.ElementTree", "trajaudit.distributed",
+                 "trajaudit.engine.run.cluster"):
+        assert name not in mods, name
+
+
+def test_report_names_load_on_first_use_and_are_the_modules_own():
+    import trajaudit.report as report_layer
+    from trajaudit.report import ci, html, markdown
+
+    assert report_layer.HtmlReport is html.HtmlReport and report_layer.render_markdown is markdown.render_markdown
+    assert report_layer.ci is ci and report_layer.ci.sarif_text is ci.sarif_text
+    assert sorted(report_layer.__all__) == sorted(n for n in report_layer.__all__ if getattr(report_layer, n))
+
+
+def test_llm_names_load_on_first_use_and_are_the_modules_own():
+    assert llm_layer.LLMClient is client.LLMClient and llm_layer.LLMConfig is config.LLMConfig
+    assert llm_layer.fit_steps is fitting.fit_steps and llm_layer.render_prompt is prompting.render_prompt
+    assert llm_layer.tracking is usage.tracking and llm_layer.fitting is fitting
+    for name in llm_layer.__all__:
+        assert getattr(llm_layer, name) is not None and name in dir(llm_layer)
+    code = ("import sys, trajaudit.llm as m; before = 'trajaudit.llm.client' in sys.modules; "
+            "c = m.LLMClient; print(before, 'trajaudit.llm.client' in sys.modules, c.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["False", "True", "trajaudit.llm.client"]
+    try:
+        llm_layer.no_such_name  # noqa: B018
+    except AttributeError as e:
+        assert "no_such_name" in str(e)
+    else:
+        raise AssertionError("unknown names must raise AttributeError")
