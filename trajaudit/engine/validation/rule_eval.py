@@ -145,7 +145,12 @@ def _run_one(rule: CompiledRule, env: Env) -> Record | None:
         address = (v.address if v.__class__ in _VIEWS else None) or addr
         if address:
             seen.append((address, v, name))
-    return _decide(rule, env)
+    if rule.assertion is None:
+        return _run_check(rule, env)
+    result = rule.assertion(env)
+    if result:  # a pass (most units; made here, not by _decide: a call less per unit)
+        return _passed(rule.pass_fields, env.k, partial(_pass_evidence, rule, seen, env.call, values, env.witness))
+    return _decide(rule, env, result)
 
 
 def run_one_shared(rule: CompiledRule, env: Env, plan: UnitPlan) -> Record | None:
@@ -171,7 +176,12 @@ def run_one_shared(rule: CompiledRule, env: Env, plan: UnitPlan) -> Record | Non
         address = (v.address if v.__class__ in _VIEWS else None) or addr
         if address:
             seen.append((address, v, name))
-    return _decide(rule, env)
+    if rule.assertion is None:
+        return _run_check(rule, env)
+    result = rule.assertion(env)
+    if result:  # a pass (most units; made here, not by _decide: a call less per unit)
+        return _passed(rule.pass_fields, env.k, partial(_pass_evidence, rule, seen, env.call, values, env.witness))
+    return _decide(rule, env, result)
 
 
 def _pass_evidence(rule: CompiledRule, seen: list[tuple[str, Any, str | None]], call: CallView | None,
@@ -185,19 +195,16 @@ def _pass_evidence(rule: CompiledRule, seen: list[tuple[str, Any, str | None]], 
 _passed = LazyRecord.passed
 
 
-def _decide(rule: CompiledRule, env: Env) -> Record | None:
-    """The record of a unit whose guard held and whose ``let``s are bound."""
+def _decide(rule: CompiledRule, env: Env, result: Any) -> Record:
+    """The record of a unit whose guard held, whose ``let``s are bound and whose assertion gave the
+    falsy ``result`` (a pass, the truthy case, is made by the caller: a ``LazyRecord`` whose evidence
+    is rendered only if someone reads it)."""
     k = env.k
-    if rule.assertion is not None:
-        result = rule.assertion(env)
-        if result is None:
-            return _record(rule, k, "unknown", evidence=_evidence(env.seen, env.call), bindings=_bindings(rule, env),
-                           reason="the assertion evaluated to null (missing data)")
-        if result:  # a pass: its evidence is rendered only if someone reads it (LazyRecord)
-            return _passed(rule.pass_fields, k, partial(_pass_evidence, rule, env.seen, env.call, env.vars, env.witness))
-        msg = rule.message(env) if rule.spec.message else f"assertion failed: {rule.spec.assertion}"
-        return _record(rule, k, "fail", msg, _evidence(env.seen, env.call), _bindings(rule, env))
-    return _run_check(rule, env)
+    if result is None:
+        return _record(rule, k, "unknown", evidence=_evidence(env.seen, env.call), bindings=_bindings(rule, env),
+                       reason="the assertion evaluated to null (missing data)")
+    msg = rule.message(env) if rule.spec.message else f"assertion failed: {rule.spec.assertion}"
+    return _record(rule, k, "fail", msg, _evidence(env.seen, env.call), _bindings(rule, env))
 
 
 def _run_check(rule: CompiledRule, env: Env) -> Record | None:
