@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from typing import Any
 
 from trajaudit import run_budget
@@ -104,10 +105,14 @@ _VIEWS = frozenset({StepView, CallView})
 
 
 def _bindings(rule: CompiledRule, env: Env) -> dict[str, Any]:
-    if not rule.lets and not env.witness:
+    return _bindings_of(rule, env.vars, env.witness)
+
+
+def _bindings_of(rule: CompiledRule, values: dict[str, Any], witness: dict[str, Any]) -> dict[str, Any]:
+    if not rule.lets and not witness:
         return {}
-    b = {name: json_safe(env.vars.get(name), 200) for name, _, _ in rule.lets}
-    for name, v in env.witness.items():
+    b = {name: json_safe(values.get(name), 200) for name, _, _ in rule.lets}
+    for name, v in witness.items():
         b.setdefault(name, json_safe(v, 200))
     return b
 
@@ -140,7 +145,12 @@ def _run_one(rule: CompiledRule, env: Env) -> Record | None:
         address = (v.address if v.__class__ in _VIEWS else None) or addr
         if address:
             seen.append((address, v, name))
-    return _decide(rule, env)
+    if rule.assertion is None:
+        return _run_check(rule, env)
+    result = rule.assertion(env)
+    if result:  # a pass (most units; made here, not by _decide: a call less per unit)
+        return _passed(rule.pass_fields, env.k, partial(_pass_evidence, rule, seen, env.call, values, env.witness))
+    return _decide(rule, env, result)
 
 
 def run_one_shared(rule: CompiledRule, env: Env, plan: UnitPlan) -> Record | None:
@@ -166,22 +176,35 @@ def run_one_shared(rule: CompiledRule, env: Env, plan: UnitPlan) -> Record | Non
         address = (v.address if v.__class__ in _VIEWS else None) or addr
         if address:
             seen.append((address, v, name))
-    return _decide(rule, env)
+    if rule.assertion is None:
+        return _run_check(rule, env)
+    result = rule.assertion(env)
+    if result:  # a pass (most units; made here, not by _decide: a call less per unit)
+        return _passed(rule.pass_fields, env.k, partial(_pass_evidence, rule, seen, env.call, values, env.witness))
+    return _decide(rule, env, result)
 
 
-def _decide(rule: CompiledRule, env: Env) -> Record | None:
-    """The record of a unit whose guard held and whose ``let``s are bound."""
+def _pass_evidence(rule: CompiledRule, seen: list[tuple[str, Any, str | None]], call: CallView | None,
+                   values: dict[str, Any], witness: dict[str, Any]) -> tuple[tuple[Evidence, ...], dict[str, Any]]:
+    """A pass record's evidence and bindings (``LazyRecord``'s thunk), from the containers of the ``Env``
+    it was decided in, which the record keeps (not the ``Env``: ``Stepper.run_units`` reuses that)."""
+    return _evidence(seen, call), _bindings_of(rule, values, witness)
+
+
+#: (bound once: a pass record is made at most units a batch evaluates)
+_passed = LazyRecord.passed
+
+
+def _decide(rule: CompiledRule, env: Env, result: Any) -> Record:
+    """The record of a unit whose guard held, whose ``let``s are bound and whose assertion gave the
+    falsy ``result`` (a pass, the truthy case, is made by the caller: a ``LazyRecord`` whose evidence
+    is rendered only if someone reads it)."""
     k = env.k
-    if rule.assertion is not None:
-        result = rule.assertion(env)
-        if result is None:
-            return _record(rule, k, "unknown", evidence=_evidence(env.seen, env.call), bindings=_bindings(rule, env),
-                           reason="the assertion evaluated to null (missing data)")
-        if result:  # a pass: its evidence is rendered only if someone reads it (LazyRecord)
-            return LazyRecord.passed(rule.pass_fields, k, lambda: (_evidence(env.seen, env.call), _bindings(rule, env)))
-        msg = rule.message(env) if rule.spec.message else f"assertion failed: {rule.spec.assertion}"
-        return _record(rule, k, "fail", msg, _evidence(env.seen, env.call), _bindings(rule, env))
-    return _run_check(rule, env)
+    if result is None:
+        return _record(rule, k, "unknown", evidence=_evidence(env.seen, env.call), bindings=_bindings(rule, env),
+                       reason="the assertion evaluated to null (missing data)")
+    msg = rule.message(env) if rule.spec.message else f"assertion failed: {rule.spec.assertion}"
+    return _record(rule, k, "fail", msg, _evidence(env.seen, env.call), _bindings(rule, env))
 
 
 def _run_check(rule: CompiledRule, env: Env) -> Record | None:
