@@ -8,9 +8,6 @@ who (the responsible agent), with an auditable validation log of evidence.
 first — does not load the whole audit stack; ``from trajaudit import audit`` works as usual.
 """
 
-import importlib
-from typing import Any
-
 from trajaudit.checkers.registry import default_checkers, register_checker
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.packs.compile import CompiledRule, compile_rules
@@ -20,6 +17,7 @@ from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajec
 from trajaudit.engine.trace.loader import LoadResult, iter_load, load, load_many, load_path
 from trajaudit.engine.validation.rule_eval import evaluate
 from trajaudit.errors import TraceFormatError, TrajauditError
+from trajaudit.lazy_names import lazy_names
 
 __version__ = "0.1.0"
 
@@ -59,18 +57,4 @@ _LAZY = {"audit": "trajaudit.engine.run.pipeline", "Monitor": "trajaudit.engine.
 _SUBMODULES = frozenset({"distributed"})
 
 
-def __getattr__(name: str) -> Any:
-    """``trajaudit.audit``: import the pipeline on first use (PEP 562); ``trajaudit.distributed`` (the
-    submodule) likewise; other names: AttributeError."""
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'trajaudit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)

@@ -23,8 +23,9 @@ prompts and answer parsing (≈ 0.13G instructions of a fresh ``trajaudit audit`
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trajaudit.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from trajaudit.llm import answers, cache, client, config, fitting, prompting, usage  # noqa: F401
@@ -61,17 +62,4 @@ _LAZY = {"EvidenceView": "fitting", "LLMClient": "client", "LLMConfig": "config"
 _SUBMODULES = frozenset({"answers", "cache", "client", "config", "fitting", "prompting", "usage"})
 
 
-def __getattr__(name: str) -> Any:
-    """A public name or a submodule, imported on first use (PEP 562); other names: AttributeError."""
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)

@@ -9,8 +9,9 @@ compile) the writers, ``markupsafe`` and ``xml.etree``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trajaudit.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from trajaudit.report import ci, html, markdown, page, rundata, stream  # noqa: F401
@@ -25,17 +26,4 @@ _LAZY = {"HtmlReport": "html", "render_html": "html", "MarkdownReport": "markdow
 _SUBMODULES = frozenset({"ci", "html", "markdown", "page", "rundata", "stream"})
 
 
-def __getattr__(name: str) -> Any:
-    """A public name or a submodule, imported on first use (PEP 562); other names: AttributeError."""
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)

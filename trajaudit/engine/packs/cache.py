@@ -28,7 +28,6 @@ files are kept (the oldest are removed when an entry is written). Deleting the d
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import json
 import logging
@@ -50,6 +49,7 @@ from trajaudit.engine.dsl.regex import safety as regex_safety
 from trajaudit.engine.dsl.regex import stored as regex_stored
 from trajaudit.engine.packs import pack as RP
 from trajaudit.engine.packs.compile import compile_rules
+from trajaudit.gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -166,27 +166,13 @@ class LoadedPack:
     analyses: dict[str, Any] | None = None
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection in the block (restored after; nesting is fine): loading and
-    compiling allocate many long-lived objects (nodes, specs, closures) and would otherwise trigger
-    full collections that re-traverse everything already alive (e.g. the loaded runs)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def load(path: Path) -> LoadedPack:
     """Load the pack file ``path`` (from the cache when a valid entry exists).
 
     Raises:
         RulePackError: as :func:`~trajaudit.engine.packs.pack.load_pack` (errors never come from the cache).
     """
-    with _gc_paused():
+    with gc_paused():
         return _load(path)
 
 
@@ -218,7 +204,7 @@ def load_data(data: dict[str, Any]) -> LoadedPack:
     Raises:
         RulePackError: as :func:`~trajaudit.engine.rule_pack.load_pack` (errors never come from the cache).
     """
-    with _gc_paused():
+    with gc_paused():
         return _cached(data_key(data), data)
 
 
@@ -242,7 +228,7 @@ def compile_loaded(loaded: LoadedPack) -> tuple[Any, ...]:
     Raises:
         RulePackError: a rule does not compile.
     """
-    with _gc_paused():
+    with gc_paused():
         return _compile_loaded(loaded)
 
 

@@ -25,7 +25,6 @@ from trajaudit.engine.run.pipeline import (
     freeze_long_lived,
     problem_of,
 )
-from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import expand_paths, iter_load, load_many
 from trajaudit.errors import Problem
@@ -169,7 +168,7 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
         if progress:
             progress(done, max(total, done))
 
-    ctx = _built_paused(spec)
+    ctx = build_context(spec)  # with the collector paused (frozen right after)
     frozen = freeze_long_lived()  # the compiled rules and caches live for the whole batch
     try:
         for path, got in iter_load(files, format=format, mapping=mapping):
@@ -192,19 +191,6 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
     out = BatchResult(skipped=skipped)
     out.problems = load_problems + audit_problems
     return out
-
-
-def _built_paused(spec: AuditSpec) -> AuditContext:
-    """:func:`build_context` with the cyclic collector paused: what it builds (compiled rules, loaded
-    packs and schemas, their caches) is frozen right after it for the whole batch, so collections while
-    it is built would only traverse it on its way there (≈ 9M instructions of a fresh tau CLI)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        return build_context(spec)
-    finally:
-        if was:
-            gc.enable()
 
 
 def _expected_runs(path: Any) -> int:

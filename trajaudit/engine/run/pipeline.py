@@ -35,6 +35,7 @@ from trajaudit.engine.trace.ir import Trajectory, renumbered
 from trajaudit.engine.trace.loader import load_checked, problem_details
 from trajaudit.engine.validation_log import RUN_BUDGET_NOTE, ValidationLog
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
+from trajaudit.gc_pause import gc_paused
 from trajaudit.llm.config import check_llm
 
 __all__ = ["AuditResult", "AuditSpec", "audit", "audit_one", "build_context", "close_context", "problem_of",
@@ -103,13 +104,8 @@ def build_context(spec: AuditSpec) -> AuditContext:
     context, and a collection between two packs re-traversed everything the first one built. A batch
     freezes the heap after its first run (:func:`freeze_long_lived`), before any collection sees them.
     """
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _build_context(spec)
-    finally:
-        if was:
-            gc.enable()
 
 
 def _build_context(spec: AuditSpec) -> AuditContext:
