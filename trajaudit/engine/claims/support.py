@@ -35,18 +35,19 @@ from trajaudit.engine.claims import model as m
 from trajaudit.engine.claims.evidence_index import Collection, EvidenceIndex, Hit
 from trajaudit.engine.claims.normalize import norm_text, quantity, singular
 from trajaudit.engine.claims.patterns import ascii_fold
+from trajaudit.engine.dsl.regex.stored import module_pattern
 from trajaudit.engine.trace.ir import Trajectory
 
-_AFFIRM = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|that'?s (?:right|correct)|"
+_AFFIRM = module_pattern(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|that'?s (?:right|correct)|"
                      r"please (?:go ahead|proceed)|go ahead|proceed)\b", re.I)
-_NUMERIC = re.compile(r"-?[\d.,]+")
-_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
+_NUMERIC = module_pattern(r"-?[\d.,]+")
+_DECIMAL = module_pattern(r"-?\d+(?:\.\d+)?")
 #: An argument written as a standard code ("LIS" for Lisbon, "USD", "NY"): the user says the name, the
 #: agent passes the code — world knowledge, not an invented value (claims.md).
-_SHORT_CODE = re.compile(r"[A-Z]{2,4}")
+_SHORT_CODE = module_pattern(r"[A-Z]{2,4}")
 #: Phrases of a failed access (lower case); ``_NOT_FOUND`` finds any of them, ignoring case.
 _NOT_FOUND_WORDS = ("no such file", "not found", "404", "does not exist", "cannot find", "can't find", "filenotfound")
-_NOT_FOUND = re.compile("|".join(_NOT_FOUND_WORDS), re.I)
+_NOT_FOUND = module_pattern("|".join(_NOT_FOUND_WORDS), re.I)
 #: Completion verbs that are also object states ("#W1 has been cancelled" is a claim about its status).
 _STATUS_VERBS = frozenset(("cancelled", "delivered", "returned", "exchanged", "refunded", "shipped"))
 # First words of tool names that only read (look-ups): their success shows state, it does not perform
@@ -366,7 +367,7 @@ def _span(address: str) -> tuple[int, int] | None:
     return (int(a), int(b)) if a.isdigit() and b.isdigit() else None
 
 
-_LIST_ITEM = re.compile(r"^\s{0,3}(?:\d{1,3}[.)]|[-*•])\s+\S")
+_LIST_ITEM = module_pattern(r"^\s{0,3}(?:\d{1,3}[.)]|[-*•])\s+\S")
 
 
 def _end(address: str) -> int:
