@@ -29,15 +29,17 @@ from functools import cache, cached_property
 from hashlib import sha256
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from trajaudit import regular_files, safe_yaml
+import trajaudit
+from trajaudit import regular_files
 from trajaudit.disk_cache import cache_dir, read_body, write_body
 from trajaudit.engine.packs.cache import code_fingerprint
 from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import TrajauditError
+
+if TYPE_CHECKING:
+    import trajaudit.safe_yaml  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +216,8 @@ class Taxonomy:
 
 def _line_of(text: str, path: list[Any]) -> int | None:
     """1-based line of the YAML node at ``path`` (keys and indexes), or of its nearest ancestor."""
+    import yaml
+
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
@@ -235,7 +239,7 @@ def _json_path(path: list[Any]) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
-def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = yaml.SafeLoader) -> Taxonomy:
+def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = None) -> Taxonomy:
     """Parse and validate taxonomy YAML text.
 
     Checks the JSON Schema, unique category ids, that ``fallback`` names a category, and that no
@@ -244,8 +248,10 @@ def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = yaml.Sa
     Raises:
         TaxonomyError: with file, line and JSON path of the first problem.
     """
+    import yaml  # only where YAML is parsed (an audit reads the shipped taxonomy from the cache)
+
     try:
-        doc = safe_yaml.load(text, _loader)
+        doc = trajaudit.safe_yaml.load(text, yaml.SafeLoader if _loader is None else _loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise TaxonomyError(f"invalid YAML: {getattr(e, 'problem', None) or e}", file=file,
@@ -303,6 +309,8 @@ def _load_shipped(name: str) -> Taxonomy:
     tax = _read_entry(p) if p is not None else None
     if tax is None:
         # shipped files are valid and tested: libyaml's parser (same constructors, ~10x faster) when present
+        import yaml
+
         tax = parse_taxonomy(text, file=f"trajaudit/rules/taxonomies/{name}.yaml",
                              _loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         if p is not None:

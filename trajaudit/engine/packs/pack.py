@@ -21,8 +21,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from trajaudit import regular_files
 from trajaudit.api_args import PACKS, check_mapping, is_path
 from trajaudit.engine.dsl.parser import Where
@@ -237,6 +235,8 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
         raise RulePackError(f"params: parameter names are strings, got {sorted(map(repr, params))}")
     overrides = dict(params or {})
     if isinstance(source, dict):
+        import yaml  # only where YAML is written or parsed: an audit from cached packs imports no PyYAML
+
         text = yaml.safe_dump(source, sort_keys=False, allow_unicode=True)
         pack = _load_text(text, None, overrides, (), None)
     elif is_pack_text(source):
