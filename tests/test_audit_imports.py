@@ -27,7 +27,8 @@ def test_the_audit_command_module_imports_no_llm_client_rich_or_span_adapter():
     for name in ("trajaudit.llm.client", "trajaudit.llm.cache", "trajaudit.llm.prompting", "sqlite3", "rich",
                  "rich.console", "trajaudit.engine.trace.adapters.otel", "trajaudit.engine.trace.adapters.spans",
                  "trajaudit.report.html", "trajaudit.report.ci", "xml.etree.ElementTree", "trajaudit.distributed",
-                 "trajaudit.engine.run.cluster"):
+                 "trajaudit.engine.run.cluster", "trajaudit.engine.run.parallel", "trajaudit.engine.run.repair_prefix",
+                 "trajaudit.engine.run.repair_writer", "trajaudit.engine.trace.shards", "tomllib"):
         assert name not in mods, name
 
 
@@ -81,3 +82,12 @@ def test_safe_yaml_is_reachable_as_an_attribute_before_its_import():
             "print(before, m.__name__, issubclass(m.YAMLLimitError, __import__('yaml').YAMLError))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.split() == ["False", "trajaudit.safe_yaml", "True"]
+
+
+def test_run_submodules_load_on_first_use():
+    code = ("import sys, trajaudit.engine.run as r; before = [m in sys.modules for m in "
+            "('trajaudit.engine.run.parallel', 'trajaudit.engine.run.repair_prefix')]; "
+            "from trajaudit.engine.run import parallel, repair_prefix; "
+            "print(*before, r.parallel is parallel, r.repair_prefix is repair_prefix, hasattr(r, 'nope'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["False", "False", "True", "True", "False"]
