@@ -28,7 +28,8 @@ def test_the_audit_command_module_imports_no_llm_client_rich_or_span_adapter():
                  "rich.console", "trajaudit.engine.trace.adapters.otel", "trajaudit.engine.trace.adapters.spans",
                  "trajaudit.report.html", "trajaudit.report.ci", "xml.etree.ElementTree", "trajaudit.distributed",
                  "trajaudit.engine.run.cluster", "trajaudit.engine.run.parallel", "trajaudit.engine.run.repair_prefix",
-                 "trajaudit.engine.run.repair_writer", "trajaudit.engine.trace.shards", "tomllib"):
+                 "trajaudit.engine.run.repair_writer", "trajaudit.engine.trace.shards", "tomllib",
+                 "trajaudit.engine.packs.messages"):
         assert name not in mods, name
 
 
