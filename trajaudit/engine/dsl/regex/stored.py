@@ -291,8 +291,8 @@ def module_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
         if len(_PATTERNS) >= 4096:
             _PATTERNS.clear()
         hit = _PATTERNS[k] = _built(pattern, flags, d)
-    if hit[1] is not None and hit[1] is not d:
-        _MODULE[k] = hit[1]
+    if hit[1] is not None and hit[1] is not d and hit[1] != d:  # a program the file lacks (an equal one
+        _MODULE[k] = hit[1]  # built first by compile_pattern is no reason to write the file again)
         _MODULE_NEW = True
     return hit[0]
 
