@@ -5,6 +5,7 @@ loaded names are the eager ones."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,9 @@ def test_the_audit_command_module_imports_no_llm_client_rich_or_span_adapter():
     for name in ("trajaudit.llm.client", "trajaudit.llm.cache", "trajaudit.llm.prompting", "sqlite3", "rich",
                  "rich.console", "trajaudit.engine.trace.adapters.otel", "trajaudit.engine.trace.adapters.spans",
                  "trajaudit.report.html", "trajaudit.report.ci", "xml.etree.ElementTree", "trajaudit.distributed",
-                 "trajaudit.engine.run.cluster"):
+                 "trajaudit.engine.run.cluster", "trajaudit.engine.run.parallel", "trajaudit.engine.run.repair_prefix",
+                 "trajaudit.engine.run.repair_writer", "trajaudit.engine.trace.shards", "tomllib",
+                 "trajaudit.engine.packs.messages"):
         assert name not in mods, name
 
 
@@ -55,3 +58,37 @@ def test_llm_names_load_on_first_use_and_are_the_modules_own():
         assert "no_such_name" in str(e)
     else:
         raise AssertionError("unknown names must raise AttributeError")
+
+
+def test_an_audit_from_warm_caches_imports_no_pyyaml(tmp_path, tau_file):
+    """With the pack cache warm (packs and the shipped taxonomy stored as data), an audit parses no YAML:
+    ``yaml`` and ``trajaudit.safe_yaml`` are not imported; the first, cold, process parses and stores them."""
+    code = ("import sys, runpy; sys.argv = ['trajaudit', 'audit', {path!r}, '-q', '-o', {out!r}]\n"
+            "try:\n    runpy.run_module('trajaudit', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "print('yaml' in sys.modules, 'trajaudit.safe_yaml' in sys.modules)")
+    env = {**os.environ, "TRAJAUDIT_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("TRAJAUDIT_NO_CACHE", None)
+    seen = []
+    for i in range(2):
+        c = code.format(path=str(tau_file), out=str(tmp_path / f"out{i}.jsonl"))
+        seen.append(subprocess.run([sys.executable, "-c", c], capture_output=True, text=True, cwd=ROOT, env=env,
+                                   check=True).stdout.split())
+    assert seen == [["True", "True"], ["False", "False"]]
+    assert (tmp_path / "out0.jsonl").read_bytes() == (tmp_path / "out1.jsonl").read_bytes()
+
+
+def test_safe_yaml_is_reachable_as_an_attribute_before_its_import():
+    code = ("import sys, trajaudit; before = 'trajaudit.safe_yaml' in sys.modules; m = trajaudit.safe_yaml; "
+            "print(before, m.__name__, issubclass(m.YAMLLimitError, __import__('yaml').YAMLError))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["False", "trajaudit.safe_yaml", "True"]
+
+
+def test_run_submodules_load_on_first_use():
+    code = ("import sys, trajaudit.engine.run as r; before = [m in sys.modules for m in "
+            "('trajaudit.engine.run.parallel', 'trajaudit.engine.run.repair_prefix')]; "
+            "from trajaudit.engine.run import parallel, repair_prefix; "
+            "print(*before, r.parallel is parallel, r.repair_prefix is repair_prefix, hasattr(r, 'nope'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["False", "False", "True", "True", "False"]

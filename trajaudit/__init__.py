@@ -53,8 +53,10 @@ __all__ = [
 _LAZY = {"audit": "trajaudit.engine.run.pipeline", "Monitor": "trajaudit.engine.run.monitor",
          "MonitorError": "trajaudit.engine.run.monitor"}
 #: Submodules reachable as attributes before they are imported: ``trajaudit.distributed`` (the Dask
-#: batch, which ``audit --scheduler`` refers to; a local audit does not import it nor ``run.cluster``).
-_SUBMODULES = frozenset({"distributed"})
+#: batch, which ``audit --scheduler`` refers to; a local audit does not import it nor ``run.cluster``),
+#: ``trajaudit.safe_yaml`` (its errors subclass PyYAML's: the modules a local audit imports refer to it
+#: as ``trajaudit.safe_yaml`` where they parse YAML, so an audit from cached packs imports no PyYAML).
+_SUBMODULES = frozenset({"distributed", "safe_yaml"})
 
 
 __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from trajaudit.engine import taxonomy as tx
 from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.taxonomy import (
     TaxonomyError,
@@ -94,3 +95,30 @@ def test_unknown_name_and_bad_files(tmp_path):
         parse_taxonomy(clash.replace("aliases: [ALPHA]", "aliases: [Beta]"))
     with pytest.raises(TaxonomyError, match="invalid YAML"):
         parse_taxonomy("id: [unclosed\n")
+
+
+def test_shipped_taxonomies_read_back_from_the_cache_equal_the_parsed_ones(fresh_pack_cache, monkeypatch):
+    """A first load parses each shipped taxonomy and stores it; a later process (the memo emptied)
+    rebuilds it from the entry without parsing, equal to the parsed one in every field and type; an
+    edited entry is not read."""
+    tx._load_shipped.cache_clear()
+    parsed = {n: tx.load_taxonomy(n) for n in tx.list_taxonomies()}
+    entries = sorted(fresh_pack_cache.glob("*.json"))
+    assert len(entries) == len(parsed)
+    tx._load_shipped.cache_clear()
+
+    def no_parse(*a, **k):
+        raise AssertionError("parsed again")
+
+    parse = tx.parse_taxonomy
+    monkeypatch.setattr(tx, "parse_taxonomy", no_parse)
+    for n, t in parsed.items():
+        back = tx.load_taxonomy(n)
+        assert back is not t and back == t and repr(back) == repr(t)
+        assert back.ids == t.ids and back.normalize(t.categories[0].name) == t.categories[0].id
+    monkeypatch.setattr(tx, "parse_taxonomy", parse)
+    for p in entries:
+        p.write_bytes(p.read_bytes().replace(b'"id"', b'"ID"', 1))
+    tx._load_shipped.cache_clear()
+    assert {n: repr(tx.load_taxonomy(n)) for n in parsed} == {n: repr(t) for n, t in parsed.items()}
+    tx._load_shipped.cache_clear()

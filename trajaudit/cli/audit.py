@@ -43,9 +43,9 @@ from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
 from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.forced_format import mapping_for
+from trajaudit.engine.trace.inputs import is_url
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
-from trajaudit.engine.trace.shards import is_url
 from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import LLMUnreachableError
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT

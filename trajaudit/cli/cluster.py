@@ -18,7 +18,7 @@ from trajaudit.cli.common import write_text
 from trajaudit.engine.run.batch import BatchResult
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
 from trajaudit.engine.trace.forced_format import mapping_for
-from trajaudit.engine.trace.shards import DEFAULT_SHARD_RUNS, PARQUET_SUFFIXES, is_url
+from trajaudit.engine.trace.inputs import DEFAULT_SHARD_RUNS, PARQUET_SUFFIXES, is_url
 from trajaudit.errors import ConfigError
 
 if TYPE_CHECKING:

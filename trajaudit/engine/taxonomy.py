@@ -19,19 +19,29 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import logging
 import os
 import re
 from dataclasses import dataclass
 from functools import cache, cached_property
+from hashlib import sha256
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from trajaudit import regular_files, safe_yaml
+import trajaudit
+from trajaudit import regular_files
+from trajaudit.disk_cache import cache_dir, read_body, write_body
+from trajaudit.engine.packs.cache import code_fingerprint
 from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import TrajauditError
+
+if TYPE_CHECKING:
+    import trajaudit.safe_yaml  # noqa: F401 - the attribute's type for mypy (loaded on first use)
+
+log = logging.getLogger(__name__)
 
 _TAXONOMY_DIR = ("rules", "taxonomies")
 
@@ -206,6 +216,8 @@ class Taxonomy:
 
 def _line_of(text: str, path: list[Any]) -> int | None:
     """1-based line of the YAML node at ``path`` (keys and indexes), or of its nearest ancestor."""
+    import yaml
+
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
@@ -227,7 +239,7 @@ def _json_path(path: list[Any]) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
-def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = yaml.SafeLoader) -> Taxonomy:
+def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = None) -> Taxonomy:
     """Parse and validate taxonomy YAML text.
 
     Checks the JSON Schema, unique category ids, that ``fallback`` names a category, and that no
@@ -236,8 +248,10 @@ def parse_taxonomy(text: str, file: str | None = None, *, _loader: Any = yaml.Sa
     Raises:
         TaxonomyError: with file, line and JSON path of the first problem.
     """
+    import yaml  # only where YAML is parsed (an audit reads the shipped taxonomy from the cache)
+
     try:
-        doc = safe_yaml.load(text, _loader)
+        doc = trajaudit.safe_yaml.load(text, yaml.SafeLoader if _loader is None else _loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise TaxonomyError(f"invalid YAML: {getattr(e, 'problem', None) or e}", file=file,
@@ -290,9 +304,71 @@ def list_taxonomies() -> list[str]:
 @cache
 def _load_shipped(name: str) -> Taxonomy:
     entry = _shipped_dir().joinpath(f"{name}.yaml")
-    # shipped files are valid and tested: libyaml's parser (same constructors, ~10x faster) when present
-    return parse_taxonomy(entry.read_text(encoding="utf-8"), file=f"trajaudit/rules/taxonomies/{name}.yaml",
-                          _loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    text = entry.read_text(encoding="utf-8")
+    p = _entry_path(name, text)
+    tax = _read_entry(p) if p is not None else None
+    if tax is None:
+        # shipped files are valid and tested: libyaml's parser (same constructors, ~10x faster) when present
+        import yaml
+
+        tax = parse_taxonomy(text, file=f"trajaudit/rules/taxonomies/{name}.yaml",
+                             _loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        if p is not None:
+            _write_entry(p, tax)
+    return tax
+
+
+# ---- the parsed shipped taxonomies in the on-disk cache ------------------------------------------
+# A fresh audit parsed and validated the shipped taxonomy's YAML in every process (≈ 10 ms with the
+# validator's build). The result is kept as plain data in the pack cache's folder, in an entry keyed
+# by the code fingerprint (the package's files, the taxonomies and schemas among them, and PyYAML's
+# version) and the file's name and text; an entry is written only when the data rebuilds a taxonomy
+# equal to the parsed one (same fields, same types: their ``repr`` is compared).
+
+def _entry_path(name: str, text: str) -> Path | None:
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        key = sha256(json.dumps(["taxonomy", code_fingerprint(), name, text]).encode("utf-8", "surrogatepass"))
+    except (OSError, ValueError) as e:
+        log.debug("taxonomy cache: no key for %s: %s", name, e)
+        return None
+    return d / f"{key.hexdigest()}.json"
+
+
+def _from_data(d: dict[str, Any]) -> Taxonomy:
+    """A taxonomy from :func:`dataclasses.asdict` data read back from JSON (lists to tuples).
+
+    Raises:
+        KeyError, TypeError, AttributeError: ``d`` is not such data.
+    """
+    cats = tuple(Category(**{**c, "checklist": tuple(c["checklist"]), "aliases": tuple(c["aliases"])})
+                 for c in d["categories"])
+    stages = tuple(Stage(**{**s, "aliases": tuple(s["aliases"])}) for s in d["stages"])
+    return Taxonomy(**{**d, "categories": cats, "stages": stages})
+
+
+def _read_entry(p: Path) -> Taxonomy | None:
+    body = read_body(p)
+    if body is None:
+        return None
+    try:
+        return _from_data(json.loads(body))
+    except Exception as e:  # noqa: BLE001 - an entry that does not decode: parse the YAML
+        log.debug("taxonomy cache: ignoring %s: %s", p, e)
+        return None
+
+
+def _write_entry(p: Path, tax: Taxonomy) -> None:
+    try:
+        text = json.dumps(dataclasses.asdict(tax), ensure_ascii=False, allow_nan=False)
+        if repr(_from_data(json.loads(text))) != repr(tax):
+            log.debug("taxonomy cache: %s does not round-trip through JSON; not cached", tax.id)
+            return
+        write_body(p, text.encode("utf-8", "surrogatepass"))
+    except Exception as e:  # noqa: BLE001 - a cache that cannot be written is simply not used
+        log.debug("taxonomy cache: cannot write an entry for %s: %s", tax.id, e)
 
 
 def load_taxonomy(name_or_path: str | os.PathLike[str]) -> Taxonomy:

@@ -8,15 +8,16 @@ first: explicit values (flags, or environment through the flags) > the config fi
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
-
-from trajaudit import regular_files, safe_yaml
+import trajaudit
+from trajaudit import regular_files
 from trajaudit.errors import ArgumentTypeError, ConfigError
+
+if TYPE_CHECKING:
+    import trajaudit.safe_yaml  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 StructuredMode = Literal["auto", "json_schema", "json_object"]
 
@@ -138,13 +139,17 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: unreadable file, bad syntax, unknown keys (close matches suggested), bad types.
     """
+    import tomllib  # only where a config file is read (tomllib compiles its regexes at import, ~2 ms)
+
+    import yaml  # likewise (an audit without a config file imports no PyYAML)
+
     p = Path(path)
     try:
         text = regular_files.read_text(p)
     except OSError as e:
         raise ConfigError(f"{p}: cannot read the LLM config file: {e.strerror or e}") from None
     try:
-        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else safe_yaml.load(text)
+        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else trajaudit.safe_yaml.load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
         raise ConfigError(f"{p}: not valid {'TOML' if p.suffix.lower() == '.toml' else 'YAML'}: {e}") from None
     except RecursionError:  # tomllib recurses per level of nesting (YAML is guarded by safe_yaml)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +22,7 @@ from trajaudit.engine.claims.patterns import (
 )
 from trajaudit.engine.claims.scan import _first_wins
 from trajaudit.engine.claims.sources import _analyse, digest
+from trajaudit.engine.claims.support import names_word
 
 _text = st.lists(st.sampled_from(list("ab .!?\n3٣5,$sSſKKé’É") + ["was ", "been ", "İs now ", "saved ", "WERE", "ı",
                                                                 "processed", "to x.csv"]),
@@ -406,3 +409,15 @@ def test_word_char_is_what_the_word_pattern_matches():
     for i in range(sys.maxunicode + 1):
         c = chr(i)
         assert _is_word_char(c) == (w.fullmatch(c) is not None), hex(i)
+
+
+_WORDISH = st.text(alphabet=st.sampled_from(list("ab_1 .-é\u0663\u00b2\u2160Ⅻx\u200d")), max_size=12)
+
+
+@settings(max_examples=600, deadline=None)
+@given(v=_WORDISH, text=_WORDISH)
+def test_names_word_equals_the_whole_word_regex(v, text):
+    """``support.names_word`` is ``re.search(r"(?<!\\w)" + re.escape(v) + r"(?!\\w)", text)`` (empty values
+    included; digits, letters, ``_``, non-ASCII numerics and joiners around the value)."""
+    assert names_word(v, text) == (re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", text) is not None)
+    assert names_word(v, text + v) == (re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", text + v) is not None)

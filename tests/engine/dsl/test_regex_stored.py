@@ -8,13 +8,16 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import importlib
 import json
+import pkgutil
 import re
 from array import array
 from pathlib import Path
 
 import pytest
 
+import trajaudit.engine.claims as claims
 from trajaudit.engine.dsl.regex import ascii as regex_ascii
 from trajaudit.engine.dsl.regex import prefilter, stored
 from trajaudit.engine.packs import cache as pack_cache
@@ -207,3 +210,42 @@ def test_an_entry_written_for_other_code_is_not_read(cache, monkeypatch):
     seen = _count_parsed(monkeypatch)
     assert _compile_and_decide(path) == cold  # a miss: compiled and decided from the patterns
     assert seen and len(list(cache.glob("*.json"))) >= 2
+
+
+def _claims_module_patterns() -> list[re.Pattern[str]]:
+    """Every pattern the claims package's modules compile at import (with :func:`stored.module_pattern`)."""
+    out = []
+    for info in pkgutil.iter_modules(claims.__path__):
+        mod = importlib.import_module(f"trajaudit.engine.claims.{info.name}")
+        out += [v for v in vars(mod).values() if isinstance(v, re.Pattern) and isinstance(v.pattern, str)]
+    return out
+
+
+def test_module_patterns_rebuilt_from_their_file_equal_re_compile(cache, monkeypatch):
+    """The claims modules' patterns: a first process stores their programs in one file, a second
+    rebuilds every one from it (no new program made) equal to ``re.compile``'s; a file that does not
+    check out is not read."""
+    patterns = _claims_module_patterns()
+    assert len(patterns) > 80
+    monkeypatch.setattr(stored, "_MODULE", None)
+    monkeypatch.setattr(stored, "_MODULE_NEW", False)
+    stored._PATTERNS.clear()
+    first = [stored.module_pattern(rx.pattern, rx.flags) for rx in patterns]
+    assert stored._MODULE_NEW
+    stored.save_module_patterns()
+    (path,) = cache.glob("regex-*.json")
+    monkeypatch.setattr(stored, "_MODULE", None)  # as in a new process
+    stored._PATTERNS.clear()
+    for rx, made in zip(patterns, first, strict=True):
+        rebuilt = stored.module_pattern(rx.pattern, rx.flags)
+        fresh = re.compile(rx.pattern, rx.flags)
+        assert rebuilt is not fresh and rebuilt == fresh == made == rx
+        assert (rebuilt.groups, rebuilt.groupindex, rebuilt.flags) == (fresh.groups, fresh.groupindex, fresh.flags)
+        for text in ("Order #W123 cost $1,204.50 on March 3, 2024", "not available", "caf\u00e9 12 kg", ""):
+            assert prefilter.span(rebuilt.search(text)) == prefilter.span(fresh.search(text))
+    assert not stored._MODULE_NEW and len(stored._MODULE) >= len({(rx.pattern, rx.flags) for rx in patterns})
+    path.write_bytes(path.read_bytes().replace(b'"c', b'"C', 1))  # edited: its digest no longer holds
+    monkeypatch.setattr(stored, "_MODULE", None)
+    stored._PATTERNS.clear()
+    assert stored.module_pattern(patterns[0].pattern, patterns[0].flags) == patterns[0]
+    assert stored._MODULE_NEW  # compiled again, not read

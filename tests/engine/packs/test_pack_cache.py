@@ -362,8 +362,15 @@ def _fingerprint_reference() -> str:
 
     spec = importlib.util.find_spec("lark")
     lark_init = Path(spec.origin).read_bytes() if spec is not None and spec.origin else b""
-    h = hashlib.sha256(f"{pack_cache.FORMAT}|{sys.version}|{yaml.__version__}|"
-                       f"{getattr(yaml, '__with_libyaml__', False)}|".encode() + lark_init)
+    # PyYAML by its __init__.py (which holds __version__) and its folder's files (the libyaml binding
+    # ``_yaml`` among them): read without importing it; both say what yaml.__version__ and
+    # __with_libyaml__ say
+    folder = Path(yaml.__file__).parent
+    files = sorted(p.name for p in folder.iterdir() if p.name != "__pycache__")
+    init = (folder / "__init__.py").read_bytes()
+    assert f"__version__ = '{yaml.__version__}'".encode() in init
+    assert any(f.startswith("_yaml.") for f in files) == bool(getattr(yaml, "__with_libyaml__", False))
+    h = hashlib.sha256(f"{pack_cache.FORMAT}|{sys.version}|{','.join(files)}|".encode() + init + b"|" + lark_init)
     for rel in pack_cache.code_files_reference():
         h.update(rel.encode() + b"\0" + (pack_cache.PACKAGE_ROOT / rel).read_bytes() + b"\0")
     js = importlib.util.find_spec("jsonschema")

@@ -24,6 +24,10 @@ from trajaudit.engine.claims.model import (
     Propagation,
     Support,
 )
+from trajaudit.engine.dsl.regex.stored import save_module_patterns
+
+# the module patterns' programs made by this import, for the next process (see regex.stored.module_pattern)
+save_module_patterns()
 
 
 def clear_caches() -> None:

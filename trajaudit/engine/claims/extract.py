@@ -56,6 +56,7 @@ from trajaudit.engine.claims.patterns import (
     status_re,
 )
 from trajaudit.engine.claims.scan import scan_values
+from trajaudit.engine.dsl.regex.stored import module_pattern
 from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.trace.observation import observation_start
 from trajaudit.registry import Registry
@@ -66,30 +67,30 @@ _GROUP_KIND = {"email": m.KIND_EMAIL, "url": m.KIND_URL, "path": m.KIND_PATH, "d
                "time": m.KIND_TIME, "hashid": m.KIND_ID, "snakeid": m.KIND_ID, "money": m.KIND_MONEY,
                "number": m.KIND_NUMBER}
 _SUBJECT_KINDS = (m.KIND_ID, m.KIND_EMAIL, m.KIND_PATH, m.KIND_URL)
-_PLAIN_INT = re.compile(r"-?\d+")
+_PLAIN_INT = module_pattern(r"-?\d+")
 #: Placeholder identifiers: one repeated digit or an ascending run (``#W0000000``, ``1234567``).
-_PLACEHOLDER = re.compile(r"^\D*(?:(\d)\1{4,}|0?123456789?|1234567?)\D*$")
+_PLACEHOLDER = module_pattern(r"^\D*(?:(\d)\1{4,}|0?123456789?|1234567?)\D*$")
 #: Words that cannot sit between a count and its noun ("one of these variants" is not a count).
 _FUNCTION_WORDS = frozenset("of in on at to for from by with per and or the a an these those this that is are was "
                             "were be been am pm than as into".split())
 #: A month name just before a number makes it a day of a date ("May 23 includes" counts nothing).
-_MONTH_BEFORE = re.compile(r"\b" + _MONTHS + r"\.?\s+$", re.I)
-_UNIT_NOUN = re.compile(r"(?:" + _UNITS + r")", re.I)
+_MONTH_BEFORE = module_pattern(r"\b" + _MONTHS + r"\.?\s+$", re.I)
+_UNIT_NOUN = module_pattern(r"(?:" + _UNITS + r")", re.I)
 #: Templates and placeholders in URLs and paths: ``{owner}``, ``<id>``, ``path/to/``, ``your_file``.
-_TEMPLATE = re.compile(r"[{}<>]|\bpath/to/|\byour[_-]|example\.(?:com|org)|\bxxx", re.I)
+_TEMPLATE = module_pattern(r"[{}<>]|\bpath/to/|\byour[_-]|example\.(?:com|org)|\bxxx", re.I)
 #: Just before a path: the step names a file it creates ("# filename: x.py", open(.., "w"), to_csv(...).
-_ARTIFACT = re.compile(r"(?:filename:\s*|(?:to_csv|to_excel|to_json|savefig|save|dump)\(\s*['\"]?"
+_ARTIFACT = module_pattern(r"(?:filename:\s*|(?:to_csv|to_excel|to_json|savefig|save|dump)\(\s*['\"]?"
                        r"|saved? (?:it )?(?:to|as) [`'\"]?|>\s*)$", re.I)
 #: Sentences that are conditional or generic ("orders are sometimes processed faster") state no object's state.
-_CONDITIONAL = re.compile(r"\b(?:if|once|unless|whether|until|only|sometimes|usually|typically|generally|often)\b",
+_CONDITIONAL = module_pattern(r"\b(?:if|once|unless|whether|until|only|sometimes|usually|typically|generally|often)\b",
                           re.I)
 #: Just before a state word: a future/modal ("will be processed") or a completion ("successfully processed").
-_NOT_STATE = re.compile(r"(?:successfully|(?:will|would|can|could|may|might|should|must|to)\s+(?:\w+ly\s+|also\s+|not\s+)?"
+_NOT_STATE = module_pattern(r"(?:successfully|(?:will|would|can|could|may|might|should|must|to)\s+(?:\w+ly\s+|also\s+|not\s+)?"
                         r"(?:be|get))\s+$", re.I)
 _TERMINATION = frozenset(("terminate", "###stop###", "stop", "exit"))
-_NEGATION = re.compile(r"n't|\bnot\b|\bnever\b|\bno\b", re.I)
-_CODE_TOOL = re.compile(r"python|code|exec|calculat|shell|bash|sql|script|eval", re.I)
-_CODE_KEY = re.compile(r"^(?:code|expression|script|query|sql|command|cmd)$", re.I)
+_NEGATION = module_pattern(r"n't|\bnot\b|\bnever\b|\bno\b", re.I)
+_CODE_TOOL = module_pattern(r"python|code|exec|calculat|shell|bash|sql|script|eval", re.I)
+_CODE_KEY = module_pattern(r"^(?:code|expression|script|query|sql|command|cmd)$", re.I)
 #: Nouns that make "N <noun>" a quantity or an ordinal phrase rather than a count of things.
 _NOT_COUNT_NOUNS = frozenset(
     "times steps minutes seconds hours days weeks months years mins secs hrs ms cents dollars euros "
@@ -105,7 +106,7 @@ DEFAULT_STATUS_WORDS = (
 _SYNONYMS = {"canceled": "cancelled", "out of stock": "unavailable", "in stock": "available",
              "not available": "unavailable", "no longer available": "unavailable"}
 #: Sentences with these markers are hypothetical, planned or requested, not assertions of completion.
-_HYPOTHETICAL = re.compile(
+_HYPOTHETICAL = module_pattern(
     r"\b(?:if|once|when|after|until|unless|whether|should|will|would|can|could|may|might|must|need|needs|"
     r"to\s+be|make\s+sure|ensure|let's|let\s+us|please|want|wants|try|trying|attempt|before|not\s+yet)\b",
     re.I,
@@ -137,9 +138,9 @@ def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
 _INF = float("inf")
 
 
-_LONG_DIGITS = re.compile(r"\d{7,}")
-_LETTER = re.compile(r"[^\W\d_]")
-_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
+_LONG_DIGITS = module_pattern(r"\d{7,}")
+_LETTER = module_pattern(r"[^\W\d_]")
+_DECIMAL = module_pattern(r"-?\d+(?:\.\d+)?")
 
 
 @lru_cache(maxsize=4096)

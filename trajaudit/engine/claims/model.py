@@ -14,11 +14,12 @@ step's text), ``steps.7.tool_calls.0.arguments.order_id`` (a tool-call argument;
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
 from typing import Any
+
+from trajaudit.engine.dsl.regex.stored import module_pattern
 
 # Claim kinds (``Claim.kind``). A value keeps its first kind; later mentions of the same value with
 # another kind are still reuses of the same claim.
@@ -69,7 +70,7 @@ DEFAULT_WRITE_VERBS: tuple[str, ...] = (
 )
 
 
-_NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_NAME_PART = module_pattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 @lru_cache(maxsize=1024)

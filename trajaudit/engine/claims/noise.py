@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import re
 
-_TRACEBACK = re.compile(r"^[ \t]*Traceback \(most recent call last\):[ \t]*$", re.M)
-_EXC_LINE = re.compile(r"^[ \t]*(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Fault)\b[^\n]*$")
-_LINE_PATTERNS = re.compile(
+from trajaudit.engine.dsl.regex.stored import module_pattern
+
+_TRACEBACK = module_pattern(r"^[ \t]*Traceback \(most recent call last\):[ \t]*$", re.M)
+_EXC_LINE = module_pattern(r"^[ \t]*(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Fault)\b[^\n]*$")
+_LINE_PATTERNS = module_pattern(
     r"^[ \t]*(?:"
     r"File \"[^\"\n]*\", line \d+"  # Python frame
     r"|at [\w.$<>]+\([^)\n]*:\d+\)"  # Java frame
@@ -45,13 +47,13 @@ _LINE_PATTERNS = re.compile(
     r")",
     re.M,
 )
-_LIB_PATH = re.compile(r"site-packages/|dist-packages/|/usr/lib/python\d|/lib/python\d\.|node_modules/")
-_REPORT = re.compile(r"^[ \t]*exit ?code:? ?-?\d+", re.I)
+_LIB_PATH = module_pattern(r"site-packages/|dist-packages/|/usr/lib/python\d|/lib/python\d\.|node_modules/")
+_REPORT = module_pattern(r"^[ \t]*exit ?code:? ?-?\d+", re.I)
 
 
 #: The three tests a line gets at its start, in the order the reference loop tries them, as one
 #: pattern: the first branch that matches names the test (``lastgroup``) — one call per line.
-_LINE_START = re.compile(
+_LINE_START = module_pattern(
     rf"(?P<tb>{_TRACEBACK.pattern})|(?P<rep>(?i:{_REPORT.pattern.removeprefix('^')}))|(?P<line>{_LINE_PATTERNS.pattern})",
     re.M,
 )

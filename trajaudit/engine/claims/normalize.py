@@ -23,6 +23,8 @@ from functools import lru_cache
 
 from dateutil import parser as dateutil_parser
 
+from trajaudit.engine.dsl.regex.stored import module_pattern
+
 MEMO_SIZE = 16384
 MEMO_MAX_CHARS = 200
 
@@ -37,14 +39,14 @@ SCALES: dict[str, int] = {
     "bn": 10**9, "b": 10**9, "trillion": 10**12,
 }
 _STRIP = " \t\r\n.,;:!?()[]{}<>\"'`*_“”‘’«»"
-_WS = re.compile(r"\s+")
-_SEP_THIN = re.compile(r"[\s\u00a0\u202f\u2009']")
-_CUR_HEAD = re.compile(r"^(?:us\$|usd|eur|gbp|[$€£¥₹])\s*")
-_CUR_TAIL = re.compile(r"\s*(?:usd|eur|gbp|dollars?|euros?|%|percent)$")
-_SCALE_TAIL = re.compile(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn|k|m|b)$")
-_NUMERIC = re.compile(r"[\d.,]+")
-_PLAIN_INT = re.compile(r"\d+")
-_NOT_DIGIT = re.compile(r"\D")
+_WS = module_pattern(r"\s+")
+_SEP_THIN = module_pattern(r"[\s\u00a0\u202f\u2009']")
+_CUR_HEAD = module_pattern(r"^(?:us\$|usd|eur|gbp|[$€£¥₹])\s*")
+_CUR_TAIL = module_pattern(r"\s*(?:usd|eur|gbp|dollars?|euros?|%|percent)$")
+_SCALE_TAIL = module_pattern(r"^(.*?\d)\s*(thousand|million|billion|trillion|mn|bn|k|m|b)$")
+_NUMERIC = module_pattern(r"[\d.,]+")
+_PLAIN_INT = module_pattern(r"\d+")
+_NOT_DIGIT = module_pattern(r"\D")
 
 
 def canon_decimal(d: Decimal) -> str:
@@ -158,7 +160,7 @@ def _norm_number_reference(text: str) -> str | None:
     return None if d is None else canon_decimal(d)
 
 
-_PLAIN_DECIMAL = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?")
+_PLAIN_DECIMAL = module_pattern(r"(-?)([0-9]+)(?:\.([0-9]+))?")
 
 
 def plain_decimal(text: str) -> str | None:
@@ -179,7 +181,7 @@ def plain_decimal(text: str) -> str | None:
     return sign + out if sign and out != "0" else out
 
 
-_UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
+_UNIT_TAIL = module_pattern(r"[^\d.,'\s-]+$")
 
 
 def number_key(raw: str) -> str | None:
@@ -236,8 +238,8 @@ def norm_scalar(value: object) -> str | None:
     return _norm_scalar(value)
 
 
-_LONG_DIGITS = re.compile(r"\d{7,}")
-_DIGIT = re.compile(r"\d")
+_LONG_DIGITS = module_pattern(r"\d{7,}")
+_DIGIT = module_pattern(r"\d")
 
 
 def _norm_scalar(value: object) -> str | None:
@@ -322,7 +324,7 @@ def _clock(d: datetime) -> str:
     return f"{h:02d}:{mi:02d}" if s == 0 else f"{h:02d}:{mi:02d}:{s:02d}"
 
 
-_CLOCK_IN_DATE = re.compile(r"\d[T ]\d{1,2}:\d{2}")
+_CLOCK_IN_DATE = module_pattern(r"\d[T ]\d{1,2}:\d{2}")
 
 
 #: Two defaults that differ in every field: a field dateutil fills from the default was not written.
@@ -357,7 +359,7 @@ UNIT_FACTORS: dict[str, tuple[str, float]] = {
     **{u: ("data", 1e9) for u in ("gb",)},
     **{u: ("data", 1e12) for u in ("tb",)},
 }
-_UNIT_AFTER = re.compile(r"[\d.,]\s?([A-Za-z]+)\s*$")
+_UNIT_AFTER = module_pattern(r"[\d.,]\s?([A-Za-z]+)\s*$")
 _SCALE_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "bn": 1e9, "mn": 1e6}
 
 

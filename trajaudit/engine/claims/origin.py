@@ -41,11 +41,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trajaudit.engine.dsl.regex.stored import module_pattern
 from trajaudit.engine.trace.ir import Step, Trajectory
 
 #: Finding targets that describe an outcome of earlier choices rather than a choice itself.
 OUTCOME_TARGETS = frozenset({"system_failure", "guardrails_triggered"})
-_WORD = re.compile(r"[^\W\d_]{4,}")
+_WORD = module_pattern(r"[^\W\d_]{4,}")
 _STOP = frozenset(
     "this that with from have what which when where there their about into than then them they will would "
     "could should these those been were your some more most also only just such very each other".split())
@@ -234,7 +235,7 @@ def _sub_goal(t: Trajectory, s: Step, memo: RunMemo | None = None) -> int | None
     return None
 
 
-_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
+_BLOCK = module_pattern(r"```.*?(?:```|\Z)", re.S)
 
 
 def _prose(text: str) -> str:

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.dsl.regex.prefilter import ASCII_FOLDING, folds_like_ascii  # noqa: F401 - ASCII_FOLDING re-exported
+from trajaudit.engine.dsl.regex.stored import module_pattern
 
 #: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
 #: ``1.234,56`` (both separators), or plain with an optional decimal point. A lone decimal comma
@@ -34,7 +35,7 @@ _MONTHS = (
 )
 
 #: Value claims in one alternation, most specific first (leftmost-first matching gives priority).
-VALUE_RE = re.compile(
+VALUE_RE = module_pattern(
     r"(?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)"
     r"|(?P<url>\b(?:https?|ftp)://[^\s<>\"'`)\]]{2,2000})"
     r"|(?P<path>(?<![\w/])(?:[A-Za-z]:\\|\.{1,2}/|~/|/)?(?:[\w.-]+[/\\]){1,20}[\w.-]+\.[A-Za-z0-9]{1,6}\b"
@@ -56,7 +57,7 @@ VALUE_RE = re.compile(
 _COUNT_WORD = r"\d{1,6}|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|" \
     r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty"
 #: "11 available T-shirt options", "three pending orders": a count, up to 3 modifier words, a plural noun.
-COUNT_RE = re.compile(
+COUNT_RE = module_pattern(
     r"(?<![\w.$€£#-])(?P<n>" + _COUNT_WORD + r")\s+(?P<mods>(?:[\w-]+\s+){0,3}?)(?P<noun>[A-Za-z][\w-]*?s)\b(?![.,]\d)",
     re.IGNORECASE,
 )
@@ -66,12 +67,12 @@ COUNT_RE = re.compile(
 #: applied to the folded text.
 _COUNT_START = (r"(?:\d+|z(?:ero)|o(?:ne)|t(?:w(?:o|elve|enty)|h(?:ree|irteen)|en)|f(?:our(?:teen)?|ive|ifteen)|"
                 r"s(?:ix(?:teen)?|even(?:teen)?)|e(?:ight(?:een)?|leven)|n(?:ine(?:teen)?))(?=\s)")
-_COUNT_AFTER = re.compile(r"[^\w.$€£#-]" + _COUNT_START)
+_COUNT_AFTER = module_pattern(r"[^\w.$€£#-]" + _COUNT_START)
 #: The same for ASCII text, the class spelled out as ASCII characters (a bitmap test per character
 #: instead of a Unicode category lookup).
-_COUNT_AFTER_ASCII = re.compile(
+_COUNT_AFTER_ASCII = module_pattern(
     "[" + "".join(re.escape(chr(i)) for i in range(128) if not re.match(r"[\w.$€£#-]", chr(i))) + "]" + _COUNT_START)
-_COUNT_HEAD = re.compile(_COUNT_START)
+_COUNT_HEAD = module_pattern(_COUNT_START)
 
 
 def count_matches(text: str) -> list[re.Match[str]]:
@@ -103,7 +104,7 @@ def count_matches(text: str) -> list[re.Match[str]]:
 
 
 #: Completion claims: "successfully processed", "has been cancelled", "downloaded the file", "saved to x".
-COMPLETION_RE = re.compile(
+COMPLETION_RE = module_pattern(
     r"\b(?:(?:successfully|has\s+been|have\s+been|was|were|is\s+now|are\s+now|been)\s+(?:successfully\s+)?"
     r"(?P<verb>(?:cancel+|process|return|exchang|modifi|updat|download|sav|complet|creat|sent|send|plac|"
     r"submitt|book|transferr|delet|refund|upload|writt|export|generat|instal+|verifi|confirm)\w*)"
@@ -119,15 +120,15 @@ COMPLETION_RE = re.compile(
 QUOTED_REFERENCE = (
     r"\"(?P<a>[^\"\n]{2,120})\"|“(?P<b>[^”\n]{2,120})”|(?<!\w)'(?P<c>[^'\n]{2,120})'(?!\w)|«(?P<d>[^»\n]{2,120})»"
 )
-QUOTED_RE = re.compile(
+QUOTED_RE = module_pattern(
     r"\"(?P<a>[^\"\n]{2,120})\"|“(?P<b>[^”\n]{2,120})”|'(?<!\w')(?P<c>[^'\n]{2,120})'(?!\w)|«(?P<d>[^»\n]{2,120})»"
 )
 
 #: The end of a sentence: a dot not before a digit.
-_SENT_END = re.compile(r"\.(?!\d)")
+_SENT_END = module_pattern(r"\.(?!\d)")
 
 #: Sentences offering an example or a format: the values in them are illustrations, not claims.
-_EXAMPLE = re.compile(r"\b(?:e\.g\.|for example|for instance|such as|something like|look(?:s)? like|format|placeholder|"
+_EXAMPLE = module_pattern(r"\b(?:e\.g\.|for example|for instance|such as|something like|look(?:s)? like|format|placeholder|"
                       r"example)\b", re.I)
 
 
@@ -164,7 +165,7 @@ def example_at(text: str, folded: str | None, a: int, b: int) -> bool:
 
 
 #: Fenced code blocks (``` … ```); an unclosed fence runs to the end of the text.
-CODE_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+CODE_RE = module_pattern(r"```.*?(?:```|\Z)", re.DOTALL)
 
 
 def code_ranges(text: str) -> list[tuple[int, int]]:
@@ -181,7 +182,7 @@ def code_ranges(text: str) -> list[tuple[int, int]]:
     return out
 
 #: A line that opens a JSON object or array (the candidates :func:`json_ranges` tries).
-_JSON_OPEN = re.compile(r"^[ \t]*[{\[]", re.M)
+_JSON_OPEN = module_pattern(r"^[ \t]*[{\[]", re.M)
 _JSON = json.JSONDecoder()
 MAX_JSON_TRIES = 50
 
@@ -218,9 +219,9 @@ def json_ranges(text: str) -> list[tuple[int, int]]:
 
 #: Sentence / line boundaries for slot checks (the reference definition; :func:`sentence_spans` is
 #: the fast equivalent used by the extractor).
-SENTENCE_RE = re.compile(r"[^\n.!?]*(?:[.!?](?!\d)|\n|$)")
-_TERMINATOR = re.compile(r"[\n.!?]")
-_DIGIT_AT = re.compile(r"\d")
+SENTENCE_RE = module_pattern(r"[^\n.!?]*(?:[.!?](?!\d)|\n|$)")
+_TERMINATOR = module_pattern(r"[\n.!?]")
+_DIGIT_AT = module_pattern(r"\d")
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -279,7 +280,7 @@ _COMPLETION_STEMS = ("cancel", "process", "return", "exchang", "modifi", "updat"
 #: Any verb stem, as one pattern: ``_STEMS_RE.search(low, start, end)`` is ``any(low.find(w, start, end)
 #: >= 0 for w in _COMPLETION_STEMS)`` (plain lower-case literals: a match lies within the bounds), in
 #: one call instead of one per stem.
-_STEMS_RE = re.compile("|".join(_COMPLETION_STEMS))
+_STEMS_RE = module_pattern("|".join(_COMPLETION_STEMS))
 
 
 def _spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -373,9 +374,9 @@ def status_re(word: str) -> re.Pattern[str]:
 
 #: A list marker at the start of a line ("1.", "2)", "- 3.") — not a claim (the definition;
 #: :func:`list_markers` finds the same digits faster).
-LIST_MARKER_RE = re.compile(r"(?:^|\n)[ \t>*-]*(\d{1,3})[.)](?=\s)")
-_LIST_MARKER_NL = re.compile(r"\n[ \t>*-]*(\d{1,3})[.)](?=\s)")
-_LIST_MARKER_HEAD = re.compile(r"[ \t>*-]*(\d{1,3})[.)](?=\s)")
+LIST_MARKER_RE = module_pattern(r"(?:^|\n)[ \t>*-]*(\d{1,3})[.)](?=\s)")
+_LIST_MARKER_NL = module_pattern(r"\n[ \t>*-]*(\d{1,3})[.)](?=\s)")
+_LIST_MARKER_HEAD = module_pattern(r"[ \t>*-]*(\d{1,3})[.)](?=\s)")
 
 
 def list_markers(text: str) -> set[int]:
@@ -389,7 +390,7 @@ def list_markers(text: str) -> set[int]:
     return found
 
 #: A word token for the evidence index (the definition; :func:`words_of` is the fast equivalent).
-WORD_RE = re.compile(r"\w+(?:[-_]\w+)*")
+WORD_RE = module_pattern(r"\w+(?:[-_]\w+)*")
 _NOT_WORD_ASCII = str.maketrans({chr(i): " " for i in range(128) if not (chr(i).isalnum() or chr(i) in "_-")})
 
 

@@ -17,6 +17,7 @@ from operator import itemgetter
 from typing import Any
 
 from trajaudit.engine.claims.patterns import _MONTHS, _NUM, _SCALE, _UNITS, ascii_fold
+from trajaudit.engine.dsl.regex.stored import module_pattern
 
 _DATE_TIME_ID = (
     r"(?P<date>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?(?!\d)|\d{1,2}/\d{1,2}/\d{2,4}(?!\d)"
@@ -46,17 +47,17 @@ def __getattr__(name: str) -> Any:
 # against _DIGIT_RE by tests/test_claims_fastpaths.py.
 _NUMBER_FAST = (r"(?P<number>(?:" + _NUM + r")" + _SCALE + r"(?:(?=\s?(?:[^\W\d_]|[%°]))\s?(?:" + _UNITS
                 + r"))?)")
-_DIGIT_FAST = re.compile(
+_DIGIT_FAST = module_pattern(
     rf"(?=[\d#$€£¥₹])(?:{_DATE_TIME_ID}|(?P<money>{_MONEY_SIGN}|{_MONEY_WORD})|{_NUMBER_FAST})", re.IGNORECASE)
-_DIGIT_NO_WORD_MONEY = re.compile(
+_DIGIT_NO_WORD_MONEY = module_pattern(
     rf"(?=[\d#$€£¥₹])(?:{_DATE_TIME_ID}|(?P<money>{_MONEY_SIGN})|{_NUMBER_FAST})", re.IGNORECASE)
 _CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar")
 
 
-_ANCHOR_ASCII = re.compile(r"[0-9#$]")
+_ANCHOR_ASCII = module_pattern(r"[0-9#$]")
 #: Where a match of ``_DIGIT_RE`` can begin in any text: its leading look-ahead's set (no character
 #: of it has another case, so the flag changes nothing; kept for fidelity).
-_ANCHOR_ANY = re.compile(r"[\d#$€£¥₹]", re.IGNORECASE)
+_ANCHOR_ANY = module_pattern(r"[\d#$€£¥₹]", re.IGNORECASE)
 
 
 def _digit_re(text: str) -> re.Pattern[str]:
@@ -71,16 +72,16 @@ def _digit_re(text: str) -> re.Pattern[str]:
 #: A plain number (digits, optionally ``.`` and digits) at an anchor, and the ASCII characters after which
 #: no alternative of ``_DIGIT_RE`` can go on: not a letter, digit, space or one of ``-/:.,'%`` (every
 #: date, time, grouping, decimal, scale-word and unit continuation starts with one of those).
-_PLAIN_AT = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_PLAIN_AT = module_pattern(r"[0-9]+(?:\.[0-9]+)?")
 _SPACE = frozenset(c for c in map(chr, range(128)) if re.match(r"\s", c))
 _STOP = frozenset(c for c in map(chr, range(128)) if not (c.isalnum() or c in _SPACE or c in "-/:.,'%"))
-_SPACE_RUN = re.compile(r"\s+")
+_SPACE_RUN = module_pattern(r"\s+")
 #: Every continuation of a number after spaces starts with one of these (a unit, a scale word, am/pm,
 #: a currency word, a month); glued to the digits also an ordinal suffix (``3rd May 2024``).
 _GOES_ON_WORDS = (r"(?:" + _UNITS + r"|(?:thousand|million|billion|trillion|bn|mn)\b|[kKmMbB]\b|[ap]\.?m\.?(?!\w)"
                   r"|(?:USD|EUR|GBP|dollars?|euros?)\b|" + _MONTHS)
-_GOES_ON = re.compile(_GOES_ON_WORDS + ")", re.IGNORECASE)
-_GOES_ON_GLUED = re.compile(_GOES_ON_WORDS + "|st|nd|rd|th)", re.IGNORECASE)
+_GOES_ON = module_pattern(_GOES_ON_WORDS + ")", re.IGNORECASE)
+_GOES_ON_GLUED = module_pattern(_GOES_ON_WORDS + "|st|nd|rd|th)", re.IGNORECASE)
 
 
 def _plain_end(text: str, a: int) -> int:
@@ -149,7 +150,7 @@ def _digit_matches(text: str) -> Iterator[tuple[str, int, int]]:
             pos = x.end()
 
 
-_MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\.?\s+$", re.IGNORECASE)
+_MONTH_BEFORE = module_pattern(rf"\b{_MONTHS}\.?\s+$", re.IGNORECASE)
 #: Every ``_MONTHS`` alternative starts with one of these.
 _MONTH_STEMS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
@@ -163,19 +164,19 @@ def _month_before(text: str, a: int) -> re.Match[str] | None:
     if low is not None and not any(m in low for m in _MONTH_STEMS):
         return None
     return _MONTH_BEFORE.search(text, lo, a)
-_SHORT_INT = re.compile(r"\d{1,4}")
-_YEAR_AFTER = re.compile(r"(?:st|nd|rd|th)?,?\s+\d{4}(?!\d)")
-_EMAIL_RE = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
-_URL_RE = re.compile(r"(?=[hf])(?:https?|ftp)://[^\s<>\"'`)\]]{2,2000}", re.IGNORECASE)
-_EXT_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}(?![\w])")
-_PATH_FULL = re.compile(
+_SHORT_INT = module_pattern(r"\d{1,4}")
+_YEAR_AFTER = module_pattern(r"(?:st|nd|rd|th)?,?\s+\d{4}(?!\d)")
+_EMAIL_RE = module_pattern(r"@[\w-]+(?:\.[\w-]+)+")
+_URL_RE = module_pattern(r"(?=[hf])(?:https?|ftp)://[^\s<>\"'`)\]]{2,2000}", re.IGNORECASE)
+_EXT_RE = module_pattern(r"\.[A-Za-z][A-Za-z0-9]{0,5}(?![\w])")
+_PATH_FULL = module_pattern(
     r"(?:[A-Za-z]:\\|\.{1,2}/|~/|/)?(?:[\w.-]+[/\\]){1,20}[\w.-]+\.[A-Za-z0-9]{1,6}"
     r"|[\w-]{1,80}\.(?:csv|xlsx?|json|jsonl|txt|pdf|docx?|pptx?|png|jpe?g|gif|mp3|mp4|wav|zip|py|md|html?|xml|"
     r"pdb|tsv|parquet)",
     re.IGNORECASE,
 )
-_SNAKE_RE = re.compile(r"_\d{3,}(?!\w)")
-_SNAKE_FULL = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d{3,}")
+_SNAKE_RE = module_pattern(r"_\d{3,}(?!\w)")
+_SNAKE_FULL = module_pattern(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_\d{3,}")
 _PATH_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-~/\\:"
 _EMAIL_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-"
 _SNAKE_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"

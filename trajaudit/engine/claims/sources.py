@@ -38,6 +38,7 @@ from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
 from trajaudit.engine.claims.normalize import _norm_scalar_str_memo as _str_memo
 from trajaudit.engine.claims.patterns import WORD_RE, words_of
 from trajaudit.engine.claims.scan import scan_values
+from trajaudit.engine.dsl.regex.stored import module_pattern
 
 CACHE_SIZE = 2048
 MAX_CACHED_CHARS = 100_000
@@ -45,9 +46,9 @@ MAX_MEMBERS = 500
 NUMS_PER_SOURCE = 200
 
 _NUMBER_WORD_KEYS = frozenset(NUMBER_WORDS)
-_UNIT_TAIL = re.compile(r"[^\d.,'\s-]+$")
-_ID_KEYS = re.compile(r"(?:^|_)id$|^(?:name|email|title)$", re.I)
-_MAPPING_KEY = re.compile(r"[\w#-]{3,}")
+_UNIT_TAIL = module_pattern(r"[^\d.,'\s-]+$")
+_ID_KEYS = module_pattern(r"(?:^|_)id$|^(?:name|email|title)$", re.I)
+_MAPPING_KEY = module_pattern(r"[\w#-]{3,}")
 
 
 @dataclass(frozen=True)

@@ -35,18 +35,19 @@ from trajaudit.engine.claims import model as m
 from trajaudit.engine.claims.evidence_index import Collection, EvidenceIndex, Hit
 from trajaudit.engine.claims.normalize import norm_text, quantity, singular
 from trajaudit.engine.claims.patterns import ascii_fold
+from trajaudit.engine.dsl.regex.stored import module_pattern
 from trajaudit.engine.trace.ir import Trajectory
 
-_AFFIRM = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|that'?s (?:right|correct)|"
+_AFFIRM = module_pattern(r"^\W*(?:yes|yeah|yep|sure|ok(?:ay)?|correct|confirm(?:ed)?|that'?s (?:right|correct)|"
                      r"please (?:go ahead|proceed)|go ahead|proceed)\b", re.I)
-_NUMERIC = re.compile(r"-?[\d.,]+")
-_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
+_NUMERIC = module_pattern(r"-?[\d.,]+")
+_DECIMAL = module_pattern(r"-?\d+(?:\.\d+)?")
 #: An argument written as a standard code ("LIS" for Lisbon, "USD", "NY"): the user says the name, the
 #: agent passes the code — world knowledge, not an invented value (claims.md).
-_SHORT_CODE = re.compile(r"[A-Z]{2,4}")
+_SHORT_CODE = module_pattern(r"[A-Z]{2,4}")
 #: Phrases of a failed access (lower case); ``_NOT_FOUND`` finds any of them, ignoring case.
 _NOT_FOUND_WORDS = ("no such file", "not found", "404", "does not exist", "cannot find", "can't find", "filenotfound")
-_NOT_FOUND = re.compile("|".join(_NOT_FOUND_WORDS), re.I)
+_NOT_FOUND = module_pattern("|".join(_NOT_FOUND_WORDS), re.I)
 #: Completion verbs that are also object states ("#W1 has been cancelled" is a claim about its status).
 _STATUS_VERBS = frozenset(("cancelled", "delivered", "returned", "exchanged", "refunded", "shipped"))
 # First words of tool names that only read (look-ups): their success shows state, it does not perform
@@ -366,7 +367,7 @@ def _span(address: str) -> tuple[int, int] | None:
     return (int(a), int(b)) if a.isdigit() and b.isdigit() else None
 
 
-_LIST_ITEM = re.compile(r"^\s{0,3}(?:\d{1,3}[.)]|[-*•])\s+\S")
+_LIST_ITEM = module_pattern(r"^\s{0,3}(?:\d{1,3}[.)]|[-*•])\s+\S")
 
 
 def _end(address: str) -> int:
@@ -411,6 +412,22 @@ def _count_slot(col: Collection, n: int, mn: m.Mention) -> Assessment | None:
     return Assessment(status, col.address, expected, f"latest tool output has {expected} {what}; claim says {n}")
 
 
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"  # re's \w for str patterns (_sre: Py_UNICODE_ISALNUM or '_')
+
+
+def names_word(v: str, text: str) -> bool:
+    r"""Whether ``text`` holds ``v`` as a whole word: ``re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)",
+    text) is not None`` (the reference, tested against), without compiling a pattern per value (a
+    fresh process compiled ~70 of them for the tau runs)."""
+    i, n = text.find(v), len(v)
+    while i >= 0:
+        if (i == 0 or not _is_word(text[i - 1])) and (i + n >= len(text) or not _is_word(text[i + n])):
+            return True
+        i = text.find(v, i + 1)
+    return False
+
+
 def _named_values(col: Collection, ctx: str) -> dict[str, set[str]]:
     """``{attribute: values}`` the sentence ``ctx`` names as whole words, for each member attribute with
     text values (3+ characters, not an id, not a number) that distinguishes members, when the sentence
@@ -422,7 +439,7 @@ def _named_values(col: Collection, ctx: str) -> dict[str, set[str]]:
                 seen.setdefault(k, set()).add(v)
     values: dict[str, set[str]] = {}
     for attr, vals in seen.items():
-        hit = {v for v in vals if re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)", ctx)}
+        hit = {v for v in vals if names_word(v, ctx)}
         if hit and len(vals) > 1 and hit != vals:
             values[attr] = hit
     return values

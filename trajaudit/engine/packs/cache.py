@@ -122,15 +122,20 @@ def _read_bytes(path: str) -> bytes:
 @cache
 def code_fingerprint() -> str:
     """SHA-256 of the package's files (:func:`code_files`: the trajaudit version is in
-    ``__init__.py``) and the versions of the libraries involved (Python, lark, PyYAML, jsonschema)."""
-    import yaml
-
-    # lark is found, not imported (~35 ms with the regex module it loads; an audit from cached packs
-    # never parses): its __init__.py holds __version__, so its bytes change with the version
+    ``__init__.py``) and the versions of the libraries involved (Python, lark, PyYAML, jsonschema),
+    read without importing them."""
+    # lark and PyYAML are found, not imported (~35 ms with the regex module lark loads, ~15 ms for
+    # PyYAML; an audit from cached packs parses no YAML and no rule): their __init__.py holds
+    # __version__, so its bytes change with the version; PyYAML's folder listing says whether its
+    # libyaml binding (``_yaml``) is there
     lark_spec = importlib.util.find_spec("lark")
     lark_init = Path(lark_spec.origin).read_bytes() if lark_spec is not None and lark_spec.origin else b""
-    h = sha256(f"{FORMAT}|{sys.version}|{yaml.__version__}|{getattr(yaml, '__with_libyaml__', False)}|".encode()
-               + lark_init)
+    yaml_spec = importlib.util.find_spec("yaml")
+    yaml_init, yaml_files = b"", ""
+    if yaml_spec is not None and yaml_spec.origin:
+        yaml_init = Path(yaml_spec.origin).read_bytes()
+        yaml_files = ",".join(sorted(f for f in os.listdir(os.path.dirname(yaml_spec.origin)) if f != "__pycache__"))
+    h = sha256(f"{FORMAT}|{sys.version}|{yaml_files}|".encode() + yaml_init + b"|" + lark_init)
     root = str(PACKAGE_ROOT) + os.sep
     for rel in code_files():
         h.update(rel.encode() + b"\0" + _read_bytes(root + rel) + b"\0")

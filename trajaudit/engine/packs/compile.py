@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
+import trajaudit.engine.packs  # its submodule messages is loaded on first use (error paths)
 from trajaudit.checkers.registry import default_checkers
 from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl.compile_base import _NO, TOP_NAMES
@@ -20,11 +21,13 @@ from trajaudit.engine.dsl.compiler import ExprCompiler, conjuncts
 from trajaudit.engine.dsl.parser import Where, parse_expression
 from trajaudit.engine.dsl.runtime import Env
 from trajaudit.engine.dsl.template import compile_template
-from trajaudit.engine.packs.messages import relocate_param_error
 from trajaudit.engine.packs.pack import RulePack, RuleSpec, load_pack
 from trajaudit.engine.trace.ir import STEP_KINDS
 from trajaudit.engine.validation_log import LazyRecord
 from trajaudit.errors import ArgumentTypeError, RulePackError
+
+if TYPE_CHECKING:
+    import trajaudit.engine.packs.messages  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 Fn = Callable[[Env], Any]
 
@@ -270,5 +273,5 @@ def compile_rules(pack: RulePack | list[RuleSpec] | Any, *, checkers: Any = None
         try:
             out.append(compile_rule(s, checkers))
         except RulePackError as e:  # caused by an including pack's params override? report it there
-            raise relocate_param_error(s, e) from None
+            raise trajaudit.engine.packs.messages.relocate_param_error(s, e) from None
     return out

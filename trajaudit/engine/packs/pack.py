@@ -19,18 +19,19 @@ from dataclasses import dataclass, field, replace
 from hashlib import sha256
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
+import trajaudit.engine.packs  # its submodule messages is loaded on first use (error paths)
 from trajaudit import regular_files
 from trajaudit.api_args import PACKS, check_mapping, is_path
 from trajaudit.engine.dsl.parser import Where
-from trajaudit.engine.packs.messages import did_you_mean, schema_problems
 from trajaudit.engine.packs.positions import SourceLoc, YamlDoc, caret, is_shipped_file  # noqa: F401 - re-exported
 from trajaudit.engine.schema import fast_accepts, validator
 from trajaudit.errors import ArgumentTypeError, RulePackError
 from trajaudit.registry import close_hint
+
+if TYPE_CHECKING:
+    import trajaudit.engine.packs.messages  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 MAX_INCLUDE_DEPTH = 16
 
@@ -237,6 +238,8 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
         raise RulePackError(f"params: parameter names are strings, got {sorted(map(repr, params))}")
     overrides = dict(params or {})
     if isinstance(source, dict):
+        import yaml  # only where YAML is written or parsed: an audit from cached packs imports no PyYAML
+
         text = yaml.safe_dump(source, sort_keys=False, allow_unicode=True)
         pack = _load_text(text, None, overrides, (), None)
     elif is_pack_text(source):
@@ -252,7 +255,7 @@ def load_pack(source: str | os.PathLike[str] | dict[str, Any], *, params: dict[s
 
 def _names_hint(unknown: list[str], known: set[str]) -> str:
     """``a (did you mean 'b'?), c (known: b, d)`` for unknown parameter names."""
-    listed = ", ".join(k + did_you_mean(k, known) for k in unknown)
+    listed = ", ".join(k + trajaudit.engine.packs.messages.did_you_mean(k, known) for k in unknown)
     return f"{listed} (known: {', '.join(sorted(known)) or 'none'})"
 
 
@@ -335,7 +338,7 @@ def _checked_data(doc: YamlDoc) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
     if not fast_accepts("rule_pack", data):
-        problems = schema_problems(validator("rule_pack").iter_errors(data), data)
+        problems = trajaudit.engine.packs.messages.schema_problems(validator("rule_pack").iter_errors(data), data)
         if problems:
             first = min(problems, key=lambda p: _order(doc.loc(p.path)))
             more = f" (and {len(problems) - 1} more problem(s): `trajaudit rules lint` lists them all)" \

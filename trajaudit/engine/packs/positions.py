@@ -14,12 +14,15 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
+import trajaudit
 from trajaudit.errors import RulePackError
-from trajaudit.safe_yaml import YAMLLimitError, check_aliases
+
+if TYPE_CHECKING:
+    import yaml
+
+    import trajaudit.safe_yaml  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 
 def _second_colon(src: str) -> bool:
@@ -48,9 +51,6 @@ class SourceLoc:
 
 
 
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def is_shipped_file(file: str | os.PathLike[str]) -> bool:
     """Whether ``file`` is one of the packs shipped in ``trajaudit/rules/`` (package data)."""
     try:
@@ -67,15 +67,19 @@ class YamlDoc:
         # shipped packs (valid, tested) are read with libyaml's parser when present: the same nodes,
         # marks and data (tests/test_schema_fast.py), ~10x faster; user files keep the pure-Python
         # parser, whose error messages the error paths are written for
-        loader = _FAST_LOADER if file is not None and is_shipped_file(file) else yaml.SafeLoader
+        import yaml  # only where YAML is parsed: an audit from cached packs imports no PyYAML
+
+        fast = file is not None and is_shipped_file(file)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if fast else yaml.SafeLoader
+        safe_yaml = trajaudit.safe_yaml
         # one loader composes the node tree (for the marks) and then constructs the data from that same
         # tree, as ``get_single_data`` would — the text is parsed once, not twice
         ld = None
         try:
             ld = loader(text)  # the reader may already reject the text (e.g. a control character)
             node = ld.get_single_node()
-            check_aliases(node)
-        except YAMLLimitError as e:  # aliases expanding too far, an integer or string beyond the limits
+            safe_yaml.check_aliases(node)
+        except safe_yaml.YAMLLimitError as e:  # aliases expanding too far, an integer or string beyond the limits
             if ld is not None:
                 ld.dispose()
             raise RulePackError(str(e), file=file, line=e.line) from None
@@ -107,6 +111,8 @@ class YamlDoc:
             ld.dispose()
 
     def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
+        import yaml
+
         m = node.start_mark
         loc = SourceLoc(self.file, m.line + 1, m.column + 1)
         if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):

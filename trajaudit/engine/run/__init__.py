@@ -1,6 +1,15 @@
 """Running an audit: evidence gathered once per run → strategy → diagnosis → repair (``pipeline``),
 batches serially, streamed or in worker processes (``batch``, ``parallel``), repair prefixes and
-directives (``repair_prefix``, ``repair_writer``)."""
+directives (``repair_prefix``, ``repair_writer``).
+
+``parallel`` (``--jobs``) and ``repair_prefix`` (``--repair``; it loads ``repair_writer``) are loaded on
+first use (PEP 562 ``__getattr__``): ``batch`` and ``pipeline`` refer to them as
+``trajaudit.engine.run.parallel`` and ``trajaudit.engine.run.repair_prefix``, so a serial audit without
+``--repair`` does not import them.
+"""
+
+import importlib
+from typing import Any
 
 from trajaudit.engine.run.batch import BatchResult, audit_paths, audit_trajectories
 from trajaudit.engine.run.evidence import clear_caches, gather
@@ -12,6 +21,17 @@ from trajaudit.engine.run.pipeline import (
            build_context,
            close_context,
 )
+
+#: Submodules reachable as attributes before they are imported (see the module docstring).
+_SUBMODULES = frozenset({"parallel", "repair_prefix"})
+
+
+def __getattr__(name: str) -> Any:
+    """``parallel`` and ``repair_prefix``: the submodule, imported on first use; other names: AttributeError."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["AuditResult", "AuditSpec", "BatchResult", "audit", "audit_one", "audit_paths", "audit_trajectories",
            "build_context", "clear_caches", "close_context", "gather"]

@@ -10,10 +10,10 @@ import gc
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import trajaudit.engine.run  # its submodule parallel is loaded on first use (--jobs)
 from trajaudit.api_args import check_paths
-from trajaudit.engine.run.parallel import audit_parallel
 from trajaudit.engine.run.pipeline import (
     AuditResult,
     AuditSpec,
@@ -29,6 +29,9 @@ from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import expand_paths, iter_load, load_many
 from trajaudit.errors import Problem
 from trajaudit.regular_files import file_kind
+
+if TYPE_CHECKING:
+    import trajaudit.engine.run.parallel  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 __all__ = ["BatchResult", "audit_paths", "audit_trajectories"]
 
@@ -88,7 +91,7 @@ def audit_trajectories(
         if jobs <= 1 or len(trajectories) < 2:
             _audit_serial(trajectories, range(len(trajectories)), spec, finished)
         else:
-            audit_parallel(trajectories, spec, jobs, finished)
+            trajaudit.engine.run.parallel.audit_parallel(trajectories, spec, jobs, finished)
     finally:
         if frozen:
             gc.unfreeze()

@@ -15,8 +15,9 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import trajaudit.engine.run  # its submodule repair_prefix is loaded on first use (--repair)
 import trajaudit.llm as llm_layer
 from trajaudit import boundary
 from trajaudit.api_args import check_name, check_tools
@@ -26,7 +27,6 @@ from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.packs.pack import RulePack, check_packs
 from trajaudit.engine.packs.selection import default_packs, included_files, load_rules
 from trajaudit.engine.run.evidence import gather, rules_for
-from trajaudit.engine.run.repair_prefix import attach_repair
 from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.strategies.judge_weights import WEIGHTS_KEY, JudgeWeights, load_weights
 from trajaudit.engine.strategies.registry import default_strategies
@@ -37,6 +37,9 @@ from trajaudit.engine.validation_log import RUN_BUDGET_NOTE, ValidationLog
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError, UnknownStrategyError
 from trajaudit.gc_pause import gc_paused
 from trajaudit.llm.config import check_llm
+
+if TYPE_CHECKING:
+    import trajaudit.engine.run.repair_prefix  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 __all__ = ["AuditResult", "AuditSpec", "audit", "audit_one", "build_context", "close_context", "problem_of",
            "with_source_message"]
@@ -167,7 +170,7 @@ def _audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext
         diagnosis = with_source_message(strategy.diagnose(trajectory, evidence, context), trajectory)
     if context.repair:
         with boundary.stage("repair"):
-            diagnosis = attach_repair(diagnosis, trajectory, context.llm)
+            diagnosis = trajaudit.engine.run.repair_prefix.attach_repair(diagnosis, trajectory, context.llm)
     rule_ids = tuple(r.id for r in rules_for(trajectory, context)[0])
     return AuditResult(trajectory, degraded(diagnosis, evidence.log), evidence.log, evidence.claim_rows, rule_ids)
 

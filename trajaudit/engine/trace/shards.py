@@ -34,6 +34,7 @@ from typing import Any
 
 from trajaudit import safe_json
 from trajaudit.engine.trace.adapters import LoadOptions, MappingAdapter
+from trajaudit.engine.trace.inputs import DEFAULT_SHARD_RUNS, PARQUET_SUFFIXES, is_url  # noqa: F401 - re-exported
 from trajaudit.engine.trace.loader import (
     TRACE_SUFFIXES,
     LoadResult,
@@ -44,12 +45,8 @@ from trajaudit.engine.trace.loader import (
 from trajaudit.engine.trace.text import wide_encoding
 from trajaudit.errors import ConfigError, Problem, TraceFormatError
 
-PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Files that :func:`plan_file` reads to plan (others are one shard, planned without reading them).
 SPLITTABLE = (".jsonl", ".ndjson", *PARQUET_SUFFIXES)
-
-#: Runs (JSONL lines, Parquet rows or runs) per shard by default.
-DEFAULT_SHARD_RUNS = 64
 
 
 @dataclass(frozen=True)
@@ -97,11 +94,6 @@ class Shard:
         if self.whole:
             return self.name
         return f"{self.name}, records from {self.first}"
-
-
-def is_url(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a URL (``PROTOCOL://…``) rather than a plain local path."""
-    return "://" in str(path)
 
 
 def _natural(s: str) -> tuple:

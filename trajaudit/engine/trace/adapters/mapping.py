@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jmespath
 import jmespath.exceptions
-import yaml
 
-from trajaudit import regular_files, safe_yaml
+import trajaudit
+from trajaudit import regular_files
 from trajaudit.engine.trace.adapters.base import (
     NAMED_USERS,
     Classified,
@@ -48,6 +48,9 @@ from trajaudit.engine.trace.adapters.base import (
 from trajaudit.engine.trace.adapters.speakers import speaker_sets
 from trajaudit.engine.trace.ir import Source, Trajectory
 from trajaudit.errors import TraceFormatError
+
+if TYPE_CHECKING:
+    import trajaudit.safe_yaml  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 _FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id")
 _DEFAULT_FIELDS = {"name": "name || sender"}
@@ -111,8 +114,10 @@ class MappingAdapter:
     @classmethod
     def from_file(cls, path: str | Path) -> MappingAdapter:
         """Read a mapping YAML file; raises :class:`TraceFormatError` naming the file."""
+        import yaml  # only where YAML is parsed (an audit without --mapping imports no PyYAML)
+
         try:
-            spec = safe_yaml.load(regular_files.read_text(path))
+            spec = trajaudit.safe_yaml.load(regular_files.read_text(path))
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
             raise TraceFormatError(f"cannot read mapping: {e}", file=str(path)) from None
         return cls(spec, origin=str(path))
