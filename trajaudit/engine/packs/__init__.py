@@ -11,21 +11,15 @@ is loaded on first use (PEP 562 ``__getattr__``): ``pack`` and ``compile`` refer
 ``trajaudit.engine.packs.messages`` on their error paths, so loading valid packs does not import it.
 """
 
-import importlib
-from typing import Any
-
 from trajaudit.engine.packs.compile import CompiledRule, compile_rule, compile_rules
 from trajaudit.engine.packs.pack import RulePack, RuleSpec, load_pack, resolve_pack, shipped_packs
+from trajaudit.lazy_names import lazy_names
 
 #: Submodules reachable as attributes before they are imported (see the module docstring).
 _SUBMODULES = frozenset({"messages"})
 
 
-def __getattr__(name: str) -> Any:
-    """``messages``: the submodule, imported on first use; other names: AttributeError."""
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, globals(), {}, _SUBMODULES)
 
 
 __all__ = ["CompiledRule", "RulePack", "RuleSpec", "compile_rule", "compile_rules", "load_pack", "resolve_pack",

@@ -8,9 +8,6 @@ first use (PEP 562 ``__getattr__``): ``batch`` and ``pipeline`` refer to them as
 ``--repair`` does not import them.
 """
 
-import importlib
-from typing import Any
-
 from trajaudit.engine.run.batch import BatchResult, audit_paths, audit_trajectories
 from trajaudit.engine.run.evidence import clear_caches, gather
 from trajaudit.engine.run.pipeline import (
@@ -21,16 +18,13 @@ from trajaudit.engine.run.pipeline import (
            build_context,
            close_context,
 )
+from trajaudit.lazy_names import lazy_names
 
 #: Submodules reachable as attributes before they are imported (see the module docstring).
 _SUBMODULES = frozenset({"parallel", "repair_prefix"})
 
 
-def __getattr__(name: str) -> Any:
-    """``parallel`` and ``repair_prefix``: the submodule, imported on first use; other names: AttributeError."""
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, globals(), {}, _SUBMODULES)
 
 
 __all__ = ["AuditResult", "AuditSpec", "BatchResult", "audit", "audit_one", "audit_paths", "audit_trajectories",
