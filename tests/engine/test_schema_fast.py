@@ -106,6 +106,8 @@ def test_shipped_taxonomies_read_the_same_with_libyaml():
 def test_shipped_packs_read_the_same_with_libyaml(monkeypatch):
     from pathlib import Path
 
+    import yaml
+
     from trajaudit.engine.packs import positions as pack_yaml
     from trajaudit.engine.packs.pack import resolve_pack, shipped_packs
     from trajaudit.engine.packs.positions import YamlDoc
@@ -116,7 +118,7 @@ def test_shipped_packs_read_the_same_with_libyaml(monkeypatch):
         assert pack_yaml.is_shipped_file(path)
         text = Path(path).read_text(encoding="utf-8")
         fast = YamlDoc(text, str(path))
-        monkeypatch.setattr(pack_yaml, "_FAST_LOADER", pack_yaml.yaml.SafeLoader)
+        monkeypatch.setattr(pack_yaml, "_fast_loader", lambda: yaml.SafeLoader)
         slow = YamlDoc(text, str(path))
         monkeypatch.undo()
         assert fast.data == slow.data and fast.marks == slow.marks, name

@@ -58,6 +58,14 @@ def is_shipped_file(file: str | os.PathLike[str]) -> bool:
     except (OSError, ValueError):
         return False
 
+def _fast_loader() -> Any:
+    """The loader of shipped packs: libyaml's safe loader when PyYAML was built with it, else the
+    pure-Python one (imports PyYAML)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 class YamlDoc:
     """Parsed YAML data plus ``marks[path] = SourceLoc`` for every node."""
 
@@ -70,7 +78,7 @@ class YamlDoc:
         import yaml  # only where YAML is parsed: an audit from cached packs imports no PyYAML
 
         fast = file is not None and is_shipped_file(file)
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if fast else yaml.SafeLoader
+        loader = _fast_loader() if fast else yaml.SafeLoader
         safe_yaml = trajaudit.safe_yaml
         # one loader composes the node tree (for the marks) and then constructs the data from that same
         # tree, as ``get_single_data`` would — the text is parsed once, not twice
