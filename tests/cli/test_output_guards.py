@@ -247,3 +247,22 @@ def test_resume_cuts_the_torn_line_a_full_disk_left_and_finishes(tmp_path, batch
     assert f"{complete} run(s) already diagnosed there were skipped" in one_line(r.stderr)
     got = sorted(json.dumps(comparable(d), sort_keys=True) for d in diagnoses(out))
     assert got == sorted(json.dumps(comparable(d), sort_keys=True) for d in diagnoses(whole))
+
+
+@pytest.mark.parametrize("extra", [[], ["--format", "sarif"]])
+def test_audit_finding_no_trace_files_leaves_the_outputs_alone(tmp_path, extra):
+    # a folder with no trace file (empty, or only other files) is a usage error (exit 2): the existing
+    # -o and --report files are kept, and none is created where none was
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.py").write_text("x = 1\n")
+    out, rep = tmp_path / "out.jsonl", tmp_path / "r.html"
+    out.write_text("KEEP\n")
+    rep.write_text("KEEPR\n")
+    r = CliRunner().invoke(main, ["audit", str(empty), "-o", str(out), "--report", str(rep), *extra])
+    assert r.exit_code == 2, r.output
+    assert "no trace files found" in r.output
+    assert out.read_text() == "KEEP\n" and rep.read_text() == "KEEPR\n"
+    fresh = tmp_path / "fresh.out"
+    r = CliRunner().invoke(main, ["audit", str(empty), "-o", str(fresh), *extra])
+    assert r.exit_code == 2 and not fresh.exists()

@@ -141,6 +141,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     batch = _run_batch(paths, spec, kept, _BatchWhere(jobs, fmt, mapping, adapter, cluster, output),
                        with_logs=bool(report) or out_format != "jsonl", quiet=quiet)
     report_load(kept.flagged, batch.problems)
+    if not kept.lines and not batch.problems and not batch.skipped:  # before -o/--report are replaced
+        fail("no trace files found under the given paths")
     if journal is not None:
         console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
     else:
@@ -150,8 +152,6 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         kept.report.close()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
-    if not kept.lines and not batch.problems and not batch.skipped:
-        fail("no trace files found under the given paths")
     if batch.problems:
         sys.exit(EXIT_FINDINGS)
 
