@@ -127,3 +127,24 @@ def test_unwritable_output_is_an_error_not_a_traceback(tmp_path, tau_file):
     assert r.exit_code == 2 and "does not exist; create it first" in r.output and "Traceback" not in r.output
     r = invoke("convert", tau_file, "-o", tmp_path / "no" / "x.json")
     assert r.exit_code == 2
+
+
+def test_trace_text_with_terminal_escapes_is_shown_not_obeyed(tmp_path):
+    # an agent's message or a task holding ESC sequences (recolour, retitle, erase line) is printed with
+    # its control characters as \xNN by every console the CLI prints through (show's table, the audit
+    # summary's task line), never as raw bytes a terminal would obey
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+    from trajaudit.cli.common import terminal_safe
+
+    run = tmp_path / "m.json"
+    run.write_text(json.dumps([{"role": "user", "content": "hi \x1b[31mred\x1b]0;TITLE\x07"},
+                               {"role": "assistant", "content": "ok \x1b[2K done\r"}]))
+    shown = CliRunner().invoke(main, ["show", str(run)])
+    assert shown.exit_code == 0, shown.output
+    assert "\x1b" not in shown.output and "\x07" not in shown.output
+    assert "hi \\x1b[31mred\\x1b]0;TITLE\\x07" in shown.output and "ok \\x1b[2K done" in shown.output
+    audited = CliRunner().invoke(main, ["audit", str(run), "-o", str(tmp_path / "o.jsonl")])
+    assert "\x1b" not in audited.output and "ok \\x1b[2K" in audited.output  # the summary's preview
+    assert terminal_safe("a\tb\nc\x1b\x7f\x9bé") == "a\tb\nc\\x1b\\x7f\\x9bé"

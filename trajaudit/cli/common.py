@@ -7,6 +7,7 @@ Exit codes: 0 success; 1 findings at or above the requested level (or runs that 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import socket
 import sys
@@ -31,19 +32,42 @@ EXIT_USAGE = 2
 MAX_MESSAGE_CHARS = 3000
 
 
+#: C0 controls but tab and newline, DEL and C1 controls -> ``\\xNN``: trace text (an agent's message, a
+#: tool output) printed to a terminal must not move the cursor, recolour or retitle it (ESC sequences).
+_TERMINAL_SAFE = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0))}
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as ``\\xNN`` (ESC, CR, BEL …)."""
+    return text.translate(_TERMINAL_SAFE)
+
+
+@functools.cache
+def _safe_console_class() -> type[Console]:
+    from rich.console import Console
+
+    class SafeConsole(Console):
+        """A rich console whose strings (printed, or cells of a table) are passed through
+        :func:`terminal_safe` before rich renders them: rich's own styling codes are unaffected."""
+
+        def render_str(self, text: str, **kwargs: Any) -> Any:
+            return super().render_str(terminal_safe(text), **kwargs)
+
+    return SafeConsole
+
+
 def console(err: bool = False) -> Console:
     """A rich console on the current (test-injectable) stdout or stderr.
 
     Markup is off: trace text, agent names and paths are printed literally (a message containing
-    ``[/bold]`` must not be read as a style tag). Styled labels use :func:`rich.markup.escape` on the
+    ``[/bold]`` must not be read as a style tag), and control characters are shown as ``\\xNN``
+    (:func:`terminal_safe`: an ESC sequence in a message must not drive the terminal). Styled labels use :func:`rich.markup.escape` on the
     data they interpolate. ``rich`` is imported on the first call: ``audit -q`` with nothing to say
     prints nothing and does not import it (≈ 0.1G instructions).
     """
-    from rich.console import Console
-
     stream = sys.stderr if err else sys.stdout
     wide = stream.isatty() or os.environ.get("COLUMNS", "").isdigit()  # a terminal's (or $COLUMNS) width
-    return Console(file=stream, soft_wrap=False, width=None if wide else 160, highlight=False, markup=False)
+    return _safe_console_class()(file=stream, soft_wrap=False, width=None if wide else 160, highlight=False, markup=False)
 
 
 def clip(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
