@@ -266,3 +266,32 @@ def test_progress_bar_on_a_terminal_and_no_rich_progress_import_without_one(tmp_
                          text=True, cwd=Path(__file__).resolve().parents[2], env={**os.environ, **NO_LLM_ENV, "PYTHONPATH": "."})
     assert out.stdout.split()[-2:] == ["False", "False"], out.stdout + out.stderr
     assert (tmp_path / "e.jsonl").read_text() == (tmp_path / "d.jsonl").read_text()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_stops_audit_with_130_and_no_traceback(tmp_path, jobs):
+    # SIGINT to the whole process group, as a terminal's Ctrl-C: the workers of --jobs leave it to the
+    # parent (no traceback per worker), the command says "interrupted" and exits 130 (not click's
+    # "Aborted!" with exit 1, audit's "some run was skipped"); the old -o file is kept
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import TAU
+
+    runs = json.loads((TAU / "trajectories.json").read_text())
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(json.dumps({**t, "id": f"{t.get('id', 'r')}-{k}"}) + "\n" for k in range(40) for t in runs))
+    out = tmp_path / "out.jsonl"
+    out.write_text("KEEP\n")
+    p = subprocess.Popen([sys.executable, "-m", "trajaudit", "audit", str(big), "-o", str(out), "--jobs", jobs, "-q"],
+                         stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT)
+    time.sleep(2.5)
+    assert p.poll() is None, "the batch ended before the interrupt: make it larger"
+    os.killpg(p.pid, signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == 130, err
+    assert err.strip() == "interrupted"
+    assert out.read_text() == "KEEP\n"

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+#: a command (watch, audit, …) stopped by Ctrl-C (SIGINT): the shell's convention, 128 + 2
+EXIT_INTERRUPTED = 130
 
 
 MAX_MESSAGE_CHARS = 3000
@@ -233,7 +235,8 @@ def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:
 def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
     """Turn documented trajaudit errors into ``error: …`` + exit code 2, and add the command's
     ``--debug`` option. Any other exception is a bug: ``error: internal error: Type: message`` + exit
-    code 2, its traceback printed only with ``--debug`` (or ``TRAJAUDIT_DEBUG=1``)."""
+    code 2, its traceback printed only with ``--debug`` (or ``TRAJAUDIT_DEBUG=1``). Ctrl-C (a
+    ``KeyboardInterrupt`` the command does not handle itself): ``interrupted`` + exit code 130."""
     import functools
     import traceback
 
@@ -248,8 +251,12 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
             fail(f"cannot read a file as UTF-8 text: {e}")
         except OSError as e:  # an output path that cannot be written, a file that vanished
             fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
-        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except KeyboardInterrupt:  # Ctrl-C: as watch does, a line and the shell's code for SIGINT (not
+            # click's "Aborted!" with exit 1, which means "some run was skipped" for audit and check)
+            click.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         except Exception as e:  # noqa: BLE001 - the command's last boundary: no traceback without --debug
             if DEBUG["on"]:
                 console(err=True).print(traceback.format_exc().rstrip(), markup=False, highlight=False, soft_wrap=True)

@@ -11,7 +11,14 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from trajaudit.cli.common import EXIT_FINDINGS, check_can_listen, console, fail, handle_errors
+from trajaudit.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    check_can_listen,
+    console,
+    fail,
+    handle_errors,
+)
 from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.validation_log import Record, severity_rank
@@ -25,8 +32,6 @@ def _spec(packs: tuple[str, ...], tools: str | None) -> AuditSpec:
     return AuditSpec(rules=tuple(packs), tools=tools)
 
 
-#: exit code of a watch interrupted by Ctrl-C (SIGINT), the shell's convention (128 + 2)
-EXIT_INTERRUPTED = 130
 #: exit code of a watch stopped by SIGTERM (a supervisor, `kill`, `timeout`), the shell's convention (128 + 15)
 EXIT_TERMINATED = 143
 

@@ -178,7 +178,10 @@ def _take(reply: tuple[int, dict[str, Any] | None, Any], trajectories: Sequence[
 
 
 def _worker_main(conn: Any, spec: AuditSpec, runs: Sequence[Trajectory] | None) -> None:
-    """A worker process: build the context, then audit the run each message names until ``None``."""
+    """A worker process: build the context, then audit the run each message names until ``None``.
+    Ctrl-C (SIGINT to the terminal's process group) is left to the parent, which stops the pool: a
+    worker does not die of it mid-run with a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_init(spec, runs)  # its Finalize closes the context when the process exits
     while True:
         try:
