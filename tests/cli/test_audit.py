@@ -295,3 +295,15 @@ def test_ctrl_c_stops_audit_with_130_and_no_traceback(tmp_path, jobs):
     assert p.returncode == 130, err
     assert err.strip() == "interrupted"
     assert out.read_text() == "KEEP\n"
+
+
+def test_summary_warns_when_runs_ran_out_of_rule_time(tmp_path):
+    # --run-timeout cut the rule evaluation of every run: the diagnoses are marked degraded, and the
+    # summary says so (it said "N run(s) audited, 0 skipped" and nothing else)
+    path = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    cut = CliRunner().invoke(main, ["audit", str(path), "-o", str(tmp_path / "a.jsonl"), "--run-timeout", "0.000001"])
+    assert cut.exit_code == 0, cut.output
+    assert all(json.loads(line)["metadata"].get("degraded") for line in (tmp_path / "a.jsonl").read_text().splitlines())
+    assert "warning: 2 run(s) ran out of rule-evaluation time (--run-timeout)" in " ".join(cut.output.split())
+    whole = CliRunner().invoke(main, ["audit", str(path), "-o", str(tmp_path / "b.jsonl")])
+    assert whole.exit_code == 0 and "rule-evaluation time" not in whole.output

@@ -287,6 +287,7 @@ class _Kept:
         self.flagged: list[Trajectory] = []
         self.applied: dict[str, None] = {}  # rule ids applied to some run, in order
         self.fired: set[str] = set()  # rule ids with a record (their guard held) on some run
+        self.degraded = 0  # runs whose rule evaluation ran out of time (metadata.degraded)
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
             self.report = (report_layer.MarkdownReport(title=title) if report.endswith((".md", ".markdown"))
@@ -301,6 +302,8 @@ class _Kept:
         step = str(d.critical_step)
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
             step += f" (msg {d.metadata['source_message']})"
+        if d.metadata.get("degraded"):
+            self.degraded += 1
         self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
         self.applied.update(dict.fromkeys(r.rule_ids))
         if r.log is not None:
@@ -383,5 +386,9 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     out.print(wrap_items("categories:", [f"{k} {v}" for k, v in cats.most_common()], out.width),
               highlight=False, markup=False, soft_wrap=True)
     say_never_fired([rid for rid in kept.applied if rid not in kept.fired], len(rows))
+    if kept.degraded:
+        out.print(f"warning: {kept.degraded} run(s) ran out of rule-evaluation time (--run-timeout): the checks "
+                  "left were 'unknown', so their diagnoses rest on partial evidence (metadata.degraded)",
+                  highlight=False, markup=False, soft_wrap=True)
     where = [f"{'diagnoses' if output.endswith('.jsonl') else 'results'} → {output}"] + ([f"report → {report}"] if report else [])
     out.print("; ".join(where), highlight=False)
