@@ -225,6 +225,8 @@ def test_the_old_output_survives_a_full_disk(tmp_path, batch, option, name, monk
     r = cli_process(*args, preexec=_limited, timeout=120)
     assert r.returncode == 2, r.stderr
     assert "File too large" in one_line(r.stderr) and "Traceback" not in r.stderr
+    # named as a file the user gave (-o is written before --report), not as the temporary file
+    assert one_line(r.stderr).strip() in {f"error: {old}: File too large", f"error: {out / 'd2.jsonl'}: File too large"}
     assert old.read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == sorted({name, *(["d2.jsonl"] if option == "--report" else [])}) \
         or sorted(p.name for p in out.iterdir()) == [name]  # no temporary file left behind

@@ -112,12 +112,18 @@ def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
     """
     target = os.path.realpath(os.fspath(path))
     if os.path.exists(target) and not os.path.isfile(target):
-        with open(target, "wb") as f:
-            for part in parts:
-                f.write(part.encode("utf-8", "backslashreplace"))
+        try:
+            with open(target, "wb") as f:
+                for part in parts:
+                    f.write(part.encode("utf-8", "backslashreplace"))
+        except OSError as e:  # /dev/full: "No space left on device", named
+            raise OSError(e.errno, e.strerror, os.fspath(path)) from None
         return
     folder = os.path.dirname(target) or "."
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
+    except OSError as e:  # named as the file the user gave, not the temporary one
+        raise OSError(e.errno, e.strerror, os.fspath(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             for part in parts:
@@ -126,9 +132,11 @@ def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError):  # disk full, file-size limit …: named as the file the user gave
+            raise OSError(e.errno, e.strerror, os.fspath(path)) from None
         raise
     _fsync_dir(folder)
 
