@@ -63,9 +63,9 @@ def console(err: bool = False) -> Console:
 
     Markup is off: trace text, agent names and paths are printed literally (a message containing
     ``[/bold]`` must not be read as a style tag), and control characters are shown as ``\\xNN``
-    (:func:`terminal_safe`: an ESC sequence in a message must not drive the terminal). Styled labels use :func:`rich.markup.escape` on the
-    data they interpolate. ``rich`` is imported on the first call: ``audit -q`` with nothing to say
-    prints nothing and does not import it (≈ 0.1G instructions).
+    (:func:`terminal_safe`: an ESC sequence in a message must not drive the terminal). Styled labels
+    use :func:`rich.markup.escape` on the data they interpolate. ``rich`` is imported on the first
+    call: ``audit -q`` with nothing to say prints nothing and does not import it (≈ 0.1G instructions).
     """
     stream = sys.stderr if err else sys.stdout
     wide = stream.isatty() or os.environ.get("COLUMNS", "").isdigit()  # a terminal's (or $COLUMNS) width
