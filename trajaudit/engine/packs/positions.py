@@ -110,7 +110,7 @@ class YamlDoc:
             if node is None:
                 raise RulePackError("empty rule pack", file=file, line=1, column=1)
             self.marks: dict[tuple[Any, ...], SourceLoc] = {}
-            self._walk(node, ())  # before constructing: merge keys (<<) rewrite the tree while constructing
+            self._walk(node, (), yaml)  # before constructing: merge keys (<<) rewrite the tree while constructing
             try:
                 self.data = ld.construct_document(node)
             except yaml.YAMLError as e:  # e.g. a bad tag: composing worked, constructing did not
@@ -118,9 +118,9 @@ class YamlDoc:
         finally:
             ld.dispose()
 
-    def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
-        import yaml
-
+    def _walk(self, node: yaml.Node, path: tuple[Any, ...], yaml: Any) -> None:
+        """File the marks of ``node`` and its descendants under ``path`` (``yaml``: the PyYAML module,
+        imported once by the caller, not per node)."""
         m = node.start_mark
         loc = SourceLoc(self.file, m.line + 1, m.column + 1)
         if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
@@ -139,10 +139,10 @@ class YamlDoc:
             for k, v in node.value:
                 key = k.value if isinstance(k, yaml.ScalarNode) else str(k.start_mark)
                 self.marks[path + (("key", key),)] = SourceLoc(self.file, k.start_mark.line + 1, k.start_mark.column + 1)
-                self._walk(v, path + (key,))
+                self._walk(v, path + (key,), yaml)
         elif isinstance(node, yaml.SequenceNode):
             for i, v in enumerate(node.value):
-                self._walk(v, path + (i,))
+                self._walk(v, path + (i,), yaml)
 
     def loc(self, path: tuple[Any, ...]) -> SourceLoc:
         """The location of ``path`` or of its nearest ancestor."""
