@@ -403,12 +403,12 @@ def test_word_char_is_what_the_word_pattern_matches():
     import re
     import sys
 
-    from trajaudit.engine.claims.sources import _is_word_char
+    from trajaudit.engine.claims.patterns import is_word_char
 
     w = re.compile(r"\w")
     for i in range(sys.maxunicode + 1):
         c = chr(i)
-        assert _is_word_char(c) == (w.fullmatch(c) is not None), hex(i)
+        assert is_word_char(c) == (w.fullmatch(c) is not None), hex(i)
 
 
 _WORDISH = st.text(alphabet=st.sampled_from(list("ab_1 .-é\u0663\u00b2\u2160Ⅻx\u200d")), max_size=12)

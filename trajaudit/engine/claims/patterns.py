@@ -394,6 +394,12 @@ WORD_RE = module_pattern(r"\w+(?:[-_]\w+)*")
 _NOT_WORD_ASCII = str.maketrans({chr(i): " " for i in range(128) if not (chr(i).isalnum() or chr(i) in "_-")})
 
 
+def is_word_char(c: str) -> bool:
+    """Whether the character ``c`` is one ``\\w`` matches in a ``str`` pattern (``_sre``: Unicode
+    alphanumeric, or ``_``); a test compares them over every code point."""
+    return c.isalnum() or c == "_"
+
+
 def words_of(text: str) -> list[str]:
     """``WORD_RE.findall(text)``, faster for ASCII text: a token never spans a character outside
     ``[A-Za-z0-9_-]``, so the text is cut into runs of those (``str.translate`` + ``split``); a run

@@ -36,7 +36,7 @@ from trajaudit.engine.claims.normalize import (
 )
 from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
 from trajaudit.engine.claims.normalize import _norm_scalar_str_memo as _str_memo
-from trajaudit.engine.claims.patterns import WORD_RE, words_of
+from trajaudit.engine.claims.patterns import WORD_RE, is_word_char, words_of
 from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.dsl.regex.stored import module_pattern
 
@@ -148,16 +148,11 @@ def _token_at(text: str, i: int, j: int) -> bool:
     """Whether ``text[i:j]``, a whole match of ``WORD_RE`` (``\\w+(?:[-_]\\w+)*``), is one of
     ``WORD_RE.findall(text)``: no word character, nor ``-`` after one, right before it (a match
     would have gone on through it), and none, nor ``-`` before one, right after it (the greedy
-    match goes on). ``\\w`` is :func:`_is_word_char` (a test compares them over every code point)."""
-    if i and (_is_word_char(c := text[i - 1]) or (c == "-" and i >= 2 and _is_word_char(text[i - 2]))):
+    match goes on). ``\\w`` is :func:`is_word_char` (a test compares them over every code point)."""
+    if i and (is_word_char(c := text[i - 1]) or (c == "-" and i >= 2 and is_word_char(text[i - 2]))):
         return False
     n = len(text)
-    return j == n or not (_is_word_char(c := text[j]) or (c == "-" and j + 1 < n and _is_word_char(text[j + 1])))
-
-
-def _is_word_char(c: str) -> bool:
-    """Whether ``c`` is a character ``\\w`` matches (``str`` patterns): alphanumeric or ``_``."""
-    return c.isalnum() or c == "_"
+    return j == n or not (is_word_char(c := text[j]) or (c == "-" and j + 1 < n and is_word_char(text[j + 1])))
 
 
 #: The values of the number words (``"0"`` … ``"20"``) and the word of each.

@@ -34,7 +34,7 @@ from typing import Any
 from trajaudit.engine.claims import model as m
 from trajaudit.engine.claims.evidence_index import Collection, EvidenceIndex, Hit
 from trajaudit.engine.claims.normalize import norm_text, quantity, singular
-from trajaudit.engine.claims.patterns import ascii_fold
+from trajaudit.engine.claims.patterns import ascii_fold, is_word_char
 from trajaudit.engine.dsl.regex.stored import module_pattern
 from trajaudit.engine.trace.ir import Trajectory
 
@@ -412,17 +412,13 @@ def _count_slot(col: Collection, n: int, mn: m.Mention) -> Assessment | None:
     return Assessment(status, col.address, expected, f"latest tool output has {expected} {what}; claim says {n}")
 
 
-def _is_word(c: str) -> bool:
-    return c.isalnum() or c == "_"  # re's \w for str patterns (_sre: Py_UNICODE_ISALNUM or '_')
-
-
 def names_word(v: str, text: str) -> bool:
     r"""Whether ``text`` holds ``v`` as a whole word: ``re.search(r"(?<!\w)" + re.escape(v) + r"(?!\w)",
     text) is not None`` (the reference, tested against), without compiling a pattern per value (a
     fresh process compiled ~70 of them for the tau runs)."""
     i, n = text.find(v), len(v)
     while i >= 0:
-        if (i == 0 or not _is_word(text[i - 1])) and (i + n >= len(text) or not _is_word(text[i + n])):
+        if (i == 0 or not is_word_char(text[i - 1])) and (i + n >= len(text) or not is_word_char(text[i + n])):
             return True
         i = text.find(v, i + 1)
     return False
