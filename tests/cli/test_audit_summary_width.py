@@ -63,3 +63,28 @@ def test_wrap_items_breaks_between_items():
     assert text == "categories: invention_of_new_information 2,\n  invalid_invocation 1, x 1"
     assert wrap_items("h:", ["a" * 30], 10) == "h:\n  " + "a" * 30  # too long for any line: alone on its own
     assert wrap_items("h:", [], 10) == "h:"
+
+
+@pytest.mark.parametrize("width", [56, 62, 70])
+def test_narrow_terminal_leaves_columns_out_instead_of_squeezing_them(tmp_path, width):
+    """Below the width where every column fits, whole columns are left out (basis, agent, conf.) and
+    the rest keep their words: a fresh-user pass at 50-60 columns saw every column squeezed by rich to
+    "r…", "st…", "0.…"."""
+    out = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, ["audit", *map(str, INPUTS), "-o", str(out)], env={"COLUMNS": str(width)},
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stderr.splitlines()
+    header = next(x for x in lines if x.startswith("run ")).split()
+    full = ["run", "step", "agent", "category", "conf.", "basis"]
+    assert header[:2] == ["run", "step"] and "category" in header and "basis" not in header
+    assert header == [c for c in full if c in header]  # whole names, in order: no "r…" or "st…"
+    expected = {56: ["run", "step", "category"], 62: ["run", "step", "category", "conf."],  # run ids up to 12,
+                70: ["run", "step", "agent", "category", "conf."]}  # the longest category 32 characters
+    assert header == expected[width]
+    diags = [json.loads(x) for x in out.read_text().splitlines()]
+    for d in diags:
+        row = next(x for x in lines if x.split(" ", 1)[0] == d["trajectory_id"])  # the run id whole
+        assert len(row) <= width
+        assert re.search(rf"\s{d['critical_step']}\s", row) and f" {d['category']} " in f"{row} "
+        assert (f" {d['confidence']:.2f}" in row) == ("conf." in header)

@@ -335,8 +335,10 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
     The category column is as wide as the widest category shown (never cut). The preview takes what
     is left, up to its longest text (no padding to the edge); with less than :data:`MIN_PREVIEW`
     characters left it is left out and its room goes back to the other columns. While the table is
-    still too wide, the agent (down to 8), the basis (down to 4: "fin…"), then the run id give way
-    (down to 6; the agent too)."""
+    still too wide, the agent (down to 8) and the basis (down to 4: "fin…") give way; then the basis,
+    the agent and the confidence are left out whole (rich would otherwise squeeze every column to a
+    character or two); last the run id, the key to the diagnoses file (down to 6), and the category
+    are cut."""
     def longest(i: int, head: str) -> int:
         return max([len(head)] + [len(str(r[i])) for r in rows])
 
@@ -347,15 +349,23 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
     if preview >= MIN_PREVIEW:
         return [run, step, agent, cat, conf, basis, min(preview, longest(6, "preview"))]
     over = (run + step + agent + cat + conf + basis) + gap * (len(_COLUMNS) - 2) - width
-    while over > 0 and (agent > 6 or run > 6 or basis > 4):
-        if agent > 8 or (agent > 6 and basis <= 4 and run <= 8):
-            agent -= 1  # the agent first (down to 8), the run id, the key to the diagnoses file, last
-        elif basis > 4:  # "fin…", "weak", "fal…": the basis gives way before the run id
-            basis -= 1
+    while over > 0 and (agent > 8 or basis > 4):
+        if agent > 8:  # the agent first (down to 8), then the basis ("fin…", "weak", "fal…")
+            agent -= 1
         else:
-            run -= 1
+            basis -= 1
         over -= 1
-    return [run, step, agent, cat, conf, basis, 0]
+    widths = [run, step, agent, cat, conf, basis, 0]
+    for i in (5, 2, 4):  # still too wide: the basis, the agent, then conf. are left out whole
+        if over <= 0:
+            break
+        over -= widths[i] + gap
+        widths[i] = 0
+    if over > 0:  # below ~45 columns: the run id (down to 6), then the category give way
+        cut = min(over, max(run - 6, 0))
+        widths[0] -= cut
+        widths[3] = max(cat - (over - cut), 8)
+    return widths
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
