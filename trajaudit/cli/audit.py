@@ -35,7 +35,7 @@ from trajaudit.cli.common import (
     wrap_items,
     write_parts,
 )
-from trajaudit.cli.options import check_input_paths, io_options
+from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
 from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import BatchResult, audit_paths
@@ -90,10 +90,8 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
               help="Append to an existing -o instead of replacing it: runs already diagnosed there with the same "
                    "options are skipped, the rest are audited and each diagnosis is appended as it finishes "
                    "(a batch killed mid-way is finished by running the same command again). --format jsonl only.")
-@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
-              show_default=True, metavar="SECONDS",
-              help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left are "
-                   "'unknown' and the diagnosis is marked degraded (metadata.degraded).")
+@run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
+                         "are 'unknown' and the diagnosis is marked degraded (metadata.degraded).")
 @io_options(["jsonl", "sarif", "junit"], "jsonl",
             help="What -o holds: jsonl (one diagnosis per line), sarif (SARIF 2.1.0: one result per rule "
                  "violation) or junit (JUnit XML: a test case per run x rule).")

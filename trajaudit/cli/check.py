@@ -23,7 +23,7 @@ from trajaudit.cli.common import (
     say_never_fired,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options
+from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.selection import default_packs, load_rules
@@ -117,9 +117,7 @@ def never_fired(rule_ids: list[str], logs: list[ValidationLog]) -> list[str]:
                    "with failures (and every run's summary).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the --format output (json when --format is table) to this file instead of stdout.")
-@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
-              show_default=True, metavar="SECONDS",
-              help="Rule-evaluation time budget per run (z3 time included); the checks left are 'unknown'.")
+@run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); the checks left are 'unknown'.")
 @handle_errors
 def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool, out_format: str, fail_on: str,
           tools_file: str | None, show_pass: bool, verbose: bool, quiet: bool, all_records: bool, fmt: str | None,
