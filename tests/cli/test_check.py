@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cli_kit import NEVER_FIRING_PACK
+from cli_kit import NEVER_FIRING_PACK, TIMEOUT_PACK
 from click.testing import CliRunner
 from hostile_kit import cli, good_run, one_line, write_json
 
@@ -45,3 +45,26 @@ def test_check_names_the_rule_that_never_fired(tmp_path):
     summary = json.loads(r.stderr.strip().splitlines()[-1])["summary"]
     assert summary["never_fired"] == ["mine.never"] and summary["runs"] == 1
     assert isinstance(json.loads(r.stdout), list)  # stdout stays the list of logs
+
+
+def _two_runs(tmp_path):
+    return write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+
+
+# Fresh-user pass: under the time budget the "rule(s) never applied" note listed 1 rule where 3 never
+# applied: the budget puts an 'unknown' at the first candidate step of every rule it cut, which counted
+# as the rule having applied. Now those rules are named apart as not evaluated; the note lists only
+# the rules known never to apply (no candidate step, or every guard evaluated and false).
+
+def test_check_names_the_rules_the_time_budget_left_unevaluated_apart_from_never_applied(tmp_path):
+    pack = tmp_path / "p4.yaml"
+    pack.write_text(TIMEOUT_PACK)
+    runs = _two_runs(tmp_path)
+    whole = one_line(run("check", runs, "--rules", pack).stderr)
+    assert ("note: 3 rule(s) never applied on these 2 run(s) (their guard never held): p4.guard-false, "
+            "p4.guard-false-too, p4.no-such-tool") in whole
+    cut = one_line(run("check", runs, "--rules", pack, "--run-timeout", "0.000001").stderr)
+    assert "note: 1 rule(s) never applied on these 2 run(s) (their guard never held): p4.no-such-tool" in cut
+    assert ("note: 3 rule(s) not evaluated on these 2 run(s) (rule evaluation ran out of time first, --run-timeout; "
+            "whether they apply is not known): p4.fires, p4.guard-false, p4.guard-false-too") in cut
+    assert "rule p4.guard-false could not be evaluated" not in cut

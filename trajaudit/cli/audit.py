@@ -22,6 +22,7 @@ from trajaudit.cli.cluster import (
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     LLMOptions,
+    RuleUse,
     check_output_folder,
     console,
     fail,
@@ -284,7 +285,7 @@ class _Kept:
         self.rows: dict[int, tuple[str, str, str, str, float, str, str]] = {}
         self.flagged: list[Trajectory] = []
         self.applied: dict[str, None] = {}  # rule ids applied to some run, in order
-        self.fired: set[str] = set()  # rule ids with a record (their guard held) on some run
+        self.use = RuleUse()  # rule ids with a check made on some run, and those cut by --run-timeout
         self.degraded = 0  # runs whose rule evaluation ran out of time (metadata.degraded)
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
@@ -305,7 +306,7 @@ class _Kept:
         self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
         self.applied.update(dict.fromkeys(r.rule_ids))
         if r.log is not None:
-            self.fired.update(rec.rule_id for rec in r.log.records)
+            self.use.add(r.log)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
         if self.keep_findings:  # SARIF / JUnit: the violations and the applied rules, not the log
@@ -383,7 +384,7 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     cats = Counter(row[3] for row in rows)
     out.print(wrap_items("categories:", [f"{k} {v}" for k, v in cats.most_common()], out.width),
               highlight=False, markup=False, soft_wrap=True)
-    say_never_fired([rid for rid in kept.applied if rid not in kept.fired], len(rows))
+    say_never_fired(kept.use.never_fired(kept.applied), len(rows), not_evaluated=kept.use.not_evaluated(kept.applied))
     if kept.degraded:
         out.print(f"warning: {kept.degraded} run(s) ran out of rule-evaluation time (--run-timeout): the checks "
                   "left were 'unknown', so their diagnoses rest on partial evidence (metadata.degraded)",

@@ -14,6 +14,7 @@ from trajaudit.boundary import each_run
 from trajaudit.checkers.tool_schemas import read_tool_list
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
+    RuleUse,
     check_output_folder,
     console,
     fail,
@@ -74,11 +75,13 @@ def render_table(vlog: ValidationLog, show_pass: bool) -> Table:
 
 def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
     """``(rule id, unknown records, first reason)`` for each rule that applied somewhere in ``logs`` but was
-    ``unknown`` at every such step (e.g. ``len(null)``): it can never report a violation."""
+    ``unknown`` at every such step (e.g. ``len(null)``): it can never report a violation. The ``unknown``
+    records of the run's time budget (``--run-timeout``) are not counted: they are checks not made, not
+    steps where the rule applied (the note of the rules not evaluated names them)."""
     seen: dict[str, list[Any]] = {}
     for lg in logs:
         for r in lg.records:
-            if r.verdict in ("pass", "fail", "unknown"):
+            if r.verdict in ("pass", "fail", "unknown") and not r.out_of_time:
                 seen.setdefault(r.rule_id, []).append(r)
     return [(rid, len(rs), rs[0].reason or "-") for rid, rs in seen.items() if all(r.verdict == "unknown" for r in rs)]
 
@@ -86,9 +89,18 @@ def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
 def never_fired(rule_ids: list[str], logs: list[ValidationLog]) -> list[str]:
     """The rules (ids, in the given order) whose guard never held on any run of ``logs``: not one
     record (pass, fail or unknown) anywhere — a rule that can never report anything on this data (a
-    guard that names a tool the runs never call, a typo in a field name)."""
-    fired = {r.rule_id for lg in logs for r in lg.records}
-    return [rid for rid in dict.fromkeys(rule_ids) if rid not in fired]
+    guard that names a tool the runs never call, a typo in a field name). A rule left unevaluated by
+    the time budget (``--run-timeout``) is not one of them (:meth:`RuleUse.never_fired`)."""
+    return rule_use(logs).never_fired(rule_ids)
+
+
+def rule_use(logs: list[ValidationLog]) -> RuleUse:
+    """The :class:`~trajaudit.cli.common.RuleUse` of ``logs``: the rules checked, and those and the runs
+    cut by the time budget."""
+    use = RuleUse()
+    for lg in logs:
+        use.add(lg)
+    return use
 
 
 @click.command("check")
@@ -152,8 +164,9 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
         _print_tables(logs, show_pass, verbose)
     floor = severity_rank(fail_on)
     bad = sum(1 for lg in logs for r in lg.records if r.verdict == "fail" and severity_rank(r.severity) >= floor)
+    use = rule_use(logs)
     if not quiet:
-        _print_summary(logs, len(rule_ids), list(applied), bad, fail_on, inputs.load.problems,
+        _print_summary(logs, len(rule_ids), list(applied), bad, fail_on, inputs.load.problems, use,
                        machine=out_format == "json")
     if bad or inputs.load.problems:
         raise SystemExit(EXIT_FINDINGS)
@@ -255,9 +268,10 @@ def _print_tables(logs: list[ValidationLog], show_pass: bool, verbose: bool) -> 
 
 
 def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str], bad: int, fail_on: str,
-                   problems: list[Problem], machine: bool) -> None:
+                   problems: list[Problem], use: RuleUse, machine: bool) -> None:
     """The summary on stderr: counts, a warning per rule that could never be evaluated, the rules that
-    never fired; with ``machine`` (``--format json``) also as one JSON line ``{"summary": {...}}``."""
+    never fired and those the time budget left unevaluated; with ``machine`` (``--format json``) also as
+    one JSON line ``{"summary": {...}}``."""
     err = console(err=True)
     total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
     failing = sum(1 for lg in logs if _has_fail(lg))
@@ -269,12 +283,13 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
     for rid, n, reason in unevaluated:  # a warning only: exit codes stay about violations
         err.print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
                   f"(never pass or fail; first reason: {reason})", markup=False, highlight=False, soft_wrap=True)
-    idle = never_fired(applied, logs)
-    say_never_fired(idle, len(logs))
+    idle, not_evaluated = use.never_fired(applied), use.not_evaluated(applied)
+    say_never_fired(idle, len(logs), not_evaluated=not_evaluated)
     if machine:  # the summary for machines too (stdout keeps the list of logs)
         summary = {"runs": len(logs), "rules": rule_count, "violations": total_fail, "at_or_above_fail_on": bad,
                    "fail_on": fail_on, "skipped_inputs": len(problems), "runs_with_violations": failing,
                    "never_fired": idle, "never_evaluated": [rid for rid, _, _ in unevaluated],
+                   "not_evaluated_out_of_time": not_evaluated,
                    "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
                                 for p in problems]}
         click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
