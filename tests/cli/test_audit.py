@@ -309,6 +309,20 @@ def test_summary_warns_when_runs_ran_out_of_rule_time(tmp_path):
     assert whole.exit_code == 0 and "rule-evaluation time" not in whole.output
 
 
+# Fresh-user pass: `audit -q` dropped that warning with the summary (it was only in the JSONL's
+# metadata.degraded). -q hides the progress bar and the summary table, not a warning that the results
+# are incomplete; the exit code stays 0 (the diagnoses were made, marked degraded).
+
+def test_quiet_audit_still_warns_when_runs_ran_out_of_rule_time(tmp_path):
+    path = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    cut = invoke("audit", path, "-o", tmp_path / "a.jsonl", "--run-timeout", "0.000001", "-q")
+    assert cut.exit_code == 0, cut.output
+    assert one_line(cut.stderr) == ("warning: 2 run(s) ran out of rule-evaluation time (--run-timeout): the checks "
+                                    "left were 'unknown', so their diagnoses rest on partial evidence "
+                                    "(metadata.degraded)")
+    assert invoke("audit", path, "-o", tmp_path / "b.jsonl", "-q").stderr == ""
+
+
 # Fresh-user pass: under the time budget the summary's "rule(s) never applied" note listed 1 rule
 # where 3 never applied (the budget's 'unknown' at a cut rule's first candidate step counted as the
 # rule having applied). Now the rules the budget left unevaluated are named apart.

@@ -33,6 +33,7 @@ from trajaudit.cli.common import (
     refuse_same_outputs,
     report_load,
     say_never_fired,
+    warn_incomplete,
     wrap_items,
     write_parts,
 )
@@ -84,7 +85,8 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
 @click.option("--repair", is_flag=True,
               help="Also write a repair directive per run (Diagnosis.repair): synthesized by the LLM when an "
                    "endpoint is configured, else a template built from the diagnosis (labelled as such).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress bar or summary table (warnings that results are incomplete still go to stderr).")
 @click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
               help="The offline judge's weights (JSON from `trajaudit judge fit`); default: the shipped ones.")
 @click.option("--resume", is_flag=True,
@@ -92,7 +94,8 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
                    "options are skipped, the rest are audited and each diagnosis is appended as it finishes "
                    "(a batch killed mid-way is finished by running the same command again). --format jsonl only.")
 @run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
-                         "are 'unknown' and the diagnosis is marked degraded (metadata.degraded).")
+                         "are 'unknown' and the diagnosis is marked degraded (metadata.degraded; a warning on "
+                         "stderr, also with -q).")
 @io_options(["jsonl", "sarif", "junit"], "jsonl",
             help="What -o holds: jsonl (one diagnosis per line), sarif (SARIF 2.1.0: one result per rule "
                  "violation) or junit (JUnit XML: a test case per run x rule).")
@@ -151,6 +154,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         kept.report.close()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
+    else:  # -q hides the summary, not a warning that the diagnoses rest on partial evidence
+        _warn_degraded(kept)
     if batch.problems:
         sys.exit(EXIT_FINDINGS)
 
@@ -357,6 +362,13 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
     return [run, step, agent, cat, conf, basis, 0]
 
 
+def _warn_degraded(kept: _Kept) -> None:
+    """The warning (stderr, also with ``-q``) that runs ran out of rule-evaluation time, if any did."""
+    if kept.degraded:
+        warn_incomplete(f"{kept.degraded} run(s) ran out of rule-evaluation time (--run-timeout): the checks left "
+                        "were 'unknown', so their diagnoses rest on partial evidence (metadata.degraded)")
+
+
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
     from rich import box  # not with -q, which prints no summary
     from rich.table import Table
@@ -385,9 +397,6 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     out.print(wrap_items("categories:", [f"{k} {v}" for k, v in cats.most_common()], out.width),
               highlight=False, markup=False, soft_wrap=True)
     say_never_fired(kept.use.never_fired(kept.applied), len(rows), not_evaluated=kept.use.not_evaluated(kept.applied))
-    if kept.degraded:
-        out.print(f"warning: {kept.degraded} run(s) ran out of rule-evaluation time (--run-timeout): the checks "
-                  "left were 'unknown', so their diagnoses rest on partial evidence (metadata.degraded)",
-                  highlight=False, markup=False, soft_wrap=True)
+    _warn_degraded(kept)
     where = [f"{'diagnoses' if output.endswith('.jsonl') else 'results'} → {output}"] + ([f"report → {report}"] if report else [])
     out.print("; ".join(where), highlight=False)

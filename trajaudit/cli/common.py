@@ -1,7 +1,7 @@
 """Shared CLI pieces: options, consoles, error reporting, exit codes.
 
-Exit codes: 0 success; 1 findings at or above the requested level (or runs that failed in a batch);
-2 usage or input errors.
+Exit codes: 0 success; 1 findings at or above the requested level (or runs that failed in a batch, or
+— ``check`` — runs whose rule evaluation ran out of time, ``--run-timeout``); 2 usage or input errors.
 """
 
 from __future__ import annotations
@@ -267,6 +267,12 @@ def say_never_fired(ids: list[str], runs: int, limit: int = 20, not_evaluated: l
         shown = rids[:limit] + ([f"… ({len(rids) - limit} more)"] if len(rids) > limit else [])
         # wrapped at the terminal's width between rule ids (an id never split), continuation lines indented
         err.print(wrap_items(head, shown, err.width), markup=False, highlight=False, soft_wrap=True)
+
+
+def warn_incomplete(message: str) -> None:
+    """Print ``warning: message`` on stderr — with ``-q`` too: ``-q`` hides progress and summaries,
+    not a warning that the results are incomplete (rule evaluation ran out of time, ``--run-timeout``)."""
+    console(err=True).print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
 def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:
