@@ -25,6 +25,28 @@ rules:
     assert: step.index >= 0
 """
 
+# under a tiny --run-timeout: 'fires' applies, the two 'guard-false' rules have candidate steps where
+# their guard is false, 'no-such-tool' has no candidate step at all (the only one known never to apply)
+TIMEOUT_PACK = """pack: p4
+rules:
+  - id: fires
+    type: PROTOCOL
+    guard: step.kind == 'agent'
+    assert: step.index >= 0
+  - id: guard-false
+    type: PROTOCOL
+    guard: step.kind == 'agent' and step.index < 0
+    assert: step.index >= 0
+  - id: guard-false-too
+    type: PROTOCOL
+    guard: step.kind == 'user' and step.index > 1000
+    assert: step.index >= 0
+  - id: no-such-tool
+    type: PROTOCOL
+    guard: step.tool == 'no_such_tool'
+    assert: step.index >= 0
+"""
+
 # a legal JSON escape: json.loads gives a lone surrogate, which strict UTF-8 cannot encode
 LONE = '[{"role": "system", "content": "policy"}, {"role": "user", "content": "refund order \\ud800 now"}, ' \
        '{"role": "assistant", "content": "Refunded 12 dollars."}]'
@@ -37,4 +59,4 @@ def run_no_traceback(*args: Any) -> Result:
     return res
 
 
-__all__ = ["LONE", "NEVER_FIRING_PACK", "run_no_traceback"]
+__all__ = ["LONE", "NEVER_FIRING_PACK", "TIMEOUT_PACK", "run_no_traceback"]

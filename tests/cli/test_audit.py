@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import report_page
-from cli_kit import NEVER_FIRING_PACK
+from cli_kit import NEVER_FIRING_PACK, TIMEOUT_PACK
 from click.testing import CliRunner
 from hostile_kit import cli, diagnoses, good_run, one_line, snapshot, write_json
 
@@ -307,3 +307,37 @@ def test_summary_warns_when_runs_ran_out_of_rule_time(tmp_path):
     assert "warning: 2 run(s) ran out of rule-evaluation time (--run-timeout)" in " ".join(cut.output.split())
     whole = CliRunner().invoke(main, ["audit", str(path), "-o", str(tmp_path / "b.jsonl")])
     assert whole.exit_code == 0 and "rule-evaluation time" not in whole.output
+
+
+# Fresh-user pass: `audit -q` dropped that warning with the summary (it was only in the JSONL's
+# metadata.degraded). -q hides the progress bar and the summary table, not a warning that the results
+# are incomplete; the exit code stays 0 (the diagnoses were made, marked degraded).
+
+def test_quiet_audit_still_warns_when_runs_ran_out_of_rule_time(tmp_path):
+    path = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    cut = invoke("audit", path, "-o", tmp_path / "a.jsonl", "--run-timeout", "0.000001", "-q")
+    assert cut.exit_code == 0, cut.output
+    assert one_line(cut.stderr) == ("warning: 2 run(s) ran out of rule-evaluation time (--run-timeout): the checks "
+                                    "left were 'unknown', so their diagnoses rest on partial evidence "
+                                    "(metadata.degraded)")
+    assert invoke("audit", path, "-o", tmp_path / "b.jsonl", "-q").stderr == ""
+
+
+# Fresh-user pass: under the time budget the summary's "rule(s) never applied" note listed 1 rule
+# where 3 never applied (the budget's 'unknown' at a cut rule's first candidate step counted as the
+# rule having applied). Now the rules the budget left unevaluated are named apart.
+
+def test_audit_summary_names_the_rules_the_time_budget_left_unevaluated(tmp_path):
+    pack = tmp_path / "p4.yaml"
+    pack.write_text(TIMEOUT_PACK)
+    path = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    args = ("audit", path, "--rules", pack, "--no-default-packs", "-o", tmp_path / "a.jsonl")
+    whole = one_line(invoke(*args).stderr)
+    assert ("note: 3 rule(s) never applied on these 2 run(s) (their guard never held): p4.guard-false, "
+            "p4.guard-false-too, p4.no-such-tool") in whole
+    cut = invoke(*args, "--run-timeout", "0.000001")
+    assert cut.exit_code == 0, cut.output
+    said = one_line(cut.stderr)
+    assert "note: 1 rule(s) never applied on these 2 run(s) (their guard never held): p4.no-such-tool" in said
+    assert ("note: 3 rule(s) not evaluated on these 2 run(s) (rule evaluation ran out of time first, --run-timeout; "
+            "whether they apply is not known): p4.fires, p4.guard-false, p4.guard-false-too") in said

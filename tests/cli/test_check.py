@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cli_kit import NEVER_FIRING_PACK
+from cli_kit import NEVER_FIRING_PACK, TIMEOUT_PACK
 from click.testing import CliRunner
 from hostile_kit import cli, good_run, one_line, write_json
 
@@ -45,3 +45,64 @@ def test_check_names_the_rule_that_never_fired(tmp_path):
     summary = json.loads(r.stderr.strip().splitlines()[-1])["summary"]
     assert summary["never_fired"] == ["mine.never"] and summary["runs"] == 1
     assert isinstance(json.loads(r.stdout), list)  # stdout stays the list of logs
+
+
+# Fresh-user pass: `check --run-timeout 0.000001` left every check 'unknown' and still said
+# "0 violation(s)" and exited 0 (with -q it printed nothing): a CI gate passed on a run that was never
+# evaluated. Now the summary counts the runs not fully evaluated, a warning names them (with -q too)
+# and the exit code is 1, as for a skipped input.
+
+def _two_runs(tmp_path):
+    return write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+
+
+def test_check_fails_the_gate_when_rule_evaluation_ran_out_of_time(tmp_path):
+    runs, pack = _two_runs(tmp_path), tmp_path / "p4.yaml"
+    pack.write_text(TIMEOUT_PACK)
+    cut = run("check", runs, "--rules", pack, "--run-timeout", "0.000001")
+    assert cut.exit_code == 1, cut.output
+    err = one_line(cut.stderr)
+    assert "2 run(s), 4 rule(s): 0 violation(s), 0 at or above error; 2 run(s) not fully evaluated (--run-timeout)" in err
+    assert ("warning: 2 of 2 run(s) ran out of rule-evaluation time (--run-timeout 1e-06 s): 3 rule(s) were not "
+            "evaluated to the end there, their checks left 'unknown' (r1, r2); the result is incomplete, so the exit "
+            "code is 1") in err
+    quiet = run("check", runs, "--rules", pack, "--run-timeout", "0.000001", "-q")
+    assert quiet.exit_code == 1 and quiet.stdout == ""
+    assert one_line(quiet.stderr).startswith("warning: 2 of 2 run(s) ran out of rule-evaluation time")
+    assert len(quiet.stderr.strip().splitlines()) == 1  # only the warning: no summary with -q
+    whole = run("check", runs, "--rules", pack, "-q")  # in time: no warning, exit 0
+    assert whole.exit_code == 0 and whole.stderr == ""
+    defaults = run("check", runs, "--run-timeout", "0.000001", "--fail-on", "critical", "-q")  # the shipped packs
+    assert defaults.exit_code == 1 and "ran out of rule-evaluation time" in defaults.stderr
+    assert "or when a run's rule evaluation ran out of time" in one_line(run("check", "--help").output)
+
+
+def test_check_json_summary_counts_the_runs_and_rules_out_of_time(tmp_path):
+    pack = tmp_path / "p4.yaml"
+    pack.write_text(TIMEOUT_PACK)
+    r = run("check", _two_runs(tmp_path), "--rules", pack, "--format", "json", "--run-timeout", "0.000001")
+    assert r.exit_code == 1
+    summary = json.loads(r.stderr.strip().splitlines()[-2])["summary"]  # the warning is the last line
+    assert summary["runs_out_of_time"] == ["r1", "r2"]
+    assert summary["rules_out_of_time"] == ["p4.fires", "p4.guard-false", "p4.guard-false-too"]
+    assert summary["not_evaluated_out_of_time"] == ["p4.fires", "p4.guard-false", "p4.guard-false-too"]
+    assert summary["never_fired"] == ["p4.no-such-tool"] and summary["never_evaluated"] == []
+
+
+# Fresh-user pass: under the time budget the "rule(s) never applied" note listed 1 rule where 3 never
+# applied: the budget puts an 'unknown' at the first candidate step of every rule it cut, which counted
+# as the rule having applied. Now those rules are named apart as not evaluated; the note lists only
+# the rules known never to apply (no candidate step, or every guard evaluated and false).
+
+def test_check_names_the_rules_the_time_budget_left_unevaluated_apart_from_never_applied(tmp_path):
+    pack = tmp_path / "p4.yaml"
+    pack.write_text(TIMEOUT_PACK)
+    runs = _two_runs(tmp_path)
+    whole = one_line(run("check", runs, "--rules", pack).stderr)
+    assert ("note: 3 rule(s) never applied on these 2 run(s) (their guard never held): p4.guard-false, "
+            "p4.guard-false-too, p4.no-such-tool") in whole
+    cut = one_line(run("check", runs, "--rules", pack, "--run-timeout", "0.000001").stderr)
+    assert "note: 1 rule(s) never applied on these 2 run(s) (their guard never held): p4.no-such-tool" in cut
+    assert ("note: 3 rule(s) not evaluated on these 2 run(s) (rule evaluation ran out of time first, --run-timeout; "
+            "whether they apply is not known): p4.fires, p4.guard-false, p4.guard-false-too") in cut
+    assert "rule p4.guard-false could not be evaluated" not in cut

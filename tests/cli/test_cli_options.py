@@ -66,3 +66,36 @@ def test_input_format_and_old_spellings_select_the_adapter(tau_file, tau_one, tm
     r = cli("eval", tau_one, "--gold", gold, "-s", "first", "--input-format", "tau", "--format", "json",
             "--bootstrap", "10")
     assert r.exit_code == 0 and json.loads(r.stdout)["n_matched"] == 1
+
+
+# --run-timeout took click.FloatRange(0 < x <= 86400) on audit, check and eval, each its own copy:
+# 'nan' passed the range (every comparison with it is false) and meant no time budget at all. Now one
+# type (options.RunTimeout) refuses nan, inf, 0 and negatives on every command, naming the option.
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "0", "-1", "86401", "1e9", "abc"])
+@pytest.mark.parametrize("cmd", [["check", "{f}"], ["audit", "{f}", "-o", "{tmp}/d.jsonl"],
+                                 ["eval", "--gold", "{f}", "--pred", "{f}"]])
+def test_run_timeout_refuses_values_that_are_no_time_budget(tmp_path, cmd, value):
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    args = [a.format(f=f, tmp=tmp_path) for a in cmd]
+    r = CliRunner().invoke(main, [args[0], "--run-timeout", value, *args[1:]], env=NO_LLM_ENV)
+    assert r.exit_code == 2, r.output
+    assert f"Invalid value for '--run-timeout': {value!r} is not" in one_line(r.output)
+    assert not (tmp_path / "d.jsonl").exists()
+
+
+def test_run_timeout_is_one_option_type_on_every_command():
+    import click
+
+    from trajaudit.cli.options import RunTimeout
+
+    ctx = click.Context(main)
+    commands = {n: main.get_command(ctx, n) for n in main.list_commands(ctx)}
+    commands.update({f"{n} {s}": c.commands[s] for n, c in list(commands.items()) if isinstance(c, click.Group)
+                     for s in c.commands})
+    takers = {name: p for name, c in commands.items() for p in c.params if p.name == "run_timeout"}
+    assert set(takers) == {"audit", "check", "eval"}
+    assert all(isinstance(p.type, RunTimeout) and p.default == 60.0 for p in takers.values())
+    t = RunTimeout()
+    assert t.convert("0.000001", None, None) == 1e-06 and t.convert("86400", None, None) == 86400.0

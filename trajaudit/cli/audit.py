@@ -22,6 +22,7 @@ from trajaudit.cli.cluster import (
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
     LLMOptions,
+    RuleUse,
     check_output_folder,
     console,
     fail,
@@ -32,10 +33,11 @@ from trajaudit.cli.common import (
     refuse_same_outputs,
     report_load,
     say_never_fired,
+    warn_incomplete,
     wrap_items,
     write_parts,
 )
-from trajaudit.cli.options import check_input_paths, io_options
+from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
 from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import BatchResult, audit_paths
@@ -83,17 +85,17 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
 @click.option("--repair", is_flag=True,
               help="Also write a repair directive per run (Diagnosis.repair): synthesized by the LLM when an "
                    "endpoint is configured, else a template built from the diagnosis (labelled as such).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary table.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress bar or summary table (warnings that results are incomplete still go to stderr).")
 @click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
               help="The offline judge's weights (JSON from `trajaudit judge fit`); default: the shipped ones.")
 @click.option("--resume", is_flag=True,
               help="Append to an existing -o instead of replacing it: runs already diagnosed there with the same "
                    "options are skipped, the rest are audited and each diagnosis is appended as it finishes "
                    "(a batch killed mid-way is finished by running the same command again). --format jsonl only.")
-@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
-              show_default=True, metavar="SECONDS",
-              help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left are "
-                   "'unknown' and the diagnosis is marked degraded (metadata.degraded).")
+@run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
+                         "are 'unknown' and the diagnosis is marked degraded (metadata.degraded; a warning on "
+                         "stderr, also with -q).")
 @io_options(["jsonl", "sarif", "junit"], "jsonl",
             help="What -o holds: jsonl (one diagnosis per line), sarif (SARIF 2.1.0: one result per rule "
                  "violation) or junit (JUnit XML: a test case per run x rule).")
@@ -152,6 +154,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         kept.report.close()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
+    else:  # -q hides the summary, not a warning that the diagnoses rest on partial evidence
+        _warn_degraded(kept)
     if batch.problems:
         sys.exit(EXIT_FINDINGS)
 
@@ -286,7 +290,7 @@ class _Kept:
         self.rows: dict[int, tuple[str, str, str, str, float, str, str]] = {}
         self.flagged: list[Trajectory] = []
         self.applied: dict[str, None] = {}  # rule ids applied to some run, in order
-        self.fired: set[str] = set()  # rule ids with a record (their guard held) on some run
+        self.use = RuleUse()  # rule ids with a check made on some run, and those cut by --run-timeout
         self.degraded = 0  # runs whose rule evaluation ran out of time (metadata.degraded)
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
@@ -307,7 +311,7 @@ class _Kept:
         self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
         self.applied.update(dict.fromkeys(r.rule_ids))
         if r.log is not None:
-            self.fired.update(rec.rule_id for rec in r.log.records)
+            self.use.add(r.log)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
         if self.keep_findings:  # SARIF / JUnit: the violations and the applied rules, not the log
@@ -368,6 +372,13 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
     return widths
 
 
+def _warn_degraded(kept: _Kept) -> None:
+    """The warning (stderr, also with ``-q``) that runs ran out of rule-evaluation time, if any did."""
+    if kept.degraded:
+        warn_incomplete(f"{kept.degraded} run(s) ran out of rule-evaluation time (--run-timeout): the checks left "
+                        "were 'unknown', so their diagnoses rest on partial evidence (metadata.degraded)")
+
+
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
     from rich import box  # not with -q, which prints no summary
     from rich.table import Table
@@ -395,10 +406,7 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     cats = Counter(row[3] for row in rows)
     out.print(wrap_items("categories:", [f"{k} {v}" for k, v in cats.most_common()], out.width),
               highlight=False, markup=False, soft_wrap=True)
-    say_never_fired([rid for rid in kept.applied if rid not in kept.fired], len(rows))
-    if kept.degraded:
-        out.print(f"warning: {kept.degraded} run(s) ran out of rule-evaluation time (--run-timeout): the checks "
-                  "left were 'unknown', so their diagnoses rest on partial evidence (metadata.degraded)",
-                  highlight=False, markup=False, soft_wrap=True)
+    say_never_fired(kept.use.never_fired(kept.applied), len(rows), not_evaluated=kept.use.not_evaluated(kept.applied))
+    _warn_degraded(kept)
     where = [f"{'diagnoses' if output.endswith('.jsonl') else 'results'} → {output}"] + ([f"report → {report}"] if report else [])
     out.print("; ".join(where), highlight=False)

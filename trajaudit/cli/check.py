@@ -14,6 +14,7 @@ from trajaudit.boundary import each_run
 from trajaudit.checkers.tool_schemas import read_tool_list
 from trajaudit.cli.common import (
     EXIT_FINDINGS,
+    RuleUse,
     check_output_folder,
     console,
     fail,
@@ -21,9 +22,10 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     report_load,
     say_never_fired,
+    warn_incomplete,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options
+from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.selection import default_packs, load_rules
@@ -74,11 +76,13 @@ def render_table(vlog: ValidationLog, show_pass: bool) -> Table:
 
 def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
     """``(rule id, unknown records, first reason)`` for each rule that applied somewhere in ``logs`` but was
-    ``unknown`` at every such step (e.g. ``len(null)``): it can never report a violation."""
+    ``unknown`` at every such step (e.g. ``len(null)``): it can never report a violation. The ``unknown``
+    records of the run's time budget (``--run-timeout``) are not counted: they are checks not made, not
+    steps where the rule applied (the note of the rules not evaluated names them)."""
     seen: dict[str, list[Any]] = {}
     for lg in logs:
         for r in lg.records:
-            if r.verdict in ("pass", "fail", "unknown"):
+            if r.verdict in ("pass", "fail", "unknown") and not r.out_of_time:
                 seen.setdefault(r.rule_id, []).append(r)
     return [(rid, len(rs), rs[0].reason or "-") for rid, rs in seen.items() if all(r.verdict == "unknown" for r in rs)]
 
@@ -86,9 +90,18 @@ def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
 def never_fired(rule_ids: list[str], logs: list[ValidationLog]) -> list[str]:
     """The rules (ids, in the given order) whose guard never held on any run of ``logs``: not one
     record (pass, fail or unknown) anywhere — a rule that can never report anything on this data (a
-    guard that names a tool the runs never call, a typo in a field name)."""
-    fired = {r.rule_id for lg in logs for r in lg.records}
-    return [rid for rid in dict.fromkeys(rule_ids) if rid not in fired]
+    guard that names a tool the runs never call, a typo in a field name). A rule left unevaluated by
+    the time budget (``--run-timeout``) is not one of them (:meth:`RuleUse.never_fired`)."""
+    return rule_use(logs).never_fired(rule_ids)
+
+
+def rule_use(logs: list[ValidationLog]) -> RuleUse:
+    """The :class:`~trajaudit.cli.common.RuleUse` of ``logs``: the rules checked, and those and the runs
+    cut by the time budget."""
+    use = RuleUse()
+    for lg in logs:
+        use.add(lg)
+    return use
 
 
 @click.command("check")
@@ -104,22 +117,24 @@ def never_fired(rule_ids: list[str], logs: list[ValidationLog]) -> list[str]:
                  "per violation) or JUnit XML (a test case per run x rule).")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "critical"]), default="error",
               show_default=True,
-              help="Exit 1 when a violation at or above this severity exists (exit 1 also when an input was skipped); "
+              help="Exit 1 when a violation at or above this severity exists (exit 1 also when an input was skipped "
+                   "or a run ran out of time, --run-timeout); "
                    "in JUnit output, the severity that fails a test case.")
 @click.option("--tools", "tools_file", type=click.Path(dir_okay=False),
               help="JSON list of OpenAI function schemas: adds the SCHEMA rules of `rules from-tools` "
                    "and is given to checkers that validate tool calls.")
 @click.option("--show-pass", is_flag=True, help="Also list passing checks in the table.")
 @click.option("--verbose", "-v", "verbose", is_flag=True, help="Table: also list the runs without findings.")
-@click.option("--quiet", "-q", is_flag=True, help="No tables or summary: only the exit code (and errors).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No tables or summary: only the exit code (and errors, skipped inputs and the warning that "
+                   "runs ran out of time).")
 @click.option("--all-records", is_flag=True,
               help="JSON: every record of every run (passes too); default: only the failing records of the runs "
                    "with failures (and every run's summary).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the --format output (json when --format is table) to this file instead of stdout.")
-@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
-              show_default=True, metavar="SECONDS",
-              help="Rule-evaluation time budget per run (z3 time included); the checks left are 'unknown'.")
+@run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
+                         "are 'unknown', a warning says so (also with -q) and the exit code is 1.")
 @handle_errors
 def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool, out_format: str, fail_on: str,
           tools_file: str | None, show_pass: bool, verbose: bool, quiet: bool, all_records: bool, fmt: str | None,
@@ -131,10 +146,11 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     (a shipped pack or a part of one, such as generic.protocol, or your YAML file) are checked alone.
     --tools adds the SCHEMA rules of the tools. The table and the JSON list the runs with findings
     (--verbose / --all-records: every run). Exit code 0 when no violation
-    reaches --fail-on and every input was read; 1 when one does, or when an input (a file or a run in
-    it) could not be read and was skipped (listed as `skipped:`), so a broken trace does not pass a CI
-    gate; 2 on usage or input errors (a missing file, an unreadable pack, a rule that does not compile,
-    a rule id defined by two packs, no loadable run at all).
+    reaches --fail-on and every input was read and evaluated; 1 when one does, when an input (a file
+    or a run in it) could not be read and was skipped (listed as `skipped:`), or when a run's rule
+    evaluation ran out of time (--run-timeout: its checks left are 'unknown'), so a broken trace or an
+    unevaluated run does not pass a CI gate; 2 on usage or input errors (a missing file, an unreadable
+    pack, a rule that does not compile, a rule id defined by two packs, no loadable run at all).
 
     \b
     Examples:
@@ -154,10 +170,12 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
         _print_tables(logs, show_pass, verbose)
     floor = severity_rank(fail_on)
     bad = sum(1 for lg in logs for r in lg.records if r.verdict == "fail" and severity_rank(r.severity) >= floor)
+    use = rule_use(logs)
     if not quiet:
-        _print_summary(logs, len(rule_ids), list(applied), bad, fail_on, inputs.load.problems,
+        _print_summary(logs, len(rule_ids), list(applied), bad, fail_on, inputs.load.problems, use,
                        machine=out_format == "json")
-    if bad or inputs.load.problems:
+    _warn_out_of_time(use, len(logs), run_timeout)  # with -q too: the gate must not pass an unevaluated run
+    if bad or inputs.load.problems or use.runs_cut:
         raise SystemExit(EXIT_FINDINGS)
 
 
@@ -257,29 +275,44 @@ def _print_tables(logs: list[ValidationLog], show_pass: bool, verbose: bool) -> 
 
 
 def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str], bad: int, fail_on: str,
-                   problems: list[Problem], machine: bool) -> None:
-    """The summary on stderr: counts, a warning per rule that could never be evaluated, the rules that
-    never fired; with ``machine`` (``--format json``) also as one JSON line ``{"summary": {...}}``."""
+                   problems: list[Problem], use: RuleUse, machine: bool) -> None:
+    """The summary on stderr: counts (and the runs not fully evaluated in time), a warning per rule that
+    could never be evaluated, the rules that never fired and those the time budget left unevaluated;
+    with ``machine`` (``--format json``) also as one JSON line ``{"summary": {...}}``."""
     err = console(err=True)
     total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
     failing = sum(1 for lg in logs if _has_fail(lg))
     skipped = f"; {len(problems)} input(s) skipped (listed above)" if problems else ""
+    cut = f"; {len(use.runs_cut)} run(s) not fully evaluated (--run-timeout)" if use.runs_cut else ""
     err.print(f"{len(logs)} run(s), {rule_count} rule(s): {total_fail} violation(s), "
-              f"{bad} at or above {fail_on}{skipped}" + (f" ({failing} run(s) with violations)" if failing else ""),
+              f"{bad} at or above {fail_on}{skipped}{cut}" + (f" ({failing} run(s) with violations)" if failing else ""),
               highlight=False)
     unevaluated = never_evaluated(logs)
     for rid, n, reason in unevaluated:  # a warning only: exit codes stay about violations
         err.print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
                   f"(never pass or fail; first reason: {reason})", markup=False, highlight=False, soft_wrap=True)
-    idle = never_fired(applied, logs)
-    say_never_fired(idle, len(logs))
+    idle, not_evaluated = use.never_fired(applied), use.not_evaluated(applied)
+    say_never_fired(idle, len(logs), not_evaluated=not_evaluated)
     if machine:  # the summary for machines too (stdout keeps the list of logs)
         summary = {"runs": len(logs), "rules": rule_count, "violations": total_fail, "at_or_above_fail_on": bad,
                    "fail_on": fail_on, "skipped_inputs": len(problems), "runs_with_violations": failing,
                    "never_fired": idle, "never_evaluated": [rid for rid, _, _ in unevaluated],
+                   "runs_out_of_time": use.runs_cut, "rules_out_of_time": [rid for rid in applied if rid in use.cut],
+                   "not_evaluated_out_of_time": not_evaluated,
                    "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
                                 for p in problems]}
         click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
+
+
+def _warn_out_of_time(use: RuleUse, runs: int, seconds: float) -> None:
+    """The warning (stderr, also with ``-q``) that runs ran out of rule-evaluation time: how many runs
+    (the first few named) and rules were left unevaluated, and that the exit code is therefore 1."""
+    if not use.runs_cut:
+        return
+    named = ", ".join(use.runs_cut[:5]) + (f", … ({len(use.runs_cut) - 5} more)" if len(use.runs_cut) > 5 else "")
+    warn_incomplete(f"{len(use.runs_cut)} of {runs} run(s) ran out of rule-evaluation time (--run-timeout "
+                    f"{seconds:g} s): {len(use.cut)} rule(s) were not evaluated to the end there, their checks left "
+                    f"'unknown' ({named}); the result is incomplete, so the exit code is 1")
 
 
 def _has_fail(lg: ValidationLog) -> bool:

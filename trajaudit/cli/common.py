@@ -1,7 +1,7 @@
 """Shared CLI pieces: options, consoles, error reporting, exit codes.
 
-Exit codes: 0 success; 1 findings at or above the requested level (or runs that failed in a batch);
-2 usage or input errors.
+Exit codes: 0 success; 1 findings at or above the requested level (or runs that failed in a batch, or
+— ``check`` — runs whose rule evaluation ran out of time, ``--run-timeout``); 2 usage or input errors.
 """
 
 from __future__ import annotations
@@ -214,15 +214,65 @@ def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ())
                 markup=True, highlight=False)
 
 
-def say_never_fired(ids: list[str], runs: int, limit: int = 20) -> None:
-    """Print the rules that never fired (stderr), the first ``limit`` by name."""
-    if not ids or not runs:
+@dataclasses.dataclass
+class RuleUse:
+    """Which rules the validation logs of a batch show applied, gathered run by run (:meth:`add`).
+
+    A check that the run's time budget (``--run-timeout``) left ``unknown`` (:attr:`Record.out_of_time
+    <trajaudit.engine.validation_log.Record.out_of_time>`) is put at a rule's first candidate step
+    whether or not its guard would hold there: it says the rule was not evaluated, not that it applied.
+
+    Attributes:
+        fired: rule ids with a check made (pass, fail or unknown) on some run.
+        cut: rule ids left not evaluated (to the end) on some run by the time budget.
+        runs_cut: the ids of the runs whose rule evaluation ran out of time.
+    """
+
+    fired: set[str] = dataclasses.field(default_factory=set)
+    cut: set[str] = dataclasses.field(default_factory=set)
+    runs_cut: list[str] = dataclasses.field(default_factory=list)
+
+    def add(self, log: Any) -> None:
+        """Count one run's :class:`~trajaudit.engine.validation_log.ValidationLog`."""
+        for r in log.records:
+            (self.cut if r.out_of_time else self.fired).add(r.rule_id)
+        if log.out_of_time:
+            self.runs_cut.append(log.trajectory_id)
+
+    def never_fired(self, applied: Iterable[str]) -> list[str]:
+        """The ``applied`` rules (in order) whose guard never held: no check made on any run, and
+        none left unevaluated by the time budget (where it is not known whether the guard would hold)."""
+        return [rid for rid in dict.fromkeys(applied) if rid not in self.fired and rid not in self.cut]
+
+    def not_evaluated(self, applied: Iterable[str]) -> list[str]:
+        """The ``applied`` rules (in order) with no check made on any run because the time budget
+        ran out first on the runs where they had candidate steps."""
+        return [rid for rid in dict.fromkeys(applied) if rid in self.cut and rid not in self.fired]
+
+
+def say_never_fired(ids: list[str], runs: int, limit: int = 20, not_evaluated: list[str] | None = None) -> None:
+    """Print the rules that never fired (stderr), the first ``limit`` by name; then the rules that
+    were ``not_evaluated`` because the runs ran out of time (``--run-timeout``): whether their guard
+    holds is not known, so they are not counted as never applied."""
+    if not runs:
         return
-    shown = ids[:limit] + ([f"… ({len(ids) - limit} more)"] if len(ids) > limit else [])
-    # wrapped at the terminal's width between rule ids (an id never split), continuation lines indented
     err = console(err=True)
-    err.print(wrap_items(f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never held):",
-                         shown, err.width), markup=False, highlight=False, soft_wrap=True)
+    for head, rids in ((f"note: {len(ids)} rule(s) never applied on these {runs} run(s) (their guard never held):",
+                        ids),
+                       (f"note: {len(not_evaluated or ())} rule(s) not evaluated on these {runs} run(s) (rule "
+                        "evaluation ran out of time first, --run-timeout; whether they apply is not known):",
+                        not_evaluated or [])):
+        if not rids:
+            continue
+        shown = rids[:limit] + ([f"… ({len(rids) - limit} more)"] if len(rids) > limit else [])
+        # wrapped at the terminal's width between rule ids (an id never split), continuation lines indented
+        err.print(wrap_items(head, shown, err.width), markup=False, highlight=False, soft_wrap=True)
+
+
+def warn_incomplete(message: str) -> None:
+    """Print ``warning: message`` on stderr — with ``-q`` too: ``-q`` hides progress and summaries,
+    not a warning that the results are incomplete (rule evaluation ran out of time, ``--run-timeout``)."""
+    console(err=True).print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
 def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:

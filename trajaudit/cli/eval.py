@@ -26,7 +26,7 @@ from trajaudit.cli.common import (
     write_parts,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options
+from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
 from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
@@ -75,8 +75,7 @@ from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 @click.option("--resume", is_flag=True,
               help="With --strategy and --save-pred: append to an existing --save-pred file, skipping the runs already "
                    "diagnosed there with the same options; each new diagnosis is appended as it is made.")
-@click.option("--run-timeout", type=click.FloatRange(min=0, min_open=True, max=86400), default=DEFAULT_RUN_TIMEOUT,
-              show_default=True, metavar="SECONDS", help="With --strategy: rule-evaluation time budget per run.")
+@run_timeout_option(help="With --strategy: rule-evaluation time budget per run.")
 @llm_options
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategies: tuple[str, ...],

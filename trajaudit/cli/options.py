@@ -9,12 +9,15 @@
   show) choose one run wherever a run is chosen.
 - Inputs are checked before anything runs or is written: a path that does not exist (or a glob that
   matches nothing) is a usage error, exit 2.
+- ``--run-timeout SECONDS`` (audit, check, eval) is one option (:func:`run_timeout_option`): a finite
+  number of seconds in (0, 86400]; ``nan``, ``inf``, 0 and negative values are usage errors.
 """
 
 from __future__ import annotations
 
 import functools
 import glob
+import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -24,6 +27,7 @@ import click
 from trajaudit.cli.common import console, fail
 from trajaudit.engine.trace.adapters import default_adapters
 from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
 #: The warning printed when ``--format``/``--trace-format`` names an input format.
 DEPRECATED = ("{flag} {name} as the input format is deprecated and will be removed in the next release: "
@@ -147,6 +151,38 @@ def io_options(outputs: Sequence[str] | None, default: str | None = None, *, hel
         return g
 
     return deco
+
+
+#: The longest ``--run-timeout`` accepted (a day of rule evaluation for one run).
+MAX_RUN_TIMEOUT = 86400.0
+
+
+class RunTimeout(click.ParamType):
+    """``--run-timeout`` values: a finite number of seconds, ``0 < x <= MAX_RUN_TIMEOUT``. ``nan`` is
+    refused by name (``click.FloatRange`` let it through: every comparison with it is false, so it
+    acted as no timeout at all), as are ``inf``, 0 and negative numbers."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float) and 0 < value <= MAX_RUN_TIMEOUT:
+            return value
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or not 0 < seconds <= MAX_RUN_TIMEOUT:
+            self.fail(f"{value!r} is not a time budget: give a number of seconds above 0 and at most "
+                      f"{MAX_RUN_TIMEOUT:g} (default {DEFAULT_RUN_TIMEOUT:g})", param, ctx)
+        return seconds
+
+
+def run_timeout_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:  # noqa: A002
+    """The ``--run-timeout SECONDS`` option (parameter ``run_timeout``, default
+    :data:`~trajaudit.run_budget.DEFAULT_RUN_TIMEOUT`) of the commands that evaluate rules, checked by
+    :class:`RunTimeout`; ``help`` says what the command does when the budget is used up."""
+    return click.option("--run-timeout", "run_timeout", type=RunTimeout(), default=DEFAULT_RUN_TIMEOUT,
+                        show_default=True, metavar="SECONDS", help=help)
 
 
 def run_options(what: str = "Only this run") -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -104,6 +104,12 @@ class Record:
         """True when the verdict is ``fail``."""
         return self.verdict == "fail"
 
+    @property
+    def out_of_time(self) -> bool:
+        """True for an ``unknown`` that says the run's time budget (``--run-timeout``) was used up
+        before this check was made: not a check made, nor a sign that the rule's guard held."""
+        return self.verdict == "unknown" and (self.reason or "").startswith(RUN_BUDGET_NOTE)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {
@@ -243,6 +249,12 @@ class ValidationLog:
         kept = [r for r in self.records if r.verdict != "pass"]
         return ValidationLog(self.trajectory_id, kept, self.skipped, list(self.incomplete),
                              self.dropped_passes + len(self.records) - len(kept))
+
+    @property
+    def out_of_time(self) -> bool:
+        """True when the run's rule evaluation used up its time budget (``--run-timeout``): an
+        ``incomplete`` note begins with :data:`RUN_BUDGET_NOTE` and the checks left are ``unknown``."""
+        return any(n.startswith(RUN_BUDGET_NOTE) for n in self.incomplete)
 
     def add(self, record: Record) -> None:
         """Append a record (``skip`` verdicts only increment ``skipped``)."""
