@@ -184,6 +184,35 @@ def test_check_sarif_validates_and_has_one_result_per_violation(tau_file, tmp_pa
     assert list(_sarif_validator().iter_errors(bad))  # the schema does catch a broken log
 
 
+def test_sarif_file_uris_are_relative_to_srcroot_or_absolute(tmp_path):
+    """A relative artifact URI carries a uriBaseId whose base the run declares (SARIF 2.1.0 §3.4.4,
+    §3.14.14: a file:// URI ending in /); a file outside the root is an absolute file URI (a fresh-user
+    pass found "../shared/…" with no base); URLs stay as they are."""
+    from urllib.parse import urljoin
+
+    from trajaudit.report.ci import RunFindings, Violation, sarif_log
+
+    root = tmp_path / "repo"
+    v = (Violation(2, "p.r", "error", "m"),)
+    runs = [RunFindings("a", "runs/a b#1.json", None, v), RunFindings("b", "../shared/x.jsonl", 3, v),
+            RunFindings("c", str(root / "in" / "c.json"), None, v), RunFindings("d", "s3://bucket/d.json", None, v),
+            RunFindings("e", "", None, v), RunFindings("f", "./runs/../f.json", None, v)]
+    log = sarif_log(runs, root=root)
+    assert [e.message for e in _sarif_validator().iter_errors(log)] == []
+    run_log = log["runs"][0]
+    locs = [x["locations"][0].get("physicalLocation", {}).get("artifactLocation") for x in run_log["results"]]
+    assert locs == [{"uri": "runs/a%20b%231.json", "uriBaseId": "%SRCROOT%"},
+                    {"uri": (tmp_path / "shared" / "x.jsonl").as_uri()},
+                    {"uri": "in/c.json", "uriBaseId": "%SRCROOT%"},
+                    {"uri": "s3://bucket/d.json"}, None,
+                    {"uri": "f.json", "uriBaseId": "%SRCROOT%"}]
+    base = run_log["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base == root.as_uri() + "/"
+    assert urljoin(base, locs[0]["uri"]) == (root / "runs" / "a b#1.json").as_uri()
+    only_outside = sarif_log([runs[1]], root=root)["runs"][0]
+    assert "originalUriBaseIds" not in only_outside  # no relative URI, no base to declare
+
+
 def test_audit_sarif_and_junit(tau3, tmp_path):
     sarif, junit = tmp_path / "a.sarif", tmp_path / "a.xml"
     assert run("audit", tau3, "--format", "sarif", "-o", sarif, "-q").exit_code == 0
