@@ -340,3 +340,15 @@ def test_output_format_follows_the_output_name_when_format_is_not_given(tmp_path
     assert json.loads((tmp_path / "c.txt").read_text().splitlines()[0])["trajectory_id"]  # jsonl, the default
     r = run(main, ["check", ex, "-q", "-o", str(tmp_path / "k.sarif")])
     assert r.exit_code in (0, 1) and json.loads((tmp_path / "k.sarif").read_text())["version"] == "2.1.0"
+
+
+def test_audit_to_a_json_name_warns_that_it_writes_json_lines(tau3, tmp_path):
+    """`audit -o x.json` writes JSON Lines (audit has no one-document JSON output) and says so on stderr
+    (a fresh-user pass found it silent); .jsonl, '-' and an explicit --format jsonl do not warn."""
+    r = run("audit", tau3, "-q", "-o", tmp_path / "d.json")
+    assert r.exit_code == 0
+    assert "d.json: writing JSON Lines (one JSON document per line), not one JSON document" in " ".join(r.stderr.split())
+    assert [json.loads(x)["trajectory_id"] for x in (tmp_path / "d.json").read_text().splitlines()] == TAU_IDS
+    for args in (["-o", tmp_path / "d.jsonl"], ["-o", "-"], ["-o", tmp_path / "e.json", "--format", "jsonl"]):
+        r = run("audit", tau3, "-q", *args)
+        assert r.exit_code == 0 and "JSON Lines" not in r.stderr, args
