@@ -25,7 +25,8 @@ MAGIC = "trajaudit-pack-cache"
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     """The cache directory, or ``None`` when ``TRAJAUDIT_NO_CACHE`` is set (to anything but ``0``/empty)
-    or no absolute location is known (no ``$TRAJAUDIT_CACHE_DIR``, absolute ``$XDG_CACHE_HOME`` or home).
+    or no absolute location is known (no ``$TRAJAUDIT_CACHE_DIR``, absolute ``$XDG_CACHE_HOME`` or home
+    folder that exists: ``~/.cache`` may be created, the home folder itself never is).
 
     Args:
         environ: the environment to read (default: ``os.environ`` at the time of the call).
@@ -41,6 +42,9 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
         return Path(xdg) / "trajaudit" / "packs"
     home = os.path.expanduser("~")
     if not os.path.isabs(home):  # no home directory: no default cache (never one in the working directory)
+        return None
+    if not os.path.isdir(home):  # HOME=/nonexistent (a service account): the cache never creates a home
+        log.debug("cache: home folder %s does not exist; running without the on-disk cache", home)
         return None
     return Path(home) / ".cache" / "trajaudit" / "packs"
 

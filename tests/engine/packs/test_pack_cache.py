@@ -256,6 +256,7 @@ def test_cache_location_follows_xdg_and_never_lands_in_the_working_directory(tmp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert pack_cache.cache_dir() == tmp_path / "xdg" / "trajaudit" / "packs"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored, as the XDG spec says
+    (tmp_path / "home").mkdir()  # (a home folder that does not exist is no cache: see below)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert pack_cache.cache_dir() == tmp_path / "home" / ".cache" / "trajaudit" / "packs"
     monkeypatch.setenv("TRAJAUDIT_CACHE_DIR", str(tmp_path / "mine"))
@@ -415,3 +416,26 @@ def test_code_files_and_fingerprint_equal_the_reference(tmp_path, monkeypatch):
         assert pack_cache.code_fingerprint() == _fingerprint_reference()
     finally:
         pack_cache.code_fingerprint.cache_clear()
+
+
+def test_a_home_folder_that_does_not_exist_is_never_created(tmp_path, monkeypatch, caplog):
+    """HOME=/nonexistent (a service account): the default cache would have created the home folder's
+    tree (fresh-user pass); the pack loads and compiles without the on-disk cache, same rules, and a
+    debug line says why."""
+    import logging
+
+    for name in ("TRAJAUDIT_CACHE_DIR", "TRAJAUDIT_NO_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "nonexistent"
+    monkeypatch.setenv("HOME", str(home))
+    assert pack_cache.cache_dir() is None
+    with caplog.at_level(logging.DEBUG, logger="trajaudit.disk_cache"):
+        got = _load_compile(RP.resolve_pack("tau_retail"))
+    assert not home.exists()
+    assert f"home folder {home} does not exist; running without the on-disk cache" in caplog.text
+    monkeypatch.setenv("TRAJAUDIT_NO_CACHE", "1")
+    assert _load_compile(RP.resolve_pack("tau_retail")) == got
+    clear_caches()
+    home.mkdir()
+    monkeypatch.delenv("TRAJAUDIT_NO_CACHE")
+    assert pack_cache.cache_dir() == home / ".cache" / "trajaudit" / "packs"

@@ -22,7 +22,8 @@ Exact or not taken:
   directory, or any other problem falls back silently (a debug log) to the normal load.
 
 Where: ``$TRAJAUDIT_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/trajaudit/packs``, else
-``~/.cache/trajaudit/packs``. ``TRAJAUDIT_NO_CACHE=1`` turns it off. At most :data:`MAX_ENTRIES`
+``~/.cache/trajaudit/packs`` when the home folder exists (else no cache: a home folder is never
+created). ``TRAJAUDIT_NO_CACHE=1`` turns it off. At most :data:`MAX_ENTRIES`
 files are kept (the oldest are removed when an entry is written). Deleting the directory is safe.
 """
 
