@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import json
 from pathlib import Path
 
 import pytest
@@ -170,12 +171,34 @@ def test_errors_keep_their_location_after_a_cached_load(cache, tmp_path):
     p.write_text(BASE)
     _load_compile(p)
     p.write_text(BASE.replace("not contains_any(content, params.words)", "not contains_any(content, params.words"))
-    for _ in range(2):
+    for cached in (False, True):
         clear_caches()
+        loaded = pack_cache.load(p)
+        if cached:  # an entry of the pack with no ASTs (never written for a pack that does not compile)
+            pack_cache._write(loaded)
+            loaded = pack_cache.load(p)
+            assert loaded.parsed is None and loaded.key is not None
         with pytest.raises(RulePackError) as ei:
-            pack_cache.compile_loaded(pack_cache.load(p))
+            pack_cache.compile_loaded(loaded)
         assert str(ei.value).startswith(f"{p}:9:")
         assert "unbalanced parentheses" in str(ei.value) or "unexpected" in str(ei.value)
+
+
+def test_a_pack_that_does_not_compile_leaves_no_entry(cache, tmp_path):
+    """An entry was written as soon as the pack loaded, so a pack whose expression does not parse left
+    one with ``parsed: null`` (fresh-user pass): entries are written once the pack compiled."""
+    p = tmp_path / "p.yaml"
+    p.write_text(BASE.replace("not contains_any(content, params.words)", "not contains_any(content, params.words"))
+    for _ in range(2):
+        clear_caches()
+        with pytest.raises(RulePackError, match=f"^{p}:9:"):
+            pack_cache.compile_loaded(pack_cache.load(p))
+        assert _entries(cache) == []
+    p.write_text(BASE)
+    good = _load_compile(p)
+    (entry,) = _entries(cache)
+    assert json.loads(entry.read_bytes().partition(b"\n")[2])["parsed"]  # the compiled pack's ASTs
+    assert _load_compile(p) == good
 
 
 def test_data_that_json_would_change_is_not_cached(cache, tmp_path):

@@ -188,17 +188,16 @@ def _load(path: Path) -> LoadedPack:
 
 def _cached(key: str | None, source: Path | dict[str, Any]) -> LoadedPack:
     """The pack of ``source`` (a path or pack data) from the cache entry ``key``, or loaded with its
-    dependencies recorded and written there (``key`` ``None``: the cache is off)."""
+    dependencies recorded (``key`` ``None``: the cache is off). The entry is written by
+    :func:`compile_loaded`, once the pack compiled: a pack that loads but does not compile (an
+    expression that does not parse) leaves none."""
     if key is not None:
         hit = _read(key)
         if hit is not None:
             return hit
     with RP.recording_deps() as deps:
         pack = RP.load_pack(source)
-    loaded = LoadedPack(pack, key, deps)
-    if key is not None:
-        _write(loaded)
-    return loaded
+    return LoadedPack(pack, key, deps)
 
 
 def load_data(data: dict[str, Any]) -> LoadedPack:
