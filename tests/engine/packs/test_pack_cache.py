@@ -462,3 +462,49 @@ def test_a_home_folder_that_does_not_exist_is_never_created(tmp_path, monkeypatc
     home.mkdir()
     monkeypatch.delenv("TRAJAUDIT_NO_CACHE")
     assert pack_cache.cache_dir() == home / ".cache" / "trajaudit" / "packs"
+
+
+@pytest.mark.parametrize("damage", ["dev-zero", "fifo", "too-large"])
+def test_an_entry_that_is_not_a_small_regular_file_is_not_read(cache, damage):
+    """Entries were read whole, without a bound: a link to /dev/zero hung the load (fresh-user pass).
+    Anything but a regular file of at most MAX_ENTRY_BYTES is a damaged entry: the pack is compiled
+    without it (same rules) and a good entry replaces it."""
+    import os
+    import subprocess
+    import sys
+
+    from trajaudit import disk_cache
+
+    path = RP.resolve_pack("tau_retail")
+    cold = _load_compile(path)
+    (entry,) = _entries(cache)
+    raw = entry.read_bytes()
+    entry.unlink()
+    if damage == "dev-zero":
+        entry.symlink_to("/dev/zero")
+    elif damage == "fifo":
+        os.mkfifo(entry)
+    else:
+        with entry.open("wb") as f:  # sparse: cheap to make, 64 MiB + 1 to read
+            f.truncate(disk_cache.MAX_ENTRY_BYTES + 1)
+    # first in a child with 1 GiB of address space and a timeout: an unbounded read fails there, not here
+    probe = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+             "from pathlib import Path; from trajaudit.disk_cache import read_body; "
+             "print(read_body(Path(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-c", probe, str(entry)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stdout) == (0, "None\n"), done.stderr[-500:]
+    assert _load_compile(path) == cold
+    assert not entry.is_symlink() and entry.read_bytes() == raw  # replaced (the link, not /dev/zero)
+    assert _load_compile(path) == cold
+
+
+def test_read_body_reads_at_most_its_limit(tmp_path):
+    from trajaudit import disk_cache
+
+    p = tmp_path / "e.json"
+    disk_cache.write_body(p, b"x" * 100)
+    assert disk_cache.read_body(p) == b"x" * 100
+    size = p.stat().st_size
+    assert disk_cache.read_body(p, limit=size) == b"x" * 100
+    assert disk_cache.read_body(p, limit=size - 1) is None

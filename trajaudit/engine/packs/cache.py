@@ -18,7 +18,8 @@ Exact or not taken:
   the same text (includes may be relative to the working directory);
 - an entry is written only after the pack loaded and compiled without error, and only when its JSON
   form reads back identical (typed equality: a YAML date, a non-string key, ``nan`` … are not cached);
-- the file carries a SHA-256 of its body; a truncated, edited or unreadable entry, an unwritable
+- the file carries a SHA-256 of its body; a truncated, edited or unreadable entry, one that is not a
+  regular file or holds more than 64 MiB (``disk_cache.MAX_ENTRY_BYTES``: never read), an unwritable
   directory, or any other problem falls back silently (a debug log) to the normal load.
 
 Where: ``$TRAJAUDIT_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/trajaudit/packs``, else
