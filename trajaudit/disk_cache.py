@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from hashlib import sha256
@@ -21,11 +22,15 @@ log = logging.getLogger(__name__)
 
 FORMAT = 2
 MAGIC = "trajaudit-pack-cache"
+#: the largest entry file read (the largest pack entries are ~400 KB, the grammar file ~100 KB): a
+#: larger file — or a link to /dev/zero, which never ends — is a damaged entry
+MAX_ENTRY_BYTES = 64 << 20
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     """The cache directory, or ``None`` when ``TRAJAUDIT_NO_CACHE`` is set (to anything but ``0``/empty)
-    or no absolute location is known (no ``$TRAJAUDIT_CACHE_DIR``, absolute ``$XDG_CACHE_HOME`` or home).
+    or no absolute location is known (no ``$TRAJAUDIT_CACHE_DIR``, absolute ``$XDG_CACHE_HOME`` or home
+    folder that exists: ``~/.cache`` may be created, the home folder itself never is).
 
     Args:
         environ: the environment to read (default: ``os.environ`` at the time of the call).
@@ -42,18 +47,50 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     home = os.path.expanduser("~")
     if not os.path.isabs(home):  # no home directory: no default cache (never one in the working directory)
         return None
+    if not os.path.isdir(home):  # HOME=/nonexistent (a service account): the cache never creates a home
+        log.debug("cache: home folder %s does not exist; running without the on-disk cache", home)
+        return None
     return Path(home) / ".cache" / "trajaudit" / "packs"
 
 
-def read_body(p: Path) -> bytes | None:
-    """The body of the entry file ``p`` when its header and SHA-256 check out, else ``None`` (missing,
-    unreadable, truncated or edited files alike; a debug log says why)."""
+def _read_bounded(p: Path, limit: int) -> bytes | None:
+    """The bytes of the regular file ``p``, or ``None`` when it is something else (a link to
+    ``/dev/zero``, a FIFO: opened without blocking, never read) or holds more than ``limit`` bytes.
+
+    Raises:
+        OSError: missing or unreadable.
+    """
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        raw = p.read_bytes()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks: list[bytes] = []
+        left = limit + 1  # one byte more than allowed tells a file that grew past the limit
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return None if left <= 0 else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_body(p: Path, limit: int = MAX_ENTRY_BYTES) -> bytes | None:
+    """The body of the entry file ``p`` when its header and SHA-256 check out, else ``None`` (missing,
+    unreadable, truncated or edited files alike, and anything but a regular file of at most ``limit``
+    bytes, which is treated as a damaged entry; a debug log says why)."""
+    try:
+        raw = _read_bounded(p, limit)
     except FileNotFoundError:
         return None
     except OSError as e:
         log.debug("cache: cannot read %s: %s", p, e)
+        return None
+    if raw is None:
+        log.debug("cache: ignoring %s (not a regular file of at most %d bytes)", p, limit)
         return None
     head, _, body = raw.partition(b"\n")
     try:

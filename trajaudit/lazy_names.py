@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 
@@ -20,7 +21,10 @@ def lazy_names(package: str, namespace: dict[str, Any], names: Mapping[str, str]
             (``trajaudit.report.ci.sarif_text``).
 
     Returns:
-        ``(__getattr__, __dir__)``; ``__getattr__`` raises AttributeError for any other name.
+        ``(__getattr__, __dir__)``; ``__getattr__`` raises AttributeError for any other name;
+        ``__dir__`` lists the public names only: ``names``, ``__all__``, the ``submodules`` and the
+        package's submodules imported so far (not ``TYPE_CHECKING``, ``annotations``, the
+        ``lazy_names`` helper or the module's dunders).
     """
 
     def __getattr__(name: str) -> Any:
@@ -34,6 +38,8 @@ def lazy_names(package: str, namespace: dict[str, Any], names: Mapping[str, str]
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(namespace) | set(names) | submodules)
+        loaded = {k for k, v in namespace.items()
+                  if isinstance(v, ModuleType) and v.__name__ == f"{package}.{k}" and not k.startswith("_")}
+        return sorted(set(names) | submodules | set(namespace.get("__all__", ())) | loaded)
 
     return __getattr__, __dir__

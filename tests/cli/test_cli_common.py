@@ -148,3 +148,29 @@ def test_trace_text_with_terminal_escapes_is_shown_not_obeyed(tmp_path):
     audited = CliRunner().invoke(main, ["audit", str(run), "-o", str(tmp_path / "o.jsonl")])
     assert "\x1b" not in audited.output and "ok \\x1b[2K" in audited.output  # the summary's preview
     assert terminal_safe("a\tb\nc\x1b\x7f\x9bé") == "a\tb\nc\\x1b\\x7f\\x9bé"
+
+
+def test_a_tool_call_preview_shows_escapes_as_the_other_columns_do(tmp_path):
+    """A tool call's preview (its arguments as JSON) showed ESC as \\u001b while content showed \\x1b
+    (fresh-user pass): both show \\x1b now, and the JSON escapes of a backslash, a newline and a quote
+    stay as they were."""
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+    from trajaudit.engine.trace.ir import Step, ToolCall
+
+    args = {"text": "\x1b[31mred\x1b[0m", "lit": "\\u001b", "nl": "a\nb\"c", "c": "\x00\x1f\x7f"}
+    step = Step(index=1, kind="agent", role="assistant", tool_calls=(ToolCall(name="echo", arguments=args, id="1"),))
+    assert step.preview(500) == ('echo({"text": "\x1b[31mred\x1b[0m", "lit": "\\\\u001b", "nl": "a\\nb\\"c", '
+                                 '"c": "\x00\x1f\x7f"})')
+    run = tmp_path / "m.json"
+    run.write_text(json.dumps([
+        {"role": "user", "content": "colour \x1b[31mred\x1b[0m please"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "echo", "arguments": json.dumps({"text": "\x1b[31mred\x1b[0m"})}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "echo", "content": "done"}]))
+    shown = CliRunner().invoke(main, ["show", str(run), "--width", "200"])
+    assert shown.exit_code == 0, shown.output
+    assert "\x1b" not in shown.output and "u001b" not in shown.output
+    assert 'echo({"text": "\\x1b[31mred\\x1b[0m"})' in shown.output
+    assert "colour \\x1b[31mred\\x1b[0m please" in shown.output

@@ -184,6 +184,35 @@ def test_check_sarif_validates_and_has_one_result_per_violation(tau_file, tmp_pa
     assert list(_sarif_validator().iter_errors(bad))  # the schema does catch a broken log
 
 
+def test_sarif_file_uris_are_relative_to_srcroot_or_absolute(tmp_path):
+    """A relative artifact URI carries a uriBaseId whose base the run declares (SARIF 2.1.0 §3.4.4,
+    §3.14.14: a file:// URI ending in /); a file outside the root is an absolute file URI (a fresh-user
+    pass found "../shared/…" with no base); URLs stay as they are."""
+    from urllib.parse import urljoin
+
+    from trajaudit.report.ci import RunFindings, Violation, sarif_log
+
+    root = tmp_path / "repo"
+    v = (Violation(2, "p.r", "error", "m"),)
+    runs = [RunFindings("a", "runs/a b#1.json", None, v), RunFindings("b", "../shared/x.jsonl", 3, v),
+            RunFindings("c", str(root / "in" / "c.json"), None, v), RunFindings("d", "s3://bucket/d.json", None, v),
+            RunFindings("e", "", None, v), RunFindings("f", "./runs/../f.json", None, v)]
+    log = sarif_log(runs, root=root)
+    assert [e.message for e in _sarif_validator().iter_errors(log)] == []
+    run_log = log["runs"][0]
+    locs = [x["locations"][0].get("physicalLocation", {}).get("artifactLocation") for x in run_log["results"]]
+    assert locs == [{"uri": "runs/a%20b%231.json", "uriBaseId": "%SRCROOT%"},
+                    {"uri": (tmp_path / "shared" / "x.jsonl").as_uri()},
+                    {"uri": "in/c.json", "uriBaseId": "%SRCROOT%"},
+                    {"uri": "s3://bucket/d.json"}, None,
+                    {"uri": "f.json", "uriBaseId": "%SRCROOT%"}]
+    base = run_log["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base == root.as_uri() + "/"
+    assert urljoin(base, locs[0]["uri"]) == (root / "runs" / "a b#1.json").as_uri()
+    only_outside = sarif_log([runs[1]], root=root)["runs"][0]
+    assert "originalUriBaseIds" not in only_outside  # no relative URI, no base to declare
+
+
 def test_audit_sarif_and_junit(tau3, tmp_path):
     sarif, junit = tmp_path / "a.sarif", tmp_path / "a.xml"
     assert run("audit", tau3, "--format", "sarif", "-o", sarif, "-q").exit_code == 0
@@ -311,3 +340,15 @@ def test_output_format_follows_the_output_name_when_format_is_not_given(tmp_path
     assert json.loads((tmp_path / "c.txt").read_text().splitlines()[0])["trajectory_id"]  # jsonl, the default
     r = run(main, ["check", ex, "-q", "-o", str(tmp_path / "k.sarif")])
     assert r.exit_code in (0, 1) and json.loads((tmp_path / "k.sarif").read_text())["version"] == "2.1.0"
+
+
+def test_audit_to_a_json_name_warns_that_it_writes_json_lines(tau3, tmp_path):
+    """`audit -o x.json` writes JSON Lines (audit has no one-document JSON output) and says so on stderr
+    (a fresh-user pass found it silent); .jsonl, '-' and an explicit --format jsonl do not warn."""
+    r = run("audit", tau3, "-q", "-o", tmp_path / "d.json")
+    assert r.exit_code == 0
+    assert "d.json: writing JSON Lines (one JSON document per line), not one JSON document" in " ".join(r.stderr.split())
+    assert [json.loads(x)["trajectory_id"] for x in (tmp_path / "d.json").read_text().splitlines()] == TAU_IDS
+    for args in (["-o", tmp_path / "d.jsonl"], ["-o", "-"], ["-o", tmp_path / "e.json", "--format", "jsonl"]):
+        r = run("audit", tau3, "-q", *args)
+        assert r.exit_code == 0 and "JSON Lines" not in r.stderr, args

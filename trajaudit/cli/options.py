@@ -90,6 +90,15 @@ def _format_of_name(output: Any, outputs: Sequence[str] | None) -> str | None:
     return None
 
 
+def _warn_json_lines(output: Any, out_format: str | None) -> None:
+    """Warn when ``-o x.json`` gets JSON Lines (``audit``'s default; it has no one-document JSON
+    output): a reader of ``.json`` expects one document (a fresh-user pass found the file silently
+    JSONL). An explicit ``--format jsonl`` says the user knows: no warning then."""
+    if out_format == "jsonl" and isinstance(output, str) and output.lower().endswith(".json"):
+        _warn(f"-o {output}: writing JSON Lines (one JSON document per line), not one JSON document; "
+              "name the file .jsonl, or give --format jsonl to keep this name without this warning")
+
+
 def io_options(outputs: Sequence[str] | None, default: str | None = None, *, help: str = "Output format.",
                input_format: bool = True, mapping: bool = True, trace_format_alias: bool = False
                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -125,6 +134,7 @@ def io_options(outputs: Sequence[str] | None, default: str | None = None, *, hel
                 fmt, out = str(out), default
             if out is None:
                 out = _format_of_name(kwargs.get("output"), outputs) or default
+                _warn_json_lines(kwargs.get("output"), out)
             kwargs["out_format"] = out
             if input_format:
                 kwargs["fmt"] = fmt

@@ -6,7 +6,11 @@ the violations and the ids of the rules that applied), so a streaming ``audit`` 
 - SARIF (OASIS SARIF 2.1.0): one ``run`` (the tool trajaudit), one ``result`` per violation with the
   rule id, the level (``critical``/``error`` -> ``error``, ``warning`` -> ``warning``, ``info`` ->
   ``note``), the message, and as location the trace file (``physicalLocation``; the line of the run in
-  a JSONL file) and the step (``logicalLocations``: ``RUN/steps/N``; ``properties.step``).
+  a JSONL file) and the step (``logicalLocations``: ``RUN/steps/N``; ``properties.step``). A trace
+  file under the working directory is a URI relative to ``%SRCROOT%`` (``uriBaseId``; the run's
+  ``originalUriBaseIds`` gives that base as the ``file://`` URI of the working directory, as SARIF
+  2.1.0 §3.4.4 and §3.14.14 ask of a relative URI); one outside it (``../shared/…``), an absolute URI
+  (``file:///…``); a URL (``s3://…``) stays as it is.
 - JUnit XML: one ``testsuite`` per run and one ``testcase`` per run × rule that applied to it; a rule
   with a violation at or above ``fail_on`` is a ``failure`` (every violation listed), one that could
   only be ``unknown`` is ``skipped``.
@@ -15,10 +19,14 @@ the violations and the ids of the rules that applied), so a streaming ``audit`` 
 from __future__ import annotations
 
 import json
+import os
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
 from trajaudit.report.markdown import visible
@@ -26,6 +34,10 @@ from trajaudit.report.markdown import visible
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 _LEVEL = {"critical": "error", "error": "error", "warning": "warning", "info": "note"}
+#: the ``uriBaseId`` of trace files under the working directory (the name GitHub code scanning and the
+#: SARIF spec's examples use for the source root)
+SRCROOT = "%SRCROOT%"
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")  # s3://bucket/…, file://… (2+ letters: not a drive letter)
 
 
 @dataclass(frozen=True)
@@ -72,21 +84,42 @@ class RunFindings:
         return cls(visible(log.trajectory_id), visible(file or ""), record, viol, tuple(seen), unknown)
 
 
-def _uri(path: str) -> str:
-    """A file path as a SARIF artifact URI (forward slashes; relative paths stay relative)."""
-    return path.replace("\\", "/")
+def _dir_uri(root: Path) -> str:
+    """The ``file://`` URI of the folder ``root`` (absolute), ending in ``/`` (SARIF §3.14.14)."""
+    uri = root.as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def _location(path: str, root: Path) -> dict[str, str]:
+    """The ``artifactLocation`` of the trace file ``path``: relative to :data:`SRCROOT` (the folder
+    ``root``, absolute) when the file is under it, else an absolute ``file://`` URI; a URL as it is.
+    Lexical (``os.path``): links are not followed, so the URI names the path the user gave."""
+    if _URL.match(path):
+        return {"uri": path}
+    full = os.path.normpath(os.path.join(root, path))
+    try:
+        rel = os.path.relpath(full, root)
+    except ValueError:  # another drive (Windows)
+        rel = full
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        return {"uri": Path(full).as_uri()}
+    return {"uri": quote(PurePosixPath(*Path(rel).parts).as_posix()), "uriBaseId": SRCROOT}
 
 
 def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None = None,
-              version: str = "") -> dict[str, Any]:
+              version: str = "", root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The SARIF 2.1.0 log (a JSON-ready dict) of ``runs``.
 
     Args:
         runs: the runs' findings, in order.
         titles: ``{rule id: title}`` for the rules' ``shortDescription``.
         version: trajaudit's version (``tool.driver.version``).
+        root: the folder the runs' relative file names are relative to, ``%SRCROOT%`` in the log
+            (default: the working directory).
     """
+    base = Path(os.path.abspath(root if root is not None else os.getcwd()))
     titles = titles or {}
+    rooted = False
     rules: dict[str, dict[str, Any]] = {}
     results: list[dict[str, Any]] = []
     for run in runs:
@@ -102,7 +135,8 @@ def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None =
             loc: dict[str, Any] = {"logicalLocations": [{"fullyQualifiedName": where, "name": f"step {v.step}",
                                                          "kind": "member"}]}
             if run.file:
-                phys: dict[str, Any] = {"artifactLocation": {"uri": _uri(run.file)}}
+                phys: dict[str, Any] = {"artifactLocation": _location(run.file, base)}
+                rooted = rooted or "uriBaseId" in phys["artifactLocation"]
                 if run.record is not None and run.file.lower().endswith((".jsonl", ".ndjson")):
                     phys["region"] = {"startLine": run.record + 1}
                 loc["physicalLocation"] = phys
@@ -117,9 +151,11 @@ def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None =
     driver: dict[str, Any] = {"name": "trajaudit", "rules": list(rules.values())}
     if version:
         driver["version"] = version
-    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION,
-            "runs": [{"tool": {"driver": driver}, "results": results,
-                      "invocations": [{"executionSuccessful": True}]}]}
+    run_log: dict[str, Any] = {"tool": {"driver": driver}}
+    if rooted:
+        run_log["originalUriBaseIds"] = {SRCROOT: {"uri": _dir_uri(base)}}
+    run_log.update(results=results, invocations=[{"executionSuccessful": True}])
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run_log]}
 
 
 def sarif_text(runs: Iterable[RunFindings], **kwargs: Any) -> str:
@@ -175,5 +211,5 @@ def junit_xml(runs: Sequence[RunFindings], *, fail_on: str = "error", name: str 
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-__all__ = ["RunFindings", "SARIF_SCHEMA", "SARIF_VERSION", "Violation", "junit_xml", "sarif_log",
+__all__ = ["RunFindings", "SARIF_SCHEMA", "SARIF_VERSION", "SRCROOT", "Violation", "junit_xml", "sarif_log",
            "sarif_text"]

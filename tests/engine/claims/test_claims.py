@@ -151,3 +151,28 @@ def test_a_number_with_two_adjacent_digits_swapped_conflicts_with_the_number_sho
               {"role": "assistant", "content": "The population was 12,843 in 2020."}])
     c = _claim(build_claim_graph(t), 3, "12843")
     assert c.status is Support.CONFLICTING and c.evidence_value == 12483 and "swapped" in c.note
+
+
+def test_terminal_escape_sequences_are_not_numbers():
+    """"\\x1b[0m" (a colour reset pasted from a terminal) held "0m" as a number claim (fresh-user pass):
+    CSI sequences are blanked before the scan, offsets of the other claims unchanged, and the same text
+    without escapes gives the same claims."""
+    from trajaudit import load
+    from trajaudit.engine.claims.extract import RegexExtractor
+    from trajaudit.engine.claims.patterns import mask_escapes
+
+    text = "Build: \x1b[32mOK\x1b[0m, 12 tests passed for order 98765 \x1b[1;31mfailed\x1b[0m at 3.5 s."
+    got = [(x.kind, x.value, x.text, x.address) for x in RegexExtractor().text_mentions(text, 3, "steps.3.content")]
+    a = text.index("12 tests")
+    b = text.index("98765")
+    c = text.index("3.5 s")
+    assert [g[:3] for g in got] == [("count", "12", "12 tests"), ("number", "98765", "98765"),
+                                    ("number", "3.5", "3.5 s")]
+    assert [g[3] for g in got] == [f"steps.3.content[{a}:{a + 8}]", f"steps.3.content[{b}:{b + 5}]",
+                                   f"steps.3.content[{c}:{c + 5}]"]
+    assert mask_escapes(text) == text.replace("\x1b[32m", " " * 5).replace("\x1b[0m", " " * 4) \
+        .replace("\x1b[1;31m", " " * 7)
+    assert mask_escapes("a \x1b lone ESC, an unfinished \x1b[") == "a \x1b lone ESC, an unfinished \x1b["
+    g = build_claim_graph(load([{"role": "user", "content": "Run the tests."},
+                                {"role": "assistant", "content": "\x1b[0mDone: 42 passed\x1b[0m"}]))
+    assert [c.value for c in g.claims if c.step == 1 and c.kind == "number"] == ["42"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import json
 from pathlib import Path
 
 import pytest
@@ -170,12 +171,34 @@ def test_errors_keep_their_location_after_a_cached_load(cache, tmp_path):
     p.write_text(BASE)
     _load_compile(p)
     p.write_text(BASE.replace("not contains_any(content, params.words)", "not contains_any(content, params.words"))
-    for _ in range(2):
+    for cached in (False, True):
         clear_caches()
+        loaded = pack_cache.load(p)
+        if cached:  # an entry of the pack with no ASTs (never written for a pack that does not compile)
+            pack_cache._write(loaded)
+            loaded = pack_cache.load(p)
+            assert loaded.parsed is None and loaded.key is not None
         with pytest.raises(RulePackError) as ei:
-            pack_cache.compile_loaded(pack_cache.load(p))
+            pack_cache.compile_loaded(loaded)
         assert str(ei.value).startswith(f"{p}:9:")
         assert "unbalanced parentheses" in str(ei.value) or "unexpected" in str(ei.value)
+
+
+def test_a_pack_that_does_not_compile_leaves_no_entry(cache, tmp_path):
+    """An entry was written as soon as the pack loaded, so a pack whose expression does not parse left
+    one with ``parsed: null`` (fresh-user pass): entries are written once the pack compiled."""
+    p = tmp_path / "p.yaml"
+    p.write_text(BASE.replace("not contains_any(content, params.words)", "not contains_any(content, params.words"))
+    for _ in range(2):
+        clear_caches()
+        with pytest.raises(RulePackError, match=f"^{p}:9:"):
+            pack_cache.compile_loaded(pack_cache.load(p))
+        assert _entries(cache) == []
+    p.write_text(BASE)
+    good = _load_compile(p)
+    (entry,) = _entries(cache)
+    assert json.loads(entry.read_bytes().partition(b"\n")[2])["parsed"]  # the compiled pack's ASTs
+    assert _load_compile(p) == good
 
 
 def test_data_that_json_would_change_is_not_cached(cache, tmp_path):
@@ -256,6 +279,7 @@ def test_cache_location_follows_xdg_and_never_lands_in_the_working_directory(tmp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert pack_cache.cache_dir() == tmp_path / "xdg" / "trajaudit" / "packs"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored, as the XDG spec says
+    (tmp_path / "home").mkdir()  # (a home folder that does not exist is no cache: see below)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert pack_cache.cache_dir() == tmp_path / "home" / ".cache" / "trajaudit" / "packs"
     monkeypatch.setenv("TRAJAUDIT_CACHE_DIR", str(tmp_path / "mine"))
@@ -415,3 +439,72 @@ def test_code_files_and_fingerprint_equal_the_reference(tmp_path, monkeypatch):
         assert pack_cache.code_fingerprint() == _fingerprint_reference()
     finally:
         pack_cache.code_fingerprint.cache_clear()
+
+
+def test_a_home_folder_that_does_not_exist_is_never_created(tmp_path, monkeypatch, caplog):
+    """HOME=/nonexistent (a service account): the default cache would have created the home folder's
+    tree (fresh-user pass); the pack loads and compiles without the on-disk cache, same rules, and a
+    debug line says why."""
+    import logging
+
+    for name in ("TRAJAUDIT_CACHE_DIR", "TRAJAUDIT_NO_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "nonexistent"
+    monkeypatch.setenv("HOME", str(home))
+    assert pack_cache.cache_dir() is None
+    with caplog.at_level(logging.DEBUG, logger="trajaudit.disk_cache"):
+        got = _load_compile(RP.resolve_pack("tau_retail"))
+    assert not home.exists()
+    assert f"home folder {home} does not exist; running without the on-disk cache" in caplog.text
+    monkeypatch.setenv("TRAJAUDIT_NO_CACHE", "1")
+    assert _load_compile(RP.resolve_pack("tau_retail")) == got
+    clear_caches()
+    home.mkdir()
+    monkeypatch.delenv("TRAJAUDIT_NO_CACHE")
+    assert pack_cache.cache_dir() == home / ".cache" / "trajaudit" / "packs"
+
+
+@pytest.mark.parametrize("damage", ["dev-zero", "fifo", "too-large"])
+def test_an_entry_that_is_not_a_small_regular_file_is_not_read(cache, damage):
+    """Entries were read whole, without a bound: a link to /dev/zero hung the load (fresh-user pass).
+    Anything but a regular file of at most MAX_ENTRY_BYTES is a damaged entry: the pack is compiled
+    without it (same rules) and a good entry replaces it."""
+    import os
+    import subprocess
+    import sys
+
+    from trajaudit import disk_cache
+
+    path = RP.resolve_pack("tau_retail")
+    cold = _load_compile(path)
+    (entry,) = _entries(cache)
+    raw = entry.read_bytes()
+    entry.unlink()
+    if damage == "dev-zero":
+        entry.symlink_to("/dev/zero")
+    elif damage == "fifo":
+        os.mkfifo(entry)
+    else:
+        with entry.open("wb") as f:  # sparse: cheap to make, 64 MiB + 1 to read
+            f.truncate(disk_cache.MAX_ENTRY_BYTES + 1)
+    # first in a child with 1 GiB of address space and a timeout: an unbounded read fails there, not here
+    probe = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+             "from pathlib import Path; from trajaudit.disk_cache import read_body; "
+             "print(read_body(Path(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-c", probe, str(entry)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stdout) == (0, "None\n"), done.stderr[-500:]
+    assert _load_compile(path) == cold
+    assert not entry.is_symlink() and entry.read_bytes() == raw  # replaced (the link, not /dev/zero)
+    assert _load_compile(path) == cold
+
+
+def test_read_body_reads_at_most_its_limit(tmp_path):
+    from trajaudit import disk_cache
+
+    p = tmp_path / "e.json"
+    disk_cache.write_body(p, b"x" * 100)
+    assert disk_cache.read_body(p) == b"x" * 100
+    size = p.stat().st_size
+    assert disk_cache.read_body(p, limit=size) == b"x" * 100
+    assert disk_cache.read_body(p, limit=size - 1) is None

@@ -50,6 +50,7 @@ from trajaudit.engine.claims.patterns import (
     holds_completion,
     json_ranges,
     list_markers,
+    mask_escapes,
     noise_spans,
     sentence_around,
     sentence_spans,
@@ -256,9 +257,12 @@ class RegexExtractor:
 
     def text_mentions(self, text: str, step: int, base: str, in_code: bool = False,
                       tool: str | None = None) -> Iterator[m.Mention]:
-        """Mentions in free text; addresses are ``{base}[start:end]``."""
+        """Mentions in free text; addresses are ``{base}[start:end]``. Terminal escape sequences (colour
+        codes in pasted output) are blanked first (:func:`~.patterns.mask_escapes`: offsets kept)."""
         if not text:
             return
+        if "\x1b" in text:
+            text = mask_escapes(text)
         code = [(0, len(text))] if in_code else code_ranges(text)
         noise = [] if in_code else noise_spans(text)  # pasted runtime output: evidence, not claims
         markers = list_markers(text)

@@ -424,3 +424,17 @@ def noise_spans(text: str) -> list[tuple[int, int]]:
     scanned for pasted runtime output twice, by the extractor (their claims) and by the evidence index
     (their pasted output is evidence). The list is shared: read-only."""
     return runtime_spans(text)
+
+
+@lru_cache(maxsize=1)
+def _csi_re() -> re.Pattern[str]:
+    # ECMA-48 CSI: ESC [, parameter bytes 0x30-0x3F, intermediate bytes 0x20-0x2F, a final byte 0x40-0x7E
+    return re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def mask_escapes(text: str) -> str:
+    """``text`` with each terminal control sequence (CSI: ``ESC [`` … final byte, e.g. the colour reset
+    ``\\x1b[0m``) replaced by as many spaces: its parameters are not numbers of the text ("0m"), and
+    every other character keeps its offset (addresses ``[start:end]`` stay those of the text). Callers
+    test ``"\\x1b" in text`` first (most texts hold no ESC)."""
+    return _csi_re().sub(lambda x: " " * (x.end() - x.start()), text)

@@ -18,11 +18,13 @@ Exact or not taken:
   the same text (includes may be relative to the working directory);
 - an entry is written only after the pack loaded and compiled without error, and only when its JSON
   form reads back identical (typed equality: a YAML date, a non-string key, ``nan`` … are not cached);
-- the file carries a SHA-256 of its body; a truncated, edited or unreadable entry, an unwritable
+- the file carries a SHA-256 of its body; a truncated, edited or unreadable entry, one that is not a
+  regular file or holds more than 64 MiB (``disk_cache.MAX_ENTRY_BYTES``: never read), an unwritable
   directory, or any other problem falls back silently (a debug log) to the normal load.
 
 Where: ``$TRAJAUDIT_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/trajaudit/packs``, else
-``~/.cache/trajaudit/packs``. ``TRAJAUDIT_NO_CACHE=1`` turns it off. At most :data:`MAX_ENTRIES`
+``~/.cache/trajaudit/packs`` when the home folder exists (else no cache: a home folder is never
+created). ``TRAJAUDIT_NO_CACHE=1`` turns it off. At most :data:`MAX_ENTRIES`
 files are kept (the oldest are removed when an entry is written). Deleting the directory is safe.
 """
 
@@ -187,17 +189,16 @@ def _load(path: Path) -> LoadedPack:
 
 def _cached(key: str | None, source: Path | dict[str, Any]) -> LoadedPack:
     """The pack of ``source`` (a path or pack data) from the cache entry ``key``, or loaded with its
-    dependencies recorded and written there (``key`` ``None``: the cache is off)."""
+    dependencies recorded (``key`` ``None``: the cache is off). The entry is written by
+    :func:`compile_loaded`, once the pack compiled: a pack that loads but does not compile (an
+    expression that does not parse) leaves none."""
     if key is not None:
         hit = _read(key)
         if hit is not None:
             return hit
     with RP.recording_deps() as deps:
         pack = RP.load_pack(source)
-    loaded = LoadedPack(pack, key, deps)
-    if key is not None:
-        _write(loaded)
-    return loaded
+    return LoadedPack(pack, key, deps)
 
 
 def load_data(data: dict[str, Any]) -> LoadedPack:
