@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import os
 import socket
 import sys
@@ -404,13 +405,18 @@ def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True, without
 
 
 def _llm_config(opts: LLMOptions, use_cache: bool) -> Any:
-    import os
-
     file_values = load_config_file(opts.config_file) if opts.config_file else {}
+    given = opts.cache or file_values.get("cache_path")
+    home = os.path.expanduser("~")
     if opts.no_cache or not use_cache:
         cache = None
+    elif not given and not (os.path.isabs(home) and os.path.isdir(home)):
+        # HOME=/nonexistent (a service account): the default cache never creates a home folder
+        logging.getLogger(__name__).warning(
+            "LLM answer cache off: the home folder %r does not exist (give --cache FILE to keep answers)", home)
+        cache = None
     else:
-        cache = os.path.expanduser(opts.cache or file_values.get("cache_path") or DEFAULT_LLM_CACHE)
+        cache = os.path.expanduser(given or DEFAULT_LLM_CACHE)
     values = {"base_url": opts.base_url, "model": opts.model, "api_key": opts.api_key}
     config = build_config(values, config_file=opts.config_file)
     return dataclasses.replace(config, cache_path=cache)
