@@ -176,3 +176,19 @@ def test_terminal_escape_sequences_are_not_numbers():
     g = build_claim_graph(load([{"role": "user", "content": "Run the tests."},
                                 {"role": "assistant", "content": "\x1b[0mDone: 42 passed\x1b[0m"}]))
     assert [c.value for c in g.claims if c.step == 1 and c.kind == "number"] == ["42"]
+
+
+def test_terminal_escape_sequences_are_not_evidence_values():
+    """The evidence side too: a tool output pasted from a terminal ("\\x1b[0m") does not supply the
+    number 0 (or the value "0m", "1;31m") that a claim could lean on; its real values keep their
+    offsets, and the digest equals its reference definition."""
+    from trajaudit.engine.claims import sources
+
+    text = "\x1b[1;31mstatus: delivered\x1b[0m, 5 items, order 98765"
+    d = sources.digest(text, "tool", 100_000)
+    assert [n[0] for n in d.numbers] == [5.0, 98765.0]
+    assert not any(k in d.values for k in ("0", "0m", "1;31m", "31m"))
+    five = text.index("5 items")
+    assert d.suffix("5") == f"[{five}:{five + 1}]"
+    values, _ = sources._analyse_reference(text, "tool", 100_000)
+    assert values == d.values

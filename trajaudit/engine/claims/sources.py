@@ -36,7 +36,7 @@ from trajaudit.engine.claims.normalize import (
 )
 from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
 from trajaudit.engine.claims.normalize import _norm_scalar_str_memo as _str_memo
-from trajaudit.engine.claims.patterns import WORD_RE, is_word_char, words_of
+from trajaudit.engine.claims.patterns import WORD_RE, is_word_char, mask_escapes, words_of
 from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.dsl.regex.stored import module_pattern
 
@@ -290,6 +290,8 @@ def _flatten(mem: dict[str, Any]) -> dict[str, Any]:
 
 
 def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
+    if "\x1b" in text:  # a terminal's colour codes ("\x1b[0m") hold no values: blanked, offsets kept
+        text = mask_escapes(text)
     b = _Builder()
     _scan_into(text, b.values, b.numbers)
     # (the values of number words are not filed here: Digest.has and Digest.suffix look a number
@@ -318,7 +320,8 @@ def _analyse_reference(text: str, kind: str, max_json_chars: int) -> tuple[dict[
     """The definition of a digest's values and words (kept for the equivalence test of
     :meth:`Digest.has`, :meth:`Digest.suffix`, :meth:`Digest.value_keys` and :attr:`Digest.words`):
     every word of the text, and the value of each number word among them filed right after the
-    scan's values (before the JSON walk's and the whole text's)."""
+    scan's values (before the JSON walk's and the whole text's); terminal escape sequences blanked."""
+    text = mask_escapes(text)
     b = _Builder()
     _scan_into(text, b.values, b.numbers)
     words = dict.fromkeys(words_of(text.casefold()))
