@@ -8,16 +8,38 @@ who (the responsible agent), with an auditable validation log of evidence.
 first — does not load the whole audit stack; ``from trajaudit import audit`` works as usual.
 """
 
-from trajaudit.checkers.registry import default_checkers, register_checker
-from trajaudit.engine.diagnosis import Diagnosis
-from trajaudit.engine.packs.compile import CompiledRule, compile_rules
-from trajaudit.engine.packs.pack import RulePack, load_pack
-from trajaudit.engine.trace.adapters.base import LoadOptions
-from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
-from trajaudit.engine.trace.loader import LoadResult, iter_load, load, load_many, load_path
-from trajaudit.engine.validation.rule_eval import evaluate
-from trajaudit.errors import TraceFormatError, TrajauditError
-from trajaudit.lazy_names import lazy_names
+import os as _os
+import sys as _sys
+
+
+def _started_as_command() -> bool:
+    """Whether this process is the ``trajaudit`` command starting (``python -m trajaudit``, while
+    runpy imports this package, or the console script): Ctrl-C while it imports this package then
+    says ``interrupted`` and exits 130, as later (:func:`trajaudit.__main__.run`), instead of a
+    ``KeyboardInterrupt`` traceback. ``import trajaudit`` anywhere else is left alone."""
+    argv = _sys.orig_argv
+    if _sys.argv[:1] == ["-m"]:  # python -m NAME: sys.argv[0] is "-m" until NAME's packages are imported
+        return "-mtrajaudit" in argv or ("-m" in argv and argv[argv.index("-m") + 1:][:1] == ["trajaudit"])
+    script = _os.path.basename(_sys.argv[0]) if _sys.argv else ""
+    return _os.path.splitext(script)[0] in ("trajaudit", "trajaudit-script")
+
+
+try:  # most of the command's start-up is these imports: the window a Ctrl-C most often hits
+    from trajaudit.checkers.registry import default_checkers, register_checker
+    from trajaudit.engine.diagnosis import Diagnosis
+    from trajaudit.engine.packs.compile import CompiledRule, compile_rules
+    from trajaudit.engine.packs.pack import RulePack, load_pack
+    from trajaudit.engine.trace.adapters.base import LoadOptions
+    from trajaudit.engine.trace.ir import Source, Step, ToolCall, ToolOutput, Trajectory
+    from trajaudit.engine.trace.loader import LoadResult, iter_load, load, load_many, load_path
+    from trajaudit.engine.validation.rule_eval import evaluate
+    from trajaudit.errors import TraceFormatError, TrajauditError
+    from trajaudit.lazy_names import lazy_names
+except KeyboardInterrupt:
+    if not _started_as_command():
+        raise
+    _sys.stderr.write("interrupted\n")
+    raise SystemExit(130) from None  # trajaudit.cli.common.EXIT_INTERRUPTED (not imported yet)
 
 __version__ = "0.1.0"
 

@@ -195,9 +195,9 @@ class Problem:
         message: the error text.
         details: extra facts (``non_utf8``; ``traceback``: the text of an unexpected exception's
             traceback, printed by the CLI only with ``--debug``).
-        stage: where it failed: ``read`` (the file), ``load`` (parsing, format, mapping), ``evidence``
-            (rules, claims), ``judge`` (the strategy), ``repair``, ``check`` (``trajaudit check``),
-            ``worker`` (a worker process died).
+        stage: where it failed: ``read`` (the file), ``load`` (parsing, format, mapping; a run with no
+            agent message, nothing to diagnose), ``evidence`` (rules, claims), ``judge`` (the
+            strategy), ``repair``, ``check`` (``trajaudit check``), ``worker`` (a worker process died).
     """
 
     file: str

@@ -286,8 +286,11 @@ def test_ctrl_c_stops_audit_with_130_and_no_traceback(tmp_path, jobs):
     big.write_text("".join(json.dumps({**t, "id": f"{t.get('id', 'r')}-{k}"}) + "\n" for k in range(40) for t in runs))
     out = tmp_path / "out.jsonl"
     out.write_text("KEEP\n")
+    # SIGINT as the default action in the child: a shell's background job (a CI step, `pytest &`)
+    # starts with it ignored, and Python then keeps it ignored (the batch ran to the end, exit 0)
     p = subprocess.Popen([sys.executable, "-m", "trajaudit", "audit", str(big), "-o", str(out), "--jobs", jobs, "-q"],
-                         stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT)
+                         stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(2.5)
     assert p.poll() is None, "the batch ended before the interrupt: make it larger"
     os.killpg(p.pid, signal.SIGINT)

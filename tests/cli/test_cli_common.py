@@ -39,7 +39,8 @@ def test_skip_lines_name_the_file_and_record(tmp_path):
     multi = tmp_path / "c.jsonl"
     multi.write_text(json.dumps({"messages": silent}) + "\n" + json.dumps({"messages": silent}) + "\n")
     r = cli("audit", tmp_path, "-q", "-o", "-")
-    assert r.exit_code == 1
+    # no run loaded (none has an agent message): each is named, then exit 2, nothing written
+    assert r.exit_code == 2 and r.stdout == ""
     expected = [
         f"skipped: {tmp_path / 'a' / 'run.json'} (run run): run has no decision steps (no agent message): "
         "nothing to diagnose",
@@ -48,10 +49,13 @@ def test_skip_lines_name_the_file_and_record(tmp_path):
         f"skipped: {multi}, record 0 (run c#0): run has no decision steps (no agent message): nothing to diagnose",
         f"skipped: {multi}, record 1 (run c#1): run has no decision steps (no agent message): nothing to diagnose",
     ]
+    files = f"{tmp_path / 'a' / 'run.json'}, {tmp_path / 'b' / 'run.json'}, {multi}"
+    expected.append(f"error: no trajectory could be loaded from {files} (each skipped input is named above): nothing "
+                    "was written")
     assert one_line(r.stderr) == " ".join(expected)  # rich wraps long lines at spaces
     # the same lines with worker processes
     r2 = cli("audit", tmp_path, "-q", "-j", "2", "-o", "-")
-    assert r2.exit_code == 1 and one_line(r2.stderr) == " ".join(expected)
+    assert r2.exit_code == 2 and one_line(r2.stderr) == " ".join(expected)
 
 
 def test_non_utf8_warning_is_printed_when_the_run_is_skipped(tmp_path):
@@ -69,7 +73,7 @@ def test_non_utf8_warning_is_printed_when_the_run_is_skipped(tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_bytes(b'{"messages": \xe9}')
     r = cli("audit", broken, "-q", "-o", "-")
-    assert r.exit_code == 1
+    assert r.exit_code == 2 and r.stdout == ""  # nothing loaded at all: a usage error, nothing written
     assert f"skipped: {broken}: invalid JSON at line 1 column 14: Expecting value (the file is not valid UTF-8; " \
         "undecodable bytes were replaced)" in one_line(r.stderr)
 

@@ -268,3 +268,59 @@ def test_audit_finding_no_trace_files_leaves_the_outputs_alone(tmp_path, extra):
     fresh = tmp_path / "fresh.out"
     r = CliRunner().invoke(main, ["audit", str(empty), "-o", str(fresh), *extra])
     assert r.exit_code == 2 and not fresh.exists()
+
+
+@pytest.mark.parametrize("extra", [[], ["--format", "sarif"], ["--jobs", "2"], ["--resume"]])
+def test_audit_loading_no_run_leaves_the_outputs_alone(tmp_path, extra):
+    # every input unreadable (invalid JSON, a run with no messages, a run not in the forced format):
+    # each is named, then exit 2 as for an empty folder; the existing -o/--report files are kept and
+    # none is created where none was (the batch used to replace them with empty output, exit 1)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{bad")
+    empty = write_json(tmp_path / "empty.json", {"messages": []})
+    out, rep = tmp_path / "out.jsonl", tmp_path / "r.html"
+    out.write_text("KEEP\n")
+    rep.write_text("KEEPR\n")
+    r = CliRunner().invoke(main, ["audit", str(bad), str(empty), "-o", str(out), "--report", str(rep), *extra])
+    text = one_line(r.output)
+    assert r.exit_code == 2, r.output
+    assert f"skipped: {bad}: invalid JSON at line 1 column 2" in text
+    assert f"skipped: {empty}: run has no messages" in text
+    assert (f"error: no trajectory could be loaded from {bad}, {empty} (each skipped input is named above): "
+            "nothing was written") in text
+    assert out.read_text() == "KEEP\n" and rep.read_text() == "KEEPR\n"
+    # a good OpenAI run read as another format does not fit it: skipped too; no output file is created
+    other = write_json(tmp_path / "other.json", good_run("o1"))
+    fresh, fresh_rep = tmp_path / "fresh.out", tmp_path / "fresh.md"
+    r = CliRunner().invoke(main, ["audit", str(bad), str(other), "--input-format", "tau", "-o", str(fresh),
+                                  "--report", str(fresh_rep), *extra])
+    assert r.exit_code == 2, r.output
+    assert f"skipped: {other}: not in the 'tau' format" in one_line(r.output)
+    assert f"error: no trajectory could be loaded from {bad}, {other}" in one_line(r.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "empty.json", "other.json", "out.jsonl", "r.html"]
+
+
+def test_audit_where_some_run_loads_writes_it_and_exits_1(tmp_path):
+    # one good run beside an unreadable file: the good one is diagnosed and written, exit 1 (a run skipped)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{bad")
+    good = write_json(tmp_path / "good.json", good_run("g1"))
+    out = tmp_path / "out.jsonl"
+    out.write_text("KEEP\n")
+    r = CliRunner().invoke(main, ["audit", str(bad), str(good), "-o", str(out), "-q"])
+    assert r.exit_code == 1, r.output
+    assert f"skipped: {bad}: invalid JSON" in one_line(r.output) and "error:" not in r.output
+    assert [d["trajectory_id"] for d in diagnoses(out)] == ["g1"]
+
+
+def test_a_cluster_batch_whose_tasks_all_died_is_not_called_unreadable():
+    # a shard whose task kept killing its workers is a worker problem, not an unreadable input: the
+    # audit goes on to its outputs and exit 1 as before (only input problems stop it with exit 2)
+    from trajaudit.cli.audit import _Kept, _stop_if_nothing_loaded
+    from trajaudit.engine.run.batch import BatchResult
+    from trajaudit.engine.run.cluster import _lost
+    from trajaudit.engine.trace.shards import Shard
+
+    lost = _lost([Shard("a.jsonl", "a.jsonl", "jsonl", first=3, whole=False)], RuntimeError("KilledWorker"))
+    assert [(p.file, p.record, p.stage) for p in lost.problems] == [("a.jsonl", 3, "worker")]
+    assert _stop_if_nothing_loaded(_Kept(None, title="t"), BatchResult(problems=lost.problems)) is None

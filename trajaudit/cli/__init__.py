@@ -6,7 +6,7 @@ import importlib
 import io
 import logging
 import sys
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import click
 from click.utils import make_default_short_help
@@ -109,8 +109,36 @@ COMMANDS: dict[str, LazyCommand] = {
 }
 
 
+#: exit code of a command stopped by Ctrl-C (SIGINT), the shell's convention (128 + 2); also
+#: ``trajaudit.cli.common.EXIT_INTERRUPTED``, which the commands' ``handle_errors`` exits with
+EXIT_INTERRUPTED = 130
+
+
+def _interrupted() -> NoReturn:
+    click.echo("interrupted", err=True)
+    sys.exit(EXIT_INTERRUPTED)
+
+
 class LazyGroup(click.Group):
-    """A click group whose subcommands (:data:`COMMANDS`) are imported on first use."""
+    """A click group whose subcommands (:data:`COMMANDS`) are imported on first use.
+
+    Ctrl-C while click parses the command line or dispatches a command (imports its module, runs
+    the group's callback) says ``interrupted`` and exits 130, as it does once the command runs
+    (``handle_errors``): click's standalone mode would turn the ``KeyboardInterrupt`` into
+    ``Aborted!`` and exit 1, which ``audit`` and ``check`` use for "some run was skipped"."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt:
+            _interrupted()
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _interrupted()
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]

@@ -143,8 +143,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     batch = _run_batch(paths, spec, kept, _BatchWhere(jobs, fmt, mapping, adapter, cluster, output),
                        with_logs=bool(report) or out_format != "jsonl", quiet=quiet)
     report_load(kept.flagged, batch.problems)
-    if not kept.lines and not batch.problems and not batch.skipped:  # before -o/--report are replaced
-        fail("no trace files found under the given paths")
+    _stop_if_nothing_loaded(kept, batch)  # before -o/--report are replaced (or created)
     if journal is not None:
         console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
     else:
@@ -158,6 +157,26 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         _warn_degraded(kept)
     if batch.problems:
         sys.exit(EXIT_FINDINGS)
+
+
+#: the stages of a :class:`~trajaudit.errors.Problem` of the input itself (unreadable, not in the
+#: format, nothing to diagnose), not of its audit (rules, judge, LLM, repair, a worker)
+_INPUT_STAGES = ("read", "load")
+
+
+def _stop_if_nothing_loaded(kept: _Kept, batch: BatchResult) -> None:
+    """Stop the command (exit 2) before the ``-o``, ``--report`` and ``--format`` outputs are replaced
+    by an empty batch's output (or created) when no trace file was found, or when no run could be
+    loaded: every input was skipped for a problem of its own (reported above, file and line named:
+    unreadable, not in the format, no agent message), as ``trajaudit check`` does. A batch where some
+    run loaded goes on as documented (its diagnoses written, exit 1 for the skipped runs)."""
+    if kept.lines or batch.skipped or any(p.stage not in _INPUT_STAGES for p in batch.problems):
+        return
+    if not batch.problems:
+        fail("no trace files found under the given paths")
+    files = list(dict.fromkeys(p.file for p in batch.problems))
+    named = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    fail(f"no trajectory could be loaded from {named} (each skipped input is named above): nothing was written")
 
 
 def _llm_for(strategy: str, llm_opts: LLMOptions, repair: bool) -> Any:
@@ -385,7 +404,7 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
 
     out = console(err=True)
     if not kept.rows:
-        if skipped:  # with neither, the caller says "no trace files found"
+        if skipped:  # with neither, the caller said "no trace files found" or "no trajectory could be loaded"
             out.print("no run could be audited", highlight=False)
         return
     rows = [kept.rows[i] for i in sorted(kept.rows)]

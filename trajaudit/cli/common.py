@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import trajaudit.llm as llm_layer
+from trajaudit.cli import EXIT_INTERRUPTED
 from trajaudit.cli.outputs import atomic_write, refuse_clobbering
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
@@ -28,8 +29,7 @@ if TYPE_CHECKING:
 
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
-#: a command (watch, audit, …) stopped by Ctrl-C (SIGINT): the shell's convention, 128 + 2
-EXIT_INTERRUPTED = 130
+# EXIT_INTERRUPTED (130, from trajaudit.cli): a command (watch, audit, …) stopped by Ctrl-C
 
 
 MAX_MESSAGE_CHARS = 3000

@@ -267,8 +267,9 @@ def test_cli_audit_of_a_file_not_in_the_forced_format(tmp_path):
     f.write_text("".join(json.dumps(r) + "\n" for r in tau))
     r = run("audit", f, "--input-format", "openai", "--strategy", "first", "-o", tmp_path / "d.jsonl", "-q")
     text = " ".join(r.output.split())
-    assert r.exit_code == 1 and text.count("skipped:") == 1
+    assert r.exit_code == 2 and text.count("skipped:") == 1  # no run loaded: exit 2, -o not created
     assert f"skipped: {f}: not in the 'openai' format: expected chat messages" in text
+    assert f"error: no trajectory could be loaded from {f}" in text and not (tmp_path / "d.jsonl").exists()
 
 
 def test_a_jsonl_line_holding_several_unreadable_runs_is_one_problem(tmp_path):
@@ -284,6 +285,8 @@ def test_a_jsonl_line_holding_several_unreadable_runs_is_one_problem(tmp_path):
 
 
 def test_forcing_a_format_that_does_not_fit_is_refused(tmp_path, tau_file):
+    # every run skipped, none loaded: a usage error (exit 2, as `check`), the -o file not created
     r = invoke("audit", tau_file, "--format", "openai", "-o", tmp_path / "d.jsonl", "-q")
-    assert r.exit_code == 1 and "not in the 'openai' format" in r.output
-    assert (tmp_path / "d.jsonl").read_text() == ""
+    assert r.exit_code == 2 and "not in the 'openai' format" in r.output
+    assert f"error: no trajectory could be loaded from {tau_file}" in " ".join(r.output.split())
+    assert not (tmp_path / "d.jsonl").exists()

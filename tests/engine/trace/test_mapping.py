@@ -36,10 +36,10 @@ def test_mapping_reports_every_file_it_cannot_read_in_a_folder(tmp_path):
 def test_mapping_on_a_file_it_cannot_read_skips_it_with_the_reason(tmp_path):
     sample = EX / "data" / "tau_retail_sample.json"
     r = cli("audit", sample, "--mapping", MAPPING, "-o", "-", "-q")
-    # as without --mapping when no run can be read: each file is reported and skipped, exit 1
-    assert r.exit_code == 1, r.stderr
+    # as without --mapping when no run can be read: each file is reported and skipped, then exit 2
+    assert r.exit_code == 2, r.stderr
     err = one_line(r.stderr)
-    assert "no trace files found" not in err
+    assert "no trace files found" not in err and f"error: no trajectory could be loaded from {sample}" in err
     assert f"skipped: {sample}: does not match the mapping {MAPPING}: the 'runs' expression 'runs' yields null" \
         in err
     assert "looks like the built-in 'tau' format" in err

@@ -320,9 +320,11 @@ def audit_on_cluster(client: Any, paths: Iterable[str], spec: AuditSpec, load: L
 
 def _lost(group: Sequence[Shard], e: BaseException) -> ShardOutcome:
     """The outcome of a task that failed on the cluster (its worker died on every try, or an error
-    outside the per-run handling): a problem per shard, naming the file and where the shard starts."""
+    outside the per-run handling): a problem per shard, naming the file and where the shard starts
+    (stage ``worker``: not a problem of the input, whose runs may well load)."""
     why = f"not audited: the task failed on the cluster ({type(e).__name__}: {e})"
-    return ShardOutcome([Problem(s.name, None if s.whole else s.first, f"{s.where()}: {why}") for s in group], [])
+    return ShardOutcome([Problem(s.name, None if s.whole else s.first, f"{s.where()}: {why}", stage="worker")
+                         for s in group], [])
 
 
 def shard_records(shards: Sequence[Shard], spec: AuditSpec, load: LoadSpec) -> list[dict[str, Any]]:

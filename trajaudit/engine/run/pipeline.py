@@ -157,8 +157,9 @@ def audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext)
 
 def _audit_one(trajectory: Trajectory, strategy_name: str, context: AuditContext) -> AuditResult:
     strategy = default_strategies().get(strategy_name)
-    if not trajectory.decision_steps:
-        raise TrajauditError("run has no decision steps (no agent message): nothing to diagnose")
+    if not trajectory.decision_steps:  # the input's problem (stage "load", as an unreadable run), not the judge's
+        with boundary.stage("load"):
+            raise TrajauditError("run has no decision steps (no agent message): nothing to diagnose")
     if strategy.needs_llm and context.llm is None:
         raise ConfigError(
             f"strategy {strategy_name!r} needs an LLM endpoint: pass --base-url and --model (or set "
