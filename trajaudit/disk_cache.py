@@ -27,10 +27,33 @@ MAGIC = "trajaudit-pack-cache"
 MAX_ENTRY_BYTES = 64 << 20
 
 
+def cache_home(environ: Mapping[str, str] | None = None) -> Path | None:
+    """trajaudit's folder of per-user caches (``$XDG_CACHE_HOME/trajaudit`` when that is absolute,
+    else ``~/.cache/trajaudit``), or ``None`` when no home folder is known: ``$HOME`` set but empty
+    (``expanduser`` would answer ``/``), not absolute, or a folder that does not exist (a service
+    account's ``HOME=/nonexistent``) — ``~/.cache`` may be created, the home folder itself never is.
+
+    Args:
+        environ: the environment to read (default: ``os.environ`` at the time of the call).
+    """
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):  # the XDG spec: a relative value is ignored
+        return Path(xdg) / "trajaudit"
+    if env.get("HOME") == "":
+        return None
+    home = env["HOME"] if env.get("HOME") else os.path.expanduser("~")
+    if not os.path.isabs(home):  # no home directory: no default cache (never one in the working directory)
+        return None
+    if not os.path.isdir(home):  # HOME=/nonexistent (a service account): the cache never creates a home
+        log.debug("cache: home folder %s does not exist; running without the on-disk cache", home)
+        return None
+    return Path(home) / ".cache" / "trajaudit"
+
+
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
-    """The cache directory, or ``None`` when ``TRAJAUDIT_NO_CACHE`` is set (to anything but ``0``/empty)
-    or no absolute location is known (no ``$TRAJAUDIT_CACHE_DIR``, absolute ``$XDG_CACHE_HOME`` or home
-    folder that exists: ``~/.cache`` may be created, the home folder itself never is).
+    """The pack cache directory (:func:`cache_home`'s ``packs``, or ``$TRAJAUDIT_CACHE_DIR``), or
+    ``None`` when ``TRAJAUDIT_NO_CACHE`` is set (to anything but ``0``/empty) or no location is known.
 
     Args:
         environ: the environment to read (default: ``os.environ`` at the time of the call).
@@ -41,16 +64,8 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     explicit = env.get("TRAJAUDIT_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    xdg = env.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(xdg):  # the XDG spec: a relative value is ignored
-        return Path(xdg) / "trajaudit" / "packs"
-    home = os.path.expanduser("~")
-    if not os.path.isabs(home):  # no home directory: no default cache (never one in the working directory)
-        return None
-    if not os.path.isdir(home):  # HOME=/nonexistent (a service account): the cache never creates a home
-        log.debug("cache: home folder %s does not exist; running without the on-disk cache", home)
-        return None
-    return Path(home) / ".cache" / "trajaudit" / "packs"
+    home = cache_home(env)
+    return None if home is None else home / "packs"
 
 
 def _read_bounded(p: Path, limit: int) -> bytes | None:

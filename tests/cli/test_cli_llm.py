@@ -93,6 +93,9 @@ def test_default_llm_cache_is_off_without_a_home_folder(tmp_path, monkeypatch, c
     """HOME=/nonexistent (a service account): the default answer cache never creates the home folder;
     it is off with a warning. A --cache path the user gives is still created."""
     opts = LLMOptions(base_url="http://127.0.0.1:9/v1", model="m")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "")  # expanduser("~") would say "/": no cache at the filesystem root
+    assert llm_config_from_options(opts).cache_path is None
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert llm_config_from_options(opts).cache_path is None
     assert "home folder" in caplog.text and not (tmp_path / "home").exists()
@@ -101,3 +104,5 @@ def test_default_llm_cache_is_off_without_a_home_folder(tmp_path, monkeypatch, c
     (tmp_path / "home").mkdir()
     expected = str(tmp_path / "home" / ".cache" / "trajaudit" / "llm-cache.sqlite3")
     assert llm_config_from_options(opts).cache_path == expected
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the XDG base directory, as the pack cache
+    assert llm_config_from_options(opts).cache_path == str(tmp_path / "xdg" / "trajaudit" / "llm-cache.sqlite3")

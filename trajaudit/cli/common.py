@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import trajaudit.llm as llm_layer
+from trajaudit import disk_cache
 from trajaudit.cli import EXIT_INTERRUPTED
 from trajaudit.cli.outputs import atomic_write, refuse_clobbering
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
@@ -319,7 +320,7 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
 
 # --- LLM endpoint options ----------------------------------------------------------------------------
 
-DEFAULT_LLM_CACHE = "~/.cache/trajaudit/llm-cache.sqlite3"
+DEFAULT_LLM_CACHE = "~/.cache/trajaudit/llm-cache.sqlite3"  # or $XDG_CACHE_HOME/trajaudit/… (disk_cache.cache_home)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -363,7 +364,7 @@ def llm_options(f: Callable[..., Any]) -> Callable[..., Any]:
     wrapper = click.option("--no-cache", "llm_no_cache", is_flag=True,
                            help="Do not read or write the LLM response cache.")(wrapper)
     wrapper = click.option("--cache", "llm_cache", metavar="PATH", envvar="TRAJAUDIT_LLM_CACHE", show_envvar=True,
-                           help=f"sqlite file caching LLM answers (default {DEFAULT_LLM_CACHE}).")(wrapper)
+                           help=f"sqlite file caching LLM answers (default {DEFAULT_LLM_CACHE}; $XDG_CACHE_HOME/trajaudit/ when set).")(wrapper)
     wrapper = click.option("--llm-config", "llm_config", metavar="FILE", envvar="TRAJAUDIT_LLM_CONFIG",
                            show_envvar=True, type=click.Path(dir_okay=False),
                            help="YAML or TOML file of LLM settings (base_url, model, temperature, "
@@ -407,16 +408,18 @@ def llm_config_from_options(opts: LLMOptions, *, use_cache: bool = True, without
 def _llm_config(opts: LLMOptions, use_cache: bool) -> Any:
     file_values = load_config_file(opts.config_file) if opts.config_file else {}
     given = opts.cache or file_values.get("cache_path")
-    home = os.path.expanduser("~")
+    home = None if given or opts.no_cache or not use_cache else disk_cache.cache_home()
     if opts.no_cache or not use_cache:
         cache = None
-    elif not given and not (os.path.isabs(home) and os.path.isdir(home)):
-        # HOME=/nonexistent (a service account): the default cache never creates a home folder
+    elif given:
+        cache = os.path.expanduser(given)
+    elif home is None:  # HOME=/nonexistent or empty (a service account): no home folder is created
         logging.getLogger(__name__).warning(
-            "LLM answer cache off: the home folder %r does not exist (give --cache FILE to keep answers)", home)
+            "LLM answer cache off: no home folder (HOME=%r) and no XDG_CACHE_HOME; give --cache FILE to keep "
+            "answers", os.environ.get("HOME"))
         cache = None
     else:
-        cache = os.path.expanduser(given or DEFAULT_LLM_CACHE)
+        cache = str(home / "llm-cache.sqlite3")
     values = {"base_url": opts.base_url, "model": opts.model, "api_key": opts.api_key}
     config = build_config(values, config_file=opts.config_file)
     return dataclasses.replace(config, cache_path=cache)

@@ -462,6 +462,8 @@ def test_a_home_folder_that_does_not_exist_is_never_created(tmp_path, monkeypatc
     home.mkdir()
     monkeypatch.delenv("TRAJAUDIT_NO_CACHE")
     assert pack_cache.cache_dir() == home / ".cache" / "trajaudit" / "packs"
+    monkeypatch.setenv("HOME", "")  # expanduser("~") says "/": the cache would be /.cache (fresh-user pass)
+    assert pack_cache.cache_dir() is None
 
 
 @pytest.mark.parametrize("damage", ["dev-zero", "fifo", "too-large"])
