@@ -1,9 +1,10 @@
 """Checksummed cache files on disk, and where they live: shared by the pack cache
 (:mod:`trajaudit.engine.packs.cache`) and the grammar cache (:mod:`trajaudit.engine.dsl.grammar_cache`).
 
-:func:`cache_dir` is the one place that reads the cache's environment variables
-(``TRAJAUDIT_CACHE_DIR``, ``TRAJAUDIT_NO_CACHE``, ``XDG_CACHE_HOME``, the home folder): the caches
-call it for their directory; nothing deeper reads the environment. An entry file is one header line
+:func:`cache_dir` (with :func:`cache_home`) is the one place that reads the cache's environment
+variables (``TRAJAUDIT_CACHE_DIR``, ``TRAJAUDIT_NO_CACHE``, ``XDG_CACHE_HOME``, the home folder): the
+caches call it for their directory, the CLI's LLM answer cache calls :func:`cache_home`; nothing
+deeper reads the environment. An entry file is one header line
 (``MAGIC FORMAT sha256-of-body``) and the body; :func:`read_body` returns ``None`` for anything that
 does not check out, :func:`write_body` writes atomically.
 """
