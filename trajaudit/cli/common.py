@@ -59,6 +59,29 @@ def _safe_console_class() -> type[Console]:
     return SafeConsole
 
 
+#: ``$COLUMNS`` below this is ignored like a value that is not a number: ``COLUMNS=0`` made rich draw
+#: every line (an error message too) in zero columns, i.e. print nothing, and 5 a word per line
+MIN_COLUMNS = 20
+#: the width of output that goes to no terminal (a pipe, a file) without a usable ``$COLUMNS``
+PIPE_WIDTH = 160
+
+
+def console_width(stream: Any) -> int:
+    """The width a console on ``stream`` draws to: ``$COLUMNS`` when it is a number of at least
+    :data:`MIN_COLUMNS`; else a terminal's own width (80 when it reports none, or a useless one);
+    else :data:`PIPE_WIDTH`."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= MIN_COLUMNS:
+        return int(columns)
+    if not stream.isatty():
+        return PIPE_WIDTH
+    try:
+        size = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        size = 0
+    return size if size >= MIN_COLUMNS else 80
+
+
 def console(err: bool = False) -> Console:
     """A rich console on the current (test-injectable) stdout or stderr.
 
@@ -67,10 +90,12 @@ def console(err: bool = False) -> Console:
     (:func:`terminal_safe`: an ESC sequence in a message must not drive the terminal). Styled labels
     use :func:`rich.markup.escape` on the data they interpolate. ``rich`` is imported on the first
     call: ``audit -q`` with nothing to say prints nothing and does not import it (≈ 0.1G instructions).
+    Its width is :func:`console_width`'s.
     """
     stream = sys.stderr if err else sys.stdout
-    wide = stream.isatty() or os.environ.get("COLUMNS", "").isdigit()  # a terminal's (or $COLUMNS) width
-    return _safe_console_class()(file=stream, soft_wrap=False, width=None if wide else 160, highlight=False, markup=False)
+    # the width is given, never left to rich, which takes any digits in $COLUMNS (0 included) as the width
+    return _safe_console_class()(file=stream, soft_wrap=False, width=console_width(stream), highlight=False,
+                                 markup=False)
 
 
 def clip(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
