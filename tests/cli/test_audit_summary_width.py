@@ -143,3 +143,25 @@ def test_equal_run_ids_of_different_files_name_their_file(tmp_path):
     cells = [row.split()[0] for row in rows]
     assert cells[:2] == ["A/10.json:10", "B/10.json:10"]  # the last parts of the paths that tell them apart
     assert cells[2] == "magentic_one"  # a run id of its own stays as it is
+
+
+@pytest.mark.parametrize("width", [200, 100])
+def test_wide_characters_are_measured_in_terminal_cells(tmp_path, width):
+    """A CJK character takes two terminal cells: measured as one, a preview with a few of them was cut
+    ("東方航空TP19…" at 200 columns with room to spare) and a row of CJK run ids could pass the edge."""
+    from rich.cells import cell_len
+
+    text = (ROOT / "examples" / "traces" / "openai_chat.json").read_text().replace("TP1940", "東方航空TP1940")
+    files = [tmp_path / "cjk.json", tmp_path / "長い実行識別子の名前がここにあります一.json",
+             tmp_path / "長い実行識別子の名前がここにあります二.json"]
+    for f in files:
+        f.write_text(text, encoding="utf-8")
+    _, header, rows = _audit(tmp_path, files, width)
+    assert header[-1] == "preview" and len(rows) == 3
+    assert max(cell_len(row) for row in rows) <= width
+    cells = [row.split()[0] for row in rows]
+    if width == 200:
+        assert all(row.endswith('book_flight({"flight": "東方航空TP1940"})') for row in rows)
+        assert cells == ["cjk", files[1].stem, files[2].stem]
+    else:  # cut in the middle to the column's 18 cells, the ends that tell them apart kept
+        assert cells[1:] == ["長い実行…ります一", "長い実行…ります二"]

@@ -359,7 +359,8 @@ MIN_PREVIEW = 16
 
 
 def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: int) -> list[int]:
-    """Column widths of the summary table within ``width`` characters (0: the column is left out).
+    """Column widths of the summary table within ``width`` terminal cells (0: the column is left out).
+    Texts are measured in cells (:func:`rich.cells.cell_len`): a CJK character takes two.
 
     The category column is as wide as the widest category shown (never cut). The run id and the
     preview share what is left: the run id whole up to :data:`MAX_RUN` characters while that leaves the
@@ -370,8 +371,10 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
     (down to 4: "fin…") give way; then the basis, the agent and the confidence are left out whole
     (rich would otherwise squeeze every column to a character or two); last the run id, the key to
     the diagnoses file (down to 6), and the category are cut."""
+    from rich.cells import cell_len  # rich is loaded by the summary that calls this
+
     def longest(i: int, head: str) -> int:
-        return max([len(head)] + [len(str(r[i])) for r in rows])
+        return max([cell_len(head)] + [cell_len(str(r[i])) for r in rows])
 
     whole_run, step, agent = longest(0, "run"), longest(1, "step"), min(longest(2, "agent"), 20)
     cat, conf, basis = longest(3, "category"), 5, longest(5, "basis")
@@ -404,12 +407,23 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
 
 
 def _cut_middle(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters in its middle (``a-very-lo…on-and-off``): run ids that differ
-    only at their end (a number, a suffix) stay told apart when the column cuts them."""
-    if len(text) <= width or width < 3:
+    """``text`` cut to ``width`` terminal cells in its middle (``a-very-lo…on-and-off``): run ids that
+    differ only at their end (a number, a suffix) stay told apart when the column cuts them."""
+    from rich.cells import cell_len
+
+    if cell_len(text) <= width or width < 3:
         return text
-    tail = (width - 1) // 2
-    return text[: width - 1 - tail] + "…" + text[len(text) - tail:]
+    tail_cells = (width - 1) // 2
+    head, tail = "", ""
+    for ch in reversed(text):
+        if cell_len(tail) + cell_len(ch) > tail_cells:
+            break
+        tail = ch + tail
+    for ch in text:
+        if cell_len(head) + cell_len(ch) > width - 1 - cell_len(tail):
+            break
+        head += ch
+    return head + "…" + tail
 
 
 def _run_labels(ids: list[str], sources: list[tuple[str, int | None]]) -> list[str]:
