@@ -17,12 +17,14 @@ from trajaudit.cli.common import (
     RuleUse,
     check_output_folder,
     console,
+    display_width,
     fail,
     handle_errors,
     refuse_overwriting_input,
     report_load,
     say_never_fired,
     warn_incomplete,
+    wrap_words,
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
@@ -289,8 +291,9 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
               highlight=False)
     unevaluated = never_evaluated(logs)
     for rid, n, reason in unevaluated:  # a warning only: exit codes stay about violations
-        err.print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
-                  f"(never pass or fail; first reason: {reason})", markup=False, highlight=False, soft_wrap=True)
+        err.print(wrap_words(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
+                             f"(never pass or fail; first reason: {reason})", display_width(err)),
+                  markup=False, highlight=False, soft_wrap=True)
     idle, not_evaluated = use.never_fired(applied), use.not_evaluated(applied)
     say_never_fired(idle, len(logs), not_evaluated=not_evaluated)
     if machine:  # the summary for machines too (stdout keeps the list of logs)
