@@ -91,3 +91,36 @@ def test_a_warning_to_a_log_file_stays_one_line(tmp_path):
     r = CliRunner().invoke(main, ["check", str(runs), "--rules", str(pack), "--run-timeout", "0.000001", "-q"],
                            env={**NO_LLM_ENV, "COLUMNS": ""})
     assert r.exit_code == 1 and len(r.stderr.splitlines()) == 1 and len(r.stderr) > PIPE_WIDTH
+
+
+CONFIRM = "generic.protocol.confirmation-before-write"
+MESSAGE = ("book_flight although the instructions require explicit confirmation, the agent never asked to confirm the "
+           "action and the user's latest turn before it (steps.1) holds no explicit yes")
+
+
+@pytest.mark.parametrize(("width", "header"), [
+    (60, ["step", "rule / message"]),
+    (70, ["step", "verdict", "rule / message"]),
+    (100, ["step", "verdict", "severity", "rule", "message"]),
+    (160, ["step", "verdict", "severity", "rule", "message", "evidence"]),
+])
+def test_check_table_leaves_columns_out_instead_of_squeezing_them(width, header):
+    """Fresh-user pass at COLUMNS=60: every column of check's table was squeezed ("evidenc|e",
+    "generic|.protoc|ol.no-r…"). Now whole columns are left out (evidence, severity), the message goes
+    under its rule id, then the verdict is left out; rule ids and words stay whole."""
+    from rich.cells import cell_len
+
+    r = CliRunner().invoke(main, ["check", str(OPENAI)], env={**NO_LLM_ENV, "COLUMNS": str(width)})
+    assert r.exit_code == 1
+    lines = r.stdout.splitlines()
+    assert max(cell_len(x) for x in lines) <= width
+    cells = [[c.strip() for c in x.strip("┃│").split("┃" if "┃" in x else "│")] for x in lines if x[:1] in "┃│"]
+    assert cells[0] == header
+    rows = cells[1:]
+    assert rows[0][0] == "4" and rows[0][header.index("rule / message" if "rule / message" in header else "rule")] \
+        == CONFIRM  # the rule id whole on its line
+    text = " ".join(row[-1 if "rule / message" in header else header.index("message")] for row in rows)
+    assert " ".join(text.split()) == (CONFIRM + " " + MESSAGE if "rule / message" in header else MESSAGE)
+    if "evidence" in header:
+        addresses = " ".join(row[-1] for row in rows).split()
+        assert addresses == ["steps.4.tool_calls.0,", "steps.1,", "steps[0:4],", "steps.1.content"]
