@@ -88,3 +88,80 @@ def test_narrow_terminal_leaves_columns_out_instead_of_squeezing_them(tmp_path, 
         assert len(row) <= width
         assert re.search(rf"\s{d['critical_step']}\s", row) and f" {d['category']} " in f"{row} "
         assert (f" {d['confidence']:.2f}" in row) == ("conf." in header)
+
+
+def _audit(tmp_path, files, width):
+    out = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, ["audit", *map(str, files), "-o", str(out)], env={"COLUMNS": str(width)},
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stderr.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("run ")) + 2  # after the header's rule
+    assert max(len(x) for x in lines[:start + len(files)]) <= width
+    return lines[0], lines[start - 2].split(), lines[start:start + len(files)]
+
+
+LONG = ["a-very-long-run-identifier-that-goes-on-and-off", "a-very-long-run-identifier-that-goes-on-and-on"]
+
+
+@pytest.mark.parametrize("width", [200, 160])
+def test_long_run_ids_are_whole_when_the_width_allows(tmp_path, width):
+    """A fresh-user pass saw both ids as "a-very-long-run…" at 200 columns, the preview drawn."""
+    files = []
+    for rid in LONG:
+        files.append(tmp_path / f"{rid}.json")
+        files[-1].write_text((ROOT / "examples" / "traces" / "openai_chat.json").read_text())
+    _, header, rows = _audit(tmp_path, files, width)
+    assert header[-1] == "preview"
+    assert [row.split()[0] for row in rows] == LONG
+    assert all('book_flight({"flight": "TP1940"})' in row for row in rows)
+
+
+@pytest.mark.parametrize("width", [120, 100, 80, 60])
+def test_long_run_ids_give_way_to_the_preview_but_stay_told_apart(tmp_path, width):
+    files = []
+    for rid in LONG:
+        files.append(tmp_path / f"{rid}.json")
+        files[-1].write_text((ROOT / "examples" / "traces" / "openai_chat.json").read_text())
+    _, header, rows = _audit(tmp_path, files, width)
+    assert header[-1] == ("preview" if width >= 100 else "basis" if width == 80 else "conf.")
+    cells = [row.split()[0] for row in rows]
+    assert len(set(cells)) == 2 and all("…" in c for c in cells)  # cut in the middle: the ends differ
+    assert cells[0].startswith("a-very-l") and cells[0].endswith("and-off") and cells[1].endswith("-and-on")
+    assert len(cells[0]) == {120: 38, 100: 18, 80: 16, 60: 16}[width]  # 40 at most, 16 before the preview goes
+
+
+def test_equal_run_ids_of_different_files_name_their_file(tmp_path):
+    """``audit A/10.json B/10.json``: both runs are "10"; the rows say which file each is."""
+    files = []
+    for folder in ("A", "B"):
+        (tmp_path / folder).mkdir()
+        files.append(tmp_path / folder / "10.json")
+        files[-1].write_text((ROOT / "examples" / "traces" / "openai_chat.json").read_text())
+    extra = ROOT / "examples" / "traces" / "magentic_one.json"
+    _, _, rows = _audit(tmp_path, [*files, extra], 160)
+    cells = [row.split()[0] for row in rows]
+    assert cells[:2] == ["A/10.json:10", "B/10.json:10"]  # the last parts of the paths that tell them apart
+    assert cells[2] == "magentic_one"  # a run id of its own stays as it is
+
+
+@pytest.mark.parametrize("width", [200, 100])
+def test_wide_characters_are_measured_in_terminal_cells(tmp_path, width):
+    """A CJK character takes two terminal cells: measured as one, a preview with a few of them was cut
+    ("東方航空TP19…" at 200 columns with room to spare) and a row of CJK run ids could pass the edge."""
+    from rich.cells import cell_len
+
+    text = (ROOT / "examples" / "traces" / "openai_chat.json").read_text().replace("TP1940", "東方航空TP1940")
+    files = [tmp_path / "cjk.json", tmp_path / "長い実行識別子の名前がここにあります一.json",
+             tmp_path / "長い実行識別子の名前がここにあります二.json"]
+    for f in files:
+        f.write_text(text, encoding="utf-8")
+    _, header, rows = _audit(tmp_path, files, width)
+    assert header[-1] == "preview" and len(rows) == 3
+    assert max(cell_len(row) for row in rows) <= width
+    cells = [row.split()[0] for row in rows]
+    if width == 200:
+        assert all(row.endswith('book_flight({"flight": "東方航空TP1940"})') for row in rows)
+        assert cells == ["cjk", files[1].stem, files[2].stem]
+    else:  # cut in the middle to the column's 18 cells, the ends that tell them apart kept
+        assert cells[1:] == ["長い実行…ります一", "長い実行…ります二"]

@@ -307,6 +307,7 @@ class _Kept:
         self.findings: dict[int, RunFindings] = {}
         self.lines: dict[int, str] = {}
         self.rows: dict[int, tuple[str, str, str, str, float, str, str]] = {}
+        self.sources: dict[int, tuple[str, int | None]] = {}  # each row's file and record (for equal run ids)
         self.flagged: list[Trajectory] = []
         self.applied: dict[str, None] = {}  # rule ids applied to some run, in order
         self.use = RuleUse()  # rule ids with a check made on some run, and those cut by --run-timeout
@@ -328,6 +329,7 @@ class _Kept:
         if d.metadata.get("degraded"):
             self.degraded += 1
         self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
+        self.sources[i] = (r.trajectory.source.file or "", r.trajectory.source.record)
         self.applied.update(dict.fromkeys(r.rule_ids))
         if r.log is not None:
             self.use.add(r.log)
@@ -347,30 +349,43 @@ _COLUMNS = (("run", "left"), ("step", "right"), ("agent", "left"), ("category", 
 
 #: the longest preview kept per run (the table cuts it to the width it has)
 PREVIEW_CHARS = 240
+#: the widest run id column (a longer id is cut with "…")
+MAX_RUN = 40
+#: the run id column is cut down to this before the preview is left out
+SHORT_RUN = 16
 #: below this width the preview column is left out (a few characters of it say nothing; the
 #: diagnoses file and the report have the step)
 MIN_PREVIEW = 16
 
 
 def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: int) -> list[int]:
-    """Column widths of the summary table within ``width`` characters (0: the column is left out).
+    """Column widths of the summary table within ``width`` terminal cells (0: the column is left out).
+    Texts are measured in cells (:func:`rich.cells.cell_len`): a CJK character takes two.
 
-    The category column is as wide as the widest category shown (never cut). The preview takes what
-    is left, up to its longest text (no padding to the edge); with less than :data:`MIN_PREVIEW`
-    characters left it is left out and its room goes back to the other columns. While the table is
-    still too wide, the agent (down to 8) and the basis (down to 4: "fin…") give way; then the basis,
-    the agent and the confidence are left out whole (rich would otherwise squeeze every column to a
-    character or two); last the run id, the key to the diagnoses file (down to 6), and the category
-    are cut."""
+    The category column is as wide as the widest category shown (never cut). The run id and the
+    preview share what is left: the run id whole up to :data:`MAX_RUN` characters while that leaves the
+    preview :data:`MIN_PREVIEW`, else cut down to :data:`SHORT_RUN` for it; the preview up to its longest
+    text (no padding to the edge), any room it leaves going back to a longer run id. With less than
+    :data:`MIN_PREVIEW` characters left the preview is left out and its room goes back to the run id
+    (up to :data:`MAX_RUN`). While the table is still too wide, the agent (down to 8) and the basis
+    (down to 4: "fin…") give way; then the basis, the agent and the confidence are left out whole
+    (rich would otherwise squeeze every column to a character or two); last the run id, the key to
+    the diagnoses file (down to 6), and the category are cut."""
+    from rich.cells import cell_len  # rich is loaded by the summary that calls this
+
     def longest(i: int, head: str) -> int:
-        return max([len(head)] + [len(str(r[i])) for r in rows])
+        return max([cell_len(head)] + [cell_len(str(r[i])) for r in rows])
 
-    run, step, agent = min(longest(0, "run"), 16), longest(1, "step"), min(longest(2, "agent"), 20)
+    whole_run, step, agent = longest(0, "run"), longest(1, "step"), min(longest(2, "agent"), 20)
     cat, conf, basis = longest(3, "category"), 5, longest(5, "basis")
     gap = 2  # SIMPLE_HEAD, no edge, collapsed padding: one padding and a blank rule between columns
-    preview = width - gap * (len(_COLUMNS) - 1) - (run + step + agent + cat + conf + basis)
-    if preview >= MIN_PREVIEW:
-        return [run, step, agent, cat, conf, basis, min(preview, longest(6, "preview"))]
+    run, short = min(whole_run, MAX_RUN), min(whole_run, SHORT_RUN)
+    room = width - gap * (len(_COLUMNS) - 1) - (step + agent + cat + conf + basis)  # for the run id and preview
+    if room - short >= MIN_PREVIEW:
+        run = min(run, room - MIN_PREVIEW)  # a long run id gives way to the preview first, down to SHORT_RUN
+        preview = min(room - run, longest(6, "preview"))
+        return [min(whole_run, room - preview), step, agent, cat, conf, basis, preview]
+    run = max(short, min(run, room + gap))  # the preview's room (and its gap) back to the run id
     over = (run + step + agent + cat + conf + basis) + gap * (len(_COLUMNS) - 2) - width
     while over > 0 and (agent > 8 or basis > 4):
         if agent > 8:  # the agent first (down to 8), then the basis ("fin…", "weak", "fal…")
@@ -391,6 +406,43 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
     return widths
 
 
+def _cut_middle(text: str, width: int) -> str:
+    """``text`` cut to ``width`` terminal cells in its middle (``a-very-lo…on-and-off``): run ids that
+    differ only at their end (a number, a suffix) stay told apart when the column cuts them."""
+    from rich.cells import cell_len
+
+    if cell_len(text) <= width or width < 3:
+        return text
+    tail_cells = (width - 1) // 2
+    head, tail = "", ""
+    for ch in reversed(text):
+        if cell_len(tail) + cell_len(ch) > tail_cells:
+            break
+        tail = ch + tail
+    for ch in text:
+        if cell_len(head) + cell_len(ch) > width - 1 - cell_len(tail):
+            break
+        head += ch
+    return head + "…" + tail
+
+
+def _run_labels(ids: list[str], sources: list[tuple[str, int | None]]) -> list[str]:
+    """The run column's text per row: the run id, or — when rows of different inputs share the id
+    (``audit A/10.json B/10.json``) — ``FILE:id`` for those rows, ``FILE`` the last parts of the path
+    that tell the inputs apart (``A/10.json``), with ``[record]`` for a run of a multi-run file."""
+    count = Counter(ids)
+    labels = list(ids)
+    for rid in (rid for rid, n in count.items() if n > 1):
+        rows = [i for i, x in enumerate(ids) if x == rid]
+        wheres = [(sources[i][0].replace("\\", "/").split("/"), sources[i][1]) for i in rows]
+        depth = max(len(parts) for parts, _ in wheres)
+        keep = next((k for k in range(1, depth + 1) if len({("/".join(p[-k:]), rec) for p, rec in wheres}) == len(rows)),
+                    depth)
+        for i, (parts, rec) in zip(rows, wheres, strict=True):
+            labels[i] = "/".join(parts[-keep:]) + (f"[{rec}]" if rec is not None else "") + f":{rid}"
+    return labels
+
+
 def _warn_degraded(kept: _Kept) -> None:
     """The warning (stderr, also with ``-q``) that runs ran out of rule-evaluation time, if any did."""
     if kept.degraded:
@@ -408,6 +460,8 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
             out.print("no run could be audited", highlight=False)
         return
     rows = [kept.rows[i] for i in sorted(kept.rows)]
+    labels = _run_labels([row[0] for row in rows], [kept.sources[i] for i in sorted(kept.rows)])
+    rows = [(label, *row[1:]) for label, row in zip(labels, rows, strict=True)]
     table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left", box=box.SIMPLE_HEAD,
                   show_edge=False, pad_edge=False, collapse_padding=True)
     shown = rows[:50]
@@ -417,7 +471,7 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
         col, just = _COLUMNS[i]
         table.add_column(col, width=widths[i], no_wrap=True, overflow="ellipsis", justify=just)  # type: ignore[arg-type]
     for rid, step, agent, category, confidence, basis, prev in shown:
-        cells = (rid, step, agent, category, f"{confidence:.2f}", basis, " ".join(prev.split()))
+        cells = (_cut_middle(rid, widths[0]), step, agent, category, f"{confidence:.2f}", basis, " ".join(prev.split()))
         table.add_row(*(cells[i] for i in keep))
     if len(rows) > 50:
         table.add_row(*(("…", "", "", f"{len(rows) - 50} more", "", "", "")[i] for i in keep))

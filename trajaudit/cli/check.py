@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +18,14 @@ from trajaudit.cli.common import (
     RuleUse,
     check_output_folder,
     console,
+    display_width,
     fail,
     handle_errors,
     refuse_overwriting_input,
     report_load,
     say_never_fired,
     warn_incomplete,
+    wrap_words,
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
@@ -54,24 +57,80 @@ def read_tools(path: str | None) -> list[dict[str, Any]] | None:
     return None if path is None else read_tool_list(path)
 
 
-def render_table(vlog: ValidationLog, show_pass: bool) -> Table:
-    """A rich table of one validation log (failures and unknowns; passes with ``show_pass``)."""
+_CHECK_COLUMNS = ("step", "verdict", "severity", "rule", "message", "evidence")
+#: the narrowest message column kept beside the rule ids; with less room the message goes under its
+#: rule id, in the rule column ("rule / message")
+MIN_MESSAGE = 20
+
+
+def render_table(vlog: ValidationLog, show_pass: bool, width: int | None = None) -> Table:
+    """A rich table of one validation log (failures and unknowns; passes with ``show_pass``), fitted
+    to ``width`` terminal cells (``None``: every column, as wide as rich makes them) by
+    :func:`fit_check_columns`: whole columns are left out, or the message put under its rule id,
+    rather than every column squeezed; rule ids are never cut."""
     s = vlog.summary()
     v = s["verdicts"]
     title = (f"{vlog.trajectory_id}: {v['fail']} fail, {v['unknown']} unknown, {v['pass']} pass, "
              f"{v['skip']} skipped")
     t = Table(title=title, title_justify="left", expand=False)
-    for col in ("step", "verdict", "severity", "rule", "message", "evidence"):
-        t.add_column(col, overflow="fold")
+    rows = []
     for r in vlog.records:
         if r.verdict == "pass" and not show_pass:
             continue
         ev = ", ".join(e.address for e in r.evidence[:4]) + (" …" if len(r.evidence) > 4 else "")
-        t.add_row(str(r.step), r.verdict, r.severity, r.rule_id, r.message or r.reason or "", ev,
-                  style=_VERDICT_STYLE.get(r.verdict, ""))
+        rows.append(((str(r.step), r.verdict, r.severity, r.rule_id, r.message or r.reason or "", ev), r.verdict))
+    shown, stacked = fit_check_columns([cells for cells, _ in rows], width)
+    for col, fixed in shown.items():
+        t.add_column("rule / message" if col == "rule" and stacked else col, overflow="fold", width=fixed)
+    at = [_CHECK_COLUMNS.index(col) for col in shown]
+    for cells, verdict in rows:
+        if stacked:  # the message on the lines under the rule id
+            cells = (*cells[:3], f"{cells[3]}\n{cells[4]}".rstrip(), *cells[4:])
+        t.add_row(*(cells[i] for i in at), style=_VERDICT_STYLE.get(verdict, ""))
     if vlog.incomplete:
         t.caption = "incomplete: " + "; ".join(vlog.incomplete)
     return t
+
+
+def fit_check_columns(rows: list[tuple[str, ...]], width: int | None) -> tuple[dict[str, int | None], bool]:
+    """The columns of a ``check`` table (of :data:`_CHECK_COLUMNS`) shown within ``width`` terminal
+    cells, each with its fixed width (``None``: rich sizes it), and whether the message goes under the
+    rule id (``True``: no message column). When every cell fits whole on one line, rich sizes them all.
+
+    Otherwise the message (or the rule id with the message under it) wraps in the room the other
+    columns leave; each of them needs its longest cell (the step, the verdict, the severity, the rule id: never cut),
+    the message :data:`MIN_MESSAGE` (it wraps between words), the evidence its longest address (it
+    wraps between addresses). When they do not all fit, the evidence, then the severity are left out
+    whole; then the message goes under the rule id; last the verdict is left out (the row's colour
+    still says it). Rich would otherwise squeeze every column to a few characters ("evidenc|e",
+    "generic|.protoc|ol.no-r…")."""
+    from rich.cells import cell_len
+
+    def longest(col: str, whole: bool = True) -> int:
+        i = _CHECK_COLUMNS.index(col)
+        cells = [c for row in rows for c in ([row[i]] if whole or i < 5 else row[i].split(", "))]
+        return max([cell_len(col)] + [cell_len(c) for c in cells])
+
+    def need(col: str) -> int:  # the evidence: its longest address and the comma after it
+        if col == "message":
+            return min(longest(col), MIN_MESSAGE)
+        return longest(col, whole=False) + (col == "evidence" and any(", " in row[5] for row in rows))
+
+    def fits(cols: list[str], size: Callable[[str], int] = need) -> bool:  # padding, rules between, edges
+        return sum(size(c) for c in cols) + 3 * len(cols) + 1 <= (width or 0)
+
+    cols = list(_CHECK_COLUMNS)
+    if width is None or fits(cols, longest):
+        return dict.fromkeys(cols), False
+    for leave_out in ("evidence", "severity", ""):
+        if fits(cols):
+            return {c: None if c == "message" else need(c) for c in cols}, False
+        if leave_out:
+            cols.remove(leave_out)
+    cols.remove("message")
+    if not fits(cols):
+        cols.remove("verdict")
+    return {c: None if c == "rule" else need(c) for c in cols}, True
 
 
 def never_evaluated(logs: list[ValidationLog]) -> list[tuple[str, int, str]]:
@@ -267,7 +326,7 @@ def _print_tables(logs: list[ValidationLog], show_pass: bool, verbose: bool) -> 
     (its table when it has rows to show, else its title line)."""
     out = console()
     for lg in logs:
-        table = render_table(lg, show_pass)
+        table = render_table(lg, show_pass, out.width)
         if _has_fail(lg) or lg.incomplete or (verbose and (table.row_count or show_pass)):
             out.print(table)
         elif verbose:
@@ -289,8 +348,9 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
               highlight=False)
     unevaluated = never_evaluated(logs)
     for rid, n, reason in unevaluated:  # a warning only: exit codes stay about violations
-        err.print(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
-                  f"(never pass or fail; first reason: {reason})", markup=False, highlight=False, soft_wrap=True)
+        err.print(wrap_words(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
+                             f"(never pass or fail; first reason: {reason})", display_width(err)),
+                  markup=False, highlight=False, soft_wrap=True)
     idle, not_evaluated = use.never_fired(applied), use.not_evaluated(applied)
     say_never_fired(idle, len(logs), not_evaluated=not_evaluated)
     if machine:  # the summary for machines too (stdout keeps the list of logs)

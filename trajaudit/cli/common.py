@@ -60,6 +60,29 @@ def _safe_console_class() -> type[Console]:
     return SafeConsole
 
 
+#: ``$COLUMNS`` below this is ignored like a value that is not a number: ``COLUMNS=0`` made rich draw
+#: every line (an error message too) in zero columns, i.e. print nothing, and 5 a word per line
+MIN_COLUMNS = 20
+#: the width of output that goes to no terminal (a pipe, a file) without a usable ``$COLUMNS``
+PIPE_WIDTH = 160
+
+
+def console_width(stream: Any) -> int:
+    """The width a console on ``stream`` draws to: ``$COLUMNS`` when it is a number of at least
+    :data:`MIN_COLUMNS`; else a terminal's own width (80 when it reports none, or a useless one);
+    else :data:`PIPE_WIDTH`."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= MIN_COLUMNS:
+        return int(columns)
+    if not stream.isatty():
+        return PIPE_WIDTH
+    try:
+        size = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        size = 0
+    return size if size >= MIN_COLUMNS else 80
+
+
 def console(err: bool = False) -> Console:
     """A rich console on the current (test-injectable) stdout or stderr.
 
@@ -68,10 +91,12 @@ def console(err: bool = False) -> Console:
     (:func:`terminal_safe`: an ESC sequence in a message must not drive the terminal). Styled labels
     use :func:`rich.markup.escape` on the data they interpolate. ``rich`` is imported on the first
     call: ``audit -q`` with nothing to say prints nothing and does not import it (≈ 0.1G instructions).
+    Its width is :func:`console_width`'s.
     """
     stream = sys.stderr if err else sys.stdout
-    wide = stream.isatty() or os.environ.get("COLUMNS", "").isdigit()  # a terminal's (or $COLUMNS) width
-    return _safe_console_class()(file=stream, soft_wrap=False, width=None if wide else 160, highlight=False, markup=False)
+    # the width is given, never left to rich, which takes any digits in $COLUMNS (0 included) as the width
+    return _safe_console_class()(file=stream, soft_wrap=False, width=console_width(stream), highlight=False,
+                                 markup=False)
 
 
 def clip(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
@@ -79,12 +104,33 @@ def clip(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return message if len(message) <= limit else f"{message[:limit]}… ({len(message) - limit} more characters)"
 
 
+def display_width(c: Console) -> int | None:
+    """The width of the display ``c`` prints to — a terminal's, or the ``$COLUMNS`` the user gave —
+    or ``None`` when it prints to a pipe or a file (its width is then :data:`PIPE_WIDTH`, no display's)."""
+    columns = os.environ.get("COLUMNS", "")
+    return c.width if c.file.isatty() or (columns.isdigit() and int(columns) >= MIN_COLUMNS) else None
+
+
+def wrap_words(text: str, width: int | None, indent: int = 2) -> str:
+    """``text`` wrapped at ``width`` columns between words (a word, a path or a rule id, is never
+    split, nor cut at its hyphens; one wider than a line stands alone on its line), continuation lines
+    indented by ``indent`` spaces: a long note or warning printed as one line was broken mid-word by
+    the terminal. ``width=None`` (no display, :func:`display_width`): ``text`` as it is, one line for a log."""
+    import textwrap
+
+    if width is None:
+        return text
+    return "\n".join(textwrap.wrap(text, max(width, indent + 1), subsequent_indent=" " * indent,
+                                   break_long_words=False, break_on_hyphens=False)) or text.strip()
+
+
 def wrap_items(head: str, items: Iterable[str], width: int, indent: int = 2) -> str:
-    """``head`` followed by ``items`` joined with ", ", wrapped at ``width`` columns *between* items
-    (an item, e.g. ``invalid_invocation 1`` or a rule id, is never split), continuation lines
-    indented by ``indent`` spaces; an item wider than a line stands alone on its line."""
-    lines: list[str] = []
-    line = head.rstrip()
+    """``head`` (wrapped between words, as :func:`wrap_words`) followed by ``items`` joined with ", ",
+    wrapped at ``width`` columns *between* items (an item, e.g. ``invalid_invocation 1`` or a rule id,
+    is never split), continuation lines indented by ``indent`` spaces; an item wider than a line stands
+    alone on its line."""
+    lines = wrap_words(" ".join(head.split()), width, indent).split("\n")
+    line = lines.pop()
     items = list(items)
     for i, item in enumerate(items):
         piece = item + ("," if i < len(items) - 1 else "")
@@ -273,8 +319,10 @@ def say_never_fired(ids: list[str], runs: int, limit: int = 20, not_evaluated: l
 
 def warn_incomplete(message: str) -> None:
     """Print ``warning: message`` on stderr — with ``-q`` too: ``-q`` hides progress and summaries,
-    not a warning that the results are incomplete (rule evaluation ran out of time, ``--run-timeout``)."""
-    console(err=True).print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+    not a warning that the results are incomplete (rule evaluation ran out of time, ``--run-timeout``).
+    Wrapped between words at a terminal's width (:func:`wrap_words`); one line in a log file."""
+    err = console(err=True)
+    err.print(wrap_words(f"warning: {message}", display_width(err)), markup=False, highlight=False, soft_wrap=True)
 
 
 def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:
