@@ -211,3 +211,24 @@ def test_a_rule_message_shows_escapes_as_the_previews_do(tmp_path):
     CliRunner().invoke(main, ["audit", str(run), "--rules", str(pack), "--report", str(html), "-q"])
     page = html.read_text(encoding="utf-8")
     assert "u001b" not in page and "\x1b" not in page and "colour ⟨U+001B⟩[31mred" in page
+
+
+def test_bidi_controls_and_line_separators_are_shown_not_obeyed(tmp_path):
+    """U+202E (right-to-left override), U+2028/2029, U+200E/F and the isolates U+2066-2069 reached the
+    terminal raw through previews (``trajaudit show``: fresh-user pass), reordering or breaking what
+    follows them, while ESC was escaped: they are shown as \\u202e etc. by the terminal-safe console."""
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+    from trajaudit.cli.common import terminal_safe
+
+    assert terminal_safe("a\u202eb\u2028c\u2029d\u200e\u200f\u2066\u2067\u2068\u2069\u061ce\u200bé") \
+        == "a\\u202eb\\u2028c\\u2029d\\u200e\\u200f\\u2066\\u2067\\u2068\\u2069\\u061ce\u200bé"
+    run = tmp_path / "m.json"
+    run.write_text(json.dumps([{"role": "user", "content": "pay \u202e0001$ now\u2028line\u2066x\u2069"},
+                               {"role": "assistant", "content": "ok \u200f done"}]))
+    shown = CliRunner().invoke(main, ["show", str(run)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert not any(c in shown.output for c in "\u202e\u2028\u2066\u2069\u200f")
+    # (a preview is one line: the separator U+2028 is a space there)
+    assert "pay \\u202e0001$ now line\\u2066x\\u2069" in shown.output and "ok \\u200f done" in shown.output
