@@ -79,6 +79,10 @@ _LAZY = {"audit": "trajaudit.engine.run.pipeline", "Monitor": "trajaudit.engine.
 #: ``trajaudit.safe_yaml`` (its errors subclass PyYAML's: the modules a local audit imports refer to it
 #: as ``trajaudit.safe_yaml`` where they parse YAML, so an audit from cached packs imports no PyYAML).
 _SUBMODULES = frozenset({"distributed", "safe_yaml"})
+#: The public subpackages and modules, listed by ``dir(trajaudit)`` (the others — ``disk_cache``,
+#: ``regular_files``, ``safe_json``, ``safe_yaml`` … — are the library's plumbing).
+_PUBLIC_MODULES = frozenset({"checkers", "citation", "cli", "distributed", "engine", "errors", "eval", "llm",
+                             "online", "report"})
 
 
-__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES)
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, _SUBMODULES, _PUBLIC_MODULES)

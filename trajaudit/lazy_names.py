@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
-from types import ModuleType
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
 def lazy_names(package: str, namespace: dict[str, Any], names: Mapping[str, str],
-               submodules: frozenset[str] = frozenset()) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+               submodules: frozenset[str] = frozenset(),
+               public_modules: Iterable[str] | None = None) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The module-level ``__getattr__`` and ``__dir__`` of a package whose public names load on first use.
 
     Args:
@@ -18,28 +19,38 @@ def lazy_names(package: str, namespace: dict[str, Any], names: Mapping[str, str]
         names: public name -> defining module, relative to ``package`` (``"client"``) or absolute
             (``"trajaudit.engine.run.pipeline"``).
         submodules: submodules reachable as attributes before they are imported
-            (``trajaudit.report.ci.sarif_text``).
+            (``trajaudit.report.ci.sarif_text``), public or not.
+        public_modules: the package's public submodules and subpackages; default: every one whose
+            name has no leading underscore (found next to its ``__init__``, once). They are reachable
+            as attributes before they are imported too.
 
     Returns:
         ``(__getattr__, __dir__)``; ``__getattr__`` raises AttributeError for any other name;
-        ``__dir__`` lists the public names only: ``names``, ``__all__``, the ``submodules`` and the
-        package's submodules imported so far (not ``TYPE_CHECKING``, ``annotations``, the
-        ``lazy_names`` helper or the module's dunders).
+        ``__dir__`` lists the public names only, whatever was imported before: ``names``, ``__all__``,
+        the public modules and ``__version__`` if the package has one (not ``TYPE_CHECKING``,
+        ``annotations``, the ``lazy_names`` helper, internal modules or the other dunders).
     """
+    found: list[frozenset[str]] = []
+
+    def public() -> frozenset[str]:
+        if not found:
+            given = public_modules if public_modules is not None else (
+                m.name for m in pkgutil.iter_modules(namespace.get("__path__", ())) if not m.name.startswith("_"))
+            found.append(frozenset(given))
+        return found[0]
 
     def __getattr__(name: str) -> Any:
-        if name in submodules:
-            return importlib.import_module(f"{package}.{name}")
         module = names.get(name)
         if module is None:
+            if name in submodules or (not name.startswith("_") and name in public()):
+                return importlib.import_module(f"{package}.{name}")
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module if "." in module else f"{package}.{module}"), name)
         namespace[name] = value
         return value
 
     def __dir__() -> list[str]:
-        loaded = {k for k, v in namespace.items()
-                  if isinstance(v, ModuleType) and v.__name__ == f"{package}.{k}" and not k.startswith("_")}
-        return sorted(set(names) | submodules | set(namespace.get("__all__", ())) | loaded)
+        version = {"__version__"} & namespace.keys()
+        return sorted(set(names) | set(namespace.get("__all__", ())) | public() | version)
 
     return __getattr__, __dir__

@@ -178,3 +178,57 @@ def test_a_tool_call_preview_shows_escapes_as_the_other_columns_do(tmp_path):
     assert "\x1b" not in shown.output and "u001b" not in shown.output
     assert 'echo({"text": "\\x1b[31mred\\x1b[0m"})' in shown.output
     assert "colour \\x1b[31mred\\x1b[0m please" in shown.output
+
+
+def test_a_rule_message_shows_escapes_as_the_previews_do(tmp_path):
+    """A rule message rendering a list (``states {ungrounded}``) showed ESC as \\u001b (its JSON
+    escape) in the check table, the SARIF message and the HTML report, while a string field and the
+    previews showed the character (fresh-user pass): a message field keeps the character in lists
+    too, so the table shows \\x1b, SARIF and the HTML report its name (as they do for any text)."""
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+    from trajaudit.engine.dsl.template import field_text
+
+    assert field_text(["a\x1b[0m", "\\u001b", "x\ny"]) == '["a\x1b[0m", "\\\\u001b", "x\\ny"]'
+    assert field_text("a\x1b") == "a\x1b"
+    pack = tmp_path / "p.yaml"
+    pack.write_text("pack: p\nrules:\n  - id: esc\n    type: PROTOCOL\n    severity: error\n"
+                    "    guard: step.kind == \"user\"\n    let:\n      parts: '[step.content]'\n"
+                    "    assert: len(parts) == 0\n    message: \"holds {parts}\"\n")
+    run = tmp_path / "m.json"
+    run.write_text(json.dumps([{"role": "user", "content": "colour \x1b[31mred"},
+                               {"role": "assistant", "content": "ok"}]))
+    table = CliRunner().invoke(main, ["check", str(run), "--rules", str(pack)], env={"COLUMNS": "300"})
+    assert table.exit_code == 1, table.output
+    assert "u001b" not in table.output and "\x1b" not in table.output
+    assert 'holds ["colour \\x1b[31mred"]' in one_line(table.output)
+    sarif = tmp_path / "r.sarif"
+    CliRunner().invoke(main, ["check", str(run), "--rules", str(pack), "--format", "sarif", "-o", str(sarif)])
+    (result,) = json.loads(sarif.read_text(encoding="utf-8"))["runs"][0]["results"]
+    assert result["message"]["text"] == 'holds ["colour ⟨U+001B⟩[31mred"] (run m, step 0)'  # CI outputs name it
+    html = tmp_path / "r.html"
+    CliRunner().invoke(main, ["audit", str(run), "--rules", str(pack), "--report", str(html), "-q"])
+    page = html.read_text(encoding="utf-8")
+    assert "u001b" not in page and "\x1b" not in page and "colour ⟨U+001B⟩[31mred" in page
+
+
+def test_bidi_controls_and_line_separators_are_shown_not_obeyed(tmp_path):
+    """U+202E (right-to-left override), U+2028/2029, U+200E/F and the isolates U+2066-2069 reached the
+    terminal raw through previews (``trajaudit show``: fresh-user pass), reordering or breaking what
+    follows them, while ESC was escaped: they are shown as \\u202e etc. by the terminal-safe console."""
+    from click.testing import CliRunner
+
+    from trajaudit.cli import main
+    from trajaudit.cli.common import terminal_safe
+
+    assert terminal_safe("a\u202eb\u2028c\u2029d\u200e\u200f\u2066\u2067\u2068\u2069\u061ce\u200bé") \
+        == "a\\u202eb\\u2028c\\u2029d\\u200e\\u200f\\u2066\\u2067\\u2068\\u2069\\u061ce\u200bé"
+    run = tmp_path / "m.json"
+    run.write_text(json.dumps([{"role": "user", "content": "pay \u202e0001$ now\u2028line\u2066x\u2069"},
+                               {"role": "assistant", "content": "ok \u200f done"}]))
+    shown = CliRunner().invoke(main, ["show", str(run)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert not any(c in shown.output for c in "\u202e\u2028\u2066\u2069\u200f")
+    # (a preview is one line: the separator U+2028 is a space there)
+    assert "pay \\u202e0001$ now line\\u2066x\\u2069" in shown.output and "ok \\u200f done" in shown.output

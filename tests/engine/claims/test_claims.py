@@ -192,3 +192,51 @@ def test_terminal_escape_sequences_are_not_evidence_values():
     assert d.suffix("5") == f"[{five}:{five + 1}]"
     values, _ = sources._analyse_reference(text, "tool", 100_000)
     assert values == d.values
+
+
+def test_osc_string_and_8_bit_escape_sequences_are_not_values():
+    """Beyond CSI (fresh-user pass): an OSC 8 hyperlink's URL became the URL claim
+    "https://ex.com/o/777\\x1b\\\\order\\x1b" (a false claim-values-grounded violation), a window title
+    "\\x1b]0;win 31337\\x07" the number claim 31337, the 8-bit CSI "\\x9b31m" the claim "31m". OSC, DCS/APC/
+    PM/SOS strings, two-byte ESC sequences and 8-bit CSI/OSC are blanked too (the hyperlink's text
+    stays, its URL is not displayed); offsets kept; mis-decoded UTF-8 quotes (U+009D) are left."""
+    from trajaudit.engine.claims.extract import RegexExtractor
+    from trajaudit.engine.claims.patterns import has_escapes, mask_escapes
+
+    def claims(text):
+        return [(x.kind, x.value, x.text) for x in RegexExtractor().text_mentions(text, 1, "steps.1.content")]
+
+    link = "\x1b]8;;https://ex.com/o/777\x1b\\order\x1b]8;;\x1b\\"
+    assert mask_escapes(link) == " " * 27 + "order" + " " * 7
+    assert claims(f"See {link} 4521 for details.") == [("number", "4521", "4521")]
+    assert claims("\x1b]0;win 31337\x07Total: 48 files") == [("count", "48", "48 files")]
+    assert claims("\x1b]2;title 31337\x1b\\ok") == []
+    assert claims("\x9b31mred\x9b0m 7.5 kg") == [("number", "7.5", "7.5 kg")]
+    assert claims("\x9d0;win 31337\x07 done") == []
+    assert claims("\x1bP1$r0;31m\x1b\\ \x1b_app 55555\x1b\\ \x1b^pm 66666\x1b\\ \x1bXsos 77777\x1b\\ 9.5 s") \
+        == [("number", "9.5", "9.5 s")]
+    assert mask_escapes("\x1b7saved\x1b8 \x1b(B42 kg\x1bc") == "  saved   " + "   42 kg  "
+    # text between two mis-decoded curly quotes ("\u00e2\u20ac\x9c" ... "\u00e2\u20ac\x9d") is not a command
+    quoted = "He said \u00e2\u20ac\x9chello\u00e2\u20ac\x9d 4521 times \u00e2\u20ac\x9cbye\u00e2\u20ac\x9d"
+    assert mask_escapes(quoted) == quoted
+    # unfinished sequences are left as they are
+    for s in ("\x1b]0;title with no end", "\x1bP no end", "\x9b", "\x9d0;x"):
+        assert mask_escapes(s) == s
+    assert has_escapes("a\x9bb") and has_escapes("\x9d") and has_escapes("\x1b") and not has_escapes("a\u009a")
+
+
+def test_an_osc_8_hyperlink_is_no_ungrounded_claim_in_check():
+    """``check`` on a run whose answer holds an OSC 8 hyperlink reported the URL with the escape
+    characters glued to it as a value the tools never showed (generic.provenance.claim-values-grounded);
+    the link text is checked as before."""
+    from trajaudit import load
+    from trajaudit.engine.run.batch import audit_trajectories
+    from trajaudit.engine.run.pipeline import AuditSpec
+
+    link = "\x1b]8;;https://ex.com/o/777\x1b\\order\x1b]8;;\x1b\\"
+    run = load([{"role": "user", "content": "Open my order."},
+                {"role": "assistant", "content": f"Here is your {link}."}])
+    res = audit_trajectories([run], AuditSpec())
+    assert not res.problems
+    recs = [r for r in res.results[0].log.records if r.rule_id == "generic.provenance.claim-values-grounded"]
+    assert not [r for r in recs if "ex.com" in r.message], [r.message for r in recs]

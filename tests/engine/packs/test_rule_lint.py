@@ -84,3 +84,35 @@ def test_lint_warns_on_the_rule_without_examples(tmp_path):
     assert r.exit_code == 0, r.output
     assert "no-examples [mine.never]" in one_line(r.stdout) and "[mine.fires]" not in r.stdout
     assert "0 error(s), 1 warning(s)" in r.stderr
+
+
+def test_a_duplicate_rule_id_does_not_hide_the_other_errors(tmp_path):
+    """``rules lint`` stopped at a duplicate rule id (fresh-user pass): the other rules' compile errors
+    were hidden until it was renamed. All errors come in one pass, each at file:line — the duplicate
+    (naming the first definition), the second definition's own compile error, the others' — and a
+    duplicate in an included pack too; loading the pack still fails on it."""
+    import pytest
+
+    from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.errors import RulePackError
+
+    pack = tmp_path / "p.yaml"
+    pack.write_text("pack: p\nrules:\n"
+                    "  - id: a\n    type: PROTOCOL\n    assert: step.kind = 'user'\n"
+                    "  - id: b\n    type: PROTOCOL\n    assert: step.index >= 0\n"
+                    "  - id: b\n    type: PROTOCOL\n    assert: len(1 +)\n"
+                    "  - id: c\n    type: PROTOCOL\n    assert: nosuchfn(1)\n", encoding="utf-8")
+    errors = [(f.code, f.rule_id, f.location.rsplit("/", 1)[-1]) for f in lint_pack(str(pack)) if f.level == "error"]
+    assert errors == [("compile", "p.a", "p.yaml:5:23"), ("pack", "p.b", "p.yaml:9:9"),
+                      ("compile", "p.b", "p.yaml:11:20"), ("compile", "p.c", "p.yaml:14:13")]
+    dup = next(f for f in lint_pack(str(pack)) if f.code == "pack")
+    assert "duplicate rule id 'p.b' (also at " in dup.message and "p.yaml:6:5)" in dup.message
+    top = tmp_path / "top.yaml"
+    top.write_text(f"pack: top\ninclude: [{pack}]\nrules:\n  - id: d\n    type: PROTOCOL\n    assert: nope(\n",
+                   encoding="utf-8")
+    codes = sorted((f.code, f.rule_id) for f in lint_pack(str(top)) if f.level == "error")
+    assert codes == [("compile", "p.a"), ("compile", "p.b"), ("compile", "p.c"), ("compile", "top.d"), ("pack", "p.b")]
+    with pytest.raises(RulePackError, match="duplicate rule id 'p.b'"):
+        load_pack(str(pack))
+    res = CliRunner().invoke(main, ["rules", "lint", str(pack)])
+    assert res.exit_code == 1 and "4 error(s)" in res.stderr

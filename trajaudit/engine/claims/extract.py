@@ -47,6 +47,7 @@ from trajaudit.engine.claims.patterns import (
     completion_leads,
     count_matches,
     example_at,
+    has_escapes,
     holds_completion,
     json_ranges,
     list_markers,
@@ -261,7 +262,7 @@ class RegexExtractor:
         codes in pasted output) are blanked first (:func:`~.patterns.mask_escapes`: offsets kept)."""
         if not text:
             return
-        if "\x1b" in text:
+        if has_escapes(text):
             text = mask_escapes(text)
         code = [(0, len(text))] if in_code else code_ranges(text)
         noise = [] if in_code else noise_spans(text)  # pasted runtime output: evidence, not claims

@@ -15,6 +15,7 @@ from functools import lru_cache
 from trajaudit.engine.claims.noise import runtime_spans
 from trajaudit.engine.dsl.regex.prefilter import ASCII_FOLDING, folds_like_ascii  # noqa: F401 - ASCII_FOLDING re-exported
 from trajaudit.engine.dsl.regex.stored import module_pattern
+from trajaudit.engine.trace.escapes import has_escapes, mask_escapes  # noqa: F401 - re-exported
 
 #: A written number: grouped with , / no-break or thin space / ' (``1,234.5``, ``1'234``), European
 #: ``1.234,56`` (both separators), or plain with an optional decimal point. A lone decimal comma
@@ -424,17 +425,3 @@ def noise_spans(text: str) -> list[tuple[int, int]]:
     scanned for pasted runtime output twice, by the extractor (their claims) and by the evidence index
     (their pasted output is evidence). The list is shared: read-only."""
     return runtime_spans(text)
-
-
-@lru_cache(maxsize=1)
-def _csi_re() -> re.Pattern[str]:
-    # ECMA-48 CSI: ESC [, parameter bytes 0x30-0x3F, intermediate bytes 0x20-0x2F, a final byte 0x40-0x7E
-    return re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-
-
-def mask_escapes(text: str) -> str:
-    """``text`` with each terminal control sequence (CSI: ``ESC [`` … final byte, e.g. the colour reset
-    ``\\x1b[0m``) replaced by as many spaces: its parameters are not numbers of the text ("0m"), and
-    every other character keeps its offset (addresses ``[start:end]`` stay those of the text). Callers
-    test ``"\\x1b" in text`` first (most texts hold no ESC)."""
-    return _csi_re().sub(lambda x: " " * (x.end() - x.start()), text)

@@ -36,7 +36,7 @@ from trajaudit.engine.claims.normalize import (
 )
 from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
 from trajaudit.engine.claims.normalize import _norm_scalar_str_memo as _str_memo
-from trajaudit.engine.claims.patterns import WORD_RE, is_word_char, mask_escapes, words_of
+from trajaudit.engine.claims.patterns import WORD_RE, has_escapes, is_word_char, mask_escapes, words_of
 from trajaudit.engine.claims.scan import scan_values
 from trajaudit.engine.dsl.regex.stored import module_pattern
 
@@ -290,7 +290,7 @@ def _flatten(mem: dict[str, Any]) -> dict[str, Any]:
 
 
 def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
-    if "\x1b" in text:  # a terminal's colour codes ("\x1b[0m") hold no values: blanked, offsets kept
+    if has_escapes(text):  # terminal control sequences ("\x1b[0m") hold no values: blanked, offsets kept
         text = mask_escapes(text)
     b = _Builder()
     _scan_into(text, b.values, b.numbers)

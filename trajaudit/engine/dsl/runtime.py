@@ -20,6 +20,7 @@ from typing import Any
 
 from trajaudit import safe_json
 from trajaudit.engine.dsl.regex.prefilter import memo_search
+from trajaudit.engine.trace.escapes import has_escapes, mask_escapes
 from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.trace.observation import split_observation
 
@@ -103,6 +104,13 @@ def _step_call(v: StepView) -> CallView | None:
     return v.tc.call_views[s.index][0] if s.tool_calls else None
 
 
+def _step_said(v: StepView) -> str:
+    # what the agent wrote as it is displayed: terminal control sequences (an OSC 8 hyperlink's URL, a
+    # window title) blanked, offsets kept
+    said = split_observation(v.step.content)[0]
+    return mask_escapes(said) if has_escapes(said) else said
+
+
 def _step_json(v: StepView) -> Any:
     return v.tc.json_of(v.step.index)
 
@@ -127,7 +135,7 @@ STEP_FIELDS: dict[str, tuple[Any, str]] = {
     "source_number": (lambda v: v.step.source_number, ".source_number"),
     "metadata": (lambda v: v.step.metadata, ".metadata"),
     "address": (lambda v: v.address, ""),
-    "said": (lambda v: split_observation(v.step.content)[0], ".content"),
+    "said": (_step_said, ".content"),
     "observed": (lambda v: split_observation(v.step.content)[1], ".content"),
 }
 

@@ -15,6 +15,7 @@ from trajaudit.engine.dsl.builtins import _str
 from trajaudit.engine.dsl.compiler import ExprCompiler
 from trajaudit.engine.dsl.parser import Where, parse_expression
 from trajaudit.engine.dsl.runtime import Env, EvalError
+from trajaudit.engine.trace.ir import raw_controls
 
 Fn = Callable[[Env], Any]
 
@@ -72,6 +73,15 @@ def clip(text: str, limit: int = FIELD_CHARS) -> str:
     return f"{text[:half]} … [{len(text)} characters] … {text[-half:]}"
 
 
+def field_text(value: Any) -> str:
+    """The text of a message field's value: a string as it is, a list or object as JSON with each
+    control character kept as the character (``\\u001b`` of ``json.dumps`` turned back, as in
+    :attr:`~trajaudit.engine.trace.ir.Step.preview`): the terminal console shows ESC as ``\\x1b``,
+    the HTML report by name and SARIF as its JSON escape, whether it came in a string or a list."""
+    text = _str(value)
+    return text if isinstance(value, str) else raw_controls(text)
+
+
 def compile_template(text: str, where: Where, params: dict[str, Any], lets: dict[str, str],
                      witnesses: set[str]) -> tuple[Fn, set[str]]:
     """Compile a message template.
@@ -101,7 +111,7 @@ def compile_template(text: str, where: Where, params: dict[str, Any], lets: dict
                 continue
             mark = len(env.seen)
             try:
-                out.append(clip(_str(p(env))))
+                out.append(clip(field_text(p(env))))
             except (EvalError, LookupError, TypeError, ValueError) as e:
                 out.append(f"<error: {e}>")
             del env.seen[mark:]

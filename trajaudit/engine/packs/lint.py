@@ -42,7 +42,9 @@ from trajaudit.engine.packs.compile import CompiledRule, compile_rule
 from trajaudit.engine.packs.messages import relocate_param_error, schema_problems
 from trajaudit.engine.packs.pack import (
     RulePack,
+    RuleSpec,
     _rule_id_at,
+    collecting_duplicates,
     is_pack_text,
     load_pack,
     resolve_pack,
@@ -316,6 +318,30 @@ def _example_findings(pack: RulePack) -> list[LintFinding]:
             for spec in pack.enabled_rules if not spec.examples]
 
 
+def _compile_findings(specs: Any, compiled: list[CompiledRule]) -> list[LintFinding]:
+    """A ``compile`` error per rule of ``specs`` that does not compile; the others are appended to
+    ``compiled``."""
+    out: list[LintFinding] = []
+    for spec in specs:
+        try:
+            compiled.append(compile_rule(spec))
+        except RulePackError as e:
+            e = relocate_param_error(spec, e)  # an including pack's override caused it: report it there
+            loc = f"{e.file or '<rules>'}:{e.line or '?'}:{e.column or '?'}"
+            out.append(LintFinding("error", "compile", _with_caret(e), spec.id, loc))
+    return out
+
+
+def _duplicate_findings(duplicates: list[tuple[RulePackError, RuleSpec]]) -> list[LintFinding]:
+    """A ``pack`` error per duplicate rule id (at the second definition, naming the first), and the
+    second definition's compile errors (it is not in the pack, so it is compiled here)."""
+    out: list[LintFinding] = []
+    for e, spec in duplicates:
+        out.append(LintFinding("error", "pack", _with_caret(e), e.rule_id, _where(e)))
+        out.extend(_compile_findings([spec], []))
+    return out
+
+
 def lint_pack(source: Any) -> list[LintFinding]:
     """Lint a pack (path, shipped name, YAML text, dict or :class:`RulePack`); never raises for bad packs.
 
@@ -327,21 +353,18 @@ def lint_pack(source: Any) -> list[LintFinding]:
 
 
 def _lint(source: Any) -> list[LintFinding]:
-    try:
-        pack = source if isinstance(source, RulePack) else load_pack(source)
-    except RulePackError as e:
-        found = _schema_findings(source) if e.message.startswith("schema:") else []
-        code = "yaml" if "YAML" in e.message else "schema" if e.message.startswith("schema:") else "pack"
-        return found or [LintFinding("error", code, _with_caret(e), e.rule_id, _where(e))]
-    findings: list[LintFinding] = _target_findings(pack) + _supersedes_findings(pack) + _example_findings(pack)
-    compiled: list[CompiledRule] = []
-    for spec in pack.enabled_rules:
+    with collecting_duplicates() as duplicates:  # reported with the other problems, not instead of them
         try:
-            compiled.append(compile_rule(spec))
+            pack = source if isinstance(source, RulePack) else load_pack(source)
         except RulePackError as e:
-            e = relocate_param_error(spec, e)  # an including pack's override caused it: report it there
-            loc = f"{e.file or '<rules>'}:{e.line or '?'}:{e.column or '?'}"
-            findings.append(LintFinding("error", "compile", _with_caret(e), spec.id, loc))
+            found = _schema_findings(source) if e.message.startswith("schema:") else []
+            code = "yaml" if "YAML" in e.message else "schema" if e.message.startswith("schema:") else "pack"
+            return _duplicate_findings(duplicates) + (found or [LintFinding("error", code, _with_caret(e), e.rule_id,
+                                                                            _where(e))])
+    findings: list[LintFinding] = (_duplicate_findings(duplicates) + _target_findings(pack)
+                                   + _supersedes_findings(pack) + _example_findings(pack))
+    compiled: list[CompiledRule] = []
+    findings.extend(_compile_findings(pack.enabled_rules, compiled))
     sk = Skeleton()
     forms: list[tuple[CompiledRule, Any, Any]] = []
     for r in compiled:

@@ -15,6 +15,7 @@ import copy
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from hashlib import sha256
 from importlib import resources
@@ -51,6 +52,34 @@ def recording_deps() -> Iterator[list[Dep]]:
         yield deps
     finally:  # by identity: two recorders may hold equal contents
         del _DEP_RECORDERS[next(i for i, r in enumerate(_DEP_RECORDERS) if r is deps)]
+
+
+#: The list :func:`collecting_duplicates` files duplicate rule ids in (per thread / task: a load
+#: elsewhere still raises).
+_DUPLICATES: ContextVar[list[tuple[RulePackError, RuleSpec]] | None] = ContextVar("trajaudit_pack_duplicates",
+                                                                                   default=None)
+
+
+@contextmanager
+def collecting_duplicates() -> Iterator[list[tuple[RulePackError, RuleSpec]]]:
+    """Inside the block a duplicate rule id does not stop a pack load: its error (file:line:col of the
+    second definition, naming the first) and the second rule are appended to the list yielded, and the
+    rule is left out of the pack, so ``rules lint`` reports it, and checks it, with every other problem
+    of the pack in one pass."""
+    sink: list[tuple[RulePackError, RuleSpec]] = []
+    token = _DUPLICATES.set(sink)
+    try:
+        yield sink
+    finally:
+        _DUPLICATES.reset(token)
+
+
+def _duplicate(error: RulePackError, rule: RuleSpec) -> None:
+    """Raise ``error`` (``rule``'s id is taken), or file both in the :func:`collecting_duplicates` list."""
+    sink = _DUPLICATES.get()
+    if sink is None:
+        raise error
+    sink.append((error, rule))
 
 
 def text_hash(text: str) -> str:
@@ -312,13 +341,15 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
             if r.id in seen:
                 if seen[r.id].loc == r.loc:
                     continue  # the same pack reached twice (a diamond of includes)
-                raise doc.error(f"duplicate rule id {r.id!r} (also at {seen[r.id].loc})", ("include", i), r.id)
+                _duplicate(doc.error(f"duplicate rule id {r.id!r} (also at {seen[r.id].loc})", ("include", i), r.id), r)
+                continue
             seen[r.id] = r
             rules.append(r)
     for i, rd in enumerate(data.get("rules") or []):
         r = _rule(doc, rd, ("rules", i), name, params, param_locs)
         if r.id in seen:
-            raise doc.error(f"duplicate rule id {r.id!r} (also at {seen[r.id].loc})", ("rules", i, "id"), r.id)
+            _duplicate(doc.error(f"duplicate rule id {r.id!r} (also at {seen[r.id].loc})", ("rules", i, "id"), r.id), r)
+            continue
         seen[r.id] = r
         rules.append(r)
     ov = {k: dict(v) for k, v in (data.get("overrides") or {}).items()}

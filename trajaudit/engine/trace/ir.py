@@ -24,11 +24,11 @@ SCHEMA_VERSION = 1
 FENCE_RE = re.compile(r"^[ \t]{0,3}```", re.M)
 
 # A JSON escape of json.dumps: an escaped backslash (kept) or a control character's \u00XX (turned back
-# into the character by _raw_controls)
+# into the character by raw_controls)
 _JSON_CONTROL_ESCAPE = re.compile(r"\\(\\|u00[01][0-9a-f])")
 
 
-def _raw_controls(dumped: str) -> str:
+def raw_controls(dumped: str) -> str:
     """``json.dumps(..., ensure_ascii=False)`` text with each ``\\u00XX`` of a control character
     turned back into the character, so a tool call's preview holds ESC where its content would: the
     terminal console shows it as ``\\x1b`` in every column, not ``\\u001b`` in this one. (``\\n``,
@@ -170,7 +170,7 @@ class Step:
         text = " ".join(self.content.split())
         if not text and self.tool_calls:
             text = "; ".join(
-                f"{c.name}({c.raw_arguments if c.arguments_error else _raw_controls(json.dumps(c.arguments, ensure_ascii=False))})"
+                f"{c.name}({c.raw_arguments if c.arguments_error else raw_controls(json.dumps(c.arguments, ensure_ascii=False))})"
                 for c in self.tool_calls
             )
         return text if len(text) <= width else text[: max(0, width - 1)] + "…"
