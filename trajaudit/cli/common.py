@@ -19,7 +19,7 @@ import click
 
 import trajaudit.llm as llm_layer
 from trajaudit.cli import EXIT_INTERRUPTED
-from trajaudit.cli.outputs import atomic_write, refuse_clobbering
+from trajaudit.cli.outputs import atomic_write, output_problem, refuse_clobbering
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
 from trajaudit.llm.config import OFFLINE_ADVICE, build_config, load_config_file
@@ -149,17 +149,19 @@ def write_parts(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
 def check_output_folder(output: str | None, option: str = "-o/--output") -> None:
     """Refuse, before a batch runs, an output path whose folder does not exist, is no folder or cannot
     be written: the write comes after every run is audited, so a typo in the folder cost the whole
-    batch's work (``audit -o missing/d.jsonl`` wrote nothing at all, not even the report).
+    batch's work (``audit -o missing/d.jsonl`` wrote nothing at all, not even the report), and a path
+    the system would not open as a file (:func:`~trajaudit.cli.outputs.output_problem`: ``x.json/``,
+    ``sub/../x.json`` with ``sub`` missing).
 
     Raises:
         TrajauditError: naming the option, the path and the folder.
     """
     if not output or output == "-":
         return
+    problem = output_problem(output)  # also a trailing '/' and a '..' after a missing folder
+    if problem is not None:
+        raise TrajauditError(f"{option} {output!r}: {problem}")
     folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        what = "is a file, not a folder" if os.path.exists(folder) else "does not exist; create it first"
-        raise TrajauditError(f"{option} {output!r}: the folder {folder!r} {what}")
     if not os.access(folder, os.W_OK):
         raise TrajauditError(f"{option} {output!r}: the folder {folder!r} is not writable")
 

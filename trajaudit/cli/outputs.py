@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -35,12 +36,52 @@ from trajaudit.errors import TrajauditError
 
 def _key(path: str) -> tuple[str, Any]:
     """What identifies a file: its (device, inode) when it exists (links and hard links included),
-    else its resolved path."""
-    try:
-        st = os.stat(path)
-        return "inode", (st.st_dev, st.st_ino)
-    except OSError:
-        return "path", os.path.realpath(os.path.abspath(path))
+    else its resolved path. The path is also tried as :func:`atomic_write` resolves it
+    (``os.path.realpath``): ``13.json/`` and ``sub/../13.json`` (``sub`` missing) are no file to
+    ``os.stat``, but their real path is ``13.json``, the file that would be replaced."""
+    for p in (path, os.path.realpath(path)):
+        try:
+            st = os.stat(p)
+            return "inode", (st.st_dev, st.st_ino)
+        except OSError:
+            continue
+    return "path", os.path.realpath(os.path.abspath(path))
+
+
+def _missing_folder(folder: str) -> str:
+    """The first leading part of ``folder`` (as the system walks it, ``..`` included) that is no folder."""
+    parts = folder.split(os.sep)
+    for n in range(1, len(parts) + 1):
+        head = os.sep.join(parts[:n]) or os.sep
+        if not os.path.isdir(head):
+            return head
+    return folder
+
+
+def output_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the system would not open ``path`` as a file to write, in words (``None``: it would, as far
+    as the path goes). A trailing ``/`` names a folder (``13.json/``); a ``..`` after a folder that does
+    not exist cannot be followed (``sub/../x.json``); the folder may be missing or a file.
+    ``os.path.abspath``/``realpath`` tidy both away, so a check on the tidied path passed and the write
+    (through the tidied path) replaced ``13.json`` — an input, once.
+
+    The text follows ``'PATH': `` (e.g. ``the folder '/a/b' does not exist; create it first``).
+    """
+    p = os.fspath(path)
+    if p.endswith(("/", os.sep)) or os.path.basename(p) in (".", ".."):
+        if os.path.isdir(p):
+            return "is a folder, not a file"
+        return "ends with '/', which names a folder, not a file: drop the trailing '/'"
+    folder = os.path.dirname(p) or "."
+    if os.path.isdir(folder):
+        return None
+    if os.path.exists(folder):
+        return f"the folder {os.path.abspath(folder)!r} is a file, not a folder"
+    missing = _missing_folder(folder)
+    if os.path.isdir(os.path.abspath(folder)):  # only '..' after a missing folder makes it unreachable
+        return (f"the folder {folder!r} cannot be followed: {missing!r} does not exist, and the system "
+                "resolves '..' after it, not before; create it or drop the '..'")
+    return f"the folder {os.path.abspath(folder)!r} does not exist; create it first"
 
 
 def input_files(inputs: Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -107,9 +148,16 @@ def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
     removed and the old file is untouched. A target that exists and is not a regular file (``/dev/null``,
     a FIFO the user named) is written through directly.
 
+    A path the system would not open as a file (:func:`output_problem`: ``x.json/``, ``sub/../x.json``
+    with ``sub`` missing) is refused, not tidied into another file by ``realpath``.
+
     Raises:
-        OSError: the file cannot be written (disk full, file-size limit, permissions).
+        OSError: the file cannot be written (disk full, file-size limit, permissions), or the path is
+            refused (its ``strerror`` says why).
     """
+    problem = output_problem(path)
+    if problem is not None:  # realpath would tidy it into another file (13.json/ -> 13.json)
+        raise OSError(errno.ENOENT, problem, os.fspath(path))
     target = os.path.realpath(os.fspath(path))
     if os.path.exists(target) and not os.path.isfile(target):
         try:
@@ -323,5 +371,5 @@ class ResumeJournal:
 
 
 
-__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "options_key",
+__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "options_key", "output_problem",
                       "read_resumable", "refuse_clobbering", "run_key", "ResumeJournal"]
