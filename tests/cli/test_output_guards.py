@@ -223,6 +223,24 @@ def test_atomic_write_refuses_what_the_system_would_not_open(tmp_path):
     assert not (tmp_path / "b.json").exists()
 
 
+@pytest.mark.parametrize("out", ["/dev/stdout", "/proc/self/fd/1"])
+@pytest.mark.parametrize("args", [["audit", "{run}", "-q"], ["check", "{run}", "-q", "--format", "json"]])
+def test_o_dev_stdout_writes_to_a_pipe(tmp_path, out, args):
+    """stdout a pipe (``trajaudit audit X -o /dev/stdout -q | wc -c``): the link resolves to 'pipe:[…]',
+    and a temporary file was made beside it — "/dev/stdout: No such file or directory", exit 2, nothing
+    written. Now written through directly, as /dev/null and FIFOs are (the subprocess's stdout is a pipe)."""
+    if not os.path.exists(out):
+        pytest.skip(f"no {out} here")
+    run = write_json(tmp_path / "13.json", good_run("a"))
+    r = cli_process(*[a.format(run=run) for a in args], "-o", out)
+    assert r.returncode in (0, 1) and "No such file" not in r.stderr, r.stderr  # check: 1 = violations found
+    if args[0] == "audit":
+        assert [d["trajectory_id"] for d in map(json.loads, r.stdout.splitlines())] == ["a"]
+    else:
+        assert [x["trajectory_id"] for x in json.loads(r.stdout)] == ["a"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["13.json"]
+
+
 # Class 5: two outputs of one command naming the same file (``-o X.html --report X.html``).
 #
 # Was: the JSONL was silently replaced by the HTML, exit 0. Now: exit 2 naming both options, before

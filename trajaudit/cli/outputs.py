@@ -141,12 +141,23 @@ def _fsync_dir(folder: str) -> None:
             os.close(fd)
 
 
+def _is_special(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` exists (links followed, as ``open`` follows them) and is not a regular file: a
+    device, a FIFO, a pipe behind ``/dev/stdout`` or ``/proc/self/fd/1``, a folder."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
     """Write the concatenation of ``parts`` (UTF-8; a lone surrogate as its ``\\udXXX`` escape) to
     ``path`` atomically: a temporary file in the same folder, flushed and fsynced, renamed over the
     target (a symbolic link's target is replaced, the link kept). On any error the temporary file is
     removed and the old file is untouched. A target that exists and is not a regular file (``/dev/null``,
-    a FIFO the user named) is written through directly.
+    a FIFO the user named, ``/dev/stdout`` or ``/proc/self/fd/1`` when stdout is a pipe or a terminal)
+    is opened as given and written through directly (no temporary file: the link to a pipe resolves
+    to ``pipe:[…]``, no path to write beside).
 
     A path the system would not open as a file (:func:`output_problem`: ``x.json/``, ``sub/../x.json``
     with ``sub`` missing) is refused, not tidied into another file by ``realpath``.
@@ -158,15 +169,15 @@ def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
     problem = output_problem(path)
     if problem is not None:  # realpath would tidy it into another file (13.json/ -> 13.json)
         raise OSError(errno.ENOENT, problem, os.fspath(path))
-    target = os.path.realpath(os.fspath(path))
-    if os.path.exists(target) and not os.path.isfile(target):
+    if _is_special(path):  # /dev/stdout on a pipe: its realpath is '/proc/…/fd/pipe:[…]', no folder to write beside
         try:
-            with open(target, "wb") as f:
+            with open(os.fspath(path), "wb") as f:
                 for part in parts:
                     f.write(part.encode("utf-8", "backslashreplace"))
         except OSError as e:  # /dev/full: "No space left on device", named
             raise OSError(e.errno, e.strerror, os.fspath(path)) from None
         return
+    target = os.path.realpath(os.fspath(path))
     folder = os.path.dirname(target) or "."
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
