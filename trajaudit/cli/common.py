@@ -190,16 +190,40 @@ def refuse_same_outputs(outputs: dict[str, str | None]) -> None:
 DEBUG = {"on": False}
 
 
+#: Skipped lines (records) printed per input file; the rest are counted in one line (``--debug`` prints
+#: them all). ``eval --pred x.sarif`` printed one "invalid JSON" line per line of the SARIF log.
+MAX_SKIPPED_LINES = 5
+
+
+def more_skipped(file: str, messages: list[str]) -> str:
+    """The line standing for the skipped lines of ``file`` not printed (``messages``): ``… and N more
+    lines of FILE skipped (not JSON Lines?)`` when every one is invalid JSON, else ``… records …``."""
+    if all("invalid JSON" in m for m in messages):
+        return f"… and {len(messages)} more lines of {file} skipped (not JSON Lines?; --debug lists them all)"
+    return f"… and {len(messages)} more records of {file} skipped (--debug lists them all)"
+
+
 def report_problems(problems: list[Problem]) -> None:
     """Print skipped runs to stderr, one line each (with ``--debug``, an unexpected error's traceback
-    after its line)."""
+    after its line). Of one file's skipped lines or records the first :data:`MAX_SKIPPED_LINES` are
+    printed, then one line counting the rest (:func:`more_skipped`); ``--debug`` prints every one.
+    The counts in the commands' summaries still count every skipped run."""
     if not problems:
         return
     c = console(err=True)
+    shown: dict[str, int] = {}
+    hidden: dict[str, list[str]] = {}
     for p in problems:
+        if p.record is not None and not DEBUG["on"]:
+            shown[p.file] = shown.get(p.file, 0) + 1
+            if shown[p.file] > MAX_SKIPPED_LINES:
+                hidden.setdefault(p.file, []).append(p.message)
+                continue
         c.print(f"[yellow]skipped:[/] {escape(clip(p.message))}", markup=True, highlight=False)
         if DEBUG["on"] and p.details.get("traceback"):
             c.print(p.details["traceback"].rstrip(), markup=False, highlight=False, soft_wrap=True)
+    for file, messages in hidden.items():
+        c.print(f"[yellow]skipped:[/] {escape(clip(more_skipped(file, messages)))}", markup=True, highlight=False)
 
 
 def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ()) -> None:

@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from trajaudit.cli.common import (
+    DEBUG,
+    MAX_SKIPPED_LINES,
     LLMOptions,
     check_output_folder,
     client_from_options,
@@ -20,6 +22,7 @@ from trajaudit.cli.common import (
     fail,
     handle_errors,
     llm_options,
+    more_skipped,
     refuse_overwriting_input,
     refuse_same_outputs,
     report_problems,
@@ -171,7 +174,7 @@ def _read_gold(gold: str, gold_format: str, taxonomy: str | None) -> GoldSet:
     """The gold labels of ``gold``; none at all prints the loading problems and stops (exit 2)."""
     gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
     if not gold_set:
-        report_problems_text(gold_set.problems)
+        report_problems_text(gold_set.problems, gold)
         fail(f"{gold}: no gold labels could be loaded")
     return gold_set
 
@@ -290,8 +293,18 @@ def _exit_status(report: EvalReport, skipped: int, err: Console) -> None:
         sys.exit(1)
 
 
-def report_problems_text(lines: list[str]) -> None:
-    """Print gold-loading problems to stderr, one line each."""
+def report_problems_text(lines: list[str], file: str = "the gold file") -> None:
+    """Print gold-loading problems of ``file`` to stderr, one line each; of its skipped lines the first
+    :data:`~trajaudit.cli.common.MAX_SKIPPED_LINES`, then one line counting the rest (``--debug``: all)."""
     c = console(err=True)
+    per_line = 0
+    hidden: list[str] = []
     for line in lines:
+        if line.startswith("line ") and not DEBUG["on"]:
+            per_line += 1
+            if per_line > MAX_SKIPPED_LINES:
+                hidden.append(line)
+                continue
         c.print(f"[yellow]gold:[/] {escape(line)}", markup=True, highlight=False)
+    if hidden:
+        c.print(f"[yellow]gold:[/] {escape(more_skipped(file, hidden))}", markup=True, highlight=False)
