@@ -29,7 +29,7 @@ from trajaudit.cli.common import (
     write_parts,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
+from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
 from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
@@ -168,6 +168,7 @@ def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: 
     check_output_folder(output)
     check_output_folder(save_pred, "--save-pred")
     check_output_folder(report_file, "--report")
+    warn_output_name("--save-pred", save_pred, "jsonl")  # after the refusals: a refused output gets its error alone
 
 
 def _read_gold(gold: str, gold_format: str, taxonomy: str | None) -> GoldSet:
