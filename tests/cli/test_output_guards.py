@@ -241,6 +241,20 @@ def test_o_dev_stdout_writes_to_a_pipe(tmp_path, out, args):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["13.json"]
 
 
+def test_a_device_output_needs_no_writable_folder(tmp_path, monkeypatch):
+    """-o /dev/stdout (a FIFO, /dev/null) is written through, nothing is made beside it: a user who may
+    not write to /dev (anyone but root) was refused "the folder '/dev' is not writable" before the batch."""
+    from trajaudit.cli.common import check_output_folder
+    from trajaudit.errors import TrajauditError
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # as a user without write access to the folders
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for out in ("/dev/null", str(fifo)):
+        check_output_folder(out)
+    with pytest.raises(TrajauditError, match="is not writable"):
+        check_output_folder(str(tmp_path / "d.jsonl"))
+
+
 # Class 5: two outputs of one command naming the same file (``-o X.html --report X.html``).
 #
 # Was: the JSONL was silently replaced by the HTML, exit 0. Now: exit 2 naming both options, before

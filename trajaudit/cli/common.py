@@ -19,7 +19,7 @@ import click
 
 import trajaudit.llm as llm_layer
 from trajaudit.cli import EXIT_INTERRUPTED
-from trajaudit.cli.outputs import atomic_write, output_problem, refuse_clobbering
+from trajaudit.cli.outputs import atomic_write, is_special_file, output_problem, refuse_clobbering
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
 from trajaudit.llm.config import OFFLINE_ADVICE, build_config, load_config_file
@@ -161,6 +161,8 @@ def check_output_folder(output: str | None, option: str = "-o/--output") -> None
     problem = output_problem(output)  # also a trailing '/' and a '..' after a missing folder
     if problem is not None:
         raise TrajauditError(f"{option} {output!r}: {problem}")
+    if is_special_file(output):  # /dev/stdout, a FIFO: written through, nothing is made in /dev
+        return
     folder = os.path.dirname(os.path.abspath(output))
     if not os.access(folder, os.W_OK):
         raise TrajauditError(f"{option} {output!r}: the folder {folder!r} is not writable")

@@ -68,9 +68,9 @@ def output_problem(path: str | os.PathLike[str]) -> str | None:
     The text follows ``'PATH': `` (e.g. ``the folder '/a/b' does not exist; create it first``).
     """
     p = os.fspath(path)
+    if os.path.isdir(p):
+        return "is a folder, not a file"
     if p.endswith(("/", os.sep)) or os.path.basename(p) in (".", ".."):
-        if os.path.isdir(p):
-            return "is a folder, not a file"
         return "ends with '/', which names a folder, not a file: drop the trailing '/'"
     folder = os.path.dirname(p) or "."
     if os.path.isdir(folder):
@@ -141,13 +141,14 @@ def _fsync_dir(folder: str) -> None:
             os.close(fd)
 
 
-def _is_special(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` exists (links followed, as ``open`` follows them) and is not a regular file: a
-    device, a FIFO, a pipe behind ``/dev/stdout`` or ``/proc/self/fd/1``, a folder."""
+def is_special_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` exists (links followed, as ``open`` follows them) and is neither a regular file
+    nor a folder: a device, a FIFO, a pipe behind ``/dev/stdout`` or ``/proc/self/fd/1``."""
     try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except OSError:
         return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
@@ -169,7 +170,7 @@ def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
     problem = output_problem(path)
     if problem is not None:  # realpath would tidy it into another file (13.json/ -> 13.json)
         raise OSError(errno.ENOENT, problem, os.fspath(path))
-    if _is_special(path):  # /dev/stdout on a pipe: its realpath is '/proc/…/fd/pipe:[…]', no folder to write beside
+    if is_special_file(path):  # /dev/stdout on a pipe: its realpath is '/proc/…/fd/pipe:[…]', no folder to write beside
         try:
             with open(os.fspath(path), "wb") as f:
                 for part in parts:
@@ -382,5 +383,5 @@ class ResumeJournal:
 
 
 
-__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "options_key", "output_problem",
-                      "read_resumable", "refuse_clobbering", "run_key", "ResumeJournal"]
+__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "is_special_file",
+                      "options_key", "output_problem", "read_resumable", "refuse_clobbering", "run_key", "ResumeJournal"]
