@@ -160,6 +160,101 @@ def test_eval_save_pred_and_report_in_the_dataset_folder_are_refused(tmp_path):
     assert snapshot(runs) == before
 
 
+# ``13.json/`` and ``sub/../13.json`` (``sub`` missing): no file to ``os.stat`` — the guard found no
+# input there — but the write went through ``os.path.realpath``, which tidies both into ``13.json``.
+#
+# Was: every command below replaced the input 13.json (the gold file for eval --save-pred), exit 0.
+# Now: the guard compares the resolved path, exit 2 "is the input file", the file untouched.
+
+_TIDIED = [
+    (["audit", "{run}", "-q", "-o", "{out}"], "run"),
+    (["check", "{run}", "--format", "json", "-q", "-o", "{out}"], "run"),
+    (["eval", "{run}", "--gold", "{gold}", "-s", "offline", "--save-pred", "{out}"], "gold"),
+]
+_SUFFIXED = [(["convert", "{run}", "-o", "{out}"], "run"), (["repair", "{run}", "-o", "{out}"], "run")]
+
+
+# (convert and repair refuse 'x.json/' already: their -o must end in .json)
+@pytest.mark.parametrize("form, args, victim", [("{}/", *a) for a in _TIDIED]
+                         + [("{sub}/../{name}", *a) for a in _TIDIED + _SUFFIXED])
+def test_an_output_path_tidied_into_an_input_is_refused(tmp_path, form, args, victim):
+    files = {"run": write_json(tmp_path / "13.json", good_run("a")), "gold": tmp_path / "gold.json"}
+    files["gold"].write_text('{"trajectory_id": "a", "critical_step": 4}\n')
+    target = files[victim]
+    out = form.format(target, sub=tmp_path / "sub", name=target.name)
+    before = snapshot(tmp_path)
+    r = cli(*[a.format(out=out, run=files["run"], gold=files["gold"]) for a in args])
+    assert r.exit_code == 2, r.output
+    assert f"{out!r} is the input file '{target}': writing it would overwrite the trace" in one_line(r.stderr)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("form, why", [
+    ("{tmp}/new.jsonl/", "ends with '/', which names a folder, not a file: drop the trailing '/'"),
+    ("{tmp}/sub/../new.jsonl", "the folder '{tmp}/sub/..' cannot be followed: '{tmp}/sub' does not exist, and the "
+                               "system resolves '..' after it, not before; create it or drop the '..'"),
+])
+@pytest.mark.parametrize("args", [["audit", "{run}", "-q", "-o", "{out}"], ["check", "{run}", "-q", "-o", "{out}"],
+                                  ["eval", "{run}", "--gold", "{gold}", "-s", "offline", "--save-pred", "{out}"]])
+def test_an_output_path_the_system_would_not_open_is_refused(tmp_path, form, why, args):
+    """A new file behind such a path: the system's open() fails on both, realpath wrote tmp/new.jsonl.
+    Now refused with the reason before the batch; nothing written."""
+    run = write_json(tmp_path / "13.json", good_run("a"))
+    gold = tmp_path / "gold.json"
+    gold.write_text('{"trajectory_id": "a", "critical_step": 4}\n')
+    out = form.format(tmp=tmp_path)
+    before = snapshot(tmp_path)
+    r = cli(*[a.format(out=out, run=run, gold=gold) for a in args])
+    assert r.exit_code == 2, r.output
+    assert f"{out}: {why.format(tmp=tmp_path)}" in one_line(r.stderr).replace("' : ", ": ").replace("': ", ": ")
+    assert snapshot(tmp_path) == before
+
+
+def test_atomic_write_refuses_what_the_system_would_not_open(tmp_path):
+    """convert, repair, cite … reach atomic_write without check_output_folder: it refuses too, naming the path."""
+    from trajaudit.cli.outputs import atomic_write
+    for out in (f"{tmp_path}/sub/../new.json", f"{tmp_path}/new.json/"):
+        with pytest.raises(OSError) as e:
+            atomic_write(out, ["x"])
+        assert e.value.filename == out and "'..'" in e.value.strerror or "trailing '/'" in e.value.strerror
+    assert list(tmp_path.iterdir()) == []
+    r = cli("convert", write_json(tmp_path / "a.json", good_run("a")), "-o", f"{tmp_path}/sub/../b.json")
+    assert r.exit_code == 2 and f"{tmp_path}/sub/../b.json: the folder" in one_line(r.stderr)
+    assert not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize("out", ["/dev/stdout", "/proc/self/fd/1"])
+@pytest.mark.parametrize("args", [["audit", "{run}", "-q"], ["check", "{run}", "-q", "--format", "json"]])
+def test_o_dev_stdout_writes_to_a_pipe(tmp_path, out, args):
+    """stdout a pipe (``trajaudit audit X -o /dev/stdout -q | wc -c``): the link resolves to 'pipe:[…]',
+    and a temporary file was made beside it — "/dev/stdout: No such file or directory", exit 2, nothing
+    written. Now written through directly, as /dev/null and FIFOs are (the subprocess's stdout is a pipe)."""
+    if not os.path.exists(out):
+        pytest.skip(f"no {out} here")
+    run = write_json(tmp_path / "13.json", good_run("a"))
+    r = cli_process(*[a.format(run=run) for a in args], "-o", out)
+    assert r.returncode in (0, 1) and "No such file" not in r.stderr, r.stderr  # check: 1 = violations found
+    if args[0] == "audit":
+        assert [d["trajectory_id"] for d in map(json.loads, r.stdout.splitlines())] == ["a"]
+    else:
+        assert [x["trajectory_id"] for x in json.loads(r.stdout)] == ["a"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["13.json"]
+
+
+def test_a_device_output_needs_no_writable_folder(tmp_path, monkeypatch):
+    """-o /dev/stdout (a FIFO, /dev/null) is written through, nothing is made beside it: a user who may
+    not write to /dev (anyone but root) was refused "the folder '/dev' is not writable" before the batch."""
+    from trajaudit.cli.common import check_output_folder
+    from trajaudit.errors import TrajauditError
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # as a user without write access to the folders
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for out in ("/dev/null", str(fifo)):
+        check_output_folder(out)
+    with pytest.raises(TrajauditError, match="is not writable"):
+        check_output_folder(str(tmp_path / "d.jsonl"))
+
+
 # Class 5: two outputs of one command naming the same file (``-o X.html --report X.html``).
 #
 # Was: the JSONL was silently replaced by the HTML, exit 0. Now: exit 2 naming both options, before

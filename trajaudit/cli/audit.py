@@ -37,7 +37,7 @@ from trajaudit.cli.common import (
     wrap_items,
     write_parts,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
+from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
 from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import BatchResult, audit_paths
@@ -212,6 +212,7 @@ def _check_outputs(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | 
         check_output_folder(output)
     refuse_overwriting_input(report, given, "--report")
     check_output_folder(report, "--report")
+    warn_output_name("-o", output, out_format)  # after the refusals: a refused -o gets its error alone
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from trajaudit.cli.common import (
     wrap_words,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
+from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.selection import default_packs, load_rules
@@ -218,7 +218,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
       trajaudit check runs/*.json --format sarif -o trajaudit.sarif
       trajaudit check runs/*.json --format junit -o junit.xml -q
     """
-    _check_options(files, packs, no_default_packs, tools_file, mapping, output)
+    _check_options(files, packs, no_default_packs, tools_file, mapping, output, out_format)
     inputs = _gather_inputs(files, packs, no_default_packs, tools_file, fmt, mapping, run_timeout)
     checked, applied = _run_checks(inputs)
     logs = [lg for _, lg in checked]
@@ -239,7 +239,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
 
 
 def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool, tools_file: str | None,
-                   mapping: str | None, output: str | None) -> None:
+                   mapping: str | None, output: str | None, out_format: str) -> None:
     """Refuse, before anything is read, options that leave no rule, missing inputs and an ``output`` that
     would overwrite an input or lands in a folder that cannot be written (exit 2 through ``fail``)."""
     if no_default_packs and not packs and not tools_file:
@@ -248,6 +248,7 @@ def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_pa
     given = [*files, *packs, *([tools_file] if tools_file else []), *([mapping] if mapping else [])]
     refuse_overwriting_input(output, given)
     check_output_folder(output)
+    warn_output_name("-o", output, out_format)
 
 
 @dataclass

@@ -20,7 +20,7 @@ import click
 import trajaudit.llm as llm_layer
 from trajaudit import disk_cache
 from trajaudit.cli import EXIT_INTERRUPTED
-from trajaudit.cli.outputs import atomic_write, refuse_clobbering
+from trajaudit.cli.outputs import atomic_write, is_special_file, output_problem, refuse_clobbering
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
 from trajaudit.llm.config import OFFLINE_ADVICE, build_config, load_config_file
@@ -202,17 +202,21 @@ def write_parts(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
 def check_output_folder(output: str | None, option: str = "-o/--output") -> None:
     """Refuse, before a batch runs, an output path whose folder does not exist, is no folder or cannot
     be written: the write comes after every run is audited, so a typo in the folder cost the whole
-    batch's work (``audit -o missing/d.jsonl`` wrote nothing at all, not even the report).
+    batch's work (``audit -o missing/d.jsonl`` wrote nothing at all, not even the report), and a path
+    the system would not open as a file (:func:`~trajaudit.cli.outputs.output_problem`: ``x.json/``,
+    ``sub/../x.json`` with ``sub`` missing).
 
     Raises:
         TrajauditError: naming the option, the path and the folder.
     """
     if not output or output == "-":
         return
+    problem = output_problem(output)  # also a trailing '/' and a '..' after a missing folder
+    if problem is not None:
+        raise TrajauditError(f"{option} {output!r}: {problem}")
+    if is_special_file(output):  # /dev/stdout, a FIFO: written through, nothing is made in /dev
+        return
     folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        what = "is a file, not a folder" if os.path.exists(folder) else "does not exist; create it first"
-        raise TrajauditError(f"{option} {output!r}: the folder {folder!r} {what}")
     if not os.access(folder, os.W_OK):
         raise TrajauditError(f"{option} {output!r}: the folder {folder!r} is not writable")
 
@@ -241,16 +245,40 @@ def refuse_same_outputs(outputs: dict[str, str | None]) -> None:
 DEBUG = {"on": False}
 
 
+#: Skipped lines (records) printed per input file; the rest are counted in one line (``--debug`` prints
+#: them all). ``eval --pred x.sarif`` printed one "invalid JSON" line per line of the SARIF log.
+MAX_SKIPPED_LINES = 5
+
+
+def more_skipped(file: str, messages: list[str]) -> str:
+    """The line standing for the skipped lines of ``file`` not printed (``messages``): ``… and N more
+    lines of FILE skipped (not JSON Lines?)`` when every one is invalid JSON, else ``… records …``."""
+    if all("invalid JSON" in m for m in messages):
+        return f"… and {len(messages)} more lines of {file} skipped (not JSON Lines?; --debug lists them all)"
+    return f"… and {len(messages)} more records of {file} skipped (--debug lists them all)"
+
+
 def report_problems(problems: list[Problem]) -> None:
     """Print skipped runs to stderr, one line each (with ``--debug``, an unexpected error's traceback
-    after its line)."""
+    after its line). Of one file's skipped lines or records the first :data:`MAX_SKIPPED_LINES` are
+    printed, then one line counting the rest (:func:`more_skipped`); ``--debug`` prints every one.
+    The counts in the commands' summaries still count every skipped run."""
     if not problems:
         return
     c = console(err=True)
+    shown: dict[str, int] = {}
+    hidden: dict[str, list[str]] = {}
     for p in problems:
+        if p.record is not None and not DEBUG["on"]:
+            shown[p.file] = shown.get(p.file, 0) + 1
+            if shown[p.file] > MAX_SKIPPED_LINES:
+                hidden.setdefault(p.file, []).append(p.message)
+                continue
         c.print(f"[yellow]skipped:[/] {escape(clip(p.message))}", markup=True, highlight=False)
         if DEBUG["on"] and p.details.get("traceback"):
             c.print(p.details["traceback"].rstrip(), markup=False, highlight=False, soft_wrap=True)
+    for file, messages in hidden.items():
+        c.print(f"[yellow]skipped:[/] {escape(clip(more_skipped(file, messages)))}", markup=True, highlight=False)
 
 
 def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ()) -> None:

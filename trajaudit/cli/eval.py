@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from trajaudit.cli.common import (
+    DEBUG,
+    MAX_SKIPPED_LINES,
     LLMOptions,
     check_output_folder,
     client_from_options,
@@ -20,13 +22,14 @@ from trajaudit.cli.common import (
     fail,
     handle_errors,
     llm_options,
+    more_skipped,
     refuse_overwriting_input,
     refuse_same_outputs,
     report_problems,
     write_parts,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option
+from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
 from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
@@ -165,13 +168,14 @@ def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: 
     check_output_folder(output)
     check_output_folder(save_pred, "--save-pred")
     check_output_folder(report_file, "--report")
+    warn_output_name("--save-pred", save_pred, "jsonl")  # after the refusals: a refused output gets its error alone
 
 
 def _read_gold(gold: str, gold_format: str, taxonomy: str | None) -> GoldSet:
     """The gold labels of ``gold``; none at all prints the loading problems and stops (exit 2)."""
     gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
     if not gold_set:
-        report_problems_text(gold_set.problems)
+        report_problems_text(gold_set.problems, gold)
         fail(f"{gold}: no gold labels could be loaded")
     return gold_set
 
@@ -290,8 +294,18 @@ def _exit_status(report: EvalReport, skipped: int, err: Console) -> None:
         sys.exit(1)
 
 
-def report_problems_text(lines: list[str]) -> None:
-    """Print gold-loading problems to stderr, one line each."""
+def report_problems_text(lines: list[str], file: str = "the gold file") -> None:
+    """Print gold-loading problems of ``file`` to stderr, one line each; of its skipped lines the first
+    :data:`~trajaudit.cli.common.MAX_SKIPPED_LINES`, then one line counting the rest (``--debug``: all)."""
     c = console(err=True)
+    per_line = 0
+    hidden: list[str] = []
     for line in lines:
+        if line.startswith("line ") and not DEBUG["on"]:
+            per_line += 1
+            if per_line > MAX_SKIPPED_LINES:
+                hidden.append(line)
+                continue
         c.print(f"[yellow]gold:[/] {escape(line)}", markup=True, highlight=False)
+    if hidden:
+        c.print(f"[yellow]gold:[/] {escape(more_skipped(file, hidden))}", markup=True, highlight=False)

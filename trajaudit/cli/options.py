@@ -90,13 +90,61 @@ def _format_of_name(output: Any, outputs: Sequence[str] | None) -> str | None:
     return None
 
 
-def _warn_json_lines(output: Any, out_format: str | None) -> None:
-    """Warn when ``-o x.json`` gets JSON Lines (``audit``'s default; it has no one-document JSON
-    output): a reader of ``.json`` expects one document (a fresh-user pass found the file silently
-    JSONL). An explicit ``--format jsonl`` says the user knows: no warning then."""
-    if out_format == "jsonl" and isinstance(output, str) and output.lower().endswith(".json"):
-        _warn(f"-o {output}: writing JSON Lines (one JSON document per line), not one JSON document; "
-              "name the file .jsonl, or give --format jsonl to keep this name without this warning")
+#: what an output name's suffix says the file holds (longest suffix first)
+_NAME_SAYS = ((".sarif.json", "sarif"), (".markdown", "markdown"), (".ndjson", "jsonl"), (".jsonl", "jsonl"),
+              (".sarif", "sarif"), (".json", "json"), (".html", "html"), (".xml", "junit"), (".htm", "html"),
+              (".md", "markdown"))
+#: names of compressed files: outputs are never compressed
+_COMPRESSED = (".gz", ".tgz", ".bz2", ".xz", ".zst", ".zip")
+_WHAT = {"jsonl": "JSON Lines", "json": "one JSON document", "sarif": "a SARIF log", "junit": "JUnit XML",
+         "markdown": "Markdown", "html": "HTML", "table": "a text table", "text": "text", "graphml": "GraphML"}
+_SUFFIX = {"jsonl": ".jsonl", "json": ".json", "sarif": ".sarif", "junit": ".xml", "markdown": ".md", "html": ".html",
+           "table": ".txt", "text": ".txt", "graphml": ".graphml"}
+#: click-context key where io_options leaves the command's output formats and whether --format was given
+_FORMAT_META = "trajaudit.output_format"
+
+
+def output_name_warning(option: str, output: Any, out_format: str, *, offered: Sequence[str] = (),
+                        chosen: bool = False) -> str | None:
+    """What is wrong with the name of output ``output`` for a ``out_format`` file, in words (``None``:
+    nothing). A name ending in ``.gz`` (``.bz2``, ``.xz``, ``.zst``, ``.zip``) gets a file written
+    uncompressed; ``.jsonl`` a SARIF log, ``.json`` JUnit XML …: a reader of the name expects another
+    format. ``x.json`` for JSON Lines is named unless ``--format jsonl`` was ``chosen``; a SARIF log
+    under ``.json`` is one JSON document (no warning). ``offered``: the command's ``--format`` choices
+    (the warning suggests the one the name says). Names without a known suffix, ``-`` and ``None`` pass.
+    """
+    if not isinstance(output, str) or output == "-":
+        return None
+    name = os.path.basename(output.rstrip("/")).lower()
+    what = _WHAT.get(out_format, out_format)
+    for ext in _COMPRESSED:
+        if name.endswith(ext):
+            return (f"{option} {output}: the file is written uncompressed ({what}), though its name ends in {ext}; "
+                    f"drop {ext} from the name (and compress the file afterwards if you need to)")
+    says = next((fmt for ext, fmt in _NAME_SAYS if name.endswith(ext)), None)
+    if says is None or says == out_format or (says, out_format) == ("json", "sarif"):
+        return None
+    if (says, out_format) == ("json", "jsonl"):
+        if chosen:
+            return None
+        keep = ", or give --format jsonl to keep this name without this warning" if "jsonl" in offered else ""
+        return (f"{option} {output}: writing JSON Lines (one JSON document per line), not one JSON document; "
+                f"name the file .jsonl{keep}")
+    other = f", or give --format {says} for {_WHAT[says]}" if says in offered else ""
+    ext = next(e for e, fmt in _NAME_SAYS if name.endswith(e))
+    return (f"{option} {output}: writing {what}, but a name ending in {ext} says {_WHAT[says]}; name the file "
+            f"{_SUFFIX.get(out_format, '.' + out_format)}{other}")
+
+
+def warn_output_name(option: str, output: Any, out_format: str) -> None:
+    """Print :func:`output_name_warning` on stderr (``warning: …``), when there is one. Call it after the
+    output was checked (refused outputs get their error alone). The command's ``--format`` choices and
+    whether ``--format`` was given come from :func:`io_options` (through the click context)."""
+    ctx = click.get_current_context(silent=True)
+    offered, chosen = ctx.meta.get(_FORMAT_META, ((), False)) if ctx is not None else ((), False)
+    message = output_name_warning(option, output, out_format, offered=offered, chosen=chosen)
+    if message is not None:
+        _warn(message)
 
 
 def io_options(outputs: Sequence[str] | None, default: str | None = None, *, help: str = "Output format.",
@@ -119,6 +167,7 @@ def io_options(outputs: Sequence[str] | None, default: str | None = None, *, hel
         @functools.wraps(f)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             out = kwargs.pop("out_format", None)
+            chosen = out is not None and not isinstance(out, LegacyInputFormat)
             fmt = kwargs.pop("fmt", None) if input_format else None
             legacy = kwargs.pop("legacy_trace_format", None) if trace_format_alias else None
             if legacy is not None:
@@ -132,9 +181,11 @@ def io_options(outputs: Sequence[str] | None, default: str | None = None, *, hel
                 if fmt is not None and fmt != out:
                     fail(f"--input-format {fmt} and --format {out} disagree")
                 fmt, out = str(out), default
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None:  # for warn_output_name, once the command checked its outputs
+                ctx.meta[_FORMAT_META] = (tuple(outputs or ()), chosen)
             if out is None:
                 out = _format_of_name(kwargs.get("output"), outputs) or default
-                _warn_json_lines(kwargs.get("output"), out)
             kwargs["out_format"] = out
             if input_format:
                 kwargs["fmt"] = fmt
@@ -243,4 +294,5 @@ def check_input_paths(paths: Iterable[str], what: str = "input") -> None:
 
 
 __all__ = ["DEPRECATED", "LegacyInputFormat", "OutputFormat", "check_input_paths", "check_run_choice",
-           "input_format_names", "io_options", "run_options", "select_run_id"]
+           "input_format_names", "io_options", "output_name_warning", "run_options", "select_run_id",
+           "warn_output_name"]

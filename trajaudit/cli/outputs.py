@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -35,12 +36,52 @@ from trajaudit.errors import TrajauditError
 
 def _key(path: str) -> tuple[str, Any]:
     """What identifies a file: its (device, inode) when it exists (links and hard links included),
-    else its resolved path."""
-    try:
-        st = os.stat(path)
-        return "inode", (st.st_dev, st.st_ino)
-    except OSError:
-        return "path", os.path.realpath(os.path.abspath(path))
+    else its resolved path. The path is also tried as :func:`atomic_write` resolves it
+    (``os.path.realpath``): ``13.json/`` and ``sub/../13.json`` (``sub`` missing) are no file to
+    ``os.stat``, but their real path is ``13.json``, the file that would be replaced."""
+    for p in (path, os.path.realpath(path)):
+        try:
+            st = os.stat(p)
+            return "inode", (st.st_dev, st.st_ino)
+        except OSError:
+            continue
+    return "path", os.path.realpath(os.path.abspath(path))
+
+
+def _missing_folder(folder: str) -> str:
+    """The first leading part of ``folder`` (as the system walks it, ``..`` included) that is no folder."""
+    parts = folder.split(os.sep)
+    for n in range(1, len(parts) + 1):
+        head = os.sep.join(parts[:n]) or os.sep
+        if not os.path.isdir(head):
+            return head
+    return folder
+
+
+def output_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the system would not open ``path`` as a file to write, in words (``None``: it would, as far
+    as the path goes). A trailing ``/`` names a folder (``13.json/``); a ``..`` after a folder that does
+    not exist cannot be followed (``sub/../x.json``); the folder may be missing or a file.
+    ``os.path.abspath``/``realpath`` tidy both away, so a check on the tidied path passed and the write
+    (through the tidied path) replaced ``13.json`` — an input, once.
+
+    The text follows ``'PATH': `` (e.g. ``the folder '/a/b' does not exist; create it first``).
+    """
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        return "is a folder, not a file"
+    if p.endswith(("/", os.sep)) or os.path.basename(p) in (".", ".."):
+        return "ends with '/', which names a folder, not a file: drop the trailing '/'"
+    folder = os.path.dirname(p) or "."
+    if os.path.isdir(folder):
+        return None
+    if os.path.exists(folder):
+        return f"the folder {os.path.abspath(folder)!r} is a file, not a folder"
+    missing = _missing_folder(folder)
+    if os.path.isdir(os.path.abspath(folder)):  # only '..' after a missing folder makes it unreachable
+        return (f"the folder {folder!r} cannot be followed: {missing!r} does not exist, and the system "
+                "resolves '..' after it, not before; create it or drop the '..'")
+    return f"the folder {os.path.abspath(folder)!r} does not exist; create it first"
 
 
 def input_files(inputs: Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -100,25 +141,44 @@ def _fsync_dir(folder: str) -> None:
             os.close(fd)
 
 
+def is_special_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` exists (links followed, as ``open`` follows them) and is neither a regular file
+    nor a folder: a device, a FIFO, a pipe behind ``/dev/stdout`` or ``/proc/self/fd/1``."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
     """Write the concatenation of ``parts`` (UTF-8; a lone surrogate as its ``\\udXXX`` escape) to
     ``path`` atomically: a temporary file in the same folder, flushed and fsynced, renamed over the
     target (a symbolic link's target is replaced, the link kept). On any error the temporary file is
     removed and the old file is untouched. A target that exists and is not a regular file (``/dev/null``,
-    a FIFO the user named) is written through directly.
+    a FIFO the user named, ``/dev/stdout`` or ``/proc/self/fd/1`` when stdout is a pipe or a terminal)
+    is opened as given and written through directly (no temporary file: the link to a pipe resolves
+    to ``pipe:[…]``, no path to write beside).
+
+    A path the system would not open as a file (:func:`output_problem`: ``x.json/``, ``sub/../x.json``
+    with ``sub`` missing) is refused, not tidied into another file by ``realpath``.
 
     Raises:
-        OSError: the file cannot be written (disk full, file-size limit, permissions).
+        OSError: the file cannot be written (disk full, file-size limit, permissions), or the path is
+            refused (its ``strerror`` says why).
     """
-    target = os.path.realpath(os.fspath(path))
-    if os.path.exists(target) and not os.path.isfile(target):
+    problem = output_problem(path)
+    if problem is not None:  # realpath would tidy it into another file (13.json/ -> 13.json)
+        raise OSError(errno.ENOENT, problem, os.fspath(path))
+    if is_special_file(path):  # /dev/stdout on a pipe: its realpath is '/proc/…/fd/pipe:[…]', no folder to write beside
         try:
-            with open(target, "wb") as f:
+            with open(os.fspath(path), "wb") as f:
                 for part in parts:
                     f.write(part.encode("utf-8", "backslashreplace"))
         except OSError as e:  # /dev/full: "No space left on device", named
             raise OSError(e.errno, e.strerror, os.fspath(path)) from None
         return
+    target = os.path.realpath(os.fspath(path))
     folder = os.path.dirname(target) or "."
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
@@ -323,5 +383,5 @@ class ResumeJournal:
 
 
 
-__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "options_key",
-                      "read_resumable", "refuse_clobbering", "run_key", "ResumeJournal"]
+__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "is_special_file",
+                      "options_key", "output_problem", "read_resumable", "refuse_clobbering", "run_key", "ResumeJournal"]
