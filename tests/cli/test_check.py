@@ -106,3 +106,21 @@ def test_check_names_the_rules_the_time_budget_left_unevaluated_apart_from_never
     assert ("note: 3 rule(s) not evaluated on these 2 run(s) (rule evaluation ran out of time first, --run-timeout; "
             "whether they apply is not known): p4.fires, p4.guard-false, p4.guard-false-too") in cut
     assert "rule p4.guard-false could not be evaluated" not in cut
+
+
+# Fresh-user pass: `check X --format sarif -q > out.sarif` wrote nothing to stdout (0 bytes, not a SARIF
+# log): -q hid the machine output asked for with the human summary. -q hides the tables and the summary
+# only (as `audit -q -o -` prints its JSONL).
+
+def test_check_quiet_still_writes_the_machine_output_to_stdout(tmp_path):
+    runs = _two_runs(tmp_path)
+    sarif = run("check", runs, "--rules", "generic.system", "--format", "sarif", "-q")
+    assert sarif.exit_code == 0 and sarif.stderr == ""
+    assert json.loads(sarif.stdout)["version"] == "2.1.0"
+    logs = run("check", runs, "--rules", "generic.system", "--format", "json", "--all-records", "-q")
+    assert [lg["trajectory_id"] for lg in json.loads(logs.stdout)] == ["r1", "r2"] and logs.stderr == ""
+    junit = run("check", runs, "--rules", "generic.system", "--format", "junit", "-q")
+    assert junit.stdout.startswith("<?xml") and "<testsuites" in junit.stdout
+    table = run("check", runs, "--rules", "generic.system", "-q")  # the table is for people: hidden
+    assert table.exit_code == 0 and table.stdout == ""
+    assert "a --format json/sarif/junit output is still written" in one_line(run("check", "--help").output)

@@ -126,8 +126,9 @@ def rule_use(logs: list[ValidationLog]) -> RuleUse:
 @click.option("--show-pass", is_flag=True, help="Also list passing checks in the table.")
 @click.option("--verbose", "-v", "verbose", is_flag=True, help="Table: also list the runs without findings.")
 @click.option("--quiet", "-q", is_flag=True,
-              help="No tables or summary: only the exit code (and errors, skipped inputs and the warning that "
-                   "runs ran out of time).")
+              help="No tables or summary: only the exit code (and errors, skipped inputs and the warnings that "
+                   "results are incomplete); a --format json/sarif/junit output is still written (to stdout "
+                   "without -o).")
 @click.option("--all-records", is_flag=True,
               help="JSON: every record of every run (passes too); default: only the failing records of the runs "
                    "with failures (and every run's summary).")
@@ -165,7 +166,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     logs = [lg for _, lg in checked]
     rule_ids = {r.id for r in inputs.rules} | set(applied)
     if out_format in ("json", "sarif", "junit") or output:
-        _write_output(checked, out_format, output, quiet, all_records, packs, fail_on)
+        _write_output(checked, out_format, output, all_records, packs, fail_on)
     if out_format == "table" and not quiet:
         _print_tables(logs, show_pass, verbose)
     floor = severity_rank(fail_on)
@@ -245,10 +246,11 @@ def _run_checks(inputs: _Inputs) -> tuple[list[tuple[Trajectory, ValidationLog]]
     return checked, applied
 
 
-def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None, quiet: bool,
+def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None,
                   all_records: bool, packs: tuple[str, ...], fail_on: str) -> None:
     """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``), SARIF or JUnit to
-    ``output`` (atomically), else to stdout unless ``quiet``."""
+    ``output`` (atomically), else to stdout — with ``quiet`` too: ``-q`` hides the tables and the
+    summary, never the machine output asked for (``check --format sarif -q > out.sarif``)."""
     if out_format in ("sarif", "junit"):
         findings = [RunFindings.of(lg, t.source.file, t.source.record) for t, lg in checked]
         text = (sarif_text(findings, titles=rule_titles(packs), version=__version__) if out_format == "sarif"
@@ -258,7 +260,7 @@ def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: s
                           ensure_ascii=False, indent=1, default=str) + "\n"
     if output:
         write_text(output, text)
-    elif not quiet:
+    else:
         click.echo(text, nl=False)
 
 
