@@ -49,7 +49,7 @@ from trajaudit.engine.trace.inputs import is_url
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.engine.validation_log import ValidationLog
-from trajaudit.errors import LLMUnreachableError
+from trajaudit.errors import LLMUnreachableError, Problem
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     if journal is not None:
         console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
     else:
-        _write_results(kept, out_format, output, rules)
+        _write_results(kept, out_format, output, rules, batch.problems)
     if report and kept.report is not None:
         write_parts(report, kept.report.render_parts(batch.problems))
         kept.report.close()
@@ -274,9 +274,11 @@ def _progress_bar(err: Console | None, show: bool) -> contextlib.AbstractContext
                     console=err, transient=True)
 
 
-def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, ...]) -> None:
+def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, ...],
+                   problems: list[Problem]) -> None:
     """Write the batch's diagnoses (JSONL, or Parquet/fsspec as :func:`write_diagnoses` picks) or its
-    SARIF / JUnit findings, in run order, to ``output`` (atomically) or stdout (``-``)."""
+    SARIF / JUnit findings, in run order, to ``output`` (atomically) or stdout (``-``); the SARIF log
+    also reports the skipped inputs (``problems``), the runs out of time and the unknown checks."""
     if out_format == "jsonl":
         lines = [kept.lines[i] for i in sorted(kept.lines)]
         if output == "-":
@@ -286,7 +288,8 @@ def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, 
         return
     findings = [kept.findings[i] for i in sorted(kept.findings)]
     ci = report_layer.ci  # the SARIF/JUnit writers, imported on first use (trajaudit.report)
-    text = (ci.sarif_text(findings, titles=report_layer.html.rule_titles(rules), version=__version__)
+    text = (ci.sarif_text(findings, titles=report_layer.html.rule_titles(rules), version=__version__,
+                          skipped=problems)
             if out_format == "sarif" else ci.junit_xml(findings))
     if output == "-":
         sys.stdout.write(text)

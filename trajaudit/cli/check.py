@@ -174,7 +174,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     logs = [lg for _, lg in checked]
     rule_ids = {r.id for r in inputs.rules} | set(applied)
     if out_format in ("json", "sarif", "junit") or output:
-        _write_output(checked, out_format, output, all_records, packs, fail_on)
+        _write_output(checked, out_format, output, all_records, packs, fail_on, inputs.load.problems)
     if out_format == "table" and not quiet:
         _print_tables(logs, show_pass, verbose)
     floor = severity_rank(fail_on)
@@ -260,13 +260,15 @@ def _run_checks(inputs: _Inputs) -> tuple[list[tuple[Trajectory, ValidationLog]]
 
 
 def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None,
-                  all_records: bool, packs: tuple[str, ...], fail_on: str) -> None:
+                  all_records: bool, packs: tuple[str, ...], fail_on: str, problems: list[Problem]) -> None:
     """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``), SARIF or JUnit to
     ``output`` (atomically), else to stdout — with ``quiet`` too: ``-q`` hides the tables and the
-    summary, never the machine output asked for (``check --format sarif -q > out.sarif``)."""
+    summary, never the machine output asked for (``check --format sarif -q > out.sarif``). The SARIF log
+    also reports the skipped inputs (``problems``), the runs out of time and the unknown checks."""
     if out_format in ("sarif", "junit"):
         findings = [RunFindings.of(lg, t.source.file, t.source.record) for t, lg in checked]
-        text = (sarif_text(findings, titles=rule_titles(packs), version=__version__) if out_format == "sarif"
+        text = (sarif_text(findings, titles=rule_titles(packs), version=__version__, skipped=problems)
+                if out_format == "sarif"
                 else junit_xml(findings, fail_on=fail_on))
     else:
         text = json.dumps([_log_json(lg, all_records) for _, lg in checked if all_records or _has_fail(lg)],
