@@ -33,7 +33,7 @@ from trajaudit.cli.common import (
     refuse_same_outputs,
     report_load,
     say_never_fired,
-    warn_incomplete,
+    warn_degraded,
     wrap_items,
     write_parts,
 )
@@ -313,7 +313,7 @@ class _Kept:
         self.flagged: list[Trajectory] = []
         self.applied: dict[str, None] = {}  # rule ids applied to some run, in order
         self.use = RuleUse()  # rule ids with a check made on some run, and those cut by --run-timeout
-        self.degraded = 0  # runs whose rule evaluation ran out of time (metadata.degraded)
+        self.degraded: list[Any] = []  # the diagnoses of runs whose rule evaluation ran out of time
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
             self.report = (report_layer.MarkdownReport(title=title) if report.endswith((".md", ".markdown"))
@@ -329,7 +329,7 @@ class _Kept:
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
             step += f" (msg {d.metadata['source_message']})"
         if d.metadata.get("degraded"):
-            self.degraded += 1
+            self.degraded.append(d)
         self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
         self.applied.update(dict.fromkeys(r.rule_ids))
         if r.log is not None:
@@ -396,9 +396,7 @@ def _fit_columns(rows: list[tuple[str, str, str, str, float, str, str]], width: 
 
 def _warn_degraded(kept: _Kept) -> None:
     """The warning (stderr, also with ``-q``) that runs ran out of rule-evaluation time, if any did."""
-    if kept.degraded:
-        warn_incomplete(f"{kept.degraded} run(s) ran out of rule-evaluation time (--run-timeout): the checks left "
-                        "were 'unknown', so their diagnoses rest on partial evidence (metadata.degraded)")
+    warn_degraded(kept.degraded)
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:
