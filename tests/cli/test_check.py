@@ -64,7 +64,7 @@ def test_check_fails_the_gate_when_rule_evaluation_ran_out_of_time(tmp_path):
     err = one_line(cut.stderr)
     assert "2 run(s), 4 rule(s): 0 violation(s), 0 at or above error; 2 run(s) not fully evaluated (--run-timeout)" in err
     assert ("warning: 2 of 2 run(s) ran out of rule-evaluation time (--run-timeout 1e-06 s): 3 rule(s) were not "
-            "evaluated to the end there, their checks left 'unknown' (r1, r2); the result is incomplete, so the exit "
+            "evaluated to the end there, their checks left 'unknown' (runs: r1, r2); the result is incomplete, so the exit "
             "code is 1") in err
     quiet = run("check", runs, "--rules", pack, "--run-timeout", "0.000001", "-q")
     assert quiet.exit_code == 1 and quiet.stdout == ""
@@ -188,3 +188,17 @@ def test_check_fail_on_unknown_any_also_fails_on_unknowns_for_want_of_data(tmp_p
     assert strict.exit_code == 1
     assert ("warning: 6 check(s) are 'unknown' (0 could not be evaluated); the result is incomplete, so the exit code "
             "is 1 (--fail-on-unknown any;") in one_line(strict.stderr)
+
+
+# Fresh-user pass: the time-out warning named the runs in bare parentheses, "(10)", which read like a
+# count. It says "runs: 10, 13" now, and "and N more" after the first five.
+
+def test_check_timeout_warning_names_the_runs_as_runs(tmp_path):
+    pack = tmp_path / "p4.yaml"
+    pack.write_text(TIMEOUT_PACK)
+    runs = write_json(tmp_path / "runs.json", [good_run(str(n)) for n in (10, 13)])
+    err = one_line(run("check", runs, "--rules", pack, "--run-timeout", "0.000001", "-q").stderr)
+    assert "their checks left 'unknown' (runs: 10, 13); the result is incomplete" in err
+    many = write_json(tmp_path / "many.json", [good_run(f"r{n}") for n in range(7)])
+    err = one_line(run("check", many, "--rules", pack, "--run-timeout", "0.000001", "-q").stderr)
+    assert "(runs: r0, r1, r2, r3, r4 and 2 more); the result is incomplete" in err

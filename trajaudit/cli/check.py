@@ -386,10 +386,11 @@ def _warn_out_of_time(use: RuleUse, runs: int, seconds: float) -> None:
     (the first few named) and rules were left unevaluated, and that the exit code is therefore 1."""
     if not use.runs_cut:
         return
-    named = ", ".join(use.runs_cut[:5]) + (f", … ({len(use.runs_cut) - 5} more)" if len(use.runs_cut) > 5 else "")
+    # "runs: 10, 13": a bare "(10)" read as a count; ids are never cut, the rest counted after them
+    named = ", ".join(use.runs_cut[:5]) + (f" and {len(use.runs_cut) - 5} more" if len(use.runs_cut) > 5 else "")
     warn_incomplete(f"{len(use.runs_cut)} of {runs} run(s) ran out of rule-evaluation time (--run-timeout "
                     f"{seconds:g} s): {len(use.cut)} rule(s) were not evaluated to the end there, their checks left "
-                    f"'unknown' ({named}); the result is incomplete, so the exit code is 1")
+                    f"'unknown' (runs: {named}); the result is incomplete, so the exit code is 1")
 
 
 def _has_fail(lg: ValidationLog) -> bool:
