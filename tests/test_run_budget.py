@@ -8,8 +8,10 @@ checks left are ``unknown`` ("run time budget … exceeded") and the diagnosis i
 from __future__ import annotations
 
 import json
+import math
 import random
 
+import pytest
 from hostile_kit import cli, diagnoses, good_run, snapshot, write_json
 
 from trajaudit import compile_rules, load, load_pack, run_budget
@@ -71,3 +73,23 @@ def test_no_budget_hit_leaves_the_diagnosis_unmarked(tmp_path):
     assert cli("audit", run, "-q", "-o", out).exit_code == 0
     assert "degraded" not in diagnoses(out)[0]["metadata"]
     assert AuditConfig().run_timeout == run_budget.DEFAULT_RUN_TIMEOUT
+
+
+# Fresh-user pass: the Python API took any run_timeout — AuditConfig(run_timeout=nan) and inf meant no
+# budget at all, 0 and -1 were accepted — where the CLI's --run-timeout refuses them (options.RunTimeout).
+# AuditConfig now checks the field against the same range (run_budget.check_run_timeout).
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 0, 0.0, -1, 86400.5])
+def test_audit_config_refuses_a_run_timeout_out_of_range(bad):
+    with pytest.raises(ValueError, match=r"AuditConfig\.run_timeout must be a number of seconds above 0 and at most "
+                                         r"86400, or None for no budget \(default 60\); got "):
+        AuditConfig(run_timeout=bad)
+
+
+def test_audit_config_takes_a_run_timeout_in_range_or_none():
+    assert AuditConfig(run_timeout=None).run_timeout is None
+    assert AuditConfig(run_timeout=2).run_timeout == 2.0 and isinstance(AuditConfig(run_timeout=2).run_timeout, float)
+    assert AuditConfig(run_timeout=86400).run_timeout == 86400.0
+    for bad in ("60", True):
+        with pytest.raises(TypeError, match=r"AuditConfig\.run_timeout must be a number of seconds or None"):
+            AuditConfig(run_timeout=bad)

@@ -12,13 +12,42 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
+import numbers
 import time
 from collections.abc import Iterator
+from typing import Any
 
 #: Seconds of rule evaluation per run by default (real runs take well under a second).
 DEFAULT_RUN_TIMEOUT = 60.0
+#: The largest budget accepted (a day): ``--run-timeout`` and ``AuditConfig.run_timeout``.
+MAX_RUN_TIMEOUT = 86400.0
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("trajaudit_run_deadline", default=None)
+
+
+def check_run_timeout(value: Any, name: str = "AuditConfig.run_timeout") -> float | None:
+    """A run's time budget as given to the Python API: ``None`` (no budget), else a finite number of
+    seconds, ``0 < value <= MAX_RUN_TIMEOUT`` — the range of the CLI's ``--run-timeout``
+    (``cli.options.RunTimeout``). ``nan`` (every comparison with it is false: it meant no budget at
+    all), ``inf``, 0 and negative numbers are refused, as there.
+
+    Returns:
+        ``value`` as a ``float``, or ``None``.
+
+    Raises:
+        TypeError: ``value`` is not a real number (a ``bool``, a string), naming ``name``.
+        ValueError: ``value`` is out of range, naming ``name`` and the range.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds or None (no budget), got {value!r}")
+    seconds = float(value)
+    if not math.isfinite(seconds) or not 0 < seconds <= MAX_RUN_TIMEOUT:
+        raise ValueError(f"{name} must be a number of seconds above 0 and at most {MAX_RUN_TIMEOUT:g}, or None "
+                         f"for no budget (default {DEFAULT_RUN_TIMEOUT:g}); got {value!r}")
+    return seconds
 
 
 @contextlib.contextmanager

@@ -234,3 +234,29 @@ def test_eval_exit_codes(tmp_path, tau_file):
     pred.write_text('{"trajectory_id": "2", "critical_step": 6, "category": "x", "strategy": "s"}\n{oops\n')
     r = invoke("eval", "--gold", gold, "--pred", pred, "--format", "json")
     assert r.exit_code == 1 and "skipped" in r.output
+
+
+# Fresh-user pass: `eval -s offline --run-timeout 1e-6 --save-pred pred.jsonl` never marked a diagnosis
+# degraded (metadata.degraded absent; only metadata.incomplete said the budget was exceeded) nor
+# warned, where `audit` does both. eval's runner now marks them as audit does (pipeline.degraded) and
+# eval warns with audit's words (cli.common.warn_degraded).
+
+def test_eval_marks_and_warns_about_runs_out_of_rule_time(tmp_path):
+    from hostile_kit import good_run, write_json
+
+    runs = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "r1", "critical_step": 4}, {"id": "r2", "critical_step": 4}])
+    pred = tmp_path / "pred.jsonl"
+    cut = cli("eval", runs, "--gold", gold, "-s", "offline", "--run-timeout", "0.000001", "--save-pred", pred,
+              "--format", "json", "--bootstrap", "10")
+    assert cut.exit_code == 0, cut.output
+    saved = [json.loads(x) for x in pred.read_text().splitlines()]
+    assert [d["trajectory_id"] for d in saved] == ["r1", "r2"]
+    assert all(d["metadata"]["degraded"] == d["metadata"]["incomplete"] for d in saved)
+    assert all(d["metadata"]["degraded"][0].startswith("run time budget of 1e-06 s exceeded") for d in saved)
+    assert ("warning: 2 run(s) ran out of rule-evaluation time (--run-timeout): the checks left were 'unknown', so "
+            "their diagnoses rest on partial evidence (metadata.degraded)") in " ".join(cut.stderr.split())
+    whole = cli("eval", runs, "--gold", gold, "-s", "offline", "--save-pred", tmp_path / "p2.jsonl", "--format",
+                "json", "--bootstrap", "10")
+    assert whole.exit_code == 0 and "rule-evaluation time" not in whole.stderr
+    assert not any("degraded" in json.loads(x)["metadata"] for x in (tmp_path / "p2.jsonl").read_text().splitlines())

@@ -352,3 +352,75 @@ def test_audit_to_a_json_name_warns_that_it_writes_json_lines(tau3, tmp_path):
     for args in (["-o", tmp_path / "d.jsonl"], ["-o", "-"], ["-o", tmp_path / "e.json", "--format", "jsonl"]):
         r = run("audit", tau3, "-q", *args)
         assert r.exit_code == 0 and "JSON Lines" not in r.stderr, args
+
+
+# Fresh-user pass: runs cut by --run-timeout, skipped inputs and checks left 'unknown' were invisible in
+# SARIF (invocations[0].executionSuccessful true, no toolExecutionNotifications). SARIF 2.1.0 §3.20: now
+# a notification each (level, message, location) and executionSuccessful false when an input was skipped
+# or a run ran out of time.
+
+UNKNOWN_PACK = """pack: u
+rules:
+  - id: div
+    type: PROTOCOL
+    guard: step.kind == 'agent'
+    assert: 10 / (len(step.content) - len(step.content)) == 1
+  - id: ok
+    type: PROTOCOL
+    guard: step.kind == 'agent'
+    assert: step.index >= 0
+"""
+
+
+def _sarif_runs(tmp_path):
+    from hostile_kit import good_run
+
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps(good_run("r1")) + "\n" + "{not json\n", encoding="utf-8")
+    pack = tmp_path / "u.yaml"
+    pack.write_text(UNKNOWN_PACK)
+    return runs, pack
+
+
+def test_check_sarif_reports_skipped_inputs_unknown_checks_and_runs_out_of_time(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runs, pack = _sarif_runs(tmp_path)
+    r = run("check", "runs.jsonl", "--rules", pack, "--format", "sarif", "-q")
+    assert r.exit_code == 1
+    log = json.loads(r.stdout)
+    assert [e.message for e in _sarif_validator().iter_errors(log)] == []
+    inv = log["runs"][0]["invocations"][0]
+    assert inv["executionSuccessful"] is False  # an input was skipped
+    skipped, unknown = inv["toolExecutionNotifications"]
+    assert skipped["level"] == "error" and skipped["message"]["text"].startswith("skipped: ")
+    assert skipped["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "runs.jsonl", "uriBaseId": "%SRCROOT%"}, "region": {"startLine": 2}}
+    assert unknown["level"] == "warning" and unknown["associatedRule"] == {"id": "u.div"}
+    assert unknown["message"]["text"] == ("rule u.div could not be evaluated at 3 step(s) of run r1 (first at step 2: "
+                                          "evaluation error: division by zero (10 / 0))")
+    assert unknown["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "r1/steps/2"
+    assert unknown["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
+    cut = json.loads(run("check", "runs.jsonl", "--rules", pack, "--format", "sarif", "--run-timeout", "0.000001",
+                         "--fail-on-unknown", "never").stdout)
+    assert [e.message for e in _sarif_validator().iter_errors(cut)] == []
+    notes = cut["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    timed = [n for n in notes if "ran out of rule-evaluation time" in n["message"]["text"]]
+    assert timed and timed[0]["level"] == "error" and timed[0]["properties"]["rules"] == ["u.div", "u.ok"]
+    assert timed[0]["locations"][0]["logicalLocations"] == [{"fullyQualifiedName": "r1", "name": "r1"}]
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(json.loads(runs.read_text().splitlines()[0])))
+    whole = json.loads(run("check", good, "--rules", "generic.system", "--format", "sarif").stdout)
+    assert whole["runs"][0]["invocations"] == [{"executionSuccessful": True}]
+
+
+def test_audit_sarif_reports_runs_out_of_time(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runs, pack = _sarif_runs(tmp_path)
+    r = run("audit", "runs.jsonl", "--rules", pack, "--format", "sarif", "-o", "-", "-q", "--run-timeout", "0.000001")
+    assert r.exit_code == 1  # the skipped line
+    log = json.loads(r.stdout)
+    assert [e.message for e in _sarif_validator().iter_errors(log)] == []
+    inv = log["runs"][0]["invocations"][0]
+    assert inv["executionSuccessful"] is False
+    texts = [n["message"]["text"] for n in inv["toolExecutionNotifications"]]
+    assert texts[0].startswith("skipped: ") and any(t.startswith("run r1 ran out of rule-evaluation time") for t in texts)

@@ -33,7 +33,7 @@ from trajaudit.cli.common import (
     refuse_same_outputs,
     report_load,
     say_never_fired,
-    warn_incomplete,
+    warn_degraded,
     wrap_items,
     write_parts,
 )
@@ -49,7 +49,7 @@ from trajaudit.engine.trace.inputs import is_url
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.engine.validation_log import ValidationLog
-from trajaudit.errors import LLMUnreachableError
+from trajaudit.errors import LLMUnreachableError, Problem
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     if journal is not None:
         console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
     else:
-        _write_results(kept, out_format, output, rules)
+        _write_results(kept, out_format, output, rules, batch.problems)
     if report and kept.report is not None:
         write_parts(report, kept.report.render_parts(batch.problems))
         kept.report.close()
@@ -275,9 +275,11 @@ def _progress_bar(err: Console | None, show: bool) -> contextlib.AbstractContext
                     console=err, transient=True)
 
 
-def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, ...]) -> None:
+def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, ...],
+                   problems: list[Problem]) -> None:
     """Write the batch's diagnoses (JSONL, or Parquet/fsspec as :func:`write_diagnoses` picks) or its
-    SARIF / JUnit findings, in run order, to ``output`` (atomically) or stdout (``-``)."""
+    SARIF / JUnit findings, in run order, to ``output`` (atomically) or stdout (``-``); the SARIF log
+    also reports the skipped inputs (``problems``), the runs out of time and the unknown checks."""
     if out_format == "jsonl":
         lines = [kept.lines[i] for i in sorted(kept.lines)]
         if output == "-":
@@ -287,7 +289,8 @@ def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, 
         return
     findings = [kept.findings[i] for i in sorted(kept.findings)]
     ci = report_layer.ci  # the SARIF/JUnit writers, imported on first use (trajaudit.report)
-    text = (ci.sarif_text(findings, titles=report_layer.html.rule_titles(rules), version=__version__)
+    text = (ci.sarif_text(findings, titles=report_layer.html.rule_titles(rules), version=__version__,
+                          skipped=problems)
             if out_format == "sarif" else ci.junit_xml(findings))
     if output == "-":
         sys.stdout.write(text)
@@ -312,7 +315,7 @@ class _Kept:
         self.flagged: list[Trajectory] = []
         self.applied: dict[str, None] = {}  # rule ids applied to some run, in order
         self.use = RuleUse()  # rule ids with a check made on some run, and those cut by --run-timeout
-        self.degraded = 0  # runs whose rule evaluation ran out of time (metadata.degraded)
+        self.degraded: list[Any] = []  # the diagnoses of runs whose rule evaluation ran out of time
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
             self.report = (report_layer.MarkdownReport(title=title) if report.endswith((".md", ".markdown"))
@@ -328,7 +331,7 @@ class _Kept:
         if d.metadata.get("source_message", d.critical_step) != d.critical_step:  # a split Anthropic message
             step += f" (msg {d.metadata['source_message']})"
         if d.metadata.get("degraded"):
-            self.degraded += 1
+            self.degraded.append(d)
         self.rows[i] = (r.trajectory.id, step, d.agent or "—", d.category, d.confidence, d.basis or "—", prev)
         self.sources[i] = (r.trajectory.source.file or "", r.trajectory.source.record)
         self.applied.update(dict.fromkeys(r.rule_ids))
@@ -446,9 +449,7 @@ def _run_labels(ids: list[str], sources: list[tuple[str, int | None]]) -> list[s
 
 def _warn_degraded(kept: _Kept) -> None:
     """The warning (stderr, also with ``-q``) that runs ran out of rule-evaluation time, if any did."""
-    if kept.degraded:
-        warn_incomplete(f"{kept.degraded} run(s) ran out of rule-evaluation time (--run-timeout): the checks left "
-                        "were 'unknown', so their diagnoses rest on partial evidence (metadata.degraded)")
+    warn_degraded(kept.degraded)
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:

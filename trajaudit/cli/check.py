@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
@@ -18,14 +18,12 @@ from trajaudit.cli.common import (
     RuleUse,
     check_output_folder,
     console,
-    display_width,
     fail,
     handle_errors,
     refuse_overwriting_input,
     report_load,
     say_never_fired,
     warn_incomplete,
-    wrap_words,
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
@@ -179,14 +177,20 @@ def rule_use(logs: list[ValidationLog]) -> RuleUse:
               help="Exit 1 when a violation at or above this severity exists (exit 1 also when an input was skipped "
                    "or a run ran out of time, --run-timeout); "
                    "in JUnit output, the severity that fails a test case.")
+@click.option("--fail-on-unknown", type=click.Choice(["error", "any", "never"]), default="error", show_default=True,
+              help="Exit 1 when checks are 'unknown': 'error' — because a rule could not be evaluated (its expression "
+                   "raised, e.g. a division by zero, or its checker did); 'any' — also for want of data (an "
+                   "assertion on missing data, a checker that cannot decide); 'never' — unknowns never fail the "
+                   "gate (runs cut by --run-timeout still do).")
 @click.option("--tools", "tools_file", type=click.Path(dir_okay=False),
               help="JSON list of OpenAI function schemas: adds the SCHEMA rules of `rules from-tools` "
                    "and is given to checkers that validate tool calls.")
 @click.option("--show-pass", is_flag=True, help="Also list passing checks in the table.")
 @click.option("--verbose", "-v", "verbose", is_flag=True, help="Table: also list the runs without findings.")
 @click.option("--quiet", "-q", is_flag=True,
-              help="No tables or summary: only the exit code (and errors, skipped inputs and the warning that "
-                   "runs ran out of time).")
+              help="No tables or summary: only the exit code (and errors, skipped inputs and the warnings that "
+                   "results are incomplete); a --format json/sarif/junit output is still written (to stdout "
+                   "without -o).")
 @click.option("--all-records", is_flag=True,
               help="JSON: every record of every run (passes too); default: only the failing records of the runs "
                    "with failures (and every run's summary).")
@@ -197,7 +201,8 @@ def rule_use(logs: list[ValidationLog]) -> RuleUse:
 @handle_errors
 def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool, out_format: str, fail_on: str,
           tools_file: str | None, show_pass: bool, verbose: bool, quiet: bool, all_records: bool, fmt: str | None,
-          mapping: str | None, output: str | None, run_timeout: float = DEFAULT_RUN_TIMEOUT) -> None:
+          mapping: str | None, output: str | None, run_timeout: float = DEFAULT_RUN_TIMEOUT,
+          fail_on_unknown: str = "error") -> None:
     """Evaluate rule packs on every run in FILES and print the validation logs.
 
     Without --rules the shipped packs apply as in `trajaudit audit` (the generic pack, and the domain
@@ -206,9 +211,10 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     --tools adds the SCHEMA rules of the tools. The table and the JSON list the runs with findings
     (--verbose / --all-records: every run). Exit code 0 when no violation
     reaches --fail-on and every input was read and evaluated; 1 when one does, when an input (a file
-    or a run in it) could not be read and was skipped (listed as `skipped:`), or when a run's rule
-    evaluation ran out of time (--run-timeout: its checks left are 'unknown'), so a broken trace or an
-    unevaluated run does not pass a CI gate; 2 on usage or input errors (a missing file, an unreadable
+    or a run in it) could not be read and was skipped (listed as `skipped:`), when a run's rule
+    evaluation ran out of time (--run-timeout: its checks left are 'unknown'), or when a rule could not
+    be evaluated (its checks 'unknown' with an evaluation error; --fail-on-unknown), so a broken trace,
+    an unevaluated run or a broken rule does not pass a CI gate; 2 on usage or input errors (a missing file, an unreadable
     pack, a rule that does not compile, a rule id defined by two packs, no loadable run at all).
 
     \b
@@ -224,17 +230,22 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     logs = [lg for _, lg in checked]
     rule_ids = {r.id for r in inputs.rules} | set(applied)
     if out_format in ("json", "sarif", "junit") or output:
-        _write_output(checked, out_format, output, quiet, all_records, packs, fail_on)
+        _write_output(checked, out_format, output, all_records, packs, fail_on, inputs.load.problems)
     if out_format == "table" and not quiet:
         _print_tables(logs, show_pass, verbose)
     floor = severity_rank(fail_on)
     bad = sum(1 for lg in logs for r in lg.records if r.verdict == "fail" and severity_rank(r.severity) >= floor)
-    use = rule_use(logs)
+    use, unknowns = rule_use(logs), Unknowns.of(logs)
     if not quiet:
-        _print_summary(logs, len(rule_ids), list(applied), bad, fail_on, inputs.load.problems, use,
+        _print_summary(logs, len(rule_ids), list(applied), bad, fail_on, inputs.load.problems, use, unknowns,
                        machine=out_format == "json")
-    _warn_out_of_time(use, len(logs), run_timeout)  # with -q too: the gate must not pass an unevaluated run
-    if bad or inputs.load.problems or use.runs_cut:
+    # with -q too: the gate must not pass an unevaluated run, nor a rule that could not be evaluated, silently
+    said = _warn_never_evaluated(logs)
+    _warn_out_of_time(use, len(logs), run_timeout)
+    unknown_fails = unknowns.fail_gate(fail_on_unknown)
+    if unknown_fails:
+        warn_incomplete(unknowns.gate_warning(fail_on_unknown, said))
+    if bad or inputs.load.problems or use.runs_cut or unknown_fails:
         raise SystemExit(EXIT_FINDINGS)
 
 
@@ -305,20 +316,23 @@ def _run_checks(inputs: _Inputs) -> tuple[list[tuple[Trajectory, ValidationLog]]
     return checked, applied
 
 
-def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None, quiet: bool,
-                  all_records: bool, packs: tuple[str, ...], fail_on: str) -> None:
+def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None,
+                  all_records: bool, packs: tuple[str, ...], fail_on: str, problems: list[Problem]) -> None:
     """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``), SARIF or JUnit to
-    ``output`` (atomically), else to stdout unless ``quiet``."""
+    ``output`` (atomically), else to stdout — with ``quiet`` too: ``-q`` hides the tables and the
+    summary, never the machine output asked for (``check --format sarif -q > out.sarif``). The SARIF log
+    also reports the skipped inputs (``problems``), the runs out of time and the unknown checks."""
     if out_format in ("sarif", "junit"):
         findings = [RunFindings.of(lg, t.source.file, t.source.record) for t, lg in checked]
-        text = (sarif_text(findings, titles=rule_titles(packs), version=__version__) if out_format == "sarif"
+        text = (sarif_text(findings, titles=rule_titles(packs), version=__version__, skipped=problems)
+                if out_format == "sarif"
                 else junit_xml(findings, fail_on=fail_on))
     else:
         text = json.dumps([_log_json(lg, all_records) for _, lg in checked if all_records or _has_fail(lg)],
                           ensure_ascii=False, indent=1, default=str) + "\n"
     if output:
         write_text(output, text)
-    elif not quiet:
+    else:
         click.echo(text, nl=False)
 
 
@@ -335,29 +349,30 @@ def _print_tables(logs: list[ValidationLog], show_pass: bool, verbose: bool) -> 
 
 
 def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str], bad: int, fail_on: str,
-                   problems: list[Problem], use: RuleUse, machine: bool) -> None:
-    """The summary on stderr: counts (and the runs not fully evaluated in time), a warning per rule that
-    could never be evaluated, the rules that never fired and those the time budget left unevaluated;
-    with ``machine`` (``--format json``) also as one JSON line ``{"summary": {...}}``."""
+                   problems: list[Problem], use: RuleUse, unknowns: Unknowns, machine: bool) -> None:
+    """The summary on stderr: counts (the checks left 'unknown', the runs not fully evaluated in time),
+    the rules that never fired and those the time budget left unevaluated; with ``machine``
+    (``--format json``) also as one JSON line ``{"summary": {...}}``. The warnings that results are
+    incomplete are printed apart (with ``-q`` too)."""
     err = console(err=True)
     total_fail = sum(lg.summary()["verdicts"]["fail"] for lg in logs)
     failing = sum(1 for lg in logs if _has_fail(lg))
     skipped = f"; {len(problems)} input(s) skipped (listed above)" if problems else ""
     cut = f"; {len(use.runs_cut)} run(s) not fully evaluated (--run-timeout)" if use.runs_cut else ""
+    unknown = (f"; {unknowns.checks} check(s) unknown ({unknowns.errors} could not be evaluated)"
+               if unknowns.checks else "")
     err.print(f"{len(logs)} run(s), {rule_count} rule(s): {total_fail} violation(s), "
-              f"{bad} at or above {fail_on}{skipped}{cut}" + (f" ({failing} run(s) with violations)" if failing else ""),
-              highlight=False)
+              f"{bad} at or above {fail_on}{skipped}{cut}{unknown}"
+              + (f" ({failing} run(s) with violations)" if failing else ""), highlight=False)
     unevaluated = never_evaluated(logs)
-    for rid, n, reason in unevaluated:  # a warning only: exit codes stay about violations
-        err.print(wrap_words(f"warning: rule {rid} could not be evaluated at {n} step(s) where it applied "
-                             f"(never pass or fail; first reason: {reason})", display_width(err)),
-                  markup=False, highlight=False, soft_wrap=True)
     idle, not_evaluated = use.never_fired(applied), use.not_evaluated(applied)
     say_never_fired(idle, len(logs), not_evaluated=not_evaluated)
     if machine:  # the summary for machines too (stdout keeps the list of logs)
         summary = {"runs": len(logs), "rules": rule_count, "violations": total_fail, "at_or_above_fail_on": bad,
                    "fail_on": fail_on, "skipped_inputs": len(problems), "runs_with_violations": failing,
                    "never_fired": idle, "never_evaluated": [rid for rid, _, _ in unevaluated],
+                   "unknown_checks": unknowns.checks, "evaluation_errors": unknowns.errors,
+                   "rules_with_evaluation_errors": list(unknowns.by_rule),
                    "runs_out_of_time": use.runs_cut, "rules_out_of_time": [rid for rid in applied if rid in use.cut],
                    "not_evaluated_out_of_time": not_evaluated,
                    "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
@@ -365,15 +380,74 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
         click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
 
 
+@dataclass
+class Unknowns:
+    """The ``unknown`` checks of a batch's logs (those of the time budget, :attr:`Record.out_of_time
+    <trajaudit.engine.validation_log.Record.out_of_time>`, left out: they are checks not made).
+
+    Attributes:
+        checks: the unknown checks.
+        errors: those made because the rule could not be evaluated (:attr:`Record.eval_error
+            <trajaudit.engine.validation_log.Record.eval_error>`).
+        by_rule: ``{rule id: (evaluation-error checks, first reason)}``, in order of first appearance.
+    """
+
+    checks: int = 0
+    errors: int = 0
+    by_rule: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, logs: list[ValidationLog]) -> Unknowns:
+        """Count the unknown checks of ``logs``."""
+        u = cls()
+        for lg in logs:
+            for r in lg.records:
+                if r.verdict != "unknown" or r.out_of_time:
+                    continue
+                u.checks += 1
+                if r.eval_error:
+                    u.errors += 1
+                    n, first = u.by_rule.get(r.rule_id, (0, r.reason or "-"))
+                    u.by_rule[r.rule_id] = (n + 1, first)
+        return u
+
+    def fail_gate(self, mode: str) -> bool:
+        """Whether these unknowns fail the gate under ``--fail-on-unknown mode`` (error, any, never)."""
+        return bool(self.errors if mode == "error" else self.checks if mode == "any" else 0)
+
+    def gate_warning(self, mode: str, said: Collection[str] = ()) -> str:
+        """The warning that says which unknowns fail the gate (``mode`` as :meth:`fail_gate`); the first
+        reason of each rule not in ``said`` (those a warning has already named with their reason)."""
+        rules = [f"{rid} at {n} step(s)" + ("" if rid in said else f", first reason: {reason}")
+                 for rid, (n, reason) in self.by_rule.items()]
+        named = "; ".join(rules[:5]) + (f"; … ({len(rules) - 5} more rule(s))" if len(rules) > 5 else "")
+        head = (f"{self.errors} check(s) could not be evaluated ({named})" if mode == "error" else
+                f"{self.checks} check(s) are 'unknown' ({self.errors} could not be evaluated"
+                + (f": {named})" if rules else ")"))
+        return (f"{head}; the result is incomplete, so the exit code is 1 (--fail-on-unknown {mode}; "
+                "'never' lets unknown checks pass)")
+
+
+def _warn_never_evaluated(logs: list[ValidationLog]) -> list[str]:
+    """A warning (stderr, also with ``-q``) per rule that applied but was 'unknown' at every such step:
+    it can never report a violation. Returns the ids of the rules named."""
+    rules = never_evaluated(logs)
+    for rid, n, reason in rules:
+        warn_incomplete(f"rule {rid} could not be evaluated at {n} step(s) where it applied "
+                        f"(never pass or fail; first reason: {reason})")
+    return [rid for rid, _, _ in rules]
+
+
 def _warn_out_of_time(use: RuleUse, runs: int, seconds: float) -> None:
     """The warning (stderr, also with ``-q``) that runs ran out of rule-evaluation time: how many runs
     (the first few named) and rules were left unevaluated, and that the exit code is therefore 1."""
     if not use.runs_cut:
         return
-    named = ", ".join(use.runs_cut[:5]) + (f", … ({len(use.runs_cut) - 5} more)" if len(use.runs_cut) > 5 else "")
+    # "runs: 10, 13": a bare "(10)" read as a count; ids are never cut, the rest counted after them
+    named = ", ".join(use.runs_cut[:5]) + (f" and {len(use.runs_cut) - 5} more" if len(use.runs_cut) > 5 else "")
     warn_incomplete(f"{len(use.runs_cut)} of {runs} run(s) ran out of rule-evaluation time (--run-timeout "
                     f"{seconds:g} s): {len(use.cut)} rule(s) were not evaluated to the end there, their checks left "
-                    f"'unknown' ({named}); the result is incomplete, so the exit code is 1")
+                    f"'unknown' (runs: {named}); the result is incomplete, so the exit code is 1")
 
 
 def _has_fail(lg: ValidationLog) -> bool:

@@ -359,6 +359,17 @@ def warn_incomplete(message: str) -> None:
     err.print(wrap_words(f"warning: {message}", display_width(err)), markup=False, highlight=False, soft_wrap=True)
 
 
+def warn_degraded(diagnoses: Iterable[Any]) -> int:
+    """The warning (stderr, also with ``-q``) that some ``diagnoses`` rest on partial evidence: their
+    run's rule evaluation ran out of time (``--run-timeout``; ``metadata.degraded``). ``audit`` and
+    ``eval`` say it alike. Returns how many were degraded (0: nothing printed)."""
+    n = sum(1 for d in diagnoses if d.metadata.get("degraded"))
+    if n:
+        warn_incomplete(f"{n} run(s) ran out of rule-evaluation time (--run-timeout): the checks left were "
+                        "'unknown', so their diagnoses rest on partial evidence (metadata.degraded)")
+    return n
+
+
 def report_load(trajectories: Iterable[Any], problems: list[Problem]) -> None:
     """After reading traces: the skipped runs (:func:`report_problems`), then the files that were not
     valid UTF-8 (:func:`warn_non_utf8`), on stderr."""

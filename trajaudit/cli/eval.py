@@ -26,6 +26,7 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     refuse_same_outputs,
     report_problems,
+    warn_degraded,
     write_parts,
     write_text,
 )
@@ -78,7 +79,9 @@ from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 @click.option("--resume", is_flag=True,
               help="With --strategy and --save-pred: append to an existing --save-pred file, skipping the runs already "
                    "diagnosed there with the same options; each new diagnosis is appended as it is made.")
-@run_timeout_option(help="With --strategy: rule-evaluation time budget per run.")
+@run_timeout_option(help="With --strategy: rule-evaluation time budget per run; when used up, the checks left are "
+                         "'unknown' and the diagnosis is marked degraded (metadata.degraded in --save-pred; a "
+                         "warning on stderr).")
 @llm_options
 @handle_errors
 def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str | None, strategies: tuple[str, ...],
@@ -119,6 +122,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     else:
         assert pred is not None  # _choose_source: exactly one of --pred and --strategy
         run = _read_predictions(pred, paths, trace_format, adapter)
+    warn_degraded(run.diagnoses)  # as audit: scores of diagnoses made on partial evidence
     diagnoses, warnings = check_step_ranges(run.diagnoses, gold_set, run.trajectories)
     for w in warnings:
         err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)

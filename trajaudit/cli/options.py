@@ -27,7 +27,7 @@ import click
 from trajaudit.cli.common import console, fail
 from trajaudit.engine.trace.adapters import default_adapters
 from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT, MAX_RUN_TIMEOUT  # MAX: the longest accepted (a day)
 
 #: The warning printed when ``--format``/``--trace-format`` names an input format.
 DEPRECATED = ("{flag} {name} as the input format is deprecated and will be removed in the next release: "
@@ -212,10 +212,6 @@ def io_options(outputs: Sequence[str] | None, default: str | None = None, *, hel
         return g
 
     return deco
-
-
-#: The longest ``--run-timeout`` accepted (a day of rule evaluation for one run).
-MAX_RUN_TIMEOUT = 86400.0
 
 
 class RunTimeout(click.ParamType):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT, check_run_timeout
 
 __all__ = ["AuditConfig"]
 
@@ -23,7 +23,13 @@ class AuditConfig:
         min_violation_severity: violations below this severity are ignored by the offline judge.
         run_timeout: seconds of rule evaluation per run (z3 time included; ``None``: unlimited); when
             used up, the checks left are ``unknown`` and the diagnosis is marked degraded
-            (:mod:`trajaudit.run_budget`).
+            (:mod:`trajaudit.run_budget`). A finite number above 0 and at most
+            :data:`~trajaudit.run_budget.MAX_RUN_TIMEOUT` (a day), as ``--run-timeout``.
+
+    Raises:
+        ValueError: ``run_timeout`` is ``nan``, infinite, 0, negative or above a day (the message names
+            the field).
+        TypeError: ``run_timeout`` is not a number (nor ``None``).
     """
 
     taxonomy: str = "agentrx"
@@ -32,3 +38,7 @@ class AuditConfig:
     max_claims_per_step: int = 200
     min_violation_severity: str = "warning"
     run_timeout: float | None = DEFAULT_RUN_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.run_timeout is not DEFAULT_RUN_TIMEOUT:  # the default needs no check (AuditConfig() is common)
+            object.__setattr__(self, "run_timeout", check_run_timeout(self.run_timeout))

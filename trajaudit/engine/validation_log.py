@@ -25,6 +25,9 @@ RULE_TYPES: tuple[str, ...] = ("SCHEMA", "PROTOCOL", "RELATIONAL_POST", "PROVENA
 LOG_SCHEMA_VERSION = 1
 #: How a ``ValidationLog.incomplete`` note of the run's time budget (``--run-timeout``) begins.
 RUN_BUDGET_NOTE = "run time budget"
+#: how the reasons of the ``unknown`` records of a rule that could not be evaluated begin
+#: (:attr:`Record.eval_error`; written by ``engine.validation.rule_eval`` and ``stepper``)
+EVAL_ERROR_NOTES = ("evaluation error", "error: ", "evaluation budget of ")
 
 
 def severity_rank(severity: str) -> int:
@@ -109,6 +112,16 @@ class Record:
         """True for an ``unknown`` that says the run's time budget (``--run-timeout``) was used up
         before this check was made: not a check made, nor a sign that the rule's guard held."""
         return self.verdict == "unknown" and (self.reason or "").startswith(RUN_BUDGET_NOTE)
+
+    @property
+    def eval_error(self) -> bool:
+        """True for an ``unknown`` made because the rule could not be evaluated at this step: its
+        expression raised (``evaluation error: …``, e.g. a division by zero or ``len()`` of a step
+        range), nested too deeply, used up its operation budget, or its checker raised (``error: …``)
+        — a defect of the rule (or of the evaluator), not a fact about the run. Unknowns that come from
+        the data (an assertion on missing data is null, a checker or an oracle cannot decide) and from
+        the run's time budget (:attr:`out_of_time`) are not."""
+        return self.verdict == "unknown" and (self.reason or "").startswith(EVAL_ERROR_NOTES)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""

@@ -21,7 +21,7 @@ from trajaudit import regular_files, safe_json
 from trajaudit.boundary import describe
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.run.evidence import gather
-from trajaudit.engine.run.pipeline import with_source_message
+from trajaudit.engine.run.pipeline import degraded, with_source_message
 from trajaudit.engine.strategies.base import Strategy
 from trajaudit.engine.strategies.context import AuditContext
 from trajaudit.engine.strategies.registry import default_strategies
@@ -59,7 +59,9 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
 
     Each diagnosis gets ``metadata.source_message`` as ``trajaudit audit`` gives it
     (:func:`~trajaudit.engine.run.pipeline.with_source_message`: runs whose step indexes are not message
-    positions), so a strategy is scored the same whether its diagnoses come from ``audit`` or here.
+    positions), so a strategy is scored the same whether its diagnoses come from ``audit`` or here, and
+    ``metadata.degraded`` when the run's rule evaluation ran out of time
+    (:func:`~trajaudit.engine.run.pipeline.degraded`, as ``audit`` marks it).
 
     Args:
         trajectories: the runs (IR; labels are not part of it).
@@ -85,7 +87,8 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
         if skip is not None and skip(t):
             continue
         try:
-            d = with_source_message(strat.diagnose(t, gather(t, ctx), ctx), t)
+            evidence = gather(t, ctx)
+            d = degraded(with_source_message(strat.diagnose(t, evidence, ctx), t), evidence.log)
         except LLMUnreachableError:  # every further run would fail the same way: stop the batch
             raise
         except TrajauditError as e:

@@ -10,7 +10,14 @@ the violations and the ids of the rules that applied), so a streaming ``audit`` 
   file under the working directory is a URI relative to ``%SRCROOT%`` (``uriBaseId``; the run's
   ``originalUriBaseIds`` gives that base as the ``file://`` URI of the working directory, as SARIF
   2.1.0 §3.4.4 and §3.14.14 ask of a relative URI); one outside it (``../shared/…``), an absolute URI
-  (``file:///…``); a URL (``s3://…``) stays as it is.
+  (``file:///…``); a URL (``s3://…``) stays as it is. A step has no line of its own in a JSON file,
+  so a result's ``region`` (``startLine``) is given only for a run that is a line of a JSONL file.
+  What the log does not cover is said in ``invocations[0]`` (SARIF 2.1.0 §3.20): a
+  ``toolExecutionNotifications`` entry (level, message, location) per skipped input (``error``), per
+  run whose rule evaluation ran out of time (``--run-timeout``; ``error``) and per run × rule with
+  checks left ``unknown`` (``warning``; ``associatedRule`` names the rule), and
+  ``executionSuccessful`` is false when an input was skipped or a run ran out of time (the results
+  then miss what those would have found); unknown checks alone leave it true (the tool ran to the end).
 - JUnit XML: one ``testsuite`` per run and one ``testcase`` per run × rule that applied to it; a rule
   with a violation at or above ``fail_on`` is a ``failure`` (every violation listed), one that could
   only be ``unknown`` is ``skipped``.
@@ -29,6 +36,7 @@ from typing import Any
 from urllib.parse import quote
 
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
+from trajaudit.errors import Problem
 from trajaudit.report.markdown import visible
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -52,6 +60,19 @@ class Violation:
 
 
 @dataclass(frozen=True)
+class UnknownChecks:
+    """A rule's ``unknown`` checks on one run (those of the time budget left out): how many, the first
+    step and reason, and whether it is an evaluation error (the rule could not be evaluated:
+    :attr:`~trajaudit.engine.validation_log.Record.eval_error`)."""
+
+    rule_id: str
+    count: int
+    step: int
+    reason: str
+    eval_error: bool = False
+
+
+@dataclass(frozen=True)
 class RunFindings:
     """What the CI outputs need of one run (text with control and bidi characters shown by name:
     XML 1.0 cannot hold most control characters).
@@ -62,6 +83,9 @@ class RunFindings:
         violations: the failing records, in log order.
         applied: ids of the rules whose guard held at some step (pass, fail or unknown).
         unknown: ids of the rules that applied but could only be ``unknown`` (never pass or fail).
+        unknowns: per rule, its ``unknown`` checks (time budget's left out), in log order.
+        out_of_time: the rules cut by the run's time budget (``--run-timeout``), in log order; empty
+            when the run was evaluated to the end.
     """
 
     run_id: str
@@ -70,6 +94,8 @@ class RunFindings:
     violations: tuple[Violation, ...] = ()
     applied: tuple[str, ...] = ()
     unknown: frozenset[str] = field(default_factory=frozenset)
+    unknowns: tuple[UnknownChecks, ...] = ()
+    out_of_time: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, log: ValidationLog, file: str | None, record: int | None) -> RunFindings:
@@ -77,11 +103,21 @@ class RunFindings:
         viol = tuple(Violation(r.step, r.rule_id, r.severity, visible(r.message or r.reason or ""), r.rule_type)
                      for r in log.records if r.verdict == "fail")
         seen: dict[str, set[str]] = {}
+        unknowns: dict[str, UnknownChecks] = {}
+        cut: dict[str, None] = {}
         for r in log.records:
+            if r.out_of_time:
+                cut[r.rule_id] = None
+            elif r.verdict == "unknown":
+                u = unknowns.get(r.rule_id)
+                unknowns[r.rule_id] = (UnknownChecks(r.rule_id, u.count + 1, u.step, u.reason, u.eval_error) if u else
+                                       UnknownChecks(r.rule_id, 1, r.step, visible(r.reason or r.message or ""),
+                                                     r.eval_error))
             if r.verdict in ("pass", "fail", "unknown"):
                 seen.setdefault(r.rule_id, set()).add(r.verdict)
         unknown = frozenset(rid for rid, vs in seen.items() if vs == {"unknown"})
-        return cls(visible(log.trajectory_id), visible(file or ""), record, viol, tuple(seen), unknown)
+        return cls(visible(log.trajectory_id), visible(file or ""), record, viol, tuple(seen), unknown,
+                   tuple(unknowns.values()), tuple(cut) if log.out_of_time else ())
 
 
 def _dir_uri(root: Path) -> str:
@@ -106,8 +142,56 @@ def _location(path: str, root: Path) -> dict[str, str]:
     return {"uri": quote(PurePosixPath(*Path(rel).parts).as_posix()), "uriBaseId": SRCROOT}
 
 
+def _physical(file: str, record: int | None, base: Path) -> dict[str, Any]:
+    """The ``physicalLocation`` of a run (or input) in ``file``: the file, and the line of a JSONL record."""
+    phys: dict[str, Any] = {"artifactLocation": _location(file, base)}
+    if record is not None and file.lower().endswith((".jsonl", ".ndjson")):
+        phys["region"] = {"startLine": record + 1}
+    return phys
+
+
+def _run_location(run: RunFindings, base: Path, step: int | None = None) -> dict[str, Any]:
+    """A ``location`` in ``run``: the run itself, or its ``step`` (``RUN/steps/N``), and the run's file
+    (if any) as the physical location."""
+    logical = ({"fullyQualifiedName": run.run_id, "name": run.run_id} if step is None else
+               {"fullyQualifiedName": f"{run.run_id}/steps/{step}", "name": f"step {step}", "kind": "member"})
+    loc: dict[str, Any] = {"logicalLocations": [logical]}
+    if run.file:
+        loc["physicalLocation"] = _physical(run.file, run.record, base)
+    return loc
+
+
+def _notifications(runs: Sequence[RunFindings], skipped: Sequence[Problem], base: Path) -> list[dict[str, Any]]:
+    """The ``toolExecutionNotifications`` of the log: skipped inputs, runs out of time, unknown checks."""
+    notes: list[dict[str, Any]] = []
+    for p in skipped:
+        note: dict[str, Any] = {"level": "error", "message": {"text": f"skipped: {visible(p.message)}"},
+                                "properties": {"stage": p.stage, **({"record": p.record} if p.record is not None
+                                                                    else {})}}
+        if p.file:
+            note["locations"] = [{"physicalLocation": _physical(visible(p.file), p.record, base)}]
+        notes.append(note)
+    for run in runs:
+        if run.out_of_time:
+            notes.append({"level": "error", "locations": [_run_location(run, base)],
+                          "message": {"text": f"run {run.run_id} ran out of rule-evaluation time (--run-timeout): "
+                                              f"{len(run.out_of_time)} rule(s) not evaluated to the end, their "
+                                              "checks left 'unknown' (no result can come from them)"},
+                          "properties": {"run": run.run_id, "rules": list(run.out_of_time)}})
+        for u in run.unknowns:
+            what = "could not be evaluated" if u.eval_error else "was 'unknown'"
+            notes.append({"level": "warning", "associatedRule": {"id": u.rule_id},
+                          "locations": [_run_location(run, base, u.step)],
+                          "message": {"text": f"rule {u.rule_id} {what} at {u.count} step(s) of run {run.run_id} "
+                                              f"(first at step {u.step}: {u.reason})"},
+                          "properties": {"run": run.run_id, "step": u.step, "checks": u.count,
+                                         "evaluationError": u.eval_error}})
+    return notes
+
+
 def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None = None,
-              version: str = "", root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+              version: str = "", root: str | os.PathLike[str] | None = None,
+              skipped: Sequence[Problem] = ()) -> dict[str, Any]:
     """The SARIF 2.1.0 log (a JSON-ready dict) of ``runs``.
 
     Args:
@@ -116,10 +200,12 @@ def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None =
         version: trajaudit's version (``tool.driver.version``).
         root: the folder the runs' relative file names are relative to, ``%SRCROOT%`` in the log
             (default: the working directory).
+        skipped: the inputs (files, runs) that were skipped, each a
+            :class:`~trajaudit.errors.Problem`: a notification each, and ``executionSuccessful`` false.
     """
     base = Path(os.path.abspath(root if root is not None else os.getcwd()))
     titles = titles or {}
-    rooted = False
+    runs = list(runs)
     rules: dict[str, dict[str, Any]] = {}
     results: list[dict[str, Any]] = []
     for run in runs:
@@ -131,15 +217,7 @@ def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None =
                 if v.rule_type:
                     rule["properties"] = {"type": v.rule_type}
                 rules[v.rule_id] = rule
-            where = f"{run.run_id}/steps/{v.step}"
-            loc: dict[str, Any] = {"logicalLocations": [{"fullyQualifiedName": where, "name": f"step {v.step}",
-                                                         "kind": "member"}]}
-            if run.file:
-                phys: dict[str, Any] = {"artifactLocation": _location(run.file, base)}
-                rooted = rooted or "uriBaseId" in phys["artifactLocation"]
-                if run.record is not None and run.file.lower().endswith((".jsonl", ".ndjson")):
-                    phys["region"] = {"startLine": run.record + 1}
-                loc["physicalLocation"] = phys
+            loc = _run_location(run, base, v.step)
             results.append({
                 "ruleId": v.rule_id, "ruleIndex": list(rules).index(v.rule_id),
                 "level": _LEVEL.get(v.severity, "warning"),
@@ -152,9 +230,15 @@ def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None =
     if version:
         driver["version"] = version
     run_log: dict[str, Any] = {"tool": {"driver": driver}}
+    notes = _notifications(runs, skipped, base)
+    rooted = any(loc.get("physicalLocation", {}).get("artifactLocation", {}).get("uriBaseId")
+                 for item in (*results, *notes) for loc in item.get("locations", ()))
     if rooted:
         run_log["originalUriBaseIds"] = {SRCROOT: {"uri": _dir_uri(base)}}
-    run_log.update(results=results, invocations=[{"executionSuccessful": True}])
+    invocation: dict[str, Any] = {"executionSuccessful": not (skipped or any(r.out_of_time for r in runs))}
+    if notes:
+        invocation["toolExecutionNotifications"] = notes
+    run_log.update(results=results, invocations=[invocation])
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run_log]}
 
 
@@ -211,5 +295,5 @@ def junit_xml(runs: Sequence[RunFindings], *, fail_on: str = "error", name: str 
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-__all__ = ["RunFindings", "SARIF_SCHEMA", "SARIF_VERSION", "SRCROOT", "Violation", "junit_xml", "sarif_log",
+__all__ = ["RunFindings", "SARIF_SCHEMA", "SARIF_VERSION", "SRCROOT", "UnknownChecks", "Violation", "junit_xml", "sarif_log",
            "sarif_text"]

@@ -82,6 +82,10 @@ def _section(r: AuditResult) -> str:
              f"**{_cell(d.category)}**, confidence {d.confidence:.2f}, basis {_cell(d.basis or '—')}, "
              f"strategy {_code(d.strategy)}",
              f"- rationale: {_cell(d.rationale)}"]
+    if d.metadata.get("degraded"):
+        notes = "; ".join(str(n) for n in d.metadata["degraded"]) if isinstance(d.metadata["degraded"], list) else ""
+        lines.append("- **degraded**: rule evaluation ran out of time (--run-timeout), the checks left were "
+                     "'unknown', so this diagnosis rests on partial evidence" + (f" ({_cell(notes)})" if notes else ""))
     if d.repair:
         lines.append(f"- repair: {_cell(d.repair)}")
     for e in d.evidence[:10]:
@@ -119,13 +123,16 @@ class MarkdownReport(SectionSpool):
         """The document in pieces (summary, one piece per run, skipped runs), to write without holding
         it whole; their concatenation is :meth:`render`."""
         rows = self.rows()
-        lines = [f"# {_cell(self.title)}", "", f"{len(rows)} run(s) audited, {len(problems)} skipped.", ""]
+        degraded = [r.id for r in rows if r.degraded]
+        said = (f" {len(degraded)} run(s) degraded: their rule evaluation ran out of time (--run-timeout), so their "
+                "diagnoses rest on partial evidence (marked in the run list)." if degraded else "")
+        lines = [f"# {_cell(self.title)}", "", f"{len(rows)} run(s) audited, {len(problems)} skipped.{said}", ""]
         cats = Counter(r.category for r in rows)
         lines += ["| category | runs |", "|---|---|"] + [f"| {_cell(k)} | {v} |" for k, v in cats.most_common()] + [""]
         lines += ["| run | critical step | category | agent | confidence | basis | preview |",
                   "|---|---|---|---|---|---|---|"]
         for r in rows:
-            lines.append(f"| {_cell(r.id)} | {_cell(r.critical_step)} | {_cell(r.category)} | {_cell(r.agent or '—')} | "
+            lines.append(f"| {_cell(r.id)}{' (degraded)' if r.degraded else ''} | {_cell(r.critical_step)} | {_cell(r.category)} | {_cell(r.agent or '—')} | "
                          f"{r.confidence:.2f} | {_cell(r.basis or '—')} | {_cell(r.preview)} |")
         lines.append("")
         yield "\n".join(lines)

@@ -35,6 +35,8 @@ class RunRow:
             finding, weak, fallback, or ``None`` when the strategy does not say).
         file: the run's source file ("" when it came from memory).
         preview: an 80-character preview of the critical step ("" without one).
+        degraded: the run's rule evaluation ran out of time (``metadata.degraded``): the diagnosis rests
+            on partial evidence.
     """
 
     id: str
@@ -45,13 +47,15 @@ class RunRow:
     file: str
     preview: str
     basis: str | None = None
+    degraded: bool = False
 
     @classmethod
     def of(cls, r: AuditResult) -> RunRow:
         """The row of an audited run."""
         d, t = r.diagnosis, r.trajectory
         prev = t.steps[d.critical_step].preview(80) if d.critical_step is not None else ""
-        return cls(t.id, d.critical_step, d.category, d.agent, d.confidence, t.source.file or "", prev, d.basis)
+        return cls(t.id, d.critical_step, d.category, d.agent, d.confidence, t.source.file or "", prev, d.basis,
+                   bool(d.metadata.get("degraded")))
 
 
 class SectionSpool:

@@ -208,7 +208,7 @@ def test_check_warns_about_a_rule_never_evaluated(tmp_path):
     run.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "a"},
                                             {"role": "user", "content": "ok"}, {"role": "assistant", "content": "b"}]}))
     res = CliRunner().invoke(main, ["check", str(run), "--rules", str(pack)])
-    assert res.exit_code == 0  # a warning only
+    assert res.exit_code == 1  # a rule that cannot be evaluated fails the gate (--fail-on-unknown error)
     assert "warning: rule u.never could not be evaluated at 2 step(s) where it applied (never pass or fail; " \
            "first reason: evaluation error: len() of a null)" in res.output
     assert "u.fine" not in res.output.split("violation(s)")[-1]
