@@ -68,7 +68,7 @@ def test_notes_and_warnings_wrap_between_words_at_the_terminal_width(tmp_path, w
     assert all(x.startswith("  ") for x in lines[warning + 1:])  # continuation lines indented
     text = one_line(r.stderr)  # every word whole: the lines joined give the messages back
     assert ("warning: 2 of 2 run(s) ran out of rule-evaluation time (--run-timeout 1e-06 s): 3 rule(s) were not "
-            "evaluated to the end there, their checks left 'unknown' (r1, r2); the result is incomplete, so the exit "
+            "evaluated to the end there, their checks left 'unknown' (runs: r1, r2); the result is incomplete, so the exit "
             "code is 1") in text
     assert "note: 1 rule(s) never applied on these 2 run(s) (their guard never held): p4.no-such-tool" in text
     assert ("note: 3 rule(s) not evaluated on these 2 run(s) (rule evaluation ran out of time first, --run-timeout; "
