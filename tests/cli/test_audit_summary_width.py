@@ -104,13 +104,18 @@ def _audit(tmp_path, files, width):
 LONG = ["a-very-long-run-identifier-that-goes-on-and-off", "a-very-long-run-identifier-that-goes-on-and-on"]
 
 
+def _long_id_files(tmp_path: Path) -> list[Path]:
+    """The example OpenAI run saved once under each of the :data:`LONG` ids (the file name is its id)."""
+    files = [tmp_path / f"{rid}.json" for rid in LONG]
+    for f in files:
+        f.write_text((ROOT / "examples" / "traces" / "openai_chat.json").read_text())
+    return files
+
+
 @pytest.mark.parametrize("width", [200, 160])
 def test_long_run_ids_are_whole_when_the_width_allows(tmp_path, width):
     """A fresh-user pass saw both ids as "a-very-long-run…" at 200 columns, the preview drawn."""
-    files = []
-    for rid in LONG:
-        files.append(tmp_path / f"{rid}.json")
-        files[-1].write_text((ROOT / "examples" / "traces" / "openai_chat.json").read_text())
+    files = _long_id_files(tmp_path)
     _, header, rows = _audit(tmp_path, files, width)
     assert header[-1] == "preview"
     assert [row.split()[0] for row in rows] == LONG
@@ -119,10 +124,7 @@ def test_long_run_ids_are_whole_when_the_width_allows(tmp_path, width):
 
 @pytest.mark.parametrize("width", [120, 100, 80, 60])
 def test_long_run_ids_give_way_to_the_preview_but_stay_told_apart(tmp_path, width):
-    files = []
-    for rid in LONG:
-        files.append(tmp_path / f"{rid}.json")
-        files[-1].write_text((ROOT / "examples" / "traces" / "openai_chat.json").read_text())
+    files = _long_id_files(tmp_path)
     _, header, rows = _audit(tmp_path, files, width)
     assert header[-1] == ("preview" if width >= 100 else "basis" if width == 80 else "conf.")
     cells = [row.split()[0] for row in rows]
