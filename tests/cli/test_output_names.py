@@ -86,3 +86,16 @@ def test_names_that_fit_are_quiet():
     assert output_name_warning("-o", None, "jsonl") is None
     for ext in (".gz", ".bz2", ".xz", ".zst", ".zip"):
         assert "written uncompressed" in output_name_warning("-o", f"d.jsonl{ext}", "jsonl")
+
+
+def test_eval_report_name_for_another_format_is_named(run, tmp_path):
+    """eval -o writes the report in the format its name says, or in --format when given: a Markdown
+    report under r.json gets a warning that offers --format json (only --save-pred had one)."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"trajectory_id": "a", "critical_step": 4}\n')
+    out = tmp_path / "r.json"
+    r = cli("eval", run, "--gold", gold, "-s", "offline", "-o", out)
+    assert _warnings(r) == [] and json.loads(out.read_text())  # the name chose the format
+    r = cli("eval", run, "--gold", gold, "-s", "offline", "-o", out, "--format", "markdown")
+    [said] = _warnings(r)
+    assert said.startswith(f"-o {out}: writing Markdown, but a name ending in .json") and "--format json" in said

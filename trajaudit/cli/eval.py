@@ -107,6 +107,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     """
     strategy = _choose_source(strategies, pred, judge_weights, resume, save_pred)
     _check_paths(datasets, gold, pred, tools, rules, mapping, output, report_file, save_pred)
+    warn_output_name("-o", output, out_format)  # the report: a table under report.json is named
     trace_format = fmt
     adapter = mapping_for(trace_format, mapping)  # a bad mapping is refused before anything is read
     gold_set = _read_gold(gold, gold_format, taxonomy)
