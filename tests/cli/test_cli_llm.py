@@ -89,7 +89,7 @@ def test_llm_missing_endpoint_advice_fits_the_command():
     assert r.exit_code == 2 and "--strategy offline" in r.stderr.replace("\n", "")  # audit has --strategy
 
 
-def test_default_llm_cache_is_off_without_a_home_folder(tmp_path, monkeypatch, caplog):
+def test_default_llm_cache_is_off_without_a_home_folder(tmp_path, monkeypatch, capsys):
     """HOME=/nonexistent (a service account): the default answer cache never creates the home folder;
     it is off with a warning. A --cache path the user gives is still created."""
     opts = LLMOptions(base_url="http://127.0.0.1:9/v1", model="m")
@@ -98,7 +98,8 @@ def test_default_llm_cache_is_off_without_a_home_folder(tmp_path, monkeypatch, c
     assert llm_config_from_options(opts).cache_path is None
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert llm_config_from_options(opts).cache_path is None
-    assert "home folder" in caplog.text and not (tmp_path / "home").exists()
+    said = capsys.readouterr().err
+    assert said.startswith("warning: LLM answer cache off: no home folder") and not (tmp_path / "home").exists()
     given = LLMOptions(base_url="http://127.0.0.1:9/v1", model="m", cache=str(tmp_path / "x" / "c.db"))
     assert llm_config_from_options(given).cache_path == str(tmp_path / "x" / "c.db")
     (tmp_path / "home").mkdir()

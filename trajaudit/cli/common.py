@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import os
 import socket
 import sys
@@ -507,9 +506,9 @@ def _llm_config(opts: LLMOptions, use_cache: bool) -> Any:
     elif given:
         cache = os.path.expanduser(given)
     elif home is None:  # HOME=/nonexistent or empty (a service account): no home folder is created
-        logging.getLogger(__name__).warning(
-            "LLM answer cache off: no home folder (HOME=%r) and no XDG_CACHE_HOME; give --cache FILE to keep "
-            "answers", os.environ.get("HOME"))
+        console(err=True).print(f"warning: LLM answer cache off: no home folder (HOME={os.environ.get('HOME')!r}) "
+                                "and no XDG_CACHE_HOME; give --cache FILE to keep answers",
+                                markup=False, highlight=False, soft_wrap=True)
         cache = None
     else:
         cache = str(home / "llm-cache.sqlite3")
