@@ -36,7 +36,7 @@ from trajaudit.engine.trace.forced_format import mapping_for
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import LoadResult, load_many
 from trajaudit.engine.validation.rule_eval import evaluate
-from trajaudit.engine.validation_log import ValidationLog, severity_rank
+from trajaudit.engine.validation_log import Record, ValidationLog, severity_rank
 from trajaudit.errors import Problem
 from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
 from trajaudit.report.html import rule_titles
@@ -192,8 +192,10 @@ def rule_use(logs: list[ValidationLog]) -> RuleUse:
                    "results are incomplete); a --format json/sarif/junit output is still written (to stdout "
                    "without -o).")
 @click.option("--all-records", is_flag=True,
-              help="JSON: every record of every run (passes too); default: only the failing records of the runs "
-                   "with failures (and every run's summary).")
+              help="JSON: every record of every run (passes too); default: every run with its summary (counts of "
+                   "violations, unknown checks, evaluation errors, whether it ran out of time) and only the records "
+                   "that fail the gate: violations, checks cut by --run-timeout and the unknowns --fail-on-unknown "
+                   "counts.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the --format output (json when --format is table) to this file instead of stdout.")
 @run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
@@ -230,7 +232,8 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     logs = [lg for _, lg in checked]
     rule_ids = {r.id for r in inputs.rules} | set(applied)
     if out_format in ("json", "sarif", "junit") or output:
-        _write_output(checked, out_format, output, all_records, packs, fail_on, inputs.load.problems)
+        _write_output(checked, out_format, output, all_records, packs, (fail_on, fail_on_unknown),
+                      inputs.load.problems)
     if out_format == "table" and not quiet:
         _print_tables(logs, show_pass, verbose)
     floor = severity_rank(fail_on)
@@ -317,18 +320,20 @@ def _run_checks(inputs: _Inputs) -> tuple[list[tuple[Trajectory, ValidationLog]]
 
 
 def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None,
-                  all_records: bool, packs: tuple[str, ...], fail_on: str, problems: list[Problem]) -> None:
+                  all_records: bool, packs: tuple[str, ...], gate: tuple[str, str], problems: list[Problem]) -> None:
     """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``), SARIF or JUnit to
     ``output`` (atomically), else to stdout — with ``quiet`` too: ``-q`` hides the tables and the
     summary, never the machine output asked for (``check --format sarif -q > out.sarif``). The SARIF log
-    also reports the skipped inputs (``problems``), the runs out of time and the unknown checks."""
+    and the JUnit report also report the skipped inputs (``problems``), the runs out of time and the
+    unknown checks; ``gate`` is ``(--fail-on, --fail-on-unknown)``."""
+    fail_on, fail_on_unknown = gate
     if out_format in ("sarif", "junit"):
         findings = [RunFindings.of(lg, t.source.file, t.source.record) for t, lg in checked]
         text = (sarif_text(findings, titles=rule_titles(packs), version=__version__, skipped=problems)
                 if out_format == "sarif"
-                else junit_xml(findings, fail_on=fail_on))
+                else junit_xml(findings, fail_on=fail_on, skipped=problems, fail_on_unknown=fail_on_unknown))
     else:
-        text = json.dumps([_log_json(lg, all_records) for _, lg in checked if all_records or _has_fail(lg)],
+        text = json.dumps([_log_json(lg, all_records, fail_on_unknown) for _, lg in checked],
                           ensure_ascii=False, indent=1, default=str) + "\n"
     if output:
         write_text(output, text)
@@ -454,9 +459,26 @@ def _has_fail(lg: ValidationLog) -> bool:
     return any(r.verdict == "fail" for r in lg.records)
 
 
-def _log_json(lg: ValidationLog, all_records: bool) -> dict[str, Any]:
-    """A log's JSON form; without ``all_records`` only its failing records (the summary keeps the counts)."""
+def _gate_record(r: Record, fail_on_unknown: str) -> bool:
+    """Whether record ``r`` is one that fails ``check``'s gate or says why it fails: a violation, a check
+    cut by the time budget, an ``unknown`` that ``--fail-on-unknown`` counts (an evaluation error with
+    ``error``, every unknown with ``any``)."""
+    if r.verdict == "fail" or r.out_of_time:
+        return True
+    return r.verdict == "unknown" and (fail_on_unknown == "any" or (fail_on_unknown == "error" and r.eval_error))
+
+
+def _log_json(lg: ValidationLog, all_records: bool, fail_on_unknown: str = "error") -> dict[str, Any]:
+    """A log's JSON form; without ``all_records`` only the records that fail the gate (violations, checks
+    cut by the time budget, the unknowns ``fail_on_unknown`` counts). Its summary also counts the
+    unknown checks (the time budget's left out), the evaluation errors among them, and says whether
+    the run ran out of time (and the rules cut)."""
     d = lg.to_dict()
+    unknown = [r for r in lg.records if r.verdict == "unknown" and not r.out_of_time]
+    d["summary"].update(unknown_checks=len(unknown), evaluation_errors=sum(1 for r in unknown if r.eval_error),
+                        out_of_time=lg.out_of_time,
+                        rules_out_of_time=list(dict.fromkeys(r.rule_id for r in lg.records if r.out_of_time)))
     if not all_records:
-        d["records"] = [r for r in d.get("records", []) if r.get("verdict") == "fail"]
+        d["records"] = [x for r, x in zip(lg.records, d.get("records", []), strict=True)
+                        if _gate_record(r, fail_on_unknown)]
     return d
