@@ -364,8 +364,7 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
     failing = sum(1 for lg in logs if _has_fail(lg))
     skipped = f"; {len(problems)} input(s) skipped (listed above)" if problems else ""
     cut = f"; {len(use.runs_cut)} run(s) not fully evaluated (--run-timeout)" if use.runs_cut else ""
-    unknown = (f"; {unknowns.checks} check(s) unknown ({unknowns.errors} could not be evaluated)"
-               if unknowns.checks else "")
+    unknown = f"; {unknowns.checks} check(s) unknown ({unknowns.split()})" if unknowns.checks else ""
     err.print(f"{len(logs)} run(s), {rule_count} rule(s): {total_fail} violation(s), "
               f"{bad} at or above {fail_on}{skipped}{cut}{unknown}"
               + (f" ({failing} run(s) with violations)" if failing else ""), highlight=False)
@@ -416,6 +415,14 @@ class Unknowns:
                     u.by_rule[r.rule_id] = (n + 1, first)
         return u
 
+    def split(self) -> str:
+        """Why the checks are unknown, in the words of the warnings: "14 could not be evaluated" (an
+        evaluation error: a defect of the rule), "6 could not be decided" (for want of data: no LLM
+        configured, an assertion on missing data), the parts that are not zero."""
+        parts = [f"{n} could not be {what}" for n, what in ((self.errors, "evaluated"),
+                                                            (self.checks - self.errors, "decided")) if n]
+        return ", ".join(parts)
+
     def fail_gate(self, mode: str) -> bool:
         """Whether these unknowns fail the gate under ``--fail-on-unknown mode`` (error, any, never)."""
         return bool(self.errors if mode == "error" else self.checks if mode == "any" else 0)
@@ -427,18 +434,28 @@ class Unknowns:
                  for rid, (n, reason) in self.by_rule.items()]
         named = "; ".join(rules[:5]) + (f"; … ({len(rules) - 5} more rule(s))" if len(rules) > 5 else "")
         head = (f"{self.errors} check(s) could not be evaluated ({named})" if mode == "error" else
-                f"{self.checks} check(s) are 'unknown' ({self.errors} could not be evaluated"
-                + (f": {named})" if rules else ")"))
+                f"{self.checks} check(s) are 'unknown' ({self.split()}"
+                + (f"; could not be evaluated: {named})" if rules else ")"))
         return (f"{head}; the result is incomplete, so the exit code is 1 (--fail-on-unknown {mode}; "
                 "'never' lets unknown checks pass)")
 
 
 def _warn_never_evaluated(logs: list[ValidationLog]) -> list[str]:
     """A warning (stderr, also with ``-q``) per rule that applied but was 'unknown' at every such step:
-    it can never report a violation. Returns the ids of the rules named."""
+    it can never report a violation. A rule whose unknowns are evaluation errors "could not be
+    evaluated" (a defect of the rule); one left unknown for want of data (no LLM configured, a null
+    assertion) "could not be decided" — the words of the summary. Returns the ids of the rules named."""
     rules = never_evaluated(logs)
+    errors: dict[str, set[bool]] = {}
+    for lg in logs:
+        for r in lg.records:
+            if r.verdict == "unknown" and not r.out_of_time:
+                errors.setdefault(r.rule_id, set()).add(r.eval_error)
     for rid, n, reason in rules:
-        warn_incomplete(f"rule {rid} could not be evaluated at {n} step(s) where it applied "
+        kinds = errors.get(rid, set())
+        what = ("could not be evaluated or decided" if len(kinds) > 1 else
+                "could not be evaluated" if True in kinds else "could not be decided (left unknown)")
+        warn_incomplete(f"rule {rid} {what} at {n} step(s) where it applied "
                         f"(never pass or fail; first reason: {reason})")
     return [rid for rid, _, _ in rules]
 

@@ -182,7 +182,7 @@ def _notifications(runs: Sequence[RunFindings], skipped: Sequence[Problem], base
                                               "checks left 'unknown' (no result can come from them)"},
                           "properties": {"run": run.run_id, "rules": list(run.out_of_time)}})
         for u in run.unknowns:
-            what = "could not be evaluated" if u.eval_error else "was 'unknown'"
+            what = "could not be evaluated" if u.eval_error else "could not be decided (left 'unknown')"
             notes.append({"level": "warning", "associatedRule": {"id": u.rule_id},
                           "locations": [_run_location(run, base, u.step)],
                           "message": {"text": f"rule {u.rule_id} {what} at {u.count} step(s) of run {run.run_id} "
