@@ -286,7 +286,7 @@ def _skipped_suite(root: ET.Element, skipped: Sequence[Problem]) -> dict[str, in
         if file:
             case.set("file", file)
         err = ET.SubElement(case, "error", message=f"skipped: {visible(p.message)}"[:500], type=f"skipped-{p.stage}")
-        err.text = f"{file}{where}: {visible(p.message)}"
+        err.text = visible(p.message)  # it names the file (and record) already
     counts = {"tests": len(skipped), "failures": 0, "errors": len(skipped), "skipped": 0}
     for k, n in counts.items():
         suite.set(k, str(n))
