@@ -210,8 +210,9 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     Without --rules the shipped packs apply as in `trajaudit audit` (the generic pack, and the domain
     packs that a run's tools select; --no-default-packs turns them off); with --rules, the packs named
     (a shipped pack or a part of one, such as generic.protocol, or your YAML file) are checked alone.
-    --tools adds the SCHEMA rules of the tools. The table and the JSON list the runs with findings
-    (--verbose / --all-records: every run). Exit code 0 when no violation
+    --tools adds the SCHEMA rules of the tools. The table lists the runs with findings (--verbose: every
+    run); the JSON every run with its summary and the records that fail the gate (--all-records: every
+    record). Exit code 0 when no violation
     reaches --fail-on and every input was read and evaluated; 1 when one does, when an input (a file
     or a run in it) could not be read and was skipped (listed as `skipped:`), when a run's rule
     evaluation ran out of time (--run-timeout: its checks left are 'unknown'), or when a rule could not
