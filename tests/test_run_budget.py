@@ -79,11 +79,21 @@ def test_no_budget_hit_leaves_the_diagnosis_unmarked(tmp_path):
 # budget at all, 0 and -1 were accepted — where the CLI's --run-timeout refuses them (options.RunTimeout).
 # AuditConfig now checks the field against the same range (run_budget.check_run_timeout).
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 0, 0.0, -1, 86400.5])
+# A huge int (10**400) raised OverflowError from float(); 1e-320 (a denormal) was accepted and echoed
+# as "9.99989e-321 s". Both are refused with the ValueError naming the field; a microsecond is the least.
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 0, 0.0, -1, 86400.5, 10**400, -10**400, 1e-320,
+                                 9e-7])
 def test_audit_config_refuses_a_run_timeout_out_of_range(bad):
-    with pytest.raises(ValueError, match=r"AuditConfig\.run_timeout must be a number of seconds above 0 and at most "
+    with pytest.raises(ValueError, match=r"AuditConfig\.run_timeout must be a number of seconds from 1e-06 to "
                                          r"86400, or None for no budget \(default 60\); got "):
         AuditConfig(run_timeout=bad)
+    assert AuditConfig(run_timeout=1e-6).run_timeout == 1e-6
+
+
+def test_audit_config_names_a_huge_integer_run_timeout_by_its_size():
+    with pytest.raises(ValueError, match=r"AuditConfig\.run_timeout must be .*; got an integer of 16610 bits$"):
+        AuditConfig(run_timeout=10**5000)  # its repr() would raise (more than 4300 digits)
 
 
 def test_audit_config_takes_a_run_timeout_in_range_or_none():

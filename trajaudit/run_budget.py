@@ -22,15 +22,19 @@ from typing import Any
 DEFAULT_RUN_TIMEOUT = 60.0
 #: The largest budget accepted (a day): ``--run-timeout`` and ``AuditConfig.run_timeout``.
 MAX_RUN_TIMEOUT = 86400.0
+#: The smallest budget accepted (a microsecond): below it a budget means nothing (it is used up before
+#: the first check) and ``1e-320`` is a denormal float, echoed as ``9.99989e-321 s``.
+MIN_RUN_TIMEOUT = 1e-6
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("trajaudit_run_deadline", default=None)
 
 
 def check_run_timeout(value: Any, name: str = "AuditConfig.run_timeout") -> float | None:
     """A run's time budget as given to the Python API: ``None`` (no budget), else a finite number of
-    seconds, ``0 < value <= MAX_RUN_TIMEOUT`` — the range of the CLI's ``--run-timeout``
+    seconds, ``MIN_RUN_TIMEOUT <= value <= MAX_RUN_TIMEOUT`` — the range of the CLI's ``--run-timeout``
     (``cli.options.RunTimeout``). ``nan`` (every comparison with it is false: it meant no budget at
-    all), ``inf``, 0 and negative numbers are refused, as there.
+    all), ``inf``, 0, negative numbers, values below a microsecond and integers too large for a float
+    (``10**400``) are refused, as there.
 
     Returns:
         ``value`` as a ``float``, or ``None``.
@@ -43,11 +47,22 @@ def check_run_timeout(value: Any, name: str = "AuditConfig.run_timeout") -> floa
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number of seconds or None (no budget), got {value!r}")
-    seconds = float(value)
-    if not math.isfinite(seconds) or not 0 < seconds <= MAX_RUN_TIMEOUT:
-        raise ValueError(f"{name} must be a number of seconds above 0 and at most {MAX_RUN_TIMEOUT:g}, or None "
-                         f"for no budget (default {DEFAULT_RUN_TIMEOUT:g}); got {value!r}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # 10**400: no float holds it
+        seconds = math.inf
+    if not in_range(seconds):
+        shown = (f"an integer of {int(value).bit_length()} bits" if isinstance(value, numbers.Integral)
+                 and int(value).bit_length() > 128 else repr(value))  # repr() of a 5,000-digit int raises
+        raise ValueError(f"{name} must be a number of seconds from {MIN_RUN_TIMEOUT:g} to {MAX_RUN_TIMEOUT:g}, or "
+                         f"None for no budget (default {DEFAULT_RUN_TIMEOUT:g}); got {shown}")
     return seconds
+
+
+def in_range(seconds: float) -> bool:
+    """Whether ``seconds`` is an accepted time budget: finite, from :data:`MIN_RUN_TIMEOUT` to
+    :data:`MAX_RUN_TIMEOUT` (``nan`` is not: every comparison with it is false)."""
+    return math.isfinite(seconds) and MIN_RUN_TIMEOUT <= seconds <= MAX_RUN_TIMEOUT
 
 
 @contextlib.contextmanager

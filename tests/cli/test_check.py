@@ -171,7 +171,9 @@ def test_check_fails_the_gate_when_a_rule_could_not_be_evaluated(tmp_path):
             "incomplete, so the exit code is 1 (--fail-on-unknown error; 'never' lets unknown checks pass)") in err
     loud = run("check", runs, "--rules", pack)
     assert ("2 run(s), 5 rule(s): 0 violation(s), 0 at or above error; 20 check(s) unknown (14 could not be "
-            "evaluated)") in one_line(loud.stderr)
+            "evaluated, 6 could not be decided)") in one_line(loud.stderr)
+    assert ("warning: rule bad.missing could not be decided (left unknown) at 6 step(s) where it applied"
+            in one_line(loud.stderr))  # a null assertion: the data lacks it, the rule is not broken
     never = run("check", runs, "--rules", pack, "-q", "--fail-on-unknown", "never")
     assert never.exit_code == 0 and "warning: rule bad.div could not be evaluated" in never.stderr
     assert "the exit code is 1" not in never.stderr
@@ -186,8 +188,14 @@ def test_check_fail_on_unknown_any_also_fails_on_unknowns_for_want_of_data(tmp_p
     assert run("check", runs, "--rules", pack, "-q").exit_code == 0  # null: the data lacks it, not a broken rule
     strict = run("check", runs, "--rules", pack, "-q", "--fail-on-unknown", "any")
     assert strict.exit_code == 1
-    assert ("warning: 6 check(s) are 'unknown' (0 could not be evaluated); the result is incomplete, so the exit code "
-            "is 1 (--fail-on-unknown any;") in one_line(strict.stderr)
+    err = one_line(strict.stderr)
+    assert ("warning: 6 check(s) are 'unknown' (6 could not be decided); the result is incomplete, so the exit code "
+            "is 1 (--fail-on-unknown any;") in err
+    assert "could not be evaluated" not in err  # no evaluation error: the words say so
+    assert ("warning: rule bad.missing could not be decided (left unknown) at 6 step(s) where it applied (never pass "
+            "or fail; first reason: ") in err
+    loud = one_line(run("check", runs, "--rules", pack).stderr)
+    assert "; 6 check(s) unknown (6 could not be decided)" in loud and "could not be evaluated" not in loud
 
 
 # Fresh-user pass: the time-out warning named the runs in bare parentheses, "(10)", which read like a

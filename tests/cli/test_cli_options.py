@@ -72,7 +72,8 @@ def test_input_format_and_old_spellings_select_the_adapter(tau_file, tau_one, tm
 # 'nan' passed the range (every comparison with it is false) and meant no time budget at all. Now one
 # type (options.RunTimeout) refuses nan, inf, 0 and negatives on every command, naming the option.
 
-@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "0", "-1", "86401", "1e9", "abc"])
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "0", "-1", "86401", "1e9", "abc", "1e-320", "1e400",
+                                   "9" * 400])
 @pytest.mark.parametrize("cmd", [["check", "{f}"], ["audit", "{f}", "-o", "{tmp}/d.jsonl"],
                                  ["eval", "--gold", "{f}", "--pred", "{f}"]])
 def test_run_timeout_refuses_values_that_are_no_time_budget(tmp_path, cmd, value):

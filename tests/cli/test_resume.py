@@ -113,3 +113,18 @@ def test_resume_warns_about_lines_it_cannot_recognise(tmp_path):
     r = cli("audit", runs, "-q", "-o", out, "--resume")  # the same options again: nothing to do
     assert "3 run(s) already diagnosed there were skipped" in one_line(r.output)
     assert "other options" in one_line(r.output) and len(out.read_text().splitlines()) == 8
+
+
+# Fresh-user pass: `eval --save-pred P --resume` on a file eval itself wrote without --resume warned
+# about lines "written by an audit without --resume"; it says "written without --resume" now.
+
+def test_eval_resume_on_its_own_plain_save_pred_does_not_blame_an_audit(tmp_path):
+    data = ROOT / "examples" / "data" / "who_and_when"
+    pred = tmp_path / "pred.jsonl"
+    assert cli("eval", data, "--gold", data, "-s", "offline", "--format", "json", "--save-pred", pred).exit_code == 0
+    r = cli("eval", data, "--gold", data, "-s", "offline", "--format", "json", "--save-pred", pred, "--resume")
+    assert r.exit_code == 0, r.output
+    said = one_line(r.stderr)
+    assert ("warning: 3 diagnosis line(s) without a resume key (written without --resume) were kept and their runs "
+            "diagnosed again") in said
+    assert "audit" not in said

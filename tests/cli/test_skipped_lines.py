@@ -38,6 +38,9 @@ def test_eval_pred_not_json_lines_prints_five_lines_and_a_count(tmp_path):
     assert len(lines) == MAX_SKIPPED_LINES + 1 == 6
     assert [x.split(": line ")[1].split(":")[0] for x in lines[:-1]] == ["1", "2", "3", "4", "5"]
     assert one_line(lines[-1]) == f"skipped: … and 37 more lines of {pred} skipped (not JSON Lines?; --debug lists them all)"
+    # "skipped: …: line 1: invalid JSON (…) (skipped)" said it twice (fresh-user pass)
+    assert all(x.count("skipped") == 1 for x in lines[:-1]) and lines[0].endswith(")")
+    assert one_line(lines[0]) == f"skipped: {pred}: line 1: invalid JSON (Expecting property name enclosed in double quotes)"
 
 
 def test_eval_pred_summary_counts_every_skipped_line(tmp_path):

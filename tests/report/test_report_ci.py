@@ -69,9 +69,11 @@ def test_junit_keeps_the_good_runs_of_a_batch_with_a_hostile_line(tmp_path, comm
     r = cli(command, runs, "--format", "junit", "-o", out)
     assert r.exit_code == 1, r.output  # a skipped input fails the gate
     assert "record 1: JSON on line 2: integer literal too long (5000 digits)" in one_line(r.stderr)
-    suites = ET.parse(out).getroot().findall("testsuite")
+    *suites, skipped = ET.parse(out).getroot().findall("testsuite")
     assert sorted(s.get("name").split(" ")[0] for s in suites) == ["a", "b"]
     assert all(int(s.get("tests")) > 0 for s in suites)
+    assert skipped.get("name") == "skipped inputs" and skipped.get("errors") == "1"  # the hostile line, red
+    assert skipped.find("testcase").get("name").endswith("mixed.jsonl line 2")
     assert snapshot(runs) == before
 
 

@@ -291,7 +291,7 @@ def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, 
     ci = report_layer.ci  # the SARIF/JUnit writers, imported on first use (trajaudit.report)
     text = (ci.sarif_text(findings, titles=report_layer.html.rule_titles(rules), version=__version__,
                           skipped=problems)
-            if out_format == "sarif" else ci.junit_xml(findings))
+            if out_format == "sarif" else ci.junit_xml(findings, skipped=problems, fail_on_unknown="never"))
     if output == "-":
         sys.stdout.write(text)
     else:

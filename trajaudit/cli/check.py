@@ -36,7 +36,7 @@ from trajaudit.engine.trace.forced_format import mapping_for
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import LoadResult, load_many
 from trajaudit.engine.validation.rule_eval import evaluate
-from trajaudit.engine.validation_log import ValidationLog, severity_rank
+from trajaudit.engine.validation_log import Record, ValidationLog, severity_rank
 from trajaudit.errors import Problem
 from trajaudit.report.ci import RunFindings, junit_xml, sarif_text
 from trajaudit.report.html import rule_titles
@@ -192,8 +192,10 @@ def rule_use(logs: list[ValidationLog]) -> RuleUse:
                    "results are incomplete); a --format json/sarif/junit output is still written (to stdout "
                    "without -o).")
 @click.option("--all-records", is_flag=True,
-              help="JSON: every record of every run (passes too); default: only the failing records of the runs "
-                   "with failures (and every run's summary).")
+              help="JSON: every record of every run (passes too); default: every run with its summary (counts of "
+                   "violations, unknown checks, evaluation errors, whether it ran out of time) and only the records "
+                   "that fail the gate: violations, checks cut by --run-timeout and the unknowns --fail-on-unknown "
+                   "counts.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the --format output (json when --format is table) to this file instead of stdout.")
 @run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
@@ -208,8 +210,9 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     Without --rules the shipped packs apply as in `trajaudit audit` (the generic pack, and the domain
     packs that a run's tools select; --no-default-packs turns them off); with --rules, the packs named
     (a shipped pack or a part of one, such as generic.protocol, or your YAML file) are checked alone.
-    --tools adds the SCHEMA rules of the tools. The table and the JSON list the runs with findings
-    (--verbose / --all-records: every run). Exit code 0 when no violation
+    --tools adds the SCHEMA rules of the tools. The table lists the runs with findings (--verbose: every
+    run); the JSON every run with its summary and the records that fail the gate (--all-records: every
+    record). Exit code 0 when no violation
     reaches --fail-on and every input was read and evaluated; 1 when one does, when an input (a file
     or a run in it) could not be read and was skipped (listed as `skipped:`), when a run's rule
     evaluation ran out of time (--run-timeout: its checks left are 'unknown'), or when a rule could not
@@ -230,7 +233,8 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     logs = [lg for _, lg in checked]
     rule_ids = {r.id for r in inputs.rules} | set(applied)
     if out_format in ("json", "sarif", "junit") or output:
-        _write_output(checked, out_format, output, all_records, packs, fail_on, inputs.load.problems)
+        _write_output(checked, out_format, output, all_records, packs, (fail_on, fail_on_unknown),
+                      inputs.load.problems)
     if out_format == "table" and not quiet:
         _print_tables(logs, show_pass, verbose)
     floor = severity_rank(fail_on)
@@ -317,18 +321,20 @@ def _run_checks(inputs: _Inputs) -> tuple[list[tuple[Trajectory, ValidationLog]]
 
 
 def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None,
-                  all_records: bool, packs: tuple[str, ...], fail_on: str, problems: list[Problem]) -> None:
+                  all_records: bool, packs: tuple[str, ...], gate: tuple[str, str], problems: list[Problem]) -> None:
     """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``), SARIF or JUnit to
     ``output`` (atomically), else to stdout — with ``quiet`` too: ``-q`` hides the tables and the
     summary, never the machine output asked for (``check --format sarif -q > out.sarif``). The SARIF log
-    also reports the skipped inputs (``problems``), the runs out of time and the unknown checks."""
+    and the JUnit report also report the skipped inputs (``problems``), the runs out of time and the
+    unknown checks; ``gate`` is ``(--fail-on, --fail-on-unknown)``."""
+    fail_on, fail_on_unknown = gate
     if out_format in ("sarif", "junit"):
         findings = [RunFindings.of(lg, t.source.file, t.source.record) for t, lg in checked]
         text = (sarif_text(findings, titles=rule_titles(packs), version=__version__, skipped=problems)
                 if out_format == "sarif"
-                else junit_xml(findings, fail_on=fail_on))
+                else junit_xml(findings, fail_on=fail_on, skipped=problems, fail_on_unknown=fail_on_unknown))
     else:
-        text = json.dumps([_log_json(lg, all_records) for _, lg in checked if all_records or _has_fail(lg)],
+        text = json.dumps([_log_json(lg, all_records, fail_on_unknown) for _, lg in checked],
                           ensure_ascii=False, indent=1, default=str) + "\n"
     if output:
         write_text(output, text)
@@ -359,8 +365,7 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
     failing = sum(1 for lg in logs if _has_fail(lg))
     skipped = f"; {len(problems)} input(s) skipped (listed above)" if problems else ""
     cut = f"; {len(use.runs_cut)} run(s) not fully evaluated (--run-timeout)" if use.runs_cut else ""
-    unknown = (f"; {unknowns.checks} check(s) unknown ({unknowns.errors} could not be evaluated)"
-               if unknowns.checks else "")
+    unknown = f"; {unknowns.checks} check(s) unknown ({unknowns.split()})" if unknowns.checks else ""
     err.print(f"{len(logs)} run(s), {rule_count} rule(s): {total_fail} violation(s), "
               f"{bad} at or above {fail_on}{skipped}{cut}{unknown}"
               + (f" ({failing} run(s) with violations)" if failing else ""), highlight=False)
@@ -411,6 +416,14 @@ class Unknowns:
                     u.by_rule[r.rule_id] = (n + 1, first)
         return u
 
+    def split(self) -> str:
+        """Why the checks are unknown, in the words of the warnings: "14 could not be evaluated" (an
+        evaluation error: a defect of the rule), "6 could not be decided" (for want of data: no LLM
+        configured, an assertion on missing data), the parts that are not zero."""
+        parts = [f"{n} could not be {what}" for n, what in ((self.errors, "evaluated"),
+                                                            (self.checks - self.errors, "decided")) if n]
+        return ", ".join(parts)
+
     def fail_gate(self, mode: str) -> bool:
         """Whether these unknowns fail the gate under ``--fail-on-unknown mode`` (error, any, never)."""
         return bool(self.errors if mode == "error" else self.checks if mode == "any" else 0)
@@ -422,18 +435,28 @@ class Unknowns:
                  for rid, (n, reason) in self.by_rule.items()]
         named = "; ".join(rules[:5]) + (f"; … ({len(rules) - 5} more rule(s))" if len(rules) > 5 else "")
         head = (f"{self.errors} check(s) could not be evaluated ({named})" if mode == "error" else
-                f"{self.checks} check(s) are 'unknown' ({self.errors} could not be evaluated"
-                + (f": {named})" if rules else ")"))
+                f"{self.checks} check(s) are 'unknown' ({self.split()}"
+                + (f"; could not be evaluated: {named})" if rules else ")"))
         return (f"{head}; the result is incomplete, so the exit code is 1 (--fail-on-unknown {mode}; "
                 "'never' lets unknown checks pass)")
 
 
 def _warn_never_evaluated(logs: list[ValidationLog]) -> list[str]:
     """A warning (stderr, also with ``-q``) per rule that applied but was 'unknown' at every such step:
-    it can never report a violation. Returns the ids of the rules named."""
+    it can never report a violation. A rule whose unknowns are evaluation errors "could not be
+    evaluated" (a defect of the rule); one left unknown for want of data (no LLM configured, a null
+    assertion) "could not be decided" — the words of the summary. Returns the ids of the rules named."""
     rules = never_evaluated(logs)
+    errors: dict[str, set[bool]] = {}
+    for lg in logs:
+        for r in lg.records:
+            if r.verdict == "unknown" and not r.out_of_time:
+                errors.setdefault(r.rule_id, set()).add(r.eval_error)
     for rid, n, reason in rules:
-        warn_incomplete(f"rule {rid} could not be evaluated at {n} step(s) where it applied "
+        kinds = errors.get(rid, set())
+        what = ("could not be evaluated or decided" if len(kinds) > 1 else
+                "could not be evaluated" if True in kinds else "could not be decided (left unknown)")
+        warn_incomplete(f"rule {rid} {what} at {n} step(s) where it applied "
                         f"(never pass or fail; first reason: {reason})")
     return [rid for rid, _, _ in rules]
 
@@ -454,9 +477,26 @@ def _has_fail(lg: ValidationLog) -> bool:
     return any(r.verdict == "fail" for r in lg.records)
 
 
-def _log_json(lg: ValidationLog, all_records: bool) -> dict[str, Any]:
-    """A log's JSON form; without ``all_records`` only its failing records (the summary keeps the counts)."""
+def _gate_record(r: Record, fail_on_unknown: str) -> bool:
+    """Whether record ``r`` is one that fails ``check``'s gate or says why it fails: a violation, a check
+    cut by the time budget, an ``unknown`` that ``--fail-on-unknown`` counts (an evaluation error with
+    ``error``, every unknown with ``any``)."""
+    if r.verdict == "fail" or r.out_of_time:
+        return True
+    return r.verdict == "unknown" and (fail_on_unknown == "any" or (fail_on_unknown == "error" and r.eval_error))
+
+
+def _log_json(lg: ValidationLog, all_records: bool, fail_on_unknown: str = "error") -> dict[str, Any]:
+    """A log's JSON form; without ``all_records`` only the records that fail the gate (violations, checks
+    cut by the time budget, the unknowns ``fail_on_unknown`` counts). Its summary also counts the
+    unknown checks (the time budget's left out), the evaluation errors among them, and says whether
+    the run ran out of time (and the rules cut)."""
     d = lg.to_dict()
+    unknown = [r for r in lg.records if r.verdict == "unknown" and not r.out_of_time]
+    d["summary"].update(unknown_checks=len(unknown), evaluation_errors=sum(1 for r in unknown if r.eval_error),
+                        out_of_time=lg.out_of_time,
+                        rules_out_of_time=list(dict.fromkeys(r.rule_id for r in lg.records if r.out_of_time)))
     if not all_records:
-        d["records"] = [r for r in d.get("records", []) if r.get("verdict") == "fail"]
+        d["records"] = [x for r, x in zip(lg.records, d.get("records", []), strict=True)
+                        if _gate_record(r, fail_on_unknown)]
     return d

@@ -27,7 +27,7 @@ import click
 from trajaudit.cli.common import console, fail
 from trajaudit.engine.trace.adapters import default_adapters
 from trajaudit.engine.trace.ir import Trajectory
-from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT, MAX_RUN_TIMEOUT  # MAX: the longest accepted (a day)
+from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT, MAX_RUN_TIMEOUT, MIN_RUN_TIMEOUT, in_range
 
 #: The warning printed when ``--format``/``--trace-format`` names an input format.
 DEPRECATED = ("{flag} {name} as the input format is deprecated and will be removed in the next release: "
@@ -215,21 +215,24 @@ def io_options(outputs: Sequence[str] | None, default: str | None = None, *, hel
 
 
 class RunTimeout(click.ParamType):
-    """``--run-timeout`` values: a finite number of seconds, ``0 < x <= MAX_RUN_TIMEOUT``. ``nan`` is
+    """``--run-timeout`` values: a finite number of seconds, ``MIN_RUN_TIMEOUT <= x <= MAX_RUN_TIMEOUT``
+    (below a microsecond, e.g. the denormal ``1e-320``, is refused too). ``nan`` is
     refused by name (``click.FloatRange`` let it through: every comparison with it is false, so it
     acted as no timeout at all), as are ``inf``, 0 and negative numbers."""
 
     name = "seconds"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, float) and 0 < value <= MAX_RUN_TIMEOUT:
+        if isinstance(value, float) and in_range(value):
             return value
         try:
             seconds = float(value)
+        except OverflowError:  # an int too large for a float
+            seconds = math.inf
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not math.isfinite(seconds) or not 0 < seconds <= MAX_RUN_TIMEOUT:
-            self.fail(f"{value!r} is not a time budget: give a number of seconds above 0 and at most "
+        if not in_range(seconds):
+            self.fail(f"{value!r} is not a time budget: give a number of seconds from {MIN_RUN_TIMEOUT:g} to "
                       f"{MAX_RUN_TIMEOUT:g} (default {DEFAULT_RUN_TIMEOUT:g})", param, ctx)
         return seconds
 

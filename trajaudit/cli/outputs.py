@@ -372,11 +372,11 @@ class ResumeJournal:
         if self.found.unreadable:
             notes.append(f"{len(self.found.unreadable)} line(s) that are not diagnoses were kept as they are")
         if self.found.unkeyed:
-            notes.append(f"warning: {self.found.unkeyed} diagnosis line(s) without a resume key (written by an "
-                         "audit without --resume) were kept and their runs audited again: the file now holds "
-                         "duplicates")
+            # "written without --resume": by audit -o or eval --save-pred, not only an audit
+            notes.append(f"warning: {self.found.unkeyed} diagnosis line(s) without a resume key (written without "
+                         "--resume) were kept and their runs diagnosed again: the file now holds duplicates")
         if self.found.keys - {self.key}:
-            notes.append("warning: the file also holds diagnoses made with other options (those runs were audited "
+            notes.append("warning: the file also holds diagnoses made with other options (those runs were diagnosed "
                          "again with these options)")
         notes.append(f"{skipped} run(s) already diagnosed there were skipped")
         return f"resumed {self.output}: " + "; ".join(notes)

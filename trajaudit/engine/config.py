@@ -23,7 +23,8 @@ class AuditConfig:
         min_violation_severity: violations below this severity are ignored by the offline judge.
         run_timeout: seconds of rule evaluation per run (z3 time included; ``None``: unlimited); when
             used up, the checks left are ``unknown`` and the diagnosis is marked degraded
-            (:mod:`trajaudit.run_budget`). A finite number above 0 and at most
+            (:mod:`trajaudit.run_budget`). A finite number from
+            :data:`~trajaudit.run_budget.MIN_RUN_TIMEOUT` (a microsecond) to
             :data:`~trajaudit.run_budget.MAX_RUN_TIMEOUT` (a day), as ``--run-timeout``.
 
     Raises:

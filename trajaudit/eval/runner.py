@@ -153,21 +153,21 @@ def read_diagnoses(path: str | os.PathLike[str]) -> tuple[list[Diagnosis], list[
                 try:
                     docs.append((n, safe_json.loads(line)))
                 except safe_json.LimitExceeded as e:
-                    problems.append(Problem(str(p), n, f"{p}: line {n}: {e} (skipped)"))
+                    problems.append(Problem(str(p), n, f"{p}: line {n}: {e}"))
                 except json.JSONDecodeError as e:
-                    problems.append(Problem(str(p), n, f"{p}: line {n}: invalid JSON ({e.msg}) (skipped)"))
+                    problems.append(Problem(str(p), n, f"{p}: line {n}: invalid JSON ({e.msg})"))
     out = []
     for n, d in docs:
         step = d.get("critical_step") if isinstance(d, dict) else None
         if not isinstance(d, dict) or d.get("trajectory_id") is None or (
                 step is not None and (isinstance(step, bool) or not isinstance(step, int))):
             problems.append(Problem(str(p), n, f"{p}: line {n}: not a diagnosis (needs trajectory_id and an "
-                                               "integer or null critical_step) (skipped)"))
+                                               "integer or null critical_step)"))
             continue
         try:
             out.append(Diagnosis.from_dict(d))
         except (TypeError, ValueError, KeyError, AttributeError) as e:
-            problems.append(Problem(str(p), n, f"{p}: line {n}: bad diagnosis: {e} (skipped)"))
+            problems.append(Problem(str(p), n, f"{p}: line {n}: bad diagnosis: {e}"))
     return out, problems
 
 

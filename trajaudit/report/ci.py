@@ -19,8 +19,11 @@ the violations and the ids of the rules that applied), so a streaming ``audit`` 
   ``executionSuccessful`` is false when an input was skipped or a run ran out of time (the results
   then miss what those would have found); unknown checks alone leave it true (the tool ran to the end).
 - JUnit XML: one ``testsuite`` per run and one ``testcase`` per run × rule that applied to it; a rule
-  with a violation at or above ``fail_on`` is a ``failure`` (every violation listed), one that could
-  only be ``unknown`` is ``skipped``.
+  with a violation at or above ``fail_on`` is a ``failure`` (every violation listed); a rule cut by
+  ``--run-timeout`` and one with ``unknown`` checks that fail ``check``'s gate (``--fail-on-unknown``:
+  an evaluation error by default) an ``error``; one that could otherwise only be ``unknown``
+  ``skipped``; each skipped input an ``error`` case of a last ``testsuite`` "skipped inputs", so the
+  report is red whenever ``check`` exits 1.
 """
 
 from __future__ import annotations
@@ -179,7 +182,7 @@ def _notifications(runs: Sequence[RunFindings], skipped: Sequence[Problem], base
                                               "checks left 'unknown' (no result can come from them)"},
                           "properties": {"run": run.run_id, "rules": list(run.out_of_time)}})
         for u in run.unknowns:
-            what = "could not be evaluated" if u.eval_error else "was 'unknown'"
+            what = "could not be evaluated" if u.eval_error else "could not be decided (left 'unknown')"
             notes.append({"level": "warning", "associatedRule": {"id": u.rule_id},
                           "locations": [_run_location(run, base, u.step)],
                           "message": {"text": f"rule {u.rule_id} {what} at {u.count} step(s) of run {run.run_id} "
@@ -247,16 +250,68 @@ def sarif_text(runs: Iterable[RunFindings], **kwargs: Any) -> str:
     return json.dumps(sarif_log(runs, **kwargs), ensure_ascii=False, indent=1) + "\n"
 
 
-def junit_xml(runs: Sequence[RunFindings], *, fail_on: str = "error", name: str = "trajaudit") -> str:
+def _junit_verdict(run: RunFindings, rid: str, failing: Sequence[Violation],
+                   fail_on_unknown: str) -> tuple[str, str, str] | None:
+    """The element of a ``testcase`` that is not a plain pass: ``(tag, type, message)`` — ``failure``
+    for a violation at or above ``fail_on``; ``error`` for a rule cut by the run's time budget (whether
+    it applies is not known) and for unknown checks that fail the gate under ``fail_on_unknown`` (as
+    ``check --fail-on-unknown``); ``skipped`` for a rule left 'unknown' at every step it applied
+    without failing the gate; ``None`` otherwise."""
+    if failing:
+        worst = max(failing, key=lambda v: severity_rank(v.severity))
+        return "failure", worst.severity, f"step {worst.step}: {worst.message}"
+    if rid in run.out_of_time:
+        return ("error", "out-of-time", f"run {run.run_id} ran out of rule-evaluation time (--run-timeout): the rule "
+                "was not evaluated to the end (whether it applies is not known)")
+    u = next((x for x in run.unknowns if x.rule_id == rid), None)
+    if u is not None and (fail_on_unknown == "any" or (fail_on_unknown == "error" and u.eval_error)):
+        what = "could not be evaluated" if u.eval_error else "could not be decided ('unknown')"
+        return ("error", "evaluation-error" if u.eval_error else "unknown",
+                f"the rule {what} at {u.count} step(s) (first at step {u.step}: {u.reason})")
+    if rid in run.unknown:
+        what = "could not be evaluated" if u is not None and u.eval_error else "could not be decided"
+        return "skipped", "", f"the rule applied but {what} (unknown)" + (f": {u.reason}" if u else "")
+    return None
+
+
+def _skipped_suite(root: ET.Element, skipped: Sequence[Problem]) -> dict[str, int]:
+    """A ``testsuite`` "skipped inputs" with an ``error`` test case per skipped input (the file and its
+    record / JSONL line): the results miss what those inputs would have found."""
+    suite = ET.SubElement(root, "testsuite", name="skipped inputs")
+    for p in skipped:
+        file = visible(p.file)
+        where = ("" if p.record is None else
+                 f" line {p.record + 1}" if file.lower().endswith((".jsonl", ".ndjson")) else f" record {p.record}")
+        case = ET.SubElement(suite, "testcase", name=f"{file}{where}", classname="trajaudit.skipped-inputs")
+        if file:
+            case.set("file", file)
+        err = ET.SubElement(case, "error", message=f"skipped: {visible(p.message)}"[:500], type=f"skipped-{p.stage}")
+        err.text = visible(p.message)  # it names the file (and record) already
+    counts = {"tests": len(skipped), "failures": 0, "errors": len(skipped), "skipped": 0}
+    for k, n in counts.items():
+        suite.set(k, str(n))
+    return counts
+
+
+def junit_xml(runs: Sequence[RunFindings], *, fail_on: str = "error", name: str = "trajaudit",
+              skipped: Sequence[Problem] = (), fail_on_unknown: str = "error") -> str:
     """JUnit XML text of ``runs``: a ``testsuite`` per run, a ``testcase`` per run × applied rule.
+
+    A case is a ``failure`` for a violation at or above ``fail_on``; an ``error`` for a rule cut by
+    the run's time budget (``--run-timeout``: it ran out of time) and for ``unknown`` checks that fail
+    the gate under ``fail_on_unknown`` (``error``: an evaluation error; ``any``: every unknown;
+    ``never``: none), as ``check``'s exit code; ``skipped`` for a rule left 'unknown' wherever it
+    applied otherwise. Skipped inputs are a last ``testsuite`` "skipped inputs" of ``error`` cases.
 
     Args:
         fail_on: the lowest severity that fails a test case (lower ones are listed in ``system-out``).
         name: the ``testsuites`` name.
+        skipped: the inputs (files, runs) that were skipped (:class:`~trajaudit.errors.Problem`).
+        fail_on_unknown: which unknown checks are errors: ``error``, ``any`` or ``never``.
     """
     floor = severity_rank(fail_on)
     root = ET.Element("testsuites", name=name)
-    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for run in runs:
         by_rule: dict[str, list[Violation]] = {}
         for v in run.violations:
@@ -264,33 +319,37 @@ def junit_xml(runs: Sequence[RunFindings], *, fail_on: str = "error", name: str 
         label = run.run_id + (f" ({run.file}" + (f" #{run.record}" if run.record is not None else "") + ")"
                               if run.file else "")
         suite = ET.SubElement(root, "testsuite", name=label)
-        counts = {"tests": 0, "failures": 0, "skipped": 0}
-        for rid in sorted(set(run.applied) | set(by_rule)):
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        for rid in sorted(set(run.applied) | set(by_rule) | set(run.out_of_time)):
             case = ET.SubElement(suite, "testcase", name=rid, classname=f"trajaudit.{run.run_id}")
             if run.file:
                 case.set("file", run.file)
             counts["tests"] += 1
             found = by_rule.get(rid, [])
-            failing = [v for v in found if severity_rank(v.severity) >= floor]
             lines = "\n".join(f"step {v.step} [{v.severity}]: {v.message}" for v in found)
-            if failing:
-                counts["failures"] += 1
-                worst = max(failing, key=lambda v: severity_rank(v.severity))
-                fail = ET.SubElement(case, "failure", message=f"step {worst.step}: {worst.message}"[:500],
-                                     type=worst.severity)
-                fail.text = lines
-            elif rid in run.unknown:
-                counts["skipped"] += 1
-                ET.SubElement(case, "skipped", message="the rule applied but could not be evaluated (unknown)")
+            verdict = _junit_verdict(run, rid, [v for v in found if severity_rank(v.severity) >= floor],
+                                     fail_on_unknown)
+            if verdict is None:
+                if found:
+                    ET.SubElement(case, "system-out").text = lines
+                continue
+            tag, kind, message = verdict
+            counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[tag]] += 1
+            elem = ET.SubElement(case, tag, message=message[:500])
+            if kind:
+                elem.set("type", kind)
+            if tag == "failure":
+                elem.text = lines
             elif found:
                 ET.SubElement(case, "system-out").text = lines
         for k, n in counts.items():
             suite.set(k, str(n))
             totals[k] += n
-        suite.set("errors", "0")
+    if skipped:
+        for k, n in _skipped_suite(root, skipped).items():
+            totals[k] += n
     for k, n in totals.items():
         root.set(k, str(n))
-    root.set("errors", "0")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
