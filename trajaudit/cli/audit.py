@@ -29,6 +29,7 @@ from trajaudit.cli.common import (
     handle_errors,
     llm_config_for,
     llm_options,
+    print_line,
     refuse_overwriting_input,
     refuse_same_outputs,
     report_load,
@@ -145,7 +146,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     report_load(kept.flagged, batch.problems)
     _stop_if_nothing_loaded(kept, batch)  # before -o/--report are replaced (or created)
     if journal is not None:
-        console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
+        print_line(console(err=True), journal.summary(batch.skipped))
     else:
         _write_results(kept, out_format, output, rules, batch.problems)
     if report and kept.report is not None:
@@ -484,4 +485,4 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     say_never_fired(kept.use.never_fired(kept.applied), len(rows), not_evaluated=kept.use.not_evaluated(kept.applied))
     _warn_degraded(kept)
     where = [f"{'diagnoses' if output.endswith('.jsonl') else 'results'} → {output}"] + ([f"report → {report}"] if report else [])
-    out.print("; ".join(where), highlight=False)
+    print_line(out, "; ".join(where))

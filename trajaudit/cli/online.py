@@ -18,6 +18,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    print_line,
 )
 from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
@@ -56,7 +57,7 @@ class _WatchOutput:
         self.skipped: list[int] = []
 
     def say(self, text: str) -> None:
-        self.err.print(text, markup=False, highlight=False, soft_wrap=True)
+        print_line(self.err, text)
 
     def invalid(self, line: int) -> None:
         self.say(f"warning: {self.file}:{line} is not valid UTF-8; undecodable bytes were replaced")
