@@ -34,6 +34,7 @@ from trajaudit.cli.common import (
     refuse_same_outputs,
     report_load,
     say_never_fired,
+    terminal_safe,
     warn_degraded,
     wrap_items,
     write_parts,
@@ -464,7 +465,10 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
         return
     rows = [kept.rows[i] for i in sorted(kept.rows)]
     labels = _run_labels([row[0] for row in rows], [kept.sources[i] for i in sorted(kept.rows)])
-    rows = [(label, *row[1:]) for label, row in zip(labels, rows, strict=True)]
+    # measured and cut as shown: the console prints a control character as \x07 (4 cells), so a cell
+    # sized on the raw text was cut at its end by rich ("run\x07-with-bell…" for ids ending -0001, -0002)
+    rows = [(terminal_safe(label), step, terminal_safe(agent), terminal_safe(category), conf, terminal_safe(basis),
+             terminal_safe(prev)) for label, (_, step, agent, category, conf, basis, prev) in zip(labels, rows, strict=True)]
     table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left", box=box.SIMPLE_HEAD,
                   show_edge=False, pad_edge=False, collapse_padding=True)
     shown = rows[:50]
