@@ -70,7 +70,7 @@ def render_table(vlog: ValidationLog, show_pass: bool, width: int | None = None)
     v = s["verdicts"]
     title = (f"{vlog.trajectory_id}: {v['fail']} fail, {v['unknown']} unknown, {v['pass']} pass, "
              f"{v['skip']} skipped")
-    t = Table(title=title, title_justify="left", expand=False)
+    t = Table(title=title, title_justify="left", caption_justify="left", expand=False)
     rows = []
     for r in vlog.records:
         if r.verdict == "pass" and not show_pass:
