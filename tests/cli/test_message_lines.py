@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 
+from cli_kit import TIMEOUT_PACK
 from click.testing import CliRunner
 from hostile_kit import good_run, write_json, write_jsonl
 
@@ -47,6 +48,17 @@ def test_the_resume_warning_to_a_log_stays_one_line(tmp_path):
     lines = r.stderr.splitlines()
     assert r.exit_code == 0 and len(lines) == 1 and len(lines[0]) > PIPE_WIDTH
     assert lines[0].startswith("resumed ") and lines[0].endswith("0 run(s) already diagnosed there were skipped")
+
+
+def test_notes_and_the_check_summary_to_a_log_stay_one_line_each(tmp_path):
+    runs, pack = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")]), tmp_path / "p4.yaml"
+    pack.write_text(TIMEOUT_PACK)
+    bad = write_json(tmp_path / "bad.json", {"not": "a trace"})
+    r = _run("check", runs, bad, "--rules", pack, "--run-timeout", "0.000001", "--format", "json")
+    lines = r.stderr.splitlines()
+    assert r.exit_code == 1 and [x.split(" ", 1)[0] for x in lines] == ["skipped:", "2", "note:", "note:", "{\"summary\":", "warning:"]
+    assert lines[3].endswith("whether they apply is not known): p4.fires, p4.guard-false, p4.guard-false-too")
+    assert lines[1].startswith("2 run(s), 4 rule(s): 0 violation(s)") and "1 input(s) skipped" in lines[1]
 
 
 class _Tty(io.StringIO):

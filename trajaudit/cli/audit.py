@@ -25,6 +25,7 @@ from trajaudit.cli.common import (
     RuleUse,
     check_output_folder,
     console,
+    display_width,
     fail,
     handle_errors,
     llm_config_for,
@@ -461,7 +462,7 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     out = console(err=True)
     if not kept.rows:
         if skipped:  # with neither, the caller said "no trace files found" or "no trajectory could be loaded"
-            out.print("no run could be audited", highlight=False)
+            print_line(out, "no run could be audited")
         return
     rows = [kept.rows[i] for i in sorted(kept.rows)]
     labels = _run_labels([row[0] for row in rows], [kept.sources[i] for i in sorted(kept.rows)])
@@ -484,7 +485,7 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
         table.add_row(*(("…", "", "", f"{len(rows) - 50} more", "", "", "")[i] for i in keep))
     out.print(table)
     cats = Counter(row[3] for row in rows)
-    out.print(wrap_items("categories:", [f"{k} {v}" for k, v in cats.most_common()], out.width),
+    out.print(wrap_items("categories:", [f"{k} {v}" for k, v in cats.most_common()], display_width(out) or sys.maxsize),
               highlight=False, markup=False, soft_wrap=True)
     say_never_fired(kept.use.never_fired(kept.applied), len(rows), not_evaluated=kept.use.not_evaluated(kept.applied))
     _warn_degraded(kept)

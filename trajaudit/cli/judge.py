@@ -112,8 +112,8 @@ def fit(datasets: tuple[str, ...], golds: tuple[str, ...], gold_format: str, lab
             print_line(err, f"[yellow]warning:[/] {escape(p)}", markup=True)
         if not got:
             fail(f"{path}: no run could be paired with a gold label in {gold_path}")
-        err.print(f"{name}: {len(got)} labelled runs ({sum(r.positive is not None for r in got)} with the gold "
-                  "step among the candidates)", highlight=False)
+        print_line(err, f"{name}: {len(got)} labelled runs ({sum(r.positive is not None for r in got)} with the "
+                   "gold step among the candidates)")
         runs.extend(got)
     try:
         result = fit_judge(runs, grid=C_GRID, k=folds, seed=seed,
