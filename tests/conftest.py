@@ -17,6 +17,13 @@ from trajaudit.engine.run.evidence import clear_caches
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# A child process (``python -m trajaudit …``) must see the $COLUMNS of the environment the tests ran in:
+# readline, imported by pytest, puts COLUMNS=80 and LINES=24 into the C environment (not os.environ), which
+# children inherit, so a message line to a pipe was wrapped at 80 columns as if the user had set $COLUMNS.
+for _name in ("COLUMNS", "LINES"):
+    if _name not in os.environ:
+        os.unsetenv(_name)
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("TRAJAUDIT_TEST_DATA") or ROOT.parent / "shared" / "data")  # override: a worktree elsewhere
 TAU = DATA / "tau_retail"

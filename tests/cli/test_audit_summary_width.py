@@ -167,3 +167,22 @@ def test_wide_characters_are_measured_in_terminal_cells(tmp_path, width):
         assert cells == ["cjk", files[1].stem, files[2].stem]
     else:  # cut in the middle to the column's 18 cells, the ends that tell them apart kept
         assert cells[1:] == ["長い実行…ります一", "長い実行…ります二"]
+
+
+@pytest.mark.parametrize("width", [160, 100])
+def test_run_ids_with_control_characters_are_measured_as_shown(tmp_path, width):
+    """The console shows a BEL as ``\\x07`` (4 cells): sized on the raw id (one character), the column
+    was too narrow and rich cut both ids at their end ("run\\x07-with-bell…"), so they looked alike."""
+    text = (ROOT / "examples" / "traces" / "openai_chat.json").read_text()
+    ids = [f"run\x07-with-bell-and-a-long-name-{i:04d}" for i in (1, 2)]
+    files = [tmp_path / f"{rid}.json" for rid in ids]
+    for f in files:
+        f.write_text(text, encoding="utf-8")
+    _, header, rows = _audit(tmp_path, files, width)
+    cells = [row.split()[0] for row in rows]
+    shown = [rid.replace("\x07", "\\x07") for rid in ids]
+    if width == 160:  # room for the whole ids (38 cells as shown)
+        assert cells == shown
+    else:  # cut in the middle, the ends that tell them apart kept
+        assert len(set(cells)) == 2 and all("…" in c for c in cells)
+        assert cells[0].endswith("-0001") and cells[1].endswith("-0002") and cells[0].startswith("run\\x07")

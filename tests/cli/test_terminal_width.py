@@ -124,3 +124,16 @@ def test_check_table_leaves_columns_out_instead_of_squeezing_them(width, header)
     if "evidence" in header:
         addresses = " ".join(row[-1] for row in rows).split()
         assert addresses == ["steps.4.tool_calls.0,", "steps.1,", "steps[0:4],", "steps.1.content"]
+
+
+def test_the_incomplete_caption_is_left_justified(tmp_path):
+    """Fresh-user pass (``check … --run-timeout 1e-6``): the caption's last line was centred under the table."""
+    runs, pack = write_json(tmp_path / "runs.json", [good_run("r1")]), tmp_path / "p4.yaml"
+    pack.write_text(TIMEOUT_PACK)
+    r = CliRunner().invoke(main, ["check", str(runs), "--rules", str(pack), "--run-timeout", "0.000001"],
+                           env={**NO_LLM_ENV, "COLUMNS": "80"})
+    lines = r.stdout.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("incomplete: "))
+    caption = lines[start:]
+    assert r.exit_code == 1 and len(caption) == 3 and all(x.strip() and not x.startswith(" ") for x in caption)
+    assert " ".join(x.strip() for x in caption).endswith("(2 with candidate steps) not evaluated")

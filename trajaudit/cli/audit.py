@@ -25,14 +25,17 @@ from trajaudit.cli.common import (
     RuleUse,
     check_output_folder,
     console,
+    display_width,
     fail,
     handle_errors,
     llm_config_for,
     llm_options,
+    print_line,
     refuse_overwriting_input,
     refuse_same_outputs,
     report_load,
     say_never_fired,
+    terminal_safe,
     warn_degraded,
     wrap_items,
     write_parts,
@@ -145,7 +148,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     report_load(kept.flagged, batch.problems)
     _stop_if_nothing_loaded(kept, batch)  # before -o/--report are replaced (or created)
     if journal is not None:
-        console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
+        print_line(console(err=True), journal.summary(batch.skipped))
     else:
         _write_results(kept, out_format, output, rules, batch.problems)
     if report and kept.report is not None:
@@ -459,11 +462,14 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
     out = console(err=True)
     if not kept.rows:
         if skipped:  # with neither, the caller said "no trace files found" or "no trajectory could be loaded"
-            out.print("no run could be audited", highlight=False)
+            print_line(out, "no run could be audited")
         return
     rows = [kept.rows[i] for i in sorted(kept.rows)]
     labels = _run_labels([row[0] for row in rows], [kept.sources[i] for i in sorted(kept.rows)])
-    rows = [(label, *row[1:]) for label, row in zip(labels, rows, strict=True)]
+    # measured and cut as shown: the console prints a control character as \x07 (4 cells), so a cell
+    # sized on the raw text was cut at its end by rich ("run\x07-with-bell…" for ids ending -0001, -0002)
+    rows = [(terminal_safe(label), step, terminal_safe(agent), terminal_safe(category), conf, terminal_safe(basis),
+             terminal_safe(prev)) for label, (_, step, agent, category, conf, basis, prev) in zip(labels, rows, strict=True)]
     table = Table(title=f"{len(rows)} run(s) audited, {skipped} skipped", title_justify="left", box=box.SIMPLE_HEAD,
                   show_edge=False, pad_edge=False, collapse_padding=True)
     shown = rows[:50]
@@ -479,9 +485,9 @@ def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None
         table.add_row(*(("…", "", "", f"{len(rows) - 50} more", "", "", "")[i] for i in keep))
     out.print(table)
     cats = Counter(row[3] for row in rows)
-    out.print(wrap_items("categories:", [f"{k} {v}" for k, v in cats.most_common()], out.width),
+    out.print(wrap_items("categories:", [f"{k} {v}" for k, v in cats.most_common()], display_width(out) or sys.maxsize),
               highlight=False, markup=False, soft_wrap=True)
     say_never_fired(kept.use.never_fired(kept.applied), len(rows), not_evaluated=kept.use.not_evaluated(kept.applied))
     _warn_degraded(kept)
     where = [f"{'diagnoses' if output.endswith('.jsonl') else 'results'} → {output}"] + ([f"report → {report}"] if report else [])
-    out.print("; ".join(where), highlight=False)
+    print_line(out, "; ".join(where))

@@ -20,6 +20,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    print_line,
     refuse_overwriting_input,
     report_load,
     say_never_fired,
@@ -70,7 +71,7 @@ def render_table(vlog: ValidationLog, show_pass: bool, width: int | None = None)
     v = s["verdicts"]
     title = (f"{vlog.trajectory_id}: {v['fail']} fail, {v['unknown']} unknown, {v['pass']} pass, "
              f"{v['skip']} skipped")
-    t = Table(title=title, title_justify="left", expand=False)
+    t = Table(title=title, title_justify="left", caption_justify="left", expand=False)
     rows = []
     for r in vlog.records:
         if r.verdict == "pass" and not show_pass:
@@ -366,9 +367,9 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
     skipped = f"; {len(problems)} input(s) skipped (listed above)" if problems else ""
     cut = f"; {len(use.runs_cut)} run(s) not fully evaluated (--run-timeout)" if use.runs_cut else ""
     unknown = f"; {unknowns.checks} check(s) unknown ({unknowns.split()})" if unknowns.checks else ""
-    err.print(f"{len(logs)} run(s), {rule_count} rule(s): {total_fail} violation(s), "
-              f"{bad} at or above {fail_on}{skipped}{cut}{unknown}"
-              + (f" ({failing} run(s) with violations)" if failing else ""), highlight=False)
+    print_line(err, f"{len(logs)} run(s), {rule_count} rule(s): {total_fail} violation(s), "
+               f"{bad} at or above {fail_on}{skipped}{cut}{unknown}"
+               + (f" ({failing} run(s) with violations)" if failing else ""))
     unevaluated = never_evaluated(logs)
     idle, not_evaluated = use.never_fired(applied), use.not_evaluated(applied)
     say_never_fired(idle, len(logs), not_evaluated=not_evaluated)

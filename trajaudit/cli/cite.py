@@ -27,6 +27,7 @@ from trajaudit.cli.common import (
     fail,
     handle_errors,
     llm_options,
+    print_line,
     refuse_overwriting_input,
     refuse_same_outputs,
     write_text,
@@ -107,7 +108,7 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
         _print_tables(report)
     if html_out or log_out:
         written = ", ".join(p for p in (html_out, log_out) if p)
-        console(err=True).print(f"wrote {written}", highlight=False, markup=False)
+        print_line(console(err=True), f"wrote {written}")
     if report.local_errors() or report.traced:
         raise SystemExit(EXIT_FINDINGS)
 

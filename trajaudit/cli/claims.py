@@ -14,6 +14,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    print_line,
     report_load,
     report_problems,
 )
@@ -88,4 +89,4 @@ def claims(file: str, record: int | None, run_id: str | None, out_format: str, u
         for s in p.error_steps:
             out.print(f"  error step {s} ({p.roles[s]}): {' → '.join(p.chains[s])}", highlight=False)
         for note in g.incomplete:
-            out.print(f"  [yellow]incomplete:[/] {escape(note)}", markup=True, highlight=False)
+            print_line(out, f"  [yellow]incomplete:[/] {escape(note)}", markup=True)

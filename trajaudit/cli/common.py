@@ -116,6 +116,15 @@ def display_width(c: Console) -> int | None:
     return c.width if c.file.isatty() or (columns.isdigit() and int(columns) >= MIN_COLUMNS) else None
 
 
+def print_line(c: Console, text: str, *, markup: bool = False) -> None:
+    """Print a message line — an error, a ``skipped:`` line, a warning, a note (not a table) — on
+    ``c``: wrapped between words at the width of a display (:func:`display_width`: a terminal, or
+    ``$COLUMNS``), and never wrapped off one (a log file, a CI log, a pipe: one line per message, to
+    ``grep``), where rich broke it at :data:`PIPE_WIDTH` columns, mid-sentence. ``markup``: ``text``
+    holds rich style tags (its data escaped with :func:`escape`)."""
+    c.print(text, markup=markup, highlight=False, soft_wrap=display_width(c) is None)
+
+
 def wrap_words(text: str, width: int | None, indent: int = 2) -> str:
     """``text`` wrapped at ``width`` columns between words (a word, a path or a rule id, is never
     split, nor cut at its hyphens; one wider than a line stands alone on its line), continuation lines
@@ -157,7 +166,7 @@ def escape(text: str) -> str:
 
 def fail(message: str) -> None:
     """Print ``error: message`` to stderr and exit with code 2."""
-    console(err=True).print(f"[bold red]error:[/] {escape(clip(message))}", markup=True, highlight=False)
+    print_line(console(err=True), f"[bold red]error:[/] {escape(clip(message))}", markup=True)
     sys.exit(EXIT_USAGE)
 
 
@@ -273,11 +282,11 @@ def report_problems(problems: list[Problem]) -> None:
             if shown[p.file] > MAX_SKIPPED_LINES:
                 hidden.setdefault(p.file, []).append(p.message)
                 continue
-        c.print(f"[yellow]skipped:[/] {escape(clip(p.message))}", markup=True, highlight=False)
+        print_line(c, f"[yellow]skipped:[/] {escape(clip(p.message))}", markup=True)
         if DEBUG["on"] and p.details.get("traceback"):
             c.print(p.details["traceback"].rstrip(), markup=False, highlight=False, soft_wrap=True)
     for file, messages in hidden.items():
-        c.print(f"[yellow]skipped:[/] {escape(clip(more_skipped(file, messages)))}", markup=True, highlight=False)
+        print_line(c, f"[yellow]skipped:[/] {escape(clip(more_skipped(file, messages)))}", markup=True)
 
 
 def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ()) -> None:
@@ -291,8 +300,8 @@ def warn_non_utf8(trajectories: Iterable[Any], problems: Iterable[Problem] = ())
         return
     c = console(err=True)
     for f in files:
-        c.print(f"[yellow]warning:[/] {escape(f)} is not valid UTF-8; undecodable bytes were replaced",
-                markup=True, highlight=False)
+        print_line(c, f"[yellow]warning:[/] {escape(f)} is not valid UTF-8; undecodable bytes were replaced",
+                   markup=True)
 
 
 @dataclasses.dataclass
@@ -347,7 +356,9 @@ def say_never_fired(ids: list[str], runs: int, limit: int = 20, not_evaluated: l
             continue
         shown = rids[:limit] + ([f"… ({len(rids) - limit} more)"] if len(rids) > limit else [])
         # wrapped at the terminal's width between rule ids (an id never split), continuation lines indented
-        err.print(wrap_items(head, shown, err.width), markup=False, highlight=False, soft_wrap=True)
+        width = display_width(err)  # off a display, one line for a log
+        err.print(wrap_items(head, shown, width) if width else f"{head} {', '.join(shown)}", markup=False,
+                  highlight=False, soft_wrap=True)
 
 
 def warn_incomplete(message: str) -> None:

@@ -23,6 +23,7 @@ from trajaudit.cli.common import (
     handle_errors,
     llm_options,
     more_skipped,
+    print_line,
     refuse_overwriting_input,
     refuse_same_outputs,
     report_problems,
@@ -126,7 +127,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     warn_degraded(run.diagnoses)  # as audit: scores of diagnoses made on partial evidence
     diagnoses, warnings = check_step_ranges(run.diagnoses, gold_set, run.trajectories)
     for w in warnings:
-        err.print(f"[yellow]warning:[/] {escape(w)}", markup=True, highlight=False)
+        print_line(err, f"[yellow]warning:[/] {escape(w)}", markup=True)
     report = evaluate(gold_set, diagnoses, trajectories=run.trajectories, taxonomy=taxonomy,
                       resamples=bootstrap, seed=seed)
     max_misses = None if misses < 0 else misses
@@ -292,9 +293,9 @@ def _write_report_file(report_file: str, report: EvalReport, diagnoses: list[Dia
 def _exit_status(report: EvalReport, skipped: int, err: Console) -> None:
     """Warn about pairing problems and skipped inputs; either one exits with code 1."""
     for line in report.problems.get("pairing", []):
-        err.print(f"[bold yellow]warning:[/] {escape(line)}; exit code 1", markup=True, highlight=False)
+        print_line(err, f"[bold yellow]warning:[/] {escape(line)}; exit code 1", markup=True)
     if skipped:
-        err.print(f"{skipped} run(s) or prediction line(s) were skipped (see above); exit code 1", highlight=False)
+        print_line(err, f"{skipped} run(s) or prediction line(s) were skipped (see above); exit code 1")
     if skipped or report.problems.get("pairing"):
         sys.exit(1)
 
@@ -311,6 +312,6 @@ def report_problems_text(lines: list[str], file: str = "the gold file") -> None:
             if per_line > MAX_SKIPPED_LINES:
                 hidden.append(line)
                 continue
-        c.print(f"[yellow]gold:[/] {escape(line)}", markup=True, highlight=False)
+        print_line(c, f"[yellow]gold:[/] {escape(line)}", markup=True)
     if hidden:
-        c.print(f"[yellow]gold:[/] {escape(more_skipped(file, hidden))}", markup=True, highlight=False)
+        print_line(c, f"[yellow]gold:[/] {escape(more_skipped(file, hidden))}", markup=True)

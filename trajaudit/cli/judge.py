@@ -16,6 +16,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    print_line,
     refuse_overwriting_input,
     report_problems,
 )
@@ -108,11 +109,11 @@ def fit(datasets: tuple[str, ...], golds: tuple[str, ...], gold_format: str, lab
             task = bar.add_task(f"{name}: evidence", total=len(res.trajectories))
             got, problems = label_runs(res.trajectories, gold_set, ctx, name, on_run=partial(bar.advance, task))
         for p in problems:
-            err.print(f"[yellow]warning:[/] {escape(p)}", markup=True, highlight=False)
+            print_line(err, f"[yellow]warning:[/] {escape(p)}", markup=True)
         if not got:
             fail(f"{path}: no run could be paired with a gold label in {gold_path}")
-        err.print(f"{name}: {len(got)} labelled runs ({sum(r.positive is not None for r in got)} with the gold "
-                  "step among the candidates)", highlight=False)
+        print_line(err, f"{name}: {len(got)} labelled runs ({sum(r.positive is not None for r in got)} with the "
+                   "gold step among the candidates)")
         runs.extend(got)
     try:
         result = fit_judge(runs, grid=C_GRID, k=folds, seed=seed,

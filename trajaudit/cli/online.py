@@ -18,6 +18,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    print_line,
 )
 from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
@@ -56,7 +57,7 @@ class _WatchOutput:
         self.skipped: list[int] = []
 
     def say(self, text: str) -> None:
-        self.err.print(text, markup=False, highlight=False, soft_wrap=True)
+        print_line(self.err, text)
 
     def invalid(self, line: int) -> None:
         self.say(f"warning: {self.file}:{line} is not valid UTF-8; undecodable bytes were replaced")
@@ -271,8 +272,7 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
     ctx = build_context(_spec(packs, tools_file))
     g = Guard(ctx, mode=mode, block_on=block_on, block_status=block_status, stop_on_alarm=stop_on_alarm,
               alarm_threshold=alarm_threshold, log_path=log_path, cache_size=cache_size, cache_idle=cache_idle)
-    console(err=True).print(f"trajaudit guard ({mode}) on http://{host}:{port}/v1 -> {upstream}; decisions: {log_path}",
-                            markup=False, highlight=False, soft_wrap=True)
+    print_line(console(err=True), f"trajaudit guard ({mode}) on http://{host}:{port}/v1 -> {upstream}; decisions: {log_path}")
     serve(build_app(g, upstream, timeout=timeout), host=host, port=port)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import click
 
-from trajaudit.cli.common import console, fail
+from trajaudit.cli.common import console, fail, print_line
 from trajaudit.engine.trace.adapters import default_adapters
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT, MAX_RUN_TIMEOUT, MIN_RUN_TIMEOUT, in_range
@@ -71,7 +71,7 @@ class OutputFormat(click.ParamType):
 
 
 def _warn(message: str) -> None:
-    console(err=True).print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+    print_line(console(err=True), f"warning: {message}")
 
 
 #: output file suffixes that name an output format when --format is not given (``-o x.sarif``)

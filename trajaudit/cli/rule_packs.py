@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from trajaudit.cli.common import console, fail, handle_errors, write_text
+from trajaudit.cli.common import console, fail, handle_errors, print_line, write_text
 from trajaudit.engine.packs.pack import RulePack, load_pack, shipped_packs
 from trajaudit.engine.packs.tool_rules import read_tools_file, synthesize_tool_rules
 from trajaudit.errors import RulePackError
@@ -118,4 +118,4 @@ def from_tools(tools_file: str, output: str | None, name: str) -> None:
     err.print(f"{len(tr.pack['rules'])} rule(s) for {len(tr.tools)} tool(s)"
               + (f" written to {output}" if output else ""), highlight=False)
     for s in tr.skipped:
-        err.print(f"[yellow]not checked:[/] {escape(str(s))}", markup=True, highlight=False)
+        print_line(err, f"[yellow]not checked:[/] {escape(str(s))}", markup=True)

@@ -12,7 +12,7 @@ import json
 import click
 from rich.markup import escape
 
-from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors
+from trajaudit.cli.common import EXIT_FINDINGS, console, fail, handle_errors, print_line
 from trajaudit.cli.options import io_options
 from trajaudit.engine.packs.compile import compile_rule, compile_rules
 from trajaudit.engine.packs.lint import lint_pack
@@ -59,7 +59,7 @@ def lint(pack: str, strict: bool, out_format: str) -> None:
         out.print(f.level, style=style, end=" ", markup=False, highlight=False)
         out.print(f"{f.location} {f.code}" + (f" [{f.rule_id}]" if f.rule_id else "") + f": {f.message}",
                   markup=False, highlight=False, soft_wrap=True)
-    console(err=True).print(f"{pack}: {errors} error(s), {warnings} warning(s)", highlight=False)
+    print_line(console(err=True), f"{pack}: {errors} error(s), {warnings} warning(s)")
     if errors or (strict and warnings):
         raise SystemExit(EXIT_FINDINGS)
 

@@ -14,6 +14,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    print_line,
     refuse_overwriting_input,
     report_load,
     report_problems,
@@ -135,4 +136,4 @@ def convert(file: str, output: str, record: int | None, run_id: str | None, out_
         write_text(out, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))
     else:
         write_text(out, json.dumps(dicts[0] if len(dicts) == 1 else dicts, ensure_ascii=False, indent=1))
-    console(err=True).print(f"wrote {len(dicts)} trajectory(ies) to {output}", highlight=False)
+    print_line(console(err=True), f"wrote {len(dicts)} trajectory(ies) to {output}")

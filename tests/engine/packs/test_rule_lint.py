@@ -116,3 +116,42 @@ def test_a_duplicate_rule_id_does_not_hide_the_other_errors(tmp_path):
         load_pack(str(pack))
     res = CliRunner().invoke(main, ["rules", "lint", str(pack)])
     assert res.exit_code == 1 and "4 error(s)" in res.stderr
+
+
+def test_schema_problems_of_one_rule_do_not_hide_the_other_rules_errors(tmp_path):
+    """Fresh-user pass: a pack with ``severity: fatal`` in one rule and a misspelled ``asert:`` in another
+    got only those two schema errors; the duplicate id and the compile error of the other rules came
+    after they were fixed. All in one pass now; loading the pack still stops at the schema problem."""
+    import pytest
+
+    from trajaudit.engine.packs.pack import load_pack
+    from trajaudit.errors import RulePackError
+
+    pack = tmp_path / "p.yaml"
+    pack.write_text("pack: p\nrules:\n"
+                    "  - id: a\n    type: PROTOCOL\n    severity: fatal\n    assert: step.index >= 0\n"
+                    "  - id: b\n    type: PROTOCOL\n    asert: step.index >= 0\n"
+                    "  - id: c\n    type: PROTOCOL\n    assert: step.index >= 0\n"
+                    "  - id: c\n    type: PROTOCOL\n    assert: step.index >= 1\n"
+                    "  - id: d\n    type: PROTOCOL\n    assert: nosuchfn(1)\n", encoding="utf-8")
+    errors = [(f.code, f.rule_id, f.location.rsplit("/", 1)[-1]) for f in lint_pack(str(pack)) if f.level == "error"]
+    assert errors == [("schema", "a", "p.yaml:5:15"), ("schema", "b", "p.yaml:9:5"), ("pack", "p.c", "p.yaml:13:9"),
+                      ("compile", "p.d", "p.yaml:18:13")]
+    with pytest.raises(RulePackError, match="schema: "):
+        load_pack(str(pack))
+    res = CliRunner().invoke(main, ["rules", "lint", str(pack)])
+    assert res.exit_code == 1 and "4 error(s)" in res.stderr
+
+
+def test_a_pack_level_schema_problem_still_stops_the_lint_at_the_schema():
+    """A problem outside the rules (here ``rules`` is no list) leaves nothing to lint rule by rule."""
+    found = lint_pack("pack: p\nrules: 5\n")
+    assert [f.code for f in found] == ["schema"]
+
+
+def test_an_override_of_a_rule_with_schema_problems_falls_back_to_the_schema_problems():
+    """Leaving a rule out would make ``overrides`` name an unknown id: the schema problems are reported alone."""
+    text = ("pack: p\nrules:\n  - id: a\n    type: PROTOCOL\n    severity: fatal\n    assert: step.index >= 0\n"
+            "overrides:\n  a:\n    severity: warning\n")
+    found = lint_pack(text)
+    assert [(f.code, f.rule_id) for f in found if f.level == "error"] == [("schema", "a")]

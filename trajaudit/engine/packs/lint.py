@@ -49,6 +49,7 @@ from trajaudit.engine.packs.pack import (
     load_pack,
     resolve_pack,
     shipped_rule_specs,
+    skipping_bad_rules,
 )
 from trajaudit.engine.packs.positions import YamlDoc
 from trajaudit.engine.schema import validator
@@ -353,14 +354,44 @@ def lint_pack(source: Any) -> list[LintFinding]:
 
 
 def _lint(source: Any) -> list[LintFinding]:
-    with collecting_duplicates() as duplicates:  # reported with the other problems, not instead of them
+    # rules with schema problems are left out, the others linted: their duplicate ids and compile
+    # errors are reported in the same pass (they showed only once the schema problems were fixed)
+    with collecting_duplicates() as duplicates, skipping_bad_rules() as bad:
         try:
             pack = source if isinstance(source, RulePack) else load_pack(source)
         except RulePackError as e:
-            found = _schema_findings(source) if e.message.startswith("schema:") else []
-            code = "yaml" if "YAML" in e.message else "schema" if e.message.startswith("schema:") else "pack"
-            return _duplicate_findings(duplicates) + (found or [LintFinding("error", code, _with_caret(e), e.rule_id,
-                                                                            _where(e))])
+            error: RulePackError | None = e
+        else:
+            error = None
+    if error is not None:
+        # another problem, maybe of leaving those rules out (an override of one): lint the pack whole
+        return _lint_whole(source) if bad else _load_findings(source, error, duplicates)
+    if not bad:
+        return _lint_loaded(pack, duplicates)
+    # a pack whose every rule broke the schema is not "empty"
+    return _schema_findings(source) + [f for f in _lint_loaded(pack, duplicates) if f.code != "empty-pack"]
+
+
+def _lint_whole(source: Any) -> list[LintFinding]:
+    """The findings of a pack whose load stops at its first problem (no rule left out)."""
+    with collecting_duplicates() as duplicates:
+        try:
+            pack = load_pack(source)
+        except RulePackError as e:
+            return _load_findings(source, e, duplicates)
+    return _lint_loaded(pack, duplicates)  # not reached: a pack with schema problems stops in load_pack
+
+
+def _load_findings(source: Any, e: RulePackError, duplicates: list[tuple[RulePackError, RuleSpec]]) -> list[LintFinding]:
+    """The findings of a pack that could not be loaded: ``e`` (or every schema problem) and the duplicates."""
+    found = _schema_findings(source) if e.message.startswith("schema:") else []
+    code = "yaml" if "YAML" in e.message else "schema" if e.message.startswith("schema:") else "pack"
+    return _duplicate_findings(duplicates) + (found or [LintFinding("error", code, _with_caret(e), e.rule_id,
+                                                                    _where(e))])
+
+
+def _lint_loaded(pack: RulePack, duplicates: list[tuple[RulePackError, RuleSpec]]) -> list[LintFinding]:
+    """The findings of a loaded pack: duplicates, targets, supersedes, examples, compile errors, z3 checks."""
     findings: list[LintFinding] = (_duplicate_findings(duplicates) + _target_findings(pack)
                                    + _supersedes_findings(pack) + _example_findings(pack))
     compiled: list[CompiledRule] = []

@@ -74,6 +74,24 @@ def collecting_duplicates() -> Iterator[list[tuple[RulePackError, RuleSpec]]]:
         _DUPLICATES.reset(token)
 
 
+#: The set :func:`skipping_bad_rules` files the indexes of the loaded pack's rules with schema problems in
+_BAD_RULES: ContextVar[set[int] | None] = ContextVar("trajaudit_pack_bad_rules", default=None)
+
+
+@contextmanager
+def skipping_bad_rules() -> Iterator[set[int]]:
+    """Inside the block, rules of the pack loaded (not of the packs it includes) that break the schema
+    do not stop the load when every schema problem lies inside a rule: their indexes in ``rules`` are
+    added to the set yielded and the rules left out of the pack, so ``rules lint`` reports their schema
+    problems with the other rules' duplicate ids and compile errors in one pass."""
+    sink: set[int] = set()
+    token = _BAD_RULES.set(sink)
+    try:
+        yield sink
+    finally:
+        _BAD_RULES.reset(token)
+
+
 def _duplicate(error: RulePackError, rule: RuleSpec) -> None:
     """Raise ``error`` (``rule``'s id is taken), or file both in the :func:`collecting_duplicates` list."""
     sink = _DUPLICATES.get()
@@ -323,9 +341,10 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
     """Load one pack's text; ``overrides`` are parameter values from including packs (or the API) and
     ``locs`` where an including pack set them (kept in the rules' ``field_locs["params.NAME"]`` so a
     compile error an override causes can be reported at the override)."""
+    top = locs is None  # the pack loaded, not one it includes (those are given where overrides were set)
     locs = locs or {}
     doc = YamlDoc(text, file)
-    data = _checked_data(doc)
+    data, bad = _checked_data(doc, top)
     name = data["pack"]
     own_params = dict(data.get("params") or {})
     params = {**own_params, **{k: v for k, v in overrides.items() if k in own_params}}
@@ -346,6 +365,8 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
             seen[r.id] = r
             rules.append(r)
     for i, rd in enumerate(data.get("rules") or []):
+        if i in bad:  # left out by skipping_bad_rules
+            continue
         r = _rule(doc, rd, ("rules", i), name, params, param_locs)
         if r.id in seen:
             _duplicate(doc.error(f"duplicate rule id {r.id!r} (also at {seen[r.id].loc})", ("rules", i, "id"), r.id), r)
@@ -359,8 +380,10 @@ def _load_text(text: str, file: str | None, overrides: dict[str, Any], chain: tu
                     params=params, file=file, includes=tuple(includes), metadata=dict(data.get("metadata") or {}))
 
 
-def _checked_data(doc: YamlDoc) -> dict[str, Any]:
-    """The pack document's data, checked against the rule-pack schema.
+def _checked_data(doc: YamlDoc, top: bool) -> tuple[dict[str, Any], set[int]]:
+    """The pack document's data, checked against the rule-pack schema, and the indexes of the rules to
+    leave out (``top``: the pack loaded, not an included one, inside :func:`skipping_bad_rules`, and
+    every schema problem inside a rule: those rules; else none).
 
     Raises:
         RulePackError: not a mapping, or the first schema problem in file order (with a count of the rest).
@@ -370,12 +393,17 @@ def _checked_data(doc: YamlDoc) -> dict[str, Any]:
         raise doc.error(f"a rule pack is a mapping with 'pack' and 'rules', got {type(data).__name__}", ())
     if not fast_accepts("rule_pack", data):
         problems = trajaudit.engine.packs.messages.schema_problems(validator("rule_pack").iter_errors(data), data)
+        skip = _BAD_RULES.get() if top else None
+        inside = [p.path[1] for p in problems if p.path[:1] == ("rules",) and len(p.path) > 1 and type(p.path[1]) is int]
+        if problems and skip is not None and len(inside) == len(problems):
+            skip.update(inside)
+            return data, set(inside)
         if problems:
             first = min(problems, key=lambda p: _order(doc.loc(p.path)))
             more = f" (and {len(problems) - 1} more problem(s): `trajaudit rules lint` lists them all)" \
                 if len(problems) > 1 else ""
             raise doc.error(f"schema: {first.message}{more}", first.path, _rule_id_at(data, first.path))
-    return data
+    return data, set()
 
 
 def _included_rules(doc: YamlDoc, entry: dict[str, Any], i: int, file: str | None, params: dict[str, Any],
