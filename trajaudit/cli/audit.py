@@ -30,6 +30,7 @@ from trajaudit.cli.common import (
     llm_config_for,
     llm_options,
     refuse_overwriting_input,
+    refuse_resume_into,
     refuse_same_outputs,
     report_load,
     say_never_fired,
@@ -200,8 +201,8 @@ def _check_outputs(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | 
     if resume and out_format != "jsonl":
         fail(f"--resume appends JSONL diagnoses to -o: it cannot continue a --format {out_format} file (written "
              "whole at the end of the batch); resume the JSONL, or drop --resume")
-    if resume and output == "-":
-        fail("--resume appends to the -o file: give a file, not '-'")
+    if resume:
+        refuse_resume_into(output)  # '-', /dev/stdout, a FIFO: the journal would read the pipe it writes to
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
     if resume and cluster.scheduler:
         fail("--resume is not supported with --scheduler: run the cluster batch again without it, or resume "

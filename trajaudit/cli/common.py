@@ -232,6 +232,23 @@ def refuse_overwriting_input(output: str | None, inputs: Iterable[str], option: 
     refuse_clobbering({option: output}, inputs)
 
 
+def refuse_resume_into(output: str | None, option: str = "-o") -> None:
+    """Refuse ``--resume`` into an output that is not a regular file: ``-`` (stdout), or a path that
+    exists and is a device, a FIFO, a socket or a link to one (``/dev/stdout``). The journal reads the
+    file back before appending to it, and reading the pipe it is about to write to waited forever
+    (``audit X -o /dev/stdout --resume | head`` hung). Checked before the output is opened.
+
+    Raises:
+        TrajauditError: naming the option and the path.
+    """
+    if output == "-":
+        raise TrajauditError(f"--resume appends to the {option} file: give a file, not '-'")
+    if output and is_special_file(output):
+        raise TrajauditError(f"--resume reads {option} {output!r} back before appending to it, and it is not a "
+                             "regular file (a device, a pipe, a socket or a link to one): give a regular file, "
+                             "or drop --resume")
+
+
 def refuse_same_outputs(outputs: dict[str, str | None]) -> None:
     """Refuse two outputs of one command naming the same file (``-o X.html --report X.html``).
 

@@ -24,6 +24,7 @@ from trajaudit.cli.common import (
     llm_options,
     more_skipped,
     refuse_overwriting_input,
+    refuse_resume_into,
     refuse_same_outputs,
     report_problems,
     warn_degraded,
@@ -153,6 +154,8 @@ def _choose_source(strategies: tuple[str, ...], pred: str | None, judge_weights:
         fail("--judge-weights needs --strategy offline (the weights are the offline judge's)")
     if resume and not (strategy and save_pred):
         fail("--resume goes with --strategy and --save-pred FILE (the diagnoses file it appends to)")
+    if resume:
+        refuse_resume_into(save_pred, "--save-pred")  # '-', /dev/stdout, a FIFO: read back before appending
     return strategy
 
 
