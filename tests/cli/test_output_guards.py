@@ -408,6 +408,31 @@ def test_audit_where_some_run_loads_writes_it_and_exits_1(tmp_path):
     assert [d["trajectory_id"] for d in diagnoses(out)] == ["g1"]
 
 
+@pytest.mark.parametrize("extra", [[], ["--format", "sarif"], ["--resume"]])
+def test_audit_where_runs_load_but_none_is_audited_leaves_the_outputs_alone(tmp_path, llm_server, extra):
+    # every run loads, but the LLM endpoint answers nothing usable: each run is skipped (named), then
+    # exit 1 (the runs failed, not the options) and the existing -o/--report files are kept, none is
+    # created where none was (they were replaced by empty ones: "no run could be audited")
+    llm_server.responder = lambda request: "not a diagnosis at all"
+    runs = write_json(tmp_path / "chat.json", [good_run("a"), good_run("b")])
+    out, rep = tmp_path / "keep.jsonl", tmp_path / "keep.md"
+    out.write_text("KEEP\n")
+    rep.write_text("KEEPR\n")
+    llm = ["-s", "all-at-once", "--base-url", llm_server.url, "--model", "m", "--no-cache"]
+    env = {"TRAJAUDIT_LLM_CONFIG": ""}
+    r = CliRunner().invoke(main, ["audit", str(runs), *llm, "-o", str(out), "--report", str(rep), *extra], env=env)
+    text = one_line(r.output)
+    assert r.exit_code == 1, r.output
+    assert text.count("skipped:") == 2 and "Traceback" not in text
+    assert "error: no run could be audited (2 skipped, each named above): nothing was written" in text
+    assert out.read_text() == "KEEP\n" and rep.read_text() == "KEEPR\n"
+    fresh, fresh_rep = tmp_path / "fresh.out", tmp_path / "fresh.md"
+    r = CliRunner().invoke(main, ["audit", str(runs), *llm, "-q", "-o", str(fresh), "--report", str(fresh_rep),
+                                  *extra], env=env)
+    assert r.exit_code == 1 and "nothing was written" in one_line(r.output)  # -q keeps the error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chat.json", "keep.jsonl", "keep.md"]
+
+
 def test_a_cluster_batch_whose_tasks_all_died_is_not_called_unreadable():
     # a shard whose task kept killing its workers is a worker problem, not an unreadable input: the
     # audit goes on to its outputs and exit 1 as before (only input problems stop it with exit 2)

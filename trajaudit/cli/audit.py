@@ -145,6 +145,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
                        with_logs=bool(report) or out_format != "jsonl", quiet=quiet)
     report_load(kept.flagged, batch.problems)
     _stop_if_nothing_loaded(kept, batch)  # before -o/--report are replaced (or created)
+    _stop_if_nothing_audited(kept, batch)
     if journal is not None:
         console(err=True).print(journal.summary(batch.skipped), highlight=False, markup=False)
     else:
@@ -178,6 +179,19 @@ def _stop_if_nothing_loaded(kept: _Kept, batch: BatchResult) -> None:
     files = list(dict.fromkeys(p.file for p in batch.problems))
     named = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
     fail(f"no trajectory could be loaded from {named} (each skipped input is named above): nothing was written")
+
+
+def _stop_if_nothing_audited(kept: _Kept, batch: BatchResult) -> None:
+    """Stop the command (exit 1, as for any skipped run: the options were fine, the runs failed) before
+    the ``-o``, ``--report`` and ``--format`` outputs are replaced by an empty batch's output (or
+    created) when runs loaded but none could be audited (an LLM endpoint answering nothing usable, a
+    strategy failing on every run: each named above). The existing outputs are kept as they were."""
+    if kept.lines or batch.skipped or not batch.problems:
+        return
+    n = len(batch.problems)
+    console(err=True).print(f"[bold red]error:[/] no run could be audited ({n} skipped, each named above): "
+                            "nothing was written", markup=True, highlight=False)
+    sys.exit(EXIT_FINDINGS)
 
 
 def _llm_for(strategy: str, llm_opts: LLMOptions, repair: bool) -> Any:
