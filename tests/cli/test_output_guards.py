@@ -444,3 +444,40 @@ def test_a_cluster_batch_whose_tasks_all_died_is_not_called_unreadable():
     lost = _lost([Shard("a.jsonl", "a.jsonl", "jsonl", first=3, whole=False)], RuntimeError("KilledWorker"))
     assert [(p.file, p.record, p.stage) for p in lost.problems] == [("a.jsonl", 3, "worker")]
     assert _stop_if_nothing_loaded(_Kept(None, title="t"), BatchResult(problems=lost.problems)) is None
+
+
+# `-o -` means stdout wherever stdout can take the output (check, rules from-tools, eval's report, as
+# audit's); it made a file literally named '-' (`check 13.json --format sarif -o - -q`). Where stdout
+# cannot take it (eval --save-pred beside the report on stdout, judge fit's weights, serve's appended
+# diagnoses) '-' is refused (exit 2) instead of creating that file.
+
+def test_o_dash_is_stdout_for_check_rules_from_tools_and_eval(files, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = cli("check", files["run"], "--format", "sarif", "-o", "-", "-q")
+    assert r.exit_code in (0, 1), r.output
+    assert json.loads(r.stdout)["version"] == "2.1.0"
+    r = cli("check", files["run"], "--format", "json", "-o", "-", "-q")
+    assert isinstance(json.loads(r.stdout), list)
+    r = cli("rules", "from-tools", files["tools"], "-o", "-")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("# Synthesized by `trajaudit rules from-tools tools.json`") and "rules:" in r.stdout
+    assert "written to" not in r.stderr
+    r = cli("eval", files["run"], "--gold", files["gold"], "-s", "first", "--format", "json", "-o", "-")
+    assert r.exit_code in (0, 1), r.output
+    assert json.loads(r.stdout)["strategies"] == ["first"]
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("args, option, why", [
+    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "--save-pred", "-"], "--save-pred",
+     "the diagnoses are written to a file (stdout carries the report), not to stdout"),
+    (["judge", "fit", "{run}", "--gold", "{gold}", "-o", "-"], "-o/--output", "the weights are written to a file"),
+    (["serve", "--otlp", "1", "-o", "-"], "-o/--output", "the diagnoses are appended to a file"),
+])
+def test_o_dash_is_refused_where_stdout_cannot_take_the_output(files, tmp_path, monkeypatch, args, option, why):
+    monkeypatch.chdir(tmp_path)
+    r = cli(*[a.format(**files) for a in args])
+    assert r.exit_code == 2, r.output
+    assert f"error: {option} '-': {why}" in one_line(r.stderr)
+    assert "./- for a file named '-'" in one_line(r.stderr)
+    assert not (tmp_path / "-").exists()

@@ -195,7 +195,8 @@ def rule_use(logs: list[ValidationLog]) -> RuleUse:
               help="JSON: every record of every run (passes too); default: only the failing records of the runs "
                    "with failures (and every run's summary).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the --format output (json when --format is table) to this file instead of stdout.")
+              help="Write the --format output (json when --format is table) to this file instead of stdout "
+                   "('-': stdout, as without -o).")
 @run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
                          "are 'unknown', a warning says so (also with -q) and the exit code is 1.")
 @handle_errors
@@ -224,6 +225,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
       trajaudit check runs/*.json --format sarif -o trajaudit.sarif
       trajaudit check runs/*.json --format junit -o junit.xml -q
     """
+    output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     _check_options(files, packs, no_default_packs, tools_file, mapping, output, out_format)
     inputs = _gather_inputs(files, packs, no_default_packs, tools_file, fmt, mapping, run_timeout)
     checked, applied = _run_checks(inputs)

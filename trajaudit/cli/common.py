@@ -232,6 +232,17 @@ def refuse_overwriting_input(output: str | None, inputs: Iterable[str], option: 
     refuse_clobbering({option: output}, inputs)
 
 
+def refuse_dash(output: str | None, option: str, why: str) -> None:
+    """Refuse ``-`` for an output that cannot go to stdout (``why`` says what it is written as): the
+    command would have made a file literally named ``-``.
+
+    Raises:
+        TrajauditError: naming the option, and ``./-`` for a file of that name.
+    """
+    if output == "-":
+        raise TrajauditError(f"{option} '-': {why}, not to stdout; give a file name (./- for a file named '-')")
+
+
 def refuse_resume_into(output: str | None, option: str = "-o") -> None:
     """Refuse ``--resume`` into an output that is not a regular file: ``-`` (stdout), or a path that
     exists and is a device, a FIFO, a socket or a link to one (``/dev/stdout``). The journal reads the

@@ -23,6 +23,7 @@ from trajaudit.cli.common import (
     handle_errors,
     llm_options,
     more_skipped,
+    refuse_dash,
     refuse_overwriting_input,
     refuse_resume_into,
     refuse_same_outputs,
@@ -69,7 +70,7 @@ from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 @click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
               help="With --strategy offline: the judge's weights (JSON from `trajaudit judge fit`).")
 @io_options(["table", "json", "markdown"], "table", help="Report format (stdout, or -o).", trace_format_alias=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout ('-': stdout).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
               help="Also write a report: .html (the metrics, then every run with its gold step next to the "
                    "prediction and the distance; self-contained) or .md.")
@@ -106,6 +107,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     --model, ...). The report ends with per-strategy LLM accounting: calls, cache hits, tokens as the
     API reported them and tokenizer-free character counts.
     """
+    output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     strategy = _choose_source(strategies, pred, judge_weights, resume, save_pred)
     _check_paths(datasets, gold, pred, tools, rules, mapping, output, report_file, save_pred)
     warn_output_name("-o", output, out_format)  # the report: a table under report.json is named
@@ -172,6 +174,7 @@ def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: 
     refuse_same_outputs({"-o/--output": output, "--save-pred": save_pred, "--report": report_file})
     refuse_overwriting_input(output, given)
     refuse_overwriting_input(save_pred, given, "--save-pred")
+    refuse_dash(save_pred, "--save-pred", "the diagnoses are written to a file (stdout carries the report)")
     refuse_overwriting_input(report_file, given, "--report")
     check_output_folder(output)
     check_output_folder(save_pred, "--save-pred")
