@@ -227,7 +227,8 @@ def _check_outputs(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | 
         check_output_folder(output)
     refuse_overwriting_input(report, given, "--report")
     check_output_folder(report, "--report")
-    warn_output_name("-o", output, out_format)  # after the refusals: a refused -o gets its error alone
+    parquet = out_format == "jsonl" and output.lower().endswith(".parquet")  # written as Parquet (write_diagnoses)
+    warn_output_name("-o", output, "parquet" if parquet else out_format)  # after the refusals: a refused -o gets its error alone
 
 
 @dataclass(frozen=True)

@@ -261,7 +261,8 @@ def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_pa
     given = [*files, *packs, *([tools_file] if tools_file else []), *([mapping] if mapping else [])]
     refuse_overwriting_input(output, given)
     check_output_folder(output)
-    warn_output_name("-o", output, out_format)
+    # -o holds the JSON list when --format is table (the tables go to the terminal): name what is written
+    warn_output_name("-o", output, "json" if out_format == "table" else out_format)
 
 
 @dataclass
