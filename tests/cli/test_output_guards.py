@@ -59,21 +59,34 @@ def files(tmp_path, tau_file):
     return {"run": run, "tools": tools, "gold": gold, "cite": cite}
 
 
-@pytest.mark.parametrize("args, victim, option", [
-    (["check", "{run}", "--rules", "generic", "-o", "{run}"], "run", "-o/--output"),
-    (["check", "{run}", "--tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output"),
-    (["audit", "{run}", "--tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output"),
-    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "-o", "{gold}"], "gold", "-o/--output"),
-    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "--save-pred", "{run}"], "run", "--save-pred"),
-    (["cite", "{cite}", "--html", "{cite}"], "cite", "--html"),
-    (["cite", "{cite}", "--log", "{cite}"], "cite", "--log"),
+@pytest.mark.parametrize("args, victim, option, what", [
+    (["check", "{run}", "--rules", "generic", "-o", "{run}"], "run", "-o/--output", "the input file"),
+    (["check", "{run}", "--tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output", "the --tools file"),
+    (["audit", "{run}", "--tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output", "the --tools file"),
+    (["audit", "{run}", "--rules", "{pack}", "-o", "{pack}"], "pack", "-o/--output", "the rule pack"),
+    (["check", "{run}", "--rules", "{pack}", "-o", "{pack}"], "pack", "-o/--output", "the rule pack"),
+    (["rules", "from-tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output", "the --tools file"),
+    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "-o", "{gold}"], "gold", "-o/--output", "the gold file"),
+    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "--save-pred", "{run}"], "run", "--save-pred",
+     "the input file"),
+    (["cite", "{cite}", "--html", "{cite}"], "cite", "--html", "the input file"),
+    (["cite", "{cite}", "--log", "{cite}"], "cite", "--log", "the input file"),
 ])
-def test_outputs_never_replace_inputs(files, args, victim, option):
+def test_outputs_never_replace_inputs(files, tmp_path, args, victim, option, what):
+    # the message names what the input is: a tools file or a rule pack is not "the trace"
+    files = {**files, "pack": tmp_path / "pack.yaml"}
+    shutil.copy(EX / "rules" / "tau_retail_example.yaml", files["pack"])
     before = files[victim].read_bytes()
     argv = [a.format(**{k: str(v) for k, v in files.items()}) for a in args]
     r = CliRunner().invoke(main, argv)
     assert r.exit_code == 2, r.output
-    assert f"{option} {str(files[victim])!r} is the input file" in r.output
+    path = str(files[victim])
+    said = one_line(r.output)
+    if what == "the input file":
+        assert f"{option} {path!r} is the input file {path!r}: writing it would overwrite the trace" in said
+    else:
+        assert f"{option} {path!r} is {what} {path!r}: writing it would overwrite it; choose another output path" \
+            in said
     assert files[victim].read_bytes() == before
 
 
@@ -164,7 +177,7 @@ def test_eval_save_pred_and_report_in_the_dataset_folder_are_refused(tmp_path):
 # input there — but the write went through ``os.path.realpath``, which tidies both into ``13.json``.
 #
 # Was: every command below replaced the input 13.json (the gold file for eval --save-pred), exit 0.
-# Now: the guard compares the resolved path, exit 2 "is the input file", the file untouched.
+# Now: the guard compares the resolved path, exit 2 "is the input file" (or "the gold file"), the file untouched.
 
 _TIDIED = [
     (["audit", "{run}", "-q", "-o", "{out}"], "run"),
@@ -185,7 +198,9 @@ def test_an_output_path_tidied_into_an_input_is_refused(tmp_path, form, args, vi
     before = snapshot(tmp_path)
     r = cli(*[a.format(out=out, run=files["run"], gold=files["gold"]) for a in args])
     assert r.exit_code == 2, r.output
-    assert f"{out!r} is the input file '{target}': writing it would overwrite the trace" in one_line(r.stderr)
+    said = ("is the gold file '{}': writing it would overwrite it;" if victim == "gold"  # not "the trace"
+            else "is the input file '{}': writing it would overwrite the trace").format(target)
+    assert f"{out!r} {said}" in one_line(r.stderr)
     assert snapshot(tmp_path) == before
 
 

@@ -27,6 +27,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_roles,
     llm_config_for,
     llm_options,
     refuse_overwriting_input,
@@ -218,14 +219,15 @@ def _check_outputs(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | 
     if resume:
         refuse_resume_into(output)  # '-', /dev/stdout, a FIFO: the journal would read the pipe it writes to
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
+    roles = input_roles(rules=rules, tools=[tools], mapping=mapping)
     if resume and cluster.scheduler:
         fail("--resume is not supported with --scheduler: run the cluster batch again without it, or resume "
              "locally")
     refuse_same_outputs({"-o/--output": output, "--report": report})
     if not is_url(output):
-        refuse_overwriting_input(output, given)
+        refuse_overwriting_input(output, given, roles=roles)
         check_output_folder(output)
-    refuse_overwriting_input(report, given, "--report")
+    refuse_overwriting_input(report, given, "--report", roles)
     check_output_folder(report, "--report")
     parquet = out_format == "jsonl" and output.lower().endswith(".parquet")  # written as Parquet (write_diagnoses)
     warn_output_name("-o", output, "parquet" if parquet else out_format)  # after the refusals: a refused -o gets its error alone

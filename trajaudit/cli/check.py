@@ -20,6 +20,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_roles,
     refuse_overwriting_input,
     report_load,
     say_never_fired,
@@ -259,7 +260,7 @@ def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_pa
         fail("--no-default-packs leaves no rule: give --rules PACK or --tools TOOLS.json")
     check_input_paths(files)
     given = [*files, *packs, *([tools_file] if tools_file else []), *([mapping] if mapping else [])]
-    refuse_overwriting_input(output, given)
+    refuse_overwriting_input(output, given, roles=input_roles(rules=packs, tools=[tools_file], mapping=mapping))
     check_output_folder(output)
     # -o holds the JSON list when --format is table (the tables go to the terminal): name what is written
     warn_output_name("-o", output, "json" if out_format == "table" else out_format)

@@ -21,6 +21,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_roles,
     llm_options,
     more_skipped,
     refuse_dash,
@@ -172,10 +173,12 @@ def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: 
     given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules,
              *([mapping] if mapping else [])]
     refuse_same_outputs({"-o/--output": output, "--save-pred": save_pred, "--report": report_file})
-    refuse_overwriting_input(output, given)
-    refuse_overwriting_input(save_pred, given, "--save-pred")
+    roles = input_roles(gold=[gold] if gold not in datasets else [], pred=pred, tools=[tools], rules=rules,
+                        mapping=mapping)
+    refuse_overwriting_input(output, given, roles=roles)
+    refuse_overwriting_input(save_pred, given, "--save-pred", roles)
     refuse_dash(save_pred, "--save-pred", "the diagnoses are written to a file (stdout carries the report)")
-    refuse_overwriting_input(report_file, given, "--report")
+    refuse_overwriting_input(report_file, given, "--report", roles)
     check_output_folder(output)
     check_output_folder(save_pred, "--save-pred")
     check_output_folder(report_file, "--report")

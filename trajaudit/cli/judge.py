@@ -16,6 +16,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_roles,
     refuse_dash,
     refuse_overwriting_input,
     report_problems,
@@ -88,7 +89,8 @@ def fit(datasets: tuple[str, ...], golds: tuple[str, ...], gold_format: str, lab
     if labels and len(labels) != len(datasets):
         fail(f"give one --label per DATASET ({len(datasets)} DATASETs, {len(labels)} --label)")
     refuse_dash(output, "-o/--output", "the weights are written to a file")
-    refuse_overwriting_input(output, [*datasets, *golds, *tools, *rules])
+    refuse_overwriting_input(output, [*datasets, *golds, *tools, *rules],
+                             roles=input_roles(gold=[g for g in golds if g not in datasets], tools=tools, rules=rules))
     check_output_folder(output)
     names = list(labels) or [Path(d).name or d for d in datasets]
     if len(set(names)) != len(names):

@@ -10,7 +10,14 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from trajaudit.cli.common import console, fail, handle_errors, write_text
+from trajaudit.cli.common import (
+    console,
+    fail,
+    handle_errors,
+    input_roles,
+    refuse_overwriting_input,
+    write_text,
+)
 from trajaudit.engine.packs.pack import RulePack, load_pack, shipped_packs
 from trajaudit.engine.packs.tool_rules import read_tools_file, synthesize_tool_rules
 from trajaudit.errors import RulePackError
@@ -105,6 +112,7 @@ def from_tools(tools_file: str, output: str | None, name: str) -> None:
     if not name.replace("_", "").replace("-", "").replace(".", "").isalnum():
         fail(f"--name {name!r}: use letters, digits, '_', '-' and '.'")
     output = None if output == "-" else output  # '-': stdout (it made a file named '-')
+    refuse_overwriting_input(output, [tools_file], roles=input_roles(tools=[tools_file]))
     tools = read_tools_file(tools_file)
     tr = synthesize_tool_rules(tools, name=name, file=tools_file)
     load_pack(tr.pack)  # the synthesized pack must validate; a failure here is a bug, reported as such
