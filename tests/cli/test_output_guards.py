@@ -59,21 +59,34 @@ def files(tmp_path, tau_file):
     return {"run": run, "tools": tools, "gold": gold, "cite": cite}
 
 
-@pytest.mark.parametrize("args, victim, option", [
-    (["check", "{run}", "--rules", "generic", "-o", "{run}"], "run", "-o/--output"),
-    (["check", "{run}", "--tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output"),
-    (["audit", "{run}", "--tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output"),
-    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "-o", "{gold}"], "gold", "-o/--output"),
-    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "--save-pred", "{run}"], "run", "--save-pred"),
-    (["cite", "{cite}", "--html", "{cite}"], "cite", "--html"),
-    (["cite", "{cite}", "--log", "{cite}"], "cite", "--log"),
+@pytest.mark.parametrize("args, victim, option, what", [
+    (["check", "{run}", "--rules", "generic", "-o", "{run}"], "run", "-o/--output", "the input file"),
+    (["check", "{run}", "--tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output", "the --tools file"),
+    (["audit", "{run}", "--tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output", "the --tools file"),
+    (["audit", "{run}", "--rules", "{pack}", "-o", "{pack}"], "pack", "-o/--output", "the rule pack"),
+    (["check", "{run}", "--rules", "{pack}", "-o", "{pack}"], "pack", "-o/--output", "the rule pack"),
+    (["rules", "from-tools", "{tools}", "-o", "{tools}"], "tools", "-o/--output", "the --tools file"),
+    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "-o", "{gold}"], "gold", "-o/--output", "the gold file"),
+    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "--save-pred", "{run}"], "run", "--save-pred",
+     "the input file"),
+    (["cite", "{cite}", "--html", "{cite}"], "cite", "--html", "the input file"),
+    (["cite", "{cite}", "--log", "{cite}"], "cite", "--log", "the input file"),
 ])
-def test_outputs_never_replace_inputs(files, args, victim, option):
+def test_outputs_never_replace_inputs(files, tmp_path, args, victim, option, what):
+    # the message names what the input is: a tools file or a rule pack is not "the trace"
+    files = {**files, "pack": tmp_path / "pack.yaml"}
+    shutil.copy(EX / "rules" / "tau_retail_example.yaml", files["pack"])
     before = files[victim].read_bytes()
     argv = [a.format(**{k: str(v) for k, v in files.items()}) for a in args]
     r = CliRunner().invoke(main, argv)
     assert r.exit_code == 2, r.output
-    assert f"{option} {str(files[victim])!r} is the input file" in r.output
+    path = str(files[victim])
+    said = one_line(r.output)
+    if what == "the input file":
+        assert f"{option} {path!r} is the input file {path!r}: writing it would overwrite the trace" in said
+    else:
+        assert f"{option} {path!r} is {what} {path!r}: writing it would overwrite it; choose another output path" \
+            in said
     assert files[victim].read_bytes() == before
 
 
@@ -164,7 +177,7 @@ def test_eval_save_pred_and_report_in_the_dataset_folder_are_refused(tmp_path):
 # input there — but the write went through ``os.path.realpath``, which tidies both into ``13.json``.
 #
 # Was: every command below replaced the input 13.json (the gold file for eval --save-pred), exit 0.
-# Now: the guard compares the resolved path, exit 2 "is the input file", the file untouched.
+# Now: the guard compares the resolved path, exit 2 "is the input file" (or "the gold file"), the file untouched.
 
 _TIDIED = [
     (["audit", "{run}", "-q", "-o", "{out}"], "run"),
@@ -185,7 +198,9 @@ def test_an_output_path_tidied_into_an_input_is_refused(tmp_path, form, args, vi
     before = snapshot(tmp_path)
     r = cli(*[a.format(out=out, run=files["run"], gold=files["gold"]) for a in args])
     assert r.exit_code == 2, r.output
-    assert f"{out!r} is the input file '{target}': writing it would overwrite the trace" in one_line(r.stderr)
+    said = ("is the gold file '{}': writing it would overwrite it;" if victim == "gold"  # not "the trace"
+            else "is the input file '{}': writing it would overwrite the trace").format(target)
+    assert f"{out!r} {said}" in one_line(r.stderr)
     assert snapshot(tmp_path) == before
 
 
@@ -408,6 +423,31 @@ def test_audit_where_some_run_loads_writes_it_and_exits_1(tmp_path):
     assert [d["trajectory_id"] for d in diagnoses(out)] == ["g1"]
 
 
+@pytest.mark.parametrize("extra", [[], ["--format", "sarif"], ["--resume"]])
+def test_audit_where_runs_load_but_none_is_audited_leaves_the_outputs_alone(tmp_path, llm_server, extra):
+    # every run loads, but the LLM endpoint answers nothing usable: each run is skipped (named), then
+    # exit 1 (the runs failed, not the options) and the existing -o/--report files are kept, none is
+    # created where none was (they were replaced by empty ones: "no run could be audited")
+    llm_server.responder = lambda request: "not a diagnosis at all"
+    runs = write_json(tmp_path / "chat.json", [good_run("a"), good_run("b")])
+    out, rep = tmp_path / "keep.jsonl", tmp_path / "keep.md"
+    out.write_text("KEEP\n")
+    rep.write_text("KEEPR\n")
+    llm = ["-s", "all-at-once", "--base-url", llm_server.url, "--model", "m", "--no-cache"]
+    env = {"TRAJAUDIT_LLM_CONFIG": ""}
+    r = CliRunner().invoke(main, ["audit", str(runs), *llm, "-o", str(out), "--report", str(rep), *extra], env=env)
+    text = one_line(r.output)
+    assert r.exit_code == 1, r.output
+    assert text.count("skipped:") == 2 and "Traceback" not in text
+    assert "error: no run could be audited (2 skipped, each named above): nothing was written" in text
+    assert out.read_text() == "KEEP\n" and rep.read_text() == "KEEPR\n"
+    fresh, fresh_rep = tmp_path / "fresh.out", tmp_path / "fresh.md"
+    r = CliRunner().invoke(main, ["audit", str(runs), *llm, "-q", "-o", str(fresh), "--report", str(fresh_rep),
+                                  *extra], env=env)
+    assert r.exit_code == 1 and "nothing was written" in one_line(r.output)  # -q keeps the error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chat.json", "keep.jsonl", "keep.md"]
+
+
 def test_a_cluster_batch_whose_tasks_all_died_is_not_called_unreadable():
     # a shard whose task kept killing its workers is a worker problem, not an unreadable input: the
     # audit goes on to its outputs and exit 1 as before (only input problems stop it with exit 2)
@@ -419,3 +459,40 @@ def test_a_cluster_batch_whose_tasks_all_died_is_not_called_unreadable():
     lost = _lost([Shard("a.jsonl", "a.jsonl", "jsonl", first=3, whole=False)], RuntimeError("KilledWorker"))
     assert [(p.file, p.record, p.stage) for p in lost.problems] == [("a.jsonl", 3, "worker")]
     assert _stop_if_nothing_loaded(_Kept(None, title="t"), BatchResult(problems=lost.problems)) is None
+
+
+# `-o -` means stdout wherever stdout can take the output (check, rules from-tools, eval's report, as
+# audit's); it made a file literally named '-' (`check 13.json --format sarif -o - -q`). Where stdout
+# cannot take it (eval --save-pred beside the report on stdout, judge fit's weights, serve's appended
+# diagnoses) '-' is refused (exit 2) instead of creating that file.
+
+def test_o_dash_is_stdout_for_check_rules_from_tools_and_eval(files, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = cli("check", files["run"], "--format", "sarif", "-o", "-", "-q")
+    assert r.exit_code in (0, 1), r.output
+    assert json.loads(r.stdout)["version"] == "2.1.0"
+    r = cli("check", files["run"], "--format", "json", "-o", "-", "-q")
+    assert isinstance(json.loads(r.stdout), list)
+    r = cli("rules", "from-tools", files["tools"], "-o", "-")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("# Synthesized by `trajaudit rules from-tools tools.json`") and "rules:" in r.stdout
+    assert "written to" not in r.stderr
+    r = cli("eval", files["run"], "--gold", files["gold"], "-s", "first", "--format", "json", "-o", "-")
+    assert r.exit_code in (0, 1), r.output
+    assert json.loads(r.stdout)["strategies"] == ["first"]
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("args, option, why", [
+    (["eval", "{run}", "--gold", "{gold}", "-s", "first", "--save-pred", "-"], "--save-pred",
+     "the diagnoses are written to a file (stdout carries the report), not to stdout"),
+    (["judge", "fit", "{run}", "--gold", "{gold}", "-o", "-"], "-o/--output", "the weights are written to a file"),
+    (["serve", "--otlp", "1", "-o", "-"], "-o/--output", "the diagnoses are appended to a file"),
+])
+def test_o_dash_is_refused_where_stdout_cannot_take_the_output(files, tmp_path, monkeypatch, args, option, why):
+    monkeypatch.chdir(tmp_path)
+    r = cli(*[a.format(**files) for a in args])
+    assert r.exit_code == 2, r.output
+    assert f"error: {option} '-': {why}" in one_line(r.stderr)
+    assert "./- for a file named '-'" in one_line(r.stderr)
+    assert not (tmp_path / "-").exists()

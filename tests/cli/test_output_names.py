@@ -39,6 +39,14 @@ def _warnings(r):
      "json for one JSON document"),
     (["check", "-q", "--format", "sarif"], "y.jsonl",
      "writing a SARIF log, but a name ending in .jsonl says JSON Lines; name the file .sarif"),
+    # without --format, check -o writes the JSON list (the tables are for the terminal): it was called a
+    # text table ("name the file .txt") under c.html, and c.parquet got JSON silently
+    (["check", "-q"], "c.html",
+     "writing one JSON document, but a name ending in .html says HTML; name the file .json"),
+    (["check", "-q"], "c.parquet",
+     "writing one JSON document, but a name ending in .parquet says a Parquet table; name the file .json"),
+    (["audit", "-q", "--format", "sarif"], "y.parquet",
+     "writing a SARIF log, but a name ending in .parquet says a Parquet table; name the file .sarif"),
 ])
 def test_a_name_for_another_format_is_named(run, tmp_path, args, name, expected):
     out = tmp_path / name
@@ -46,6 +54,8 @@ def test_a_name_for_another_format_is_named(run, tmp_path, args, name, expected)
     assert r.exit_code in (0, 1), r.output
     assert _warnings(r) == [f"-o {out}: {expected}"]
     assert out.exists()  # a warning, the file is written as asked
+    if args == ["check", "-q"]:
+        assert [x["trajectory_id"] for x in json.loads(out.read_text())] == ["a"]  # the JSON list, as said
     if name.endswith(".gz"):
         assert json.loads(out.read_text().splitlines()[0])["trajectory_id"] == "a"  # not gzip
 
@@ -84,6 +94,7 @@ def test_names_that_fit_are_quiet():
             assert output_name_warning("-o", name, fmt, offered=("jsonl", "sarif", "junit")) is None, (fmt, name)
     assert output_name_warning("-o", "d.json", "jsonl", chosen=True) is None  # --format jsonl given
     assert output_name_warning("-o", None, "jsonl") is None
+    assert output_name_warning("-o", "d.parquet", "parquet") is None  # audit's JSONL under .parquet is Parquet
     for ext in (".gz", ".bz2", ".xz", ".zst", ".zip"):
         assert "written uncompressed" in output_name_warning("-o", f"d.jsonl{ext}", "jsonl")
 

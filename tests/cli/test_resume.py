@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from hostile_kit import ROOT, cli, comparable, diagnoses, good_run, one_line, write_jsonl
+from hostile_kit import ROOT, cli, cli_process, comparable, diagnoses, good_run, one_line, write_jsonl
 
 RUNS = 300
 
@@ -128,3 +128,36 @@ def test_eval_resume_on_its_own_plain_save_pred_does_not_blame_an_audit(tmp_path
     assert ("warning: 3 diagnosis line(s) without a resume key (written without --resume) were kept and their runs "
             "diagnosed again") in said
     assert "audit" not in said
+
+
+# `--resume` into an output that is not a regular file: the journal read the file back before appending,
+# and reading the pipe it writes to waited forever (`audit 13.json -o /dev/stdout --resume -q | head`
+# hung; the same with a FIFO and with `eval --save-pred /dev/stdout --resume`). Now a usage error (exit
+# 2) before the output is opened.
+
+@pytest.mark.parametrize("where", ["fifo", "/dev/stdout"])
+def test_resume_into_a_pipe_or_device_is_refused_at_once(tmp_path, where):
+    run = write_jsonl(tmp_path / "runs.jsonl", [json.dumps(good_run("r1"))])
+    if where == "fifo":
+        out = tmp_path / "fifo"
+        os.mkfifo(out)
+    else:
+        if not os.path.exists(where):
+            pytest.skip(f"no {where} here")
+        out = where  # the child's stdout is a pipe
+    data = ROOT / "examples" / "data" / "who_and_when"
+    for args, option in ((["audit", run, "-q", "-o", out, "--resume"], "-o"),
+                         (["eval", data, "--gold", data, "-s", "offline", "--save-pred", out, "--resume"],
+                          "--save-pred")):
+        r = cli_process(*args, timeout=30)
+        said = one_line(r.stderr)
+        assert r.returncode == 2, said
+        assert f"--resume reads {option} '{out}' back before appending to it, and it is not a regular file" in said
+        assert r.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["fifo", "runs.jsonl"] if where == "fifo" else ["runs.jsonl"])
+
+
+def test_eval_resume_to_stdout_dash_is_refused(tmp_path):
+    data = ROOT / "examples" / "data" / "who_and_when"
+    r = cli("eval", data, "--gold", data, "-s", "offline", "--save-pred", "-", "--resume")
+    assert r.exit_code == 2 and "--resume appends to the --save-pred file: give a file, not '-'" in one_line(r.stderr)

@@ -28,10 +28,12 @@ from trajaudit.cli.common import (
     display_width,
     fail,
     handle_errors,
+    input_roles,
     llm_config_for,
     llm_options,
     print_line,
     refuse_overwriting_input,
+    refuse_resume_into,
     refuse_same_outputs,
     report_load,
     say_never_fired,
@@ -147,6 +149,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
                        with_logs=bool(report) or out_format != "jsonl", quiet=quiet)
     report_load(kept.flagged, batch.problems)
     _stop_if_nothing_loaded(kept, batch)  # before -o/--report are replaced (or created)
+    _stop_if_nothing_audited(kept, batch)
     if journal is not None:
         print_line(console(err=True), journal.summary(batch.skipped))
     else:
@@ -182,6 +185,19 @@ def _stop_if_nothing_loaded(kept: _Kept, batch: BatchResult) -> None:
     fail(f"no trajectory could be loaded from {named} (each skipped input is named above): nothing was written")
 
 
+def _stop_if_nothing_audited(kept: _Kept, batch: BatchResult) -> None:
+    """Stop the command (exit 1, as for any skipped run: the options were fine, the runs failed) before
+    the ``-o``, ``--report`` and ``--format`` outputs are replaced by an empty batch's output (or
+    created) when runs loaded but none could be audited (an LLM endpoint answering nothing usable, a
+    strategy failing on every run: each named above). The existing outputs are kept as they were."""
+    if kept.lines or batch.skipped or not batch.problems:
+        return
+    n = len(batch.problems)
+    console(err=True).print(f"[bold red]error:[/] no run could be audited ({n} skipped, each named above): "
+                            "nothing was written", markup=True, highlight=False)
+    sys.exit(EXIT_FINDINGS)
+
+
 def _llm_for(strategy: str, llm_opts: LLMOptions, repair: bool) -> Any:
     """The LLM configuration of the run (``None`` without one): required by an LLM strategy, used by
     ``--repair`` when configured. An unknown strategy or a missing endpoint stops the command (exit 2)."""
@@ -203,19 +219,21 @@ def _check_outputs(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | 
     if resume and out_format != "jsonl":
         fail(f"--resume appends JSONL diagnoses to -o: it cannot continue a --format {out_format} file (written "
              "whole at the end of the batch); resume the JSONL, or drop --resume")
-    if resume and output == "-":
-        fail("--resume appends to the -o file: give a file, not '-'")
+    if resume:
+        refuse_resume_into(output)  # '-', /dev/stdout, a FIFO: the journal would read the pipe it writes to
     given = [*paths, *rules, *([tools] if tools else []), *([mapping] if mapping else [])]
+    roles = input_roles(rules=rules, tools=[tools], mapping=mapping)
     if resume and cluster.scheduler:
         fail("--resume is not supported with --scheduler: run the cluster batch again without it, or resume "
              "locally")
     refuse_same_outputs({"-o/--output": output, "--report": report})
     if not is_url(output):
-        refuse_overwriting_input(output, given)
+        refuse_overwriting_input(output, given, roles=roles)
         check_output_folder(output)
-    refuse_overwriting_input(report, given, "--report")
+    refuse_overwriting_input(report, given, "--report", roles)
     check_output_folder(report, "--report")
-    warn_output_name("-o", output, out_format)  # after the refusals: a refused -o gets its error alone
+    parquet = out_format == "jsonl" and output.lower().endswith(".parquet")  # written as Parquet (write_diagnoses)
+    warn_output_name("-o", output, "parquet" if parquet else out_format)  # after the refusals: a refused -o gets its error alone
 
 
 @dataclass(frozen=True)

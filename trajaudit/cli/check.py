@@ -20,6 +20,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_roles,
     print_line,
     refuse_overwriting_input,
     report_load,
@@ -198,7 +199,8 @@ def rule_use(logs: list[ValidationLog]) -> RuleUse:
                    "that fail the gate: violations, checks cut by --run-timeout and the unknowns --fail-on-unknown "
                    "counts.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the --format output (json when --format is table) to this file instead of stdout.")
+              help="Write the --format output (json when --format is table) to this file instead of stdout "
+                   "('-': stdout, as without -o).")
 @run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
                          "are 'unknown', a warning says so (also with -q) and the exit code is 1.")
 @handle_errors
@@ -228,6 +230,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
       trajaudit check runs/*.json --format sarif -o trajaudit.sarif
       trajaudit check runs/*.json --format junit -o junit.xml -q
     """
+    output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     _check_options(files, packs, no_default_packs, tools_file, mapping, output, out_format)
     inputs = _gather_inputs(files, packs, no_default_packs, tools_file, fmt, mapping, run_timeout)
     checked, applied = _run_checks(inputs)
@@ -262,9 +265,10 @@ def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_pa
         fail("--no-default-packs leaves no rule: give --rules PACK or --tools TOOLS.json")
     check_input_paths(files)
     given = [*files, *packs, *([tools_file] if tools_file else []), *([mapping] if mapping else [])]
-    refuse_overwriting_input(output, given)
+    refuse_overwriting_input(output, given, roles=input_roles(rules=packs, tools=[tools_file], mapping=mapping))
     check_output_folder(output)
-    warn_output_name("-o", output, out_format)
+    # -o holds the JSON list when --format is table (the tables go to the terminal): name what is written
+    warn_output_name("-o", output, "json" if out_format == "table" else out_format)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_roles,
     llm_options,
     print_line,
     refuse_overwriting_input,
@@ -85,8 +86,9 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
     """
     given = [file, *([mapping] if mapping else [])]
     refuse_same_outputs({"--html": html_out, "--log": log_out})
-    refuse_overwriting_input(html_out, given, "--html")
-    refuse_overwriting_input(log_out, given, "--log")
+    roles = input_roles(mapping=mapping)
+    refuse_overwriting_input(html_out, given, "--html", roles)
+    refuse_overwriting_input(log_out, given, "--log", roles)
     run = load_run(file, mapping=mapping)
     if use_llm:
         client = client_from_options(llm_opts, without_llm="Without an LLM, run `trajaudit cite` without --llm "

@@ -229,15 +229,60 @@ def check_output_folder(output: str | None, option: str = "-o/--output") -> None
         raise TrajauditError(f"{option} {output!r}: the folder {folder!r} is not writable")
 
 
-def refuse_overwriting_input(output: str | None, inputs: Iterable[str], option: str = "-o/--output") -> None:
+def refuse_overwriting_input(output: str | None, inputs: Iterable[str], option: str = "-o/--output",
+                             roles: dict[str, str] | None = None) -> None:
     """Refuse an output path that is one of the input files (the same file, also through a link),
     including the files found by expanding the folders and globs among ``inputs``: writing it would
-    destroy the input being read. :func:`refuse_same_outputs` compares a command's outputs.
+    destroy the input being read. :func:`refuse_same_outputs` compares a command's outputs. ``roles``
+    names what an input is (``input_roles``); the others are traces.
 
     Raises:
         TrajauditError: naming the option and the file.
     """
-    refuse_clobbering({option: output}, inputs)
+    refuse_clobbering({option: output}, inputs, roles)
+
+
+def input_roles(*, rules: Iterable[str] = (), tools: Iterable[str | None] = (), mapping: str | None = None,
+                gold: Iterable[str] = (), pred: str | None = None) -> dict[str, str]:
+    """What each non-trace input is, for :func:`refuse_overwriting_input`'s message: a rule pack, the
+    ``--tools`` file, the ``--mapping`` file, the gold file, the ``--pred`` file (a refused ``-o tools.json``
+    said "would overwrite the trace")."""
+    roles = {str(g): "the gold file" for g in gold}
+    roles.update({str(r): "the rule pack" for r in rules})
+    roles.update({str(t): "the --tools file" for t in tools if t})
+    if mapping:
+        roles[mapping] = "the --mapping file"
+    if pred:
+        roles[pred] = "the --pred file"
+    return roles
+
+
+def refuse_dash(output: str | None, option: str, why: str) -> None:
+    """Refuse ``-`` for an output that cannot go to stdout (``why`` says what it is written as): the
+    command would have made a file literally named ``-``.
+
+    Raises:
+        TrajauditError: naming the option, and ``./-`` for a file of that name.
+    """
+    if output == "-":
+        raise TrajauditError(f"{option} '-': {why}, not to stdout; give a file name (./- for a file named '-')")
+
+
+def refuse_resume_into(output: str | None, option: str = "-o") -> None:
+    """Refuse ``--resume`` into an output that is not a regular file: ``-`` (stdout), or a path that
+    exists and is a device, a FIFO, a socket or a link to one (``/dev/stdout``). The journal reads the
+    file back before appending to it, and reading the pipe it is about to write to waited forever
+    (``audit X -o /dev/stdout --resume | head`` hung). Checked before the output is opened.
+
+    Raises:
+        TrajauditError: naming the option and the path.
+    """
+    if output == "-":
+        raise TrajauditError(f"--resume appends to the {option} file: give a file, not '-'")
+    if output and is_special_file(output):
+        raise TrajauditError(f"--resume reads {option} {output!r} back before appending to it, and it is not a "
+                             "regular file (a device, a pipe, a socket or a link to one): give a regular file, "
+                             "or drop --resume")
 
 
 def refuse_same_outputs(outputs: dict[str, str | None]) -> None:

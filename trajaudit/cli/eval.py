@@ -21,10 +21,13 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_roles,
     llm_options,
     more_skipped,
     print_line,
+    refuse_dash,
     refuse_overwriting_input,
+    refuse_resume_into,
     refuse_same_outputs,
     report_problems,
     warn_degraded,
@@ -69,7 +72,7 @@ from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 @click.option("--judge-weights", "judge_weights", type=click.Path(exists=True, dir_okay=False),
               help="With --strategy offline: the judge's weights (JSON from `trajaudit judge fit`).")
 @io_options(["table", "json", "markdown"], "table", help="Report format (stdout, or -o).", trace_format_alias=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout ('-': stdout).")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
               help="Also write a report: .html (the metrics, then every run with its gold step next to the "
                    "prediction and the distance; self-contained) or .md.")
@@ -106,6 +109,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     --model, ...). The report ends with per-strategy LLM accounting: calls, cache hits, tokens as the
     API reported them and tokenizer-free character counts.
     """
+    output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     strategy = _choose_source(strategies, pred, judge_weights, resume, save_pred)
     _check_paths(datasets, gold, pred, tools, rules, mapping, output, report_file, save_pred)
     warn_output_name("-o", output, out_format)  # the report: a table under report.json is named
@@ -154,6 +158,8 @@ def _choose_source(strategies: tuple[str, ...], pred: str | None, judge_weights:
         fail("--judge-weights needs --strategy offline (the weights are the offline judge's)")
     if resume and not (strategy and save_pred):
         fail("--resume goes with --strategy and --save-pred FILE (the diagnoses file it appends to)")
+    if resume:
+        refuse_resume_into(save_pred, "--save-pred")  # '-', /dev/stdout, a FIFO: read back before appending
     return strategy
 
 
@@ -168,9 +174,12 @@ def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: 
     given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules,
              *([mapping] if mapping else [])]
     refuse_same_outputs({"-o/--output": output, "--save-pred": save_pred, "--report": report_file})
-    refuse_overwriting_input(output, given)
-    refuse_overwriting_input(save_pred, given, "--save-pred")
-    refuse_overwriting_input(report_file, given, "--report")
+    roles = input_roles(gold=[gold] if gold not in datasets else [], pred=pred, tools=[tools], rules=rules,
+                        mapping=mapping)
+    refuse_overwriting_input(output, given, roles=roles)
+    refuse_overwriting_input(save_pred, given, "--save-pred", roles)
+    refuse_dash(save_pred, "--save-pred", "the diagnoses are written to a file (stdout carries the report)")
+    refuse_overwriting_input(report_file, given, "--report", roles)
     check_output_folder(output)
     check_output_folder(save_pred, "--save-pred")
     check_output_folder(report_file, "--report")

@@ -16,7 +16,9 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_roles,
     print_line,
+    refuse_dash,
     refuse_overwriting_input,
     report_problems,
 )
@@ -87,7 +89,9 @@ def fit(datasets: tuple[str, ...], golds: tuple[str, ...], gold_format: str, lab
         fail(f"give one --gold for all DATASETs or one per DATASET ({len(datasets)} DATASETs, {len(golds)} --gold)")
     if labels and len(labels) != len(datasets):
         fail(f"give one --label per DATASET ({len(datasets)} DATASETs, {len(labels)} --label)")
-    refuse_overwriting_input(output, [*datasets, *golds, *tools, *rules])
+    refuse_dash(output, "-o/--output", "the weights are written to a file")
+    refuse_overwriting_input(output, [*datasets, *golds, *tools, *rules],
+                             roles=input_roles(gold=[g for g in golds if g not in datasets], tools=tools, rules=rules))
     check_output_folder(output)
     names = list(labels) or [Path(d).name or d for d in datasets]
     if len(set(names)) != len(names):

@@ -93,13 +93,15 @@ def _format_of_name(output: Any, outputs: Sequence[str] | None) -> str | None:
 #: what an output name's suffix says the file holds (longest suffix first)
 _NAME_SAYS = ((".sarif.json", "sarif"), (".markdown", "markdown"), (".ndjson", "jsonl"), (".jsonl", "jsonl"),
               (".sarif", "sarif"), (".json", "json"), (".html", "html"), (".xml", "junit"), (".htm", "html"),
-              (".md", "markdown"))
+              (".md", "markdown"), (".parquet", "parquet"))
 #: names of compressed files: outputs are never compressed
 _COMPRESSED = (".gz", ".tgz", ".bz2", ".xz", ".zst", ".zip")
 _WHAT = {"jsonl": "JSON Lines", "json": "one JSON document", "sarif": "a SARIF log", "junit": "JUnit XML",
-         "markdown": "Markdown", "html": "HTML", "table": "a text table", "text": "text", "graphml": "GraphML"}
+         "markdown": "Markdown", "html": "HTML", "table": "a text table", "text": "text", "graphml": "GraphML",
+         "parquet": "a Parquet table"}
 _SUFFIX = {"jsonl": ".jsonl", "json": ".json", "sarif": ".sarif", "junit": ".xml", "markdown": ".md", "html": ".html",
-           "table": ".txt", "text": ".txt", "graphml": ".graphml"}
+           "table": ".txt", "text": ".txt", "graphml": ".graphml",
+           "parquet": ".parquet"}
 #: click-context key where io_options leaves the command's output formats and whether --format was given
 _FORMAT_META = "trajaudit.output_format"
 

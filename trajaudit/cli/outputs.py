@@ -91,12 +91,14 @@ def input_files(inputs: Iterable[str | os.PathLike[str]]) -> list[str]:
 
 
 def refuse_clobbering(outputs: Mapping[str, str | os.PathLike[str] | None],
-                      inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
+                      inputs: Iterable[str | os.PathLike[str]] = (), roles: Mapping[str, str] | None = None) -> None:
     """Refuse, before anything is written, an output that is an input file or another output.
 
     Args:
         outputs: ``{option: path}`` of the command's outputs (``None`` and ``"-"`` = not a file).
         inputs: input paths: files, folders, globs (expanded), rule packs, tools, mappings, gold files.
+        roles: what an input (as given in ``inputs``) is, for the message: ``{"tools.json": "the --tools
+            file"}``; an input not named is a trace ("would overwrite the trace").
 
     Raises:
         TrajauditError: naming the option(s) and the file.
@@ -114,12 +116,17 @@ def refuse_clobbering(outputs: Mapping[str, str | os.PathLike[str] | None],
     wanted = {_key(p)[1]: (opt, p) for opt, p in given.items() if _key(p)[0] == "inode"}
     if not wanted:
         return  # no output exists yet: none can be an input
-    for f in input_files(inputs):
-        k = _key(f)
-        if k[0] == "inode" and k[1] in wanted:
-            opt, path = wanted[k[1]]
-            raise TrajauditError(f"{opt} {path!r} is the input file {f!r}: writing it would overwrite the "
-                                 "trace; choose another output path")
+    for item in inputs:
+        what = (roles or {}).get(str(item))
+        for f in input_files([item]):
+            k = _key(f)
+            if k[0] == "inode" and k[1] in wanted:
+                opt, path = wanted[k[1]]
+                if what is None:
+                    raise TrajauditError(f"{opt} {path!r} is the input file {f!r}: writing it would overwrite the "
+                                         "trace; choose another output path")
+                raise TrajauditError(f"{opt} {path!r} is {what} {f!r}: writing it would overwrite it; choose another "
+                                     "output path")
 
 
 def _mode_for(target: str) -> int:

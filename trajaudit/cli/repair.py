@@ -15,6 +15,7 @@ from trajaudit.cli.common import (
     LLMOptions,
     console,
     handle_errors,
+    input_roles,
     llm_config_for,
     llm_options,
     refuse_overwriting_input,
@@ -75,7 +76,7 @@ def repair(file: str, record: int | None, run_id: str | None, diagnoses: str | N
     if not output.lower().endswith(".json"):
         raise TrajauditError(f"-o/--output must end in .json (the resumed run is one JSON document), got {output!r}")
     check_run_choice(record, run_id)
-    refuse_overwriting_input(output, [file, *([mapping] if mapping else [])])
+    refuse_overwriting_input(output, [file, *([mapping] if mapping else [])], roles=input_roles(mapping=mapping))
     t = _load_one(file, record, run_id, fmt, mapping)
     client = None
     try:

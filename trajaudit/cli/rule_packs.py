@@ -10,7 +10,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from trajaudit.cli.common import console, fail, handle_errors, print_line, write_text
+from trajaudit.cli.common import (
+    console,
+    fail,
+    handle_errors,
+    input_roles,
+    print_line,
+    refuse_overwriting_input,
+    write_text,
+)
 from trajaudit.engine.packs.pack import RulePack, load_pack, shipped_packs
 from trajaudit.engine.packs.tool_rules import read_tools_file, synthesize_tool_rules
 from trajaudit.errors import RulePackError
@@ -95,7 +103,7 @@ def list_packs(pack: str | None, show_rules: bool | None) -> None:
 
 @click.command("from-tools")
 @click.argument("tools_file", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the pack here (default: stdout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the pack here (default, or '-': stdout).")
 @click.option("--name", default="tools", show_default=True, help="Pack name (rule ids are NAME.known-tool …).")
 @handle_errors
 def from_tools(tools_file: str, output: str | None, name: str) -> None:
@@ -104,6 +112,8 @@ def from_tools(tools_file: str, output: str | None, name: str) -> None:
     OpenAI function schemas. Schema parts the rules cannot check are listed on stderr."""
     if not name.replace("_", "").replace("-", "").replace(".", "").isalnum():
         fail(f"--name {name!r}: use letters, digits, '_', '-' and '.'")
+    output = None if output == "-" else output  # '-': stdout (it made a file named '-')
+    refuse_overwriting_input(output, [tools_file], roles=input_roles(tools=[tools_file]))
     tools = read_tools_file(tools_file)
     tr = synthesize_tool_rules(tools, name=name, file=tools_file)
     load_pack(tr.pack)  # the synthesized pack must validate; a failure here is a bug, reported as such

@@ -28,7 +28,7 @@ from trajaudit.errors import TrajauditError
               help="Domain policy text (Markdown or plain text).")
 @click.option("--tools", type=click.Path(exists=True, dir_okay=False),
               help="Tool schemas (OpenAI function list, JSON).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Pack file to write (YAML).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Pack file to write (YAML); '-' for stdout.")
 @click.option("--pack", "pack_name", help="Pack name (default: synthesized.<policy file stem>).")
 @click.option("--taxonomy", default="agentrx", show_default=True, help="Taxonomy of the rules' targets.")
 @click.option("--max-rules", type=click.IntRange(1, 40), default=12, show_default=True, help="Rules to ask for.")
@@ -62,14 +62,17 @@ def synthesize(policy: str | None, tools: str | None, output: str, pack_name: st
     header = _header(result, policy, policy_text, tools, len(tool_list), reflect)
     text = result.to_yaml(header, description=f"Rules synthesized from {Path(policy).name if policy else 'tool schemas'}"
                           + (f" and {Path(tools).name}" if tools and policy else ""))
-    write_text(output, text)
+    if output == "-":  # stdout: the summary below goes to stderr (it made a file named '-')
+        click.echo(text, nl=False)
+    else:
+        write_text(output, text)
     out = console(err=True)
     for r in result.rules:
         out.print(f"kept      {name}.{r['id']}: {r.get('title', '')}", markup=False, highlight=False, soft_wrap=True)
     for rej in result.rejected:
         out.print(f"rejected  {rej.rule_id} [{rej.stage}]: {' '.join(rej.reason.split())[:200]}", markup=False,
                   highlight=False, soft_wrap=True)
-    out.print(f"{len(result.rules)} rule(s) kept, {len(result.rejected)} rejected → {output}  "
+    out.print(f"{len(result.rules)} rule(s) kept, {len(result.rejected)} rejected → {'stdout' if output == '-' else output}  "
               f"({result.usage.get('calls', 0)} call(s), {result.usage.get('cache_hits', 0)} from the cache)",
               markup=False, highlight=False)
     if not result.rules:

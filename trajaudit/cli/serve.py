@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from trajaudit.cli.common import check_can_listen, check_output_folder, console, fail, handle_errors
+from trajaudit.cli.common import (
+    check_can_listen,
+    check_output_folder,
+    console,
+    fail,
+    handle_errors,
+    refuse_dash,
+)
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.otlp_receiver import TraceBuffer
 from trajaudit.engine.run.otlp_receiver import serve as run_server
@@ -43,6 +50,7 @@ def serve(port: int, host: str, output: str, quiet_period: float, max_wait: floa
     Example:
       trajaudit serve --otlp 4318 -o diagnoses.jsonl
     """
+    refuse_dash(output, "-o/--output", "the diagnoses are appended to a file")
     check_output_folder(output)
     try:
         import starlette  # noqa: F401

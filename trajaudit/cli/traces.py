@@ -14,6 +14,7 @@ from trajaudit.cli.common import (
     console,
     fail,
     handle_errors,
+    input_roles,
     print_line,
     refuse_overwriting_input,
     report_load,
@@ -121,7 +122,7 @@ def convert(file: str, output: str, record: int | None, run_id: str | None, out_
     check_run_choice(record, run_id)
     if not output.lower().endswith(TRACE_SUFFIXES):
         fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
-    refuse_overwriting_input(output, [file, *([mapping] if mapping else [])])
+    refuse_overwriting_input(output, [file, *([mapping] if mapping else [])], roles=input_roles(mapping=mapping))
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_load(res.trajectories, res.problems)
     runs = select_run_id(res.trajectories, file, run_id)
