@@ -192,10 +192,8 @@ def _stop_if_nothing_audited(kept: _Kept, batch: BatchResult) -> None:
     strategy failing on every run: each named above). The existing outputs are kept as they were."""
     if kept.lines or batch.skipped or not batch.problems:
         return
-    n = len(batch.problems)
-    console(err=True).print(f"[bold red]error:[/] no run could be audited ({n} skipped, each named above): "
-                            "nothing was written", markup=True, highlight=False)
-    sys.exit(EXIT_FINDINGS)
+    fail(f"no run could be audited ({len(batch.problems)} skipped, each named above): nothing was written",
+         code=EXIT_FINDINGS)
 
 
 def _llm_for(strategy: str, llm_opts: LLMOptions, repair: bool) -> Any:

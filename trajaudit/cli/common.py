@@ -164,10 +164,10 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-def fail(message: str) -> None:
-    """Print ``error: message`` to stderr and exit with code 2."""
+def fail(message: str, code: int = EXIT_USAGE) -> None:
+    """Print ``error: message`` to stderr and exit with ``code`` (default 2, a usage error)."""
     print_line(console(err=True), f"[bold red]error:[/] {escape(clip(message))}", markup=True)
-    sys.exit(EXIT_USAGE)
+    sys.exit(code)
 
 
 def check_can_listen(host: str, port: int) -> None:
@@ -562,9 +562,8 @@ def _llm_config(opts: LLMOptions, use_cache: bool) -> Any:
     elif given:
         cache = os.path.expanduser(given)
     elif home is None:  # HOME=/nonexistent or empty (a service account): no home folder is created
-        console(err=True).print(f"warning: LLM answer cache off: no home folder (HOME={os.environ.get('HOME')!r}) "
-                                "and no XDG_CACHE_HOME; give --cache FILE to keep answers",
-                                markup=False, highlight=False, soft_wrap=True)
+        print_line(console(err=True), f"warning: LLM answer cache off: no home folder (HOME={os.environ.get('HOME')!r}) "
+                   "and no XDG_CACHE_HOME; give --cache FILE to keep answers")
         cache = None
     else:
         cache = str(home / "llm-cache.sqlite3")
