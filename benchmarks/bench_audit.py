@@ -114,7 +114,8 @@ FRESH = """
 import sys, time
 sys.path.insert(0, {root!r})
 from trajaudit import load_many
-from trajaudit.engine.run.pipeline import AuditSpec, audit_trajectories
+from trajaudit.engine.run.batch import audit_trajectories
+from trajaudit.engine.run.pipeline import AuditSpec
 t0 = time.process_time()
 ts = load_many([{path!r}]).trajectories
 audit_trajectories(ts, AuditSpec(default_packs={packs}))
