@@ -121,4 +121,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    # no options: --help describes the script instead of running it (and rewriting its output)
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     sys.exit(main())
