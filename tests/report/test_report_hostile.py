@@ -48,3 +48,12 @@ def test_script_json_cannot_end_its_script_block_and_round_trips():
     assert "\u2028" not in text and "\u2029" not in text
     text.encode("utf-8")  # valid UTF-8: the lone surrogate is written as its escape
     assert json.loads(text) == data
+
+
+def test_visible_names_c1_controls_bidi_marks_separators_and_xml_noncharacters():
+    """The set of the terminal (``terminal_safe``): the 8-bit CSI U+009B and the other C1 controls,
+    the bidi marks and the line/paragraph separators went through the reports raw; U+FFFE/FFFF too,
+    which XML 1.0 (JUnit) cannot hold."""
+    assert visible("\x7f\x80\x9b2J\x9f \u061c\u200e\u200f \u2028\u2029 \ufffe\uffff") == (
+        "⟨U+007F⟩⟨U+0080⟩⟨U+009B⟩2J⟨U+009F⟩ ⟨U+061C⟩⟨U+200E⟩⟨U+200F⟩ ⟨U+2028⟩⟨U+2029⟩ ⟨U+FFFE⟩⟨U+FFFF⟩")
+    assert visible("\xa0 \u200b \ufffd \ufdd0 \U0001f600") == "\xa0 \u200b \ufffd \ufdd0 \U0001f600"  # as is
