@@ -43,10 +43,11 @@ def visible(text: str) -> str:
 
 
 def _cell(x: object) -> str:
-    """Trace text as inert Markdown: no table breaks, no raw HTML (a trace may contain <script>), no
-    links or images (``[x](javascript:…)``: brackets escaped), control characters shown by name."""
+    """Trace text as inert Markdown: no table breaks (``|``, and line breaks: a lone CR ends a line in
+    Markdown too), no raw HTML (a trace may contain <script>), no links or images (``[x](javascript:…)``:
+    brackets escaped), control characters shown by name."""
     return (visible(str(x)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
-            .replace("[", "\\[").replace("]", "\\]").replace("\n", " "))
+            .replace("[", "\\[").replace("]", "\\]").replace("\r", " ").replace("\n", " "))
 
 
 def _code(x: object) -> str:
