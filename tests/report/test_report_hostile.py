@@ -94,3 +94,23 @@ def test_eval_markdown_shows_hostile_previews_inert(tmp_path):
         for raw in ("\x1b", "\x07", "\x9b", "\u202e", "<script>", "[c](javascript"):
             assert raw not in md
         assert f"| h1 | 2 | 1 | 1 | assistant: second {shown} | assistant: The file is {shown} |" in md
+
+
+def test_eval_table_written_to_a_file_shows_escapes_and_no_markup(tmp_path):
+    """``eval -o report.txt`` (the table format) rendered through a plain rich console: a preview holding
+    ``[/x]`` was read as a closing markup tag (internal error, exit 2, no file), and ESC sequences went
+    into the file raw (``cat report.txt`` obeyed them). The file is written as the terminal shows it."""
+    hostile = "evil \x1b]0;pwn\x07 [/x] [bold]B\u202etxt"
+    src = tmp_path / "ev.json"
+    src.write_text(json.dumps({"id": "h1", "messages": [
+        {"role": "user", "content": "find the file"}, {"role": "assistant", "content": "The file is " + hostile},
+        {"role": "assistant", "content": "second " + hostile}]}))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "h1", "critical_step": 2, "category": "Invalid Invocation"}) + "\n")
+    out = tmp_path / "report.txt"
+    r = CliRunner().invoke(main, ["eval", str(src), "--gold", str(gold), "-s", "first", "--bootstrap", "20",
+                                  "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "assistant: second evil \\x1b]0;pwn\\x07 [/x] [bold]B\\u202etxt" in text

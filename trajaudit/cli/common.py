@@ -104,6 +104,14 @@ def console(err: bool = False) -> Console:
                                  markup=False)
 
 
+def file_console(file: Any, width: int = PIPE_WIDTH) -> Console:
+    """A console as :func:`console`'s (markup off, control characters shown as ``\\xNN`` by
+    :func:`terminal_safe`) that writes to ``file`` (a text stream, e.g. a buffer to be written to an
+    output file) at ``width`` columns: a report file is read on a terminal too (``cat``), and a
+    plain rich console read ``[/x]`` in a step preview as markup (an internal error)."""
+    return _safe_console_class()(file=file, soft_wrap=False, width=width, highlight=False, markup=False)
+
+
 def clip(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     """Cut a message to ``limit`` characters, saying how much was cut (errors can quote whole inputs)."""
     return message if len(message) <= limit else f"{message[:limit]}… ({len(message) - limit} more characters)"
