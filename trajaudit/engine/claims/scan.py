@@ -240,7 +240,7 @@ def scan_values_blanked(text: str, blanks: Sequence[tuple[int, int]]
     """:func:`scan_values` of a text whose terminal control sequences were blanked (``blanks``: their
     spans, :func:`~trajaudit.engine.trace.escapes.escape_spans`), with a number joined to the unit,
     scale word or currency sign that only blanked spans (and at most the one space the value patterns
-    allow) separate it from: ``\x1b[1m12\x1b[0m%`` is displayed "12%", and is the number 12 % where
+    allow) separate it from: ``\\x1b[1m12\\x1b[0m%`` is displayed "12%", and is the number 12 % where
     the blanks left "12" and a "%" apart. The joined match spans the blanks (``[start:end]`` stay
     offsets of the text); it is kept only when it is a number or money match that contains the
     number's own match and overlaps no other match. Returns ``(matches, raws)``: ``raws`` maps the
