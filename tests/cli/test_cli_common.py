@@ -232,3 +232,21 @@ def test_bidi_controls_and_line_separators_are_shown_not_obeyed(tmp_path):
     assert not any(c in shown.output for c in "\u202e\u2028\u2066\u2069\u200f")
     # (a preview is one line: the separator U+2028 is a space there)
     assert "pay \\u202e0001$ now line\\u2066x\\u2069" in shown.output and "ok \\u200f done" in shown.output
+
+
+def test_log_lines_show_trace_text_as_the_terminal_does():
+    """A log line (stderr, WARNING by default) can quote trace text — "rule R raised at step 3 of RUN"
+    names the run id — and went out raw: an OSC sequence in the id retitled the terminal. The CLI's log
+    handler formats through terminal_safe."""
+    import logging
+    import subprocess
+    import sys
+
+    from trajaudit.cli.terminal import SafeLogFormatter
+
+    rec = logging.LogRecord("x", logging.WARNING, __file__, 1, "of %s", ("r\x1b]0;t\x07\u202e",), None)
+    assert SafeLogFormatter("%(levelname)s %(message)s").format(rec) == "WARNING of r\\x1b]0;t\\x07\\u202e"
+    script = ("import logging\nfrom trajaudit.cli import main\ntry:\n    main(['rules', '--help'])\nexcept SystemExit:\n"
+              "    pass\nlogging.getLogger('trajaudit.x').warning('rule raised at step 3 of %s', 'r\\x1b]0;t\\x07')\n")
+    err = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stderr
+    assert err == "WARNING trajaudit.x: rule raised at step 3 of r\\x1b]0;t\\x07\n"

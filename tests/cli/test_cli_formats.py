@@ -252,6 +252,54 @@ def test_check_junit_has_a_case_per_run_and_applied_rule(tau_file, tmp_path):
     assert got == failing and xml.failures == len(failing) if hasattr(xml, "failures") else got == failing
 
 
+def _hostile_check(tmp_path):
+    """A pack whose rule title holds ESC, the 8-bit CSI and a right-to-left override, and a run whose
+    user turn (quoted by the rule's message) holds ESC, CSI, NUL, RLM, a line separator and U+FFFF."""
+    pack = tmp_path / "p.yaml"
+    pack.write_text('pack: p\nrules:\n  - id: esc\n    type: PROTOCOL\n    severity: error\n'
+                    '    title: "bad \\e[31mred \\u009b2J \\u202eflip"\n    guard: step.kind == "user"\n'
+                    "    assert: 'len(step.content) < 3'\n    message: \"says {step.content}\"\n")
+    runs = tmp_path / "m.json"
+    runs.write_text(json.dumps({"id": "m\x1b]0;t\x07", "messages": [
+        {"role": "user", "content": "a \x1b[1mb\x9b2J\x00 \u200f\u2028\uffff"},
+        {"role": "assistant", "content": "ok"}]}))
+    return pack, runs
+
+
+SHOWN = "a ⟨U+001B⟩[1mb⟨U+009B⟩2J⟨U+0000⟩ ⟨U+200F⟩⟨U+2028⟩⟨U+FFFF⟩"
+
+
+def test_sarif_shows_control_characters_of_titles_and_messages_by_name(tmp_path):
+    """A rule's title (shortDescription) went into SARIF raw, and messages kept the C1 controls (the
+    8-bit CSI U+009B), the bidi marks and the line separators: SARIF viewers render these strings, so
+    they carry the names the reports use (⟨U+001B⟩), and the log stays schema-valid."""
+    pack, runs = _hostile_check(tmp_path)
+    for command in (["check"], ["audit", "-q"]):
+        r = run(*command, runs, "--rules", pack, "--format", "sarif", "-o", "-")
+        log = json.loads(r.stdout)
+        assert [e.message for e in _sarif_validator().iter_errors(log)] == []
+        (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
+        assert rule["shortDescription"]["text"] == "bad ⟨U+001B⟩[31mred ⟨U+009B⟩2J ⟨U+202E⟩flip"
+        (result,) = log["runs"][0]["results"]
+        assert result["message"]["text"] == f"says {SHOWN} (run m⟨U+001B⟩]0;t⟨U+0007⟩, step 0)"
+
+
+def test_junit_with_control_characters_and_noncharacters_parses(tmp_path):
+    """XML 1.0 cannot hold U+FFFF (nor most C0 controls): a message quoting a trace text with it made
+    the JUnit report unparsable. Every such character is shown by name."""
+    import xml.etree.ElementTree as ET
+
+    pack, runs = _hostile_check(tmp_path)
+    for command in (["check"], ["audit", "-q"]):
+        r = run(*command, runs, "--rules", pack, "--format", "junit", "-o", "-")
+        root = ET.fromstring(r.stdout.encode("utf-8"))
+        (suite,) = root
+        assert suite.get("name") == f"m⟨U+001B⟩]0;t⟨U+0007⟩ ({runs})"
+        failure = suite.find("testcase/failure")
+        assert failure.get("message") == f"step 0: says {SHOWN}"
+        assert failure.text == f"step 0 [error]: says {SHOWN}"
+
+
 # --- rules lint / test --format json ----------------------------------------------------------------
 
 def test_rules_lint_and_test_write_json(tmp_path):

@@ -137,3 +137,37 @@ def test_the_incomplete_caption_is_left_justified(tmp_path):
     caption = lines[start:]
     assert r.exit_code == 1 and len(caption) == 3 and all(x.strip() and not x.startswith(" ") for x in caption)
     assert " ".join(x.strip() for x in caption).endswith("(2 with candidate steps) not evaluated")
+
+
+@pytest.mark.parametrize(("width", "header"), [
+    (120, ["step", "verdict", "severity", "rule", "message"]),
+    (140, ["step", "verdict", "severity", "rule", "message", "evidence"]),
+])
+def test_check_table_measures_cells_as_shown_with_control_characters(width, header):
+    """The table measured its cells raw while the console shows ESC as ``\\x1b`` (4 cells, rich counts
+    the raw ESC as 0): an address holding ESC got a column too narrow for it and was cut mid-way
+    ("…arguments.k\\x1b[0m\\x1b[0m" | "\\x1b[0m\\x1b[0m"). Cells are measured as they are shown: the
+    address (60 cells shown) is whole on its line, or the evidence column is left out."""
+    from rich.cells import cell_len
+
+    from trajaudit.cli.check import render_table
+    from trajaudit.cli.common import _safe_console_class
+    from trajaudit.engine.validation_log import Evidence, Record, ValidationLog
+
+    esc = "\x1b[0m"
+    log = ValidationLog("t")
+    log.records.append(Record(0, "p.some-rule", "fail", message="m" + esc * 10 + " end",
+                              evidence=(Evidence("steps.0.tool_calls.0.arguments.k" + esc * 4),)))
+    log.records.append(Record(1, "p.other-rule", "fail", message="plain words that say what is wrong here",
+                              evidence=(Evidence("steps.1.tool_calls.0.arguments.longer_key_name"),)))
+    out = io.StringIO()
+    _safe_console_class()(file=out, width=width, soft_wrap=False, highlight=False, markup=False).print(
+        render_table(log, False, width))
+    lines = out.getvalue().splitlines()
+    assert "\x1b" not in out.getvalue() and max(cell_len(x) for x in lines) <= width
+    cells = [[c.strip() for c in x.strip("┃│").split("┃" if "┃" in x else "│")] for x in lines if x[:1] in "┃│"]
+    assert cells[0] == header
+    if "evidence" in header:
+        shown = [row[-1] for row in cells[1:] if row[-1]]
+        assert shown == ["steps.0.tool_calls.0.arguments.k" + "\\x1b[0m" * 4,
+                         "steps.1.tool_calls.0.arguments.longer_key_name"]

@@ -12,6 +12,7 @@ import click
 from click.utils import make_default_short_help
 
 from trajaudit import __version__
+from trajaudit.cli.terminal import SafeLogFormatter
 
 
 class LazyCommand(NamedTuple):
@@ -184,7 +185,9 @@ def main(verbose: int) -> None:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()  # (stderr) a log line can quote trace text (a run id): shown, not obeyed
+    handler.setFormatter(SafeLogFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])  # (as before: nothing when logging is set up already)
 
 
 __all__ = ["main"]

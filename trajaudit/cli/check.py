@@ -25,6 +25,7 @@ from trajaudit.cli.common import (
     refuse_overwriting_input,
     report_load,
     say_never_fired,
+    terminal_safe,
     warn_incomplete,
     write_text,
 )
@@ -67,7 +68,8 @@ def render_table(vlog: ValidationLog, show_pass: bool, width: int | None = None)
     """A rich table of one validation log (failures and unknowns; passes with ``show_pass``), fitted
     to ``width`` terminal cells (``None``: every column, as wide as rich makes them) by
     :func:`fit_check_columns`: whole columns are left out, or the message put under its rule id,
-    rather than every column squeezed; rule ids are never cut."""
+    rather than every column squeezed; rule ids are never cut. Cells hold their text as the console
+    shows it (:func:`~trajaudit.cli.common.terminal_safe`: ESC as ``\\x1b``), and are measured so."""
     s = vlog.summary()
     v = s["verdicts"]
     title = (f"{vlog.trajectory_id}: {v['fail']} fail, {v['unknown']} unknown, {v['pass']} pass, "
@@ -78,7 +80,10 @@ def render_table(vlog: ValidationLog, show_pass: bool, width: int | None = None)
         if r.verdict == "pass" and not show_pass:
             continue
         ev = ", ".join(e.address for e in r.evidence[:4]) + (" …" if len(r.evidence) > 4 else "")
-        rows.append(((str(r.step), r.verdict, r.severity, r.rule_id, r.message or r.reason or "", ev), r.verdict))
+        # measured as displayed: the console shows ESC as \x1b (4 cells, where rich counts the raw ESC as
+        # 0), so a cell measured raw got too narrow a column and an address was cut mid-way
+        raw = (str(r.step), r.verdict, r.severity, r.rule_id, r.message or r.reason or "", ev)
+        rows.append((tuple(terminal_safe(c) for c in raw), r.verdict))
     shown, stacked = fit_check_columns([cells for cells, _ in rows], width)
     for col, fixed in shown.items():
         t.add_column("rule / message" if col == "rule" and stacked else col, overflow="fold", width=fixed)

@@ -17,6 +17,7 @@ from trajaudit.cli.common import (
     print_line,
     report_load,
     report_problems,
+    terminal_safe,
 )
 from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id
 from trajaudit.engine.claims import ClaimConfig, build_claim_graph
@@ -72,7 +73,7 @@ def claims(file: str, record: int | None, run_id: str | None, out_format: str, u
     for g in graphs:
         p = g.propagate()
         if out_format == "text":
-            click.echo(to_text(g, unsupported))
+            click.echo(terminal_safe(to_text(g, unsupported)))  # the run id, notes, addresses: trace text
             continue
         final = "none" if g.final_step is None else g.final_step
         first = "none" if p.first_error_step is None else p.first_error_step

@@ -20,6 +20,7 @@ import trajaudit.llm as llm_layer
 from trajaudit import disk_cache
 from trajaudit.cli import EXIT_INTERRUPTED
 from trajaudit.cli.outputs import atomic_write, is_special_file, output_problem, refuse_clobbering
+from trajaudit.cli.terminal import terminal_safe
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
 from trajaudit.llm.config import OFFLINE_ADVICE, build_config, load_config_file
@@ -33,22 +34,6 @@ EXIT_USAGE = 2
 
 
 MAX_MESSAGE_CHARS = 3000
-
-
-#: C0 controls but tab and newline, DEL and C1 controls -> ``\\xNN``: trace text (an agent's message, a
-#: tool output) printed to a terminal must not move the cursor, recolour or retitle it (ESC sequences).
-#: The Unicode bidi controls (marks U+061C, U+200E/F; embeddings and overrides U+202A-202E; isolates
-#: U+2066-2069) and line/paragraph separators (U+2028/2029) -> ``\\uNNNN``: they reorder or break what
-#: is shown after them ("Trojan Source"), so a preview would not show the text as it is.
-_TERMINAL_SAFE = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0))}
-_TERMINAL_SAFE.update({c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F),
-                                                    *range(0x2066, 0x206A))})
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` with every control character but tab and newline shown as ``\\xNN`` (ESC, CR, BEL …),
-    and the bidi controls and line/paragraph separators as ``\\uNNNN`` (U+202E as ``\\u202e``)."""
-    return text.translate(_TERMINAL_SAFE)
 
 
 @functools.cache
@@ -102,6 +87,14 @@ def console(err: bool = False) -> Console:
     # the width is given, never left to rich, which takes any digits in $COLUMNS (0 included) as the width
     return _safe_console_class()(file=stream, soft_wrap=False, width=console_width(stream), highlight=False,
                                  markup=False)
+
+
+def file_console(file: Any, width: int = PIPE_WIDTH) -> Console:
+    """A console as :func:`console`'s (markup off, control characters shown as ``\\xNN`` by
+    :func:`terminal_safe`) that writes to ``file`` (a text stream, e.g. a buffer to be written to an
+    output file) at ``width`` columns: a report file is read on a terminal too (``cat``), and a
+    plain rich console read ``[/x]`` in a step preview as markup (an internal error)."""
+    return _safe_console_class()(file=file, soft_wrap=False, width=width, highlight=False, markup=False)
 
 
 def clip(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:

@@ -20,6 +20,7 @@ from trajaudit.cli.common import (
     client_from_options,
     console,
     fail,
+    file_console,
     handle_errors,
     input_roles,
     llm_options,
@@ -279,7 +280,7 @@ def _write_report(report: EvalReport, out_format: str, output: str | None, max_m
     if output:
         if text is None:
             buf = StringIO()
-            report.render(Console(file=buf, width=160, highlight=False), max_misses=max_misses)
+            report.render(file_console(buf), max_misses=max_misses)
             text = buf.getvalue()
         write_text(output, text)
         err.print(f"wrote the {out_format} report to {output}", highlight=False)

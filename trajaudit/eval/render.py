@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from trajaudit.report.markdown import visible
+
 if TYPE_CHECKING:  # annotations only: the report's methods call this module
     from trajaudit.eval.report import EvalReport, MetricValue, RunScore
 
@@ -224,9 +226,18 @@ def render_rich(r: EvalReport, console: Console, *, max_misses: int | None = 20)
         console.print(line, markup=False, highlight=False)
 
 
+def _md_text(x: Any) -> str:
+    """Text (run ids, previews of trace steps, file names, problem messages) as inert Markdown on one
+    line: control and bidi characters by name (:func:`~trajaudit.report.markdown.visible`), no raw HTML
+    (``<script>``), no link or image (``](`` escaped: ``[x](javascript:…)`` stays text; a bracket
+    alone, as in a CI ``[12.5, 30.1]``, stays as it is), no line break (CR ends a line in Markdown)."""
+    return (visible(str(x)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("](", "\\](")
+            .replace("\r", " ").replace("\n", " "))
+
+
 def _md_table(header: list[str], rows: list[Any]) -> list[str]:
     def cell(x: Any) -> str:
-        return str(x).replace("|", "\\|").replace("\n", " ")
+        return _md_text(x).replace("|", "\\|")
 
     return ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)] + [
         "| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
@@ -234,8 +245,8 @@ def _md_table(header: list[str], rows: list[Any]) -> list[str]:
 
 def to_markdown(r: EvalReport, *, max_misses: int | None = 20, title: str | None = "Evaluation") -> str:
     """The report as Markdown (GitHub tables)."""
-    out: list[str] = [f"## {title}", ""] if title else []
-    out += [f"- {line}" for line in _header(r)] + [""]
+    out: list[str] = [f"## {_md_text(title)}", ""] if title else []
+    out += [f"- {_md_text(line)}" for line in _header(r)] + [""]
     out += _md_table(["metric", "value", "95% CI", "n", "random (expected)", "source"], _metric_rows(r)) + [""]
     if r.per_category:
         out += ["### By gold category", ""] + _md_table(
@@ -264,7 +275,7 @@ def to_markdown(r: EvalReport, *, max_misses: int | None = 20, title: str | None
     if rows:
         out += ["### LLM usage by strategy", ""] + _md_table(header, rows) + ["", USAGE_NOTE, ""]
     extra = _unscored_line(r) + _usage_lines(r) + _problem_lines(r) + [f"note: {n}" for n in r.notes]
-    out += [f"- {line}" for line in extra]
+    out += [f"- {_md_text(line)}" for line in extra]
     return "\n".join(out).rstrip() + "\n"
 
 

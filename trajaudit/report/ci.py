@@ -199,7 +199,8 @@ def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None =
 
     Args:
         runs: the runs' findings, in order.
-        titles: ``{rule id: title}`` for the rules' ``shortDescription``.
+        titles: ``{rule id: title}`` for the rules' ``shortDescription`` (a pack's text: its control and
+            bidi characters are shown by name, ``⟨U+001B⟩``, as in the messages).
         version: trajaudit's version (``tool.driver.version``).
         root: the folder the runs' relative file names are relative to, ``%SRCROOT%`` in the log
             (default: the working directory).
@@ -215,7 +216,7 @@ def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None =
         for v in run.violations:
             if v.rule_id not in rules:
                 rule: dict[str, Any] = {"id": v.rule_id, "name": v.rule_id,
-                                        "shortDescription": {"text": titles.get(v.rule_id) or v.rule_id},
+                                        "shortDescription": {"text": visible(titles.get(v.rule_id) or v.rule_id)},
                                         "defaultConfiguration": {"level": _LEVEL.get(v.severity, "warning")}}
                 if v.rule_type:
                     rule["properties"] = {"type": v.rule_type}

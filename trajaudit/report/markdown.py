@@ -24,23 +24,30 @@ def evidence_text(value: object, limit: int) -> str:
 
 
 #: Characters a report shows by name instead of passing them through: C0 controls other than tab and
-#: line breaks (NUL ...) and the Unicode bidirectional overrides/isolates, which reorder what is shown
-#: after them ("Trojan Source": an audit report must show the text as it is, not as it pretends to be).
-_HIDDEN = {c: f"⟨U+{c:04X}⟩" for c in [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F,
-                                       *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+#: line breaks (NUL, ESC ...), DEL and the C1 controls (U+0080-009F: U+009B is the 8-bit CSI that
+#: starts a terminal control sequence as ESC [ does), the Unicode bidi controls — overrides, embeddings
+#: and isolates, which reorder what is shown after them ("Trojan Source": an audit report must show the
+#: text as it is, not as it pretends to be), and the marks U+061C, U+200E/F —, the line and paragraph
+#: separators U+2028/2029, and the noncharacters U+FFFE/FFFF (XML 1.0 cannot hold them: a JUnit report
+#: with one did not parse). The set of the terminal's ``terminal_safe`` (``cli.common``), plus U+FFFE/F.
+_HIDDEN = {c: f"⟨U+{c:04X}⟩" for c in [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0),
+                                       0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F),
+                                       *range(0x2066, 0x206A), 0xFFFE, 0xFFFF]}
 
 
 def visible(text: str) -> str:
-    """``text`` with control and bidi-override characters written as ``⟨U+XXXX⟩`` (shared by the
-    Markdown, HTML and citation reports)."""
+    """``text`` with control, bidi-control and separator characters written as ``⟨U+XXXX⟩``
+    (:data:`_HIDDEN`; shared by the Markdown, HTML and citation reports and the SARIF and JUnit
+    outputs): what is left can be shown as it is and written in XML 1.0."""
     return text.translate(_HIDDEN)
 
 
 def _cell(x: object) -> str:
-    """Trace text as inert Markdown: no table breaks, no raw HTML (a trace may contain <script>), no
-    links or images (``[x](javascript:…)``: brackets escaped), control characters shown by name."""
+    """Trace text as inert Markdown: no table breaks (``|``, and line breaks: a lone CR ends a line in
+    Markdown too), no raw HTML (a trace may contain <script>), no links or images (``[x](javascript:…)``:
+    brackets escaped), control characters shown by name."""
     return (visible(str(x)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
-            .replace("[", "\\[").replace("]", "\\]").replace("\n", " "))
+            .replace("[", "\\[").replace("]", "\\]").replace("\r", " ").replace("\n", " "))
 
 
 def _code(x: object) -> str:

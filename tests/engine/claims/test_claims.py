@@ -240,3 +240,30 @@ def test_an_osc_8_hyperlink_is_no_ungrounded_claim_in_check():
     assert not res.problems
     recs = [r for r in res.results[0].log.records if r.rule_id == "generic.provenance.claim-values-grounded"]
     assert not [r for r in recs if "ex.com" in r.message], [r.message for r in recs]
+
+
+def test_a_number_keeps_its_unit_and_currency_across_a_blanked_escape_sequence():
+    """docs/claims.md's known limit: "\\x1b[1m12\\x1b[0m%" is displayed "12%", but blanking the colour
+    codes left "12" and "%" apart, so "3\\x1b[0m km" was no claim (a bare small number), "$\\x1b[1m40" the
+    number 40 instead of money, on the claim side and in evidence. A number is read with the unit, scale
+    word or currency sign that only blanked sequences (and at most one space) separate it from: the
+    claims of the displayed text, their addresses spanning the sequences; the evidence digest the same,
+    equal to its reference definition. Two real spaces still part them; digits are not glued."""
+    from trajaudit.engine.claims import sources
+    from trajaudit.engine.claims.extract import RegexExtractor
+
+    def claims(text):
+        return [(x.kind, x.value, x.text, x.address) for x in RegexExtractor().text_mentions(text, 1, "s")]
+
+    text = "Discount \x1b[1m12\x1b[0m% on $\x1b[1m40\x1b[0m, \x1b[1m3\x1b[0m km away"
+    shown = "Discount 12% on $40, 3 km away"
+    got, plain = claims(text), claims(shown)
+    assert [g[:3] for g in got] == [g[:3] for g in plain] == [("number", "12", "12%"), ("money", "40", "$40"),
+                                                              ("number", "3", "3 km")]
+    a, b, c = text.index("12"), text.index("$"), text.index("3\x1b")
+    assert [g[3] for g in got] == [f"s[{a}:{text.index('%') + 1}]", f"s[{b}:{text.index('40') + 2}]",
+                                   f"s[{c}:{text.index('km') + 2}]"]
+    d = sources.digest(text, "tool", 100_000)
+    assert d.numbers == ((12.0, a, text.index("%") + 1), (40.0, b, text.index("40") + 2), (3.0, c, text.index("km") + 2))
+    assert sources._analyse_reference(text, "tool", 100_000)[0] == d.values
+    assert claims("share 12\x1b[0m  % and 12\x1b[0m34 rows")[:1] == [("number", "12", "12", "s[6:8]")]

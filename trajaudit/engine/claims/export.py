@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
@@ -22,12 +23,30 @@ def to_node_link(cg: ClaimGraph) -> dict[str, Any]:
     return data
 
 
+#: What XML 1.0 cannot hold: the C0 controls but tab, LF and CR (ESC of a colour code), lone surrogates
+#: and U+FFFE/FFFF. GraphML writes them by name, ``⟨U+001B⟩`` (the reports' convention).
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(value: Any) -> Any:
+    """``value`` with the characters XML 1.0 cannot hold written ``⟨U+XXXX⟩`` when it is a string."""
+    if not isinstance(value, str):
+        return value
+    return _XML_INVALID.sub(lambda x: f"⟨U+{ord(x.group()):04X}⟩", value)
+
+
 def to_graphml(cg: ClaimGraph) -> str:
-    """The graph as a GraphML document (string)."""
-    g = cg.graph.copy()
+    """The graph as a GraphML document (string). Trace text in it (previews, values, addresses, the
+    run id) has the characters XML 1.0 cannot hold written by name (``⟨U+001B⟩``): networkx wrote an
+    ESC of a colour code raw, and the document did not parse."""
+    g = nx.relabel_nodes(cg.graph, {n: _xml_safe(n) for n in cg.graph if _xml_safe(n) != n}, copy=True)
+    g.graph.update({k: _xml_safe(v) for k, v in g.graph.items()})
     for _, attrs in g.nodes(data=True):
         for k, v in list(attrs.items()):
-            attrs[k] = "" if v is None else v
+            attrs[k] = "" if v is None else _xml_safe(v)
+    for *_, attrs in g.edges(keys=True, data=True):
+        for k, v in list(attrs.items()):
+            attrs[k] = _xml_safe(v)
     buf = io.BytesIO()
     nx.write_graphml(g, buf)
     return buf.getvalue().decode("utf-8")

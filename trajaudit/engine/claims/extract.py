@@ -57,8 +57,9 @@ from trajaudit.engine.claims.patterns import (
     sentence_spans,
     status_re,
 )
-from trajaudit.engine.claims.scan import scan_values
+from trajaudit.engine.claims.scan import scan_values_blanked
 from trajaudit.engine.dsl.regex.stored import module_pattern
+from trajaudit.engine.trace.escapes import escape_spans
 from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.trace.observation import observation_start
 from trajaudit.registry import Registry
@@ -262,7 +263,9 @@ class RegexExtractor:
         codes in pasted output) are blanked first (:func:`~.patterns.mask_escapes`: offsets kept)."""
         if not text:
             return
+        blanks: list[tuple[int, int]] = []
         if has_escapes(text):
+            blanks = escape_spans(text)
             text = mask_escapes(text)
         code = [(0, len(text))] if in_code else code_ranges(text)
         noise = [] if in_code else noise_spans(text)  # pasted runtime output: evidence, not claims
@@ -273,16 +276,17 @@ class RegexExtractor:
         starts: list[int] = []  # found[i] starts at starts[i] (its address ends with [start:end])
         call = tool is not None
 
-        def add(kind: str, value: str, a: int, b: int, slot: tuple[str, ...] = (), ctx: str = "") -> None:
+        def add(kind: str, value: str, a: int, b: int, slot: tuple[str, ...] = (), ctx: str = "",
+                shown: str | None = None) -> None:  # shown: the text as displayed, when blanks split it
             if noise and _inside(a, noise):
                 return
             found.append(m.Mention(step=step, address=f"{base}[{a}:{b}]", kind=kind, value=value,
-                                   text=text[a:b], slot=slot, in_code=_inside(a, code), in_call=call,
-                                   tool=tool, context=ctx))
+                                   text=text[a:b] if shown is None else shown, slot=slot, in_code=_inside(a, code),
+                                   in_call=call, tool=tool, context=ctx))
             starts.append(a)
 
         taken = _count_mentions(text, code, markers, add)
-        subjects = _value_mentions(text, code, markers, taken, folded, examples, add)
+        subjects = _value_mentions(text, code, markers, taken, folded, examples, add, blanks)
         subjects.extend((a, x.value) for a, x in zip(starts, found, strict=True)
                         if x.kind == m.KIND_ID and x.value.isdigit())
         if not in_code:
@@ -406,12 +410,16 @@ def _count_mentions(text: str, code: list[tuple[int, int]], markers: set[int], a
 
 
 def _value_mentions(text: str, code: list[tuple[int, int]], markers: set[int], taken: set[int],
-                    folded: str | None, examples: bool, add: _Add) -> list[tuple[int, str]]:
+                    folded: str | None, examples: bool, add: _Add,
+                    blanks: list[tuple[int, int]] | None = None) -> list[tuple[int, str]]:
     """``add`` the value mentions of ``text`` (:func:`~.scan.scan_values`, except at ``taken`` counts and
     list ``markers``); returns ``(start, value)`` of the identifiers found (the subjects of statuses).
-    ``folded`` is the text's :func:`~.patterns.ascii_fold`, ``examples`` whether it may hold an example."""
+    ``folded`` is the text's :func:`~.patterns.ascii_fold`, ``examples`` whether it may hold an example.
+    ``blanks``: the spans of the terminal control sequences blanked in ``text``: a number is read with
+    the unit or currency sign they separate it from (:func:`~.scan.scan_values_blanked`)."""
     subjects: list[tuple[int, str]] = []
-    for g, a, b in scan_values(text):
+    found, joined = scan_values_blanked(text, blanks or ())
+    for g, a, b in found:
         if a in taken or a in markers:
             continue
         ic = _inside(a, code)
@@ -420,7 +428,7 @@ def _value_mentions(text: str, code: list[tuple[int, int]], markers: set[int], t
             if value is not None:
                 subjects.append((a, value))
             continue
-        raw = text[a:b]
+        raw = joined.get(a) or text[a:b]
         if g == "number" and _glued(text, a, b):
             continue
         day = _MONTH_BEFORE.search(text, max(0, a - 12), a) if g == "number" and len(raw) <= 2 else None
@@ -431,7 +439,7 @@ def _value_mentions(text: str, code: list[tuple[int, int]], markers: set[int], t
                 continue
         got = _number_mention(g, raw, ic)
         if got is not None:
-            add(got[0], got[1], a, b)
+            add(got[0], got[1], a, b, shown=joined.get(a))
     return subjects
 
 

@@ -12,7 +12,7 @@ stays the reference definition used for full matches of short strings).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -225,6 +225,90 @@ def scan_values(text: str) -> list[tuple[str, int, int]]:
         _snake_ids(text, found)
     _digit_values(text, found)
     return _first_wins(found)
+
+
+#: How far past a number the displayed text is read for its unit or scale word (the longest unit
+#: spelling is 11 characters; scale words and a space come before it) and how far back for its currency
+#: sign, in characters of the text: the blanked spans between them are not counted by the reading.
+_JOIN_AFTER = 40
+_JOIN_GAP = 400
+_SIGNS = "$€£¥₹"
+
+
+def scan_values_blanked(text: str, blanks: Sequence[tuple[int, int]]
+                        ) -> tuple[list[tuple[str, int, int]], dict[int, str]]:
+    """:func:`scan_values` of a text whose terminal control sequences were blanked (``blanks``: their
+    spans, :func:`~trajaudit.engine.trace.escapes.escape_spans`), with a number joined to the unit,
+    scale word or currency sign that only blanked spans (and at most the one space the value patterns
+    allow) separate it from: ``\\x1b[1m12\\x1b[0m%`` is displayed "12%", and is the number 12 % where
+    the blanks left "12" and a "%" apart. The joined match spans the blanks (``[start:end]`` stay
+    offsets of the text); it is kept only when it is a number or money match that contains the
+    number's own match and overlaps no other match. Returns ``(matches, raws)``: ``raws`` maps the
+    start of each joined match to its text as displayed (the blanks left out), for its value.
+    Without ``blanks``, exactly ``(scan_values(text), {})``."""
+    found = scan_values(text)
+    if not blanks:
+        return found, {}
+    hidden = bytearray(len(text))
+    for s, e in blanks:
+        hidden[s:e] = b"\x01" * (e - s)
+    raws: dict[int, str] = {}
+    out: list[tuple[str, int, int]] = []
+    for i, (g, a, b) in enumerate(found):
+        if g == "number":
+            lo = out[-1][2] if out else 0
+            hi = found[i + 1][1] if i + 1 < len(found) else len(text)
+            joined = _join_blanked(text, hidden, a, b, lo, hi)
+            if joined is not None:
+                g, a, b, raws[joined[1]] = joined
+        out.append((g, a, b))
+    return out, raws
+
+
+def _join_blanked(text: str, hidden: bytearray, a: int, b: int, lo: int, hi: int
+                  ) -> tuple[str, int, int, str] | None:
+    """The number match ``text[a:b]`` read again in the displayed text around it (blanked characters
+    left out): from a currency sign before it (blanks and at most one space between) to
+    :data:`_JOIN_AFTER` displayed characters after it. ``(group, start, end, displayed text)`` when
+    that reading is a longer number or money match within ``[lo, hi)``, else ``None``."""
+    start = _sign_before(text, hidden, a, lo)
+    if start == a and not _blank_after(text, hidden, b):
+        return None
+    keep: list[int] = []  # the positions of the displayed characters read, up to _JOIN_AFTER past b
+    after = 0
+    for k in range(start, min(hi, b + _JOIN_GAP)):
+        if not hidden[k]:
+            keep.append(k)
+            after += k >= b
+            if after >= _JOIN_AFTER:
+                break
+    shown = "".join(text[k] for k in keep)
+    x = _digit_re(shown).match(shown)
+    if x is None or x.lastgroup not in ("number", "money"):
+        return None
+    end = keep[x.end() - 1] + 1
+    if end < b or (start, end) == (a, b) or end > hi:
+        return None
+    return x.lastgroup, start, end, x.group()
+
+
+def _sign_before(text: str, hidden: bytearray, a: int, lo: int) -> int:
+    """The position of a currency sign that starts a token before ``a`` with only blanked characters
+    (at least one) and at most one space between, at or after ``lo``; else ``a``."""
+    j, spaces, blanked = a - 1, 0, False
+    while j >= max(lo, a - _JOIN_GAP) and (hidden[j] or text[j].isspace()):
+        blanked, spaces = blanked or bool(hidden[j]), spaces + (not hidden[j])
+        j -= 1
+    if (blanked and spaces <= 1 and j >= lo and not hidden[j] and text[j] in _SIGNS
+            and not (j and (text[j - 1].isalnum() or text[j - 1] in "_."))):
+        return j
+    return a
+
+
+def _blank_after(text: str, hidden: bytearray, b: int) -> bool:
+    """Whether a blanked character follows position ``b`` right away or after one space."""
+    n = len(text)
+    return (b < n and bool(hidden[b])) or (b + 1 < n and text[b].isspace() and bool(hidden[b + 1]))
 
 
 def _emails(text: str, found: list[tuple[str, int, int]]) -> None:

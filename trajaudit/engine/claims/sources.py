@@ -37,8 +37,9 @@ from trajaudit.engine.claims.normalize import (
 from trajaudit.engine.claims.normalize import _norm_scalar_memo as _scalar_memo
 from trajaudit.engine.claims.normalize import _norm_scalar_str_memo as _str_memo
 from trajaudit.engine.claims.patterns import WORD_RE, has_escapes, is_word_char, mask_escapes, words_of
-from trajaudit.engine.claims.scan import scan_values
+from trajaudit.engine.claims.scan import scan_values_blanked
 from trajaudit.engine.dsl.regex.stored import module_pattern
+from trajaudit.engine.trace.escapes import escape_spans
 
 CACHE_SIZE = 2048
 MAX_CACHED_CHARS = 100_000
@@ -290,10 +291,12 @@ def _flatten(mem: dict[str, Any]) -> dict[str, Any]:
 
 
 def _analyse(text: str, kind: str, max_json_chars: int) -> Digest:
+    blanks: list[tuple[int, int]] = []
     if has_escapes(text):  # terminal control sequences ("\x1b[0m") hold no values: blanked, offsets kept
+        blanks = escape_spans(text)
         text = mask_escapes(text)
     b = _Builder()
-    _scan_into(text, b.values, b.numbers)
+    _scan_into(text, b.values, b.numbers, blanks)
     # (the values of number words are not filed here: Digest.has and Digest.suffix look a number
     # word up when a query asks for its value — see _analyse_reference)
     _whole(b, text, kind, max_json_chars)
@@ -321,9 +324,10 @@ def _analyse_reference(text: str, kind: str, max_json_chars: int) -> tuple[dict[
     :meth:`Digest.has`, :meth:`Digest.suffix`, :meth:`Digest.value_keys` and :attr:`Digest.words`):
     every word of the text, and the value of each number word among them filed right after the
     scan's values (before the JSON walk's and the whole text's); terminal escape sequences blanked."""
+    blanks = escape_spans(text)
     text = mask_escapes(text)
     b = _Builder()
-    _scan_into(text, b.values, b.numbers)
+    _scan_into(text, b.values, b.numbers, blanks)
     words = dict.fromkeys(words_of(text.casefold()))
     for w in words:
         if w in NUMBER_WORDS:
@@ -332,12 +336,16 @@ def _analyse_reference(text: str, kind: str, max_json_chars: int) -> tuple[dict[
     return b.values, words
 
 
-def _scan_into(text: str, values: dict[str, str], numbers: list[tuple[float, int, int]]) -> None:
+def _scan_into(text: str, values: dict[str, str], numbers: list[tuple[float, int, int]],
+               blanks: list[tuple[int, int]] | None = None) -> None:
     """File the value matches of ``text`` (:func:`~.scan.scan_values`): each normalized value's first
     suffix ``[a:e]`` in ``values`` (a date or time also as its canonical form, day, month-day and clock),
-    the first :data:`NUMS_PER_SOURCE` numbers in ``numbers``."""
-    for g, a, e in scan_values(text):
-        raw = text[a:e]
+    the first :data:`NUMS_PER_SOURCE` numbers in ``numbers``. ``blanks``: the spans of the terminal
+    control sequences blanked in ``text``, across which a number is read with its unit or currency
+    sign (:func:`~.scan.scan_values_blanked`)."""
+    found, joined = scan_values_blanked(text, blanks or ())
+    for g, a, e in found:
+        raw = joined.get(a) or text[a:e]
         if g == "number" or g == "money":
             core = raw.strip()
             key = core if len(core) >= 7 and core.isdigit() else norm_number(core)

@@ -54,3 +54,10 @@ def mask_escapes(text: str) -> str:
     An unfinished sequence is left as it is. Callers test :func:`has_escapes` first (most
     texts hold none of its characters)."""
     return _escape_re().sub(lambda x: " " * (x.end() - x.start()), text)
+
+
+def escape_spans(text: str) -> list[tuple[int, int]]:
+    """The ``[start, end)`` spans of ``text`` that :func:`mask_escapes` blanks, in order (adjacent
+    sequences are separate spans). What a terminal does not display: the claim layer reads a number and
+    its unit across them (``\\x1b[1m12\\x1b[0m%`` is 12 %)."""
+    return [x.span() for x in _escape_re().finditer(text)]
