@@ -144,6 +144,14 @@ def test_a_deep_link_opens_the_run_at_its_critical_step(page, built):
     # evidence: the rule's title and message, compiled expressions only behind "details"
     ev = page.locator("#rv-body ul.ev").first.inner_text()
     assert "no match:" not in ev
+    # a pack's rule title states what the rule expects; a finding shows it as not met (a failed-call
+    # rule titled "… is followed by a successful call …" read as the opposite of the finding); a
+    # name made from a rule id ("Missing support") names the problem and stays as it is
+    titles = page.locator("#rv-body ul.ev li > b").all_text_contents()
+    badges = page.locator("#rv-body details.step .badge").all_text_contents()
+    assert "not met: tool and code-runner outputs carry no traceback or failing exit code" in titles
+    assert "Missing support" in titles and not any("not met: Missing" in t for t in titles + badges)
+    assert any(t.startswith("not met: tool and code-runner outputs") for t in badges), badges
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.evaluate("document.getElementById('rv-body').scrollTop = 0")
     page.screenshot(path=str(ARTIFACTS / "report-run-view.png"))

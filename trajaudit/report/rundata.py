@@ -163,8 +163,9 @@ _SEVERITY_ORDER = ("info", "warning", "error", "critical")
 
 
 def _violations(log: ValidationLog | None, titles: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Violations grouped by (step, rule): the rule's title, the highest severity, a count, up to three
-    distinct messages, up to six quoted values, and the expression notes (shown behind a toggle)."""
+    """Violations grouped by (step, rule): the rule's title (``exp``: it is the pack's, a statement of
+    what the rule expects), the highest severity, a count, up to three distinct messages, up to six
+    quoted values, and the expression notes (shown behind a toggle)."""
     if log is None:
         return []
     groups: dict[tuple[int, str], dict[str, Any]] = {}
@@ -172,8 +173,11 @@ def _violations(log: ValidationLog | None, titles: Mapping[str, str]) -> list[di
         key = (r.step, r.rule_id)
         g = groups.get(key)
         if g is None:
-            g = groups[key] = {"s": r.step, "r": r.rule_id, "title": titles.get(r.rule_id) or humanize_rule(r.rule_id),
-                               "sev": r.severity, "msgs": [], "vals": [], "expr": [], "n": 0}
+            title = titles.get(r.rule_id)
+            # a pack's title states what the rule expects ("exp": the page shows it as not met); a
+            # name made from the rule id names the problem ("Missing support") and is shown as it is
+            g = groups[key] = {"s": r.step, "r": r.rule_id, "title": title or humanize_rule(r.rule_id),
+                               "exp": bool(title), "sev": r.severity, "msgs": [], "vals": [], "expr": [], "n": 0}
         g["n"] += 1
         if _SEVERITY_ORDER.index(r.severity) > _SEVERITY_ORDER.index(g["sev"]) if r.severity in _SEVERITY_ORDER \
                 and g["sev"] in _SEVERITY_ORDER else False:

@@ -346,9 +346,12 @@
     return [chips.length ? h("div", {cls: "chips"}, chips.map(function (x) { return h("code", {cls: "chip"}, x); })) : null,
             long.map(function (x) { return h("blockquote", null, x); })];
   }
+  function notMet(v) {  // a pack's title states what the rule expects: a finding is that it was not met
+    return v.exp ? "not met: " + v.title : v.title;
+  }
   function violationItem(r, v, withStep) {
     return h("li", {cls: v.sev},
-      h("b", null, v.title), " ", h("span", {cls: "badge " + v.sev}, v.sev), " ", withStep ? stepLink(r, v.s) : null,
+      h("b", null, notMet(v)), " ", h("span", {cls: "badge " + v.sev}, v.sev), " ", withStep ? stepLink(r, v.s) : null,
       v.n > 1 ? h("span", {cls: "muted small"}, " ×" + v.n) : null,
       h("div", null, linkify(r, v.msgs[0] || "")),
       quoted(v.vals),
@@ -417,7 +420,7 @@
       if (isCrit) badges.push(h("span", {cls: "badge critical"}, "critical step"));
       if (st.i === goldStep) badges.push(h("span", {cls: "badge gold"}, "gold"));
       viol.forEach(function (v) {
-        badges.push(h("span", {cls: "badge " + v.sev, title: v.msgs.join("\n")}, v.title + (v.n > 1 ? " ×" + v.n : "")));
+        badges.push(h("span", {cls: "badge " + v.sev, title: v.msgs.join("\n")}, notMet(v) + (v.n > 1 ? " ×" + v.n : "")));
       });
       if (cl.length) badges.push(h("span", {cls: "badge claim", title: cl.map(function (c) { return c.status + ": " + c.v; }).join("\n")}, cl.length + " unsupported claim(s)"));
       if (st.err) badges.push(h("span", {cls: "badge error"}, "failed"));
