@@ -301,3 +301,36 @@ def test_repair_of_an_anthropic_run_resumes_under_its_top_level_system_prompt():
     assert resumed[0]["content"] == doc["system"] and "the run's system prompt, then steps 0..0" in what
     plain = load({"messages": doc["messages"]}, format="anthropic")  # no system prompt: nothing added
     assert [m["role"] for m in resume_document(plain, 1, "x")[0]] == ["user", "user"]
+
+
+def test_a_resumed_prefix_keeps_hidden_reasoning_hidden():
+    """Fresh-user pass: repairing an Anthropic run turned the assistant's ``thinking`` block ("search
+    first") into the visible ``content`` of the rebuilt OpenAI assistant message, and a Responses
+    ``reasoning`` item into an assistant message of its own."""
+    from trajaudit.engine.run.repair_prefix import resume_document
+
+    doc = {"messages": [
+        {"role": "user", "content": "Book the cheapest flight."},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "secret plan", "signature": "x"},
+                                          {"type": "tool_use", "id": "t1", "name": "search", "input": {"q": "LIS"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "[]"}]},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "kept out", "signature": "y"},
+                                          {"type": "text", "text": "Nothing found."}]},
+        {"role": "user", "content": "Thanks."}]}
+    t = load(doc, format="anthropic")
+    assert t.steps[1].content == "secret plan"  # the audit still reads the reasons the step gave
+    resumed = resume_document(t, 4, "Try again.")[0]
+    assert resumed[1]["role"] == "assistant" and resumed[1]["content"] is None
+    assert resumed[1]["tool_calls"][0]["function"]["name"] == "search"
+    assert resumed[3]["content"] == "Nothing found."
+    assert "secret plan" not in json.dumps(resumed) and "kept out" not in json.dumps(resumed)
+
+    responses = {"input": [{"type": "message", "role": "user", "content": "Hi"}],
+                 "output": [{"type": "reasoning", "id": "r1", "summary": [{"type": "summary_text", "text": "think"}]},
+                            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hello"}]},
+                            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "?"}]}]}
+    r = load(responses, format="openai_responses")
+    kinds = [(s.kind, s.metadata.get("item_type")) for s in r.steps]
+    assert ("agent", "reasoning") in kinds, kinds
+    msgs = resume_document(r, len(r.steps) - 1, "x")[0]
+    assert "think" not in json.dumps(msgs) and [m["content"] for m in msgs][-2:] == ["Hello", "x"]

@@ -18,7 +18,9 @@ messages, so nothing is lost or reformatted):
 - ``magentic``: the ``[{content, role}]`` prefix plus ``{"role": "human", "content": directive}``;
 - anything else (a custom mapping, the Anthropic / Responses / LangChain dialects, or a run without
   a readable source file): OpenAI messages rebuilt from the IR steps (role, content, tool calls, tool
-  results), plus the user message; a system prompt given outside the messages for the whole run
+  results), plus the user message — hidden reasoning (Anthropic ``thinking``, a Responses
+  ``reasoning`` item) is left out: a message of thinking and tool calls keeps its calls with
+  ``content: null``, a reasoning item alone is dropped; a system prompt given outside the messages for the whole run
   (``Trajectory.system_prompts["*"]``: Anthropic's top-level ``system``, Responses ``instructions``)
   comes first as a ``system`` message — the agent resumes under the policy it was given.
 
@@ -38,7 +40,7 @@ from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.run.repair_writer import synthesize_repair
 from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.trace.adapters import default_adapters
-from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.trace.text import jsonl_lines
 from trajaudit.errors import LLMError, LLMUnreachableError, TrajauditError
 
@@ -184,6 +186,14 @@ def _messages_of(run: Any, fmt: str) -> list[Any] | None:
     return run if isinstance(run, list) else None
 
 
+def _hidden_reasoning(s: Step) -> bool:
+    """Whether a step's content is the model's hidden reasoning rather than text it sent: an
+    Anthropic/Inspect message with only thinking (``metadata.content_from == "thinking"``) or a
+    Responses ``reasoning`` item. The audit reads it (a decision step keeps its reasons); a resumed
+    conversation must not turn it into visible assistant text."""
+    return s.metadata.get("content_from") == "thinking" or s.metadata.get("item_type") == "reasoning"
+
+
 def _from_ir(trajectory: Trajectory, step: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for s in trajectory.steps[:step]:
@@ -195,8 +205,11 @@ def _from_ir(trajectory: Trajectory, step: int) -> list[dict[str, Any]]:
                 if s.tool_output.name:
                     m["name"] = s.tool_output.name
         else:
+            hidden = _hidden_reasoning(s)
+            if hidden and not s.tool_calls:
+                continue  # a reasoning item alone: the model's private reasoning, not a message it sent
             role = {"agent": "assistant"}.get(s.kind, s.kind)
-            m = {"role": role, "content": s.content}
+            m = {"role": role, "content": None if hidden else s.content}
             if s.agent and s.kind == "agent" and s.agent != "assistant":
                 m["name"] = s.agent
             if s.tool_calls:
