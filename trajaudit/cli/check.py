@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -29,6 +29,7 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
+from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.selection import default_packs, load_rules
@@ -388,62 +389,6 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
                    "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
                                 for p in problems]}
         click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
-
-
-@dataclass
-class Unknowns:
-    """The ``unknown`` checks of a batch's logs (those of the time budget, :attr:`Record.out_of_time
-    <trajaudit.engine.validation_log.Record.out_of_time>`, left out: they are checks not made).
-
-    Attributes:
-        checks: the unknown checks.
-        errors: those made because the rule could not be evaluated (:attr:`Record.eval_error
-            <trajaudit.engine.validation_log.Record.eval_error>`).
-        by_rule: ``{rule id: (evaluation-error checks, first reason)}``, in order of first appearance.
-    """
-
-    checks: int = 0
-    errors: int = 0
-    by_rule: dict[str, tuple[int, str]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, logs: list[ValidationLog]) -> Unknowns:
-        """Count the unknown checks of ``logs``."""
-        u = cls()
-        for lg in logs:
-            for r in lg.records:
-                if r.verdict != "unknown" or r.out_of_time:
-                    continue
-                u.checks += 1
-                if r.eval_error:
-                    u.errors += 1
-                    n, first = u.by_rule.get(r.rule_id, (0, r.reason or "-"))
-                    u.by_rule[r.rule_id] = (n + 1, first)
-        return u
-
-    def split(self) -> str:
-        """Why the checks are unknown, in the words of the warnings: "14 could not be evaluated" (an
-        evaluation error: a defect of the rule), "6 could not be decided" (for want of data: no LLM
-        configured, an assertion on missing data), the parts that are not zero."""
-        parts = [f"{n} could not be {what}" for n, what in ((self.errors, "evaluated"),
-                                                            (self.checks - self.errors, "decided")) if n]
-        return ", ".join(parts)
-
-    def fail_gate(self, mode: str) -> bool:
-        """Whether these unknowns fail the gate under ``--fail-on-unknown mode`` (error, any, never)."""
-        return bool(self.errors if mode == "error" else self.checks if mode == "any" else 0)
-
-    def gate_warning(self, mode: str, said: Collection[str] = ()) -> str:
-        """The warning that says which unknowns fail the gate (``mode`` as :meth:`fail_gate`); the first
-        reason of each rule not in ``said`` (those a warning has already named with their reason)."""
-        rules = [f"{rid} at {n} step(s)" + ("" if rid in said else f", first reason: {reason}")
-                 for rid, (n, reason) in self.by_rule.items()]
-        named = "; ".join(rules[:5]) + (f"; … ({len(rules) - 5} more rule(s))" if len(rules) > 5 else "")
-        head = (f"{self.errors} check(s) could not be evaluated ({named})" if mode == "error" else
-                f"{self.checks} check(s) are 'unknown' ({self.split()}"
-                + (f"; could not be evaluated: {named})" if rules else ")"))
-        return (f"{head}; the result is incomplete, so the exit code is 1 (--fail-on-unknown {mode}; "
-                "'never' lets unknown checks pass)")
 
 
 def _warn_never_evaluated(logs: list[ValidationLog]) -> list[str]:
