@@ -328,7 +328,8 @@ def _run_checks(inputs: _Inputs) -> tuple[list[tuple[Trajectory, ValidationLog]]
 
 def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None,
                   all_records: bool, packs: tuple[str, ...], gate: tuple[str, str], problems: list[Problem]) -> None:
-    """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``), SARIF or JUnit to
+    """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``; after the logs, one
+    ``{"skipped": ...}`` entry per skipped input, :func:`problem_json`), SARIF or JUnit to
     ``output`` (atomically), else to stdout — with ``quiet`` too: ``-q`` hides the tables and the
     summary, never the machine output asked for (``check --format sarif -q > out.sarif``). The SARIF log
     and the JUnit report also report the skipped inputs (``problems``), the runs out of time and the
@@ -340,8 +341,9 @@ def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: s
                 if out_format == "sarif"
                 else junit_xml(findings, fail_on=fail_on, skipped=problems, fail_on_unknown=fail_on_unknown))
     else:
-        text = json.dumps([_log_json(lg, all_records, fail_on_unknown) for _, lg in checked],
-                          ensure_ascii=False, indent=1, default=str) + "\n"
+        entries = [_log_json(lg, all_records, fail_on_unknown) for _, lg in checked]
+        entries += [{"skipped": problem_json(p)} for p in problems]  # after the logs: each input not checked
+        text = json.dumps(entries, ensure_ascii=False, indent=1, default=str) + "\n"
     if output:
         write_text(output, text)
     else:
@@ -386,8 +388,7 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
                    "rules_with_evaluation_errors": list(unknowns.by_rule),
                    "runs_out_of_time": use.runs_cut, "rules_out_of_time": [rid for rid in applied if rid in use.cut],
                    "not_evaluated_out_of_time": not_evaluated,
-                   "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
-                                for p in problems]}
+                   "problems": [problem_json(p) for p in problems]}
         click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
 
 
@@ -434,6 +435,13 @@ def _gate_record(r: Record, fail_on_unknown: str) -> bool:
     if r.verdict == "fail" or r.out_of_time:
         return True
     return r.verdict == "unknown" and (fail_on_unknown == "any" or (fail_on_unknown == "error" and r.eval_error))
+
+
+def problem_json(p: Problem) -> dict[str, Any]:
+    """A skipped input's JSON form, in the summary's ``problems`` and the JSON list's ``skipped`` entries:
+    ``{"file", "record" (the run's index in a multi-run file, or null), "stage" (read, load, check),
+    "message" (why, the file named)}``."""
+    return {"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
 
 
 def _log_json(lg: ValidationLog, all_records: bool, fail_on_unknown: str = "error") -> dict[str, Any]:
