@@ -260,3 +260,22 @@ def test_eval_marks_and_warns_about_runs_out_of_rule_time(tmp_path):
                 "json", "--bootstrap", "10")
     assert whole.exit_code == 0 and "rule-evaluation time" not in whole.stderr
     assert not any("degraded" in json.loads(x)["metadata"] for x in (tmp_path / "p2.jsonl").read_text().splitlines())
+
+
+# Hostile-user pass: `eval --bootstrap 100000000000000000000` ran until killed (each metric's interval
+# resamples and sorts that many means) and `--bootstrap -5` quietly meant no intervals. The option now
+# takes 0 (no intervals, said in its help) to 100,000; anything else is a usage error naming the range.
+
+def test_bootstrap_is_bounded(tmp_path):
+    from hostile_kit import good_run, write_json
+
+    runs = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "r1", "critical_step": 4}, {"id": "r2", "critical_step": 4}])
+    args = ("eval", runs, "--gold", gold, "-s", "offline", "--format", "json", "--bootstrap")
+    for bad in ("-5", str(10**20)):  # -5 first: the old code took it (exit 0) and hung on 10**20
+        r = invoke(*args, bad)
+        assert r.exit_code == 2 and f"Invalid value for '--bootstrap': {bad} is not in the range 0<=x<=100000" in r.output
+    none = cli(*args, "0")
+    assert none.exit_code == 0 and json.loads(none.stdout)["metrics"]["step_exact"]["ci"] is None
+    some = cli(*args, "50")
+    assert some.exit_code == 0 and json.loads(some.stdout)["metrics"]["step_exact"]["ci"] == [1.0, 1.0]

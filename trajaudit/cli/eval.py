@@ -51,6 +51,10 @@ from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_path
 from trajaudit.report.eval_html import eval_html_parts
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 
+#: the most bootstrap resamples ``--bootstrap`` takes: each metric's interval sorts that many means, so
+#: 10**20 ran (and grew a list) until killed, and a negative number meant no intervals silently
+MAX_BOOTSTRAP = 100_000
+
 
 @click.command("eval")
 @click.argument("datasets", nargs=-1, type=click.Path())
@@ -79,7 +83,8 @@ from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 @click.option("--save-pred", type=click.Path(dir_okay=False), help="With --strategy: also write the diagnoses JSONL.")
 @click.option("--misses", type=int, default=20, show_default=True, help="Misses to list (-1: all, 0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random strategy and the bootstrap.")
-@click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples for the 95% CIs.")
+@click.option("--bootstrap", type=click.IntRange(0, MAX_BOOTSTRAP), default=2000, show_default=True,
+              help=f"Bootstrap resamples for the 95% CIs, 0 to {MAX_BOOTSTRAP:,} (0: no intervals).")
 @click.option("--resume", is_flag=True,
               help="With --strategy and --save-pred: append to an existing --save-pred file, skipping the runs already "
                    "diagnosed there with the same options; each new diagnosis is appended as it is made.")
