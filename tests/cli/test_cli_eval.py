@@ -279,3 +279,25 @@ def test_bootstrap_is_bounded(tmp_path):
     assert none.exit_code == 0 and json.loads(none.stdout)["metrics"]["step_exact"]["ci"] is None
     some = cli(*args, "50")
     assert some.exit_code == 0 and json.loads(some.stdout)["metrics"]["step_exact"]["ci"] == [1.0, 1.0]
+
+
+# Hostile-user pass: `eval -s offline --rules BROKEN.yaml` scored diagnoses made on rules that could not
+# be evaluated (10 / 0, len() of a step range) without a word, as `audit` did. It now warns in audit's
+# words (cli.unknowns); the report on stdout and the exit code are unchanged.
+
+def test_eval_warns_when_a_rule_could_not_be_evaluated(tmp_path):
+    from hostile_kit import good_run, write_json
+    from test_check import BROKEN_PACK
+
+    pack = tmp_path / "bad.yaml"
+    pack.write_text(BROKEN_PACK)
+    runs = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "r1", "critical_step": 4}, {"id": "r2", "critical_step": 4}])
+    args = ("eval", runs, "--gold", gold, "-s", "offline", "--format", "json", "--bootstrap", "10")
+    broken = cli(*args, "--rules", pack)
+    assert broken.exit_code == 0, broken.output
+    assert ("warning: 14 check(s) could not be evaluated in 2 of 2 run(s) (bad.div at 6 step(s), first reason: "
+            "evaluation error: division by zero (10 / 0); bad.range at 6 step(s)") in " ".join(broken.stderr.split())
+    assert json.loads(broken.stdout)["metrics"]["step_exact"]["value"] == 1.0
+    fine = cli(*args)
+    assert fine.exit_code == 0 and "could not be evaluated" not in fine.stderr

@@ -31,11 +31,13 @@ from trajaudit.cli.common import (
     refuse_same_outputs,
     report_problems,
     warn_degraded,
+    warn_incomplete,
     write_parts,
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
 from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
+from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
@@ -224,16 +226,20 @@ def _diagnose_now(paths: list[str], spec: AuditSpec, llm_opts: LLMOptions, trace
     if getattr(strat, "needs_llm", False):
         ctx.llm = client_from_options(llm_opts)
     journal = ResumeJournal.for_spec(resume_file, spec, trace_format, mapping) if resume_file else None
+    unknowns = Unknowns()  # the checks of rules that could not be evaluated: warned about as audit does
     try:
         out = run_on_paths(paths, spec.strategy, context=ctx, format=trace_format, mapping=adapter,
                            skip=journal.done if journal else None,
-                           on_diagnosis=journal.append if journal else None)
+                           on_diagnosis=journal.append if journal else None, on_log=unknowns.add)
     finally:
         if ctx.llm is not None:
             ctx.llm.close()
         if journal is not None:
             journal.close()
     report_problems(out.problems)
+    said = unknowns.audit_warning(len(out.diagnoses))
+    if said:
+        warn_incomplete(said)
     diagnoses = out.diagnoses
     if journal is not None and resume_file:  # score every diagnosis of these options in the file, the earlier ones too
         earlier, _ = read_diagnoses(resume_file)
