@@ -115,3 +115,22 @@ def test_convert_output_reads_back_everywhere(tmp_path, tau_file):
     assert r.exit_code == 0
     first = json.loads((tmp_path / "d.jsonl").read_text().splitlines()[0])
     assert (first["trajectory_id"], first["critical_step"]) == ("2", 6)
+
+
+# Hostile-user pass: `convert runs.jsonl -o ir.jsonl` with a bad line wrote the other runs and exited 0
+# ("wrote 2 trajectory(ies)"): a pipeline step lost a run without failing, where audit and check exit 1
+# for a skipped input. convert now writes the others, counts the skipped ones and exits 1.
+
+def test_convert_exits_1_when_a_run_was_skipped(tmp_path):
+    from hostile_kit import good_run
+
+    src = tmp_path / "runs.jsonl"
+    src.write_text(json.dumps(good_run("a")) + "\n{not json\n" + json.dumps(good_run("b")) + "\n")
+    out = tmp_path / "ir.jsonl"
+    r = run("convert", src, "-o", out)
+    assert r.exit_code == 1
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == ["a", "b"]
+    assert f"skipped: {src}, record 1: invalid JSON on line 2" in one_line(r.stderr)
+    assert f"wrote 2 trajectory(ies) to {out}; 1 skipped (listed above)" in one_line(r.stderr)
+    whole = run("convert", src, "--record", "2", "-o", tmp_path / "one.json")
+    assert whole.exit_code == 0 and "skipped" not in whole.stderr

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from trajaudit.boundary import each_run
 from trajaudit.cli.common import (
+    EXIT_FINDINGS,
     console,
     fail,
     handle_errors,
@@ -117,7 +118,8 @@ def convert(file: str, output: str, record: int | None, run_id: str | None, out_
 
     The output suffix (or --format) chooses the layout: .json (one run, or a list of runs) or
     .jsonl/.ndjson (one run per line); any other suffix is a usage error (exit 2), checked before
-    FILE is read.
+    FILE is read. A run that cannot be read (a bad JSONL line, a record in no known format) is named
+    and skipped, the others written; the exit code is then 1 (2 when no run could be read).
     """
     check_run_choice(record, run_id)
     if not output.lower().endswith(TRACE_SUFFIXES):
@@ -137,4 +139,8 @@ def convert(file: str, output: str, record: int | None, run_id: str | None, out_
         write_text(out, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))
     else:
         write_text(out, json.dumps(dicts[0] if len(dicts) == 1 else dicts, ensure_ascii=False, indent=1))
-    print_line(console(err=True), f"wrote {len(dicts)} trajectory(ies) to {output}")
+    skipped = len(res.problems) + len(failed)  # each named above; the file holds the others
+    print_line(console(err=True), f"wrote {len(dicts)} trajectory(ies) to {output}"
+               + (f"; {skipped} skipped (listed above)" if skipped else ""))
+    if skipped:  # as audit and check: a run left out of the output must not pass a pipeline step
+        raise SystemExit(EXIT_FINDINGS)
