@@ -52,3 +52,20 @@ def test_an_unreadable_tools_file_is_named_once_with_its_reason(tmp_path):
     assert r.exit_code == 2
     assert " ".join(r.stderr.split()) == (f"error: {link}: cannot read tool schemas: a dangling symbolic link, not a "
                                           "regular file (not opened)")
+
+
+def test_rules_from_tools_and_repair_name_an_unreadable_input_once(tmp_path):
+    import os
+
+    from hostile_kit import good_run, write_json
+
+    link = tmp_path / "in.json"
+    link.symlink_to(tmp_path / "missing.json")
+    r = cli("rules", "from-tools", link, "-o", "-")
+    assert r.exit_code == 2 and " ".join(r.stderr.split()) == (
+        f"error: {link}: cannot read tool schemas: a dangling symbolic link, not a regular file (not opened)")
+    fifo = tmp_path / "d.jsonl"  # --diagnosis must exist (click): a FIFO, refused unopened
+    os.mkfifo(fifo)
+    r = cli("repair", write_json(tmp_path / "r.json", good_run("a")), "--diagnosis", fifo, "-o", tmp_path / "out.json")
+    assert r.exit_code == 2 and " ".join(r.stderr.split()) == (
+        f"error: {fifo}: cannot read diagnoses: a FIFO (named pipe), not a regular file (not opened)")
