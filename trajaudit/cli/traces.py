@@ -22,7 +22,7 @@ from trajaudit.cli.common import (
     report_problems,
     write_text,
 )
-from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id
+from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id, warn_output_name
 from trajaudit.engine.trace.ir import Trajectory, renumbered
 from trajaudit.engine.trace.loader import TRACE_SUFFIXES, load_path
 
@@ -125,6 +125,8 @@ def convert(file: str, output: str, record: int | None, run_id: str | None, out_
     if not output.lower().endswith(TRACE_SUFFIXES):
         fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
     refuse_overwriting_input(output, [file, *([mapping] if mapping else [])], roles=input_roles(mapping=mapping))
+    layout = out_format or ("jsonl" if output.lower().endswith((".jsonl", ".ndjson")) else "json")
+    warn_output_name("-o", output, layout)  # --format json into x.jsonl: one JSON document under a JSONL name
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_load(res.trajectories, res.problems)
     runs = select_run_id(res.trajectories, file, run_id)
@@ -134,7 +136,6 @@ def convert(file: str, output: str, record: int | None, run_id: str | None, out_
         fail(f"{file}: no trajectory could be loaded")
     dicts = [d for _, d in converted]
     out = Path(output)
-    layout = out_format or ("jsonl" if output.lower().endswith((".jsonl", ".ndjson")) else "json")
     if layout == "jsonl":
         write_text(out, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))
     else:
