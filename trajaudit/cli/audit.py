@@ -43,7 +43,13 @@ from trajaudit.cli.common import (
     wrap_items,
     write_parts,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
+from trajaudit.cli.options import (
+    check_input_paths,
+    io_options,
+    note_unread_files,
+    run_timeout_option,
+    warn_output_name,
+)
 from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
@@ -138,6 +144,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     output = output or _DEFAULT_OUTPUT[out_format]
     check_cluster_use(cluster, paths, output, jobs)
     check_input_paths([p for p in paths if not is_url(p)])  # URLs (--scheduler only) are opened by fsspec
+    if not quiet:  # a .json.gz or .log trace in a folder is not read: say so before the batch
+        note_unread_files([p for p in paths if not is_url(p)])
     llm = _llm_for(strategy, llm_opts, repair)
     _check_outputs(paths, rules, tools, mapping, output, report, out_format, resume, cluster)
     weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named

@@ -28,7 +28,13 @@ from trajaudit.cli.common import (
     warn_incomplete,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
+from trajaudit.cli.options import (
+    check_input_paths,
+    io_options,
+    note_unread_files,
+    run_timeout_option,
+    warn_output_name,
+)
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.compile import CompiledRule
@@ -233,6 +239,8 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     """
     output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     _check_options(files, packs, no_default_packs, tools_file, mapping, output, out_format)
+    if not quiet:  # a .json.gz or .log trace in a folder is not read: say so before the batch
+        note_unread_files(files)
     inputs = _gather_inputs(files, packs, no_default_packs, tools_file, fmt, mapping, run_timeout)
     checked, applied = _run_checks(inputs)
     logs = [lg for _, lg in checked]
