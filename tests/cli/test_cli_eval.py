@@ -301,3 +301,24 @@ def test_eval_warns_when_a_rule_could_not_be_evaluated(tmp_path):
     assert json.loads(broken.stdout)["metrics"]["step_exact"]["value"] == 1.0
     fine = cli(*args)
     assert fine.exit_code == 0 and "could not be evaluated" not in fine.stderr
+
+
+# Hostile-user pass: with a dataset given but no gold run usable for the step metrics (its critical step
+# outside the run, or ids that match no run), eval noted "no trajectories given: previews, normalized
+# distance and the random baseline's expected value are left out" — beside the trajectories it was given.
+# The note now says what is missing.
+
+def test_the_random_baseline_note_does_not_deny_the_trajectories_given(tmp_path):
+    from hostile_kit import good_run, write_json
+
+    runs = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "r1", "critical_step": 99}])
+    r = cli("eval", runs, "--gold", gold, "-s", "offline", "--format", "json", "--bootstrap", "10")
+    assert r.exit_code == 0, r.output
+    notes = json.loads(r.stdout)["notes"]
+    assert ("no gold run with a usable critical step was found among the trajectories given: the random baseline's "
+            "expected value is left out") in notes
+    assert not any(n.startswith("no trajectories given") for n in notes)
+    pred = _jsonl(tmp_path / "pred.jsonl", [{"trajectory_id": "r1", "critical_step": 4}])
+    alone = json.loads(cli("eval", "--gold", gold, "--pred", pred, "--format", "json", "--bootstrap", "10").stdout)
+    assert any(n.startswith("no trajectories given") for n in alone["notes"])
