@@ -100,8 +100,8 @@ def test_check_reports_them_too(tmp_path):
 
 # Hostile-user pass: `audit runs/` where runs/ also holds `c.json.gz` and `d.log` traces audited the
 # .json files and said "2 run(s) audited, 0 skipped": the other files were left out without a word
-# (only .json, .jsonl, .ndjson and .eval files are read from a folder). audit and check now name them in
-# a note before the batch (not with -q; hidden files such as .DS_Store or .git/ are not named).
+# (only .json, .jsonl, .ndjson and .eval files are read from a folder). audit, check and eval now name
+# them in a note before the batch (not with -q; hidden files such as .DS_Store or .git/ are not named).
 
 def test_audit_and_check_name_the_files_of_a_folder_they_do_not_read(tmp_path):
     runs = tmp_path / "runs"
@@ -120,3 +120,7 @@ def test_audit_and_check_name_the_files_of_a_folder_they_do_not_read(tmp_path):
     assert ids(tmp_path / "d.jsonl") == ["a", "b"]
     alone = cli("check", runs / "a.json")
     assert "not read" not in alone.stderr
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"id": "a", "critical_step": 4}\n{"id": "b", "critical_step": 4}\n')
+    scored = cli("eval", runs, "--gold", gold, "-s", "offline", "--bootstrap", "10", "--format", "json")
+    assert scored.exit_code == 0 and note in one_line(scored.stderr)  # eval's DATASET folders too

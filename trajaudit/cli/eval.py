@@ -35,7 +35,13 @@ from trajaudit.cli.common import (
     write_parts,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
+from trajaudit.cli.options import (
+    check_input_paths,
+    io_options,
+    note_unread_files,
+    run_timeout_option,
+    warn_output_name,
+)
 from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
@@ -178,6 +184,7 @@ def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: 
     if report_file and not report_file.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report_file!r}")
     check_input_paths(datasets, "dataset")
+    note_unread_files(datasets)  # as audit: a .json.gz or .log trace in a dataset folder is not read
     given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules,
              *([mapping] if mapping else [])]
     refuse_same_outputs({"-o/--output": output, "--save-pred": save_pred, "--report": report_file})
