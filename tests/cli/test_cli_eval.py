@@ -322,3 +322,23 @@ def test_the_random_baseline_note_does_not_deny_the_trajectories_given(tmp_path)
     pred = _jsonl(tmp_path / "pred.jsonl", [{"trajectory_id": "r1", "critical_step": 4}])
     alone = json.loads(cli("eval", "--gold", gold, "--pred", pred, "--format", "json", "--bootstrap", "10").stdout)
     assert any(n.startswith("no trajectories given") for n in alone["notes"])
+
+
+# Hostile-user pass: `eval --pred d.jsonl` without DATASET reads the traces the diagnoses name; a file
+# that is no longer there (moved, or eval run from another folder) was left out without a word, and its
+# runs had no preview, run length or normalized distance in the report. A note now names such files.
+
+def test_eval_names_the_trace_files_of_the_diagnoses_that_are_not_there(tmp_path):
+    from hostile_kit import good_run, write_json
+
+    runs = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "r1", "critical_step": 4}, {"id": "r2", "critical_step": 4}])
+    gone = tmp_path / "moved.json"
+    pred = _jsonl(tmp_path / "pred.jsonl", [{"trajectory_id": "r1", "critical_step": 4, "file": str(runs)},
+                                            {"trajectory_id": "r2", "critical_step": 4, "file": str(gone)}])
+    r = cli("eval", "--gold", gold, "--pred", pred, "--format", "json", "--bootstrap", "10")
+    assert r.exit_code == 0, r.output
+    assert (f"note: 1 trace file(s) named by the diagnoses are not there (their runs get no preview, run length or "
+            f"normalized distance; give the traces as DATASET): {gone}") in " ".join(r.stderr.split())
+    full = cli("eval", runs, "--gold", gold, "--pred", pred, "--format", "json", "--bootstrap", "10")
+    assert full.exit_code == 0 and "not there" not in full.stderr

@@ -276,7 +276,14 @@ def _read_predictions(pred: str, paths: list[str], trace_format: str | None, ada
     if not diagnoses:
         fail(f"{pred}: no diagnosis could be read: nothing to score")
     if not paths:
-        paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
+        named = sorted({d.file for d in diagnoses if d.file})
+        paths = [f for f in named if Path(f).exists()]
+        gone = [f for f in named if f not in paths]
+        if gone:  # left out without a word: those runs' previews and run lengths were missing from the report
+            shown = ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
+            print_line(console(err=True), f"note: {len(gone)} trace file(s) named by the diagnoses are not there "
+                       f"(their runs get no preview, run length or normalized distance; give the traces as "
+                       f"DATASET): {shown}")
     res = load_many(paths, format=trace_format, mapping=adapter) if paths else None
     trajectories = res.trajectories if res else []
     if res is not None and res.problems:  # a trace that cannot be read gives no preview or run length
