@@ -11,7 +11,7 @@ import os
 import socket
 
 import pytest
-from hostile_kit import cli_process, diagnoses, good_run, ids, one_line, snapshot, write_json
+from hostile_kit import cli, cli_process, diagnoses, good_run, ids, one_line, snapshot, write_json
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
 
@@ -96,3 +96,31 @@ def test_check_reports_them_too(tmp_path):
     os.symlink(runs / "gone.json", runs / "dangling.json")
     r = cli_process("check", runs, "--rules", "generic", timeout=60)
     assert r.returncode == 1 and "a dangling symbolic link, not a regular file" in one_line(r.stderr)
+
+
+# Hostile-user pass: `audit runs/` where runs/ also holds `c.json.gz` and `d.log` traces audited the
+# .json files and said "2 run(s) audited, 0 skipped": the other files were left out without a word
+# (only .json, .jsonl, .ndjson and .eval files are read from a folder). audit, check and eval now name
+# them in a note before the batch (not with -q; hidden files such as .DS_Store or .git/ are not named).
+
+def test_audit_and_check_name_the_files_of_a_folder_they_do_not_read(tmp_path):
+    runs = tmp_path / "runs"
+    (runs / "sub").mkdir(parents=True)
+    (runs / ".git").mkdir()
+    write_json(runs / "a.json", good_run("a"))
+    write_json(runs / "sub" / "b.json", good_run("b"))
+    for name in ("c.json.gz", "sub/d.log", ".DS_Store", ".git/config", "e.txt", "f.md"):
+        (runs / name).write_text("x")
+    note = (f"note: 4 file(s) in the input folder(s) not read (only .json, .jsonl, .ndjson, .eval files are traces "
+            f"there; name a file to read it): {runs / 'c.json.gz'}, {runs / 'e.txt'}, {runs / 'f.md'} and 1 more")
+    for args in (("audit", runs, "-o", tmp_path / "d.jsonl"), ("check", runs)):
+        r = cli(*args)
+        assert r.exit_code in (0, 1) and note in one_line(r.stderr), args
+        assert "not read" not in cli(*args, "-q").stderr
+    assert ids(tmp_path / "d.jsonl") == ["a", "b"]
+    alone = cli("check", runs / "a.json")
+    assert "not read" not in alone.stderr
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"id": "a", "critical_step": 4}\n{"id": "b", "critical_step": 4}\n')
+    scored = cli("eval", runs, "--gold", gold, "-s", "offline", "--bootstrap", "10", "--format", "json")
+    assert scored.exit_code == 0 and note in one_line(scored.stderr)  # eval's DATASET folders too

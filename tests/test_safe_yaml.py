@@ -73,3 +73,23 @@ def test_llm_config_file(tmp_path, name, text):
     with pytest.raises(ConfigError, match="nested too deeply") as e:
         load_config_file(p)
     assert name in str(e.value)
+
+
+# Hostile-user pass: a YAML syntax error in a --mapping, a citation mapping or an --llm-config file was
+# PyYAML's text over seven lines, twice 'in "<unicode string>", line 3, column 3' (the text was read
+# before it was parsed). Now one line naming the file, the line and column and the problem, as packs do.
+
+def test_a_yaml_syntax_error_is_one_line_with_its_position(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("messages: steps\nrole:\n  - a\n - b: [c\n", encoding="utf-8")
+    said = "not valid YAML at line 4, column 2: expected <block end>, but found '<block sequence start>'"
+    trace = tmp_path / "run.json"
+    trace.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-8")
+    for cmd in (("show", trace, "--mapping", bad), ("cite", trace, "--mapping", bad)):
+        res = run(*cmd)
+        assert res.exit_code == 2
+        assert res.stderr.startswith(f"error: {bad}: cannot read mapping: {said}") and "unicode string" not in res.stderr
+        assert res.stderr.count("\n") == 1
+    with pytest.raises(ConfigError) as e:
+        load_config_file(bad)
+    assert str(e.value) == f"{bad}: {said}"

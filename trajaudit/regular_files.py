@@ -109,6 +109,22 @@ def is_candidate(p: Path) -> bool:
         return True
 
 
+def unread_files(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...] = TRACE_SUFFIXES) -> list[Path]:
+    """The files under the folders among ``paths`` that :func:`expand_paths` leaves out: not ending in
+    ``suffixes`` (``runs/a.json.gz``, ``runs/b.log``), sorted; hidden ones (``.DS_Store``, a file
+    under a ``.git`` folder) are not listed. Files and globs named directly are not looked at."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.is_dir():
+            continue
+        for q in p.rglob("*"):
+            rel = q.relative_to(p).parts
+            if q.suffix.lower() not in suffixes and not any(part.startswith(".") for part in rel) and is_candidate(q):
+                out.append(q)
+    return sorted(out)
+
+
 def expand_paths(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...] = TRACE_SUFFIXES) -> Iterator[Path]:
     """Expand files, folders (recursively: files ending in ``suffixes``, default ``*.json``, ``*.jsonl``,
     ``*.ndjson``) and glob patterns.

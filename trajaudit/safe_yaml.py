@@ -168,3 +168,15 @@ def load(text: str, loader: Any = yaml.SafeLoader, limits: Limits = LIMITS) -> A
     if too_deep(doc, limits.depth):
         raise YAMLTooDeep(limits.depth)
     return doc
+
+
+def describe(error: yaml.YAMLError) -> str:
+    """``error`` in one line for a message that already names the file: a syntax error as ``not valid
+    YAML at line 5, column 4: expected <block end>, but found '<block mapping start>'`` (PyYAML's own
+    text spans several lines, each saying ``in "<unicode string>"``: the text was read before it was
+    parsed, so the parser never knew the file); a limit (:class:`YAMLLimitError`) as its message."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    problem = getattr(error, "problem", None)
+    if mark is None or not problem:
+        return str(error)
+    return f"not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"

@@ -36,3 +36,36 @@ def test_invalid_tool_parameters_are_a_clear_error(tau_one, tmp_path, params, pr
 def test_valid_tool_schemas_still_load(tau_one, tau_file):
     r = cli("check", tau_one, "--tools", tau_file.parent / "tools.json", "--format", "json")
     assert r.exit_code in (0, 1) and json.loads(r.stdout)[0]["trajectory_id"] == "2"
+
+
+# Hostile-user pass: `check --tools LINK` with a dangling link said "cannot read tool schemas: [Errno 22]
+# a dangling symbolic link, not a regular file (not opened): 'LINK'" (the errno and the path again).
+# Now the reason alone after the path, as for trace files.
+
+def test_an_unreadable_tools_file_is_named_once_with_its_reason(tmp_path):
+    from hostile_kit import good_run, write_json
+
+    runs = write_json(tmp_path / "runs.json", good_run("a"))
+    link = tmp_path / "tools.json"
+    link.symlink_to(tmp_path / "missing.json")
+    r = cli("check", runs, "--tools", link)
+    assert r.exit_code == 2
+    assert " ".join(r.stderr.split()) == (f"error: {link}: cannot read tool schemas: a dangling symbolic link, not a "
+                                          "regular file (not opened)")
+
+
+def test_rules_from_tools_and_repair_name_an_unreadable_input_once(tmp_path):
+    import os
+
+    from hostile_kit import good_run, write_json
+
+    link = tmp_path / "in.json"
+    link.symlink_to(tmp_path / "missing.json")
+    r = cli("rules", "from-tools", link, "-o", "-")
+    assert r.exit_code == 2 and " ".join(r.stderr.split()) == (
+        f"error: {link}: cannot read tool schemas: a dangling symbolic link, not a regular file (not opened)")
+    fifo = tmp_path / "d.jsonl"  # --diagnosis must exist (click): a FIFO, refused unopened
+    os.mkfifo(fifo)
+    r = cli("repair", write_json(tmp_path / "r.json", good_run("a")), "--diagnosis", fifo, "-o", tmp_path / "out.json")
+    assert r.exit_code == 2 and " ".join(r.stderr.split()) == (
+        f"error: {fifo}: cannot read diagnoses: a FIFO (named pipe), not a regular file (not opened)")

@@ -344,3 +344,30 @@ def test_audit_summary_names_the_rules_the_time_budget_left_unevaluated(tmp_path
     assert "note: 1 rule(s) never applied on these 2 run(s) (their guard never held): p4.no-such-tool" in said
     assert ("note: 3 rule(s) not evaluated on these 2 run(s) (rule evaluation ran out of time first, --run-timeout; "
             "whether they apply is not known): p4.fires, p4.guard-false, p4.guard-false-too") in said
+
+
+# Hostile-user pass: `audit --rules BROKEN.yaml`, a pack whose rules compile but cannot be evaluated on
+# the runs (a division by zero, len() of a step range), said nothing at all: the diagnoses rested on
+# rules that gave no verdict, and only `check` told. Now a warning names the rules, the checks and the
+# runs (with -q too); the diagnoses, the exit code and stdout are what they were.
+
+def test_audit_warns_when_a_rule_could_not_be_evaluated(tmp_path):
+    from test_check import BROKEN_PACK
+
+    pack = tmp_path / "bad.yaml"
+    pack.write_text(BROKEN_PACK)
+    path = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    warning = ("warning: 14 check(s) could not be evaluated in 2 of 2 run(s) (bad.div at 6 step(s), first reason: "
+               "evaluation error: division by zero (10 / 0); bad.range at 6 step(s), first reason: evaluation "
+               "error: len() of a StepRange; bad.sometimes at 2 step(s), first reason: evaluation error: division "
+               "by zero (10 / 0)): those rules gave no verdict there, so the diagnoses rest on partial evidence "
+               "(`trajaudit check` lists each such check)")
+    loud = invoke("audit", path, "--rules", pack, "-o", tmp_path / "a.jsonl")
+    assert loud.exit_code == 0, loud.output
+    assert warning in one_line(loud.stderr)
+    quiet = invoke("audit", path, "--rules", pack, "-o", "-", "-q")
+    assert quiet.exit_code == 0 and one_line(quiet.stderr) == warning
+    assert quiet.stdout == (tmp_path / "a.jsonl").read_text()  # stdout: the diagnoses alone
+    assert [d["trajectory_id"] for d in diagnoses(tmp_path / "a.jsonl")] == ["r1", "r2"]
+    fine = invoke("audit", path, "-o", tmp_path / "b.jsonl", "-q")
+    assert fine.exit_code == 0 and fine.stderr == ""  # no evaluation error: no warning

@@ -106,3 +106,29 @@ def test_json_lists_every_run_and_the_records_that_fail_the_gate(tmp_path):
     assert [lg["summary"]["out_of_time"] for lg in cut] == [True, True]
     assert cut[0]["summary"]["rules_out_of_time"] and cut[0]["records"]
     assert {x["rule_id"] for x in cut[0]["records"]} == set(cut[0]["summary"]["rules_out_of_time"])
+
+
+# Hostile-user pass: `check --format json` on a batch with a skipped input (a bad JSONL line, an empty
+# file) printed the logs of the runs it read and nothing of the others on stdout (they were only on
+# stderr): a consumer of the JSON saw a clean batch. Now each skipped input is an entry after the logs,
+# {"skipped": {file, record, stage, message}}, as in the stderr summary's "problems"; the logs unchanged.
+
+def test_json_lists_the_skipped_inputs_after_the_logs(tmp_path):
+    runs, empty = tmp_path / "mixed.jsonl", tmp_path / "empty.json"
+    write_jsonl(runs, [json.dumps(good_run("a")), "{not json", json.dumps(good_run("b"))])
+    empty.write_text("")
+    r = run("check", runs, empty, "--rules", "generic.system", "--format", "json", "-q", "--fail-on", "critical")
+    assert r.exit_code == 1
+    out = json.loads(r.stdout)
+    assert [x.get("trajectory_id") for x in out] == ["a", "b", None, None]
+    assert "skipped" not in out[0] and out[0]["summary"]["records"] > 0  # a log as before
+    bad_line, empty_file = out[2]["skipped"], out[3]["skipped"]
+    assert (bad_line["file"], bad_line["record"], bad_line["stage"]) == (str(runs), 1, "load")
+    assert bad_line["message"].startswith(f"{runs}, record 1: invalid JSON on line 2")
+    assert empty_file == {"file": str(empty), "record": None, "stage": "load", "message": f"{empty}: file is empty"}
+    written = tmp_path / "out.json"  # -o with --format table: the same list
+    assert run("check", runs, empty, "--rules", "generic.system", "-q", "-o", written).exit_code == 1
+    assert json.loads(written.read_text())[2:] == out[2:]
+    clean = json.loads(run("check", write_json(tmp_path / "r.json", good_run("c")), "--rules", "generic.system",
+                           "--format", "json", "-q").stdout)
+    assert [x["trajectory_id"] for x in clean] == ["c"]  # nothing skipped: the list of logs alone

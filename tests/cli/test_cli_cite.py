@@ -162,3 +162,22 @@ def test_cite_cuts_table_text_at_a_word_with_an_ellipsis():
     cut = _cut(text, 100)
     assert cut == "Tesla's share fell to 19.9% while BYD gained two points, as smaller makers continued to drop…"
     assert _cut("short", 100) == "short"
+
+
+# Hostile-user pass: `cite --html -` (and `--log -`) wrote a file literally named '-' in the working
+# folder ("wrote -"), where `-o -` means stdout for audit and check. Stdout already carries cite's
+# report (the tables or the JSON), so '-' is refused before the run is read; ./- still names the file.
+
+def test_html_and_log_dash_are_refused_as_stdout_carries_the_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for opt, what in (("--html", "the HTML page"), ("--log", "the validation log")):
+        for fmt in ("table", "json"):
+            r = run("cite", EX / "ev_market.json", opt, "-", "--format", fmt)
+            assert r.exit_code == 2 and r.stdout == ""
+            assert " ".join(r.stderr.split()) == (
+                f"error: {opt} '-': {what} is written to a file (stdout carries the report: the tables, or the JSON "
+                "of --format json), not to stdout; give a file name (./- for a file named '-')")
+    assert list(tmp_path.iterdir()) == []
+    named = run("cite", EX / "ev_market.json", "--log", "./-", "--format", "json")
+    assert named.exit_code == 1 and json.loads(named.stdout)["run_id"] == "ev-market-2023"
+    assert json.loads((tmp_path / "-").read_text())["trajectory_id"]

@@ -260,3 +260,85 @@ def test_eval_marks_and_warns_about_runs_out_of_rule_time(tmp_path):
                 "json", "--bootstrap", "10")
     assert whole.exit_code == 0 and "rule-evaluation time" not in whole.stderr
     assert not any("degraded" in json.loads(x)["metadata"] for x in (tmp_path / "p2.jsonl").read_text().splitlines())
+
+
+# Hostile-user pass: `eval --bootstrap 100000000000000000000` ran until killed (each metric's interval
+# resamples and sorts that many means) and `--bootstrap -5` quietly meant no intervals. The option now
+# takes 0 (no intervals, said in its help) to 100,000; anything else is a usage error naming the range.
+
+def test_bootstrap_is_bounded(tmp_path):
+    from hostile_kit import good_run, write_json
+
+    runs = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "r1", "critical_step": 4}, {"id": "r2", "critical_step": 4}])
+    args = ("eval", runs, "--gold", gold, "-s", "offline", "--format", "json", "--bootstrap")
+    for bad in ("-5", str(10**20)):  # -5 first: the old code took it (exit 0) and hung on 10**20
+        r = invoke(*args, bad)
+        assert r.exit_code == 2 and f"Invalid value for '--bootstrap': {bad} is not in the range 0<=x<=100000" in r.output
+    none = cli(*args, "0")
+    assert none.exit_code == 0 and json.loads(none.stdout)["metrics"]["step_exact"]["ci"] is None
+    some = cli(*args, "50")
+    assert some.exit_code == 0 and json.loads(some.stdout)["metrics"]["step_exact"]["ci"] == [1.0, 1.0]
+
+
+# Hostile-user pass: `eval -s offline --rules BROKEN.yaml` scored diagnoses made on rules that could not
+# be evaluated (10 / 0, len() of a step range) without a word, as `audit` did. It now warns in audit's
+# words (cli.unknowns); the report on stdout and the exit code are unchanged.
+
+def test_eval_warns_when_a_rule_could_not_be_evaluated(tmp_path):
+    from hostile_kit import good_run, write_json
+    from test_check import BROKEN_PACK
+
+    pack = tmp_path / "bad.yaml"
+    pack.write_text(BROKEN_PACK)
+    runs = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "r1", "critical_step": 4}, {"id": "r2", "critical_step": 4}])
+    args = ("eval", runs, "--gold", gold, "-s", "offline", "--format", "json", "--bootstrap", "10")
+    broken = cli(*args, "--rules", pack)
+    assert broken.exit_code == 0, broken.output
+    assert ("warning: 14 check(s) could not be evaluated in 2 of 2 run(s) (bad.div at 6 step(s), first reason: "
+            "evaluation error: division by zero (10 / 0); bad.range at 6 step(s)") in " ".join(broken.stderr.split())
+    assert json.loads(broken.stdout)["metrics"]["step_exact"]["value"] == 1.0
+    fine = cli(*args)
+    assert fine.exit_code == 0 and "could not be evaluated" not in fine.stderr
+
+
+# Hostile-user pass: with a dataset given but no gold run usable for the step metrics (its critical step
+# outside the run, or ids that match no run), eval noted "no trajectories given: previews, normalized
+# distance and the random baseline's expected value are left out" — beside the trajectories it was given.
+# The note now says what is missing.
+
+def test_the_random_baseline_note_does_not_deny_the_trajectories_given(tmp_path):
+    from hostile_kit import good_run, write_json
+
+    runs = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "r1", "critical_step": 99}])
+    r = cli("eval", runs, "--gold", gold, "-s", "offline", "--format", "json", "--bootstrap", "10")
+    assert r.exit_code == 0, r.output
+    notes = json.loads(r.stdout)["notes"]
+    assert ("no gold run with a usable critical step was found among the trajectories given: the random baseline's "
+            "expected value is left out") in notes
+    assert not any(n.startswith("no trajectories given") for n in notes)
+    pred = _jsonl(tmp_path / "pred.jsonl", [{"trajectory_id": "r1", "critical_step": 4}])
+    alone = json.loads(cli("eval", "--gold", gold, "--pred", pred, "--format", "json", "--bootstrap", "10").stdout)
+    assert any(n.startswith("no trajectories given") for n in alone["notes"])
+
+
+# Hostile-user pass: `eval --pred d.jsonl` without DATASET reads the traces the diagnoses name; a file
+# that is no longer there (moved, or eval run from another folder) was left out without a word, and its
+# runs had no preview, run length or normalized distance in the report. A note now names such files.
+
+def test_eval_names_the_trace_files_of_the_diagnoses_that_are_not_there(tmp_path):
+    from hostile_kit import good_run, write_json
+
+    runs = write_json(tmp_path / "runs.json", [good_run("r1"), good_run("r2", item="X2")])
+    gold = _jsonl(tmp_path / "gold.jsonl", [{"id": "r1", "critical_step": 4}, {"id": "r2", "critical_step": 4}])
+    gone = tmp_path / "moved.json"
+    pred = _jsonl(tmp_path / "pred.jsonl", [{"trajectory_id": "r1", "critical_step": 4, "file": str(runs)},
+                                            {"trajectory_id": "r2", "critical_step": 4, "file": str(gone)}])
+    r = cli("eval", "--gold", gold, "--pred", pred, "--format", "json", "--bootstrap", "10")
+    assert r.exit_code == 0, r.output
+    assert (f"note: 1 trace file(s) named by the diagnoses are not there (their runs get no preview, run length or "
+            f"normalized distance; give the traces as DATASET): {gone}") in " ".join(r.stderr.split())
+    full = cli("eval", runs, "--gold", gold, "--pred", pred, "--format", "json", "--bootstrap", "10")
+    assert full.exit_code == 0 and "not there" not in full.stderr

@@ -115,3 +115,38 @@ def test_convert_output_reads_back_everywhere(tmp_path, tau_file):
     assert r.exit_code == 0
     first = json.loads((tmp_path / "d.jsonl").read_text().splitlines()[0])
     assert (first["trajectory_id"], first["critical_step"]) == ("2", 6)
+
+
+# Hostile-user pass: `convert runs.jsonl -o ir.jsonl` with a bad line wrote the other runs and exited 0
+# ("wrote 2 trajectory(ies)"): a pipeline step lost a run without failing, where audit and check exit 1
+# for a skipped input. convert now writes the others, counts the skipped ones and exits 1.
+
+def test_convert_exits_1_when_a_run_was_skipped(tmp_path):
+    from hostile_kit import good_run
+
+    src = tmp_path / "runs.jsonl"
+    src.write_text(json.dumps(good_run("a")) + "\n{not json\n" + json.dumps(good_run("b")) + "\n")
+    out = tmp_path / "ir.jsonl"
+    r = run("convert", src, "-o", out)
+    assert r.exit_code == 1
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == ["a", "b"]
+    assert f"skipped: {src}, record 1: invalid JSON on line 2" in one_line(r.stderr)
+    assert f"wrote 2 trajectory(ies) to {out}; 1 skipped (listed above)" in one_line(r.stderr)
+    whole = run("convert", src, "--record", "2", "-o", tmp_path / "one.json")
+    assert whole.exit_code == 0 and "skipped" not in whole.stderr
+
+
+# Hostile-user pass: `convert runs.json --format json -o ir.jsonl` wrote one JSON document (a list) under
+# a JSON Lines name without a word, where audit, check and eval warn on such a name (options.warn_output_name).
+
+def test_convert_warns_when_the_name_says_another_layout(tmp_path):
+    from hostile_kit import good_run, write_json
+
+    src = write_json(tmp_path / "runs.json", [good_run("a"), good_run("b")])
+    out = tmp_path / "ir.jsonl"
+    r = run("convert", src, "--format", "json", "-o", out)
+    assert r.exit_code == 0 and isinstance(json.loads(out.read_text()), list)
+    assert (f"warning: -o {out}: writing one JSON document, but a name ending in .jsonl says JSON Lines; name the "
+            "file .json, or give --format jsonl for JSON Lines") in one_line(r.stderr)
+    for args in (("-o", tmp_path / "ir2.jsonl"), ("-o", tmp_path / "ir.json"), ("--format", "jsonl", "-o", out)):
+        assert "warning" not in run("convert", src, *args).stderr, args

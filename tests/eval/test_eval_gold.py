@@ -184,3 +184,19 @@ def test_a_gold_step_past_the_loaded_run_is_excluded_and_reported(tmp_path, tau_
                                                         "--format", "json"]).output)
     assert jsonl_report["metrics"]["step_exact"]["value"] == 0.5  # run 2: 5 == 5; run 3: 5 != 7
     assert jsonl_report["metrics"]["step_distance_mean"]["value"] == 1.0
+
+
+# Hostile-user pass: an empty gold file (or an empty .json in a Who&When gold folder) was "not valid JSON:
+# Expecting value: line 1 column 1 (char 0)", where an empty trace file is "file is empty".
+
+def test_an_empty_gold_file_says_so(tmp_path):
+    empty = tmp_path / "gold.json"
+    empty.write_text("")
+    with pytest.raises(GoldFormatError) as e:
+        load_gold(empty)
+    assert str(e.value) == f"{empty}: file is empty"
+    folder = tmp_path / "ww"
+    folder.mkdir()
+    (folder / "1.json").write_text("  \n")
+    r = CliRunner().invoke(main, ["eval", "--gold", str(folder), "--pred", str(empty)])
+    assert r.exit_code == 2 and f"gold: {folder / '1.json'}: file is empty (skipped)" in r.stderr

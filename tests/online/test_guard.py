@@ -420,3 +420,24 @@ def test_hostile_json_answers_400_or_502_and_the_guard_keeps_serving(upstream):
         assert r.status_code == 502 and "nested too deeply" in r.json()["error"]["message"], r.text
         r = _client(g.url).chat.completions.create(model="m", messages=UNAUTH)
         assert r.choices[0].message.tool_calls[0].function.name == "find_user_id_by_email"
+
+
+def test_decision_log_dash_is_refused_before_anything_starts(tmp_path):
+    """Hostile-user pass: `guard --log -` made a file named '-' in the working folder (where `-o -` is
+    stdout for audit and check): the decisions are appended to a file, so '-' is refused (exit 2),
+    before the port is even tried (here a busy one: the old code stopped on it instead)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        r = subprocess.run([sys.executable, "-m", "trajaudit", "guard", "--upstream", "http://127.0.0.1:9/v1",
+                            "--port", str(busy.getsockname()[1]), "--log", "-"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert " ".join(r.stderr.split()) == ("error: --log '-': the decisions are appended to a file, not to stdout; give "
+                                          "a file name (./- for a file named '-')")
+    assert list(tmp_path.iterdir()) == []

@@ -62,7 +62,9 @@ def read_tool_list(path: str | Path) -> list[dict[str, Any]]:
 def _tools_json(path: str | Path) -> Any:
     try:
         return safe_json.loads(regular_files.read_text(path))
-    except (OSError, ValueError) as e:
+    except OSError as e:  # the reason alone: str(e) repeats the path after '[Errno 22]'
+        raise TrajauditError(f"{path}: cannot read tool schemas: {e.strerror or e}") from None
+    except ValueError as e:
         raise TrajauditError(f"{path}: cannot read tool schemas: {e}") from None
 
 

@@ -107,7 +107,8 @@ class CitationMapping:
         try:
             spec = safe_yaml.load(regular_files.read_text(path))
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
-            raise TraceFormatError(f"cannot read mapping: {e}", file=str(path), adapter="citation-mapping") from None
+            why = safe_yaml.describe(e) if isinstance(e, yaml.YAMLError) else e
+            raise TraceFormatError(f"cannot read mapping: {why}", file=str(path), adapter="citation-mapping") from None
         return cls(spec, origin=str(path))
 
     def _item(self, item: str, raw: Any) -> Any:

@@ -39,11 +39,19 @@ from trajaudit.cli.common import (
     say_never_fired,
     terminal_safe,
     warn_degraded,
+    warn_incomplete,
     wrap_items,
     write_parts,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
+from trajaudit.cli.options import (
+    check_input_paths,
+    io_options,
+    note_unread_files,
+    run_timeout_option,
+    warn_output_name,
+)
 from trajaudit.cli.outputs import ResumeJournal
+from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import BatchResult, audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
@@ -136,6 +144,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     output = output or _DEFAULT_OUTPUT[out_format]
     check_cluster_use(cluster, paths, output, jobs)
     check_input_paths([p for p in paths if not is_url(p)])  # URLs (--scheduler only) are opened by fsspec
+    if not quiet:  # a .json.gz or .log trace in a folder is not read: say so before the batch
+        note_unread_files([p for p in paths if not is_url(p)])
     llm = _llm_for(strategy, llm_opts, repair)
     _check_outputs(paths, rules, tools, mapping, output, report, out_format, resume, cluster)
     weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
@@ -335,6 +345,7 @@ class _Kept:
         self.applied: dict[str, None] = {}  # rule ids applied to some run, in order
         self.use = RuleUse()  # rule ids with a check made on some run, and those cut by --run-timeout
         self.degraded: list[Any] = []  # the diagnoses of runs whose rule evaluation ran out of time
+        self.unknowns = Unknowns()  # the checks of rules that could not be evaluated (a warning names them)
         self.report: HtmlReport | MarkdownReport | None = None
         if report:
             self.report = (report_layer.MarkdownReport(title=title) if report.endswith((".md", ".markdown"))
@@ -356,6 +367,7 @@ class _Kept:
         self.applied.update(dict.fromkeys(r.rule_ids))
         if r.log is not None:
             self.use.add(r.log)
+            self.unknowns.add(r.log)
         if FLAG_NON_UTF8 in r.trajectory.flags:
             self.flagged.append(r.trajectory)
         if self.keep_findings:  # SARIF / JUnit: the violations and the applied rules, not the log
@@ -467,8 +479,13 @@ def _run_labels(ids: list[str], sources: list[tuple[str, int | None]]) -> list[s
 
 
 def _warn_degraded(kept: _Kept) -> None:
-    """The warning (stderr, also with ``-q``) that runs ran out of rule-evaluation time, if any did."""
+    """The warnings (stderr, also with ``-q``) that runs ran out of rule-evaluation time, and that rules
+    could not be evaluated on some runs (an evaluation error: the rule's defect, named), if any did:
+    either way those runs' diagnoses rest on partial evidence. The outputs are not changed by them."""
     warn_degraded(kept.degraded)
+    said = kept.unknowns.audit_warning(len(kept.rows))
+    if said:
+        warn_incomplete(said)
 
 
 def _summary(kept: _Kept, skipped: int, output: str, report: str | None) -> None:

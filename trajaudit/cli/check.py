@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -29,7 +29,14 @@ from trajaudit.cli.common import (
     warn_incomplete,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
+from trajaudit.cli.options import (
+    check_input_paths,
+    io_options,
+    note_unread_files,
+    run_timeout_option,
+    warn_output_name,
+)
+from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.selection import default_packs, load_rules
@@ -237,6 +244,8 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     """
     output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     _check_options(files, packs, no_default_packs, tools_file, mapping, output, out_format)
+    if not quiet:  # a .json.gz or .log trace in a folder is not read: say so before the batch
+        note_unread_files(files)
     inputs = _gather_inputs(files, packs, no_default_packs, tools_file, fmt, mapping, run_timeout)
     checked, applied = _run_checks(inputs)
     logs = [lg for _, lg in checked]
@@ -332,7 +341,8 @@ def _run_checks(inputs: _Inputs) -> tuple[list[tuple[Trajectory, ValidationLog]]
 
 def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: str, output: str | None,
                   all_records: bool, packs: tuple[str, ...], gate: tuple[str, str], problems: list[Problem]) -> None:
-    """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``), SARIF or JUnit to
+    """Write the JSON list of logs (``--format json``, or ``table`` with ``-o``; after the logs, one
+    ``{"skipped": ...}`` entry per skipped input, :func:`problem_json`), SARIF or JUnit to
     ``output`` (atomically), else to stdout — with ``quiet`` too: ``-q`` hides the tables and the
     summary, never the machine output asked for (``check --format sarif -q > out.sarif``). The SARIF log
     and the JUnit report also report the skipped inputs (``problems``), the runs out of time and the
@@ -344,8 +354,9 @@ def _write_output(checked: list[tuple[Trajectory, ValidationLog]], out_format: s
                 if out_format == "sarif"
                 else junit_xml(findings, fail_on=fail_on, skipped=problems, fail_on_unknown=fail_on_unknown))
     else:
-        text = json.dumps([_log_json(lg, all_records, fail_on_unknown) for _, lg in checked],
-                          ensure_ascii=False, indent=1, default=str) + "\n"
+        entries = [_log_json(lg, all_records, fail_on_unknown) for _, lg in checked]
+        entries += [{"skipped": problem_json(p)} for p in problems]  # after the logs: each input not checked
+        text = json.dumps(entries, ensure_ascii=False, indent=1, default=str) + "\n"
     if output:
         write_text(output, text)
     else:
@@ -390,65 +401,8 @@ def _print_summary(logs: list[ValidationLog], rule_count: int, applied: list[str
                    "rules_with_evaluation_errors": list(unknowns.by_rule),
                    "runs_out_of_time": use.runs_cut, "rules_out_of_time": [rid for rid in applied if rid in use.cut],
                    "not_evaluated_out_of_time": not_evaluated,
-                   "problems": [{"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
-                                for p in problems]}
+                   "problems": [problem_json(p) for p in problems]}
         click.echo(json.dumps({"summary": summary}, ensure_ascii=False), err=True)
-
-
-@dataclass
-class Unknowns:
-    """The ``unknown`` checks of a batch's logs (those of the time budget, :attr:`Record.out_of_time
-    <trajaudit.engine.validation_log.Record.out_of_time>`, left out: they are checks not made).
-
-    Attributes:
-        checks: the unknown checks.
-        errors: those made because the rule could not be evaluated (:attr:`Record.eval_error
-            <trajaudit.engine.validation_log.Record.eval_error>`).
-        by_rule: ``{rule id: (evaluation-error checks, first reason)}``, in order of first appearance.
-    """
-
-    checks: int = 0
-    errors: int = 0
-    by_rule: dict[str, tuple[int, str]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, logs: list[ValidationLog]) -> Unknowns:
-        """Count the unknown checks of ``logs``."""
-        u = cls()
-        for lg in logs:
-            for r in lg.records:
-                if r.verdict != "unknown" or r.out_of_time:
-                    continue
-                u.checks += 1
-                if r.eval_error:
-                    u.errors += 1
-                    n, first = u.by_rule.get(r.rule_id, (0, r.reason or "-"))
-                    u.by_rule[r.rule_id] = (n + 1, first)
-        return u
-
-    def split(self) -> str:
-        """Why the checks are unknown, in the words of the warnings: "14 could not be evaluated" (an
-        evaluation error: a defect of the rule), "6 could not be decided" (for want of data: no LLM
-        configured, an assertion on missing data), the parts that are not zero."""
-        parts = [f"{n} could not be {what}" for n, what in ((self.errors, "evaluated"),
-                                                            (self.checks - self.errors, "decided")) if n]
-        return ", ".join(parts)
-
-    def fail_gate(self, mode: str) -> bool:
-        """Whether these unknowns fail the gate under ``--fail-on-unknown mode`` (error, any, never)."""
-        return bool(self.errors if mode == "error" else self.checks if mode == "any" else 0)
-
-    def gate_warning(self, mode: str, said: Collection[str] = ()) -> str:
-        """The warning that says which unknowns fail the gate (``mode`` as :meth:`fail_gate`); the first
-        reason of each rule not in ``said`` (those a warning has already named with their reason)."""
-        rules = [f"{rid} at {n} step(s)" + ("" if rid in said else f", first reason: {reason}")
-                 for rid, (n, reason) in self.by_rule.items()]
-        named = "; ".join(rules[:5]) + (f"; … ({len(rules) - 5} more rule(s))" if len(rules) > 5 else "")
-        head = (f"{self.errors} check(s) could not be evaluated ({named})" if mode == "error" else
-                f"{self.checks} check(s) are 'unknown' ({self.split()}"
-                + (f"; could not be evaluated: {named})" if rules else ")"))
-        return (f"{head}; the result is incomplete, so the exit code is 1 (--fail-on-unknown {mode}; "
-                "'never' lets unknown checks pass)")
 
 
 def _warn_never_evaluated(logs: list[ValidationLog]) -> list[str]:
@@ -494,6 +448,13 @@ def _gate_record(r: Record, fail_on_unknown: str) -> bool:
     if r.verdict == "fail" or r.out_of_time:
         return True
     return r.verdict == "unknown" and (fail_on_unknown == "any" or (fail_on_unknown == "error" and r.eval_error))
+
+
+def problem_json(p: Problem) -> dict[str, Any]:
+    """A skipped input's JSON form, in the summary's ``problems`` and the JSON list's ``skipped`` entries:
+    ``{"file", "record" (the run's index in a multi-run file, or null), "stage" (read, load, check),
+    "message" (why, the file named)}``."""
+    return {"file": p.file, "record": p.record, "stage": p.stage, "message": p.message}
 
 
 def _log_json(lg: ValidationLog, all_records: bool, fail_on_unknown: str = "error") -> dict[str, Any]:

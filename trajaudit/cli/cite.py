@@ -29,6 +29,7 @@ from trajaudit.cli.common import (
     input_roles,
     llm_options,
     print_line,
+    refuse_dash,
     refuse_overwriting_input,
     refuse_same_outputs,
     write_text,
@@ -56,9 +57,10 @@ def _pct(x: float | None) -> str:
 @io_options(["table", "json"], "table", help="Output: human tables, or the full JSON report.", input_format=False,
             mapping=False)
 @click.option("--html", "html_out", type=click.Path(dir_okay=False),
-              help="Also write an HTML page with the propagation chain of each traced error.")
+              help="Also write an HTML page with the propagation chain of each traced error (a file: stdout "
+                   "carries the report, so '-' is refused; ./- for a file named '-').")
 @click.option("--log", "log_out", type=click.Path(dir_okay=False),
-              help="Also write the validation log (JSON) of the audit.")
+              help="Also write the validation log (JSON) of the audit (a file, as --html).")
 @click.option("--llm", "use_llm", is_flag=True,
               help="Judge with an LLM (the prompts of the citation-faithfulness tracing paper, docs/citation.md) instead of the approximate offline judge; needs an "
                    "endpoint (--base-url/--model or TRAJAUDIT_BASE_URL/TRAJAUDIT_MODEL, or --llm-config).")
@@ -85,6 +87,10 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
       trajaudit cite run.json --llm --base-url http://localhost:8000/v1 --model M
     """
     given = [file, *([mapping] if mapping else [])]
+    # '-' made a file named '-' (the "wrote -" line said so, nothing else): stdout carries the report
+    stdout_has = "stdout carries the report: the tables, or the JSON of --format json"
+    refuse_dash(html_out, "--html", f"the HTML page is written to a file ({stdout_has})")
+    refuse_dash(log_out, "--log", f"the validation log is written to a file ({stdout_has})")
     refuse_same_outputs({"--html": html_out, "--log": log_out})
     roles = input_roles(mapping=mapping)
     refuse_overwriting_input(html_out, given, "--html", roles)

@@ -32,11 +32,19 @@ from trajaudit.cli.common import (
     refuse_same_outputs,
     report_problems,
     warn_degraded,
+    warn_incomplete,
     write_parts,
     write_text,
 )
-from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
+from trajaudit.cli.options import (
+    check_input_paths,
+    io_options,
+    note_unread_files,
+    run_timeout_option,
+    warn_output_name,
+)
 from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
+from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
@@ -51,6 +59,10 @@ from trajaudit.eval.report import EvalReport
 from trajaudit.eval.runner import check_step_ranges, read_diagnoses, run_on_paths
 from trajaudit.report.eval_html import eval_html_parts
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
+
+#: the most bootstrap resamples ``--bootstrap`` takes: each metric's interval sorts that many means, so
+#: 10**20 ran (and grew a list) until killed, and a negative number meant no intervals silently
+MAX_BOOTSTRAP = 100_000
 
 
 @click.command("eval")
@@ -80,7 +92,8 @@ from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT
 @click.option("--save-pred", type=click.Path(dir_okay=False), help="With --strategy: also write the diagnoses JSONL.")
 @click.option("--misses", type=int, default=20, show_default=True, help="Misses to list (-1: all, 0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the random strategy and the bootstrap.")
-@click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples for the 95% CIs.")
+@click.option("--bootstrap", type=click.IntRange(0, MAX_BOOTSTRAP), default=2000, show_default=True,
+              help=f"Bootstrap resamples for the 95% CIs, 0 to {MAX_BOOTSTRAP:,} (0: no intervals).")
 @click.option("--resume", is_flag=True,
               help="With --strategy and --save-pred: append to an existing --save-pred file, skipping the runs already "
                    "diagnosed there with the same options; each new diagnosis is appended as it is made.")
@@ -172,6 +185,7 @@ def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: 
     if report_file and not report_file.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report_file!r}")
     check_input_paths(datasets, "dataset")
+    note_unread_files(datasets)  # as audit: a .json.gz or .log trace in a dataset folder is not read
     given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules,
              *([mapping] if mapping else [])]
     refuse_same_outputs({"-o/--output": output, "--save-pred": save_pred, "--report": report_file})
@@ -220,16 +234,20 @@ def _diagnose_now(paths: list[str], spec: AuditSpec, llm_opts: LLMOptions, trace
     if getattr(strat, "needs_llm", False):
         ctx.llm = client_from_options(llm_opts)
     journal = ResumeJournal.for_spec(resume_file, spec, trace_format, mapping) if resume_file else None
+    unknowns = Unknowns()  # the checks of rules that could not be evaluated: warned about as audit does
     try:
         out = run_on_paths(paths, spec.strategy, context=ctx, format=trace_format, mapping=adapter,
                            skip=journal.done if journal else None,
-                           on_diagnosis=journal.append if journal else None)
+                           on_diagnosis=journal.append if journal else None, on_log=unknowns.add)
     finally:
         if ctx.llm is not None:
             ctx.llm.close()
         if journal is not None:
             journal.close()
     report_problems(out.problems)
+    said = unknowns.audit_warning(len(out.diagnoses))
+    if said:
+        warn_incomplete(said)
     diagnoses = out.diagnoses
     if journal is not None and resume_file:  # score every diagnosis of these options in the file, the earlier ones too
         earlier, _ = read_diagnoses(resume_file)
@@ -259,7 +277,14 @@ def _read_predictions(pred: str, paths: list[str], trace_format: str | None, ada
     if not diagnoses:
         fail(f"{pred}: no diagnosis could be read: nothing to score")
     if not paths:
-        paths = sorted({d.file for d in diagnoses if d.file and Path(d.file).exists()})
+        named = sorted({d.file for d in diagnoses if d.file})
+        paths = [f for f in named if Path(f).exists()]
+        gone = [f for f in named if f not in paths]
+        if gone:  # left out without a word: those runs' previews and run lengths were missing from the report
+            shown = ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")
+            print_line(console(err=True), f"note: {len(gone)} trace file(s) named by the diagnoses are not there "
+                       f"(their runs get no preview, run length or normalized distance; give the traces as "
+                       f"DATASET): {shown}")
     res = load_many(paths, format=trace_format, mapping=adapter) if paths else None
     trajectories = res.trajectories if res else []
     if res is not None and res.problems:  # a trace that cannot be read gives no preview or run length

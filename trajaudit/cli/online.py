@@ -19,6 +19,7 @@ from trajaudit.cli.common import (
     fail,
     handle_errors,
     print_line,
+    refuse_dash,
 )
 from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
@@ -263,6 +264,7 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
         fail(f"--upstream: {e}")
     if block_status is not None and not 400 <= block_status <= 499:
         fail(f"--block-status must be a 4xx status, got {block_status}")
+    refuse_dash(log_path, "--log", "the decisions are appended to a file")  # it made a file named '-'
     check_can_listen(host, port)  # before the rules are built: a port in use is said in words, exit 2
     try:  # a decision log that cannot be written is said now, not as a failed request later
         with open(log_path, "a", encoding="utf-8"):

@@ -27,6 +27,7 @@ import click
 from trajaudit.cli.common import console, fail, print_line
 from trajaudit.engine.trace.adapters import default_adapters
 from trajaudit.engine.trace.ir import Trajectory
+from trajaudit.regular_files import TRACE_SUFFIXES, unread_files
 from trajaudit.run_budget import DEFAULT_RUN_TIMEOUT, MAX_RUN_TIMEOUT, MIN_RUN_TIMEOUT, in_range
 
 #: The warning printed when ``--format``/``--trace-format`` names an input format.
@@ -294,6 +295,21 @@ def check_input_paths(paths: Iterable[str], what: str = "input") -> None:
             fail(f"{what} {p!r}: no such file or folder")
 
 
+def note_unread_files(paths: Iterable[str], limit: int = 3) -> None:
+    """Say (stderr) which files under the folders among ``paths`` are not read as traces: only
+    ``.json``, ``.jsonl``, ``.ndjson`` and ``.eval`` files are (:func:`~trajaudit.regular_files.unread_files`),
+    so a ``.json.gz`` or ``.log`` trace among them was left out of the batch without a word. The first
+    ``limit`` are named, the rest counted; hidden files are not."""
+    unread = unread_files(paths)
+    if not unread:
+        return
+    shown = ", ".join(str(p) for p in unread[:limit]) + (f" and {len(unread) - limit} more" if len(unread) > limit
+                                                          else "")
+    suffixes = ", ".join(TRACE_SUFFIXES)
+    print_line(console(err=True), f"note: {len(unread)} file(s) in the input folder(s) not read (only {suffixes} "
+                                  f"files are traces there; name a file to read it): {shown}")
+
+
 __all__ = ["DEPRECATED", "LegacyInputFormat", "OutputFormat", "check_input_paths", "check_run_choice",
-           "input_format_names", "io_options", "output_name_warning", "run_options", "select_run_id",
+           "input_format_names", "io_options", "note_unread_files", "output_name_warning", "run_options", "select_run_id",
            "warn_output_name"]

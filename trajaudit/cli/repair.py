@@ -137,7 +137,8 @@ def _find_diagnosis(path: str, t: Trajectory) -> Diagnosis:
     try:
         lines = jsonl_lines(regular_files.read_text(path))
     except (OSError, UnicodeDecodeError) as e:
-        raise TrajauditError(f"{path}: cannot read diagnoses: {e}") from None
+        why = e.strerror if isinstance(e, OSError) and e.strerror else e  # not the path again
+        raise TrajauditError(f"{path}: cannot read diagnoses: {why}") from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

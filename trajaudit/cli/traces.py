@@ -11,6 +11,7 @@ from rich.table import Table
 
 from trajaudit.boundary import each_run
 from trajaudit.cli.common import (
+    EXIT_FINDINGS,
     console,
     fail,
     handle_errors,
@@ -21,7 +22,7 @@ from trajaudit.cli.common import (
     report_problems,
     write_text,
 )
-from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id
+from trajaudit.cli.options import check_run_choice, io_options, run_options, select_run_id, warn_output_name
 from trajaudit.engine.trace.ir import Trajectory, renumbered
 from trajaudit.engine.trace.loader import TRACE_SUFFIXES, load_path
 
@@ -117,12 +118,15 @@ def convert(file: str, output: str, record: int | None, run_id: str | None, out_
 
     The output suffix (or --format) chooses the layout: .json (one run, or a list of runs) or
     .jsonl/.ndjson (one run per line); any other suffix is a usage error (exit 2), checked before
-    FILE is read.
+    FILE is read. A run that cannot be read (a bad JSONL line, a record in no known format) is named
+    and skipped, the others written; the exit code is then 1 (2 when no run could be read).
     """
     check_run_choice(record, run_id)
     if not output.lower().endswith(TRACE_SUFFIXES):
         fail(f"-o/--output must end in .json, .jsonl or .ndjson, got {output!r}")
     refuse_overwriting_input(output, [file, *([mapping] if mapping else [])], roles=input_roles(mapping=mapping))
+    layout = out_format or ("jsonl" if output.lower().endswith((".jsonl", ".ndjson")) else "json")
+    warn_output_name("-o", output, layout)  # --format json into x.jsonl: one JSON document under a JSONL name
     res = load_path(file, format=fmt, mapping=mapping, record=record)
     report_load(res.trajectories, res.problems)
     runs = select_run_id(res.trajectories, file, run_id)
@@ -132,9 +136,12 @@ def convert(file: str, output: str, record: int | None, run_id: str | None, out_
         fail(f"{file}: no trajectory could be loaded")
     dicts = [d for _, d in converted]
     out = Path(output)
-    layout = out_format or ("jsonl" if output.lower().endswith((".jsonl", ".ndjson")) else "json")
     if layout == "jsonl":
         write_text(out, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts))
     else:
         write_text(out, json.dumps(dicts[0] if len(dicts) == 1 else dicts, ensure_ascii=False, indent=1))
-    print_line(console(err=True), f"wrote {len(dicts)} trajectory(ies) to {output}")
+    skipped = len(res.problems) + len(failed)  # each named above; the file holds the others
+    print_line(console(err=True), f"wrote {len(dicts)} trajectory(ies) to {output}"
+               + (f"; {skipped} skipped (listed above)" if skipped else ""))
+    if skipped:  # as audit and check: a run left out of the output must not pass a pipeline step
+        raise SystemExit(EXIT_FINDINGS)

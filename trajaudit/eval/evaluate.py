@@ -127,10 +127,14 @@ def evaluate(gold: Mapping[str, GoldItem], diagnoses: Iterable[Diagnosis | Mappi
         n_matched=sum(1 for r in runs if r.diag is not None),
         problems={k: v for k, v in problems.items() if v})
     _metrics(report, runs, tax, grader, resamples, seed)
-    report.expected_random = _expected_random(runs, resamples, seed) if index[0] or index[1] else None
-    if report.expected_random is None:
+    given = bool(index[0] or index[1])
+    report.expected_random = _expected_random(runs, resamples, seed) if given else None
+    if not given:
         report.notes.append("no trajectories given: previews, normalized distance and the random baseline's "
                             "expected value are left out")
+    elif report.expected_random is None:  # it said "no trajectories given" beside the runs given
+        report.notes.append("no gold run with a usable critical step was found among the trajectories given: "
+                            "the random baseline's expected value is left out")
     _breakdowns(report, runs)
     report.calibration = _calibration(report)
     report.usage = _usage(diags)

@@ -177,7 +177,10 @@ def read_json(path: Path) -> Any:
         GoldFormatError: unreadable, or not valid JSON.
     """
     try:
-        return safe_json.loads(regular_files.read_text(path, "utf-8-sig"))
+        text = regular_files.read_text(path, "utf-8-sig")
+        if not text.strip():  # "not valid JSON: Expecting value: line 1 column 1 (char 0)" said it less plainly
+            raise GoldFormatError("file is empty", file=str(path))
+        return safe_json.loads(text)
     except OSError as e:
         raise GoldFormatError(f"cannot read: {e.strerror or e}", file=str(path)) from None
     except ValueError as e:  # JSONDecodeError, NestedTooDeep, UnicodeDecodeError

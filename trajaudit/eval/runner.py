@@ -28,6 +28,7 @@ from trajaudit.engine.strategies.registry import default_strategies
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import load_many
 from trajaudit.engine.trace.text import jsonl_lines
+from trajaudit.engine.validation_log import ValidationLog
 from trajaudit.errors import ConfigError, LLMUnreachableError, Problem, TrajauditError
 from trajaudit.eval.gold import GoldSet, suffix_aliases
 from trajaudit.eval.runs import find_run, index_trajectories
@@ -54,7 +55,8 @@ def offline_strategies(registry: Registry[Strategy] | None = None) -> list[str]:
 def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *,
                  context: AuditContext | None = None, registry: Registry[Strategy] | None = None,
                  skip: Callable[[Trajectory], bool] | None = None,
-                 on_diagnosis: Callable[[Diagnosis], None] | None = None) -> RunOutput:
+                 on_diagnosis: Callable[[Diagnosis], None] | None = None,
+                 on_log: Callable[[ValidationLog], None] | None = None) -> RunOutput:
     """Diagnose every trajectory with one strategy.
 
     Each diagnosis gets ``metadata.source_message`` as ``trajaudit audit`` gives it
@@ -70,6 +72,8 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
         skip: a run for which ``skip(run)`` is true is not diagnosed (``eval --resume``: already in
             ``--save-pred``); it stays in ``trajectories``.
         on_diagnosis: called with each diagnosis as soon as it is made (``eval --resume`` appends it).
+        on_log: called with the validation log of each run diagnosed (``eval`` counts the checks of
+            rules that could not be evaluated, as ``audit`` does, without keeping the logs).
 
     Raises:
         LookupError: unknown strategy name (with close-match suggestions).
@@ -103,6 +107,8 @@ def run_strategy(trajectories: Iterable[Trajectory], strategy: str | Strategy, *
         out.diagnoses.append(d)
         if on_diagnosis is not None:
             on_diagnosis(d)
+        if on_log is not None:
+            on_log(evidence.log)
     return out
 
 
@@ -110,15 +116,16 @@ def run_on_paths(paths: Iterable[str | os.PathLike[str]], strategy: str | Strate
                  context: AuditContext | None = None, registry: Registry[Strategy] | None = None,
                  format: str | None = None, mapping: Any = None,
                  skip: Callable[[Trajectory], bool] | None = None,
-                 on_diagnosis: Callable[[Diagnosis], None] | None = None) -> RunOutput:
+                 on_diagnosis: Callable[[Diagnosis], None] | None = None,
+                 on_log: Callable[[ValidationLog], None] | None = None) -> RunOutput:
     """Load ``paths`` (files, folders, globs) with :func:`load_many` (``format``/``mapping`` as for
-    ``trajaudit audit``) and run :func:`run_strategy` (``skip``, ``on_diagnosis`` as there).
+    ``trajaudit audit``) and run :func:`run_strategy` (``skip``, ``on_diagnosis``, ``on_log`` as there).
 
     Loading problems are included in the result's ``problems``.
     """
     res = load_many(paths, format=format, mapping=mapping)
     out = run_strategy(res.trajectories, strategy, context=context, registry=registry, skip=skip,
-                       on_diagnosis=on_diagnosis)
+                       on_diagnosis=on_diagnosis, on_log=on_log)
     out.problems = list(res.problems) + out.problems
     return out
 

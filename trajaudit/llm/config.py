@@ -150,8 +150,10 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: cannot read the LLM config file: {e.strerror or e}") from None
     try:
         data = tomllib.loads(text) if p.suffix.lower() == ".toml" else trajaudit.safe_yaml.load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
-        raise ConfigError(f"{p}: not valid {'TOML' if p.suffix.lower() == '.toml' else 'YAML'}: {e}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: {trajaudit.safe_yaml.describe(e)}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
     except RecursionError:  # tomllib recurses per level of nesting (YAML is guarded by safe_yaml)
         raise ConfigError(f"{p}: not valid TOML: nested too deeply") from None
     except ValueError as e:  # tomllib: an integer beyond Python's int-conversion limit (YAML: safe_yaml)

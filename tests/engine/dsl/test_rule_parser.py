@@ -61,6 +61,23 @@ rules:
     assert str(e).startswith("<rules>:7:19 (rule p.r): in guard: invalid regex")
 
 
+# Hostile-user pass: an integer literal of more than 4,300 digits in a rule expression was "error:
+# internal error: VisitError: Error trying to process rule "number": Exceeds the limit (4300 digits)
+# for integer string conversion" (Python's int() limit, raised inside lark's transformer). It is now a
+# located error with the limit of JSON traces (safe_json.MAX_INT_DIGITS); a float literal of any length
+# and an integer at the limit still parse.
+
+def test_an_integer_literal_beyond_the_limit_is_a_located_error():
+    text = "pack: p\nrules:\n  - id: big\n    type: PROTOCOL\n    assert: step.index < " + "9" * 5000 + "\n"
+    with pytest.raises(RulePackError) as ei:
+        compile_rules(load_pack(text))
+    e = ei.value
+    assert (e.line, e.column, e.rule_id) == (5, 26, "p.big")
+    assert e.message == "in assert: integer literal too long (5000 digits): the limit is 4300 digits"
+    assert parse_expression("9" * 4300).value == int("9" * 4300)
+    assert parse_expression("1" * 5000 + ".5").value == float("inf")  # float() has no such limit
+
+
 @pytest.mark.parametrize("expr,message", [
     ("step.knd == 'agent'", "a step has no field 'knd'; did you mean kind"),
     ("call.nam == 'x'", "a call has no field 'nam'; did you mean name"),

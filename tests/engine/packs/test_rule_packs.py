@@ -374,3 +374,24 @@ def test_a_pack_including_generic_with_overrides_replaces_the_default_generic(tm
     assert {r.severity for r in recs if r.rule_id == "generic.provenance.claim-values-grounded"} == {"info"}
     r = run("audit", ww_dir / "1.json", "--rules", pack, "-o", tmp_path / "o.jsonl", "-q")
     assert r.exit_code == 0, r.output
+
+
+# Hostile-user pass: `check --rules runs/` (a folder given as the pack) said "rule pack 'runs/' not found
+# (not a file; …)" of a folder that is there. It now says it is a folder; a missing path is still "not
+# found", and a shipped name still wins over a folder of that name in the working folder.
+
+def test_a_folder_given_as_a_rule_pack_is_named_a_folder(tmp_path, monkeypatch):
+    from hostile_kit import good_run, write_json
+
+    runs = write_json(tmp_path / "runs.json", good_run("a"))
+    folder = tmp_path / "packs"
+    folder.mkdir()
+    for args in (("check", runs, "--rules", folder), ("rules", "lint", folder)):
+        r = run(*args)
+        assert r.exit_code == 2
+        assert f"rule pack '{folder}' is a folder: give a pack's YAML file or a shipped pack's name (shipped packs: " \
+               "generic," in " ".join(r.stderr.split()), args
+    assert "not found (not a file;" in run("check", runs, "--rules", tmp_path / "none.yaml").stderr
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "generic").mkdir()
+    assert run("check", runs, "--rules", "generic", "-q").exit_code in (0, 1)

@@ -120,6 +120,35 @@ def test_forced_format_and_unknown_format(tmp_path, tau_file):
     assert [t.id for t in res.trajectories] == ["12"] and res.trajectories[0].source.record == 3
 
 
+# Hostile-user pass: `audit runs/ -o runs/d.jsonl`, then `audit runs/` again read the diagnoses back as
+# traces: each line was skipped as "no known trace format matches; tried ir: …" (14 formats), never
+# saying it was trajaudit's own output. A diagnosis line and a `check --format json` list of logs are now
+# named as such, without the list of formats.
+
+def test_trajaudits_own_outputs_are_named_as_such(tmp_path):
+    from click.testing import CliRunner
+    from hostile_kit import good_run, write_json
+
+    from trajaudit.cli import main
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    write_json(runs / "a.json", good_run("a"))
+    cli = CliRunner()
+    assert cli.invoke(main, ["audit", str(runs), "-o", str(runs / "d.jsonl"), "-q"]).exit_code == 0
+    assert cli.invoke(main, ["check", str(runs / "a.json"), "--format", "json", "-o", str(runs / "logs.json"),
+                             "-q"]).exit_code == 1  # a violation: the gate
+    r = cli.invoke(main, ["audit", str(runs), "-o", str(tmp_path / "d2.jsonl"), "-q"])
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [
+        f"skipped: {runs / 'd.jsonl'}, record 0: the document is a trajaudit diagnosis (a line of `trajaudit "
+        "audit`'s output), not a run: leave that file out of the inputs",
+        f"skipped: {runs / 'logs.json'}: the document is a trajaudit validation log (`trajaudit check`'s output), "
+        "not a run: leave that file out of the inputs"]
+    with pytest.raises(TraceFormatError, match="^no known trace format matches"):
+        load_document({"trajectory_id": "x", "note": "not ours"})
+
+
 def test_a_single_saved_message_is_named_as_such():
     """A saved Anthropic API response ({"id", "type": "message", "role", "content", "stop_reason", …})
     is one message: the error said only 'no known trace format matches' and listed eight formats."""

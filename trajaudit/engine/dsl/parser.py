@@ -20,6 +20,7 @@ from trajaudit.engine.dsl import ast as A
 from trajaudit.engine.dsl import grammar_cache
 from trajaudit.engine.dsl.recording_memo import RecordingMemo
 from trajaudit.errors import RulePackError
+from trajaudit.safe_json import MAX_INT_DIGITS
 
 if TYPE_CHECKING:
     from lark import Lark, Token, UnexpectedInput
@@ -166,6 +167,9 @@ def _to_ast() -> Any:
 
         def number(self, meta, children):
             t = children[0]
+            if not any(c in t for c in ".eE") and len(t) > MAX_INT_DIGITS:  # int() raised a bare ValueError
+                raise _TransformError(f"integer literal too long ({len(t)} digits): the limit is "
+                                      f"{MAX_INT_DIGITS} digits", t)
             v = float(t) if any(c in t for c in ".eE") else int(t)
             return A.Literal(v, _pos(t))
 

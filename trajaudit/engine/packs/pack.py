@@ -251,6 +251,9 @@ def resolve_pack(ref: str, relative_to: str | None = None) -> Path:
     if kind not in (None, "missing", "unreadable", "a folder"):  # a FIFO, socket, device, dangling link: never opened
         raise RulePackError(f"rule pack {ref!r}: {kind}, not a regular file (not opened)", file=relative_to)
     known = ", ".join(shipped_packs()) or "none"
+    if kind == "a folder":  # it said "not found" of a folder that is there
+        raise RulePackError(f"rule pack {ref!r} is a folder: give a pack's YAML file or a shipped pack's name "
+                            f"(shipped packs: {known})", file=relative_to)
     raise RulePackError(f"rule pack {ref!r} not found (not a file; shipped packs: {known})", file=relative_to)
 
 

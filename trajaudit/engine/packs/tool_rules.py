@@ -77,7 +77,8 @@ def read_tools_file(path: str | Path) -> list[dict[str, Any]]:
     try:
         data = safe_json.loads(regular_files.read_text(path))
     except (OSError, UnicodeDecodeError) as e:
-        raise ToolSchemaError(f"cannot read tool schemas: {e}", file=str(path)) from None
+        why = e.strerror if isinstance(e, OSError) and e.strerror else e  # not the path again
+        raise ToolSchemaError(f"cannot read tool schemas: {why}", file=str(path)) from None
     except ValueError as e:
         raise ToolSchemaError(f"not valid JSON: {e}", file=str(path)) from None
     for i, fn in enumerate(functions(data, file=str(path))):

@@ -118,7 +118,9 @@ class MappingAdapter:
 
         try:
             spec = trajaudit.safe_yaml.load(regular_files.read_text(path))
-        except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
+        except yaml.YAMLError as e:
+            raise TraceFormatError(f"cannot read mapping: {trajaudit.safe_yaml.describe(e)}", file=str(path)) from None
+        except (OSError, UnicodeDecodeError) as e:
             raise TraceFormatError(f"cannot read mapping: {e}", file=str(path)) from None
         return cls(spec, origin=str(path))
 
