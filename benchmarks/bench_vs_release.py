@@ -233,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             cpu: dict[str, list[float]] = {k: [] for k in sides}
             for name in sides:  # one unmeasured call each: the pack cache entries (and .pyc files) written
                 cli(sides[name], renvs[name], tmp / f"{name}.jsonl")
+            if args.cli_rounds <= 0:  # no timing (--cli-rounds 0): only the diagnoses are compared below
+                continue
             for r in range(args.cli_rounds):
                 for name in (("previous", "current") if r % 2 == 0 else ("current", "previous")):
                     cpu[name].append(cli(sides[name], renvs[name], tmp / f"{name}.jsonl"))
