@@ -12,7 +12,8 @@ is the *ratio* of two codes measured alternately in the same minutes. This scrip
    ``clear_caches()`` (compiled packs, regex and text memos: a batch gains only from what repeats
    within it, as in ``bench_audit.py``), with the default packs **and** ``--tools``; CPU time of the
    process (one core). It reports the median audits/s and the per-stage split (ms per run: load,
-   setup, rules, claims, judge);
+   setup, rules, claims, judge; setup is the context built as ``audit_trajectories`` builds it —
+   ``build_frozen_context`` where the code has one — plus the domain packs the runs select);
 3. **fresh CLI** (``--cli-rounds`` alternating pairs): ``python -m trajaudit audit TAU --tools TOOLS -q
    -o FILE`` as a new process (pack cache warm), CPU time (user + system) of the child, in runs/s, in
    two regimes: trajaudit's modules compiled from source in every process (``PYTHONDONTWRITEBYTECODE=1``,
@@ -58,6 +59,10 @@ try:  # the layout after the redesign (issue 16)
     from trajaudit.engine.run.evidence import clear_caches, gather
     from trajaudit.engine.run.pipeline import AuditSpec, build_context
     from trajaudit.engine.strategies.registry import default_strategies
+    try:  # as audit_trajectories builds it: frozen with the heap before the collector resumes
+        from trajaudit.engine.run.pipeline import build_frozen_context as build_context
+    except ImportError:
+        pass
 
     def judge(t, ctx, bundle):
         return default_strategies().get(spec.strategy).diagnose(t, bundle, ctx)
@@ -228,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             cpu: dict[str, list[float]] = {k: [] for k in sides}
             for name in sides:  # one unmeasured call each: the pack cache entries (and .pyc files) written
                 cli(sides[name], renvs[name], tmp / f"{name}.jsonl")
+            if args.cli_rounds <= 0:  # no timing (--cli-rounds 0): only the diagnoses are compared below
+                continue
             for r in range(args.cli_rounds):
                 for name in (("previous", "current") if r % 2 == 0 else ("current", "previous")):
                     cpu[name].append(cli(sides[name], renvs[name], tmp / f"{name}.jsonl"))

@@ -82,6 +82,7 @@ def reference(monkeypatch):
 
     def use() -> None:
         monkeypatch.setattr(jf, "_repeat_keys", jf._repeat_keys_reference)
+        monkeypatch.setattr(jf._Rows, "_repeats", jf._Rows._repeats_reference)
         monkeypatch.setattr(jf, "has_code", lambda text: bool(jf._CODE.search(text)))
         monkeypatch.setattr(jf, "_addresses", lambda text, low, address: address[0].search(text) is not None)
         monkeypatch.setattr(jf, "_ARGS_ENCODER", _DumpsEncoder)
@@ -201,6 +202,7 @@ def test_generated_runs_rows_and_diagnoses_equal_the_reference(run):
     fast = _judged(t, recs)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(jf, "_repeat_keys", jf._repeat_keys_reference)
+        mp.setattr(jf._Rows, "_repeats", jf._Rows._repeats_reference)
         mp.setattr(jf, "has_code", lambda text: bool(jf._CODE.search(text)))
         mp.setattr(jf, "_addresses", lambda text, low, address: address[0].search(text) is not None)
         mp.setattr(jf, "_ARGS_ENCODER", _DumpsEncoder)
@@ -213,6 +215,53 @@ def test_generated_runs_rows_and_diagnoses_equal_the_reference(run):
         mp.setattr(jf, "_claim_facts", _reference_claim_facts)
         ref = _judged(t, recs)
     assert fast == ref
+
+
+_CALL_NAMES = ["get", "get\x00", "get\x00x", "x", "\x00x", "cancel", ""]
+_CALL_ARGS = [{"id": "W1"}, {"id": "W1\x00"}, {"q": "\x00x"}, "x", "\x00", None, {"b": 1, "a": 2}, {"a": 2, "b": 1}]
+
+
+@st.composite
+def _calling_runs(draw) -> Trajectory:
+    """Runs of decision steps with calls whose names and arguments hold NULs, repeat or stand alone, and
+    steps without text (the cases :func:`_repeat_keys` leaves keys out for)."""
+    steps: list[Step] = [Step(0, "user", "user", "the task")]
+    for i in range(1, draw(st.integers(2, 12))):
+        calls = tuple(ToolCall(draw(st.sampled_from(_CALL_NAMES)), draw(st.sampled_from(_CALL_ARGS)), f"c{i}.{j}")
+                      for j in range(draw(st.integers(0, 3))))
+        text = draw(st.sampled_from(["", " ", "\n\t", "cancel the pending order now please", "Cancel the  pending "
+                                     "order now please", "ok"]))
+        steps.append(Step(i, "agent", "assistant", text, draw(st.sampled_from(["a", "b"])), calls))
+    return Trajectory(id="calls", steps=tuple(steps), source=Source("openai"), agents=("a", "b"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_calling_runs())
+def test_repeat_features_equal_the_reference_with_every_key(t):
+    """Call keys only for names another call carries, no text key for a step without text, three zeros
+    for a candidate without keys: the same rows as every key and the per-key loop (bit for bit)."""
+    fast = _bits(jf.features(t, []).rows)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jf, "_repeat_keys", jf._repeat_keys_reference)
+        mp.setattr(jf._Rows, "_repeats", jf._Rows._repeats_reference)
+        ref = _bits(jf.features(t, []).rows)
+    assert fast == ref
+
+
+def test_repeat_keys_leave_out_only_keys_carried_once():
+    steps = [Step(0, "user", "user", "task"),
+             Step(1, "agent", "assistant", "", "a", (ToolCall("get", {"id": 1}, "c1"), ToolCall("x", {}, "c2"))),
+             Step(2, "agent", "assistant", "", "a", (ToolCall("get", {"id": 1}, "c3"),)),
+             Step(3, "agent", "assistant", "", "a", (ToolCall("get\x00", {"id": 1}, "c4"),))]
+    decisions = [s for s in steps if s.is_decision]
+    keys_of, total = jf._repeat_keys(decisions)
+    ref_of, ref_total = jf._repeat_keys_reference(decisions)
+    # a name holding a NUL: every call key is kept (only the empty texts' keys, None anyway, are left out)
+    assert keys_of == ref_of and total == ref_total
+    keys_of, total = jf._repeat_keys(decisions[:2])
+    assert keys_of == {1: ['c\x00get\x00{"id": 1}'], 2: ['c\x00get\x00{"id": 1}']}  # "x" is called once
+    assert total == {'c\x00get\x00{"id": 1}': 2}
+    assert jf._repeat_keys_reference(decisions[:2])[1] == {**total, 'c\x00x\x00{}': 1}
 
 
 # --- the single shortcuts ----------------------------------------------------------------------------

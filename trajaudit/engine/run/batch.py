@@ -20,7 +20,7 @@ from trajaudit.engine.run.pipeline import (
     Done,
     RunError,
     audit_with,
-    build_context,
+    build_frozen_context,
     close_context,
     freeze_long_lived,
     problem_of,
@@ -89,7 +89,7 @@ def audit_trajectories(
     frozen = freeze_long_lived()  # streamed results are not frozen after each run: they are not long-lived
     try:
         if jobs <= 1 or len(trajectories) < 2:
-            _audit_serial(trajectories, range(len(trajectories)), spec, finished)
+            _audit_serial(trajectories, range(len(trajectories)), spec, finished, frozen)
         else:
             trajaudit.engine.run.parallel.audit_parallel(trajectories, spec, jobs, finished)
     finally:
@@ -100,9 +100,11 @@ def audit_trajectories(
     return out
 
 
-def _audit_serial(trajectories: Sequence[Trajectory], indices: Iterable[int], spec: AuditSpec, finished: Done) -> None:
-    """Audit ``trajectories[i]`` for each ``i`` in this process; ``finished(i, result, error)`` after each."""
-    ctx = build_context(spec)
+def _audit_serial(trajectories: Sequence[Trajectory], indices: Iterable[int], spec: AuditSpec, finished: Done,
+                  frozen: bool = False) -> None:
+    """Audit ``trajectories[i]`` for each ``i`` in this process; ``finished(i, result, error)`` after each.
+    ``frozen``: the batch froze the heap (the context is frozen with it: :func:`build_frozen_context`)."""
+    ctx = build_frozen_context(spec, frozen)
     try:
         audit_with(ctx, trajectories, indices, spec.strategy, finished)
     finally:
@@ -171,8 +173,9 @@ def _audit_stream(paths: Iterable[str | os.PathLike[str]], spec: AuditSpec, form
         if progress:
             progress(done, max(total, done))
 
-    ctx = build_context(spec)  # with the collector paused (frozen right after)
-    frozen = freeze_long_lived()  # the compiled rules and caches live for the whole batch
+    # the compiled rules and caches live for the whole batch: frozen with the heap before any collection
+    frozen = gc.isenabled()
+    ctx = build_frozen_context(spec)
     try:
         for path, got in iter_load(files, format=format, mapping=mapping):
             load_problems.extend(got.problems)

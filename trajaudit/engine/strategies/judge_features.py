@@ -333,9 +333,13 @@ def _text_shape(text: str) -> bytes:
     return "".join(y.split()).encode("utf-8", "replace")
 
 
-def _call_keys(step: Step) -> list[str]:
+def _call_keys(step: Step, skip: set[str] | None = None) -> list[str]:
+    """The repeat keys of ``step``'s calls (name, NUL, arguments as JSON with sorted keys), but of the
+    calls named in ``skip``."""
     keys = []
     for c in step.tool_calls:
+        if skip and c.name in skip:
+            continue
         try:
             args = _ARGS_ENCODER.encode(c.arguments)
         except (TypeError, ValueError):
@@ -529,17 +533,29 @@ def _repeat_keys(decisions: Sequence[Step]) -> tuple[dict[int, list[str]], dict[
 
     A text key is computed only for a step whose agent and :func:`_text_shape` another decision step
     shares: any other step's text key is carried by that step alone, and a key carried once changes
-    no feature (:meth:`_Rows._repeats`: not seen before it, not repeated after it), so it is left out.
+    no feature (:meth:`_Rows._repeats`: not seen before it, not repeated after it), so it is left out;
+    so is the text key of a step without text (an empty shape: the folded text is ``""``, shorter than
+    the 20 characters a text key needs). Likewise a call key (name, NUL, arguments) is computed only
+    for a call whose name another call of the run carries: when no name holds a NUL, the first NUL of a
+    key ends its name, so calls with different names have different keys and a call with a name of its
+    own has a key carried once (a run with a name holding a NUL computes every call key).
     :func:`_repeat_keys_reference` keeps every key; the features are the same."""
     shape = {s.index: (f"{s.agent}", _text_shape(s.content)) for s in decisions}
     shared: dict[tuple[str, bytes], int] = {}
     for sh in shape.values():
         shared[sh] = shared.get(sh, 0) + 1
+    names: dict[str, int] = {}
+    for s in decisions:
+        for c in s.tool_calls:
+            names[c.name] = names.get(c.name, 0) + 1
+    # a call whose name no other call carries has a key of its own (the docstring says why)
+    unique = None if any("\x00" in n for n in names) else {n for n, k in names.items() if k == 1}
     total: dict[str, int] = defaultdict(int)
     keys_of: dict[int, list[str]] = {}
     for s in decisions:
-        keys = [f"c\x00{k}" for k in _call_keys(s)]
-        tk = _text_key(s) if shared[shape[s.index]] > 1 else None
+        keys = [f"c\x00{k}" for k in _call_keys(s, unique)] if s.tool_calls else []
+        sh = shape[s.index]
+        tk = _text_key(s) if sh[1] and shared[sh] > 1 else None
         if tk is not None:
             keys.append(f"t\x00{s.agent}\x00{tk}")
         keys_of[s.index] = keys
@@ -715,7 +731,7 @@ class _Rows:
         row += self._position(k, s, rank, is_first, is_last)
         row += self._role(k, s, is_first_act)
         row += self._consequences(k)
-        row += self._repeats(k)
+        row += self._repeats_reference(k)
         row += self._origin(k)
         row += [float(no_err), float(self.first_any is None), float(is_last and no_err),
                 float(is_first_act and no_err), float(is_first and no_err)]
@@ -768,6 +784,13 @@ class _Rows:
                 float(self.next_output.get(k, False)), math.log1p(len(self.claims.dependents.get(k, ())))]
 
     def _repeats(self, k: int) -> list[float]:
+        """:meth:`_repeats_reference`; a candidate without repeat keys (most, since :func:`_repeat_keys`
+        leaves out the keys carried once) repeats nothing and changes no count: three zeros."""
+        if not self.keys_of.get(k):
+            return [0.0, 0.0, 0.0]
+        return self._repeats_reference(k)
+
+    def _repeats_reference(self, k: int) -> list[float]:
         """Loops: the step repeats an earlier call or text of its agent, is repeated later, starts a loop."""
         keys = self.keys_of.get(k, [])
         seen = self.seen
