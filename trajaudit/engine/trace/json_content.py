@@ -19,8 +19,9 @@ from typing import Any
 
 from trajaudit import safe_json
 
-#: Texts longer than this are parsed without the memo (the memo keeps a few documents alive).
-MEMO_MAX_CHARS = 200_000
+#: Texts longer than this are parsed without the memo (the memo keeps its documents alive; the claims
+#: digests have the same bound).
+MEMO_MAX_CHARS = 100_000
 #: Documents kept: a tau run's rule stage parses ≈ 10 step texts, the claims stage then reads ≈ 5 of them.
 MEMO_SIZE = 32
 
