@@ -10,6 +10,12 @@ Noise-free comparisons (a shared machine varies by ±15%): count instructions wi
 for N = 0 and N = 2; half the difference of the two "I refs" is one batch (loading, imports and the
 warm-up batch cancel out). See docs/perf.md (claims stage, third pass).
 
+Inside an audit: ``--after-rules`` runs each run's rule stage first (the shipped packs and, for tau,
+``--tools``' tools.json: ``gather``'s order; untimed) and times the claims stage after it (what
+``bench_audit.py``'s split calls claims; the two stages share memos, e.g. the parsed JSON of tool outputs,
+``engine/trace/json_content.py``). Instructions: as above with ``--after-rules``, minus the same with
+``--after-rules --rules-only`` (the batches without the claims stage).
+
 Side by side: ``--against CHECKOUT`` (another checkout of trajaudit, e.g. ``git worktree add /tmp/base
 283ae07``; its own ``benchmarks/claims_stage.py`` is run) measures both codes alternately, each in its own
 subprocess, ``--rounds`` times per data set (tau and Who&When), and prints each round's ms/run and the
@@ -39,9 +45,9 @@ DATA = ROOT.parent / "shared" / "data"
 PATHS = {"tau": DATA / "tau_retail" / "trajectories.json", "ww": DATA / "who_and_when" / "algorithm_generated"}
 
 
-def stage(t) -> int:
+def stage(t, config=None) -> int:
     """One run's claims stage (what ``gather`` does after the rules); returns the unsupported claims."""
-    cg = build_claim_graph(t)
+    cg = build_claim_graph(t, config)
     cg.to_records()
     cg.propagate()
     rows = [(c.id, " ".join(c.text.split())[:80], c.status.value) for c in cg.claims if c.status.unsupported]
@@ -51,6 +57,24 @@ def stage(t) -> int:
 def batch(runs) -> int:
     clear_caches()
     return sum(stage(t) for t in runs)
+
+
+def audit_batch(runs, ctx, rules_only: bool = False) -> tuple[int, float]:
+    """One batch as ``gather`` orders it: per run the rule stage, then the claims stage (timed);
+    ``rules_only`` leaves the claims stage out. Returns (unsupported claims, claims CPU seconds)."""
+    from trajaudit.engine.run.evidence import clear_caches as clear_all
+    from trajaudit.engine.run.evidence import evaluate_rules, rules_for
+
+    clear_all(packs=False)
+    unsupported, spent = 0, 0.0
+    for t in runs:
+        evaluate_rules(t, rules_for(t, ctx)[0], ctx)
+        if rules_only:
+            continue
+        t0 = time.process_time()
+        unsupported += stage(t, ctx.config)
+        spent += time.process_time() - t0
+    return unsupported, spent
 
 
 def _ms_per_run(script: Path, data: str, batches: int) -> float:
@@ -97,6 +121,21 @@ def side_by_side(against: Path, rounds: int, batches: int, instructions: bool) -
                   f"({(c - b) / b * 100:+.1f}%)")
 
 
+def after_rules(runs, data: str, batches: int, rules_only: bool) -> None:
+    """``--after-rules``: batches of :func:`audit_batch`, the collector paused as ``gather`` pauses it."""
+    from trajaudit.engine.run.pipeline import AuditSpec, build_context
+
+    tools = PATHS[data].parent / "tools.json" if data == "tau" else None
+    ctx = build_context(AuditSpec(tools=str(tools) if tools else None))
+    unsupported, _ = audit_batch(runs, ctx, rules_only)  # warm-up
+    gc.disable()
+    best = min((audit_batch(runs, ctx, rules_only)[1] for _ in range(batches)), default=0.0)
+    gc.enable()
+    if batches and not rules_only:
+        print(f"{data}: {len(runs)} runs, {unsupported} unsupported claims; claims stage after the rules "
+              f"{best * 1000 / len(runs):.3f} ms/run CPU (min of {batches} batches, gc off)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", choices=sorted(PATHS), default="tau")
@@ -104,11 +143,16 @@ def main() -> None:
     ap.add_argument("--against", type=Path, help="another checkout: measure both alternately (tau and ww)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per data set with --against")
     ap.add_argument("--instructions", action="store_true", help="with --against: also count instructions")
+    ap.add_argument("--after-rules", action="store_true", help="run each run's rule stage first (see above)")
+    ap.add_argument("--rules-only", action="store_true", help="with --after-rules: leave the claims stage out")
     args = ap.parse_args()
     if args.against is not None:
         side_by_side(args.against, args.rounds, args.batches, args.instructions)
         return
     runs = load_many([PATHS[args.data]]).trajectories
+    if args.after_rules:
+        after_rules(runs, args.data, args.batches, args.rules_only)
+        return
     unsupported = batch(runs)  # warm-up: imports, module regexes
     gc.disable()
     best = float("inf")

@@ -25,6 +25,7 @@ from trajaudit.engine.claims.model import (
     Support,
 )
 from trajaudit.engine.dsl.regex.stored import save_module_patterns
+from trajaudit.engine.trace import json_content
 
 # the module patterns' programs made by this import, for the next process (see regex.stored.module_pattern)
 save_module_patterns()
@@ -32,8 +33,10 @@ save_module_patterns()
 
 def clear_caches() -> None:
     """Empty the claim package's memo caches (text analyses, normalized values, id-key orders, argument
-    classifications, tool verbs, folded texts); results are unchanged."""
+    classifications, tool verbs, folded texts) and the parsed JSON step texts it shares with the rule
+    stage (:mod:`~trajaudit.engine.trace.json_content`); results are unchanged."""
     sources.clear_cache()
+    json_content.clear_memo()
     extract._value_group.cache_clear()
     extract._code_tool.cache_clear()
     model.tool_verb.cache_clear()

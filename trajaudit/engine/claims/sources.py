@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from trajaudit import safe_json
 from trajaudit.engine.claims.normalize import (
     MEMO_MAX_CHARS,
     NUMBER_WORDS,
@@ -39,6 +38,7 @@ from trajaudit.engine.claims.normalize import _norm_scalar_str_memo as _str_memo
 from trajaudit.engine.claims.patterns import WORD_RE, has_escapes, is_word_char, mask_escapes, words_of
 from trajaudit.engine.claims.scan import scan_values_blanked
 from trajaudit.engine.dsl.regex.stored import module_pattern
+from trajaudit.engine.trace import json_content
 from trajaudit.engine.trace.escapes import escape_spans
 
 CACHE_SIZE = 2048
@@ -309,10 +309,9 @@ def _whole(b: _Builder, text: str, kind: str, max_json_chars: int) -> None:
     short tool or user text as one value."""
     stripped = text.strip()
     if kind == "tool" and stripped[:1] in "{[" and len(stripped) <= max_json_chars:
-        try:
-            doc = safe_json.loads(stripped)
-        except ValueError:  # not JSON, or nested too deeply to walk (safe_json.NestedTooDeep)
-            doc = None
+        # safe_json.loads, None when not JSON or nested too deeply to walk (safe_json.NestedTooDeep); in
+        # an audit the rule stage has usually parsed this text already (json_content: one parse, shared)
+        doc = json_content.parse(stripped)
         if doc is not None:
             b.walk(doc, "", "", None)
     elif kind in ("tool", "user") and 0 < len(stripped) <= 200:

@@ -18,8 +18,8 @@ from bisect import bisect_left
 from collections import defaultdict
 from typing import Any
 
-from trajaudit import safe_json
 from trajaudit.engine.dsl.regex.prefilter import memo_search
+from trajaudit.engine.trace import json_content
 from trajaudit.engine.trace.escapes import has_escapes, mask_escapes
 from trajaudit.engine.trace.ir import Step, Trajectory
 from trajaudit.engine.trace.observation import split_observation
@@ -261,10 +261,7 @@ class TrajContext:
             text = self.traj.steps[i].content.strip()
             val = None
             if text[:1] in ("{", "[", '"') or text[:1].isdigit() or text[:1] == "-":
-                try:
-                    val = safe_json.loads(text)
-                except ValueError:
-                    val = None
+                val = json_content.parse(text)  # (safe_json.loads, None if not JSON; shared with the claims)
             self._json[i] = val
         return self._json[i]
 

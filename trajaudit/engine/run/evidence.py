@@ -30,7 +30,7 @@ __all__ = ["clear_caches", "evaluate_rules", "gather", "rules_for", "select_rule
 def clear_caches(packs: bool = True) -> None:
     """Empty the per-process caches of the audit: loaded and compiled shipped packs, the parse and
     regex-safety memos (unless ``packs`` is false), memoized regex results of rules, embedded-observation
-    offsets, the claim package's text analyses. Results never depend on them (benchmarks clear them to
+    offsets, the claim package's text analyses and the parsed JSON step texts. Results never depend on them (benchmarks clear them to
     time a batch as a fresh process would run it; the on-disk pack cache is not touched: see
     ``TRAJAUDIT_NO_CACHE``)."""
     if packs:
