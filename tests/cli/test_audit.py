@@ -240,6 +240,20 @@ def test_unknown_taxonomy_is_a_usage_error(tmp_path, tau_file):
     assert r.exit_code == 2 and "bogus" in r.output
 
 
+def test_a_taxonomy_no_applied_rule_targets_is_warned_about_for_the_offline_strategy(tmp_path, tau_file):
+    r = invoke("audit", tau_file, "--taxonomy", "searchauditor", "-q", "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 0, r.output
+    assert "warning: --taxonomy searchauditor: no rule applied targets a searchauditor category" in one_line(r.output)
+    assert {d["category"] for d in diagnoses(tmp_path / "d.jsonl")} == {"inconclusive"}
+    pack = tmp_path / "search.yaml"
+    pack.write_text("pack: search\nrules:\n  - id: any-agent\n    type: PROTOCOL\n    targets: [unsupported_answer]\n"
+                    "    guard: step.kind == 'agent'\n    assert: \"true\"\n")
+    quiet = [invoke("audit", tau_file, *extra, "-q", "-o", tmp_path / f"q{i}.jsonl")
+             for i, extra in enumerate([("--taxonomy", "searchauditor", "--rules", pack), ("--taxonomy", "agentrx"),
+                                        ("--taxonomy", "searchauditor", "-s", "first")])]
+    assert [(q.exit_code, "warning" in q.output) for q in quiet] == [(0, False)] * 3
+
+
 def test_progress_bar_on_a_terminal_and_no_rich_progress_import_without_one(tmp_path, monkeypatch):
     """The bar is drawn when stderr is a terminal; without one (``-q``, a pipe) ``audit`` never imports
     ``rich.progress`` (a fresh process's start-up, issue 22)."""

@@ -39,6 +39,7 @@ from trajaudit.cli.common import (
     say_never_fired,
     terminal_safe,
     warn_degraded,
+    warn_incomplete,
     wrap_items,
     write_parts,
 )
@@ -139,6 +140,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     llm = _llm_for(strategy, llm_opts, repair)
     _check_outputs(paths, rules, tools, mapping, output, report, out_format, resume, cluster)
     weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
+    _warn_taxonomy_without_rules(strategy, taxonomy, rules, default_packs=not no_default_packs)
     adapter = mapping_for(fmt, mapping)  # a bad mapping (expression too deep) is refused before the batch
     config = AuditConfig(taxonomy=taxonomy, seed=seed, run_timeout=run_timeout)
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=config,
@@ -194,6 +196,30 @@ def _stop_if_nothing_audited(kept: _Kept, batch: BatchResult) -> None:
         return
     fail(f"no run could be audited ({len(batch.problems)} skipped, each named above): nothing was written",
          code=EXIT_FINDINGS)
+
+
+def _warn_taxonomy_without_rules(strategy: str, taxonomy: str, rules: tuple[str, ...], *, default_packs: bool) -> None:
+    """Warn (stderr, also with ``-q``) when the offline strategy is asked for a ``--taxonomy`` that no rule
+    applied targets: its categories are the categories the findings' rules target, the shipped packs
+    target agentrx categories, and a category outside the taxonomy is reported ``inconclusive`` — so
+    every diagnosis would be inconclusive. Not refused: a ``--rules`` pack may target that taxonomy
+    (and the critical steps are still chosen). An unknown taxonomy or pack is left to the batch to report."""
+    if strategy != "offline":
+        return
+    from trajaudit.engine.packs.pack import load_pack, shipped_packs
+    from trajaudit.engine.taxonomy import load_taxonomy
+
+    try:
+        ids = set(load_taxonomy(taxonomy).ids)
+        refs = [*(shipped_packs() if default_packs else []), *rules]
+        targets = {t for ref in refs for spec in load_pack(ref).rules for t in spec.targets}
+    except Exception:  # noqa: BLE001 - reported, file and line named, where the batch loads them
+        return
+    if not ids & targets:
+        warn_incomplete(f"--taxonomy {taxonomy}: no rule applied targets a {taxonomy} category (the shipped packs "
+                        "target agentrx categories), so every offline diagnosis will be 'inconclusive' (the "
+                        f"critical steps are still chosen); use --taxonomy agentrx, or --rules with a pack whose "
+                        f"rules target {taxonomy} categories")
 
 
 def _llm_for(strategy: str, llm_opts: LLMOptions, repair: bool) -> Any:
