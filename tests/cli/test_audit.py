@@ -196,18 +196,23 @@ def test_audit_refuses_a_user_pack_redefining_a_default_packs_rule(tmp_path):
         in r.stderr.replace("\n", "")
 
 
-def test_audit_with_an_endpoint_refusing_connections_stops_after_the_first_run(tmp_path):
+@pytest.mark.parametrize("cached", [False, True])
+def test_audit_with_an_endpoint_refusing_connections_stops_after_the_first_run(tmp_path, cached):
     url = closed_port_url()
     cfg = tmp_path / "llm.yaml"
     cfg.write_text(f"llm:\n  base_url: {url}\n  model: m\n  max_retries: 1\n  timeout: 2\n")
     out = tmp_path / "d.jsonl"
+    cache = ["--cache", str(tmp_path / "c.sqlite3")] if cached else ["--no-cache"]
     r = CliRunner().invoke(main, ["audit", str(SAMPLE), "--strategy", "all-at-once", "--llm-config", str(cfg),
-                                  "--no-cache", "-o", str(out)], env=NO_LLM_ENV, catch_exceptions=False)
+                                  *cache, "-o", str(out)], env=NO_LLM_ENV, catch_exceptions=False)
     assert r.exit_code == 2 and "Traceback" not in r.output
     err = r.stderr.replace("\n", "")
     assert err.count("cannot reach") == 1  # one message, not one per run (3 runs)
     assert f"all-at-once: cannot reach {url} (after 1 retries): [Errno 111] Connection refused" in err
     assert "the batch was stopped" in err and "skipped" not in err
+    said = ("answers already received are in the LLM cache" if cached
+            else "the LLM cache is off (--no-cache): a re-run asks for every answer again")
+    assert said in one_line(r.stderr) and ("LLM cache (" in one_line(r.stderr)) == cached
     assert not out.exists()
 
 

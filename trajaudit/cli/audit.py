@@ -301,8 +301,11 @@ def _run_batch(paths: tuple[str, ...], spec: AuditSpec, kept: _Kept, where: _Bat
         except LLMUnreachableError as e:
             said = (f"the diagnoses finished so far are in {where.output} (--resume goes on from there)" if journal
                     else "no diagnosis was written")
-            fail(f"{e}\nthe batch was stopped (every further run would fail the same way): {said} (answers already "
-                 "received are in the LLM cache, so a re-run does not ask for them again)")
+            cached = getattr(spec.llm, "cache_path", None)
+            kept_answers = (f"answers already received are in the LLM cache ({cached}), so a re-run does not ask "
+                            "for them again" if cached else "the LLM cache is off (--no-cache): a re-run asks "
+                            "for every answer again")
+            fail(f"{e}\nthe batch was stopped (every further run would fail the same way): {said} ({kept_answers})")
             raise  # not reached: fail exits
         finally:
             if journal is not None:
