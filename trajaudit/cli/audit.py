@@ -46,10 +46,13 @@ from trajaudit.cli.common import (
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
 from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.packs.pack import shipped_packs
+from trajaudit.engine.packs.selection import load_rules
 from trajaudit.engine.run.batch import BatchResult, audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
 from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.trace.forced_format import mapping_for
 from trajaudit.engine.trace.inputs import is_url
 from trajaudit.engine.trace.ir import Trajectory
@@ -206,13 +209,10 @@ def _warn_taxonomy_without_rules(strategy: str, taxonomy: str, rules: tuple[str,
     (and the critical steps are still chosen). An unknown taxonomy or pack is left to the batch to report."""
     if strategy != "offline":
         return
-    from trajaudit.engine.packs.pack import load_pack, shipped_packs
-    from trajaudit.engine.taxonomy import load_taxonomy
-
     try:
         ids = set(load_taxonomy(taxonomy).ids)
         refs = [*(shipped_packs() if default_packs else []), *rules]
-        targets = {t for ref in refs for spec in load_pack(ref).rules for t in spec.targets}
+        targets = {t for ref in refs for r in load_rules([ref], None) for t in r.spec.targets}  # warm: no YAML
     except Exception:  # noqa: BLE001 - reported, file and line named, where the batch loads them
         return
     if not ids & targets:
