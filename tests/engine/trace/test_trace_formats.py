@@ -516,3 +516,29 @@ def test_eval_zip_is_read_without_inspect_ai_and_says_what_to_install(monkeypatc
     monkeypatch.setitem(sys.modules, "zstandard", None)
     with pytest.raises(TraceFormatError, match=r"Zstandard-compressed: install 'trajaudit\[inspect\]'"):
         load(path)
+
+
+def test_a_zstandard_member_inflating_past_its_declared_size_is_refused(tmp_path, monkeypatch):
+    """decompress(max_output_size=) is ignored for a frame stating its content size: a member whose zip
+    entry declares 10 bytes (passing every directory check) inflated to whatever its frame said."""
+    import struct
+
+    zstandard = pytest.importorskip("zstandard")
+    frame = zstandard.ZstdCompressor().compress(json.dumps({"id": 1, "messages": [], "pad": "x" * 5000}).encode())
+    path = tmp_path / "lying.eval"
+    with zipfile.ZipFile(path, "w") as zf:  # stored, then relabelled Zstandard (method 93) declaring 10 bytes
+        zf.writestr("header.json", json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}}))
+        zf.writestr("samples/1_epoch_1.json", frame)
+    data = bytearray(path.read_bytes())
+    local = data.rindex(b"PK\x03\x04", 0, data.index(b"samples/1_epoch_1.json"))
+    struct.pack_into("<H", data, local + 8, 93)
+    struct.pack_into("<I", data, local + 22, 10)
+    central = data.rindex(b"PK\x01\x02", 0, data.rindex(b"samples/1_epoch_1.json"))
+    struct.pack_into("<H", data, central + 10, 93)
+    struct.pack_into("<I", data, central + 24, 10)
+    path.write_bytes(bytes(data))
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    with pytest.raises(TraceFormatError, match=r"member samples/1_epoch_1.json inflates to more than the 10 bytes "
+                                               r"the zip declares for it \(refused\)"):
+        load(path)

@@ -178,10 +178,11 @@ ZIP_ZSTANDARD = 93
 
 def _member(zf: zipfile.ZipFile, name: str, file: str) -> bytes:
     """One member's bytes; a Zstandard member (what Inspect writes) through the ``zstandard`` package,
-    bounded by :data:`MAX_MEMBER_BYTES`.
+    bounded by the uncompressed size the zip declares (``zipfile`` bounds the other methods so).
 
     Raises:
-        TraceFormatError: a Zstandard member and neither ``zstandard`` nor ``inspect_ai`` installed.
+        TraceFormatError: a Zstandard member and neither ``zstandard`` nor ``inspect_ai`` installed, or
+            one inflating to more than its declared size.
     """
     info = zf.getinfo(name)
     if info.compress_type != ZIP_ZSTANDARD:
@@ -198,7 +199,15 @@ def _member(zf: zipfile.ZipFile, name: str, file: str) -> bytes:
     name_len, extra_len = struct.unpack("<HH", local[26:30])
     zf.fp.seek(start + 30 + name_len + extra_len)  # type: ignore[union-attr]
     compressed = zf.fp.read(info.compress_size)  # type: ignore[union-attr]
-    return zstandard.ZstdDecompressor().decompress(compressed, max_output_size=MAX_MEMBER_BYTES)
+    # bounded by the size the zip declares (what _check_sizes checked): decompress(max_output_size=)
+    # is ignored for a frame that states its own content size, which a crafted member can set to anything
+    limit = min(info.file_size, MAX_MEMBER_BYTES)
+    with zstandard.ZstdDecompressor().stream_reader(compressed) as reader:
+        out = reader.read(limit + 1)
+    if len(out) > limit:
+        raise TraceFormatError(f"Inspect .eval member {name} inflates to more than the {info.file_size:,} bytes "
+                               "the zip declares for it (refused)", file=file)
+    return out
 
 
 def _inspect_read(file: str) -> dict[str, Any] | None:
