@@ -19,6 +19,7 @@ from trajaudit.errors import (
     ArgumentTypeError,
     ConfigError,
     DiagnosisFormatError,
+    RulePackError,
     TraceFormatError,
     TrajauditError,
     UnknownStrategyError,
@@ -152,12 +153,30 @@ def test_evaluate_arguments(ww1):
     with pytest.raises(ArgumentTypeError, match=r"evaluate\(\): argument 'trajectory' must be a Trajectory "
                                                 r"\(read one with trajaudit.load\(path\)\); got str"):
         evaluate(str(ww1), rules)
+    # what compile_rules takes, evaluate takes (a shipped name raised ArgumentTypeError)
+    assert evaluate(t, "generic").to_dict() == evaluate(t, rules).to_dict()
+    assert evaluate(t, Path(pack.file)).to_dict() == evaluate(t, list(pack.rules)).to_dict() == evaluate(t, rules).to_dict()
+    with pytest.raises(RulePackError, match="nope"):
+        evaluate(t, "nope")
     with pytest.raises(ArgumentTypeError, match=r"argument 'rules' must be a list of compiled rules"):
-        evaluate(t, "generic")
+        evaluate(t, b"generic")
     with pytest.raises(ArgumentTypeError, match=r"argument 'rules\[1\]' must be a CompiledRule"):
         evaluate(t, [rules[0], pack.rules[0]])
     with pytest.raises(ArgumentTypeError, match=r"argument 'tools' must be None or a list .* got int 42"):
         evaluate(t, rules, tools=42)
+
+
+def test_a_missing_trace_file_is_a_file_not_found_error_and_a_trace_format_error(tmp_path):
+    missing = tmp_path / "nope.json"
+    for call in (lambda: trajaudit.audit(str(missing)), lambda: load(missing)):
+        with pytest.raises(FileNotFoundError) as ei:
+            call()
+        e = ei.value
+        assert isinstance(e, TraceFormatError) and e.file == str(missing) and e.filename == str(missing)
+        assert e.errno == 2 and str(e) == f"{missing}: cannot read: No such file or directory"
+    with pytest.raises(TraceFormatError) as ei:  # a folder is no trace file, but it exists
+        trajaudit.load_path(tmp_path)
+    assert not isinstance(ei.value, FileNotFoundError)
 
 
 def test_load_pack_argument_types():

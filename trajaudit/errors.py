@@ -64,6 +64,23 @@ class TraceFormatError(TrajauditError):
         return f"{prefix}{self.message}{via}"
 
 
+class TraceFileNotFoundError(TraceFormatError, FileNotFoundError):
+    """A trace file that does not exist: a :class:`TraceFormatError` (what a batch reports as a skipped
+    input, file named, and what ``trajaudit`` commands catch) and a ``FileNotFoundError`` (what code
+    opening a missing file expects; ``errno``, ``strerror`` and ``filename`` are set)."""
+
+
+def cannot_read(e: OSError, file: str) -> TraceFormatError:
+    """The error for a trace file that could not be read (``e``): :class:`TraceFileNotFoundError`
+    when it does not exist, else :class:`TraceFormatError`; both say ``cannot read: REASON``."""
+    message = f"cannot read: {e.strerror or e}"
+    if not isinstance(e, FileNotFoundError):
+        return TraceFormatError(message, file=file)
+    err = TraceFileNotFoundError(message, file=file)
+    err.errno, err.strerror, err.filename = e.errno, e.strerror, file
+    return err
+
+
 class FormatMismatchError(TraceFormatError):
     """A forced input format (``--input-format``, ``format=``) cannot read a document at all: none of
     its runs has that format's shape. The message names the format and what it expected. A run of a

@@ -196,18 +196,23 @@ def test_audit_refuses_a_user_pack_redefining_a_default_packs_rule(tmp_path):
         in r.stderr.replace("\n", "")
 
 
-def test_audit_with_an_endpoint_refusing_connections_stops_after_the_first_run(tmp_path):
+@pytest.mark.parametrize("cached", [False, True])
+def test_audit_with_an_endpoint_refusing_connections_stops_after_the_first_run(tmp_path, cached):
     url = closed_port_url()
     cfg = tmp_path / "llm.yaml"
     cfg.write_text(f"llm:\n  base_url: {url}\n  model: m\n  max_retries: 1\n  timeout: 2\n")
     out = tmp_path / "d.jsonl"
+    cache = ["--cache", str(tmp_path / "c.sqlite3")] if cached else ["--no-cache"]
     r = CliRunner().invoke(main, ["audit", str(SAMPLE), "--strategy", "all-at-once", "--llm-config", str(cfg),
-                                  "--no-cache", "-o", str(out)], env=NO_LLM_ENV, catch_exceptions=False)
+                                  *cache, "-o", str(out)], env=NO_LLM_ENV, catch_exceptions=False)
     assert r.exit_code == 2 and "Traceback" not in r.output
     err = r.stderr.replace("\n", "")
     assert err.count("cannot reach") == 1  # one message, not one per run (3 runs)
     assert f"all-at-once: cannot reach {url} (after 1 retries): [Errno 111] Connection refused" in err
     assert "the batch was stopped" in err and "skipped" not in err
+    said = ("answers already received are in the LLM cache" if cached
+            else "the LLM cache is off (--no-cache): a re-run asks for every answer again")
+    assert said in one_line(r.stderr) and ("LLM cache (" in one_line(r.stderr)) == cached
     assert not out.exists()
 
 
@@ -238,6 +243,20 @@ def test_audit_summary_names_it(tmp_path):
 def test_unknown_taxonomy_is_a_usage_error(tmp_path, tau_file):
     r = invoke("audit", tau_file, "--taxonomy", "bogus", "-o", tmp_path / "d.jsonl")
     assert r.exit_code == 2 and "bogus" in r.output
+
+
+def test_a_taxonomy_no_applied_rule_targets_is_warned_about_for_the_offline_strategy(tmp_path, tau_file):
+    r = invoke("audit", tau_file, "--taxonomy", "searchauditor", "-q", "-o", tmp_path / "d.jsonl")
+    assert r.exit_code == 0, r.output
+    assert "warning: --taxonomy searchauditor: no rule applied targets a searchauditor category" in one_line(r.output)
+    assert {d["category"] for d in diagnoses(tmp_path / "d.jsonl")} == {"inconclusive"}
+    pack = tmp_path / "search.yaml"
+    pack.write_text("pack: search\nrules:\n  - id: any-agent\n    type: PROTOCOL\n    targets: [unsupported_answer]\n"
+                    "    guard: step.kind == 'agent'\n    assert: \"true\"\n")
+    quiet = [invoke("audit", tau_file, *extra, "-q", "-o", tmp_path / f"q{i}.jsonl")
+             for i, extra in enumerate([("--taxonomy", "searchauditor", "--rules", pack), ("--taxonomy", "agentrx"),
+                                        ("--taxonomy", "searchauditor", "-s", "first")])]
+    assert [(q.exit_code, "warning" in q.output) for q in quiet] == [(0, False)] * 3
 
 
 def test_progress_bar_on_a_terminal_and_no_rich_progress_import_without_one(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import click
 import pytest
 from click.testing import CliRunner
 from conftest import ROOT
@@ -100,3 +101,34 @@ def test_run_timeout_is_one_option_type_on_every_command():
     assert all(isinstance(p.type, RunTimeout) and p.default == 60.0 for p in takers.values())
     t = RunTimeout()
     assert t.convert("0.000001", None, None) == 1e-06 and t.convert("86400", None, None) == 86400.0
+
+
+# The other durations and thresholds took click.FloatRange (or plain float): 'nan' passed, so
+# `watch --until-idle nan` never ended and `serve --quiet-period nan` started; 'inf' passed where no
+# maximum was set, and `--poll 1e300` overflowed time.sleep. They are FiniteRange types now.
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e300", "-1"])
+@pytest.mark.parametrize(("cmd", "option"), [
+    (["serve", "--otlp", "18930"], "--quiet-period"), (["serve", "--otlp", "18930"], "--max-wait"),
+    (["watch", "{f}"], "--until-idle"), (["watch", "{f}"], "--poll"), (["watch", "{f}"], "--alarm-threshold"),
+    (["guard", "--upstream", "http://127.0.0.1:9/v1"], "--timeout"),
+    (["guard", "--upstream", "http://127.0.0.1:9/v1"], "--cache-idle"),
+    (["guard", "--upstream", "http://127.0.0.1:9/v1"], "--alarm-threshold"),
+])
+def test_durations_and_thresholds_refuse_nan_inf_and_out_of_range(tmp_path, cmd, option, value):
+    f = tmp_path / "run.jsonl"
+    f.write_text("")
+    r = CliRunner().invoke(main, [a.format(f=f) for a in cmd] + [option, value], env=NO_LLM_ENV)
+    assert r.exit_code == 2, r.output
+    said = one_line(r.output)
+    assert f"Invalid value for '{option}':" in said
+    assert (f"{value!r} is not a finite number" in said) == (value.lower() in ("nan", "inf", "-inf")), said
+
+
+def test_the_duration_types_take_finite_numbers_in_range():
+    from trajaudit.cli.options import MAX_SECONDS, FiniteRange, seconds
+
+    assert seconds(0).convert("2.5", None, None) == 2.5 and seconds(0).convert(MAX_SECONDS, None, None) == 1e7
+    assert FiniteRange(0, 1).convert("0.7", None, None) == 0.7
+    with pytest.raises(click.BadParameter, match="not in the range"):
+        seconds(0, min_open=True).convert("0", None, None)

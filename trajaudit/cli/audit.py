@@ -53,10 +53,13 @@ from trajaudit.cli.options import (
 from trajaudit.cli.outputs import ResumeJournal
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
+from trajaudit.engine.packs.pack import shipped_packs
+from trajaudit.engine.packs.selection import load_rules
 from trajaudit.engine.run.batch import BatchResult, audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
 from trajaudit.engine.strategies.judge_weights import load_weights
 from trajaudit.engine.strategies.registry import default_strategies
+from trajaudit.engine.taxonomy import load_taxonomy
 from trajaudit.engine.trace.forced_format import mapping_for
 from trajaudit.engine.trace.inputs import is_url
 from trajaudit.engine.trace.ir import Trajectory
@@ -149,6 +152,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     llm = _llm_for(strategy, llm_opts, repair)
     _check_outputs(paths, rules, tools, mapping, output, report, out_format, resume, cluster)
     weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
+    _warn_taxonomy_without_rules(strategy, taxonomy, rules, default_packs=not no_default_packs)
     adapter = mapping_for(fmt, mapping)  # a bad mapping (expression too deep) is refused before the batch
     config = AuditConfig(taxonomy=taxonomy, seed=seed, run_timeout=run_timeout)
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=config,
@@ -204,6 +208,27 @@ def _stop_if_nothing_audited(kept: _Kept, batch: BatchResult) -> None:
         return
     fail(f"no run could be audited ({len(batch.problems)} skipped, each named above): nothing was written",
          code=EXIT_FINDINGS)
+
+
+def _warn_taxonomy_without_rules(strategy: str, taxonomy: str, rules: tuple[str, ...], *, default_packs: bool) -> None:
+    """Warn (stderr, also with ``-q``) when the offline strategy is asked for a ``--taxonomy`` that no rule
+    applied targets: its categories are the categories the findings' rules target, the shipped packs
+    target agentrx categories, and a category outside the taxonomy is reported ``inconclusive`` — so
+    every diagnosis would be inconclusive. Not refused: a ``--rules`` pack may target that taxonomy
+    (and the critical steps are still chosen). An unknown taxonomy or pack is left to the batch to report."""
+    if strategy != "offline":
+        return
+    try:
+        ids = set(load_taxonomy(taxonomy).ids)
+        refs = [*(shipped_packs() if default_packs else []), *rules]
+        targets = {t for ref in refs for r in load_rules([ref], None) for t in r.spec.targets}  # warm: no YAML
+    except Exception:  # noqa: BLE001 - reported, file and line named, where the batch loads them
+        return
+    if not ids & targets:
+        warn_incomplete(f"--taxonomy {taxonomy}: no rule applied targets a {taxonomy} category (the shipped packs "
+                        "target agentrx categories), so every offline diagnosis will be 'inconclusive' (the "
+                        f"critical steps are still chosen); use --taxonomy agentrx, or --rules with a pack whose "
+                        f"rules target {taxonomy} categories")
 
 
 def _llm_for(strategy: str, llm_opts: LLMOptions, repair: bool) -> Any:
@@ -285,8 +310,11 @@ def _run_batch(paths: tuple[str, ...], spec: AuditSpec, kept: _Kept, where: _Bat
         except LLMUnreachableError as e:
             said = (f"the diagnoses finished so far are in {where.output} (--resume goes on from there)" if journal
                     else "no diagnosis was written")
-            fail(f"{e}\nthe batch was stopped (every further run would fail the same way): {said} (answers already "
-                 "received are in the LLM cache, so a re-run does not ask for them again)")
+            cached = getattr(spec.llm, "cache_path", None)
+            kept_answers = (f"answers already received are in the LLM cache ({cached}), so a re-run does not ask "
+                            "for them again" if cached else "the LLM cache is off (--no-cache): a re-run asks "
+                            "for every answer again")
+            fail(f"{e}\nthe batch was stopped (every further run would fail the same way): {said} ({kept_answers})")
             raise  # not reached: fail exits
         finally:
             if journal is not None:

@@ -126,7 +126,10 @@ def fit(datasets: tuple[str, ...], golds: tuple[str, ...], gold_format: str, lab
         fail(str(e))
     result.weights.save(output)
     out = console()
-    table = Table(title=f"held-out figures ({result.scheme}, C={result.c:g})")
+    pooled = "dataset" not in result.scheme  # k-fold: one row, every fold's held-out runs pooled
+    table = Table(title=f"held-out figures ({result.scheme}, C={result.c:g})",
+                  caption="all: the held-out runs of every fold pooled (the C= lines above give the mean of the "
+                          "folds' rates, which chooses C)" if pooled else None, caption_justify="left")
     for col in ("held out", "runs", "exact", "±3", "agent"):
         table.add_column(col)
     summary = result.summary()

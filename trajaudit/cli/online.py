@@ -21,6 +21,7 @@ from trajaudit.cli.common import (
     print_line,
     refuse_dash,
 )
+from trajaudit.cli.options import FiniteRange, seconds
 from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.validation_log import Record, severity_rank
@@ -142,7 +143,7 @@ class _WatchOutput:
 @click.option("--format", "out_format", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="table: one console line per violation; json: one JSON object per line (violation, skipped, alarm, "
                    "after_stop, end).")
-@click.option("--until-idle", type=click.FloatRange(min=0), metavar="SECONDS",
+@click.option("--until-idle", type=seconds(0), metavar="SECONDS",
               help="End the run after this many seconds without a new line, counting the wait for a FILE not "
                    "created yet (default: wait for the end marker or for the file to be removed or renamed).")
 @click.option("--fail-on", type=click.Choice(_SEVERITIES), default="error", show_default=True,
@@ -150,9 +151,9 @@ class _WatchOutput:
 @click.option("--stop-on-alarm", is_flag=True,
               help="Stop when the prefix judge raises its alarm (estimate based on a finding, confidence >= threshold); "
                    "the end-of-run verdicts on the stopped run are labelled 'after stop', not counted as violations.")
-@click.option("--alarm-threshold", type=click.FloatRange(0, 1), default=DEFAULT_ALARM_THRESHOLD, show_default=True,
+@click.option("--alarm-threshold", type=FiniteRange(0, 1), default=DEFAULT_ALARM_THRESHOLD, show_default=True,
               help="Confidence of the alarm (0 to 1; the default is chosen by leave-one-dataset-out, docs/monitor.md).")
-@click.option("--poll", type=click.FloatRange(min=0.01), default=0.1, show_default=True, help="Seconds between reads at the end of the file.")
+@click.option("--poll", type=seconds(0.01), default=0.1, show_default=True, help="Seconds between reads at the end of the file.")
 @handle_errors
 def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_format: str, until_idle: float | None,
               fail_on: str, stop_on_alarm: bool, alarm_threshold: float, poll: float) -> None:
@@ -234,13 +235,13 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), default="trajaudit-guard.jsonl", show_default=True,
               help="Append every decision here (JSONL: run_key, step, rule, verdict, evidence, decision).")
 @click.option("--stop-on-alarm", is_flag=True, help="Block every answer once the prefix judge raises its alarm.")
-@click.option("--alarm-threshold", type=click.FloatRange(0, 1), default=DEFAULT_ALARM_THRESHOLD, show_default=True,
+@click.option("--alarm-threshold", type=FiniteRange(0, 1), default=DEFAULT_ALARM_THRESHOLD, show_default=True,
               help="Confidence of the alarm (0 to 1; the default is chosen by leave-one-dataset-out, docs/monitor.md).")
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds to wait for the upstream (then 504).")
+@click.option("--timeout", type=seconds(0, min_open=True), default=600.0, show_default=True, help="Seconds to wait for the upstream (then 504).")
 @click.option("--cache-size", type=click.IntRange(min=0), default=128, show_default=True,
               help="Conversations whose rule state is kept: a request extending one adds only its new messages "
                    "(0: every request re-reads its whole conversation).")
-@click.option("--cache-idle", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+@click.option("--cache-idle", type=seconds(0, min_open=True), default=600.0, show_default=True,
               metavar="SECONDS", help="A kept conversation unused this long is dropped.")
 @handle_errors
 def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, host: str, port: int, mode: str,

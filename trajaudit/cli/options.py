@@ -11,6 +11,9 @@
   matches nothing) is a usage error, exit 2.
 - ``--run-timeout SECONDS`` (audit, check, eval) is one option (:func:`run_timeout_option`): a finite
   number of seconds in (0, 86400]; ``nan``, ``inf``, 0 and negative values are usage errors.
+- Every other duration (``--until-idle``, ``--poll``, ``--quiet-period``, ``--max-wait``, ``--timeout``,
+  ``--cache-idle``) is a :func:`seconds` type, and a threshold a :class:`FiniteRange`: ``nan`` and
+  ``inf`` are usage errors there too.
 """
 
 from __future__ import annotations
@@ -238,6 +241,32 @@ class RunTimeout(click.ParamType):
             self.fail(f"{value!r} is not a time budget: give a number of seconds from {MIN_RUN_TIMEOUT:g} to "
                       f"{MAX_RUN_TIMEOUT:g} (default {DEFAULT_RUN_TIMEOUT:g})", param, ctx)
         return seconds
+
+
+#: the longest duration a ``SECONDS`` option takes (about 116 days): beyond it a wait overflows the
+#: clock arithmetic of ``time.sleep`` and ``threading`` waits instead of meaning "forever"
+MAX_SECONDS = 1e7
+
+
+class FiniteRange(click.FloatRange):
+    """A ``click.FloatRange`` that refuses ``nan`` and ``±inf`` by name: ``FloatRange`` lets ``nan``
+    through (every comparison with it is false: a wait of ``nan`` seconds never ends, a threshold of
+    ``nan`` never fires) and, without a maximum, ``inf``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = 0.0  # the range check below says what is wrong
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def seconds(min: float = 0.0, *, min_open: bool = False) -> FiniteRange:  # noqa: A002 - click's word
+    """The type of a duration option: a finite number of seconds from ``min`` (excluded when
+    ``min_open``) to :data:`MAX_SECONDS`; ``nan``, ``inf`` and values out of range are usage errors."""
+    return FiniteRange(min, MAX_SECONDS, min_open=min_open)
 
 
 def run_timeout_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:  # noqa: A002

@@ -12,6 +12,7 @@ from trajaudit.cli.common import (
     handle_errors,
     refuse_dash,
 )
+from trajaudit.cli.options import seconds
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.otlp_receiver import TraceBuffer
 from trajaudit.engine.run.otlp_receiver import serve as run_server
@@ -24,9 +25,9 @@ from trajaudit.engine.run.pipeline import AuditSpec
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (0.0.0.0: every interface).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="diagnoses.jsonl", show_default=True,
               help="Append one diagnosis per audited trace (JSONL, flushed per line).")
-@click.option("--quiet-period", type=click.FloatRange(0), default=2.0, show_default=True,
+@click.option("--quiet-period", type=seconds(0), default=2.0, show_default=True,
               help="Seconds without a new span after the root span ended before a trace is audited.")
-@click.option("--max-wait", type=click.FloatRange(0), default=300.0, show_default=True,
+@click.option("--max-wait", type=seconds(0), default=300.0, show_default=True,
               help="Seconds after a trace's first span when it is audited even if its root never ended.")
 @click.option("--max-traces", type=click.IntRange(1), default=1000, show_default=True,
               help="Open traces kept at most; beyond it the oldest is evicted unaudited (with a warning).")

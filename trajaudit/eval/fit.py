@@ -332,7 +332,9 @@ def fit_judge(runs: Sequence[LabelledRun], *, grid: Sequence[float] = C_GRID, k:
         grid: the ``C`` values tried.
         k: folds when there is a single data set.
         seed: shuffling seed of the k-fold split.
-        on_step: called with a short message per ``C`` tried (progress).
+        on_step: called with a short message per ``C`` tried (progress): its figures are what chooses
+            ``C``, the mean of the folds' rates (each data set, or each k-fold, weighs the same), not
+            the pooled rate over every held-out run that :meth:`FitResult.summary` gives for one data set.
 
     Raises:
         FitError: fewer than 2 runs, no positive example in a training fold, scikit-learn missing.
@@ -353,7 +355,8 @@ def fit_judge(runs: Sequence[LabelledRun], *, grid: Sequence[float] = C_GRID, k:
         key = (sum(v["exact"] for v in by_fold.values()) / len(by_fold),
                sum(v["within3"] for v in by_fold.values()) / len(by_fold), -c)
         if on_step is not None:
-            on_step(f"C={c:g}: held-out exact {key[0]:.1%}, ±3 {key[1]:.1%}")
+            parts = "data sets" if len({r.dataset for r in runs}) > 1 else "folds"
+            on_step(f"C={c:g}: held-out exact {key[0]:.1%}, ±3 {key[1]:.1%} (mean of the {len(by_fold)} {parts}' rates)")
         if best is None or key > best[0]:
             best = (key, c, preds)
     assert best is not None

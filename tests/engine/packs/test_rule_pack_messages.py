@@ -117,8 +117,8 @@ def test_load_reports_the_first_problem_and_counts_the_rest():
         load_pack(FRESH / "p3_types.yaml")
     e = ei.value
     assert (e.line, e.column, e.rule_id) == (5, 15, "sev")
-    assert e.message == ("schema: severity 'fatal' is not one of info, warning, error, critical (and 7 more "
-                         "problem(s): `trajaudit rules lint` lists them all)")
+    assert e.message == ("schema: severity 'fatal' is not one of info, warning, error, critical (and 8 more "
+                         "error(s): `trajaudit rules lint` lists them all)")  # 8 schema + 1 compile error
     with pytest.raises(RulePackError) as ei:
         load_pack(FRESH / "p6_params.yaml")
     assert (ei.value.line, ei.value.column) == (6, 39)
@@ -215,3 +215,39 @@ def test_check_warns_about_a_rule_never_evaluated(tmp_path):
     assert "warning: rule u.never could not be evaluated at 2 step(s) where it applied (never pass or fail; " \
            "first reason: evaluation error: len() of a null)" in res.output
     assert "u.fine" not in res.output.split("violation(s)")[-1]
+
+
+# The load error counted only the schema problems ("and 1 more problem(s)") while `rules lint` reported
+# 5 errors: the schema problems hide the compile errors and duplicate ids of the other rules.
+HIDING = """pack: bad
+version: 1
+taxonomy: agentrx
+rules:
+  - id: r1
+    type: PROTOCOL
+    guard: step.kind == "agent" and
+    assert: true
+  - id: r2
+    type: NOPE
+    assert: 1 / 0 == 1
+  - id: r3
+    type: PROTOCOL
+    guard: false and step.kind == "agent"
+    assert: content ~ "(unclosed"
+  - id: r3
+    type: PROTOCOL
+    assert: undefined_name == 1
+"""
+
+
+def test_the_load_error_counts_the_errors_lint_reports_not_only_the_schema_ones(tmp_path):
+    pack = tmp_path / "bad1.yaml"
+    pack.write_text(HIDING)
+    errors = [f.code for f in lint_pack(str(pack)) if f.level == "error"]
+    assert sorted(errors) == ["compile", "compile", "pack", "schema", "schema"]
+    with pytest.raises(RulePackError) as ei:
+        load_pack(pack)
+    assert (ei.value.line, ei.value.rule_id) == (8, "r1")
+    assert ei.value.message.endswith("(and 4 more error(s): `trajaudit rules lint` lists them all)")
+    r = CliRunner().invoke(main, ["check", str(ROOT / "examples" / "data" / "tau_retail_sample.json"), "--rules", str(pack)])
+    assert r.exit_code == 2 and "(and 4 more error(s):" in " ".join(r.output.split()), r.output

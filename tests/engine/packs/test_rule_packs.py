@@ -395,3 +395,31 @@ def test_a_folder_given_as_a_rule_pack_is_named_a_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "generic").mkdir()
     assert run("check", runs, "--rules", "generic", "-q").exit_code in (0, 1)
+
+
+def _numeric_order_run(order_words):
+    """A cancellation whose order_id is logged as the number 5 (the tool schema says string)."""
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "get_order_details", "arguments": '{"order_id": 5}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "get_order_details", "content":
+            '{"order_id": 5, "status": "pending", "items": [{"name": "Garden Hose"}, {"name": "Vacuum Cleaner"}]}'},
+        {"role": "user", "content": f"Please cancel {order_words}, reason: no longer needed."},
+        {"role": "assistant", "content": f"Shall I cancel {order_words} (reason: no longer needed)?"},
+        {"role": "user", "content": "yes"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function", "function": {
+            "name": "cancel_pending_order", "arguments": '{"order_id": 5, "reason": "no longer needed"}'}}]},
+    ]
+
+
+@pytest.mark.parametrize(("order_words", "verdicts"), [
+    ("order 5", {"tau_retail.cancel-is-whole-order": "pass", "tau_retail.confirmation-lists-order": "pass"}),
+    ("the garden hose", {"tau_retail.cancel-is-whole-order": "fail", "tau_retail.confirmation-lists-order": "fail"}),
+])
+def test_a_numeric_order_id_is_read_as_its_text_not_an_evaluation_error(tau_rules, order_words, verdicts):
+    from trajaudit import load
+
+    log = evaluate(load(_numeric_order_run(order_words)), tau_rules)
+    got = {r.rule_id: (r.verdict, r.reason) for r in log.records if r.step == 5 and r.rule_id in verdicts}
+    assert {k: v for k, (v, _) in got.items()} == verdicts, got
+    assert not [r for r in log.records if r.eval_error]

@@ -114,6 +114,24 @@ def test_single_dataset_uses_k_fold():
     assert all(not set(train) & set(test) for _, train, test in scheme)
 
 
+def test_the_tuning_lines_say_they_average_the_folds_rates():
+    """The per-C lines give the mean of the folds' rates (what chooses C); the summary's one-data-set row
+    pools every held-out run. With folds of unequal sizes the two differ, so each line says which it is."""
+    runs = _labelled("only", 7, 3)
+    said: list[str] = []
+    result = fit_judge(runs, grid=(0.01,), k=3, on_step=said.append)
+    folds_ = result.grid[0.01]
+    assert sorted(f["runs"] for f in folds_.values()) == [2, 2, 3]
+    mean = [sum(f[k] for f in folds_.values()) / 3 for k in ("exact", "within3")]
+    assert said == [f"C=0.01: held-out exact {mean[0]:.1%}, ±3 {mean[1]:.1%} (mean of the 3 folds' rates)"]
+    pooled = result.summary()["heldout"]["all"]
+    assert pooled["runs"] == 7 and pooled["exact"] == sum(p.correct for p in result.heldout) / 7
+    two = _labelled("a", 4, 1) + _labelled("b", 4, 2)
+    said.clear()
+    fit_judge(two, grid=(0.01,), on_step=said.append)
+    assert said[0].endswith("(mean of the 2 data sets' rates)")
+
+
 def test_weights_file_round_trips_and_bad_files_name_themselves(tmp_path):
     w = JudgeWeights(weights={"error_unrecovered": 1.5, "position": -0.25}, intercept=-2.0,
                      calibration=Calibration(0.8, 0.3, -0.1), fit={"C": 0.01})
@@ -292,6 +310,8 @@ def test_cli_judge_fit_end_to_end_then_audit_with_the_weights(tmp_path):
     r = runner.invoke(main, ["judge", "fit", str(tmp_path / "teamA"), "--gold", str(ga), "-o", str(tmp_path / "k.json"),
                              "--folds", "4", "-q"])
     assert r.exit_code == 0 and "4-fold" in r.output, r.output
+    assert "all: the held-out runs of every fold pooled (the C= lines above give the mean of the folds' rates" \
+        in " ".join(r.output.split())
     # eval with the weights prints the reliability table
     r = runner.invoke(main, ["eval", str(tmp_path / "teamB"), "--gold", str(gb), "-s", "offline", "--judge-weights",
                              str(out), "--misses", "0"])

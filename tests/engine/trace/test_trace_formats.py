@@ -415,6 +415,35 @@ def test_eval_member_too_large_is_refused(tmp_path, monkeypatch):
     assert "larger than 100 bytes uncompressed (refused)" in res.problems[0].message
 
 
+def _eval_zip(path, sample: bytes):
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}}))
+        zf.writestr("samples/1_epoch_1.json", sample)
+    return path
+
+
+def test_eval_member_inflating_like_a_zip_bomb_is_refused_by_its_ratio(tmp_path):
+    """The per-member limit let a 1.4 MB .eval holding a 500 MB sample through (1.7 GB of memory): a
+    member over 32 MiB inflating more than 200x is refused from the zip's directory, member named."""
+    filler = b" " * (33 * 1024 * 1024)  # 33 MiB of one byte: deflates some 1000x
+    bomb = _eval_zip(tmp_path / "bomb.eval", b'{"id": 1, "messages": [], "pad": "' + filler + b'"}')
+    res = load_many([bomb])
+    assert not res.trajectories and len(res.problems) == 1
+    msg = res.problems[0].message
+    assert msg.startswith(f"{bomb}: Inspect .eval member samples/1_epoch_1.json inflates ")
+    assert msg.endswith("x; at most 200x for a member over 33,554,432 bytes): refused as a zip bomb")
+
+
+def test_eval_members_too_large_together_are_refused(monkeypatch):
+    from trajaudit.engine.trace.adapters import files
+
+    monkeypatch.setattr(files, "MAX_TOTAL_BYTES", 100)
+    res = load_many([TRACES / "inspect_log.eval"])
+    assert not res.trajectories and len(res.problems) == 1
+    assert "Inspect .eval members are larger than 100 bytes uncompressed together (refused at member " \
+        in res.problems[0].message
+
+
 def test_nested_agents_name_their_own_steps():
     """An orchestrator delegating to a sub-agent: each model call's steps belong to the nearest
     enclosing invoke_agent span; the sub-agent's own prompt and task are new steps of the run."""
@@ -486,4 +515,30 @@ def test_eval_zip_is_read_without_inspect_ai_and_says_what_to_install(monkeypatc
     assert len(without.steps) == 7
     monkeypatch.setitem(sys.modules, "zstandard", None)
     with pytest.raises(TraceFormatError, match=r"Zstandard-compressed: install 'trajaudit\[inspect\]'"):
+        load(path)
+
+
+def test_a_zstandard_member_inflating_past_its_declared_size_is_refused(tmp_path, monkeypatch):
+    """decompress(max_output_size=) is ignored for a frame stating its content size: a member whose zip
+    entry declares 10 bytes (passing every directory check) inflated to whatever its frame said."""
+    import struct
+
+    zstandard = pytest.importorskip("zstandard")
+    frame = zstandard.ZstdCompressor().compress(json.dumps({"id": 1, "messages": [], "pad": "x" * 5000}).encode())
+    path = tmp_path / "lying.eval"
+    with zipfile.ZipFile(path, "w") as zf:  # stored, then relabelled Zstandard (method 93) declaring 10 bytes
+        zf.writestr("header.json", json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}}))
+        zf.writestr("samples/1_epoch_1.json", frame)
+    data = bytearray(path.read_bytes())
+    local = data.rindex(b"PK\x03\x04", 0, data.index(b"samples/1_epoch_1.json"))
+    struct.pack_into("<H", data, local + 8, 93)
+    struct.pack_into("<I", data, local + 22, 10)
+    central = data.rindex(b"PK\x01\x02", 0, data.rindex(b"samples/1_epoch_1.json"))
+    struct.pack_into("<H", data, central + 10, 93)
+    struct.pack_into("<I", data, central + 24, 10)
+    path.write_bytes(bytes(data))
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    with pytest.raises(TraceFormatError, match=r"member samples/1_epoch_1.json inflates to more than the 10 bytes "
+                                               r"the zip declares for it \(refused\)"):
         load(path)

@@ -95,6 +95,8 @@ def numbers(text: Any) -> list[int | float]:
 def _capture(text: Any, rx: re.Pattern[str]) -> str | None:
     if text is None:
         return None
+    if is_num(text):  # a number searched as the text str() writes (an id logged as 5, not "5")
+        text = _str(text)
     if not isinstance(text, str):
         raise EvalError(f"capture() needs a string, got {type_name(text)}")
     m = rx.search(text)
@@ -106,6 +108,8 @@ def _capture(text: Any, rx: re.Pattern[str]) -> str | None:
 def _captures(text: Any, rx: re.Pattern[str]) -> list[str]:
     if text is None:
         return []
+    if is_num(text):
+        text = _str(text)
     if not isinstance(text, str):
         raise EvalError(f"captures() needs a string, got {type_name(text)}")
     return captures(rx, text)  # exact: prefiltered and memoized (regex_prefilter)
@@ -333,8 +337,8 @@ BUILTINS: dict[str, Builtin] = {
                  returns="bool", doc="|a-b| <= tol (default 0.005)"),
     "json": _b(_json, returns="any", needs_env=True, doc="parse a string (or a step's content) as JSON, else null"),
     "select": _b(_select, "value jmespath", returns="any", doc="jmespath query over a JSON value"),
-    "capture": _b(_capture, "value regex", returns="str", doc="first regex group (or match) in a text, else null"),
-    "captures": _b(_captures, "value regex", returns="list", doc="every regex group (or match) in a text"),
+    "capture": _b(_capture, "value regex", returns="str", doc="first regex group (or match) in a text (a number as str() writes it), else null"),
+    "captures": _b(_captures, "value regex", returns="list", doc="every regex group (or match) in a text (a number as str() writes it)"),
     "keys": _b(lambda d: list(d) if isinstance(d, dict) else [], returns="list", doc="keys of an object"),
     "values": _b(lambda d: list(d.values()) if isinstance(d, dict) else list(d) if isinstance(d, list) else [],
                  returns="list", doc="values of an object (a list is returned as is)"),

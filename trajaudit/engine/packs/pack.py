@@ -32,6 +32,7 @@ from trajaudit.errors import ArgumentTypeError, RulePackError
 from trajaudit.registry import close_hint
 
 if TYPE_CHECKING:
+    import trajaudit.engine.packs.lint
     import trajaudit.engine.packs.messages  # noqa: F401 - the attribute's type for mypy (loaded on first use)
 
 MAX_INCLUDE_DEPTH = 16
@@ -403,10 +404,30 @@ def _checked_data(doc: YamlDoc, top: bool) -> tuple[dict[str, Any], set[int]]:
             return data, set(inside)
         if problems:
             first = min(problems, key=lambda p: _order(doc.loc(p.path)))
-            more = f" (and {len(problems) - 1} more problem(s): `trajaudit rules lint` lists them all)" \
-                if len(problems) > 1 else ""
+            total = _lint_error_count(doc) or len(problems)
+            more = f" (and {total - 1} more error(s): `trajaudit rules lint` lists them all)" if total > 1 else ""
             raise doc.error(f"schema: {first.message}{more}", first.path, _rule_id_at(data, first.path))
     return data, set()
+
+
+_COUNTING: ContextVar[bool] = ContextVar("trajaudit_pack_counting_errors", default=False)
+
+
+def _lint_error_count(doc: YamlDoc) -> int | None:
+    """How many errors ``trajaudit rules lint`` reports for ``doc``'s pack — the schema problems and
+    the compile errors, duplicate ids and contradictions of the rules without one, which the first
+    schema problem hides — so that a load error's "and N more" is the count lint shows. ``None``
+    inside that lint (its own loads count nothing) or when the lint itself fails."""
+    if _COUNTING.get():
+        return None
+    token = _COUNTING.set(True)
+    try:  # lint sits above pack (it compiles and runs z3): reached as an attribute, loaded on first use
+        found = trajaudit.engine.packs.lint.lint_pack(doc.file if doc.file else "\n".join(doc.lines) + "\n")
+    except Exception:  # noqa: BLE001 - a count for a message: the schema count stands in
+        return None
+    finally:
+        _COUNTING.reset(token)
+    return sum(f.level == "error" for f in found) or None
 
 
 def _included_rules(doc: YamlDoc, entry: dict[str, Any], i: int, file: str | None, params: dict[str, Any],

@@ -23,7 +23,7 @@ from trajaudit.engine.trace.adapters import Adapter, LoadOptions, MappingAdapter
 from trajaudit.engine.trace.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.trace.ir import Source, Trajectory
 from trajaudit.engine.trace.text import lossy_note
-from trajaudit.errors import ArgumentTypeError, Problem, TraceFormatError
+from trajaudit.errors import ArgumentTypeError, Problem, TraceFormatError, cannot_read
 from trajaudit.registry import Registry
 from trajaudit.regular_files import TRACE_SUFFIXES, expand_paths  # noqa: F401 - re-exported (the loader's API)
 
@@ -265,7 +265,7 @@ def load_parts(path: str | os.PathLike[str], format: str | None, mapping: Any, o
     try:
         data = regular_files.read_bytes(path) if data is None else data
     except OSError as e:
-        raise TraceFormatError(f"cannot read: {e.strerror or e}", file=file) from None
+        raise cannot_read(e, file) from None
     text, lossy, archive = files.read_text(data, file, mapping is None)  # an Inspect .eval zip: read whole
     del data
     flags = (FLAG_NON_UTF8,) if lossy else ()

@@ -43,7 +43,7 @@ from trajaudit.engine.trace.loader import (
     load_parts,
 )
 from trajaudit.engine.trace.text import wide_encoding
-from trajaudit.errors import ConfigError, Problem, TraceFormatError
+from trajaudit.errors import ConfigError, Problem, TraceFormatError, cannot_read
 
 #: Files that :func:`plan_file` reads to plan (others are one shard, planned without reading them).
 SPLITTABLE = (".jsonl", ".ndjson", *PARQUET_SUFFIXES)
@@ -149,7 +149,7 @@ def _open(url: str, mode: str = "rb") -> Any:
 
 
 def _read_error(e: OSError, name: str) -> TraceFormatError:
-    return TraceFormatError(f"cannot read: {e.strerror or e}", file=name)
+    return cannot_read(e, name)
 
 
 def plan_file(url: str, name: str, *, shard_runs: int = DEFAULT_SHARD_RUNS, split: bool = True,

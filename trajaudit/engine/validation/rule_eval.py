@@ -37,7 +37,7 @@ from trajaudit.engine.dsl.runtime import (
     json_safe,
 )
 from trajaudit.engine.packs.compile import CompiledRule, compile_rules
-from trajaudit.engine.packs.pack import RulePack
+from trajaudit.engine.packs.pack import RulePack, RuleSpec
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.validation.unit_memo import UnitPlan, shared_value
 from trajaudit.engine.validation_log import RUN_BUDGET_NOTE, Evidence, LazyRecord, Record, ValidationLog
@@ -243,7 +243,9 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule] | Any, *, oracle:
 
     Args:
         trajectory: the run (IR; ``trajaudit.load(path)`` reads one).
-        rules: compiled rules (``compile_rules``), or a ``RulePack`` (compiled here).
+        rules: compiled rules (``compile_rules``), or anything ``compile_rules`` takes, compiled here:
+            a ``RulePack``, a list of ``RuleSpec``, a pack path, shipped pack name (``"generic"``), YAML
+            text or dict.
         oracle: answers ``check: {semantic: …}`` rules; default :class:`NoLLMOracle` (``unknown``,
             "no LLM configured").
         config: an :class:`~trajaudit.engine.config.AuditConfig` (its ``rule_budget`` is used).
@@ -255,8 +257,9 @@ def evaluate(trajectory: Trajectory, rules: list[CompiledRule] | Any, *, oracle:
         Never raises for a rule's run-time failure: such a step gets an ``unknown`` record.
 
     Raises:
-        ArgumentTypeError: ``trajectory`` is not a Trajectory, ``rules`` not compiled rules nor a
-            RulePack, or ``tools`` not ``None``/a list of dicts.
+        ArgumentTypeError: ``trajectory`` is not a Trajectory, ``rules`` none of those, or ``tools``
+            not ``None``/a list of dicts.
+        RulePackError: ``rules`` names a pack that is missing or invalid, or a rule does not compile.
     """
     rules = _check_arguments(trajectory, rules, tools)
     cfg = config or AuditConfig()
@@ -348,12 +351,15 @@ def _check_arguments(trajectory: Any, rules: Any, tools: Any) -> list[CompiledRu
     if not isinstance(trajectory, Trajectory):
         raise ArgumentTypeError("evaluate", "trajectory", trajectory, "a Trajectory (read one with trajaudit.load(path))")
     check_tool_list("evaluate", tools)
-    if isinstance(rules, RulePack):
-        return compile_rules(rules)
-    expected = "a list of compiled rules (trajaudit.compile_rules(pack)) or a RulePack"
-    if isinstance(rules, (str, bytes, dict)) or not hasattr(rules, "__iter__"):
+    if isinstance(rules, (RulePack, str, dict)) or hasattr(rules, "__fspath__"):
+        return compile_rules(rules)  # what compile_rules takes: a pack, its path, shipped name, YAML text or dict
+    expected = ("a list of compiled rules (trajaudit.compile_rules(pack)), a RulePack, or what compile_rules "
+                "takes (a list of RuleSpecs, a pack path/name/YAML text/dict)")
+    if isinstance(rules, bytes) or not hasattr(rules, "__iter__"):
         raise ArgumentTypeError("evaluate", "rules", rules, expected)
     rules = rules if isinstance(rules, list) else list(rules)
+    if rules and all(isinstance(r, RuleSpec) for r in rules):
+        return compile_rules(rules)
     for i, r in enumerate(rules):
         if not isinstance(r, CompiledRule):
             raise ArgumentTypeError("evaluate", f"rules[{i}]", r, "a CompiledRule (trajaudit.compile_rules(pack))")

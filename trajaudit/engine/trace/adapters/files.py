@@ -33,6 +33,13 @@ from trajaudit.errors import TraceFormatError
 
 ZIP_MAGIC = b"PK\x03\x04"
 MAX_MEMBER_BYTES = 512 * 1024 * 1024  # one sample's JSON, uncompressed: a zip bomb is refused, not inflated
+#: every member of one ``.eval`` together, uncompressed (many members each under the per-member limit)
+MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+#: the most a member over :data:`RATIO_FLOOR_BYTES` may inflate (uncompressed / compressed size):
+#: JSON logs deflate some 5-50x; a member inflating more is a zip bomb (a 1.4 MB .eval holding a
+#: 500 MB sample, just under the per-member limit, took 1.7 GB of memory and 28 s to read)
+MAX_RATIO = 200
+RATIO_FLOOR_BYTES = 32 * 1024 * 1024  # below it, a small member may compress as well as it likes
 
 
 def joins_lines(doc: Any) -> bool:
@@ -109,13 +116,13 @@ def _natural(name: str) -> tuple[Any, ...]:
 def read_eval_archive(data: bytes, file: str) -> dict[str, Any]:
     """An Inspect ``.eval`` zip → ``{"version", "status", "eval", "samples": [...]}`` (the JSON log's shape).
 
-    The zip's directory is checked first (a zip at all, Inspect's layout, no member over
-    :data:`MAX_MEMBER_BYTES` uncompressed); then the log is read by ``inspect_ai.log.read_eval_log``
+    The zip's directory is checked first (a zip at all, Inspect's layout, the size limits of
+    :func:`_check_sizes`: per member, per compression ratio, in total); then the log is read by ``inspect_ai.log.read_eval_log``
     when Inspect is installed, else (or when Inspect cannot read it) from the documented layout.
 
     Raises:
-        TraceFormatError: not a zip, no ``header.json``/``samples/``, a member too large, or a member
-            that is not JSON.
+        TraceFormatError: not a zip, no ``header.json``/``samples/``, a member too large or inflating
+            too much, members too large together, or a member that is not JSON.
     """
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -124,10 +131,7 @@ def read_eval_archive(data: bytes, file: str) -> dict[str, Any]:
             head = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
             if head is None and not samples:
                 raise TraceFormatError("not an Inspect .eval log: no header.json or samples/ in the zip", file=file)
-            big = [i.filename for i in zf.infolist() if i.file_size > MAX_MEMBER_BYTES]
-            if big:
-                raise TraceFormatError(f"Inspect .eval member {big[0]} is larger than {MAX_MEMBER_BYTES:,} bytes "
-                                       "uncompressed (refused)", file=file)
+            _check_sizes(zf.infolist(), file)
             by_inspect = _inspect_read(file)
             if by_inspect is not None:
                 return by_inspect
@@ -144,16 +148,41 @@ def read_eval_archive(data: bytes, file: str) -> dict[str, Any]:
         raise TraceFormatError(f"unreadable Inspect .eval log: {type(e).__name__}: {e}", file=file) from None
 
 
+def _check_sizes(members: list[zipfile.ZipInfo], file: str) -> None:
+    """Refuse, from the zip's directory (nothing inflated yet), a member over :data:`MAX_MEMBER_BYTES`,
+    a member over :data:`RATIO_FLOOR_BYTES` inflating more than :data:`MAX_RATIO` times, and members
+    over :data:`MAX_TOTAL_BYTES` together — each message names the member (the error, the file).
+
+    Raises:
+        TraceFormatError: one of those limits is exceeded.
+    """
+    total = 0
+    for i in members:
+        if i.file_size > MAX_MEMBER_BYTES:
+            raise TraceFormatError(f"Inspect .eval member {i.filename} is larger than {MAX_MEMBER_BYTES:,} bytes "
+                                   "uncompressed (refused)", file=file)
+        if i.file_size > RATIO_FLOOR_BYTES and i.file_size > MAX_RATIO * max(i.compress_size, 1):
+            raise TraceFormatError(f"Inspect .eval member {i.filename} inflates {i.compress_size:,} bytes to "
+                                   f"{i.file_size:,} ({i.file_size // max(i.compress_size, 1):,}x; at most "
+                                   f"{MAX_RATIO}x for a member over {RATIO_FLOOR_BYTES:,} bytes): refused as a "
+                                   "zip bomb", file=file)
+        total += i.file_size
+        if total > MAX_TOTAL_BYTES:
+            raise TraceFormatError(f"Inspect .eval members are larger than {MAX_TOTAL_BYTES:,} bytes uncompressed "
+                                   f"together (refused at member {i.filename})", file=file)
+
+
 #: The zip compression method Inspect writes (Zstandard), which Python's zipfile cannot read.
 ZIP_ZSTANDARD = 93
 
 
 def _member(zf: zipfile.ZipFile, name: str, file: str) -> bytes:
     """One member's bytes; a Zstandard member (what Inspect writes) through the ``zstandard`` package,
-    bounded by :data:`MAX_MEMBER_BYTES`.
+    bounded by the uncompressed size the zip declares (``zipfile`` bounds the other methods so).
 
     Raises:
-        TraceFormatError: a Zstandard member and neither ``zstandard`` nor ``inspect_ai`` installed.
+        TraceFormatError: a Zstandard member and neither ``zstandard`` nor ``inspect_ai`` installed, or
+            one inflating to more than its declared size.
     """
     info = zf.getinfo(name)
     if info.compress_type != ZIP_ZSTANDARD:
@@ -170,7 +199,15 @@ def _member(zf: zipfile.ZipFile, name: str, file: str) -> bytes:
     name_len, extra_len = struct.unpack("<HH", local[26:30])
     zf.fp.seek(start + 30 + name_len + extra_len)  # type: ignore[union-attr]
     compressed = zf.fp.read(info.compress_size)  # type: ignore[union-attr]
-    return zstandard.ZstdDecompressor().decompress(compressed, max_output_size=MAX_MEMBER_BYTES)
+    # bounded by the size the zip declares (what _check_sizes checked): decompress(max_output_size=)
+    # is ignored for a frame that states its own content size, which a crafted member can set to anything
+    limit = min(info.file_size, MAX_MEMBER_BYTES)
+    with zstandard.ZstdDecompressor().stream_reader(compressed) as reader:
+        out = reader.read(limit + 1)
+    if len(out) > limit:
+        raise TraceFormatError(f"Inspect .eval member {name} inflates to more than the {info.file_size:,} bytes "
+                               "the zip declares for it (refused)", file=file)
+    return out
 
 
 def _inspect_read(file: str) -> dict[str, Any] | None:
