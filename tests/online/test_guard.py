@@ -441,3 +441,74 @@ def test_decision_log_dash_is_refused_before_anything_starts(tmp_path):
     assert " ".join(r.stderr.split()) == ("error: --log '-': the decisions are appended to a file, not to stdout; give "
                                           "a file name (./- for a file named '-')")
     assert list(tmp_path.iterdir()) == []
+
+
+#: the user authenticated and said an explicit yes to the cancellation: the call then breaks only its schema
+CONFIRMED = [
+    {"role": "system", "content": "You are a retail agent."},
+    {"role": "user", "content": "cancel my order #W1234567 please, my email is yusuf@example.com"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "a1", "type": "function", "function": {
+        "name": "find_user_id_by_email", "arguments": json.dumps({"email": "yusuf@example.com"})}}]},
+    {"role": "tool", "tool_call_id": "a1", "name": "find_user_id_by_email", "content": "yusuf_rossi_9620"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "a2", "type": "function", "function": {
+        "name": "get_order_details", "arguments": json.dumps({"order_id": "#W1234567"})}}]},
+    {"role": "tool", "tool_call_id": "a2", "name": "get_order_details", "content": json.dumps(
+        {"order_id": "#W1234567", "user_id": "yusuf_rossi_9620", "status": "pending", "items": []})},
+    {"role": "assistant", "content": "I can cancel order #W1234567 (pending) for reason 'no longer needed'. "
+                                     "Do you confirm (yes/no)?"},
+    {"role": "user", "content": "yes"}]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_schema_violating_call_is_blocked_with_tools(upstream, tmp_path, stream):
+    """cancel_pending_order({"order_id": 5}): `reason` missing and order_id not a string. The tools.*
+    rules excuse a violation the tool tolerates or a later retry corrects, so they are decided only
+    at the end of the run; the guard checks the --tools schemas on the proposed call itself."""
+    bad = ("cancel_pending_order", {"order_id": 5})
+    upstream.script(Raw(tool_call_stream(*bad)) if stream else Raw(tool_call_completion(*bad)))
+    with GuardServer(upstream.url, mode="block", tools=TOOLS, log_path=tmp_path / "d.jsonl") as g:
+        if stream:
+            chunks = list(_client(g.url).chat.completions.create(model="m", messages=CONFIRMED, stream=True))
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            assert not any(c.choices and c.choices[0].delta.tool_calls for c in chunks)
+        else:
+            raw = _client(g.url).chat.completions.with_raw_response.create(model="m", messages=CONFIRMED)
+            assert raw.headers["x-trajaudit-decision"] == "block"
+            msg = raw.parse().choices[0].message
+            assert msg.tool_calls is None
+            text = msg.content
+    assert text.startswith("[trajaudit guard] the proposed action was blocked: ")
+    assert ("guard.tool-arguments (error): cancel_pending_order: the arguments break the declared schema: "
+            "required-arguments: missing ['reason']; argument-types: ['order_id'] do not have "
+            "the declared JSON type ({'order_id': ['string']})") in text
+    rows = [json.loads(x) for x in (tmp_path / "d.jsonl").read_text().splitlines()]
+    row = next(x for x in rows if x["rule"] == "guard.tool-arguments")
+    assert row["decision"] == "block" and row["step"] == 8
+    assert row["evidence"] == [{"address": "steps.8.tool_calls.0", "value": '{"order_id": 5}', "note": "call"}]
+
+
+def test_call_keeping_to_its_schema_is_not_blocked_by_tools(upstream):
+    upstream.script(Raw(tool_call_completion("cancel_pending_order",
+                                             {"order_id": "#W1234567", "reason": "no longer needed"})))
+    with GuardServer(upstream.url, mode="block", tools=TOOLS) as g:
+        raw = _client(g.url).chat.completions.with_raw_response.create(model="m", messages=CONFIRMED)
+    assert raw.parse().choices[0].message.tool_calls[0].function.name == "cancel_pending_order"
+    assert "guard.tool-arguments" not in raw.headers.get("x-trajaudit-findings", "")
+    assert raw.headers["x-trajaudit-decision"] != "block"
+
+
+def test_rules_that_never_block_are_listed():
+    """Rules decided after the call ran (its output) or at the run's end: named at start-up."""
+    from trajaudit.cli.online import horizon_lines
+    from trajaudit.engine.run.pipeline import AuditSpec, build_context
+    from trajaudit.online.guard import rule_horizons
+
+    h = rule_horizons(build_context(AuditSpec(tools=TOOLS)))
+    assert "tools.required-arguments" in h["end"] and "generic.protocol.confirmation-before-write" in h["end"]
+    assert h["outputs"] == ["tau_retail.one-user-per-conversation", "tau_retail.single-authenticated-user"]
+    assert "tau_retail.authenticate-before-write" in h["step"]
+    lines = horizon_lines(h)
+    assert lines[0].startswith("2 rule(s) are decided when the call's output arrives, after the call ran, and never "
+                               "block: tau_retail.one-user-per-conversation")
+    assert lines[1].startswith(f"{len(h['end'])} rule(s) can only be decided when the run ends and never block: ")
+    assert "tools.required-arguments" in lines[1]

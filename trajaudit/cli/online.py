@@ -25,7 +25,7 @@ from trajaudit.cli.options import FiniteRange, seconds
 from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.validation_log import Record, severity_rank
-from trajaudit.online.guard import Guard, GuardError, build_app, check_upstream, serve
+from trajaudit.online.guard import Guard, GuardError, build_app, check_upstream, rule_horizons, serve
 from trajaudit.online.watch import END_MARKER, watch
 
 _SEVERITIES = ["info", "warning", "error", "critical"]
@@ -215,6 +215,18 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
         raise SystemExit(EXIT_FINDINGS)
 
 
+def horizon_lines(horizons: dict[str, list[str]]) -> list[str]:
+    """The start-up lines naming the rules that never block (:func:`~trajaudit.online.guard.rule_horizons`)."""
+    out = []
+    if horizons["outputs"]:
+        out.append(f"{len(horizons['outputs'])} rule(s) are decided when the call's output arrives, after the call "
+                   f"ran, and never block: {', '.join(horizons['outputs'])}")
+    if horizons["end"]:
+        out.append(f"{len(horizons['end'])} rule(s) can only be decided when the run ends and never block: "
+                   f"{', '.join(horizons['end'])}")
+    return out
+
+
 @click.command("guard")
 @click.option("--upstream", required=True, metavar="URL",
               help="The OpenAI-compatible endpoint to forward to: an http:// or https:// base URL, e.g. "
@@ -222,7 +234,8 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
 @click.option("--rules", "packs", multiple=True, metavar="PACK",
               help="An extra rule pack (repeatable), added to the default packs (which always apply, as in `audit`).")
 @click.option("--tools", "tools_file", type=click.Path(exists=True, dir_okay=False),
-              help="JSON list of OpenAI function schemas: SCHEMA rules, and a call to an undeclared tool is a violation.")
+              help="JSON list of OpenAI function schemas: SCHEMA rules; a call to an undeclared tool, or whose "
+                   "arguments break its schema, is a violation (guard.unknown-tool, guard.tool-arguments).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(1, 65535), default=8787, show_default=True,
               help="Port to listen on (a port in use is a usage error, exit 2).")
@@ -254,6 +267,13 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
     by the rules. Streaming is supported (the stream is read to the end before the decision).
     Needs the extra: pip install 'trajaudit[guard]'.
 
+    Only rules decided at the step that makes the call can block it. A rule that reads the call's
+    output is decided when the output arrives (after the call ran), and one that reads the rest of
+    the run (later steps, the whole run, a checker: the tools.* schema rules, which excuse a
+    violation the tool tolerated or a retry corrected) only when the run ends, which a guarded
+    conversation never does: neither blocks. The guard lists both at start-up. With --tools, the
+    schemas are checked on each proposed call before it runs (guard.tool-arguments).
+
     \b
     Examples:
       trajaudit guard --upstream http://127.0.0.1:8000/v1
@@ -275,7 +295,10 @@ def guard_cmd(upstream: str, packs: tuple[str, ...], tools_file: str | None, hos
     ctx = build_context(_spec(packs, tools_file))
     g = Guard(ctx, mode=mode, block_on=block_on, block_status=block_status, stop_on_alarm=stop_on_alarm,
               alarm_threshold=alarm_threshold, log_path=log_path, cache_size=cache_size, cache_idle=cache_idle)
-    print_line(console(err=True), f"trajaudit guard ({mode}) on http://{host}:{port}/v1 -> {upstream}; decisions: {log_path}")
+    err = console(err=True)
+    print_line(err, f"trajaudit guard ({mode}) on http://{host}:{port}/v1 -> {upstream}; decisions: {log_path}")
+    for line in horizon_lines(rule_horizons(ctx)):
+        print_line(err, line)
     serve(build_app(g, upstream, timeout=timeout), host=host, port=port)
 
 

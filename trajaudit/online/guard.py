@@ -5,8 +5,12 @@ For each ``POST /v1/chat/completions`` the proxy rebuilds the conversation from 
 messages (stateless: the run key is a hash of the messages up to the first user turn), forwards the
 request to the upstream, and feeds the answer's assistant message to a
 :class:`~trajaudit.engine.run.monitor.Monitor`. The failures the new step settles (at or above
-``block_on``), a tool the ``--tools`` schemas do not declare, or the prefix judge's alarm
-(``stop_on_alarm``) make a *violation*:
+``block_on``), a tool the ``--tools`` schemas do not declare or a call whose arguments break its
+schema (``guard.tool-arguments``), or the prefix judge's alarm (``stop_on_alarm``) make a *violation*.
+Only rules decided at the answer's own step can block it (``stepper.horizon`` ``"step"``): a rule
+reading the call's output is decided when the output arrives, after the call ran, and one reading
+the rest of the run at its end, which a guarded conversation never reaches (:func:`rule_horizons`
+lists both; ``trajaudit guard`` prints them at start-up):
 
 - ``block`` mode: the answer's message is replaced by an assistant message (no tool calls) stating
   the violated rule(s); or, with ``block_status`` (e.g. 403), an HTTP error with a JSON body
@@ -41,15 +45,17 @@ from pathlib import Path
 from typing import Any
 
 from trajaudit import safe_json
+from trajaudit.engine.packs.tool_rules import argument_problems, describe_tools
 from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor, MonitorError
 from trajaudit.engine.strategies.context import AuditContext
+from trajaudit.engine.validation.stepper import horizon
 from trajaudit.engine.validation_log import Record, severity_rank
 from trajaudit.errors import TrajauditError
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ConversationCache", "Guard", "GuardError", "assemble_stream", "build_app", "check_upstream",
-           "message_hashes", "parse_sse", "run_key", "serve"]
+           "message_hashes", "parse_sse", "rule_horizons", "run_key", "serve"]
 
 _HOP = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive", "host"})
 MAX_HEADER = 4000
@@ -106,6 +112,25 @@ def message_hashes(messages: list[Any], start: bytes = b"") -> list[bytes]:
         text = json.dumps(m, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
         prev = hashlib.sha256(prev + b"\x1e" + text).digest()
         out.append(prev)
+    return out
+
+
+def rule_horizons(context: AuditContext) -> dict[str, list[str]]:
+    """The ids of every rule the guard can run (the context's rules, then each domain pack's, compiled
+    now) by :func:`~trajaudit.engine.validation.stepper.horizon`: ``step`` (decided when the answer
+    that makes the call arrives: these can block it), ``outputs`` (decided when the call's output
+    arrives, after the call ran), ``end`` (decided only when the run ends: a guarded conversation
+    has no end, so they never block).
+
+    Raises:
+        RulePackError: a shipped domain pack does not compile (a packaging bug).
+    """
+    out: dict[str, list[str]] = {"step": [], "outputs": [], "end": []}
+    seen: set[str] = set()
+    for r in [*context.rules, *(r for dp in context.domain_packs for r in dp.rules)]:
+        if r.id not in seen:
+            seen.add(r.id)
+            out[horizon(r)].append(r.id)
     return out
 
 
@@ -311,6 +336,8 @@ class Guard:
         self.log_path = Path(log_path) if log_path else None
         self.tool_names = ({(t.get("function") if isinstance(t.get("function"), dict) else t).get("name")
                             for t in context.tools} if context.tools else None)
+        #: the --tools schemas' facts, checked on each proposed call (guard.tool-arguments)
+        self.schemas = describe_tools(context.tools) if context.tools else {}
         self._lock = threading.Lock()
         self.cache = ConversationCache(cache_size, cache_idle)
         self._held: weakref.WeakKeyDictionary[Monitor, bytes] = weakref.WeakKeyDictionary()  # monitor -> its conversation's hash
@@ -380,6 +407,7 @@ class Guard:
                                      "message": f"tool {name!r} is not one of the declared tools "
                                                 f"({', '.join(sorted(self.tool_names))})",
                                      "evidence": [{"address": f"steps.{step}", "value": name, "note": "call"}]})
+        findings += self.argument_findings(m.steps[step:])
         if alarm:
             d = m.diagnosis()
             findings.append({"step": step, "rule": "guard.alarm", "verdict": "fail", "severity": "critical",
@@ -397,6 +425,24 @@ class Guard:
         dec = Decision(verdict, key, step, findings, alarm)
         self.record(dec)
         return dec
+
+    def argument_findings(self, steps: list[Any]) -> list[dict[str, Any]]:
+        """``guard.tool-arguments`` failures: the calls of ``steps`` (the answer's) whose arguments
+        break their tool's ``--tools`` schema (:func:`~trajaudit.engine.packs.tool_rules.argument_problems`),
+        checked before the call runs. The ``tools.*`` rules test the same, but excuse a violation the
+        tool tolerated or a later retry corrected, so they are decided only when the run ends."""
+        out: list[dict[str, Any]] = []
+        for s in steps:
+            for j, c in enumerate(s.tool_calls):
+                entry = self.schemas.get(c.name)
+                problems = argument_problems(entry, c.arguments, c.arguments_error) if entry is not None else []
+                if problems:
+                    value = c.raw_arguments if c.raw_arguments is not None else c.arguments
+                    out.append({"step": s.index, "rule": "guard.tool-arguments", "verdict": "fail", "severity": "error",
+                                "message": f"{c.name}: the arguments break the declared schema: " + "; ".join(problems),
+                                "evidence": [{"address": f"steps.{s.index}.tool_calls.{j}", "value": value,
+                                              "note": "call"}]})
+        return out
 
     def record(self, dec: Decision) -> None:
         """Write the decision: one JSONL line per finding (or one ``allow`` line without any)."""

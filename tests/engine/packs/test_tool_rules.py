@@ -153,3 +153,33 @@ def test_cli_from_tools_check_tools_and_list(tmp_path, tau_file):
     assert "taxonomies" not in res.stdout
     res = r.invoke(main, ["rules", "list", "tau_retail"])
     assert res.exit_code == 0 and "tau_retail.cancel-is-whole-order" in res.stdout and "RELATIONAL_POST" in res.stdout
+
+
+_TAU_TOOLS = json.loads((Path(__file__).resolve().parents[3] / "examples" / "tools" / "tau_retail_tools.json").read_text())
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("cancel_pending_order", '{"order_id": 5}'),
+    ("cancel_pending_order", '{"order_id": "#W1", "reason": "ordered by mistake"}'),
+    ("cancel_pending_order", '{"order_id": "#W1", "reason": "bored"}'),
+    ("cancel_pending_order", '{"order_id": "#W1", "reason": "ordered by mistake", "note": 1}'),
+    ("cancel_pending_order", '{"order_id": '),
+    ("cancel_pending_order", '[1]'),
+    ("modify_pending_order_items", '{"order_id": "#W1", "item_ids": [1, "2"], "new_item_ids": ["3"], '
+                                   '"payment_method_id": "p"}'),
+    ("calculate", '{"expression": null}'),
+])
+def test_argument_problems_are_the_tool_rules_failures_when_nothing_excuses(name, arguments):
+    """guard.tool-arguments (the check before the call runs) names the tools.* rules that fail on the
+    same call when its output is an error and no retry follows (nothing excuses it)."""
+    from trajaudit.engine.packs.tool_rules import argument_problems, describe_tools
+
+    t = load({"messages": [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": name, "arguments": arguments}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": name, "content": "Error: invalid arguments"}]})
+    log = evaluate(t, compile_rules(rules_from_tools(_TAU_TOOLS)))
+    failed = {r.rule_id.removeprefix("tools.") for r in log.records if r.verdict == "fail"}
+    call = t.steps[0].tool_calls[0]
+    problems = argument_problems(describe_tools(_TAU_TOOLS)[name], call.arguments, call.arguments_error)
+    assert {p.split(":")[0] for p in problems} == failed

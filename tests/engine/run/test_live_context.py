@@ -45,7 +45,7 @@ def _norm(name: str, value):
 
 #: attributes that are not indexes of the run (caches filled by queries, budget, settings)
 _NOT_INDEXES = {"cache", "shared", "_json", "_search", "ops", "budget", "lazy", "oracle", "tools", "checkers",
-                "_outputs_by_caller", "final"}
+                "_outputs_by_caller", "final", "_unanswered"}  # _unanswered: the live context's own (checked below)
 
 
 def _named_later(batch: TrajContext) -> set[int]:
@@ -57,6 +57,9 @@ def _named_later(batch: TrajContext) -> set[int]:
 
 
 def _same_indexes(live: LiveContext, batch: TrajContext) -> None:
+    steps = batch.traj.steps  # the prefix: its first call (with an id) still unanswered bounds the final outputs
+    assert live.answered_until() == min((s.index for s in steps for c in s.tool_calls
+                                         if c.id is not None and c.id not in batch._answer), default=len(steps))
     names = set(vars(batch)) | set(vars(live))
     later = _named_later(batch)
     for name in sorted(names - _NOT_INDEXES):

@@ -68,6 +68,15 @@ class LiveContext(TrajContext):
         super().__init__(LiveRun(run_id), budget=budget, oracle=oracle, tools=tools,  # type: ignore[arg-type]
                          checkers=checkers)
         self.final = False
+        #: call id -> step, of the calls not answered yet, in step order (:meth:`answered_until`)
+        self._unanswered: dict[str, int] = {}
+
+    def answered_until(self) -> int:
+        """The step of the earliest call (with an id) not answered yet, else the number of steps: every
+        call before it has its output, which no later step changes (a call's output is its first answer)."""
+        if self._unanswered:
+            return next(iter(self._unanswered.values()))
+        return len(self.views)
 
     def append(self, step: Step) -> None:
         """Add the run's next step to every index (O(its calls)).
@@ -94,6 +103,8 @@ class LiveContext(TrajContext):
                 self.by_call_name[c.name].append((i, j))
                 if c.id is not None and c.id not in index:
                     index[c.id] = (i, j)
+                if c.id is not None and c.id not in self._answer and c.id not in self._unanswered:
+                    self._unanswered[c.id] = i
         else:
             self.call_views.append([])
         if step.tool_output is not None:
@@ -104,6 +115,7 @@ class LiveContext(TrajContext):
             cid = step.tool_output.call_id
             if cid is not None:
                 self._answer.setdefault(cid, i)
+                self._unanswered.pop(cid, None)
             if step.kind == "tool" and name is not None:  # tool_positions(name) lists handed out grow in place
                 pos = self.cache.get(("tool-positions", name))
                 if pos is not None:

@@ -276,6 +276,13 @@ class TrajContext:
                 return cv
         return None
 
+    def answered_until(self) -> int:
+        """The steps before which every call with an id has its output here, so ``.output`` reads of
+        their calls are final (:func:`~trajaudit.engine.validation.stepper.horizon` ``"outputs"``).
+        A context of a complete run returns 0: it does not grow, and a monitor's growing context
+        (:class:`~trajaudit.engine.dsl.live.LiveContext`) tracks it."""
+        return 0
+
     def output_for(self, c: CallView) -> StepView | None:
         """The tool-output step answering call ``c`` (by call id), or ``None``."""
         if c.call.id is None:

@@ -301,6 +301,74 @@ def _rules() -> list[dict[str, Any]]:
     ]
 
 
+# ---- the same checks on one call, in Python (what ``guard`` applies before the call runs) ---------
+
+def describe_tools(tools: Any) -> dict[str, dict[str, Any]]:
+    """The per-tool facts the tool-schema rules check (``params.schemas`` of the synthesized pack:
+    ``{tool: {required, properties, types, integers, item_types, enums, open}}``).
+
+    Raises:
+        ToolSchemaError: ``tools`` is not a list of function schemas (:func:`functions`).
+    """
+    skipped: list[str] = []
+    return {fn["name"]: _describe_tool(fn, skipped) for fn in functions(tools)}
+
+
+def _json_type(v: Any) -> str:
+    """The JMESPath ``type()`` name of a JSON value (what the rules compare with ``S.types``)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+def argument_problems(entry: dict[str, Any], args: Any, error: str | None = None) -> list[str]:
+    """What a call's arguments break in its tool's schema facts (:func:`describe_tools`), by the
+    tool-schema rules' own tests (``arguments-json``, ``required-arguments``, ``argument-types``,
+    ``argument-enums``, ``no-extra-arguments``) without their excuse — the call's output and later
+    retries, which a check before the call runs cannot know. ``[]`` when the call keeps to it.
+
+    Args:
+        entry: one tool's facts. args: the parsed arguments (``None``: no arguments).
+        error: why the arguments string could not be parsed, if it could not.
+    """
+    if error is not None or (args is not None and not isinstance(args, dict)):
+        return [f"arguments-json: the arguments are not a JSON object ({error or _json_type(args)})"]
+    if entry.get("unchecked"):
+        return []
+    args = args or {}
+    out: list[str] = []
+    missing = [r for r in entry["required"] if r not in args]
+    if missing:
+        out.append(f"required-arguments: missing {missing}")
+    wrong = _wrong_types(entry, args)
+    if wrong:
+        out.append(f"argument-types: {wrong} do not have the declared JSON type "
+                   f"({ {k: entry['types'].get(k) for k in wrong} })")
+    off = [k for k, allowed in entry["enums"].items() if k in args and args[k] not in allowed]
+    if off:
+        out.append(f"argument-enums: {off} outside the allowed values ({ {k: entry['enums'][k] for k in off} })")
+    extra = [k for k in args if not entry["open"] and k not in entry["properties"]]
+    if extra:
+        out.append(f"no-extra-arguments: undeclared {extra} (declared: {entry['properties']})")
+    return out
+
+
+def _wrong_types(entry: dict[str, Any], args: dict[str, Any]) -> list[str]:
+    """The arguments whose JSON type is not declared (``argument-types``' ``wrong_type``), each once."""
+    types, items = entry["types"], entry["item_types"]
+    wrong = [k for k in args if k in types and _json_type(args[k]) not in types[k]]
+    wrong += [k for k in entry["integers"] if k in args and isinstance(args[k], float) and not args[k].is_integer()]
+    wrong += [k for k in items if k in args and isinstance(args[k], list)
+              and any(_json_type(x) not in items[k] for x in args[k])]
+    return list(dict.fromkeys(wrong))
+
+
 # ---- examples (so that `rules test` checks the synthesized pack too) ------------------------------
 
 def _sample(prop_types: list[str] | None, enum: list[Any] | None, item_types: list[str] | None) -> Any:

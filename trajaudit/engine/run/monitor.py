@@ -2,11 +2,13 @@
 
 A monitor receives a run one message (or IR step) at a time and answers, after each one, the
 violations that this step settles: the records of the prefix-decidable rules at the new step, and
-the records of earlier steps whose verdict the new step decides (a domain pack that applies from
-the first call of one of its tools evaluates its rules on the steps already seen).
-``close()`` settles the end-of-run rules (rules that read past the current step: ``later``,
-``steps``, a call's ``output``, ``check:`` rules; and the claim ledger's findings) and returns their
-records. After the last message and ``close()``, ``monitor.log`` equals the batch validation log of
+the records of earlier steps whose verdict the new step decides (a rule reading its call's output,
+once that call and every earlier one is answered; a domain pack that applies from the first call of
+one of its tools evaluates its rules on the steps already seen). ``close()`` settles the end-of-run
+rules (rules that read the rest of the run: ``later``, ``steps``, ``traj``, another call's
+``output``, ``check:`` rules; and the claim ledger's findings) and returns their records. When a
+rule is decided is its horizon (``stepper.horizon``); a verdict handed out early is final: the
+batch's verdict of that rule at that step. After the last message and ``close()``, ``monitor.log`` equals the batch validation log of
 the same run (``run.evidence.gather``), record for record (tests/engine/run/test_monitor.py).
 
 Messages accepted by :meth:`Monitor.add`:
@@ -18,7 +20,8 @@ Messages accepted by :meth:`Monitor.add`:
 - an IR :class:`~trajaudit.engine.trace.ir.Step` (its index is set to its position in the run).
 
 Rule evaluation: prefix-decidable rules (issue 22's ``stepper.prefix_decidable``) are evaluated at
-each step; the others are deferred to ``close()``. :class:`RuleStage` steps them with
+each step; rules reading their call's output when the calls up to their step are answered; the
+others are deferred to ``close()``. :class:`RuleStage` steps them with
 ``stepper.RunState(defer=True, lazy=True)`` on a :class:`~trajaudit.engine.dsl.live.LiveContext` (the
 rule context appended step by step): an ``add()`` evaluates the rules' units at the new step only
 (quantifiers over the prefix read prefix state), so its cost does not grow with the run
@@ -216,7 +219,7 @@ class RuleStage:
         """Create now the prefix state that the stepped (prefix-decidable) ``rules``' quantifiers build
         at their first query (:meth:`LiveContext.warm`): from here on it grows by one step per add,
         instead of a rule that first fires at step k filing the k earlier steps in that add."""
-        stepped = {st.rule.id for st in self.state.steppers if not st.deferred}
+        stepped = {st.rule.id for st in self.state.steppers if not st.deferred or st.waits}
         self.tc.warm([e for r in rules if r.id in stepped for e in r.asts.values()])
 
     def advance(self, step: Step) -> list[Record]:

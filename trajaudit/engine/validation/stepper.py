@@ -17,12 +17,17 @@ API (what a runtime monitor builds on)::
 
 - :meth:`RunState.advance` must be called with ``k = 0, 1, 2 …`` in order (each once); it returns the
   records it added (passes, failures, unknowns; skips are only counted).
-- A rule is *prefix-decidable* (:func:`prefix_decidable`) when nothing it reads lies after the
-  current step — no ``later``, ``steps``, ``outputs_of``, ``call.output``, ``step.call`` of a call
-  step… — so its verdict at step ``k`` is final once step ``k`` is known. The others are *deferred*
-  (``defer=True``, the monitor's setting): their units are queued and evaluated by :meth:`finish`,
-  at the end of the run. With ``defer=False`` (a complete run, the batch default) every unit is
-  evaluated at its own step.
+- A rule's *horizon* (:func:`horizon`) says when its verdict at step ``k`` can no longer change.
+  ``step``: nothing it reads lies after the current step — no ``later``, ``steps``, ``traj``,
+  ``outputs_of``, ``.output``, no ``check:`` — so it is final once step ``k`` is known (the rule is
+  *prefix-decidable*, :func:`prefix_decidable`). ``outputs``: the only thing it reads past the step
+  is its call's output (``call.output``): a call's output is its first answer (by call id), so the verdict at step ``k`` is final once every call of steps
+  ``0..k`` that has an id is answered (a call without an id never has an output). ``end``: it reads
+  the rest of the run (``later``, ``steps``, ``traj``, ``outputs_of``, another call's ``.output``, a
+  checker) and is final only when the run ends. With ``defer=True`` (the monitor's setting) the units of ``outputs`` rules are
+  queued until their calls are answered (:meth:`RunState.advance` evaluates them then, in step order)
+  and those of ``end`` rules until :meth:`finish`. With ``defer=False`` (a complete run, the batch
+  default) every unit is evaluated at its own step.
 - Each rule's :class:`Stepper` keeps its budget use (``ops``), whether the budget stopped it, and how
   many candidate units came after the stop (the ``incomplete`` note is written by :meth:`finish`).
 - A complete run (``lazy=False``) lists each rule's units once from the run's index
@@ -65,7 +70,7 @@ from trajaudit.errors import LLMUnreachableError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RunState", "Stepper", "evaluate_run", "prefix_decidable", "units_at"]
+__all__ = ["HORIZONS", "RunState", "Stepper", "evaluate_run", "horizon", "prefix_decidable", "units_at"]
 
 #: evaluate the guards and ``let``s that rules share once per unit (:mod:`~trajaudit.engine.validation.unit_memo`;
 #: a complete run only). Tests set it to ``False`` to compare with each rule evaluating its own.
@@ -80,22 +85,46 @@ _FUTURE_FUNCS = frozenset({"outputs_of"})
 _FUTURE_FIELDS = frozenset({"output"})
 
 
-def prefix_decidable(rule: CompiledRule) -> bool:
-    """Whether every unit of ``rule`` at step ``k`` can be decided from steps ``0..k`` alone: its
-    expressions (guard, lets, assertion, message) name no ``later``/``steps``/``traj``, call no
-    ``outputs_of``, read no ``.output`` field, and it is not a ``check:`` rule (checkers and the
-    semantic oracle see the whole run). Conservative: a rule it rejects may still be decidable."""
+#: a rule's horizons (:func:`horizon`), from the earliest
+HORIZONS = ("step", "outputs", "end")
+
+
+def horizon(rule: CompiledRule) -> str:
+    """When a unit of ``rule`` at step ``k`` is decided for good (see the module docstring):
+
+    - ``"step"``: at step ``k`` — its expressions (guard, lets, assertion, message) name no
+      ``later``/``steps``/``traj``, call no ``outputs_of``, read no ``.output`` field, and it is not
+      a ``check:`` rule;
+    - ``"outputs"``: once every call of steps ``0..k`` (with an id) is answered — as ``"step"`` except
+      that it reads ``call.output`` (the unit's own call's output: its first answer, which no later
+      step changes; read at evaluation, never kept in prefix state);
+    - ``"end"``: at the end of the run — it names ``later``/``steps``/``traj``, calls ``outputs_of``,
+      reads the ``.output`` of another call (``c.output`` inside a quantifier: a monitor's prefix
+      state files ``c`` when it is appended, before its output exists), or is a ``check:`` rule
+      (checkers and the semantic oracle see the whole run).
+
+    Static and conservative: a rule placed later may be decidable sooner (``len(missing) == 0 or
+    excused`` passes at the call when nothing is missing, but fails only once ``excused`` is known)."""
     if rule.check is not None:
-        return False
+        return "end"
+    reads_output = False
     for e in rule.asts.values():
         for n in e.walk():
             if isinstance(n, A.Name) and n.id in _FUTURE_NAMES:
-                return False
+                return "end"
             if isinstance(n, A.Call) and n.func in _FUTURE_FUNCS:
-                return False
+                return "end"
             if isinstance(n, A.Attr) and n.name in _FUTURE_FIELDS:
-                return False
-    return True
+                if not (isinstance(n.obj, A.Name) and n.obj.id == "call"):
+                    return "end"
+                reads_output = True
+    return "outputs" if reads_output else "step"
+
+
+def prefix_decidable(rule: CompiledRule) -> bool:
+    """Whether every unit of ``rule`` at step ``k`` can be decided from steps ``0..k`` alone
+    (:func:`horizon` is ``"step"``). Conservative: a rule it rejects may still be decidable."""
+    return horizon(rule) == "step"
 
 
 def units_at(rule: CompiledRule, tc: TrajContext, k: int) -> list[tuple[int, CallView | None]]:
@@ -146,18 +175,22 @@ class Stepper:
 
     Attributes:
         rule: the compiled rule.
-        deferred: its units wait for :meth:`RunState.finish` (not prefix-decidable and deferring on).
+        deferred: its units are not evaluated at their step (:func:`horizon` not ``"step"``, deferring on).
+        waits: deferred until the calls its units reach are answered (:func:`horizon` ``"outputs"``):
+            :meth:`RunState.advance` evaluates them then; the others wait for :meth:`RunState.finish`.
         ops: operations charged to its budget so far.
         stopped: the step where its budget ran out, or ``None``.
         left: candidate units after the stop (reported in the log's ``incomplete`` notes).
         pending: deferred units, in order.
     """
 
-    __slots__ = ("rule", "deferred", "ops", "stopped", "stop_message", "left", "pending", "skipped", "shared")
+    __slots__ = ("rule", "deferred", "waits", "ops", "stopped", "stop_message", "left", "pending", "skipped",
+                 "shared")
 
-    def __init__(self, rule: CompiledRule, deferred: bool) -> None:
+    def __init__(self, rule: CompiledRule, deferred: bool, waits: bool = False) -> None:
         self.rule = rule
         self.deferred = deferred
+        self.waits = waits
         self.ops = 0
         self.stopped: int | None = None
         self.stop_message = ""
@@ -282,7 +315,7 @@ class RunState:
         self.tc.lazy = lazy
         self.defer = defer
         self.log = ValidationLog(context.traj.id)
-        self.steppers = [Stepper(r, defer and not prefix_decidable(r)) for r in rules]
+        self.steppers = [self._stepper(r) for r in rules]
         if not lazy and SHARE_UNITS:
             for st, plan in zip(self.steppers, shared_plans(rules), strict=True):
                 st.shared = plan
@@ -309,6 +342,39 @@ class RunState:
                     hit = listed[key] = (units, n - (len({u[0] for u in units}) if r.per_call else len(units)))
                 st.skipped += hit[1]
                 self._units.append(hit[0])
+
+    def _stepper(self, rule: CompiledRule) -> Stepper:
+        h = horizon(rule)
+        return Stepper(rule, self.defer and h != "step", self.defer and h == "outputs")
+
+    def _flush(self, steppers: list[Stepper], insert: bool = True) -> list[Record]:
+        """Evaluate the queued units of waiting ``steppers`` (:func:`horizon` ``"outputs"``) whose
+        step lies before the first call still unanswered (``TrajContext.answered_until``): their
+        verdicts can no longer change. Each rule's units run in step order, as at :meth:`finish`.
+        With ``insert``, the records go into the log at their place (by step, then rule order);
+        returned in that order."""
+        frontier = self.tc.answered_until()
+        out: list[Record] = []
+        for st in steppers:
+            pending = st.pending
+            if not st.waits or not pending or pending[0][0] >= frontier:
+                continue
+            n = 1
+            while n < len(pending) and pending[n][0] < frontier:
+                n += 1
+            units, st.pending = pending[:n], pending[n:]
+            st.run_units(self.tc, units, out)
+        if out and insert:
+            pos = {st.rule.id: i for i, st in enumerate(self.steppers)}
+            out.sort(key=lambda r: (r.step, pos[r.rule_id]))  # stable: a per-call rule's records keep call order
+            records = self.log.records
+            for r in out:  # each after the records that precede it: a scan back over the last steps' records
+                key = (r.step, pos[r.rule_id])
+                at = len(records)
+                while at and (records[at - 1].step, pos[records[at - 1].rule_id]) > key:
+                    at -= 1
+                records.insert(at, r)
+        return out
 
     def _step_plan(self) -> dict[int, list[tuple[Stepper, list[tuple[int, CallView | None]]]]]:
         if self._by_step is None:
@@ -351,10 +417,12 @@ class RunState:
             return self.finish()
 
     def advance(self, k: int) -> list[Record]:
-        """Evaluate every rule's units at step ``k`` (deferred rules queue theirs).
+        """Evaluate every rule's units at step ``k`` (deferred rules queue theirs), then, deferring,
+        the queued units of rules reading outputs whose calls are all answered now.
 
         Returns:
-            The records added (rule order; a per-call rule's records in call order).
+            The records added: step ``k``'s (rule order; a per-call rule's records in call order), then
+            those of the waiting units decided now (by step, then rule order).
 
         Raises:
             ValueError: ``k`` is not the next step, or the run has no step ``k``, or :meth:`finish` was called.
@@ -375,6 +443,8 @@ class RunState:
                 st.advance(tc, k, out)
         self.log.records.extend(out)
         self.next_step = k + 1
+        if self.defer:  # units of rules reading outputs whose calls this step answered (or its own, when it has none pending)
+            out += self._flush(self.steppers)
         return out
 
     def add_rules(self, rules: list[CompiledRule], order: list[str]) -> list[Record]:
@@ -396,7 +466,7 @@ class RunState:
         have = {st.rule.id for st in self.steppers}
         if self.finished or any(r.id in have for r in rules):
             raise ValueError("add_rules: the run is finished or a rule is already stepped")
-        new = [Stepper(r, self.defer and not prefix_decidable(r)) for r in rules]
+        new = [self._stepper(r) for r in rules]
         pos = {rid: i for i, rid in enumerate(order)}
         if any(st.rule.id not in pos for st in (*self.steppers, *new)):
             raise ValueError("add_rules: order must name every stepped rule")
@@ -406,6 +476,8 @@ class RunState:
         for k in range(self.next_step):
             for st in new:
                 st.advance(tc, k, out)
+        if self.defer:
+            out += self._flush(new, insert=False)  # put in order with the rest below
         if out:
             out.sort(key=lambda r: (r.step, pos[r.rule_id]))  # stable: a per-call rule's records keep call order
             self.log.records.extend(out)
