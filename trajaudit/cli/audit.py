@@ -43,7 +43,7 @@ from trajaudit.cli.common import (
     write_parts,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
-from trajaudit.cli.outputs import ResumeJournal
+from trajaudit.cli.outputs import ResumeJournal, left_out_note, resume_key_of, select_inputs
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import BatchResult, audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
@@ -137,6 +137,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     check_cluster_use(cluster, paths, output, jobs)
     check_input_paths([p for p in paths if not is_url(p)])  # URLs (--scheduler only) are opened by fsspec
     llm = _llm_for(strategy, llm_opts, repair)
+    paths = _without_own_outputs(paths)
     _check_outputs(paths, rules, tools, mapping, output, report, out_format, resume, cluster)
     weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
     adapter = mapping_for(fmt, mapping)  # a bad mapping (expression too deep) is refused before the batch
@@ -144,7 +145,9 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=config,
                      default_packs=not no_default_packs, llm=llm, repair=repair, judge_weights=weights)
     journal = ResumeJournal.for_spec(output, spec, fmt, mapping) if resume else None
-    kept = _Kept(report, title=f"trajaudit report ({strategy})", journal=journal, findings=out_format != "jsonl")
+    title = f"trajaudit report ({strategy}{', --resume: the runs audited by this invocation' if resume else ''})"
+    kept = _Kept(report, title=title, journal=journal, findings=out_format != "jsonl",
+                 key=resume_key_of(spec, fmt, mapping))
     batch = _run_batch(paths, spec, kept, _BatchWhere(jobs, fmt, mapping, adapter, cluster, output),
                        with_logs=bool(report) or out_format != "jsonl", quiet=quiet)
     report_load(kept.flagged, batch.problems)
@@ -154,9 +157,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         print_line(console(err=True), journal.summary(batch.skipped))
     else:
         _write_results(kept, out_format, output, rules, batch.problems)
-    if report and kept.report is not None:
-        write_parts(report, kept.report.render_parts(batch.problems))
-        kept.report.close()
+    if report and kept.report is not None and not _write_report(kept.report, report, batch, journal):
+        report = None  # not written: the summary does not point at it
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
     else:  # -q hides the summary, not a warning that the diagnoses rest on partial evidence
@@ -168,6 +170,37 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 #: the stages of a :class:`~trajaudit.errors.Problem` of the input itself (unreadable, not in the
 #: format, nothing to diagnose), not of its audit (rules, judge, LLM, repair, a worker)
 _INPUT_STAGES = ("read", "load")
+
+
+def _without_own_outputs(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """``paths`` as the files to audit, without the trajaudit diagnoses files found in its folders and
+    globs (``audit runs/`` writes ``runs/diagnoses.jsonl`` by default: the next ``audit runs/`` read it as
+    a trace and refused to overwrite it), with a note naming what was left out (stderr, also with ``-q``)."""
+    files, left_out = select_inputs(paths)
+    if not left_out:
+        return paths  # as given: nothing to leave out
+    print_line(console(err=True), left_out_note(left_out))
+    return tuple(files)
+
+
+def _write_report(rep: HtmlReport | MarkdownReport, report: str, batch: BatchResult,
+                  journal: ResumeJournal | None) -> bool:
+    """Write ``--report`` (``False``: not written). With ``--resume`` it covers the runs audited by this invocation only (a report
+    section needs the run and its validation log, which the ``-o`` lines do not hold): that is said on
+    stderr, and when every run was already diagnosed the report is not replaced by an empty one."""
+    if journal is not None and not journal.writer and batch.skipped:
+        rep.close()
+        print_line(console(err=True), f"note: --report {report} was not written: every run was already diagnosed "
+                                      "in the -o file, none was audited by this invocation (a report covers the runs "
+                                      "an invocation audits; audit without --resume for one of every run)")
+        return False
+    write_parts(report, rep.render_parts(batch.problems))
+    rep.close()
+    if journal is not None and journal.found.lines:  # the file held diagnoses the report does not show
+        print_line(console(err=True), f"note: --report {report} covers the runs audited by this invocation only, not "
+                                      f"the diagnoses already in {journal.output} (audit without --resume for a "
+                                      "report of every run)")
+    return True
 
 
 def _stop_if_nothing_loaded(kept: _Kept, batch: BatchResult) -> None:
@@ -324,8 +357,9 @@ class _Kept:
     spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
     def __init__(self, report: str | None, title: str, journal: ResumeJournal | None = None,
-                 findings: bool = False) -> None:
+                 findings: bool = False, key: str = "") -> None:
         self.journal = journal
+        self.key = key  # the options' fingerprint each JSONL line carries (metadata.resume_key)
         self.keep_findings = findings
         self.findings: dict[int, RunFindings] = {}
         self.lines: dict[int, str] = {}
@@ -343,7 +377,8 @@ class _Kept:
     def add(self, i: int, r: AuditResult) -> None:
         """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
         d = r.diagnosis
-        self.lines[i] = d.to_json() if self.journal is None else self.journal.append(d)
+        self.lines[i] = (ResumeJournal.tagged(d, self.key).to_json() if self.journal is None
+                         else self.journal.append(d))
         # as long as a wide terminal can show (the summary cuts it to the column it gets)
         prev = r.trajectory.steps[d.critical_step].preview(PREVIEW_CHARS) if d.critical_step is not None else ""
         step = str(d.critical_step)

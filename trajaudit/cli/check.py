@@ -30,6 +30,7 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
+from trajaudit.cli.outputs import left_out_note, select_inputs
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.selection import default_packs, load_rules
@@ -237,6 +238,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     """
     output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     _check_options(files, packs, no_default_packs, tools_file, mapping, output, out_format)
+    files = _without_diagnoses(files)
     inputs = _gather_inputs(files, packs, no_default_packs, tools_file, fmt, mapping, run_timeout)
     checked, applied = _run_checks(inputs)
     logs = [lg for _, lg in checked]
@@ -274,6 +276,19 @@ def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_pa
     check_output_folder(output)
     # -o holds the JSON list when --format is table (the tables go to the terminal): name what is written
     warn_output_name("-o", output, "json" if out_format == "table" else out_format)
+
+
+def _without_diagnoses(files: tuple[str, ...]) -> tuple[str, ...]:
+    """``files`` without the trajaudit diagnoses files found in its folders and globs (``audit runs/``
+    writes ``runs/diagnoses.jsonl``: ``check runs/`` read it as a broken trace and failed the gate), with
+    a note naming them (stderr, also with ``-q``); nothing but them left stops the command (exit 2)."""
+    kept, left_out = select_inputs(files)
+    if not left_out:
+        return files
+    print_line(console(err=True), left_out_note(left_out))
+    if not kept:
+        fail(f"no trace files found under {', '.join(files)}: only trajaudit diagnoses")
+    return tuple(kept)
 
 
 @dataclass
