@@ -30,8 +30,8 @@ def test_a_second_audit_of_a_folder_holding_its_output_leaves_the_output_out(tmp
     before = out.read_text()
     again = cli("audit", runs, "-o", out, "--report", rep, "-q")
     assert again.exit_code == 0, again.output
-    assert f"note: left out 1 file(s) under the inputs that hold trajaudit diagnoses, not traces: {out}" \
-        in one_line(again.stderr)
+    assert (f"note: left out 1 file(s) under the inputs that hold trajaudit output (diagnoses, check results), not "
+            f"traces: {out}") in one_line(again.stderr)
     assert out.read_text() == before  # the same 3 diagnoses, not the diagnoses file audited as a trace
     resumed = cli("audit", runs, "-o", out, "-q", "--resume")
     assert resumed.exit_code == 0, resumed.output
@@ -40,6 +40,28 @@ def test_a_second_audit_of_a_folder_holding_its_output_leaves_the_output_out(tmp
     assert checked.exit_code == gate, checked.output
     assert len(json.loads(checked.stdout)) == 3
     assert "left out 1 file(s)" in one_line(checked.stderr) and "skipped:" not in checked.stderr
+
+
+def test_check_output_in_the_checked_folder_is_left_out(tmp_path):
+    runs = _folder(tmp_path)
+    gate = cli("check", runs, "-q", "--format", "json")
+    first = cli("check", runs, "-q", "-o", runs / "check.json")
+    assert first.exit_code == gate.exit_code and len(json.loads((runs / "check.json").read_text())) == 3
+    again = cli("check", runs, "-q", "--format", "json")
+    assert again.exit_code == gate.exit_code, again.output
+    assert "left out 1 file(s)" in one_line(again.stderr) and "skipped:" not in again.stderr
+    assert again.stdout == gate.stdout
+
+
+def test_eval_save_pred_in_the_dataset_folder(tmp_path):
+    runs = _folder(tmp_path)
+    pred = runs / "pred.jsonl"
+    args = ("eval", runs, "--gold", WHO, "-s", "offline", "--format", "json", "--save-pred", pred)
+    first = cli(*args)
+    assert first.exit_code == 0, first.output
+    again = cli(*args)
+    assert again.exit_code == 0, again.output
+    assert "left out 1 file(s)" in one_line(again.stderr) and again.stdout == first.stdout
 
 
 def test_the_default_output_in_the_current_folder(tmp_path, monkeypatch):
@@ -63,7 +85,7 @@ def test_a_diagnoses_file_named_as_input_is_not_called_the_trace(tmp_path):
     only.mkdir()
     shutil.copy(out, only / "d.jsonl")
     r = cli("check", only, "-q")
-    assert r.exit_code == 2 and "only trajaudit diagnoses" in one_line(r.stderr)
+    assert r.exit_code == 2 and "only trajaudit output" in one_line(r.stderr)
 
 
 def test_a_trace_at_the_output_path_is_still_refused(tmp_path):

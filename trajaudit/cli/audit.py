@@ -43,7 +43,7 @@ from trajaudit.cli.common import (
     write_parts,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
-from trajaudit.cli.outputs import ResumeJournal, left_out_note, resume_key_of, select_inputs
+from trajaudit.cli.outputs import ResumeJournal, resume_key_of, without_own_outputs
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import BatchResult, audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
@@ -173,14 +173,10 @@ _INPUT_STAGES = ("read", "load")
 
 
 def _without_own_outputs(paths: tuple[str, ...]) -> tuple[str, ...]:
-    """``paths`` as the files to audit, without the trajaudit diagnoses files found in its folders and
+    """``paths`` as the files to audit, without the trajaudit output files found in its folders and
     globs (``audit runs/`` writes ``runs/diagnoses.jsonl`` by default: the next ``audit runs/`` read it as
     a trace and refused to overwrite it), with a note naming what was left out (stderr, also with ``-q``)."""
-    files, left_out = select_inputs(paths)
-    if not left_out:
-        return paths  # as given: nothing to leave out
-    print_line(console(err=True), left_out_note(left_out))
-    return tuple(files)
+    return without_own_outputs(paths, lambda note: print_line(console(err=True), note))
 
 
 def _write_report(rep: HtmlReport | MarkdownReport, report: str, batch: BatchResult,

@@ -30,7 +30,7 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
-from trajaudit.cli.outputs import left_out_note, select_inputs
+from trajaudit.cli.outputs import without_own_outputs
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.compile import CompiledRule
 from trajaudit.engine.packs.selection import default_packs, load_rules
@@ -279,16 +279,13 @@ def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_pa
 
 
 def _without_diagnoses(files: tuple[str, ...]) -> tuple[str, ...]:
-    """``files`` without the trajaudit diagnoses files found in its folders and globs (``audit runs/``
-    writes ``runs/diagnoses.jsonl``: ``check runs/`` read it as a broken trace and failed the gate), with
-    a note naming them (stderr, also with ``-q``); nothing but them left stops the command (exit 2)."""
-    kept, left_out = select_inputs(files)
-    if not left_out:
-        return files
-    print_line(console(err=True), left_out_note(left_out))
+    """``files`` without the trajaudit output files (diagnoses, check results) found in its folders and
+    globs (``audit runs/`` writes ``runs/diagnoses.jsonl``: ``check runs/`` read it as a broken trace and
+    failed the gate), with a note naming them (stderr, also with ``-q``); nothing but them left stops the command (exit 2)."""
+    kept = without_own_outputs(files, lambda note: print_line(console(err=True), note))
     if not kept:
-        fail(f"no trace files found under {', '.join(files)}: only trajaudit diagnoses")
-    return tuple(kept)
+        fail(f"no trace files found under {', '.join(files)}: only trajaudit output")
+    return kept
 
 
 @dataclass

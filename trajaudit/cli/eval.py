@@ -36,7 +36,7 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
-from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal, resume_key_of
+from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal, resume_key_of, without_own_outputs
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
@@ -112,6 +112,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     """
     output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     strategy = _choose_source(strategies, pred, judge_weights, resume, save_pred)
+    datasets = without_own_outputs(datasets, lambda note: print_line(console(err=True), note))  # --save-pred in them
     _check_paths(datasets, gold, pred, tools, rules, mapping, output, report_file, save_pred)
     warn_output_name("-o", output, out_format)  # the report: a table under report.json is named
     trace_format = fmt

@@ -29,7 +29,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +101,9 @@ def input_files(inputs: Iterable[str | os.PathLike[str]]) -> list[str]:
 #: How a diagnosis line written by trajaudit begins (:meth:`~trajaudit.engine.diagnosis.Diagnosis.to_json`).
 _DIAGNOSIS_START = b'{"schema_version": '
 _DIAGNOSIS_LINE = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{"schema_version": \d+, "trajectory_id": ')
+#: How ``check --format json`` / ``check -o`` output begins: a list of validation logs (indented).
+_CHECK_LOGS = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\[\s*\{\s*"schema_version": \d+,\s*"trajectory_id": [^\n]*\n'
+                         rb'\s*"summary": \{')
 
 
 def is_diagnosis(d: Any) -> bool:
@@ -110,18 +113,29 @@ def is_diagnosis(d: Any) -> bool:
         k in d for k in ("critical_step", "category", "strategy"))
 
 
+def _head(path: str | os.PathLike[str], size: int = 4096) -> bytes:
+    """The first ``size`` bytes of a regular file (``b""`` for anything else or an unreadable file)."""
+    if file_kind(path) is not None:
+        return b""
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
+
+
 def is_diagnoses_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a regular file whose first line begins as trajaudit writes a diagnosis
     (``{"schema_version": N, "trajectory_id": ``: ``audit -o``, ``eval --save-pred``). Reads 256 bytes;
     never opens anything but a regular file."""
-    if file_kind(path) is not None:
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(256)
-    except OSError:
-        return False
-    return _DIAGNOSIS_LINE.match(head) is not None
+    return _DIAGNOSIS_LINE.match(_head(path, 256)) is not None
+
+
+def is_own_output(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds trajaudit output rather than traces: diagnoses (:func:`is_diagnoses_file`)
+    or ``check``'s JSON list of validation logs (``check -o``, ``check --format json``)."""
+    head = _head(path)
+    return _DIAGNOSIS_LINE.match(head) is not None or _CHECK_LOGS.match(head) is not None
 
 
 def _expands(raw: str) -> bool:
@@ -133,7 +147,7 @@ def _expands(raw: str) -> bool:
 def select_inputs(paths: Iterable[str]) -> tuple[list[str], list[str]]:
     """The input files of ``paths`` (folders and globs expanded as the loader expands them, in its
     order), and apart those of them left out: files found by expanding a folder or glob that are
-    trajaudit diagnoses (:func:`is_diagnoses_file`; ``audit runs/`` writes ``runs/diagnoses.jsonl`` by
+    trajaudit output (:func:`is_own_output`: diagnoses, ``check`` results; ``audit runs/`` writes ``runs/diagnoses.jsonl`` by
     default, which the next ``audit runs/``, ``--resume`` or ``check runs/`` read as a trace). A file named
     as such is kept (the output guards refuse writing over it). URLs are kept as given.
 
@@ -148,14 +162,25 @@ def select_inputs(paths: Iterable[str]) -> tuple[list[str], list[str]]:
             continue
         expanded = _expands(raw)
         for f in input_files([raw]):
-            (left_out if expanded and is_diagnoses_file(f) else files).append(f)
+            (left_out if expanded and is_own_output(f) else files).append(f)
     return files, left_out
+
+
+def without_own_outputs(paths: tuple[str, ...], say: Callable[[str], None]) -> tuple[str, ...]:
+    """``paths`` as given when :func:`select_inputs` leaves nothing out, else the files it keeps, after
+    ``say`` (a note line on stderr) named the files left out."""
+    files, left_out = select_inputs(paths)
+    if not left_out:
+        return paths
+    say(left_out_note(left_out))
+    return tuple(files)
 
 
 def left_out_note(left_out: list[str]) -> str:
     """The note naming the files :func:`select_inputs` left out (the first five, then a count)."""
     named = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
-    return f"note: left out {len(left_out)} file(s) under the inputs that hold trajaudit diagnoses, not traces: {named}"
+    return (f"note: left out {len(left_out)} file(s) under the inputs that hold trajaudit output (diagnoses, check "
+            f"results), not traces: {named}")
 
 
 def refuse_clobbering(outputs: Mapping[str, str | os.PathLike[str] | None],
@@ -495,5 +520,6 @@ class ResumeJournal:
 
 
 __all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "is_diagnosis",
-                      "is_diagnoses_file", "is_special_file", "left_out_note", "options_key", "output_problem", "read_resumable",
-                      "refuse_clobbering", "resume_key_of", "run_key", "select_inputs", "ResumeJournal"]
+                      "is_diagnoses_file", "is_own_output", "is_special_file", "left_out_note", "options_key", "output_problem", "read_resumable",
+                      "refuse_clobbering", "resume_key_of", "run_key", "select_inputs", "without_own_outputs",
+                      "ResumeJournal"]
