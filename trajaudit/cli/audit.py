@@ -97,7 +97,8 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
 @click.option("--resume", is_flag=True,
               help="Append to an existing -o instead of replacing it: runs already diagnosed there with the same "
                    "options are skipped, the rest are audited and each diagnosis is appended as it finishes "
-                   "(a batch killed mid-way is finished by running the same command again). --format jsonl only.")
+                   "(a batch killed mid-way is finished by running the same command again). --format jsonl only; "
+                   "a file holding anything but diagnoses is refused. A --report covers this invocation's runs.")
 @run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
                          "are 'unknown' and the diagnosis is marked degraded (metadata.degraded; a warning on "
                          "stderr, also with -q).")
