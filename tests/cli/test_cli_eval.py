@@ -72,8 +72,10 @@ def test_pred_file_with_bad_lines_duplicates_and_strangers(run, tau_file, tau_go
     assert "| Exact step (= CS-Strict) | 17.2% |" in md  # 5 of 29; 24 missing count as wrong
     assert "| Category (critical) = RC-Acc | 17.2% |" in md and "| Agent (exact match) | 17.2% |" in md
     assert "missing predictions (24):" in md and "unmatched predictions (1): 9999 (not in the gold set)" in md
-    assert "duplicate predictions (1): 2 (2 predictions; the first was scored)" in md
-    assert "LLM usage over 6 run(s): calls 6, input_tokens 60" in md
+    # a run diagnosed twice in the file (--resume with other options appends): the last line is scored
+    assert "holds 1 earlier diagnosis line(s) of runs diagnosed again further down" in " ".join(res.stderr.split())
+    assert "duplicate predictions" not in md
+    assert "LLM usage over 5 run(s): calls 5, input_tokens 50" in md  # the duplicate once
     assert "Misses (24; showing 24)" in md and "| 41 | 16 | — | missing | assistant:" in md
 
 

@@ -50,7 +50,7 @@ from trajaudit.cli.options import (
     run_timeout_option,
     warn_output_name,
 )
-from trajaudit.cli.outputs import ResumeJournal
+from trajaudit.cli.outputs import ResumeJournal, resume_key_of, without_own_outputs
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.pack import shipped_packs
@@ -108,7 +108,8 @@ _DEFAULT_OUTPUT = {"jsonl": "diagnoses.jsonl", "sarif": "trajaudit.sarif", "juni
 @click.option("--resume", is_flag=True,
               help="Append to an existing -o instead of replacing it: runs already diagnosed there with the same "
                    "options are skipped, the rest are audited and each diagnosis is appended as it finishes "
-                   "(a batch killed mid-way is finished by running the same command again). --format jsonl only.")
+                   "(a batch killed mid-way is finished by running the same command again). --format jsonl only; "
+                   "a file holding anything but diagnoses is refused. A --report covers this invocation's runs.")
 @run_timeout_option(help="Rule-evaluation time budget per run (z3 time included); when used up, the checks left "
                          "are 'unknown' and the diagnosis is marked degraded (metadata.degraded; a warning on "
                          "stderr, also with -q).")
@@ -150,6 +151,7 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     if not quiet:  # a .json.gz or .log trace in a folder is not read: say so before the batch
         note_unread_files([p for p in paths if not is_url(p)])
     llm = _llm_for(strategy, llm_opts, repair)
+    paths = _without_own_outputs(paths)
     _check_outputs(paths, rules, tools, mapping, output, report, out_format, resume, cluster)
     weights = load_weights(judge_weights) if judge_weights else None  # a bad file stops here, named
     _warn_taxonomy_without_rules(strategy, taxonomy, rules, default_packs=not no_default_packs)
@@ -158,7 +160,9 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     spec = AuditSpec(strategy=strategy, rules=rules, tools=tools, config=config,
                      default_packs=not no_default_packs, llm=llm, repair=repair, judge_weights=weights)
     journal = ResumeJournal.for_spec(output, spec, fmt, mapping) if resume else None
-    kept = _Kept(report, title=f"trajaudit report ({strategy})", journal=journal, findings=out_format != "jsonl")
+    title = f"trajaudit report ({strategy}{', --resume: the runs audited by this invocation' if resume else ''})"
+    kept = _Kept(report, title=title, journal=journal, findings=out_format != "jsonl",
+                 key=resume_key_of(spec, fmt, mapping))
     batch = _run_batch(paths, spec, kept, _BatchWhere(jobs, fmt, mapping, adapter, cluster, output),
                        with_logs=bool(report) or out_format != "jsonl", quiet=quiet)
     report_load(kept.flagged, batch.problems)
@@ -168,9 +172,8 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
         print_line(console(err=True), journal.summary(batch.skipped))
     else:
         _write_results(kept, out_format, output, rules, batch.problems)
-    if report and kept.report is not None:
-        write_parts(report, kept.report.render_parts(batch.problems))
-        kept.report.close()
+    if report and kept.report is not None and not _write_report(kept.report, report, batch, journal):
+        report = None  # not written: the summary does not point at it
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
     else:  # -q hides the summary, not a warning that the diagnoses rest on partial evidence
@@ -182,6 +185,33 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
 #: the stages of a :class:`~trajaudit.errors.Problem` of the input itself (unreadable, not in the
 #: format, nothing to diagnose), not of its audit (rules, judge, LLM, repair, a worker)
 _INPUT_STAGES = ("read", "load")
+
+
+def _without_own_outputs(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """``paths`` as the files to audit, without the trajaudit output files found in its folders and
+    globs (``audit runs/`` writes ``runs/diagnoses.jsonl`` by default: the next ``audit runs/`` read it as
+    a trace and refused to overwrite it), with a note naming what was left out (stderr, also with ``-q``)."""
+    return without_own_outputs(paths, lambda note: print_line(console(err=True), note))
+
+
+def _write_report(rep: HtmlReport | MarkdownReport, report: str, batch: BatchResult,
+                  journal: ResumeJournal | None) -> bool:
+    """Write ``--report`` (``False``: not written). With ``--resume`` it covers the runs audited by this invocation only (a report
+    section needs the run and its validation log, which the ``-o`` lines do not hold): that is said on
+    stderr, and when every run was already diagnosed the report is not replaced by an empty one."""
+    if journal is not None and not journal.writer and batch.skipped:
+        rep.close()
+        print_line(console(err=True), f"note: --report {report} was not written: every run was already diagnosed "
+                                      "in the -o file, none was audited by this invocation (a report covers the runs "
+                                      "an invocation audits; audit without --resume for one of every run)")
+        return False
+    write_parts(report, rep.render_parts(batch.problems))
+    rep.close()
+    if journal is not None and journal.found.lines:  # the file held diagnoses the report does not show
+        print_line(console(err=True), f"note: --report {report} covers the runs audited by this invocation only, not "
+                                      f"the diagnoses already in {journal.output} (audit without --resume for a "
+                                      "report of every run)")
+    return True
 
 
 def _stop_if_nothing_loaded(kept: _Kept, batch: BatchResult) -> None:
@@ -362,8 +392,9 @@ class _Kept:
     spooled (:class:`~trajaudit.report.html.HtmlReport`, :class:`~trajaudit.report.markdown.MarkdownReport`)."""
 
     def __init__(self, report: str | None, title: str, journal: ResumeJournal | None = None,
-                 findings: bool = False) -> None:
+                 findings: bool = False, key: str = "") -> None:
         self.journal = journal
+        self.key = key  # the options' fingerprint each JSONL line carries (metadata.resume_key)
         self.keep_findings = findings
         self.findings: dict[int, RunFindings] = {}
         self.lines: dict[int, str] = {}
@@ -382,7 +413,8 @@ class _Kept:
     def add(self, i: int, r: AuditResult) -> None:
         """Take run ``i``'s result (``audit_paths``'s ``on_result``)."""
         d = r.diagnosis
-        self.lines[i] = d.to_json() if self.journal is None else self.journal.append(d)
+        self.lines[i] = (ResumeJournal.tagged(d, self.key).to_json() if self.journal is None
+                         else self.journal.append(d))
         # as long as a wide terminal can show (the summary cuts it to the column it gets)
         prev = r.trajectory.steps[d.critical_step].preview(PREVIEW_CHARS) if d.critical_step is not None else ""
         step = str(d.critical_step)

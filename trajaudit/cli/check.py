@@ -36,6 +36,7 @@ from trajaudit.cli.options import (
     run_timeout_option,
     warn_output_name,
 )
+from trajaudit.cli.outputs import without_own_outputs
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.compile import CompiledRule
@@ -244,6 +245,7 @@ def check(files: tuple[str, ...], packs: tuple[str, ...], no_default_packs: bool
     """
     output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     _check_options(files, packs, no_default_packs, tools_file, mapping, output, out_format)
+    files = _without_diagnoses(files)
     if not quiet:  # a .json.gz or .log trace in a folder is not read: say so before the batch
         note_unread_files(files)
     inputs = _gather_inputs(files, packs, no_default_packs, tools_file, fmt, mapping, run_timeout)
@@ -283,6 +285,16 @@ def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_pa
     check_output_folder(output)
     # -o holds the JSON list when --format is table (the tables go to the terminal): name what is written
     warn_output_name("-o", output, "json" if out_format == "table" else out_format)
+
+
+def _without_diagnoses(files: tuple[str, ...]) -> tuple[str, ...]:
+    """``files`` without the trajaudit output files (diagnoses, check results) found in its folders and
+    globs (``audit runs/`` writes ``runs/diagnoses.jsonl``: ``check runs/`` read it as a broken trace and
+    failed the gate), with a note naming them (stderr, also with ``-q``); nothing but them left stops the command (exit 2)."""
+    kept = without_own_outputs(files, lambda note: print_line(console(err=True), note))
+    if not kept:
+        fail(f"no trace files found under {', '.join(files)}: only trajaudit output")
+    return kept
 
 
 @dataclass

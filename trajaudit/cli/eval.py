@@ -43,7 +43,7 @@ from trajaudit.cli.options import (
     run_timeout_option,
     warn_output_name,
 )
-from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal
+from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal, resume_key_of, without_own_outputs
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
@@ -125,6 +125,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     """
     output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     strategy = _choose_source(strategies, pred, judge_weights, resume, save_pred)
+    datasets = without_own_outputs(datasets, lambda note: print_line(console(err=True), note))  # --save-pred in them
     _check_paths(datasets, gold, pred, tools, rules, mapping, output, report_file, save_pred)
     warn_output_name("-o", output, out_format)  # the report: a table under report.json is named
     trace_format = fmt
@@ -138,7 +139,7 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
                          judge_weights=load_weights(judge_weights) if judge_weights else None)
         run = _diagnose_now(paths, spec, llm_opts, trace_format, mapping, adapter,
                             save_pred if resume else None, err)
-        _save_predictions(run, save_pred, err)
+        _save_predictions(run, save_pred, resume_key_of(spec, trace_format, mapping), err)
     else:
         assert pred is not None  # _choose_source: exactly one of --pred and --strategy
         run = _read_predictions(pred, paths, trace_format, adapter)
@@ -233,7 +234,7 @@ def _diagnose_now(paths: list[str], spec: AuditSpec, llm_opts: LLMOptions, trace
     ctx = build_context(spec)
     if getattr(strat, "needs_llm", False):
         ctx.llm = client_from_options(llm_opts)
-    journal = ResumeJournal.for_spec(resume_file, spec, trace_format, mapping) if resume_file else None
+    journal = ResumeJournal.for_spec(resume_file, spec, trace_format, mapping, "--save-pred") if resume_file else None
     unknowns = Unknowns()  # the checks of rules that could not be evaluated: warned about as audit does
     try:
         out = run_on_paths(paths, spec.strategy, context=ctx, format=trace_format, mapping=adapter,
@@ -259,11 +260,12 @@ def _diagnose_now(paths: list[str], spec: AuditSpec, llm_opts: LLMOptions, trace
     return _Scored(diagnoses, out.trajectories, len(out.problems), journal)
 
 
-def _save_predictions(run: _Scored, save_pred: str | None, err: Console) -> None:
-    """``--save-pred`` without ``--resume``: write the diagnoses JSONL (a resumed file was appended to
-    as the diagnoses were made)."""
+def _save_predictions(run: _Scored, save_pred: str | None, key: str, err: Console) -> None:
+    """``--save-pred`` without ``--resume``: write the diagnoses JSONL, each line with the options'
+    fingerprint ``key`` (``metadata.resume_key``: a later ``--resume`` goes on from it), a resumed file
+    was appended to as the diagnoses were made."""
     if save_pred and run.journal is None:
-        write_text(save_pred, "".join(d.to_json() + "\n" for d in run.diagnoses))
+        write_text(save_pred, "".join(ResumeJournal.tagged(d, key).to_json() + "\n" for d in run.diagnoses))
         err.print(f"wrote {len(run.diagnoses)} diagnoses to {save_pred}", highlight=False)
 
 
@@ -276,6 +278,11 @@ def _read_predictions(pred: str, paths: list[str], trace_format: str | None, ada
     skipped = len(problems)
     if not diagnoses:
         fail(f"{pred}: no diagnosis could be read: nothing to score")
+    diagnoses, superseded = latest_per_run(diagnoses)
+    if superseded:
+        print_line(console(err=True), f"note: {pred} holds {superseded} earlier diagnosis line(s) of runs diagnosed "
+                                      "again further down (audit/eval --resume with other options appends): the last "
+                                      "line of each run is scored")
     if not paths:
         named = sorted({d.file for d in diagnoses if d.file})
         paths = [f for f in named if Path(f).exists()]
@@ -291,6 +298,15 @@ def _read_predictions(pred: str, paths: list[str], trace_format: str | None, ada
         report_problems(res.problems)
         skipped += len(res.problems)
     return _Scored(diagnoses, trajectories, skipped)
+
+
+def latest_per_run(diagnoses: list[Diagnosis]) -> tuple[list[Diagnosis], int]:
+    """The last diagnosis of each run (file, record, run id) in ``diagnoses``, in the order of those last
+    lines, and how many earlier ones were left out: ``--resume`` with other options appends a run's new
+    diagnosis after its old one, and scoring the first one scored the options of the older run."""
+    last = {(d.file, d.record, d.trajectory_id): i for i, d in enumerate(diagnoses)}
+    keep = sorted(last.values())
+    return [diagnoses[i] for i in keep], len(diagnoses) - len(keep)
 
 
 def _write_report(report: EvalReport, out_format: str, output: str | None, max_misses: int | None,

@@ -10,7 +10,12 @@
   old diagnoses first, then died with a torn last line).
 - :class:`JsonlAppender` and :func:`read_resumable`: ``audit --resume`` appends one complete line per
   finished run to ``-o`` (flushed as it is written), so a process killed mid-batch leaves a valid
-  prefix of complete lines; resuming cuts a torn last line away and skips the runs already there.
+  prefix of complete lines; resuming cuts a torn last line away and skips the runs already there. A
+  file that holds anything but diagnoses is refused (:meth:`ResumeJournal.for_spec`), never appended to
+  nor cut.
+- :func:`select_inputs`: the files a folder or glob expands to, without trajaudit's own diagnoses files
+  (``audit runs/`` wrote ``runs/diagnoses.jsonl``; the next ``audit runs/`` or ``check runs/`` read it
+  as a trace).
 """
 
 from __future__ import annotations
@@ -21,17 +26,20 @@ import errno
 import hashlib
 import json
 import os
+import re
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.run.pipeline import AuditSpec
+from trajaudit.engine.trace.inputs import is_url
 from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import expand_paths
 from trajaudit.errors import TrajauditError
+from trajaudit.regular_files import file_kind
 
 
 def _key(path: str) -> tuple[str, Any]:
@@ -90,6 +98,91 @@ def input_files(inputs: Iterable[str | os.PathLike[str]]) -> list[str]:
     return [str(p) for p in expand_paths([str(x) for x in inputs if x])]
 
 
+#: How a diagnosis line written by trajaudit begins (:meth:`~trajaudit.engine.diagnosis.Diagnosis.to_json`).
+_DIAGNOSIS_START = b'{"schema_version": '
+_DIAGNOSIS_LINE = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{"schema_version": \d+, "trajectory_id": ')
+#: How ``check --format json`` / ``check -o`` output begins: a list of validation logs (indented).
+_CHECK_LOGS = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\[\s*\{\s*"schema_version": \d+,\s*"trajectory_id": [^\n]*\n'
+                         rb'\s*"summary": \{')
+
+
+def is_diagnosis(d: Any) -> bool:
+    """Whether a parsed JSONL line is a diagnosis (``Diagnosis.to_dict()``'s form: a JSON object with
+    ``trajectory_id``, ``critical_step``, ``category`` and ``strategy``)."""
+    return isinstance(d, dict) and d.get("trajectory_id") is not None and all(
+        k in d for k in ("critical_step", "category", "strategy"))
+
+
+def _head(path: str | os.PathLike[str], size: int = 4096) -> bytes:
+    """The first ``size`` bytes of a regular file (``b""`` for anything else or an unreadable file)."""
+    if file_kind(path) is not None:
+        return b""
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
+
+
+def is_diagnoses_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a regular file whose first line begins as trajaudit writes a diagnosis
+    (``{"schema_version": N, "trajectory_id": ``: ``audit -o``, ``eval --save-pred``). Reads 256 bytes;
+    never opens anything but a regular file."""
+    return _DIAGNOSIS_LINE.match(_head(path, 256)) is not None
+
+
+def is_own_output(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds trajaudit output rather than traces: diagnoses (:func:`is_diagnoses_file`)
+    or ``check``'s JSON list of validation logs (``check -o``, ``check --format json``)."""
+    head = _head(path)
+    return _DIAGNOSIS_LINE.match(head) is not None or _CHECK_LOGS.match(head) is not None
+
+
+def _expands(raw: str) -> bool:
+    """Whether an input path is a folder or a glob (expanded), not a file named as such."""
+    p = os.fspath(raw)
+    return os.path.isdir(p) or (any(ch in p for ch in "*?[") and not os.path.exists(p))
+
+
+def select_inputs(paths: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The input files of ``paths`` (folders and globs expanded as the loader expands them, in its
+    order), and apart those of them left out: files found by expanding a folder or glob that are
+    trajaudit output (:func:`is_own_output`: diagnoses, ``check`` results; ``audit runs/`` writes ``runs/diagnoses.jsonl`` by
+    default, which the next ``audit runs/``, ``--resume`` or ``check runs/`` read as a trace). A file named
+    as such is kept (the output guards refuse writing over it). URLs are kept as given.
+
+    Returns:
+        ``(files, left_out)``.
+    """
+    files: list[str] = []
+    left_out: list[str] = []
+    for raw in paths:
+        if is_url(raw):
+            files.append(raw)
+            continue
+        expanded = _expands(raw)
+        for f in input_files([raw]):
+            (left_out if expanded and is_own_output(f) else files).append(f)
+    return files, left_out
+
+
+def without_own_outputs(paths: tuple[str, ...], say: Callable[[str], None]) -> tuple[str, ...]:
+    """``paths`` as given when :func:`select_inputs` leaves nothing out, else the files it keeps, after
+    ``say`` (a note line on stderr) named the files left out."""
+    files, left_out = select_inputs(paths)
+    if not left_out:
+        return paths
+    say(left_out_note(left_out))
+    return tuple(files)
+
+
+def left_out_note(left_out: list[str]) -> str:
+    """The note naming the files :func:`select_inputs` left out (the first five, then a count)."""
+    named = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
+    return (f"note: left out {len(left_out)} file(s) under the inputs that hold trajaudit output (diagnoses, check "
+            f"results), not traces: {named}")
+
+
 def refuse_clobbering(outputs: Mapping[str, str | os.PathLike[str] | None],
                       inputs: Iterable[str | os.PathLike[str]] = (), roles: Mapping[str, str] | None = None) -> None:
     """Refuse, before anything is written, an output that is an input file or another output.
@@ -122,6 +215,9 @@ def refuse_clobbering(outputs: Mapping[str, str | os.PathLike[str] | None],
             k = _key(f)
             if k[0] == "inode" and k[1] in wanted:
                 opt, path = wanted[k[1]]
+                if what is None and is_diagnoses_file(f):
+                    raise TrajauditError(f"{opt} {path!r} is the input file {f!r} (trajaudit diagnoses, read as a "
+                                         "trace): writing it would overwrite it; choose another output path")
                 if what is None:
                     raise TrajauditError(f"{opt} {path!r} is the input file {f!r}: writing it would overwrite the "
                                          "trace; choose another output path")
@@ -226,6 +322,20 @@ def options_key(options: Mapping[str, Any], files: Iterable[str | os.PathLike[st
     return h.hexdigest()[:16]
 
 
+def resume_key_of(spec: AuditSpec, fmt: str | None, mapping: str | None) -> str:
+    """The fingerprint (:func:`options_key`) of the options a diagnosis is made with: strategy, packs and
+    their contents, tools, mapping, taxonomy, seed, repair, time budget, LLM settings, input format."""
+    llm = spec.llm
+    options = {"strategy": spec.strategy, "rules": list(map(str, spec.rules)), "tools": spec.tools,
+               "taxonomy": spec.config.taxonomy, "seed": spec.config.seed, "default_packs": spec.default_packs,
+               "repair": spec.repair, "run_timeout": spec.config.run_timeout, "format": fmt, "mapping": mapping,
+               "llm": None if llm is None else [llm.base_url, llm.model, llm.temperature, llm.max_tokens,
+                                                llm.seed, llm.structured]}
+    files = [r for r in spec.rules if isinstance(r, str)] + [spec.tools if isinstance(spec.tools, str) else None,
+                                                             mapping]
+    return options_key(options, files)
+
+
 def run_key(file: str | None, record: int | None, run_id: str, options: str) -> tuple[str, int | None, str, str]:
     """What identifies a finished run in a resumable output: file, record, run id, options key."""
     return (os.path.abspath(file) if file else "", record, str(run_id), options)
@@ -238,7 +348,10 @@ class Resumable:
     Attributes:
         done: run keys (:func:`run_key`) of the diagnoses already there.
         lines: complete lines kept. torn: bytes of a torn last line cut away (0 when none).
-        unreadable: 1-based numbers of complete lines that are not JSON objects (kept, not counted as done).
+        unreadable: 1-based numbers of complete lines that are not diagnoses (not JSON, or a JSON value
+            that is no diagnosis: :func:`is_diagnosis`); :meth:`ResumeJournal.for_spec` refuses the file.
+        foreign_tail: the bytes after the last newline do not begin as a diagnosis line does (not a
+            line trajaudit was killed writing); never cut.
     """
 
     done: set[tuple[str, int | None, str, str]] = field(default_factory=set)
@@ -249,11 +362,13 @@ class Resumable:
     unkeyed: int = 0
     #: the resume keys found (one per set of options that wrote lines there)
     keys: set[str] = field(default_factory=set)
+    foreign_tail: bool = False
 
 
 def read_resumable(path: str | os.PathLike[str], *, repair: bool = True) -> Resumable:
     """Read an existing ``audit --resume`` output: the runs it holds (lines with a ``resume_key``), and
-    cut a torn last line (a process killed mid-write: no final newline) away when ``repair``.
+    cut a torn last line (a process killed mid-write: no final newline) away when ``repair`` — only one
+    that begins as a diagnosis line does (``foreign_tail`` is never cut).
 
     Raises:
         OSError: the file exists but cannot be read or truncated.
@@ -267,7 +382,10 @@ def read_resumable(path: str | os.PathLike[str], *, repair: bool = True) -> Resu
     end = data.rfind(b"\n") + 1
     if end < len(data):
         out.torn = len(data) - end
-        if repair:
+        tail = data[end:].lstrip(b"\xef\xbb\xbf" if end == 0 else b"")
+        out.foreign_tail = bool(tail.strip()) and not (tail.startswith(_DIAGNOSIS_START)
+                                                       or _DIAGNOSIS_START.startswith(tail))
+        if repair and not out.foreign_tail:
             with open(p, "r+b") as f:
                 f.truncate(end)
                 f.flush()
@@ -281,11 +399,11 @@ def read_resumable(path: str | os.PathLike[str], *, repair: bool = True) -> Resu
         except ValueError:
             out.unreadable.append(n)
             continue
-        if not isinstance(d, dict):
+        if not is_diagnosis(d):
             out.unreadable.append(n)
             continue
         key = (d.get("metadata") or {}).get(RESUME_KEY) if isinstance(d.get("metadata"), dict) else None
-        if isinstance(key, str) and d.get("trajectory_id") is not None:
+        if isinstance(key, str):
             out.done.add(run_key(d.get("file"), d.get("record"), d["trajectory_id"], key))
             out.keys.add(key)
         else:
@@ -339,17 +457,29 @@ class ResumeJournal:
         self.writer: JsonlAppender | None = None
 
     @classmethod
-    def for_spec(cls, output: str, spec: AuditSpec, fmt: str | None, mapping: str | None) -> ResumeJournal:
-        """The journal of ``output`` for the options of ``spec`` (and the input format or mapping)."""
-        llm = spec.llm
-        options = {"strategy": spec.strategy, "rules": list(map(str, spec.rules)), "tools": spec.tools,
-                   "taxonomy": spec.config.taxonomy, "seed": spec.config.seed, "default_packs": spec.default_packs,
-                   "repair": spec.repair, "run_timeout": spec.config.run_timeout, "format": fmt, "mapping": mapping,
-                   "llm": None if llm is None else [llm.base_url, llm.model, llm.temperature, llm.max_tokens,
-                                                    llm.seed, llm.structured]}
-        files = [r for r in spec.rules if isinstance(r, str)] + [spec.tools if isinstance(spec.tools, str) else None,
-                                                                 mapping]
-        return cls(output, options_key(options, files), read_resumable(output, repair=False))
+    def for_spec(cls, output: str, spec: AuditSpec, fmt: str | None, mapping: str | None,
+                 option: str = "-o") -> ResumeJournal:
+        """The journal of ``output`` for the options of ``spec`` (and the input format or mapping).
+
+        Raises:
+            TrajauditError: ``output`` holds something else than trajaudit diagnoses (a line that is no
+                diagnosis, or an unfinished last line that does not begin as one): it is left as it is
+                (``option`` names it in the message).
+        """
+        found = read_resumable(output, repair=False)
+        if found.unreadable or found.foreign_tail:
+            where = (f"line {found.unreadable[0]} is not a trajaudit diagnosis" if found.unreadable
+                     else "its unfinished last line is not a diagnosis trajaudit was writing")
+            raise TrajauditError(f"--resume appends diagnoses to {option} {output!r}, but it holds other content "
+                                 f"({where}): it was left as it is; give a new file, or the diagnoses file of an "
+                                 "earlier audit or eval --save-pred")
+        return cls(output, resume_key_of(spec, fmt, mapping), found)
+
+    @staticmethod
+    def tagged(d: Diagnosis, key: str) -> Diagnosis:
+        """``d`` with the options' fingerprint ``key`` in ``metadata.resume_key`` (every diagnosis
+        ``audit -o`` and ``eval --save-pred`` write carries it, so ``--resume`` can go on from any of them)."""
+        return dataclasses.replace(d, metadata={**d.metadata, RESUME_KEY: key})
 
     def done(self, t: Trajectory) -> bool:
         """Whether run ``t`` is already diagnosed in the file with these options."""
@@ -359,7 +489,7 @@ class ResumeJournal:
         """Append ``d`` (with the fingerprint) as one line; the line is returned. The file is opened on
         the first diagnosis (after the batch's rules, tools and runs were checked), a torn last line
         cut away first."""
-        line = dataclasses.replace(d, metadata={**d.metadata, RESUME_KEY: self.key}).to_json()
+        line = self.tagged(d, self.key).to_json()
         if self.writer is None:
             read_resumable(self.output, repair=True)
             self.writer = JsonlAppender(self.output)
@@ -376,12 +506,11 @@ class ResumeJournal:
         notes = []
         if self.found.torn:
             notes.append(f"a torn last line ({self.found.torn} bytes, a run killed mid-write) was cut away")
-        if self.found.unreadable:
-            notes.append(f"{len(self.found.unreadable)} line(s) that are not diagnoses were kept as they are")
         if self.found.unkeyed:
-            # "written without --resume": by audit -o or eval --save-pred, not only an audit
-            notes.append(f"warning: {self.found.unkeyed} diagnosis line(s) without a resume key (written without "
-                         "--resume) were kept and their runs diagnosed again: the file now holds duplicates")
+            # older versions wrote audit -o and eval --save-pred lines without the key
+            notes.append(f"warning: {self.found.unkeyed} diagnosis line(s) without a resume key (written by an "
+                         "older version or another program) were kept and their runs diagnosed again: the file now holds "
+                         "duplicates (eval --pred scores the last line of each run)")
         if self.found.keys - {self.key}:
             notes.append("warning: the file also holds diagnoses made with other options (those runs were diagnosed "
                          "again with these options)")
@@ -390,5 +519,7 @@ class ResumeJournal:
 
 
 
-__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "is_special_file",
-                      "options_key", "output_problem", "read_resumable", "refuse_clobbering", "run_key", "ResumeJournal"]
+__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "is_diagnosis",
+                      "is_diagnoses_file", "is_own_output", "is_special_file", "left_out_note", "options_key", "output_problem", "read_resumable",
+                      "refuse_clobbering", "resume_key_of", "run_key", "select_inputs", "without_own_outputs",
+                      "ResumeJournal"]
