@@ -43,7 +43,7 @@ from trajaudit.cli.common import (
     write_parts,
 )
 from trajaudit.cli.options import check_input_paths, io_options, run_timeout_option, warn_output_name
-from trajaudit.cli.outputs import ResumeJournal
+from trajaudit.cli.outputs import OutputSet, ResumeJournal
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.run.batch import BatchResult, audit_paths
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
@@ -152,11 +152,14 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     _stop_if_nothing_audited(kept, batch)
     if journal is not None:
         print_line(console(err=True), journal.summary(batch.skipped))
-    else:
-        _write_results(kept, out_format, output, rules, batch.problems)
-    if report and kept.report is not None:
-        write_parts(report, kept.report.render_parts(batch.problems))
-        kept.report.close()
+    # -o and --report are staged, then renamed together (a signal meanwhile: both old; during: both new)
+    with OutputSet() as outs:
+        if journal is None:
+            _write_results(kept, out_format, output, rules, batch.problems, outs)
+        if report and kept.report is not None:
+            write_parts(report, kept.report.render_parts(batch.problems), outs)
+            kept.report.close()
+        outs.commit()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
     else:  # -q hides the summary, not a warning that the diagnoses rest on partial evidence
@@ -295,16 +298,17 @@ def _progress_bar(err: Console | None, show: bool) -> contextlib.AbstractContext
 
 
 def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, ...],
-                   problems: list[Problem]) -> None:
+                   problems: list[Problem], outs: OutputSet) -> None:
     """Write the batch's diagnoses (JSONL, or Parquet/fsspec as :func:`write_diagnoses` picks) or its
-    SARIF / JUnit findings, in run order, to ``output`` (atomically) or stdout (``-``); the SARIF log
-    also reports the skipped inputs (``problems``), the runs out of time and the unknown checks."""
+    SARIF / JUnit findings, in run order, to ``output`` (staged in ``outs``, replaced when it commits)
+    or stdout (``-``); the SARIF log also reports the skipped inputs (``problems``), the runs out of
+    time and the unknown checks."""
     if out_format == "jsonl":
         lines = [kept.lines[i] for i in sorted(kept.lines)]
         if output == "-":
             sys.stdout.write("".join(line + "\n" for line in lines))
         else:
-            write_diagnoses(output, lines)
+            write_diagnoses(output, lines, outs)
         return
     findings = [kept.findings[i] for i in sorted(kept.findings)]
     ci = report_layer.ci  # the SARIF/JUnit writers, imported on first use (trajaudit.report)
@@ -314,7 +318,7 @@ def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, 
     if output == "-":
         sys.stdout.write(text)
     else:
-        write_parts(output, (text,))  # atomic, as the JSONL
+        write_parts(output, (text,), outs)  # staged, as the JSONL
 
 
 class _Kept:

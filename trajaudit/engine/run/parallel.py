@@ -180,8 +180,13 @@ def _take(reply: tuple[int, dict[str, Any] | None, Any], trajectories: Sequence[
 def _worker_main(conn: Any, spec: AuditSpec, runs: Sequence[Trajectory] | None) -> None:
     """A worker process: build the context, then audit the run each message names until ``None``.
     Ctrl-C (SIGINT to the terminal's process group) is left to the parent, which stops the pool: a
-    worker does not die of it mid-run with a traceback of its own."""
+    worker does not die of it mid-run with a traceback of its own. So is SIGTERM when the parent handles
+    it (the ``trajaudit`` command raises ``Terminated`` as for Ctrl-C; a forked worker inherited that
+    handler, and ``timeout`` signals the whole group); a parent that leaves SIGTERM to its default
+    action leaves it so in the worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _worker_init(spec, runs)  # its Finalize closes the context when the process exits
     while True:
         try:
