@@ -214,3 +214,27 @@ def test_temporary_files_of_a_killed_writer_are_removed_by_the_next_write(tmp_pa
     assert f"removed 1 temporary file(s) beside {tmp_path / 'd.jsonl'} left by a trajaudit process that no longer " \
            f"runs (killed while writing): {killed.name}" in said
     assert f"{older.name}; remove them when no trajaudit is writing" in said
+
+
+def test_serve_shuts_down_on_sigterm_as_on_ctrl_c(tmp_path):
+    # `trajaudit serve` under systemd or Docker is stopped with SIGTERM: uvicorn shuts down cleanly (open
+    # traces audited), then raised the signal again, which killed the process before its summary (exit
+    # -15, the counters lost); now it ends as on Ctrl-C: summary, exit 0
+    import socket
+
+    pytest.importorskip("uvicorn")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = _start(["serve", "--otlp", str(port), "-o", "serve.jsonl"], tmp_path)
+    deadline = time.monotonic() + 60
+    while p.poll() is None and time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.05)
+    assert p.poll() is None, p.communicate()
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == 0, err
+    assert "0 spans and 0 log records in 0 requests; 0 trace(s) audited" in " ".join(err.split())
