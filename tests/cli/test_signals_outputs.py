@@ -177,19 +177,27 @@ def test_eval_outputs_are_replaced_together(tmp_path):
 
 
 def test_sigterm_stops_a_batch_of_workers_as_ctrl_c_does(tmp_path):
-    # SIGTERM to the whole group (as `timeout` sends it): forked workers inherited the command's handler;
-    # they leave the signal to the parent (no traceback of their own), the parent says "terminated", 143
+    # SIGTERM to the whole group (as `timeout` sends it) once runs are finishing: forked workers inherited
+    # the command's handler; they leave the signal to the parent (no traceback of their own), the parent
+    # says "terminated", 143. The --resume journal keeps the runs finished, one complete line each; the
+    # report (written at the end) is left as it was
     runs = _runs(tmp_path, 3000)
-    old = _old(tmp_path, "d.jsonl")
-    p = subprocess.Popen([sys.executable, "-m", "trajaudit", "audit", str(runs), "-o", "d.jsonl", "-j", "2", "-q"],
+    out = tmp_path / "d.jsonl"
+    old = _old(tmp_path, "r.html")
+    p = subprocess.Popen([sys.executable, "-m", "trajaudit", "audit", str(runs), "-o", "d.jsonl", "--resume",
+                          "--report", "r.html", "-j", "2", "-q"],
                          cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True,
                          env={**os.environ, **NO_LLM_ENV, "PYTHONPATH": str(ROOT)})
-    time.sleep(3)
+    deadline = time.monotonic() + 120
+    while p.poll() is None and not (out.exists() and out.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert p.poll() is None, "the batch ended before the signal: make it larger"
     os.killpg(p.pid, signal.SIGTERM)
     err = p.communicate(timeout=60)[1]
     assert (p.returncode, err.strip()) == (143, "terminated")
-    assert (tmp_path / "d.jsonl").read_text() == old["d.jsonl"]
+    lines = out.read_text().splitlines(keepends=True)
+    assert 0 < len(lines) < 3000 and all(line.endswith("\n") and json.loads(line)["trajectory_id"] for line in lines)
+    assert (tmp_path / "r.html").read_text() == old["r.html"]
     assert _temporaries(tmp_path) == []
 
 
