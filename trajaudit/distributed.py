@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, BinaryIO
 
 from trajaudit.api_args import check_tools
 from trajaudit.engine.config import AuditConfig
@@ -75,9 +75,10 @@ def diagnosis_row(record: dict[str, Any], line: str | None = None) -> dict[str, 
     return row
 
 
-def write_diagnoses_parquet(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
+def write_diagnoses_parquet(path: str | os.PathLike[str] | BinaryIO, lines: Iterable[str]) -> None:
     """Write diagnoses (their JSONL lines, in output order) as a Parquet file of
-    :data:`DIAGNOSIS_COLUMNS` to a path or fsspec URL.
+    :data:`DIAGNOSIS_COLUMNS` to a path or fsspec URL, or to an open binary file (the temporary file of
+    a staged output, ``cli.outputs.OutputSet``).
 
     Raises:
         ConfigError: the Dask extra (pyarrow, fsspec) is not installed.
@@ -90,6 +91,9 @@ def write_diagnoses_parquet(path: str | os.PathLike[str], lines: Iterable[str]) 
 
     rows = [diagnosis_row(json.loads(line), line) for line in lines]
     table = pa.Table.from_pylist(rows, schema=_arrow_schema())
+    if not isinstance(path, (str, os.PathLike)):
+        pq.write_table(table, path)
+        return
     with fsspec.open(str(path), "wb") as f:
         pq.write_table(table, f)
 

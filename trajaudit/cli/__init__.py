@@ -12,6 +12,7 @@ import click
 from click.utils import make_default_short_help
 
 from trajaudit import __version__
+from trajaudit.cli.signals import stop_message
 from trajaudit.cli.terminal import SafeLogFormatter
 
 
@@ -115,9 +116,10 @@ COMMANDS: dict[str, LazyCommand] = {
 EXIT_INTERRUPTED = 130
 
 
-def _interrupted() -> NoReturn:
-    click.echo("interrupted", err=True)
-    sys.exit(EXIT_INTERRUPTED)
+def _interrupted(exc: KeyboardInterrupt) -> NoReturn:
+    text, code = stop_message(exc)  # "terminated" and 143 for SIGTERM
+    click.echo(text, err=True)
+    sys.exit(code)
 
 
 class LazyGroup(click.Group):
@@ -132,14 +134,14 @@ class LazyGroup(click.Group):
                      **extra: Any) -> click.Context:
         try:
             return super().make_context(info_name, args, parent, **extra)
-        except KeyboardInterrupt:
-            _interrupted()
+        except KeyboardInterrupt as e:
+            _interrupted(e)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            _interrupted()
+        except KeyboardInterrupt as e:
+            _interrupted(e)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]

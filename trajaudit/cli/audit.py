@@ -50,7 +50,7 @@ from trajaudit.cli.options import (
     run_timeout_option,
     warn_output_name,
 )
-from trajaudit.cli.outputs import ResumeJournal, resume_key_of, without_own_outputs
+from trajaudit.cli.outputs import OutputSet, ResumeJournal, resume_key_of, without_own_outputs
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.packs.pack import shipped_packs
@@ -170,10 +170,13 @@ def audit(paths: tuple[str, ...], rules: tuple[str, ...], tools: str | None, tax
     _stop_if_nothing_audited(kept, batch)
     if journal is not None:
         print_line(console(err=True), journal.summary(batch.skipped))
-    else:
-        _write_results(kept, out_format, output, rules, batch.problems)
-    if report and kept.report is not None and not _write_report(kept.report, report, batch, journal):
-        report = None  # not written: the summary does not point at it
+    # -o and --report are staged, then renamed together (a signal meanwhile: both old; during: both new)
+    with OutputSet() as outs:
+        if journal is None:
+            _write_results(kept, out_format, output, rules, batch.problems, outs)
+        if report and kept.report is not None and not _write_report(kept.report, report, batch, journal, outs):
+            report = None  # not written: the summary does not point at it
+        outs.commit()
     if not quiet:
         _summary(kept, len(batch.problems), output, report)
     else:  # -q hides the summary, not a warning that the diagnoses rest on partial evidence
@@ -195,8 +198,8 @@ def _without_own_outputs(paths: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _write_report(rep: HtmlReport | MarkdownReport, report: str, batch: BatchResult,
-                  journal: ResumeJournal | None) -> bool:
-    """Write ``--report`` (``False``: not written). With ``--resume`` it covers the runs audited by this invocation only (a report
+                  journal: ResumeJournal | None, outs: OutputSet) -> bool:
+    """Stage ``--report`` in ``outs`` (``False``: not written). With ``--resume`` it covers the runs audited by this invocation only (a report
     section needs the run and its validation log, which the ``-o`` lines do not hold): that is said on
     stderr, and when every run was already diagnosed the report is not replaced by an empty one."""
     if journal is not None and not journal.writer and batch.skipped:
@@ -205,7 +208,7 @@ def _write_report(rep: HtmlReport | MarkdownReport, report: str, batch: BatchRes
                                       "in the -o file, none was audited by this invocation (a report covers the runs "
                                       "an invocation audits; audit without --resume for one of every run)")
         return False
-    write_parts(report, rep.render_parts(batch.problems))
+    write_parts(report, rep.render_parts(batch.problems), outs)
     rep.close()
     if journal is not None and journal.found.lines:  # the file held diagnoses the report does not show
         print_line(console(err=True), f"note: --report {report} covers the runs audited by this invocation only, not "
@@ -363,16 +366,17 @@ def _progress_bar(err: Console | None, show: bool) -> contextlib.AbstractContext
 
 
 def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, ...],
-                   problems: list[Problem]) -> None:
+                   problems: list[Problem], outs: OutputSet) -> None:
     """Write the batch's diagnoses (JSONL, or Parquet/fsspec as :func:`write_diagnoses` picks) or its
-    SARIF / JUnit findings, in run order, to ``output`` (atomically) or stdout (``-``); the SARIF log
-    also reports the skipped inputs (``problems``), the runs out of time and the unknown checks."""
+    SARIF / JUnit findings, in run order, to ``output`` (staged in ``outs``, replaced when it commits)
+    or stdout (``-``); the SARIF log also reports the skipped inputs (``problems``), the runs out of
+    time and the unknown checks."""
     if out_format == "jsonl":
         lines = [kept.lines[i] for i in sorted(kept.lines)]
         if output == "-":
             sys.stdout.write("".join(line + "\n" for line in lines))
         else:
-            write_diagnoses(output, lines)
+            write_diagnoses(output, lines, outs)
         return
     findings = [kept.findings[i] for i in sorted(kept.findings)]
     ci = report_layer.ci  # the SARIF/JUnit writers, imported on first use (trajaudit.report)
@@ -382,7 +386,7 @@ def _write_results(kept: _Kept, out_format: str, output: str, rules: tuple[str, 
     if output == "-":
         sys.stdout.write(text)
     else:
-        write_parts(output, (text,))  # atomic, as the JSONL
+        write_parts(output, (text,), outs)  # staged, as the JSONL
 
 
 class _Kept:

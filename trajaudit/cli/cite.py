@@ -35,6 +35,7 @@ from trajaudit.cli.common import (
     write_text,
 )
 from trajaudit.cli.options import io_options
+from trajaudit.cli.outputs import OutputSet
 
 
 def _cut(text: str, width: int) -> str:
@@ -106,10 +107,12 @@ def cite(file: str, mapping: str | None, out_format: str, html_out: str | None, 
         _llm_summary(report, client.usage)
     else:
         report = audit_citations(run, OfflineCitationJudge())
-    if html_out:
-        write_text(html_out, render_page(report))
-    if log_out:
-        write_text(log_out, to_validation_log(report).to_json())
+    with OutputSet() as outs:  # --html and --log replaced together (a signal: both old, or both new)
+        if html_out:
+            write_text(html_out, render_page(report), outs)
+        if log_out:
+            write_text(log_out, to_validation_log(report).to_json(), outs)
+        outs.commit()
     if out_format == "json":
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     else:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
 import trajaudit
 from trajaudit.cli.common import write_text
+from trajaudit.cli.outputs import OutputSet
 from trajaudit.engine.run.batch import BatchResult
 from trajaudit.engine.run.pipeline import AuditResult, AuditSpec
 from trajaudit.engine.trace.forced_format import mapping_for
@@ -92,17 +93,33 @@ def run_on_cluster(cluster: ClusterOptions, paths: Sequence[str], spec: AuditSpe
                                      with_logs=with_logs)
 
 
-def write_diagnoses(output: str, lines: list[str]) -> None:
+def write_diagnoses(output: str, lines: list[str], outs: OutputSet | None = None) -> None:
     """Write the diagnoses' JSON lines to ``output``: ``.parquet`` as a Parquet table (docs/parquet.md),
-    a URL through fsspec, else a local JSONL file (:func:`~trajaudit.cli.common.write_text`)."""
-    if output.lower().endswith(".parquet"):
-        trajaudit.distributed.write_diagnoses_parquet(output, lines)
-        return
-    text = "".join(line + "\n" for line in lines)
-    if not is_url(output):
-        write_text(output, text)
-        return
-    import fsspec
+    a URL through fsspec (written at once, not atomically), else a local JSONL file
+    (:func:`~trajaudit.cli.common.write_text`). A local file is staged in ``outs`` when given (replaced
+    when it commits, with the command's other outputs), else replaced atomically now.
 
-    with fsspec.open(output, "wb") as f:
-        f.write(text.encode("utf-8", "backslashreplace"))
+    Raises:
+        OSError: the file cannot be written. ConfigError: ``.parquet`` without the Dask extra.
+    """
+    if is_url(output):
+        import fsspec
+
+        if output.lower().endswith(".parquet"):
+            trajaudit.distributed.write_diagnoses_parquet(output, lines)
+            return
+        with fsspec.open(output, "wb") as f:
+            f.write("".join(line + "\n" for line in lines).encode("utf-8", "backslashreplace"))
+        return
+    if output.lower().endswith(".parquet"):
+        def fill(f: BinaryIO) -> None:
+            trajaudit.distributed.write_diagnoses_parquet(f, lines)
+
+        if outs is None:
+            with OutputSet() as once:
+                once.write_with(output, fill)
+                once.commit()
+        else:
+            outs.write_with(output, fill)
+        return
+    write_text(output, "".join(line + "\n" for line in lines), outs)

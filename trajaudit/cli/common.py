@@ -18,8 +18,9 @@ import click
 
 import trajaudit.llm as llm_layer
 from trajaudit import disk_cache
-from trajaudit.cli import EXIT_INTERRUPTED
-from trajaudit.cli.outputs import atomic_write, is_special_file, output_problem, refuse_clobbering
+from trajaudit.cli import EXIT_INTERRUPTED  # noqa: F401 - re-exported (watch, tests)
+from trajaudit.cli.outputs import OutputSet, atomic_write, is_special_file, output_problem, refuse_clobbering
+from trajaudit.cli.signals import COMMITTED, stop_message
 from trajaudit.cli.terminal import terminal_safe
 from trajaudit.engine.trace.loader import FLAG_NON_UTF8
 from trajaudit.errors import ConfigError, Problem, TrajauditError
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
-# EXIT_INTERRUPTED (130, from trajaudit.cli): a command (watch, audit, …) stopped by Ctrl-C
+# EXIT_INTERRUPTED (130, from trajaudit.cli): a command (watch, audit, …) stopped by Ctrl-C; 143 by SIGTERM
+# (trajaudit.cli.signals.EXIT_TERMINATED)
 
 
 MAX_MESSAGE_CHARS = 3000
@@ -177,27 +179,33 @@ def check_can_listen(host: str, port: int) -> None:
         fail(f"cannot listen on {host}:{port}: {e.strerror or e}")
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
+def write_text(path: str | os.PathLike[str], text: str, outs: OutputSet | None = None) -> None:
     """Write an output file as UTF-8. A lone surrogate (``"\\ud800"`` is a legal JSON escape, so a
     trace can carry one into a message, a preview or a resumed run) is written as the escape
     ``\\ud800``: in JSON output that is the same string again, in HTML/Markdown visible text; a
-    strict ``write_text`` raised ``UnicodeEncodeError`` (a traceback) instead.
+    strict ``write_text`` raised ``UnicodeEncodeError`` (a traceback) instead. With ``outs`` the file is
+    staged there, replaced when ``outs`` commits (with the command's other outputs).
 
     Raises:
         OSError: the file cannot be written (``handle_errors`` reports it).
     """
-    write_parts(path, (text,))
+    write_parts(path, (text,), outs)
 
 
-def write_parts(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
+def write_parts(path: str | os.PathLike[str], parts: Iterable[str], outs: OutputSet | None = None) -> None:
     """:func:`write_text` of the concatenation of ``parts``, written piece by piece (a batch report
     is never held whole), atomically (:func:`trajaudit.cli.outputs.atomic_write`: a temporary file in
-    the same folder, fsynced, renamed over the target — a full disk leaves the old file intact).
+    the same folder, fsynced, renamed over the target — a full disk leaves the old file intact); with
+    ``outs``, staged there (:class:`~trajaudit.cli.outputs.OutputSet`: renamed with the command's other
+    outputs when it commits).
 
     Raises:
         OSError: the file cannot be written.
     """
-    atomic_write(path, parts)
+    if outs is None:
+        atomic_write(path, parts)
+    else:
+        outs.write(path, parts)
 
 
 def check_output_folder(output: str | None, option: str = "-o/--output") -> None:
@@ -429,13 +437,17 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
     """Turn documented trajaudit errors into ``error: …`` + exit code 2, and add the command's
     ``--debug`` option. Any other exception is a bug: ``error: internal error: Type: message`` + exit
     code 2, its traceback printed only with ``--debug`` (or ``TRAJAUDIT_DEBUG=1``). Ctrl-C (a
-    ``KeyboardInterrupt`` the command does not handle itself): ``interrupted`` + exit code 130."""
+    ``KeyboardInterrupt`` the command does not handle itself): ``interrupted`` + exit code 130; SIGTERM
+    (:class:`~trajaudit.cli.signals.Terminated`, once the ``trajaudit`` command set it up):
+    ``terminated`` + exit code 143 (:func:`~trajaudit.cli.signals.stop_message`, which also says when the
+    outputs were already replaced)."""
     import functools
     import traceback
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         DEBUG["on"] = bool(kwargs.pop("debug", False)) or os.environ.get("TRAJAUDIT_DEBUG", "") not in ("", "0")
+        COMMITTED.clear()  # outputs replaced by an earlier command of this process (tests) are not this one's
         try:
             return f(*args, **kwargs)
         except (TrajauditError, LookupError) as e:
@@ -446,10 +458,11 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
             fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except KeyboardInterrupt:  # Ctrl-C: as watch does, a line and the shell's code for SIGINT (not
-            # click's "Aborted!" with exit 1, which means "some run was skipped" for audit and check)
-            click.echo("interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+        except KeyboardInterrupt as e:  # Ctrl-C (SIGTERM: Terminated): as watch does, a line and the shell's
+            # code for the signal (not click's "Aborted!" with exit 1, "some run was skipped" for audit and check)
+            text, code = stop_message(e)
+            click.echo(text, err=True)
+            sys.exit(code)
         except Exception as e:  # noqa: BLE001 - the command's last boundary: no traceback without --debug
             if DEBUG["on"]:
                 console(err=True).print(traceback.format_exc().rstrip(), markup=False, highlight=False, soft_wrap=True)

@@ -43,7 +43,7 @@ from trajaudit.cli.options import (
     run_timeout_option,
     warn_output_name,
 )
-from trajaudit.cli.outputs import RESUME_KEY, ResumeJournal, resume_key_of, without_own_outputs
+from trajaudit.cli.outputs import RESUME_KEY, OutputSet, ResumeJournal, resume_key_of, without_own_outputs
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
@@ -139,21 +139,28 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
                          judge_weights=load_weights(judge_weights) if judge_weights else None)
         run = _diagnose_now(paths, spec, llm_opts, trace_format, mapping, adapter,
                             save_pred if resume else None, err)
-        _save_predictions(run, save_pred, resume_key_of(spec, trace_format, mapping), err)
+        key: str | None = resume_key_of(spec, trace_format, mapping)
     else:
         assert pred is not None  # _choose_source: exactly one of --pred and --strategy
         run = _read_predictions(pred, paths, trace_format, adapter)
-    warn_degraded(run.diagnoses)  # as audit: scores of diagnoses made on partial evidence
-    diagnoses, warnings = check_step_ranges(run.diagnoses, gold_set, run.trajectories)
-    for w in warnings:
-        print_line(err, f"[yellow]warning:[/] {escape(w)}", markup=True)
-    report = evaluate(gold_set, diagnoses, trajectories=run.trajectories, taxonomy=taxonomy,
-                      resamples=bootstrap, seed=seed)
-    max_misses = None if misses < 0 else misses
-    _write_report(report, out_format, output, max_misses, err)
-    if report_file:
-        _write_report_file(report_file, report, diagnoses, run.trajectories)
-        err.print(f"wrote the report to {report_file}", highlight=False)
+        key = None
+    # --save-pred, -o and --report are staged, then renamed together (a signal meanwhile: all old)
+    with OutputSet() as outs:
+        wrote = _save_predictions(run, save_pred, key, outs)
+        warn_degraded(run.diagnoses)  # as audit: scores of diagnoses made on partial evidence
+        diagnoses, warnings = check_step_ranges(run.diagnoses, gold_set, run.trajectories)
+        for w in warnings:
+            print_line(err, f"[yellow]warning:[/] {escape(w)}", markup=True)
+        report = evaluate(gold_set, diagnoses, trajectories=run.trajectories, taxonomy=taxonomy,
+                          resamples=bootstrap, seed=seed)
+        max_misses = None if misses < 0 else misses
+        wrote += _write_report(report, out_format, output, max_misses, outs)
+        if report_file:
+            _write_report_file(report_file, report, diagnoses, run.trajectories, outs)
+            wrote.append(f"wrote the report to {report_file}")
+        outs.commit()
+    for line in wrote:
+        err.print(line, highlight=False)
     _exit_status(report, run.skipped, err)
 
 
@@ -260,13 +267,15 @@ def _diagnose_now(paths: list[str], spec: AuditSpec, llm_opts: LLMOptions, trace
     return _Scored(diagnoses, out.trajectories, len(out.problems), journal)
 
 
-def _save_predictions(run: _Scored, save_pred: str | None, key: str, err: Console) -> None:
-    """``--save-pred`` without ``--resume``: write the diagnoses JSONL, each line with the options'
-    fingerprint ``key`` (``metadata.resume_key``: a later ``--resume`` goes on from it), a resumed file
-    was appended to as the diagnoses were made."""
+def _save_predictions(run: _Scored, save_pred: str | None, key: str | None, outs: OutputSet) -> list[str]:
+    """``--save-pred`` without ``--resume``: stage the diagnoses JSONL in ``outs``, each line with the
+    options' fingerprint ``key`` (``metadata.resume_key``: a later ``--resume`` goes on from it); a
+    resumed file was appended to as the diagnoses were made. Returns the line to say once it is written."""
     if save_pred and run.journal is None:
-        write_text(save_pred, "".join(ResumeJournal.tagged(d, key).to_json() + "\n" for d in run.diagnoses))
-        err.print(f"wrote {len(run.diagnoses)} diagnoses to {save_pred}", highlight=False)
+        lines = (ResumeJournal.tagged(d, key) if key else d for d in run.diagnoses)
+        write_text(save_pred, "".join(d.to_json() + "\n" for d in lines), outs)
+        return [f"wrote {len(run.diagnoses)} diagnoses to {save_pred}"]
+    return []
 
 
 def _read_predictions(pred: str, paths: list[str], trace_format: str | None, adapter: Any) -> _Scored:
@@ -310,8 +319,9 @@ def latest_per_run(diagnoses: list[Diagnosis]) -> tuple[list[Diagnosis], int]:
 
 
 def _write_report(report: EvalReport, out_format: str, output: str | None, max_misses: int | None,
-                  err: Console) -> None:
-    """The report in ``out_format`` (json, markdown, or the rich table) to ``output`` or stdout."""
+                  outs: OutputSet) -> list[str]:
+    """The report in ``out_format`` (json, markdown, or the rich table) to ``output`` (staged in
+    ``outs``; the line to say once it is written is returned) or stdout."""
     if out_format == "json":
         text: str | None = report.to_json()
     elif out_format == "markdown":
@@ -323,22 +333,25 @@ def _write_report(report: EvalReport, out_format: str, output: str | None, max_m
             buf = StringIO()
             report.render(file_console(buf), max_misses=max_misses)
             text = buf.getvalue()
-        write_text(output, text)
-        err.print(f"wrote the {out_format} report to {output}", highlight=False)
-    elif text is not None:
+        write_text(output, text, outs)
+        return [f"wrote the {out_format} report to {output}"]
+    if text is not None:
         click.echo(text, nl=not text.endswith("\n"))
     else:
         report.render(console(), max_misses=max_misses)
+    return []
 
 
 def _write_report_file(report_file: str, report: EvalReport, diagnoses: list[Diagnosis],
-                       trajectories: list[Trajectory]) -> None:
-    """``--report``: Markdown (``.md``/``.markdown``, every miss) or the self-contained HTML page."""
+                       trajectories: list[Trajectory], outs: OutputSet) -> None:
+    """``--report``: Markdown (``.md``/``.markdown``, every miss) or the self-contained HTML page,
+    staged in ``outs``."""
     if report_file.endswith((".md", ".markdown")):
-        write_text(report_file, report.to_markdown(max_misses=None))
+        write_text(report_file, report.to_markdown(max_misses=None), outs)
     else:
         write_parts(report_file, eval_html_parts(report, diagnoses, trajectories,
-                                                 title=f"trajaudit evaluation ({', '.join(report.strategies) or '?'})"))
+                                                 title=f"trajaudit evaluation ({', '.join(report.strategies) or '?'})"),
+                    outs)
 
 
 def _exit_status(report: EvalReport, skipped: int, err: Console) -> None:

@@ -22,6 +22,7 @@ from trajaudit.cli.common import (
     refuse_dash,
 )
 from trajaudit.cli.options import FiniteRange, seconds
+from trajaudit.cli.signals import EXIT_TERMINATED, Terminated
 from trajaudit.engine.run.monitor import DEFAULT_ALARM_THRESHOLD, Monitor
 from trajaudit.engine.run.pipeline import AuditSpec, build_context
 from trajaudit.engine.validation_log import Record, severity_rank
@@ -35,16 +36,12 @@ def _spec(packs: tuple[str, ...], tools: str | None) -> AuditSpec:
     return AuditSpec(rules=tuple(packs), tools=tools)
 
 
-#: exit code of a watch stopped by SIGTERM (a supervisor, `kill`, `timeout`), the shell's convention (128 + 15)
-EXIT_TERMINATED = 143
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM during a watch: ended like Ctrl-C (summary, end event), with reason ``terminated``."""
+# SIGTERM during a watch (a supervisor, `kill`, `timeout`): ended like Ctrl-C (summary, end event), with reason
+# ``terminated`` and exit code EXIT_TERMINATED (143); the handler is set here too, for a watch run in-process
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
-    raise _Terminated()
+    raise Terminated()
 
 
 class _WatchOutput:
@@ -182,9 +179,10 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
     try:
         ctx = build_context(_spec(packs, tools_file))
         monitor = Monitor(context=ctx, run_id=Path(file).stem, alarm_threshold=alarm_threshold, freeze_gc=True)
-    except KeyboardInterrupt:  # Ctrl-C while the packs load: nothing was read yet (not click's "Aborted!", exit 1)
-        show.say(f"interrupted before the watch started: nothing of {file} was read")
-        raise SystemExit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt as e:  # Ctrl-C while the packs load: nothing was read yet (not click's "Aborted!", exit 1)
+        word, code = ("terminated", EXIT_TERMINATED) if isinstance(e, Terminated) else ("interrupted", EXIT_INTERRUPTED)
+        show.say(f"{word} before the watch started: nothing of {file} was read")
+        raise SystemExit(code) from None
 
     def waiting() -> None:
         show.say(f"{file} does not exist yet: waiting for it to be created"
@@ -200,7 +198,7 @@ def watch_cmd(file: str, packs: tuple[str, ...], tools_file: str | None, out_for
                     on_skip=show.skip, on_alarm=show.alarm, poll=poll, on_wait=waiting, on_after_stop=show.stopped_records,
                     on_invalid=show.invalid)
         reason, lines = res.reason, res.lines
-    except _Terminated:
+    except Terminated:
         reason = "terminated"
     except KeyboardInterrupt:  # Ctrl-C: what was settled is printed; say how the run was left, exit 130
         reason = "interrupted"

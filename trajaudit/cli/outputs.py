@@ -8,6 +8,10 @@
   fsynced, then renamed over the target: on a full disk (or a file-size limit, or an exception while
   rendering) the old file survives intact and no torn file is left (``open(path, "wb")`` truncated the
   old diagnoses first, then died with a torn last line).
+- :class:`OutputSet`: a command's several outputs (``audit -o --report``, ``eval -o --report
+  --save-pred``) are all staged as temporary files first and renamed together at the end, with SIGINT
+  and SIGTERM held during the renames: all new, or all as they were (``audit`` replaced ``-o``, then
+  rendered the report: a Ctrl-C in between left new diagnoses beside the old report).
 - :class:`JsonlAppender` and :func:`read_resumable`: ``audit --resume`` appends one complete line per
   finished run to ``-o`` (flushed as it is written), so a process killed mid-batch leaves a valid
   prefix of complete lines; resuming cuts a torn last line away and skips the runs already there. A
@@ -25,14 +29,16 @@ import dataclasses
 import errno
 import hashlib
 import json
+import logging
 import os
 import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
+from trajaudit.cli import signals
 from trajaudit.engine.diagnosis import Diagnosis
 from trajaudit.engine.run.pipeline import AuditSpec
 from trajaudit.engine.trace.inputs import is_url
@@ -40,6 +46,8 @@ from trajaudit.engine.trace.ir import Trajectory
 from trajaudit.engine.trace.loader import expand_paths
 from trajaudit.errors import TrajauditError
 from trajaudit.regular_files import file_kind
+
+_log = logging.getLogger(__name__)
 
 
 def _key(path: str) -> tuple[str, Any]:
@@ -257,11 +265,12 @@ def is_special_file(path: str | os.PathLike[str]) -> bool:
 def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
     """Write the concatenation of ``parts`` (UTF-8; a lone surrogate as its ``\\udXXX`` escape) to
     ``path`` atomically: a temporary file in the same folder, flushed and fsynced, renamed over the
-    target (a symbolic link's target is replaced, the link kept). On any error the temporary file is
-    removed and the old file is untouched. A target that exists and is not a regular file (``/dev/null``,
-    a FIFO the user named, ``/dev/stdout`` or ``/proc/self/fd/1`` when stdout is a pipe or a terminal)
-    is opened as given and written through directly (no temporary file: the link to a pipe resolves
-    to ``pipe:[…]``, no path to write beside).
+    target (a symbolic link's target is replaced, the link kept) — :class:`OutputSet` with one output.
+    On any error (a ``KeyboardInterrupt`` or SIGTERM too) the temporary file is removed and the old
+    file is untouched. A target that exists and is not a regular file (``/dev/null``, a FIFO the user
+    named, ``/dev/stdout`` or ``/proc/self/fd/1`` when stdout is a pipe or a terminal) is opened as
+    given and written through directly (no temporary file: the link to a pipe resolves to
+    ``pipe:[…]``, no path to write beside).
 
     A path the system would not open as a file (:func:`output_problem`: ``x.json/``, ``sub/../x.json``
     with ``sub`` missing) is refused, not tidied into another file by ``realpath``.
@@ -270,38 +279,182 @@ def atomic_write(path: str | os.PathLike[str], parts: Iterable[str]) -> None:
         OSError: the file cannot be written (disk full, file-size limit, permissions), or the path is
             refused (its ``strerror`` says why).
     """
-    problem = output_problem(path)
-    if problem is not None:  # realpath would tidy it into another file (13.json/ -> 13.json)
-        raise OSError(errno.ENOENT, problem, os.fspath(path))
-    if is_special_file(path):  # /dev/stdout on a pipe: its realpath is '/proc/…/fd/pipe:[…]', no folder to write beside
-        try:
-            with open(os.fspath(path), "wb") as f:
-                for part in parts:
-                    f.write(part.encode("utf-8", "backslashreplace"))
-        except OSError as e:  # /dev/full: "No space left on device", named
-            raise OSError(e.errno, e.strerror, os.fspath(path)) from None
-        return
-    target = os.path.realpath(os.fspath(path))
-    folder = os.path.dirname(target) or "."
+    with OutputSet() as outs:
+        outs.write(path, parts)
+        outs.commit()
+
+
+def _encoded(parts: Iterable[str]) -> Callable[[BinaryIO], None]:
+    def fill(f: BinaryIO) -> None:
+        for part in parts:
+            f.write(part.encode("utf-8", "backslashreplace"))
+    return fill
+
+
+#: a temporary output file: ``.NAME.PID.XXXXXXXX.tmp`` beside ``NAME`` (PID: the writing process)
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[a-z0-9_]{8}\.tmp")
+#: a temporary output file of an older trajaudit, without the writer's process id
+_OLD_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (on Windows, where ``os.kill(pid, 0)`` would end
+    it, always assumed)."""
+    if os.name == "nt" or pid == os.getpid():
+        return True
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
-    except OSError as e:  # named as the file the user gave, not the temporary one
-        raise OSError(e.errno, e.strerror, os.fspath(path)) from None
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+def stale_temporaries(target: str) -> tuple[list[str], list[str]]:
+    """The temporary files beside ``target`` (a real path) that a killed writer left (SIGKILL, a power
+    cut: no process can clean up after those): ``(removable, unknown)`` — names of the form
+    ``.NAME.PID.XXXXXXXX.tmp`` whose process no longer runs on this machine, and ``.NAME.XXXXXXXX.tmp``
+    (written by an older trajaudit, without the process id: whether a writer still runs is not known)."""
+    folder, name = os.path.dirname(target) or ".", os.path.basename(target)
+    removable, unknown = [], []
     try:
-        with os.fdopen(fd, "wb") as f:
-            for part in parts:
-                f.write(part.encode("utf-8", "backslashreplace"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _mode_for(target))
-        os.replace(tmp, target)
-    except BaseException as e:
+        entries = [e.name for e in os.scandir(folder) if e.name.startswith(f".{name}.") and e.name.endswith(".tmp")]
+    except OSError:
+        return [], []
+    for entry in sorted(entries):
+        m = _TEMPORARY.fullmatch(entry)
+        if m and m["name"] == name:
+            if not _running(int(m["pid"])):
+                removable.append(os.path.join(folder, entry))
+            continue
+        m = _OLD_TEMPORARY.fullmatch(entry)
+        if m and m["name"] == name:
+            unknown.append(os.path.join(folder, entry))
+    return removable, unknown
+
+
+def _clear_stale(target: str, given: str) -> None:
+    """Remove the temporary files a killed writer of ``target`` left (:func:`stale_temporaries`), saying
+    so (a warning), and warn of those that may still be in use."""
+    removable, unknown = stale_temporaries(target)
+    gone = []
+    for path in removable:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(e, OSError):  # disk full, file-size limit …: named as the file the user gave
-            raise OSError(e.errno, e.strerror, os.fspath(path)) from None
-        raise
-    _fsync_dir(folder)
+            os.unlink(path)
+            gone.append(os.path.basename(path))
+    if gone:
+        _log.warning("removed %d temporary file(s) beside %s left by a trajaudit process that no longer runs "
+                     "(killed while writing): %s", len(gone), given, ", ".join(gone))
+    if unknown:
+        _log.warning("%d temporary file(s) beside %s may be left by a killed trajaudit (an older version): %s; "
+                     "remove them when no trajaudit is writing %s", len(unknown), given,
+                     ", ".join(os.path.basename(p) for p in unknown), given)
+
+
+class OutputSet:
+    """A command's output files, replaced together: each is written to a temporary file in its
+    target's folder (flushed, fsynced) by :meth:`write`, and :meth:`commit` renames them all over their
+    targets in one short step where SIGINT and SIGTERM wait
+    (:func:`~trajaudit.cli.signals.signals_deferred`). A signal, an error or a full disk before the
+    commit leaves every old file as it was; a signal during it is acted on once every output is new.
+    Leaving the ``with`` block removes the temporary files not committed, whatever ends it.
+
+    A target that is not a regular file (a device, a FIFO, ``/dev/stdout`` on a pipe) cannot be staged:
+    it is written through when :meth:`write` is called. Temporary files are named
+    ``.NAME.PID.XXXXXXXX.tmp``; those of a writer killed outright (SIGKILL, which no process can clean up
+    after) are removed by the next write of the same target (:func:`stale_temporaries`).
+    """
+
+    def __init__(self) -> None:
+        self._staged: list[tuple[str, str, str]] = []  # (temporary, target, path as given)
+
+    def __enter__(self) -> OutputSet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()
+
+    def write(self, path: str | os.PathLike[str], parts: Iterable[str]) -> None:
+        """Stage the concatenation of ``parts`` (UTF-8; a lone surrogate as its ``\\udXXX`` escape) for
+        ``path`` (see :func:`atomic_write` for the paths refused and the special files).
+
+        Raises:
+            OSError: the temporary file cannot be written, or the path is refused (named as given).
+        """
+        self.write_with(path, _encoded(parts))
+
+    def write_with(self, path: str | os.PathLike[str], fill: Callable[[BinaryIO], None]) -> None:
+        """Stage the bytes ``fill`` writes to the binary file it is given (e.g. a Parquet table) for ``path``.
+
+        Raises:
+            OSError: as :meth:`write`.
+        """
+        given = os.fspath(path)
+        problem = output_problem(given)
+        if problem is not None:  # realpath would tidy it into another file (13.json/ -> 13.json)
+            raise OSError(errno.ENOENT, problem, given)
+        if is_special_file(given):  # /dev/stdout on a pipe: its realpath is '/proc/…/fd/pipe:[…]', no folder
+            try:
+                with open(given, "wb") as f:
+                    fill(f)
+            except OSError as e:  # /dev/full: "No space left on device", named
+                raise OSError(e.errno, e.strerror, given) from None
+            return
+        target = os.path.realpath(given)
+        folder = os.path.dirname(target) or "."
+        _clear_stale(target, given)
+        try:  # a signal waits until the file is known to discard() (one sent the moment it appears left it)
+            with signals.signals_deferred():
+                fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.{os.getpid()}.", suffix=".tmp",
+                                           dir=folder)
+                self._staged.append((tmp, target, given))  # removed by discard() whatever happens next
+        except OSError as e:  # named as the file the user gave, not the temporary one
+            raise OSError(e.errno, e.strerror, given) from None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                fill(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, _mode_for(target))
+        except OSError as e:  # disk full, file-size limit …: named as the file the user gave
+            raise OSError(e.errno, e.strerror, given) from None
+
+    def commit(self) -> None:
+        """Rename every staged file over its target, SIGINT and SIGTERM held until all are renamed
+        (:data:`trajaudit.cli.signals.COMMITTED` then names them, for the message of a signal acted on
+        after). A rename fails only when the folder changed meanwhile (removed, made read-only).
+
+        Raises:
+            OSError: a rename failed (named as given; the outputs renamed before it are new).
+        """
+        folders = dict.fromkeys(os.path.dirname(target) or "." for _, target, _ in self._staged)
+        first = True
+        signals.debug_pause("before")
+        try:
+            with signals.signals_deferred():
+                while self._staged:
+                    tmp, target, given = self._staged[0]
+                    try:
+                        os.replace(tmp, target)
+                    except OSError as e:  # the staged files left are removed by discard()
+                        raise OSError(e.errno, e.strerror, given) from None
+                    del self._staged[0]
+                    signals.COMMITTED.append(given)
+                    if first and self._staged:
+                        signals.debug_pause("between")
+                    first = False
+        finally:
+            for folder in folders:
+                _fsync_dir(folder)
+
+    def discard(self) -> None:
+        """Remove the staged temporary files not committed (the targets are left as they were)."""
+        with signals.signals_deferred():  # a second Ctrl-C does not leave the rest behind
+            staged, self._staged = self._staged, []
+            for tmp, _, _ in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
 
 # --- resumable JSONL ----------------------------------------------------------------------------------
@@ -519,7 +672,7 @@ class ResumeJournal:
 
 
 
-__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "Resumable", "atomic_write", "input_files", "is_diagnosis",
-                      "is_diagnoses_file", "is_own_output", "is_special_file", "left_out_note", "options_key", "output_problem", "read_resumable",
-                      "refuse_clobbering", "resume_key_of", "run_key", "select_inputs", "without_own_outputs",
-                      "ResumeJournal"]
+__all__: list[str] = ["RESUME_KEY", "JsonlAppender", "OutputSet", "Resumable", "atomic_write", "input_files",
+                      "is_diagnosis", "is_diagnoses_file", "is_own_output", "is_special_file", "left_out_note",
+                      "options_key", "output_problem", "read_resumable", "refuse_clobbering", "resume_key_of",
+                      "run_key", "select_inputs", "stale_temporaries", "without_own_outputs", "ResumeJournal"]

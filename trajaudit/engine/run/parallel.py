@@ -177,11 +177,21 @@ def _take(reply: tuple[int, dict[str, Any] | None, Any], trajectories: Sequence[
                               payload["claims"], payload["rule_ids"]), None)
 
 
+#: the signals blocked while a worker is forked (:meth:`_Pool.spawn`)
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
 def _worker_main(conn: Any, spec: AuditSpec, runs: Sequence[Trajectory] | None) -> None:
     """A worker process: build the context, then audit the run each message names until ``None``.
     Ctrl-C (SIGINT to the terminal's process group) is left to the parent, which stops the pool: a
-    worker does not die of it mid-run with a traceback of its own."""
+    worker does not die of it mid-run with a traceback of its own. SIGTERM ends a worker at once, without
+    a word (its default action: a forked worker inherited the ``trajaudit`` command's handler, which
+    raises ``Terminated`` as for Ctrl-C, and ``timeout`` signals the whole group; the parent says
+    ``terminated``). Both were blocked while the parent forked (:meth:`_Pool.spawn`): unblocked here."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     _worker_init(spec, runs)  # its Finalize closes the context when the process exits
     while True:
         try:
@@ -227,12 +237,21 @@ class _Pool:
         self.workers: list[_Worker] = []
 
     def spawn(self) -> _Worker:
-        parent, child = self.mp.Pipe()
-        process = self.mp.Process(target=_worker_main, args=(child, self.spec, self.runs), daemon=True)
-        process.start()
-        child.close()
-        w = _Worker(process, parent)
-        self.workers.append(w)
+        """Start a worker, SIGINT and SIGTERM blocked meanwhile (acted on once it is in ``workers``, which
+        ``close`` ends): a signal that landed in the fork ran its handler inside the after-fork hooks
+        (logging's lock release), where the exception was printed as "ignored" and lost — the batch ran on."""
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS) if hasattr(signal, "pthread_sigmask") \
+            else None
+        try:
+            parent, child = self.mp.Pipe()
+            process = self.mp.Process(target=_worker_main, args=(child, self.spec, self.runs), daemon=True)
+            process.start()
+            child.close()
+            w = _Worker(process, parent)
+            self.workers.append(w)
+        finally:
+            if blocked is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return w
 
     def replace(self, dead: _Worker) -> _Worker:
