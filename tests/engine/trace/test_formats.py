@@ -139,6 +139,10 @@ def test_trajaudits_own_outputs_are_named_as_such(tmp_path):
     assert cli.invoke(main, ["check", str(runs / "a.json"), "--format", "json", "-o", str(runs / "logs.json"),
                              "-q"]).exit_code == 1  # a violation: the gate
     r = cli.invoke(main, ["audit", str(runs), "-o", str(tmp_path / "d2.jsonl"), "-q"])
+    assert r.exit_code == 0, r.stderr  # a folder leaves trajaudit's output out (a note names it)
+    assert str(runs / "d.jsonl") in r.stderr and str(runs / "logs.json") in r.stderr
+    r = cli.invoke(main, ["audit", str(runs / "a.json"), str(runs / "d.jsonl"), str(runs / "logs.json"),
+                          "-o", str(tmp_path / "d2.jsonl"), "-q"])  # named as inputs: read as given
     assert r.exit_code == 1
     assert r.stderr.splitlines() == [
         f"skipped: {runs / 'd.jsonl'}, record 0: the document is a trajaudit diagnosis (a line of `trajaudit "
