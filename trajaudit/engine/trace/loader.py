@@ -22,6 +22,7 @@ from trajaudit.engine.schema import schema_errors
 from trajaudit.engine.trace.adapters import Adapter, LoadOptions, MappingAdapter, default_adapters, files
 from trajaudit.engine.trace.forced_format import MisfitTally, mapping_for, misfits
 from trajaudit.engine.trace.ir import Source, Trajectory
+from trajaudit.engine.trace.own_output import output_hint
 from trajaudit.engine.trace.text import lossy_note
 from trajaudit.errors import ArgumentTypeError, Problem, TraceFormatError, cannot_read
 from trajaudit.registry import Registry
@@ -72,37 +73,17 @@ def detect(doc: Any, adapters: Registry[Adapter]) -> Adapter:
     """
     reasons = []
     for name in adapters:  # built one by one (lazy entries): the formats after the match are not imported
-        a = adapters.get(name)
-        s = a.sniff(doc)
-        if s.ok:
+        if (s := (a := adapters.get(name)).sniff(doc)).ok:
             return a
         reasons.append(f"{name}: {s.reason}")
     single = (isinstance(doc, dict) and isinstance(doc.get("role"), str) and "content" in doc
               and "messages" not in doc)
-    ours = _output_hint(doc)
-    if ours:  # the list of every format tried says nothing more
+    if ours := output_hint(doc):  # the list of every format tried says nothing more
         raise TraceFormatError(ours)
     hint = ("the document is one message (a saved API response?), not a run: give the conversation as a "
             "list of messages or {'messages': [...]}; " if single else "")
     raise TraceFormatError(hint + "no known trace format matches; tried " + "; ".join(reasons)
                            + " (use --input-format or --mapping)")
-
-
-def _output_hint(doc: Any) -> str:
-    """``"the document is a trajaudit diagnosis …"`` when ``doc`` is a line of ``audit``'s diagnoses
-    or one of ``check``'s validation logs (an output written into the input folder and read back by the
-    next batch: each line was "no known trace format matches", the reason not said), else ``""``."""
-    if isinstance(doc, list) and doc:  # check --format json: a list of logs; a JSON list of diagnoses
-        doc = doc[0]
-    if not isinstance(doc, dict) or not isinstance(doc.get("trajectory_id"), str):
-        return ""
-    if "critical_step" in doc and "category" in doc:
-        what = "a trajaudit diagnosis (a line of `trajaudit audit`'s output)"
-    elif isinstance(doc.get("records"), list) and "summary" in doc:
-        what = "a trajaudit validation log (`trajaudit check`'s output)"
-    else:
-        return ""
-    return f"the document is {what}, not a run: leave that file out of the inputs"
 
 
 def _builtin_hint(doc: Any, adapters: Registry[Adapter]) -> str:
