@@ -75,17 +75,23 @@ def test_markdown_report_keeps_a_carriage_return_of_a_run_id_on_its_table_row(tm
     assert row.startswith("| r x \\| y | 1 | ") and row.count(" | ") == 6
 
 
-def test_eval_markdown_shows_hostile_previews_inert(tmp_path):
-    """``eval --format markdown`` / ``--report x.md`` wrote the misses' previews (trace text) raw: an
-    OSC title sequence, the 8-bit CSI, a right-to-left override, a <script> tag and a javascript: link
-    reached the file. They are inert as in the audit's Markdown report; a CI's brackets stay."""
-    hostile = "evil \x1b]0;pwn\x07 \u202etxt <script>x</script> [c](javascript:a) \x9b2J"
+def _eval_run(tmp_path, hostile: str):
+    """A run whose two assistant steps quote ``hostile``, and its gold file: ``(run file, gold file)``."""
     src = tmp_path / "ev.json"
     src.write_text(json.dumps({"id": "h1", "messages": [
         {"role": "user", "content": "find the file"}, {"role": "assistant", "content": "The file is " + hostile},
         {"role": "assistant", "content": "second " + hostile}]}))
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps({"id": "h1", "critical_step": 2, "category": "Invalid Invocation"}) + "\n")
+    return src, gold
+
+
+def test_eval_markdown_shows_hostile_previews_inert(tmp_path):
+    """``eval --format markdown`` / ``--report x.md`` wrote the misses' previews (trace text) raw: an
+    OSC title sequence, the 8-bit CSI, a right-to-left override, a <script> tag and a javascript: link
+    reached the file. They are inert as in the audit's Markdown report; a CI's brackets stay."""
+    hostile = "evil \x1b]0;pwn\x07 \u202etxt <script>x</script> [c](javascript:a) \x9b2J"
+    src, gold = _eval_run(tmp_path, hostile)
     shown = "evil ⟨U+001B⟩]0;pwn⟨U+0007⟩ ⟨U+202E⟩txt &lt;script&gt;x&lt;/script&gt; [c\\](javascript:a) ⟨U+009B⟩2J"
     for out in (["--format", "markdown", "-o", str(tmp_path / "e.md")], ["--report", str(tmp_path / "e2.md")]):
         r = CliRunner().invoke(main, ["eval", str(src), "--gold", str(gold), "-s", "first", "--bootstrap", "20", *out])
@@ -101,12 +107,7 @@ def test_eval_table_written_to_a_file_shows_escapes_and_no_markup(tmp_path):
     ``[/x]`` was read as a closing markup tag (internal error, exit 2, no file), and ESC sequences went
     into the file raw (``cat report.txt`` obeyed them). The file is written as the terminal shows it."""
     hostile = "evil \x1b]0;pwn\x07 [/x] [bold]B\u202etxt"
-    src = tmp_path / "ev.json"
-    src.write_text(json.dumps({"id": "h1", "messages": [
-        {"role": "user", "content": "find the file"}, {"role": "assistant", "content": "The file is " + hostile},
-        {"role": "assistant", "content": "second " + hostile}]}))
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text(json.dumps({"id": "h1", "critical_step": 2, "category": "Invalid Invocation"}) + "\n")
+    src, gold = _eval_run(tmp_path, hostile)
     out = tmp_path / "report.txt"
     r = CliRunner().invoke(main, ["eval", str(src), "--gold", str(gold), "-s", "first", "--bootstrap", "20",
                                   "-o", str(out)])
