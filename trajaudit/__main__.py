@@ -25,7 +25,7 @@ def _interrupted(exc: BaseException) -> NoReturn:
 
 try:
     from trajaudit.cli import main
-    from trajaudit.cli.signals import exit_stopped, terminate_like_interrupt
+    from trajaudit.cli.signals import exit_stopped, ignore_stop_signals, terminate_like_interrupt
 except KeyboardInterrupt as e:
     _interrupted(e)
 
@@ -37,6 +37,8 @@ def run() -> None:
         main()
     except KeyboardInterrupt as e:
         exit_stopped(e)
+    finally:  # the command is over, its outputs written: a signal now would only kill the exit unsaid
+        ignore_stop_signals()
 
 
 if __name__ == "__main__":

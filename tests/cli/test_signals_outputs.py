@@ -246,3 +246,20 @@ def test_serve_shuts_down_on_sigterm_as_on_ctrl_c(tmp_path):
     err = p.communicate(timeout=60)[1]
     assert p.returncode == 0, err
     assert "0 spans and 0 log records in 0 requests; 0 trace(s) audited" in " ".join(err.split())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_after_the_command_ended_changes_nothing(tmp_path, sig):
+    """Fresh-user pass: a signal in the ≈ 0.3 s of interpreter teardown after a batch wrote its outputs
+    killed the process by the default action (no message, return code -15/-2) or printed a traceback
+    from an exit handler. The command is over then: the signal is ignored and its exit code stands.
+    Here the signal is sent from an exit handler, i.e. after ``run()`` returned, deterministically."""
+    code = ("import atexit, os, signal, sys, time\n"
+            "sys.argv = ['trajaudit', '--version']\n"
+            "import trajaudit.__main__ as m\n"
+            f"atexit.register(lambda: (os.kill(os.getpid(), {int(sig)}), time.sleep(0.2)))\n"
+            "m.run()\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **NO_LLM_ENV, "PYTHONPATH": str(ROOT)})
+    assert (r.returncode, r.stderr) == (0, ""), (r.returncode, r.stderr)
+    assert r.stdout.startswith("trajaudit, version ")

@@ -61,6 +61,18 @@ def terminate_like_interrupt() -> None:
             signal.signal(signal.SIGTERM, _raise_terminated)
 
 
+def ignore_stop_signals() -> None:
+    """Ignore SIGINT and SIGTERM from here on (the main thread only): called once a command has ended
+    and written its outputs, so a signal in the interpreter's last moments (≈ 0.3 s of teardown after
+    a large batch) neither kills the process by the default action — no message, the exit code lost —
+    nor prints a traceback from an exit handler; the command's own exit code and message stand."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with contextlib.suppress(ValueError, OSError):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+
+
 def stop_message(exc: BaseException) -> tuple[str, int]:
     """The stderr line and exit code of a command stopped by ``exc`` (a ``KeyboardInterrupt``; a
     :class:`Terminated` for SIGTERM): ``interrupted``/130 or ``terminated``/143, plus — when the signal
@@ -119,4 +131,4 @@ def signals_deferred() -> Iterator[None]:
 
 
 __all__ = ["COMMITTED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "PAUSE_ENV", "Terminated", "exit_stopped",
-           "signals_deferred", "stop_message", "terminate_like_interrupt", "debug_pause"]
+           "signals_deferred", "stop_message", "terminate_like_interrupt", "debug_pause", "ignore_stop_signals"]
