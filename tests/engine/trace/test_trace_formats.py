@@ -434,6 +434,23 @@ def test_eval_member_inflating_like_a_zip_bomb_is_refused_by_its_ratio(tmp_path)
     assert msg.endswith("x; at most 200x for a member over 33,554,432 bytes): refused as a zip bomb")
 
 
+def test_a_zip_bomb_split_into_members_under_the_ratio_floor_is_refused(tmp_path):
+    """Fresh-user pass: 16 members of 31 MiB each (under the 32 MiB floor of the per-member ratio
+    check), 334x each, took 15.7 s and 650 MB to read from a 1.5 MB .eval: the ratio is also checked
+    over all the members together."""
+    filler = b" " * (17 * 1024 * 1024)  # two members of 17 MiB: each under the floor, 34 MiB together
+    bomb = tmp_path / "split.eval"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}}))
+        for k in (1, 2):
+            zf.writestr(f"samples/{k}_epoch_1.json", b'{"id": %d, "messages": [], "pad": "' % k + filler + b'"}')
+    res = load_many([bomb])
+    assert not res.trajectories and len(res.problems) == 1
+    msg = res.problems[0].message
+    assert msg.startswith(f"{bomb}: Inspect .eval members inflate ") and "bytes) : refused" not in msg
+    assert msg.endswith("x; at most 200x over 33,554,432 bytes): refused as a zip bomb")
+
+
 def test_eval_members_too_large_together_are_refused(monkeypatch):
     from trajaudit.engine.trace.adapters import files
 

@@ -150,13 +150,15 @@ def read_eval_archive(data: bytes, file: str) -> dict[str, Any]:
 
 def _check_sizes(members: list[zipfile.ZipInfo], file: str) -> None:
     """Refuse, from the zip's directory (nothing inflated yet), a member over :data:`MAX_MEMBER_BYTES`,
-    a member over :data:`RATIO_FLOOR_BYTES` inflating more than :data:`MAX_RATIO` times, and members
-    over :data:`MAX_TOTAL_BYTES` together — each message names the member (the error, the file).
+    a member over :data:`RATIO_FLOOR_BYTES` inflating more than :data:`MAX_RATIO` times, members over
+    :data:`MAX_TOTAL_BYTES` together, and members over :data:`RATIO_FLOOR_BYTES` together inflating more
+    than :data:`MAX_RATIO` times (a bomb split into members each under the floor) — each message names
+    the member where there is one (the error, the file).
 
     Raises:
         TraceFormatError: one of those limits is exceeded.
     """
-    total = 0
+    total = packed = 0
     for i in members:
         if i.file_size > MAX_MEMBER_BYTES:
             raise TraceFormatError(f"Inspect .eval member {i.filename} is larger than {MAX_MEMBER_BYTES:,} bytes "
@@ -167,9 +169,14 @@ def _check_sizes(members: list[zipfile.ZipInfo], file: str) -> None:
                                    f"{MAX_RATIO}x for a member over {RATIO_FLOOR_BYTES:,} bytes): refused as a "
                                    "zip bomb", file=file)
         total += i.file_size
+        packed += i.compress_size
         if total > MAX_TOTAL_BYTES:
             raise TraceFormatError(f"Inspect .eval members are larger than {MAX_TOTAL_BYTES:,} bytes uncompressed "
                                    f"together (refused at member {i.filename})", file=file)
+    if total > RATIO_FLOOR_BYTES and total > MAX_RATIO * max(packed, 1):  # the bomb split into members
+        raise TraceFormatError(f"Inspect .eval members inflate {packed:,} bytes to {total:,} together "
+                               f"({total // max(packed, 1):,}x; at most {MAX_RATIO}x over {RATIO_FLOOR_BYTES:,} "
+                               "bytes): refused as a zip bomb", file=file)
 
 
 #: The zip compression method Inspect writes (Zstandard), which Python's zipfile cannot read.
