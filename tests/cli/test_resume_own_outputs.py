@@ -30,8 +30,8 @@ def test_a_second_audit_of_a_folder_holding_its_output_leaves_the_output_out(tmp
     before = out.read_text()
     again = cli("audit", runs, "-o", out, "--report", rep, "-q")
     assert again.exit_code == 0, again.output
-    assert (f"note: left out 1 file(s) under the inputs that hold trajaudit output (diagnoses, check results), not "
-            f"traces: {out}") in one_line(again.stderr)
+    assert (f"note: left out 1 file(s) under the inputs that hold trajaudit output (diagnoses, check results, "
+            f"SARIF, JUnit), not traces: {out}") in one_line(again.stderr)
     assert out.read_text() == before  # the same 3 diagnoses, not the diagnoses file audited as a trace
     resumed = cli("audit", runs, "-o", out, "-q", "--resume")
     assert resumed.exit_code == 0, resumed.output
@@ -40,6 +40,23 @@ def test_a_second_audit_of_a_folder_holding_its_output_leaves_the_output_out(tmp
     assert checked.exit_code == gate, checked.output
     assert len(json.loads(checked.stdout)) == 3
     assert "left out 1 file(s)" in one_line(checked.stderr) and "skipped:" not in checked.stderr
+
+
+def test_sarif_and_junit_in_the_checked_folder_are_left_out(tmp_path):
+    """Final fresh-user pass: `check runs/ --format sarif -o runs/trajaudit.sarif.json` (the name the
+    SARIF spec suggests) and a JUnit report under a .json name were read back by the next `check runs/`
+    as traces ("no known trace format matches", "invalid JSON"): skipped inputs, exit 1 at the gate."""
+    runs = _folder(tmp_path)
+    gate = cli("check", runs, "-q", "--format", "json").exit_code
+    for fmt, name in (("sarif", "trajaudit.sarif.json"), ("junit", "junit.json")):
+        assert cli("check", runs, "--format", fmt, "-o", runs / name, "-q").exit_code == gate
+    assert cli("audit", runs, "--format", "sarif", "-o", runs / "audit.json", "-q").exit_code == 0
+    checked = cli("check", runs, "-q", "--format", "json")
+    assert checked.exit_code == gate, checked.output
+    assert len(json.loads(checked.stdout)) == 3 and "skipped:" not in checked.stderr
+    assert "left out 3 file(s)" in one_line(checked.stderr)
+    for name in ("trajaudit.sarif.json", "junit.json", "audit.json"):
+        assert str(runs / name) in one_line(checked.stderr)
 
 
 def test_check_output_in_the_checked_folder_is_left_out(tmp_path):

@@ -288,7 +288,7 @@ def _check_options(files: tuple[str, ...], packs: tuple[str, ...], no_default_pa
 
 
 def _without_diagnoses(files: tuple[str, ...]) -> tuple[str, ...]:
-    """``files`` without the trajaudit output files (diagnoses, check results) found in its folders and
+    """``files`` without the trajaudit output files (diagnoses, check results, SARIF, JUnit) found in its folders and
     globs (``audit runs/`` writes ``runs/diagnoses.jsonl``: ``check runs/`` read it as a broken trace and
     failed the gate), with a note naming them (stderr, also with ``-q``); nothing but them left stops the command (exit 2)."""
     kept = without_own_outputs(files, lambda note: print_line(console(err=True), note))

@@ -112,6 +112,13 @@ _DIAGNOSIS_LINE = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{"schema_version": \d+, "
 #: How ``check --format json`` / ``check -o`` output begins: a list of validation logs (indented).
 _CHECK_LOGS = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\[\s*\{\s*"schema_version": \d+,\s*"trajectory_id": [^\n]*\n'
                          rb'\s*"summary": \{')
+#: How trajaudit's SARIF (``--format sarif``, indented) and JUnit XML (``--format junit``) begin: a
+#: SARIF log whose first run's tool is trajaudit; a ``testsuites`` element named ``trajaudit`` (a
+#: ``check runs/ --format sarif -o runs/trajaudit.sarif.json`` — the name the SARIF spec suggests —
+#: was read back by the next ``check runs/`` as a trace and failed the gate)
+_SARIF_LOG = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"\$schema": "[^"\n]*sarif[^"\n]*",\s*"version": "[^"\n]*",\s*'
+                        rb'"runs": \[\s*\{\s*"tool": \{\s*"driver": \{\s*"name": "trajaudit"')
+_JUNIT_XML = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*\?>\s*)?<testsuites name="trajaudit"')
 
 
 def is_diagnosis(d: Any) -> bool:
@@ -140,10 +147,11 @@ def is_diagnoses_file(path: str | os.PathLike[str]) -> bool:
 
 
 def is_own_output(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` holds trajaudit output rather than traces: diagnoses (:func:`is_diagnoses_file`)
-    or ``check``'s JSON list of validation logs (``check -o``, ``check --format json``)."""
+    """Whether ``path`` holds trajaudit output rather than traces: diagnoses (:func:`is_diagnoses_file`),
+    ``check``'s JSON list of validation logs (``check -o``, ``check --format json``), or the SARIF and
+    JUnit XML that ``audit``/``check --format sarif|junit`` write."""
     head = _head(path)
-    return _DIAGNOSIS_LINE.match(head) is not None or _CHECK_LOGS.match(head) is not None
+    return any(p.match(head) is not None for p in (_DIAGNOSIS_LINE, _CHECK_LOGS, _SARIF_LOG, _JUNIT_XML))
 
 
 def _expands(raw: str) -> bool:
@@ -188,7 +196,7 @@ def left_out_note(left_out: list[str]) -> str:
     """The note naming the files :func:`select_inputs` left out (the first five, then a count)."""
     named = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
     return (f"note: left out {len(left_out)} file(s) under the inputs that hold trajaudit output (diagnoses, check "
-            f"results), not traces: {named}")
+            f"results, SARIF, JUnit), not traces: {named}")
 
 
 def refuse_clobbering(outputs: Mapping[str, str | os.PathLike[str] | None],
