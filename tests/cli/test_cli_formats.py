@@ -254,19 +254,20 @@ def test_check_junit_has_a_case_per_run_and_applied_rule(tau_file, tmp_path):
 
 def _hostile_check(tmp_path):
     """A pack whose rule title holds ESC, the 8-bit CSI and a right-to-left override, and a run whose
-    user turn (quoted by the rule's message) holds ESC, CSI, NUL, RLM, a line separator and U+FFFF."""
+    user turn (quoted by the rule's message) holds ESC, CSI, NUL, RLM, a line separator, U+FFFF and a
+    lone surrogate."""
     pack = tmp_path / "p.yaml"
     pack.write_text('pack: p\nrules:\n  - id: esc\n    type: PROTOCOL\n    severity: error\n'
                     '    title: "bad \\e[31mred \\u009b2J \\u202eflip"\n    guard: step.kind == "user"\n'
                     "    assert: 'len(step.content) < 3'\n    message: \"says {step.content}\"\n")
     runs = tmp_path / "m.json"
     runs.write_text(json.dumps({"id": "m\x1b]0;t\x07", "messages": [
-        {"role": "user", "content": "a \x1b[1mb\x9b2J\x00 \u200f\u2028\uffff"},
+        {"role": "user", "content": "a \x1b[1mb\x9b2J\x00 \u200f\u2028\uffff\ud800"},
         {"role": "assistant", "content": "ok"}]}))
     return pack, runs
 
 
-SHOWN = "a ⟨U+001B⟩[1mb⟨U+009B⟩2J⟨U+0000⟩ ⟨U+200F⟩⟨U+2028⟩⟨U+FFFF⟩"
+SHOWN = "a ⟨U+001B⟩[1mb⟨U+009B⟩2J⟨U+0000⟩ ⟨U+200F⟩⟨U+2028⟩⟨U+FFFF⟩⟨U+D800⟩"
 
 
 def test_sarif_shows_control_characters_of_titles_and_messages_by_name(tmp_path):
@@ -276,6 +277,7 @@ def test_sarif_shows_control_characters_of_titles_and_messages_by_name(tmp_path)
     pack, runs = _hostile_check(tmp_path)
     for command in (["check"], ["audit", "-q"]):
         r = run(*command, runs, "--rules", pack, "--format", "sarif", "-o", "-")
+        assert "\\ud8" not in r.stdout  # a lone surrogate's escape: strict JSON parsers (jq) refuse it
         log = json.loads(r.stdout)
         assert [e.message for e in _sarif_validator().iter_errors(log)] == []
         (rule,) = log["runs"][0]["tool"]["driver"]["rules"]

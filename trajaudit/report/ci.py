@@ -40,7 +40,17 @@ from urllib.parse import quote
 
 from trajaudit.engine.validation_log import ValidationLog, severity_rank
 from trajaudit.errors import Problem
-from trajaudit.report.markdown import visible
+from trajaudit.report.markdown import visible as _report_visible
+
+#: lone surrogates (U+D800-DFFF: a trace's unpaired ``\ud800`` escape), named too: JSON holding one is
+#: refused by strict parsers (jq, a SARIF upload); the reports keep them (a browser's strings hold them)
+_SURROGATES = {c: f"⟨U+{c:04X}⟩" for c in range(0xD800, 0xE000)}
+
+
+def _visible(text: str) -> str:
+    """:func:`trajaudit.report.markdown.visible`, lone surrogates named as well (SARIF and JUnit)."""
+    return _report_visible(text).translate(_SURROGATES)
+
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -103,7 +113,7 @@ class RunFindings:
     @classmethod
     def of(cls, log: ValidationLog, file: str | None, record: int | None) -> RunFindings:
         """The findings of one validation log."""
-        viol = tuple(Violation(r.step, r.rule_id, r.severity, visible(r.message or r.reason or ""), r.rule_type)
+        viol = tuple(Violation(r.step, r.rule_id, r.severity, _visible(r.message or r.reason or ""), r.rule_type)
                      for r in log.records if r.verdict == "fail")
         seen: dict[str, set[str]] = {}
         unknowns: dict[str, UnknownChecks] = {}
@@ -114,12 +124,12 @@ class RunFindings:
             elif r.verdict == "unknown":
                 u = unknowns.get(r.rule_id)
                 unknowns[r.rule_id] = (UnknownChecks(r.rule_id, u.count + 1, u.step, u.reason, u.eval_error) if u else
-                                       UnknownChecks(r.rule_id, 1, r.step, visible(r.reason or r.message or ""),
+                                       UnknownChecks(r.rule_id, 1, r.step, _visible(r.reason or r.message or ""),
                                                      r.eval_error))
             if r.verdict in ("pass", "fail", "unknown"):
                 seen.setdefault(r.rule_id, set()).add(r.verdict)
         unknown = frozenset(rid for rid, vs in seen.items() if vs == {"unknown"})
-        return cls(visible(log.trajectory_id), visible(file or ""), record, viol, tuple(seen), unknown,
+        return cls(_visible(log.trajectory_id), _visible(file or ""), record, viol, tuple(seen), unknown,
                    tuple(unknowns.values()), tuple(cut) if log.out_of_time else ())
 
 
@@ -168,11 +178,11 @@ def _notifications(runs: Sequence[RunFindings], skipped: Sequence[Problem], base
     """The ``toolExecutionNotifications`` of the log: skipped inputs, runs out of time, unknown checks."""
     notes: list[dict[str, Any]] = []
     for p in skipped:
-        note: dict[str, Any] = {"level": "error", "message": {"text": f"skipped: {visible(p.message)}"},
+        note: dict[str, Any] = {"level": "error", "message": {"text": f"skipped: {_visible(p.message)}"},
                                 "properties": {"stage": p.stage, **({"record": p.record} if p.record is not None
                                                                     else {})}}
         if p.file:
-            note["locations"] = [{"physicalLocation": _physical(visible(p.file), p.record, base)}]
+            note["locations"] = [{"physicalLocation": _physical(_visible(p.file), p.record, base)}]
         notes.append(note)
     for run in runs:
         if run.out_of_time:
@@ -216,7 +226,7 @@ def sarif_log(runs: Iterable[RunFindings], *, titles: Mapping[str, str] | None =
         for v in run.violations:
             if v.rule_id not in rules:
                 rule: dict[str, Any] = {"id": v.rule_id, "name": v.rule_id,
-                                        "shortDescription": {"text": visible(titles.get(v.rule_id) or v.rule_id)},
+                                        "shortDescription": {"text": _visible(titles.get(v.rule_id) or v.rule_id)},
                                         "defaultConfiguration": {"level": _LEVEL.get(v.severity, "warning")}}
                 if v.rule_type:
                     rule["properties"] = {"type": v.rule_type}
@@ -280,14 +290,14 @@ def _skipped_suite(root: ET.Element, skipped: Sequence[Problem]) -> dict[str, in
     record / JSONL line): the results miss what those inputs would have found."""
     suite = ET.SubElement(root, "testsuite", name="skipped inputs")
     for p in skipped:
-        file = visible(p.file)
+        file = _visible(p.file)
         where = ("" if p.record is None else
                  f" line {p.record + 1}" if file.lower().endswith((".jsonl", ".ndjson")) else f" record {p.record}")
         case = ET.SubElement(suite, "testcase", name=f"{file}{where}", classname="trajaudit.skipped-inputs")
         if file:
             case.set("file", file)
-        err = ET.SubElement(case, "error", message=f"skipped: {visible(p.message)}"[:500], type=f"skipped-{p.stage}")
-        err.text = visible(p.message)  # it names the file (and record) already
+        err = ET.SubElement(case, "error", message=f"skipped: {_visible(p.message)}"[:500], type=f"skipped-{p.stage}")
+        err.text = _visible(p.message)  # it names the file (and record) already
     counts = {"tests": len(skipped), "failures": 0, "errors": len(skipped), "skipped": 0}
     for k, n in counts.items():
         suite.set(k, str(n))
