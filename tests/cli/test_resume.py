@@ -75,6 +75,30 @@ def test_resume_with_other_options_diagnoses_again(tmp_path, batch):
     assert len({d["metadata"]["resume_key"] for d in got}) == 2
 
 
+def test_a_whole_last_line_without_its_newline_is_kept(tmp_path, batch):
+    """Final fresh-user pass: a file whose last diagnosis only lacked its newline (ended by an editor or
+    `head -c`) had that line cut away as "a torn last line (… a run killed mid-write)" and its run
+    audited again. A whole diagnosis is kept (its newline added); a line cut mid-write still goes."""
+    path, _ = batch
+    small = write_jsonl(tmp_path / "few.jsonl", path.read_text().splitlines()[:3])
+    out = tmp_path / "d.jsonl"
+    assert cli("audit", small, "-q", "-o", out).exit_code == 0
+    whole = out.read_bytes()
+    out.write_bytes(whole.rstrip(b"\n"))
+    r = cli("audit", small, "-q", "--resume", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "3 run(s) already diagnosed there were skipped" in one_line(r.stderr) and "torn" not in r.stderr
+    assert out.read_bytes().rstrip(b"\n") == whole.rstrip(b"\n")  # nothing appended: left as it was
+    write_jsonl(small, path.read_text().splitlines()[:4])
+    r = cli("audit", small, "-q", "--resume", "-o", out)  # one more run: appended on a line of its own
+    assert "3 run(s) already diagnosed there were skipped" in one_line(r.stderr)
+    assert out.read_bytes().startswith(whole) and len(diagnoses(out)) == 4
+    out.write_bytes(whole[:-40])  # the last line cut mid-write
+    r = cli("audit", small, "-q", "--resume", "-o", out)
+    assert "a torn last line" in one_line(r.stderr) and "2 run(s) already diagnosed" in one_line(r.stderr)
+    assert len(diagnoses(out)) == 4
+
+
 def test_eval_resume_scores_the_same_as_an_uninterrupted_eval(tmp_path):
     data = ROOT / "examples" / "data" / "who_and_when"
     plain = cli("eval", data, "--gold", data, "-s", "offline", "--format", "json")

@@ -526,10 +526,20 @@ class Resumable:
     foreign_tail: bool = False
 
 
+def _whole_diagnosis(tail: bytes) -> bool:
+    """Whether a last line without its newline is a whole diagnosis (a file ended by hand or by a tool
+    that strips the final newline), not one cut mid-write."""
+    try:
+        return is_diagnosis(json.loads(tail.lstrip(b"\xef\xbb\xbf")))
+    except ValueError:
+        return False
+
+
 def read_resumable(path: str | os.PathLike[str], *, repair: bool = True) -> Resumable:
     """Read an existing ``audit --resume`` output: the runs it holds (lines with a ``resume_key``), and
     cut a torn last line (a process killed mid-write: no final newline) away when ``repair`` — only one
-    that begins as a diagnosis line does (``foreign_tail`` is never cut).
+    that begins as a diagnosis line does (``foreign_tail`` is never cut); a last line that is a whole
+    diagnosis without its newline is kept (``repair``: the newline is added).
 
     Raises:
         OSError: the file exists but cannot be read or truncated.
@@ -541,6 +551,12 @@ def read_resumable(path: str | os.PathLike[str], *, repair: bool = True) -> Resu
     with open(p, "rb") as f:
         data = f.read()
     end = data.rfind(b"\n") + 1
+    if end < len(data) and _whole_diagnosis(data[end:]):  # complete, only its newline missing: kept
+        if repair:
+            with open(p, "ab") as f:
+                f.write(b"\n")
+        data += b"\n"
+        end = len(data)
     if end < len(data):
         out.torn = len(data) - end
         tail = data[end:].lstrip(b"\xef\xbb\xbf" if end == 0 else b"")
