@@ -559,3 +559,36 @@ def test_a_zstandard_member_inflating_past_its_declared_size_is_refused(tmp_path
     with pytest.raises(TraceFormatError, match=r"member samples/1_epoch_1.json inflates to more than the 10 bytes "
                                                r"the zip declares for it \(refused\)"):
         load(path)
+
+
+def test_damaged_eval_members_are_named_not_called_a_non_zip(tmp_path, monkeypatch):
+    """Final fresh-user pass: a deflated member with a bad CRC was "not an Inspect .eval log: the file is
+    not a zip archive" (it is one), and a corrupt Zstandard member an "internal error while loading:
+    ZstdError". Both name the damaged member."""
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    path = tmp_path / "crc.eval"
+    with zipfile.ZipFile(path, "w") as zf:  # stored: the member's bytes are in the file as they are
+        zf.writestr("header.json", json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}}))
+        zf.writestr("samples/1_epoch_1.json", json.dumps({"id": 1, "messages": []}))
+    data = path.read_bytes().replace(b'{"id": 1,', b'{"id": 2,', 1)
+    path.write_bytes(data)
+    with pytest.raises(TraceFormatError, match=r"member samples/1_epoch_1.json is damaged: Bad CRC-32"):
+        load(path)
+    zstandard = pytest.importorskip("zstandard")
+    import struct
+
+    frame = bytearray(zstandard.ZstdCompressor().compress(json.dumps({"id": 1, "messages": []}).encode()))
+    frame[4] |= 0x03  # the frame header claims a dictionary it was not made with
+    path = tmp_path / "zstd.eval"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("header.json", json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}}))
+        zf.writestr("samples/1_epoch_1.json", bytes(frame))
+    data = bytearray(path.read_bytes())
+    local = data.rindex(b"PK\x03\x04", 0, data.index(b"samples/1_epoch_1.json"))
+    struct.pack_into("<H", data, local + 8, 93)
+    central = data.rindex(b"PK\x01\x02", 0, data.rindex(b"samples/1_epoch_1.json"))
+    struct.pack_into("<H", data, central + 10, 93)
+    path.write_bytes(bytes(data))
+    with pytest.raises(TraceFormatError, match=r"member samples/1_epoch_1.json is not valid Zstandard data: "):
+        load(path)

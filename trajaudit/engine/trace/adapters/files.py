@@ -193,7 +193,10 @@ def _member(zf: zipfile.ZipFile, name: str, file: str) -> bytes:
     """
     info = zf.getinfo(name)
     if info.compress_type != ZIP_ZSTANDARD:
-        return zf.read(name)
+        try:
+            return zf.read(name)
+        except zipfile.BadZipFile as e:  # a bad CRC, a short member: the zip is one, its member is damaged
+            raise TraceFormatError(f"Inspect .eval member {name} is damaged: {e}", file=file) from None
     try:
         import zstandard  # optional: trajaudit[inspect] (and dev)
     except ImportError:
@@ -209,8 +212,11 @@ def _member(zf: zipfile.ZipFile, name: str, file: str) -> bytes:
     # bounded by the size the zip declares (what _check_sizes checked): decompress(max_output_size=)
     # is ignored for a frame that states its own content size, which a crafted member can set to anything
     limit = min(info.file_size, MAX_MEMBER_BYTES)
-    with zstandard.ZstdDecompressor().stream_reader(compressed) as reader:
-        out = reader.read(limit + 1)
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(compressed) as reader:
+            out = reader.read(limit + 1)
+    except zstandard.ZstdError as e:  # corrupt or truncated frame ("internal error while loading" before)
+        raise TraceFormatError(f"Inspect .eval member {name} is not valid Zstandard data: {e}", file=file) from None
     if len(out) > limit:
         raise TraceFormatError(f"Inspect .eval member {name} inflates to more than the {info.file_size:,} bytes "
                                "the zip declares for it (refused)", file=file)
