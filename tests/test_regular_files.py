@@ -111,8 +111,9 @@ def test_audit_and_check_name_the_files_of_a_folder_they_do_not_read(tmp_path):
     write_json(runs / "sub" / "b.json", good_run("b"))
     for name in ("c.json.gz", "sub/d.log", ".DS_Store", ".git/config", "e.txt", "f.md"):
         (runs / name).write_text("x")
-    note = (f"note: 4 file(s) in the input folder(s) not read (only .json, .jsonl, .ndjson, .eval files are traces "
-            f"there; name a file to read it): {runs / 'c.json.gz'}, {runs / 'e.txt'}, {runs / 'f.md'} and 1 more")
+    # documentation (f.md) is not named: the bundled examples' NOTICE.md made the README's command print it
+    note = (f"note: 3 file(s) in the input folder(s) not read (only .json, .jsonl, .ndjson, .eval files are traces "
+            f"there; name a file to read it): {runs / 'c.json.gz'}, {runs / 'e.txt'}, {runs / 'sub' / 'd.log'}")
     for args in (("audit", runs, "-o", tmp_path / "d.jsonl"), ("check", runs)):
         r = cli(*args)
         assert r.exit_code in (0, 1) and note in one_line(r.stderr), args

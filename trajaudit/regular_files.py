@@ -109,10 +109,16 @@ def is_candidate(p: Path) -> bool:
         return True
 
 
+#: documentation beside the runs (a dataset's README.md, NOTICE.md): never a trace, not worth a note
+_DOC_SUFFIXES = (".md", ".markdown", ".rst")
+
+
 def unread_files(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, ...] = TRACE_SUFFIXES) -> list[Path]:
     """The files under the folders among ``paths`` that :func:`expand_paths` leaves out: not ending in
     ``suffixes`` (``runs/a.json.gz``, ``runs/b.log``), sorted; hidden ones (``.DS_Store``, a file
-    under a ``.git`` folder) are not listed. Files and globs named directly are not looked at."""
+    under a ``.git`` folder) and documentation (``.md``, ``.rst``: the bundled examples' NOTICE.md
+    made the README's first command print a note) are not listed. Files and globs named directly are
+    not looked at."""
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
@@ -120,7 +126,8 @@ def unread_files(paths: Iterable[str | os.PathLike[str]], suffixes: tuple[str, .
             continue
         for q in p.rglob("*"):
             rel = q.relative_to(p).parts
-            if q.suffix.lower() not in suffixes and not any(part.startswith(".") for part in rel) and is_candidate(q):
+            if (q.suffix.lower() not in suffixes and q.suffix.lower() not in _DOC_SUFFIXES
+                    and not any(part.startswith(".") for part in rel) and is_candidate(q)):
                 out.append(q)
     return sorted(out)
 
