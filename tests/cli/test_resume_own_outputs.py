@@ -182,3 +182,26 @@ def test_resume_refuses_a_file_that_holds_no_diagnoses_and_leaves_it_alone(tmp_p
     r = cli("audit", run, "-q", "-o", torn, "--resume")
     assert r.exit_code == 0 and "a torn last line (41 bytes" in one_line(r.stderr)
     assert [d["trajectory_id"] for d in diagnoses(torn)] == ["r1"]
+
+
+def test_eval_with_the_gold_folder_as_dataset_saves_predictions_into_it_again(tmp_path):
+    """Final fresh-user pass: `eval ww --gold ww -s offline --save-pred ww/p.jsonl` worked once; the second
+    run and `--resume` were refused ("--save-pred 'ww/p.jsonl' is the gold file"), and with the gold
+    folder alone as dataset the predictions file was read as gold and as traces. A Who&When gold folder
+    leaves trajaudit's outputs out as the dataset folders do."""
+    runs = _folder(tmp_path)
+    pred = runs / "p.jsonl"
+    args = ("eval", runs, "--gold", runs, "-s", "offline", "--bootstrap", "10", "--save-pred", pred)
+    first = cli(*args)
+    assert first.exit_code == 0, first.output
+    saved = pred.read_text()
+    for extra in ((), ("--resume",)):
+        again = cli(*args, *extra)
+        assert again.exit_code == 0, again.output
+        assert f"not traces: {pred}" in one_line(again.stderr) and "gold file" not in again.stderr
+        assert pred.read_text() == saved  # the same lines: resumed (all skipped) or written anew
+    alone = cli("eval", "--gold", runs, "-s", "first", "--bootstrap", "10", "--format", "json")
+    assert alone.exit_code == 0, alone.output
+    assert "skipped" not in alone.stderr and f"not traces: {pred}" in one_line(alone.stderr)
+    report = json.loads(alone.stdout)
+    assert report["n_gold"] == report["n_predictions"] == len(diagnoses(pred)) == 3

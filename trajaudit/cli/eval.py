@@ -43,7 +43,14 @@ from trajaudit.cli.options import (
     run_timeout_option,
     warn_output_name,
 )
-from trajaudit.cli.outputs import RESUME_KEY, OutputSet, ResumeJournal, resume_key_of, without_own_outputs
+from trajaudit.cli.outputs import (
+    RESUME_KEY,
+    OutputSet,
+    ResumeJournal,
+    resume_key_of,
+    select_inputs,
+    without_own_outputs,
+)
 from trajaudit.cli.unknowns import Unknowns
 from trajaudit.engine.config import AuditConfig
 from trajaudit.engine.diagnosis import Diagnosis
@@ -125,13 +132,19 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     """
     output = None if output == "-" else output  # '-': stdout, as without -o (it made a file named '-')
     strategy = _choose_source(strategies, pred, judge_weights, resume, save_pred)
+    asked = datasets
     datasets = without_own_outputs(datasets, lambda note: print_line(console(err=True), note))  # --save-pred in them
-    _check_paths(datasets, gold, pred, tools, rules, mapping, output, report_file, save_pred)
+    # a Who&When gold folder (often the dataset folder too) leaves out trajaudit's outputs in it as well
+    gold_inputs = without_own_outputs((gold,), (lambda note: None) if gold in asked
+                                      else lambda note: print_line(console(err=True), note))
+    _check_paths(datasets, gold, pred, tools, rules, mapping, output, report_file, save_pred,
+                 gold_inputs=gold_inputs, gold_is_dataset=gold in asked)
     warn_output_name("-o", output, out_format)  # the report: a table under report.json is named
     trace_format = fmt
     adapter = mapping_for(trace_format, mapping)  # a bad mapping is refused before anything is read
-    gold_set = _read_gold(gold, gold_format, taxonomy)
-    paths = list(datasets) or ([gold] if gold_set.format == "who_and_when" else [])
+    left_out = frozenset(select_inputs([gold])[1]) if gold_inputs != (gold,) else frozenset()
+    gold_set = _read_gold(gold, gold_format, taxonomy, left_out)
+    paths = list(datasets) or (list(gold_inputs) if gold_set.format == "who_and_when" else [])
     err = console(err=True)
     if strategy:
         spec = AuditSpec(strategy=strategy, rules=rules, tools=tools,
@@ -186,18 +199,20 @@ def _choose_source(strategies: tuple[str, ...], pred: str | None, judge_weights:
 
 
 def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: str | None, rules: tuple[str, ...],
-                 mapping: str | None, output: str | None, report_file: str | None, save_pred: str | None) -> None:
+                 mapping: str | None, output: str | None, report_file: str | None, save_pred: str | None, *,
+                 gold_inputs: tuple[str, ...], gold_is_dataset: bool) -> None:
     """Refuse, before anything is read (exit 2), a ``--report`` that is neither HTML nor Markdown, missing
     datasets, two outputs with one path, an output that would overwrite an input and an output whose
-    folder cannot be written."""
+    folder cannot be written. ``gold_inputs``: the gold path, or the files of a gold folder without
+    trajaudit's outputs in it (a ``--save-pred`` written there by an earlier run is not the gold)."""
     if report_file and not report_file.endswith((".html", ".htm", ".md", ".markdown")):
         fail(f"--report must end in .html or .md, got {report_file!r}")
     check_input_paths(datasets, "dataset")
     note_unread_files(datasets)  # as audit: a .json.gz or .log trace in a dataset folder is not read
-    given = [gold, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules,
+    given = [*gold_inputs, *datasets, *([pred] if pred else []), *([tools] if tools else []), *rules,
              *([mapping] if mapping else [])]
     refuse_same_outputs({"-o/--output": output, "--save-pred": save_pred, "--report": report_file})
-    roles = input_roles(gold=[gold] if gold not in datasets else [], pred=pred, tools=[tools], rules=rules,
+    roles = input_roles(gold=[] if gold_is_dataset else list(gold_inputs), pred=pred, tools=[tools], rules=rules,
                         mapping=mapping)
     refuse_overwriting_input(output, given, roles=roles)
     refuse_overwriting_input(save_pred, given, "--save-pred", roles)
@@ -209,9 +224,10 @@ def _check_paths(datasets: tuple[str, ...], gold: str, pred: str | None, tools: 
     warn_output_name("--save-pred", save_pred, "jsonl")  # after the refusals: a refused output gets its error alone
 
 
-def _read_gold(gold: str, gold_format: str, taxonomy: str | None) -> GoldSet:
-    """The gold labels of ``gold``; none at all prints the loading problems and stops (exit 2)."""
-    gold_set = load_gold(gold, gold_format, taxonomy=taxonomy)
+def _read_gold(gold: str, gold_format: str, taxonomy: str | None, left_out: frozenset[str]) -> GoldSet:
+    """The gold labels of ``gold`` (a folder's ``left_out`` files, trajaudit's outputs, not read); none
+    at all prints the loading problems and stops (exit 2)."""
+    gold_set = load_gold(gold, gold_format, taxonomy=taxonomy, exclude=left_out)
     if not gold_set:
         report_problems_text(gold_set.problems, gold)
         fail(f"{gold}: no gold labels could be loaded")

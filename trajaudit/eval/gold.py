@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -71,15 +72,19 @@ def who_and_when_item(doc: Any, file: str) -> GoldItem:
                     reason=str(doc.get("mistake_reason") or ""), problem=problem)
 
 
-def load_who_and_when_gold(path: str | os.PathLike[str]) -> GoldSet:
+def load_who_and_when_gold(path: str | os.PathLike[str], *, exclude: Collection[str] = ()) -> GoldSet:
     """Load Who&When labels from one file or a folder of files (the labels are in the trace files).
 
     ``mistake_step`` is already 0-based (a string); ``mistake_agent`` is kept as written (compare with
     :func:`trajaudit.eval.metrics.normalize_agent`). There is no category. Unreadable files are
-    reported in ``problems`` and skipped.
+    reported in ``problems`` and skipped; files of the folder named in ``exclude`` (as
+    :func:`~trajaudit.regular_files.expand_paths` yields them: the caller's own outputs written into
+    the folder, e.g. ``eval --save-pred``) are not read.
     """
     gold = GoldSet(format="who_and_when", source=str(path))
     for f in expand_paths([path]):
+        if str(f) in exclude:
+            continue
         try:
             item = who_and_when_item(read_json(f), str(f))
         except GoldFormatError as e:
@@ -176,11 +181,13 @@ def detect_gold_format(path: str | os.PathLike[str]) -> str:
                           "use --gold-format)", file=str(p))
 
 
-def load_gold(path: str | os.PathLike[str], format: str = "auto", *, taxonomy: str | None = None) -> GoldSet:
+def load_gold(path: str | os.PathLike[str], format: str = "auto", *, taxonomy: str | None = None,
+              exclude: Collection[str] = ()) -> GoldSet:
     """Load gold labels from ``path`` in ``format`` (``auto``, ``agentrx``, ``who_and_when``, ``jsonl``).
 
     Args:
         taxonomy: taxonomy for normalizing categories (default: ``agentrx`` for AgentRx and JSONL).
+        exclude: files of a Who&When folder not to read (:func:`load_who_and_when_gold`).
 
     Returns:
         A :class:`GoldSet` (a ``dict[key, GoldItem]`` with ``problems``); steps are 0-based indexes.
@@ -192,7 +199,7 @@ def load_gold(path: str | os.PathLike[str], format: str = "auto", *, taxonomy: s
     if fmt == "agentrx":
         return load_agentrx_gold(path, taxonomy or "agentrx")
     if fmt == "who_and_when":
-        return load_who_and_when_gold(path)
+        return load_who_and_when_gold(path, exclude=exclude)
     if fmt == "jsonl":
         return load_jsonl_gold(path, taxonomy or "agentrx")
     raise GoldFormatError(f"unknown gold format {fmt!r} (known: auto, {', '.join(GOLD_FORMATS)})", file=str(path))
