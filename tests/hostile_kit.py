@@ -77,3 +77,10 @@ def comparable(d: dict) -> dict:
     d = json.loads(json.dumps(d))
     d.get("metadata", {}).pop("resume_key", None)
     return d
+
+
+def write_keyless(src: Path, dst: Path, n: int) -> Path:
+    """``dst`` holding the first ``n`` diagnoses of ``src`` without their resume key (as a trajaudit
+    that wrote none without ``--resume``, or another program, left them)."""
+    dst.write_text("".join(json.dumps(comparable(d)) + "\n" for d in diagnoses(src)[:n]), encoding="utf-8")
+    return dst

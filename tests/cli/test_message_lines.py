@@ -10,7 +10,7 @@ import json
 
 from cli_kit import TIMEOUT_PACK
 from click.testing import CliRunner
-from hostile_kit import good_run, write_json, write_jsonl
+from hostile_kit import good_run, write_json, write_jsonl, write_keyless
 
 from trajaudit.cli import main
 from trajaudit.cli.common import PIPE_WIDTH, console, print_line
@@ -42,13 +42,7 @@ def test_the_resume_warning_to_a_log_stays_one_line(tmp_path):
     runs = write_jsonl(tmp_path / "runs.jsonl", [json.dumps(good_run(f"r{i}")) for i in range(3)])
     plain = tmp_path / "plain.jsonl"
     assert _run("audit", runs, "-q", "-o", plain).exit_code == 0
-    out = tmp_path / "out.jsonl"
-    older = []  # lines without the resume key (an older trajaudit): the warning is long
-    for line in plain.read_text().splitlines()[:2]:
-        d = json.loads(line)
-        del d["metadata"]["resume_key"]
-        older.append(json.dumps(d) + "\n")
-    out.write_text("".join(older), encoding="utf-8")
+    out = write_keyless(plain, tmp_path / "out.jsonl", 2)  # lines without the resume key
     r = _run("audit", runs, "-q", "-o", out, "--resume")
     lines = r.stderr.splitlines()
     assert r.exit_code == 0 and len(lines) == 1 and len(lines[0]) > PIPE_WIDTH

@@ -13,7 +13,17 @@ import sys
 import time
 
 import pytest
-from hostile_kit import ROOT, cli, cli_process, comparable, diagnoses, good_run, one_line, write_jsonl
+from hostile_kit import (
+    ROOT,
+    cli,
+    cli_process,
+    comparable,
+    diagnoses,
+    good_run,
+    one_line,
+    write_jsonl,
+    write_keyless,
+)
 
 RUNS = 300
 
@@ -125,13 +135,7 @@ def test_resume_warns_about_lines_it_cannot_recognise(tmp_path):
     runs = write_jsonl(tmp_path / "runs.jsonl", [json.dumps(good_run(f"r{i}")) for i in range(3)])
     plain = tmp_path / "plain.jsonl"
     assert cli("audit", runs, "-q", "-o", plain).exit_code == 0
-    out = tmp_path / "out.jsonl"
-    older = []  # lines of a trajaudit that wrote no resume key without --resume (or of another program)
-    for line in plain.read_text().splitlines()[:2]:
-        d = json.loads(line)
-        del d["metadata"]["resume_key"]
-        older.append(json.dumps(d) + "\n")
-    out.write_text("".join(older), encoding="utf-8")
+    out = write_keyless(plain, tmp_path / "out.jsonl", 2)  # lines without the resume key
     r = cli("audit", runs, "-q", "-o", out, "--resume")
     assert r.exit_code == 0, r.output
     said = one_line(r.output)
