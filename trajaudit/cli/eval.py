@@ -47,6 +47,7 @@ from trajaudit.cli.outputs import (
     RESUME_KEY,
     OutputSet,
     ResumeJournal,
+    left_out_note,
     resume_key_of,
     select_inputs,
     without_own_outputs,
@@ -135,15 +136,16 @@ def eval_cmd(datasets: tuple[str, ...], gold: str, gold_format: str, pred: str |
     asked = datasets
     datasets = without_own_outputs(datasets, lambda note: print_line(console(err=True), note))  # --save-pred in them
     # a Who&When gold folder (often the dataset folder too) leaves out trajaudit's outputs in it as well
-    gold_inputs = without_own_outputs((gold,), (lambda note: None) if gold in asked
-                                      else lambda note: print_line(console(err=True), note))
+    gold_files, gold_left_out = select_inputs([gold])
+    if gold_left_out and gold not in asked:  # (as a dataset folder, the note is said above)
+        print_line(console(err=True), left_out_note(gold_left_out))
+    gold_inputs = tuple(gold_files) if gold_left_out else (gold,)
     _check_paths(datasets, gold, pred, tools, rules, mapping, output, report_file, save_pred,
                  gold_inputs=gold_inputs, gold_is_dataset=gold in asked)
     warn_output_name("-o", output, out_format)  # the report: a table under report.json is named
     trace_format = fmt
     adapter = mapping_for(trace_format, mapping)  # a bad mapping is refused before anything is read
-    left_out = frozenset(select_inputs([gold])[1]) if gold_inputs != (gold,) else frozenset()
-    gold_set = _read_gold(gold, gold_format, taxonomy, left_out)
+    gold_set = _read_gold(gold, gold_format, taxonomy, frozenset(gold_left_out))
     paths = list(datasets) or (list(gold_inputs) if gold_set.format == "who_and_when" else [])
     err = console(err=True)
     if strategy:
